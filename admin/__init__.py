@@ -1,0 +1,1 @@
+"""The operator's interfaces: the ``fptrack`` command line (and, later, the web platform)."""

@@ -1,0 +1,1 @@
+"""The Scrapy project that fetches pages from watched sites."""

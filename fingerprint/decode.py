@@ -1,0 +1,114 @@
+"""Bytes to text for the encodings Chinese web text comes in.
+
+Order of decisions: a byte-order mark (UTF-8, UTF-16, UTF-32) wins; then strict UTF-8;
+then GB18030 (a superset of GB2312 and GBK) and Big5-HKSCS are both tried strictly and the
+one whose Han characters are more often *common* characters (GB2312 level 1 or Big5's
+frequent-character block) wins, since a Big5 byte stream read as GBK (or the reverse) turns
+into rare characters; last, charset-normalizer's guess. Input that looks binary (NUL bytes
+without a UTF-16/32 mark) or that nothing decodes raises :class:`UndecodableText`.
+"""
+
+from __future__ import annotations
+
+import codecs
+import contextlib
+from dataclasses import dataclass
+from functools import cache
+
+from fingerprint.base import FingerprintError
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+_CHINESE = ("gb18030", "big5hkscs")
+_MIN_SCORE_MARGIN = 0.02
+
+
+class UndecodableText(FingerprintError):
+    """The bytes are not text in any supported encoding."""
+
+
+@dataclass(frozen=True)
+class Decoded:
+    text: str
+    encoding: str
+
+
+@cache
+def common_han() -> frozenset[str]:
+    """Frequent Han characters: GB2312 level 1 (3,755) and Big5 level 1 (5,401)."""
+    chars: set[str] = set()
+    for lead in range(0xB0, 0xD8):
+        for trail in range(0xA1, 0xFF):
+            with contextlib.suppress(UnicodeDecodeError):
+                chars.add(bytes([lead, trail]).decode("gb2312"))
+    for lead in range(0xA4, 0xC7):
+        for trail in [*range(0x40, 0x7F), *range(0xA1, 0xFF)]:
+            with contextlib.suppress(UnicodeDecodeError):
+                chars.add(bytes([lead, trail]).decode("big5"))
+    return frozenset(c for c in chars if "\u4e00" <= c <= "\u9fff")
+
+
+def common_share(text: str) -> float:
+    """Share of the Han characters of ``text`` that are frequent ones (1.0 with no Han)."""
+    han = [c for c in text if "\u3400" <= c <= "\u9fff" or "\U00020000" <= c <= "\U0003ffff"]
+    if not han:
+        return 1.0
+    common = common_han()
+    return sum(c in common for c in han) / len(han)
+
+
+def decode(data: bytes) -> Decoded:
+    """Decode ``data`` as described in the module docstring.
+
+    >>> decode("中文".encode("gbk"))
+    Decoded(text='中文', encoding='gb18030')
+    >>> decode("中文".encode("big5")).text
+    '中文'
+    """
+    if not data:
+        return Decoded("", "utf-8")
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                return Decoded(data.decode(encoding), encoding.removesuffix("-sig"))
+            except UnicodeDecodeError as exc:
+                raise UndecodableText(
+                    f"invalid {encoding} after its byte-order mark: {exc}"
+                ) from exc
+    if b"\x00" in data:
+        raise UndecodableText("binary data: NUL bytes and no UTF-16/UTF-32 byte-order mark")
+    try:
+        return Decoded(data.decode("utf-8"), "utf-8")
+    except UnicodeDecodeError:
+        pass
+    candidates = []
+    for encoding in _CHINESE:
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        candidates.append((common_share(text), encoding, text))
+    if candidates:
+        candidates.sort(key=lambda c: c[0], reverse=True)
+        best = candidates[0]
+        if len(candidates) == 1 or best[0] - candidates[1][0] >= _MIN_SCORE_MARGIN:
+            return Decoded(best[2], best[1])
+        gb = next(c for c in candidates if c[1] == "gb18030")
+        return Decoded(gb[2], gb[1])
+    return _guess(data)
+
+
+def _guess(data: bytes) -> Decoded:
+    from charset_normalizer import from_bytes
+
+    match = from_bytes(data).best()
+    if match is None or match.encoding is None:
+        raise UndecodableText(
+            "not text in UTF-8, GB18030/GBK, Big5, UTF-16/32 or any encoding detected"
+        )
+    return Decoded(str(match), match.encoding)

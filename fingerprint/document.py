@@ -1,0 +1,105 @@
+"""The default fingerprint of a document: every method at its default parameters, at once.
+
+``fingerprint_document`` normalises the text once, takes its content characters once and
+shares the character 3-gram hashes between simhash and MinHash, so the whole set costs
+little more than its most expensive part. Every member keeps its own method, parameters
+and version, and round-trips through ``to_dict`` / ``from_dict``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from fingerprint.decode import decode
+from fingerprint.hashing import ngram_hashes
+from fingerprint.minhash import MinHash, MinHashParams, minhash_of_hashes
+from fingerprint.normalize import NormalizeConfig, Normalized, normalize
+from fingerprint.pinyin import PinyinFingerprint, PinyinParams, pinyin_fingerprint
+from fingerprint.sentences import SentenceParams, SentenceSignature, sentence_signature
+from fingerprint.shingles import WinnowFingerprint, WinnowParams, winnow_positions
+from fingerprint.simhash import Simhash, SimhashParams, simhash_of_hashes
+from fingerprint.tokens import content_codes
+
+
+@dataclass(frozen=True)
+class DocumentParams:
+    normalize: NormalizeConfig = NormalizeConfig()
+    pinyin: PinyinParams = PinyinParams()
+    pinyin_anchored: PinyinParams = PinyinParams(anchored=True)
+    simhash: SimhashParams = SimhashParams()
+    minhash: MinHashParams = MinHashParams(scheme="oph")
+    winnow: WinnowParams = WinnowParams()
+    sentences: SentenceParams = SentenceParams()
+
+    def __post_init__(self) -> None:
+        if self.simhash.features != "char" or self.simhash.weighting != "tf":
+            raise ValueError("document fingerprints use character features with tf weights")
+
+
+@dataclass(frozen=True, eq=False)
+class DocumentFingerprint:
+    normalized: Normalized
+    pinyin: PinyinFingerprint
+    pinyin_anchored: PinyinFingerprint
+    simhash: Simhash
+    minhash: MinHash
+    winnow: WinnowFingerprint
+    sentences: SentenceSignature
+
+    def to_dict(self) -> dict:
+        """Every fingerprint as a JSON-ready dict, keyed by method."""
+        members = (
+            self.pinyin,
+            self.pinyin_anchored,
+            self.simhash,
+            self.minhash,
+            self.winnow,
+            self.sentences,
+        )
+        return {fp.method: fp.to_dict() for fp in members}
+
+
+def _hashes_at(codes: np.ndarray, positions: np.ndarray, n: int, seed: int):
+    if 0 < len(codes) < n:
+        return ngram_hashes(codes, len(codes), seed), positions[:1]
+    return ngram_hashes(codes, n, seed), positions[: max(0, len(codes) - n + 1)]
+
+
+def fingerprint_normalized(
+    normalized: Normalized, params: DocumentParams | None = None
+) -> DocumentFingerprint:
+    """All default fingerprints of already normalised text."""
+    params = params or DocumentParams()
+    text = normalized.text
+    codes, positions = content_codes(text)
+    grams, _ = _hashes_at(codes, positions, params.simhash.ngram, params.simhash.seed)
+    distinct, tf = np.unique(grams, return_counts=True)
+    if (params.minhash.ngram, 0) == (params.simhash.ngram, params.simhash.seed):
+        minhash = minhash_of_hashes(distinct, params.minhash)
+    else:
+        minhash = minhash_of_hashes(
+            _hashes_at(codes, positions, params.minhash.ngram, 0)[0], params.minhash
+        )
+    kgrams, starts = _hashes_at(codes, positions, params.winnow.k, params.winnow.seed)
+    chosen = winnow_positions(kgrams, params.winnow.window)
+    return DocumentFingerprint(
+        normalized=normalized,
+        pinyin=pinyin_fingerprint(text, params.pinyin),
+        pinyin_anchored=pinyin_fingerprint(text, params.pinyin_anchored),
+        simhash=Simhash(simhash_of_hashes(distinct, tf), params.simhash),
+        minhash=minhash,
+        winnow=WinnowFingerprint(params.winnow, kgrams[chosen], starts[chosen]),
+        sentences=sentence_signature(text, params.sentences),
+    )
+
+
+def fingerprint_document(
+    text: str | bytes, params: DocumentParams | None = None
+) -> DocumentFingerprint:
+    """Decode (bytes), normalise and fingerprint a document with every default method."""
+    params = params or DocumentParams()
+    if isinstance(text, bytes):
+        text = decode(text).text
+    return fingerprint_normalized(normalize(text, params.normalize), params)

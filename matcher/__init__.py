@@ -1,0 +1,1 @@
+"""The backend: store, Redis indexes, matching engine, Celery app and tasks."""
