@@ -8,6 +8,7 @@ and version, and round-trips through ``to_dict`` / ``from_dict``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -103,3 +104,11 @@ def fingerprint_document(
     if isinstance(text, bytes):
         text = decode(text).text
     return fingerprint_normalized(normalize(text, params.normalize), params)
+
+
+def fingerprint_documents(
+    texts: Sequence[str], params: DocumentParams | None = None
+) -> list[DocumentFingerprint]:
+    """Fingerprint many documents: equal to ``[fingerprint_document(t) for t in texts]``."""
+    params = params or DocumentParams()
+    return [fingerprint_document(t, params) for t in texts]
