@@ -2,10 +2,11 @@
 
 Order of decisions: a byte-order mark (UTF-8, UTF-16, UTF-32) wins; then strict UTF-8;
 then GB18030 (a superset of GB2312 and GBK) and Big5-HKSCS are both tried strictly and the
-one whose Han characters are more often *common* characters (GB2312 level 1 or Big5's
-frequent-character block) wins, since a Big5 byte stream read as GBK (or the reverse) turns
-into rare characters; last, charset-normalizer's guess. Input that looks binary (NUL bytes
-without a UTF-16/32 mark) or that nothing decodes raises :class:`UndecodableText`.
+one whose non-ASCII characters are more often *plausible* (frequent Han characters of GB2312
+level 1 or Big5's frequent block, CJK punctuation, full-width forms) wins, since a Big5 byte
+stream read as GBK (or the reverse) turns into rare characters, kana and symbols; last,
+charset-normalizer's guess. Input that looks binary (NUL bytes without a UTF-16/32 mark) or
+that nothing decodes raises :class:`UndecodableText`.
 """
 
 from __future__ import annotations
@@ -54,12 +55,20 @@ def common_han() -> frozenset[str]:
 
 
 def common_share(text: str) -> float:
-    """Share of the Han characters of ``text`` that are frequent ones (1.0 with no Han)."""
-    han = [c for c in text if "\u3400" <= c <= "\u9fff" or "\U00020000" <= c <= "\U0003ffff"]
-    if not han:
+    """Share of the non-ASCII characters of ``text`` that are plausible in Chinese text.
+
+    Plausible: frequent Han characters, CJK punctuation (U+3000-U+303F) and full-width forms
+    (U+FF00-U+FFEF). A wrong Chinese decoding yields rare Han, kana, Greek or box drawing.
+    1.0 for pure ASCII.
+    """
+    wide = [c for c in text if c > "\x7f"]
+    if not wide:
         return 1.0
     common = common_han()
-    return sum(c in common for c in han) / len(han)
+    plausible = sum(
+        c in common or "\u3000" <= c <= "\u303f" or "\uff00" <= c <= "\uffef" for c in wide
+    )
+    return plausible / len(wide)
 
 
 def decode(data: bytes) -> Decoded:

@@ -50,21 +50,32 @@ def _seed_offset(seed: int) -> np.uint64:
     return U64((seed * _GOLDEN_INT) & _MASK64)
 
 
-def ngram_hashes(codes: np.ndarray, n: int, seed: int = 0) -> np.ndarray:
-    """Stable 64-bit hash of every run of ``n`` consecutive integers in ``codes``.
+def ngram_hashes(codes: np.ndarray, n: int, seed: int = 0, bits: int = 21) -> np.ndarray:
+    """Stable 64-bit hash of every run of ``n`` consecutive symbols in ``codes``.
 
-    h_0 = fmix64(seed * golden + c_i); h_j = fmix64(h_{j-1} * golden + c_{i+j}). Returns an
-    array of ``len(codes) - n + 1`` hashes (empty when the input is shorter than ``n``).
+    Symbols are ``bits`` wide (21 covers every code point); p = 64 // bits of them are
+    packed into one 64-bit word, so an n-gram is ceil(n / p) words w_0, w_1, ... and
+    h_0 = fmix64(seed * golden + w_0), h_j = fmix64(h_{j-1} * golden + w_j). Returns
+    ``len(codes) - n + 1`` hashes (none when the input is shorter than ``n``).
+
+    >>> int(ngram_hashes(np.array([20013, 25991], dtype=np.uint32), 2)[0])
+    6826477264631780719
     """
     if n < 1:
         raise ValueError(f"n-gram length must be >= 1, got {n}")
+    if not 1 <= bits <= 32:
+        raise ValueError(f"symbol width must be 1..32 bits, got {bits}")
     codes = np.asarray(codes, dtype=U64)
     count = len(codes) - n + 1
     if count <= 0:
         return np.empty(0, dtype=U64)
-    h = fmix64(codes[:count] + _seed_offset(seed))
-    for j in range(1, n):
-        h = fmix64(h * _GOLDEN + codes[j : j + count])
+    per_word = 64 // bits
+    h = None
+    for first in range(0, n, per_word):
+        word = codes[first : first + count]
+        for j in range(first + 1, min(first + per_word, n)):
+            word = (word << U64(bits)) | codes[j : j + count]
+        h = fmix64(word + _seed_offset(seed)) if h is None else fmix64(h * _GOLDEN + word)
     return h
 
 

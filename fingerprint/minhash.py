@@ -91,7 +91,9 @@ def oph_signature(hashes: np.ndarray, num_perm: int = 128, seed: int = 1) -> np.
     h = fmix64(np.asarray(hashes, dtype=np.uint64) ^ np.uint64((seed * 0x9E3779B97F4A7C15) & _M64))
     bins = ((h >> np.uint64(32)) * np.uint64(num_perm)) >> np.uint64(32)
     values = np.full(num_perm, _EMPTY, dtype=_U32)
-    np.minimum.at(values, bins.astype(np.int64), (h & np.uint64(0xFFFFFFFF)).astype(_U32))
+    keys = np.sort((bins << np.uint64(32)) | (h & np.uint64(0xFFFFFFFF)))
+    first = np.concatenate([[True], (keys[1:] >> np.uint64(32)) != (keys[:-1] >> np.uint64(32))])
+    values[(keys[first] >> np.uint64(32)).astype(np.int64)] = keys[first].astype(_U32)
     filled = values != _EMPTY
     if filled.all() or not filled.any():
         return values

@@ -35,21 +35,44 @@ _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 DEFAULT_AD_PATTERNS: tuple[str, ...] = (
     r"(?:https?://|www\.)\S+",
-    r"\b[a-z0-9][a-z0-9-]{1,30}\.(?:com|net|org|cc|cn|co|info|me|la|tw|xyz|top|vip|club)\b",
-    r"请访问|请记住|记住本站|本站域名|一秒记住|最新章节|本章未完|点击下一页|请点击|继续阅读",
-    r"手机阅读|手机用户|加入书签|推荐票|求月票|月票|首发|笔趣阁|免费阅读|无弹窗|全文阅读|txt下载",
-    r"关注公众号|微信公众号|扫码|二维码|广告|转载请注明",
+    r"请访问|请记住|记住本站|本站域名|一秒记住|最新章节|本章未完|点击下一页|请点击|继续阅读"
+    r"|手机阅读|手机用户|加入书签|推荐票|求月票|月票|首发|笔趣阁|免费阅读|无弹窗|全文阅读|txt下载"
+    r"|关注公众号|微信公众号|扫码|二维码|广告|转载请注明",
 )
-"""Default ad / spam patterns, matched against normalised (Simplified, lower-case) text."""
+"""Default ad / spam patterns, matched against normalised (Simplified, lower-case) text.
+
+Bare domain names (``biquge.com``) count as ads too when ``NormalizeConfig.ad_domains``
+is on; they are found from their top-level domain backwards (:func:`domain_spans`)."""
+
+AD_TOP_LEVEL_DOMAINS: tuple[str, ...] = (
+    "com",
+    "net",
+    "org",
+    "cc",
+    "cn",
+    "co",
+    "info",
+    "me",
+    "la",
+    "tw",
+    "xyz",
+    "top",
+    "vip",
+    "club",
+)
+_TLD = re.compile(r"\.(?:" + "|".join(AD_TOP_LEVEL_DOMAINS) + r")\b")
+_DOMAIN_LABELS = re.compile(r"(?<![a-z0-9-])[a-z0-9][a-z0-9.-]{0,40}$")
 
 MICROBLOG_PATTERNS: tuple[str, ...] = (
     r"//@[^\n]*",
     r"@[\w\-]{1,30}",
     r"#[^#\n]{1,60}#",
     r"\[[\w]{1,10}\]",
-    r"(?:https?://|www\.)\S+|\bt\.cn/\w+",
+    r"t\.cn/\w+",
 )
-"""Microblog noise: repost chains (to line end), @mentions, #topics#, [emoticons], links."""
+"""Microblog noise: repost chains (to line end), @mentions, #topics#, [emoticons], short links.
+
+Full links are ad patterns already."""
 
 
 @dataclass(frozen=True)
@@ -60,6 +83,7 @@ class NormalizeConfig:
     lowercase: bool = True
     ad_patterns: tuple[str, ...] = DEFAULT_AD_PATTERNS
     ad_line_max_chars: int = 60
+    ad_domains: bool = True
     microblog: bool = True
 
 
@@ -178,27 +202,38 @@ def to_simplified(text: str) -> str:
 
 
 @cache
-def _compiled(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    return re.compile("|".join(f"(?:{p})" for p in patterns)) if patterns else None
+def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p) for p in patterns)
+
+
+def domain_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of bare domain names (``xxx.biquge.com``) ending in an ``AD_TOP_LEVEL_DOMAINS`` TLD."""
+    spans = []
+    for match in _TLD.finditer(text):
+        labels = _DOMAIN_LABELS.search(text, max(0, match.start() - 41), match.start())
+        if labels is not None:
+            spans.append((labels.start(), match.end()))
+    return spans
 
 
 def noise_mask(text: str, config: NormalizeConfig) -> np.ndarray:
     """Step 3: True for every character of ``text`` that is ad, spam or microblog noise."""
     drop = np.zeros(len(text), dtype=bool)
-    ads = _compiled(config.ad_patterns)
-    if ads is not None:
-        for match in ads.finditer(text):
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            line_end = text.find("\n", match.end())
-            line_end = len(text) if line_end < 0 else line_end
-            if len(text[line_start:line_end].strip()) <= config.ad_line_max_chars:
-                drop[line_start:line_end] = True
-            else:
-                drop[match.start() : match.end()] = True
+    ads = [m.span() for pattern in _compiled(config.ad_patterns) for m in pattern.finditer(text)]
+    if config.ad_domains:
+        ads.extend(domain_spans(text))
+    for start, end in ads:
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", end)
+        line_end = len(text) if line_end < 0 else line_end
+        if len(text[line_start:line_end].strip()) <= config.ad_line_max_chars:
+            drop[line_start:line_end] = True
+        else:
+            drop[start:end] = True
     if config.microblog:
-        microblog = _compiled(MICROBLOG_PATTERNS)
-        for match in microblog.finditer(text):
-            drop[match.start() : match.end()] = True
+        for pattern in _compiled(MICROBLOG_PATTERNS):
+            for match in pattern.finditer(text):
+                drop[match.start() : match.end()] = True
     return drop
 
 
@@ -209,8 +244,8 @@ def _fold_whitespace(codes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray
         return codes, offsets
     run_start = space & ~np.concatenate([[False], space[:-1]])
     run_ids = np.cumsum(run_start) - 1
-    has_newline = np.zeros(int(run_start.sum()), dtype=bool)
-    np.logical_or.at(has_newline, run_ids[space], codes[space] == _NEWLINE)
+    newline_runs = run_ids[codes == _NEWLINE]
+    has_newline = np.bincount(newline_runs, minlength=int(run_start.sum())) > 0
     keep = ~space | run_start
     codes = codes.copy()
     starts = np.flatnonzero(run_start)

@@ -199,10 +199,14 @@ class PinyinFingerprint:
 
 def window_levels(letters: np.ndarray, bounds: np.ndarray, params: PinyinParams) -> np.ndarray:
     """Quantised levels (windows x 23, uint8) of the windows ``[bounds[:,0], bounds[:,1])``."""
-    onehot = np.zeros((len(letters) + 1, len(ALPHABET)), dtype=np.int32)
-    onehot[np.arange(1, len(letters) + 1), letters] = 1
-    cumulative = np.cumsum(onehot, axis=0)
-    counts = cumulative[bounds[:, 1]] - cumulative[bounds[:, 0]]
+    cuts = np.unique(bounds)
+    segment = np.searchsorted(cuts, np.arange(len(letters)), side="right")
+    per_segment = np.bincount(
+        segment * len(ALPHABET) + letters, minlength=(len(cuts) + 1) * len(ALPHABET)
+    ).reshape(len(cuts) + 1, len(ALPHABET))
+    cumulative = np.cumsum(per_segment, axis=0)
+    at = np.searchsorted(cuts, bounds)
+    counts = cumulative[at[:, 1]] - cumulative[at[:, 0]]
     n = (bounds[:, 1] - bounds[:, 0]).astype(np.float64)[:, None]
     p = np.asarray(params.reference, dtype=np.float64)[None, :]
     z = (counts / n - p) / np.sqrt(p * (1.0 - p) / n)
@@ -247,7 +251,7 @@ def anchored_bounds(letters: np.ndarray, params: PinyinParams) -> np.ndarray:
     count = len(letters)
     if count == 0:
         return np.empty((0, 2), dtype=np.int64)
-    hashes = ngram_hashes(letters, params.anchor_k, seed=7)
+    hashes = ngram_hashes(letters, params.anchor_k, seed=7, bits=5)
     anchors = winnow_positions(hashes, max(2, params.granule // 2))
     cuts = np.unique(np.concatenate([[0], anchors, [count]]))
     if len(cuts) < 3:

@@ -8,8 +8,8 @@ share several of them almost surely share text. Similarity = |S_A ∩ S_B| / min
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -18,7 +18,15 @@ from fingerprint.hashing import hash64
 from fingerprint.tokens import codepoints, content_mask, from_codepoints
 
 VERSION = 1
-_SENTENCE_END = re.compile(r"[。！？!?；;…\n]+")
+_SENTENCE_ENDS = "。！？!?；;…\n"
+
+
+@cache
+def _sentence_end_table() -> np.ndarray:
+    table = np.zeros(0x10000, dtype=bool)
+    table[[ord(c) for c in _SENTENCE_ENDS]] = True
+    table.setflags(write=False)
+    return table
 
 
 @dataclass(frozen=True)
@@ -31,16 +39,17 @@ class SentenceParams:
             raise ValueError("k and min_chars must be >= 1")
 
 
+def sentence_bounds(codes: np.ndarray) -> np.ndarray:
+    """(n, 2) spans [start, end) of the sentences of a code-point array (see :func:`sentences`)."""
+    boundary = _sentence_end_table()[np.minimum(codes, 0xFFFF)]
+    inside = np.concatenate([[False], ~boundary, [False]]).astype(np.int8)
+    edges = np.diff(inside)
+    return np.stack([np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)], axis=1)
+
+
 def sentences(text: str) -> list[tuple[int, int]]:
     """Spans [start, end) of the sentences of ``text`` (split at 。！？!?；; … and newlines)."""
-    spans, start = [], 0
-    for match in _SENTENCE_END.finditer(text):
-        if match.start() > start:
-            spans.append((start, match.start()))
-        start = match.end()
-    if start < len(text):
-        spans.append((start, len(text)))
-    return spans
+    return [(int(a), int(b)) for a, b in sentence_bounds(codepoints(text))]
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,13 +101,12 @@ def sentence_signature(text: str, params: SentenceParams | None = None) -> Sente
     2
     """
     params = params or SentenceParams()
-    spans = sentences(text)
-    if not spans:
-        return SentenceSignature(np.empty(0, dtype=np.uint64), (), params)
     codes = codepoints(text)
+    bounds = sentence_bounds(codes)
+    if len(bounds) == 0:
+        return SentenceSignature(np.empty(0, dtype=np.uint64), (), params)
     mask = content_mask(codes)
     cumulative = np.concatenate([[0], np.cumsum(mask)])
-    bounds = np.array(spans, dtype=np.int64)
     lengths = cumulative[bounds[:, 1]] - cumulative[bounds[:, 0]]
     order = np.lexsort((bounds[:, 0], -lengths))
     order = order[lengths[order] >= params.min_chars][: params.k]
