@@ -14,14 +14,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from fingerprint.decode import decode
-from fingerprint.hashing import ngram_hashes
 from fingerprint.minhash import MinHash, MinHashParams, minhash_of_hashes
 from fingerprint.normalize import NormalizeConfig, Normalized, normalize
-from fingerprint.pinyin import PinyinFingerprint, PinyinParams, pinyin_fingerprint
-from fingerprint.sentences import SentenceParams, SentenceSignature, sentence_signature
+from fingerprint.pinyin import PinyinFingerprint, PinyinParams, initials, pinyin_from_initials
+from fingerprint.sentences import SentenceParams, SentenceSignature, signature_from_codes
 from fingerprint.shingles import WinnowFingerprint, WinnowParams, winnow_positions
 from fingerprint.simhash import Simhash, SimhashParams, simhash_of_hashes
-from fingerprint.tokens import content_codes
+from fingerprint.tokens import codepoints, content_mask, ngram_hashes_at
 
 
 @dataclass(frozen=True)
@@ -62,37 +61,34 @@ class DocumentFingerprint:
         return {fp.method: fp.to_dict() for fp in members}
 
 
-def _hashes_at(codes: np.ndarray, positions: np.ndarray, n: int, seed: int):
-    if 0 < len(codes) < n:
-        return ngram_hashes(codes, len(codes), seed), positions[:1]
-    return ngram_hashes(codes, n, seed), positions[: max(0, len(codes) - n + 1)]
-
-
 def fingerprint_normalized(
     normalized: Normalized, params: DocumentParams | None = None
 ) -> DocumentFingerprint:
     """All default fingerprints of already normalised text."""
     params = params or DocumentParams()
-    text = normalized.text
-    codes, positions = content_codes(text)
-    grams, _ = _hashes_at(codes, positions, params.simhash.ngram, params.simhash.seed)
+    all_codes = codepoints(normalized.text)
+    mask = content_mask(all_codes)
+    positions = np.flatnonzero(mask)
+    codes = all_codes[positions]
+    letters, letter_positions = initials(all_codes)
+    grams, _ = ngram_hashes_at(codes, positions, params.simhash.ngram, params.simhash.seed)
     distinct, tf = np.unique(grams, return_counts=True)
     if (params.minhash.ngram, 0) == (params.simhash.ngram, params.simhash.seed):
         minhash = minhash_of_hashes(distinct, params.minhash)
     else:
         minhash = minhash_of_hashes(
-            _hashes_at(codes, positions, params.minhash.ngram, 0)[0], params.minhash
+            ngram_hashes_at(codes, positions, params.minhash.ngram, 0)[0], params.minhash
         )
-    kgrams, starts = _hashes_at(codes, positions, params.winnow.k, params.winnow.seed)
+    kgrams, starts = ngram_hashes_at(codes, positions, params.winnow.k, params.winnow.seed)
     chosen = winnow_positions(kgrams, params.winnow.window)
     return DocumentFingerprint(
         normalized=normalized,
-        pinyin=pinyin_fingerprint(text, params.pinyin),
-        pinyin_anchored=pinyin_fingerprint(text, params.pinyin_anchored),
+        pinyin=pinyin_from_initials(letters, letter_positions, params.pinyin),
+        pinyin_anchored=pinyin_from_initials(letters, letter_positions, params.pinyin_anchored),
         simhash=Simhash(simhash_of_hashes(distinct, tf), params.simhash),
         minhash=minhash,
         winnow=WinnowFingerprint(params.winnow, kgrams[chosen], starts[chosen]),
-        sentences=sentence_signature(text, params.sentences),
+        sentences=signature_from_codes(all_codes, mask, params.sentences),
     )
 
 

@@ -266,8 +266,14 @@ def pinyin_fingerprint(text: str, params: PinyinParams | None = None) -> PinyinF
     >>> len(fp), fp.method
     (1, 'pinyin')
     """
-    params = params or PinyinParams()
     letters, positions = initials(text)
+    return pinyin_from_initials(letters, positions, params or PinyinParams())
+
+
+def pinyin_from_initials(
+    letters: np.ndarray, positions: np.ndarray, params: PinyinParams
+) -> PinyinFingerprint:
+    """The fingerprint of a text given its initials and their positions (see :func:`initials`)."""
     bounds = (
         anchored_bounds(letters, params) if params.anchored else fixed_bounds(len(letters), params)
     )

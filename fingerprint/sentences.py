@@ -100,12 +100,17 @@ def sentence_signature(text: str, params: SentenceParams | None = None) -> Sente
     >>> len(sig.spans)
     2
     """
-    params = params or SentenceParams()
     codes = codepoints(text)
+    return signature_from_codes(codes, content_mask(codes), params or SentenceParams())
+
+
+def signature_from_codes(
+    codes: np.ndarray, mask: np.ndarray, params: SentenceParams
+) -> SentenceSignature:
+    """The signature of a text given its code points and content mask."""
     bounds = sentence_bounds(codes)
     if len(bounds) == 0:
         return SentenceSignature(np.empty(0, dtype=np.uint64), (), params)
-    mask = content_mask(codes)
     cumulative = np.concatenate([[0], np.cumsum(mask)])
     lengths = cumulative[bounds[:, 1]] - cumulative[bounds[:, 0]]
     order = np.lexsort((bounds[:, 0], -lengths))

@@ -157,8 +157,7 @@ def simhash_of_hashes(hashes: np.ndarray, weights: np.ndarray) -> int:
     )
     weights = np.asarray(weights, dtype=np.float64)
     v = 2.0 * (weights @ bits) - weights.sum()
-    positive = np.flatnonzero(v > 0).astype(np.uint64)
-    return int(np.bitwise_or.reduce(np.uint64(1) << positive)) if len(positive) else 0
+    return int.from_bytes(np.packbits(v > 0, bitorder="little").tobytes(), "little")
 
 
 def length_weight(lengths: np.ndarray, mean: float, sd: float) -> np.ndarray:

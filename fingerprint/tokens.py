@@ -84,6 +84,13 @@ def ngram_hash_array(text: str, n: int, seed: int = 0) -> tuple[np.ndarray, np.n
     all of them, so short texts still have a fingerprint.
     """
     codes, positions = content_codes(text)
+    return ngram_hashes_at(codes, positions, n, seed)
+
+
+def ngram_hashes_at(
+    codes: np.ndarray, positions: np.ndarray, n: int, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
+    """n-gram hashes of content code points and the position where each n-gram starts."""
     if 0 < len(codes) < n:
         return ngram_hashes(codes, len(codes), seed), positions[:1]
     return ngram_hashes(codes, n, seed), positions[: max(0, len(codes) - n + 1)]
