@@ -16,24 +16,33 @@ import hashlib
 import json
 import math
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
 from bisect import bisect_left
 from dataclasses import dataclass
-from html.parser import HTMLParser
 from pathlib import Path
+
+from bench.textconv import (
+    HAN,
+    MIN_HAN_SHARE,
+    fortunes_to_texts,
+    han_share,
+    html_to_text,
+    man_to_text,
+    tidy,
+)
 
 MB = 1 << 20
 """Sizes are in MiB of UTF-8 text."""
-MIN_HAN_SHARE = 0.3
 MIN_CHARS = 200
-NEEDED_BYTES = 16 * MB
+NEEDED_BYTES = 12 * MB
 """The optional packages are fetched only while the corpus is smaller than this."""
-FORTUNE_GROUP_CHARS = 3000
 MARKER = "corpus.json"
+"""Written last, when the corpus is complete; it also holds the statistics."""
+FORMAT = 2
+"""Bump when the selection or conversion changes: caches of another format are rebuilt."""
 
 
 @dataclass(frozen=True)
@@ -46,189 +55,26 @@ class Source:
     optional: bool = False
 
 
+_FORTUNES = tuple(f"usr/share/games/fortunes/{n}" for n in ("chinese", "song100", "tang300"))
 SOURCES = (
     Source("libreoffice-help-zh-cn", "html", ("usr/share/libreoffice/help/zh-CN/**/*.html",)),
-    # zh_TW holds the same pages converted to Traditional script: same pinyin, so left out.
+    # zh_TW holds the zh_CN pages converted to Traditional script (near-duplicates): left out.
     Source("manpages-zh", "man", ("usr/share/man/zh_CN/man*/*.gz",)),
     Source("debian-reference-zh-cn", "html", ("usr/share/debian-reference/*.html",)),
-    Source(
-        "fortunes-zh",
-        "fortune",
-        tuple(f"usr/share/games/fortunes/{n}" for n in ("chinese", "song100", "tang300")),
-    ),
+    Source("fortunes-zh", "fortune", _FORTUNES),
     Source("gimp-help-zh-cn", "html", ("usr/share/gimp/2.0/help/zh_CN/**/*.html",), True),
-    # The package also ships the previous release's manual, a near-duplicate of this one.
+    # Also ships the previous release's manual, a near-duplicate of this one: left out.
     Source(
-        "debian-edu-doc-zh-cn",
-        "html",
-        ("usr/share/doc/debian-edu-doc-zh-cn/debian-edu-bookworm-manual.html",),
-        True,
+        "debian-edu-doc-zh-cn", "html", ("usr/share/doc/*/debian-edu-bookworm-manual.html",), True
     ),
+    # The packages above give only about 7 MB of mostly-Chinese text; these add about 1.2 MB.
+    Source("debian-edu-doc-legacy-zh-cn", "html", ("usr/share/doc/*/*-manual.html",), True),
+    Source("debian-faq-zh-cn", "html", ("usr/share/doc/debian/FAQ/zh-cn/*.html",), True),
+    Source("maint-guide-zh-cn", "html", ("usr/share/doc/maint-guide-zh-cn/html/*.html",), True),
+    Source("installation-guide-amd64", "html", ("usr/share/doc/*/zh_CN/*.html",), True),
+    Source("kicad-doc-zh", "html", ("usr/share/doc/kicad/help/zh/*.html",), True),
+    Source("debian-handbook", "html", ("usr/share/doc/debian-handbook/html/zh-CN/*.html",), True),
 )
-
-_HAN = re.compile(r"[\u4e00-\u9fff]")
-_SPACE = re.compile(r"\s")
-_CJK_GAP = re.compile(r"(?<=[\u3000-\u9fff\uff00-\uffef]) +(?=[\u3000-\u9fff\uff00-\uffef])")
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
-
-
-def han_share(text: str) -> float:
-    """Share of Han characters (U+4E00-U+9FFF) among the non-whitespace characters."""
-    visible = len(text) - len(_SPACE.findall(text))
-    return len(_HAN.findall(text)) / visible if visible else 0.0
-
-
-def _tidy(text: str) -> str:
-    """Collapse blanks, drop empty lines and the blanks that line-wrapping left inside Chinese."""
-    lines = (re.sub(r"[ \t\u00a0\u3000]+", " ", line).strip() for line in text.splitlines())
-    return _CJK_GAP.sub("", "\n".join(line for line in lines if line))
-
-
-# --- HTML ------------------------------------------------------------------------------------
-_SKIP_TAGS = {"head", "script", "style", "noscript", "template", "header", "footer", "nav", "aside"}
-_SKIP_CLASSES = {"navheader", "navfooter", "toc", "breadcrumbs"}
-_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "wbr", "source"}
-_BLOCKS = {"p", "div", "br", "li", "tr", "td", "th", "dt", "dd", "pre", "table", "title", "hr"}
-_BLOCKS |= {"h1", "h2", "h3", "h4", "h5", "h6", "blockquote", "section", "ul", "ol", "dl"}
-
-
-class _HTMLText(HTMLParser):
-    """Collects the visible text of a page; block elements become line breaks."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)  # entities are unescaped in handle_data
-        self.parts: list[str] = []
-        self.skip: tuple[str, int] | None = None  # (tag, nesting depth) of a skipped element
-        self.pre = 0
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if self.skip:
-            if tag == self.skip[0]:
-                self.skip = (tag, self.skip[1] + 1)
-            return
-        classes = set((dict(attrs).get("class") or "").split())
-        if (tag in _SKIP_TAGS or classes & _SKIP_CLASSES) and tag not in _VOID:
-            self.skip = (tag, 1)
-            return
-        self.pre += tag == "pre"
-        if tag in _BLOCKS:
-            self.parts.append("\n")
-
-    def handle_endtag(self, tag: str) -> None:
-        if self.skip:
-            if tag == self.skip[0]:
-                self.skip = (tag, self.skip[1] - 1) if self.skip[1] > 1 else None
-            return
-        if tag == "pre":
-            self.pre = max(0, self.pre - 1)
-        if tag in _BLOCKS:
-            self.parts.append("\n")
-
-    def handle_data(self, data: str) -> None:
-        if not self.skip:
-            self.parts.append(data if self.pre else re.sub(r"\s+", " ", data))
-
-
-def html_to_text(page: str) -> str:
-    """Visible text of an HTML page (no head, scripts, styles or navigation)."""
-    parser = _HTMLText()
-    parser.feed(page)
-    parser.close()
-    return "".join(parser.parts)
-
-
-# --- man pages (groff: man, mdoc and pod2man macros) -----------------------------------------
-_ESCAPE = re.compile(
-    r"""\\(?:f(?:\[[^\]]*\]|\(..|.) | s[+-]?(?:\d+|\(\d\d|\[\d+\]) | \*(?:\[[^\]]*\]|\(..|.)
-    | n[+-]?(?:\[[^\]]*\]|\(..|.) | [hvwlLDxNoHSbZR]'[^']*' | \((..) | \[([^\]]*)\] | (.))""",
-    re.X,
-)
-_SPECIAL = {"em": "—", "en": "–", "hy": "-", "mi": "-", "bu": "•", "co": "©", "rg": "®"}
-_SPECIAL |= {"lq": "“", "rq": "”", "oq": "‘", "cq": "’", "aq": "'", "dq": '"', "rs": "\\"}
-_SPECIAL |= {"tm": "™", "de": "°", "mu": "×", "->": "→", "<-": "←", "ba": "|", "ti": "~"}
-_SINGLE = {"-": "-", "e": "\\", "\\": "\\", " ": " ", "~": " ", "0": " ", "'": "'", ".": "."}
-_MAN_DROP = {"TH", "IX", "PD", "RS", "RE", "DT", "UC", "Vb", "Ve", "Sp", "TS", "TE", "Dd", "Dt"}
-_MAN_DROP |= {"Os", "Bl", "El", "Bd", "Ed", "CS", "CE", "Pp", "PP", "LP", "P", "TP", "HP"}
-_MAN_BREAK = {"SH", "SS", "Sh", "Ss", "PP", "LP", "P", "Pp", "TP", "IP", "HP", "br", "sp", "Sp"}
-_MAN_BREAK |= {"It", "nf", "fi", "RS", "RE", "TS", "TE", "Vb", "Ve", "Bl", "El", "Bd", "Ed"}
-_MAN_JOIN = {"BR", "BI", "IB", "IR", "RB", "RI"}
-_ARG = re.compile(r'"((?:[^"]|"")*)"?|(\S+)')
-
-
-def _unescape(text: str) -> str:
-    """Resolve groff escapes: fonts, sizes, strings vanish; special characters are mapped."""
-
-    def one(m: re.Match[str]) -> str:
-        special, bracket, single = m.groups()
-        if special is not None:
-            return _SPECIAL.get(special, "")
-        if bracket is not None:
-            if re.fullmatch(r"u[0-9A-Fa-f]{4,6}", bracket):
-                return chr(int(bracket[1:], 16))
-            return _SPECIAL.get(bracket, "")
-        return _SINGLE.get(single, "") if single is not None else ""
-
-    return _ESCAPE.sub(one, text)
-
-
-def man_to_text(source: str) -> str:
-    """Plain text of a groff man page: requests dropped, macro arguments and text kept."""
-    paras: list[str] = []
-    buf: list[str] = []
-    fill, skip_to_dots, table_format = True, False, False
-
-    def flush() -> None:
-        if buf:
-            paras.append(" ".join(buf))
-            buf.clear()
-
-    for raw in source.splitlines():
-        if skip_to_dots:
-            skip_to_dots = raw.strip() != ".."
-            continue
-        line = re.sub(r'\\["#].*', "", raw)
-        if table_format:
-            table_format = not line.rstrip().endswith(".")
-            continue
-        if line[:1] in (".", "'"):
-            name, rest = re.match(r"[.']\s*(\S*)\s*(.*)", line).groups()  # type: ignore[union-attr]
-            if name in ("de", "de1", "ig", "am"):
-                skip_to_dots = True
-            table_format = name == "TS"
-            if name in _MAN_BREAK:
-                flush()
-            fill = {"nf": False, "fi": True}.get(name, fill)
-            if not name or name[0].islower() or name in _MAN_DROP:
-                continue
-            args = [_unescape(a or b) for a, b in _ARG.findall(rest)]
-            text = ("" if name in _MAN_JOIN else " ").join(args[:1] if name == "IP" else args)
-            if name in ("SH", "SS", "Sh", "Ss"):
-                paras.append(text)
-                continue
-        else:
-            text = _unescape(line)
-        if not text.strip():
-            flush()
-        elif fill:
-            buf.append(text.strip())
-        else:
-            flush()
-            paras.append(text.rstrip())
-    flush()
-    return "\n".join(paras)
-
-
-def fortunes_to_texts(source: str) -> list[str]:
-    """Fortunes (split on ``%`` lines) grouped into texts of about FORTUNE_GROUP_CHARS chars."""
-    items = [p.strip() for p in re.split(r"(?m)^%\s*$", _ANSI.sub("", source)) if p.strip()]
-    texts: list[str] = []
-    group: list[str] = []
-    for item in items:
-        group.append(item)
-        if sum(map(len, group)) >= FORTUNE_GROUP_CHARS:
-            texts.append("\n\n".join(group))
-            group = []
-    return [*texts, "\n\n".join(group)] if group else texts
 
 
 # --- fetching and caching --------------------------------------------------------------------
@@ -290,16 +136,26 @@ def _interleave(groups: list[list[str]]) -> list[str]:
     return [text for *_, text in sorted(keyed)]
 
 
+def _complete(cache: Path) -> bool:
+    marker = cache / MARKER
+    return marker.is_file() and json.loads(marker.read_text("utf-8")).get("format") == FORMAT
+
+
 def fetch_corpus(cache_dir: Path | None = None) -> Path:
     """Build the corpus in ``cache_dir`` (once; later calls reuse it) and return that dir."""
     cache = _cache_dir(cache_dir)
-    if (cache / MARKER).is_file() and (cache / "texts").is_dir():
+    if _complete(cache):
         return cache
+    (cache / MARKER).unlink(missing_ok=True)
     cache.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix="build-", dir=cache))
     try:
         groups: list[list[str]] = []
-        info: dict = {"packages": {}, "dropped": {"short": 0, "not_chinese": 0, "duplicate": 0}}
+        info: dict = {
+            "format": FORMAT,
+            "packages": {},
+            "dropped": {"short": 0, "not_chinese": 0, "duplicate": 0},
+        }
         seen: set[bytes] = set()
         total = 0
         for src in SOURCES:
@@ -309,7 +165,7 @@ def fetch_corpus(cache_dir: Path | None = None) -> Path:
             paths = {p for pat in src.patterns for p in root.glob(pat) if p.is_file()}
             kept: list[str] = []
             for path in sorted(p for p in paths if not p.is_symlink()):
-                for text in map(_tidy, _convert(path, src.kind)):
+                for text in map(tidy, _convert(path, src.kind)):
                     digest = hashlib.sha1(text.encode()).digest()
                     reason = (
                         "short" if len(text) < MIN_CHARS
@@ -334,8 +190,10 @@ def fetch_corpus(cache_dir: Path | None = None) -> Path:
             (out / f"{n:05d}.txt").write_text(text + "\n", encoding="utf-8")
         joined = "".join(texts)
         info |= {"files": len(texts), "bytes": total, "chars": len(joined)}
-        info["han_chars"] = len(_HAN.findall(joined))
-        shutil.rmtree(cache / "texts", ignore_errors=True)  # a build that did not finish
+        info |= {"han_chars": len(HAN.findall(joined)), "han_share": han_share(joined)}
+        if _complete(cache):  # another process finished first
+            return cache
+        shutil.rmtree(cache / "texts", ignore_errors=True)  # an older or unfinished build
         out.rename(cache / "texts")
         (cache / MARKER).write_text(json.dumps(info, indent=1) + "\n", encoding="utf-8")
     finally:
@@ -403,7 +261,7 @@ def main(argv: list[str] | None = None) -> None:
     for name, pkg in info["packages"].items():
         print(f"  {name} {pkg['version']}: {pkg['texts']} texts, {pkg['bytes'] / MB:.2f} MB")
     print(f"files: {info['files']}  size: {info['bytes'] / MB:.2f} MB  chars: {info['chars']}")
-    print(f"Han characters: {info['han_chars']} ({info['han_chars'] / info['chars']:.1%})")
+    print(f"Han characters: {info['han_chars']} ({info['han_share']:.1%} of non-blank chars)")
     print(f"dropped: {info['dropped']}")
     docs = documents(math.inf, cache_dir=cache)
     print(f"documents of ~3000 bytes: {len(docs)}")
