@@ -110,7 +110,9 @@ class BloomSignature:
         check_header(data, "bloom", VERSION)
         try:
             return cls.from_hex(data["value"], BloomParams(**data["params"]))
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, CorruptFingerprint):
+                raise
             raise CorruptFingerprint(f"bloom signature cannot be decoded: {exc}") from exc
 
 

@@ -5,8 +5,9 @@ then GB18030 (a superset of GB2312 and GBK) and Big5-HKSCS are both tried strict
 one whose non-ASCII characters are more often *plausible* (frequent Han characters of GB2312
 level 1 or Big5's frequent block, CJK punctuation, full-width forms) wins, since a Big5 byte
 stream read as GBK (or the reverse) turns into rare characters, kana and symbols; last,
-charset-normalizer's guess. Input that looks binary (NUL bytes without a UTF-16/32 mark) or
-that nothing decodes raises :class:`UndecodableText`.
+charset-normalizer's guess, for inputs of at least 32 bytes (shorter ones give no evidence).
+Input that looks binary (NUL bytes without a UTF-16/32 mark) or that nothing decodes raises
+:class:`UndecodableText`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _BOMS = (
 )
 _CHINESE = ("gb18030", "big5hkscs")
 _MIN_SCORE_MARGIN = 0.02
+_MIN_GUESS_BYTES = 32
 
 
 class UndecodableText(FingerprintError):
@@ -113,6 +115,10 @@ def decode(data: bytes) -> Decoded:
 
 
 def _guess(data: bytes) -> Decoded:
+    if len(data) < _MIN_GUESS_BYTES:
+        raise UndecodableText(
+            f"{len(data)} bytes that are not UTF-8, GB18030 or Big5: too short to guess"
+        )
     from charset_normalizer import from_bytes
 
     match = from_bytes(data).best()

@@ -92,6 +92,8 @@ def oph_signature(hashes: np.ndarray, num_perm: int = 128, seed: int = 1) -> np.
     bins = ((h >> np.uint64(32)) * np.uint64(num_perm)) >> np.uint64(32)
     values = np.full(num_perm, _EMPTY, dtype=_U32)
     keys = np.sort((bins << np.uint64(32)) | (h & np.uint64(0xFFFFFFFF)))
+    if len(keys) == 0:
+        return values
     first = np.concatenate([[True], (keys[1:] >> np.uint64(32)) != (keys[:-1] >> np.uint64(32))])
     values[(keys[first] >> np.uint64(32)).astype(np.int64)] = keys[first].astype(_U32)
     filled = values != _EMPTY
@@ -157,7 +159,9 @@ class MinHash:
             values = np.frombuffer(bytes.fromhex(text), dtype="<u4").astype(_U32)
         except (TypeError, ValueError) as exc:
             raise CorruptFingerprint(f"minhash value is not hex of uint32s: {exc}") from exc
-        return cls(values, int(size), params)
+        if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+            raise CorruptFingerprint(f"minhash set size must be an int >= 0, got {size!r}")
+        return cls(values, size, params)
 
     def to_dict(self) -> dict:
         return {
@@ -174,7 +178,9 @@ class MinHash:
         try:
             params = MinHashParams(**data["params"])
             return cls.from_hex(data["value"], data["size"], params)
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, CorruptFingerprint):
+                raise
             raise CorruptFingerprint(f"minhash cannot be decoded: {exc}") from exc
 
 

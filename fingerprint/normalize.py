@@ -6,9 +6,10 @@ Steps, in order (design, "Fingerprints" -> Normalisation):
    and other control / format characters removed, every whitespace character made a space or
    a newline; done through a code-point table built once, so it is a numpy gather;
 2. Traditional to Simplified with OpenCC (``t2s``);
-3. noise removal: ad / spam lines (short lines matching any ad pattern are dropped whole,
-   in longer lines only the match goes) and microblog noise (``//@user:`` repost chains,
-   @mentions, #topics#, [emoticons], links);
+3. noise removal: links (URLs and bare domain names) are cut out; ad / spam lines (lines of
+   at most ``ad_line_max_chars`` that match an ad pattern) are dropped whole, while a longer
+   line, which is prose, keeps its words; microblog noise (``//@user:`` repost chains,
+   @mentions, #topics#, [emoticons], short links) is cut out;
 4. whitespace runs folded to one space, or one newline when the run holds a line break.
 
 ``Normalized.offsets[i]`` is the index in the original text of normalised character i, so a
@@ -33,16 +34,16 @@ _SPACE = ord(" ")
 _NEWLINE = ord("\n")
 _LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
+LINK_PATTERN = r"(?:https?://|www\.)\S+"
 DEFAULT_AD_PATTERNS: tuple[str, ...] = (
-    r"(?:https?://|www\.)\S+",
     r"请访问|请记住|记住本站|本站域名|一秒记住|最新章节|本章未完|点击下一页|请点击|继续阅读"
     r"|手机阅读|手机用户|加入书签|推荐票|求月票|月票|首发|笔趣阁|免费阅读|无弹窗|全文阅读|txt下载"
     r"|关注公众号|微信公众号|扫码|二维码|广告|转载请注明",
 )
-"""Default ad / spam patterns, matched against normalised (Simplified, lower-case) text.
+"""Default ad / spam phrases, matched against normalised (Simplified, lower-case) text.
 
-Bare domain names (``biquge.com``) count as ads too when ``NormalizeConfig.ad_domains``
-is on; they are found from their top-level domain backwards (:func:`domain_spans`)."""
+A short line that holds a link (URL or bare domain name such as ``biquge.com``) together with
+nothing but ad phrases is dropped too, since the link is cut out first."""
 
 AD_TOP_LEVEL_DOMAINS: tuple[str, ...] = (
     "com",
@@ -83,7 +84,7 @@ class NormalizeConfig:
     lowercase: bool = True
     ad_patterns: tuple[str, ...] = DEFAULT_AD_PATTERNS
     ad_line_max_chars: int = 60
-    ad_domains: bool = True
+    links: bool = True
     microblog: bool = True
 
 
@@ -217,19 +218,21 @@ def domain_spans(text: str) -> list[tuple[int, int]]:
 
 
 def noise_mask(text: str, config: NormalizeConfig) -> np.ndarray:
-    """Step 3: True for every character of ``text`` that is ad, spam or microblog noise."""
+    """Step 3: True for each character of ``text`` in a link, an ad line or microblog noise."""
     drop = np.zeros(len(text), dtype=bool)
-    ads = [m.span() for pattern in _compiled(config.ad_patterns) for m in pattern.finditer(text)]
-    if config.ad_domains:
-        ads.extend(domain_spans(text))
-    for start, end in ads:
-        line_start = text.rfind("\n", 0, start) + 1
-        line_end = text.find("\n", end)
-        line_end = len(text) if line_end < 0 else line_end
-        if len(text[line_start:line_end].strip()) <= config.ad_line_max_chars:
-            drop[line_start:line_end] = True
-        else:
+    if config.links:
+        for match in _compiled((LINK_PATTERN,))[0].finditer(text):
+            drop[match.start() : match.end()] = True
+        for start, end in domain_spans(text):
             drop[start:end] = True
+    for pattern in _compiled(config.ad_patterns):
+        for match in pattern.finditer(text):
+            line_start = text.rfind("\n", 0, match.start()) + 1
+            line_end = text.find("\n", match.end())
+            line_end = len(text) if line_end < 0 else line_end
+            kept = sum(1 for i in range(line_start, line_end) if not drop[i] and text[i] != " ")
+            if kept <= config.ad_line_max_chars:
+                drop[line_start:line_end] = True
     if config.microblog:
         for pattern in _compiled(MICROBLOG_PATTERNS):
             for match in pattern.finditer(text):

@@ -231,7 +231,11 @@ def dna(levels: np.ndarray, q: int) -> int:
 
 
 def fixed_bounds(count: int, params: PinyinParams) -> np.ndarray:
-    """Windows of ``granule`` letters stepping ``granule * (1 - overlap)``; short text: one."""
+    """Windows of ``granule`` letters, stepping ``granule * (1 - overlap)``.
+
+    A last window ends at the last letter, so the tail is always covered; a text shorter
+    than the granule is one window.
+    """
     m = params.granule
     if count == 0:
         return np.empty((0, 2), dtype=np.int64)
@@ -239,6 +243,8 @@ def fixed_bounds(count: int, params: PinyinParams) -> np.ndarray:
         return np.array([[0, count]], dtype=np.int64)
     step = max(1, round(m * (1.0 - params.overlap)))
     starts = np.arange(0, count - m + 1, step, dtype=np.int64)
+    if starts[-1] + m < count:
+        starts = np.append(starts, count - m)
     return np.stack([starts, starts + m], axis=1)
 
 

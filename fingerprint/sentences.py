@@ -86,7 +86,7 @@ class SentenceSignature:
             hashes = np.array([int(h, 16) for h in data["hashes"]], dtype=np.uint64)
             spans = tuple((int(a), int(b)) for a, b in data["spans"])
             params = SentenceParams(**data["params"])
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
             raise CorruptFingerprint(f"sentence signature cannot be decoded: {exc}") from exc
         if len(hashes) != len(spans):
             raise CorruptFingerprint("sentence signature arrays differ in length")

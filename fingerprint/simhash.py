@@ -20,6 +20,7 @@ Features (``SimhashParams.features``): ``char`` for content-character n-grams (n
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -29,7 +30,7 @@ from fingerprint.tokens import ngram_hash_array, word_hashes, words
 
 VERSION = 1
 BITS = 64
-_BIT_INDEX = np.arange(BITS, dtype=np.uint64)
+_HEX16 = re.compile(r"[0-9a-fA-F]{16}")
 
 
 @dataclass(frozen=True)
@@ -110,13 +111,9 @@ class Simhash:
 
     @classmethod
     def from_hex(cls, text: str, params: SimhashParams | None = None) -> Simhash:
-        try:
-            value = int(text, 16)
-        except (TypeError, ValueError) as exc:
-            raise CorruptFingerprint(f"not a hex simhash: {text!r}") from exc
-        if len(text) != 16:
-            raise CorruptFingerprint(f"a 64-bit simhash has 16 hex digits, got {text!r}")
-        return cls(value, params or SimhashParams())
+        if not isinstance(text, str) or not _HEX16.fullmatch(text):
+            raise CorruptFingerprint(f"a 64-bit simhash is 16 hex digits, got {text!r}")
+        return cls(int(text, 16), params or SimhashParams())
 
     def to_dict(self) -> dict:
         return {
