@@ -1,0 +1,100 @@
+"""Smoke test of ``bench/fingerprint_bench.py`` on a tiny synthetic corpus (no download).
+
+It checks that the benchmark runs end to end and writes every JSON key with positive
+numbers; it never asserts a speed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+for _peer in ("jieba", "simhash", "datasketch", "pypinyin"):  # extra "bench"
+    pytest.importorskip(_peer)
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "fingerprint_bench.py"
+HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦灭之后楚汉分争又并入于汉中文拼音指纹"
+TOP_KEYS = (
+    "fptrack_mb_s",
+    "fptrack_per_doc_mb_s",
+    "peer_pipeline_mb_s",
+    "ratio",
+    "stages",
+    "size_mb",
+    "documents",
+    "repeat",
+    "python",
+    "machine",
+)
+STAGES = (
+    "normalize",
+    "pinyin_initials",
+    "pinyin_windows",
+    "pinyin_anchored",
+    "simhash",
+    "minhash_oph",
+    "minhash_affine32",
+    "winnow",
+    "bloom",
+    "sentences",
+)
+
+
+def _load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("fingerprint_bench_under_test", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+def _synthetic_docs(count: int, chars: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    docs = []
+    for _ in range(count):
+        sentences = []
+        while sum(map(len, sentences)) < chars:
+            body = "".join(rng.choice(HAN) for _ in range(rng.randint(6, 30)))
+            sentences.append(body + rng.choice("，。！？\n"))
+        docs.append("".join(sentences))
+    return docs
+
+
+def test_quick_run_writes_every_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _load_script()
+    out = tmp_path / "result.json"
+    docs = _synthetic_docs(count=12, chars=300)
+    argv = ["--quick", "--repeat", "1", "--batch", "5", "--peer-size-mb", "0.002"]
+    returned = bench.main([*argv, "--json", str(out)], docs=docs)
+
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result == json.loads(json.dumps(returned))
+    for key in TOP_KEYS:
+        assert key in result, key
+    for key in ("fptrack_mb_s", "fptrack_per_doc_mb_s", "peer_pipeline_mb_s", "ratio", "size_mb"):
+        assert result[key] > 0, key
+    assert result["documents"] == len(docs)
+    assert result["repeat"] == 1
+    assert result["python"] and result["machine"]
+    assert result["peers_on_prefix"] and 0 < result["peer_documents"] < len(docs)
+    assert set(result["stages"]) == set(STAGES)
+    for name, stage in result["stages"].items():
+        assert {"mb_s", "peer_mb_s", "ratio"} <= set(stage), name
+        assert stage["mb_s"] > 0, name
+        if stage["peer_mb_s"] is None:
+            assert stage["ratio"] is None, name
+        else:
+            assert stage["peer_mb_s"] > 0 and stage["ratio"] > 0, name
+    assert result["stages"]["minhash_affine32"]["peer_mb_s"] is not None
+    assert result["stages"]["pinyin_initials"]["peer_mb_s"] is not None
+
+    printed = capsys.readouterr().out
+    assert "PASS" in printed or "MISS" in printed
+    assert "PEERS MEASURED ON A PREFIX" in printed
