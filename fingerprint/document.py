@@ -103,8 +103,15 @@ def fingerprint_document(
 
 
 def fingerprint_documents(
-    texts: Sequence[str], params: DocumentParams | None = None
+    texts: Sequence[str | bytes], params: DocumentParams | None = None
 ) -> list[DocumentFingerprint]:
-    """Fingerprint many documents: equal to ``[fingerprint_document(t) for t in texts]``."""
+    """Fingerprint many documents: equal to ``[fingerprint_document(t) for t in texts]``.
+
+    Steps run once over the whole batch (:mod:`fingerprint.batch`), which is several times
+    faster than a loop for the short documents of web pages.
+    """
+    from fingerprint.batch import fingerprint_many, normalize_many
+
     params = params or DocumentParams()
-    return [fingerprint_document(t, params) for t in texts]
+    decoded = [decode(t).text if isinstance(t, bytes) else t for t in texts]
+    return fingerprint_many(normalize_many(decoded, params.normalize), params)

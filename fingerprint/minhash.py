@@ -88,14 +88,25 @@ def signature(hashes32: np.ndarray, num_perm: int = 128, seed: int = 1) -> np.nd
 
 def oph_signature(hashes: np.ndarray, num_perm: int = 128, seed: int = 1) -> np.ndarray:
     """One-permutation MinHash with optimal densification (module docstring)."""
-    h = fmix64(np.asarray(hashes, dtype=np.uint64) ^ np.uint64((seed * 0x9E3779B97F4A7C15) & _M64))
-    bins = ((h >> np.uint64(32)) * np.uint64(num_perm)) >> np.uint64(32)
+    bins, low = oph_bins(hashes, num_perm, seed)
     values = np.full(num_perm, _EMPTY, dtype=_U32)
-    keys = np.sort((bins << np.uint64(32)) | (h & np.uint64(0xFFFFFFFF)))
+    keys = np.sort((bins << np.uint64(32)) | low)
     if len(keys) == 0:
         return values
     first = np.concatenate([[True], (keys[1:] >> np.uint64(32)) != (keys[:-1] >> np.uint64(32))])
     values[(keys[first] >> np.uint64(32)).astype(np.int64)] = keys[first].astype(_U32)
+    return densify(values, num_perm, seed)
+
+
+def oph_bins(hashes: np.ndarray, num_perm: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """Bin (uint64) and value (uint64, < 2**32) of each element under one-permutation hashing."""
+    h = fmix64(np.asarray(hashes, dtype=np.uint64) ^ np.uint64((seed * 0x9E3779B97F4A7C15) & _M64))
+    return ((h >> np.uint64(32)) * np.uint64(num_perm)) >> np.uint64(32), h & np.uint64(0xFFFFFFFF)
+
+
+def densify(values: np.ndarray, num_perm: int, seed: int) -> np.ndarray:
+    """Optimal densification: each empty bin takes the value of the first non-empty bin that
+    its seeded probe sequence reaches. Changes ``values`` in place and returns it."""
     filled = values != _EMPTY
     if filled.all() or not filled.any():
         return values
