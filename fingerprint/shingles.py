@@ -62,6 +62,25 @@ def modm(hashes: np.ndarray, m: int) -> np.ndarray:
     return unique[unique % np.uint64(m) == 0]
 
 
+def minwise(hashes: np.ndarray, k: int = 128, seed: int = 1) -> np.ndarray:
+    """Min-Wise sampling: the minimum under each of k seeded permutations (a MinHash signature).
+
+    Implemented by :func:`fingerprint.minhash.signature` (datasketch's ``affine32`` scheme)
+    over the low 32 bits of the shingle hashes.
+    """
+    from fingerprint.minhash import signature
+
+    low = np.unique(np.asarray(hashes, dtype=np.uint64) & np.uint64(0xFFFFFFFF))
+    return signature(low, k, seed)
+
+
+def minwise_resemblance(sketch_a: np.ndarray, sketch_b: np.ndarray) -> float:
+    """Estimate of R from Min-Wise samples: the share of permutations whose minima agree."""
+    if len(sketch_a) != len(sketch_b):
+        raise ValueError("Min-Wise samples of different lengths cannot be compared")
+    return float(np.mean(np.asarray(sketch_a) == np.asarray(sketch_b)))
+
+
 def mins_resemblance(sketch_a: np.ndarray, sketch_b: np.ndarray, s: int) -> float:
     """Broder's estimate of R from MIN_s sketches.
 

@@ -16,6 +16,8 @@ from fingerprint.shingles import (
     containment,
     mins,
     mins_resemblance,
+    minwise,
+    minwise_resemblance,
     modm,
     modm_containment,
     modm_resemblance,
@@ -232,3 +234,15 @@ class TestWinnowStorage:
             a.containment_in(b)
         with pytest.raises(IncompatibleFingerprints):
             a.resemblance(b)
+
+
+def test_minwise_sampling_estimates_resemblance():
+    rng = np.random.default_rng(7)
+    universe = rng.integers(0, 2**63, 3000, dtype=np.uint64)
+    a, b = universe[:2000], universe[1000:]
+    true = resemblance(a, b)
+    estimate = minwise_resemblance(minwise(a, 256), minwise(b, 256))
+    assert abs(estimate - true) < 0.1
+    assert minwise_resemblance(minwise(a, 64), minwise(a, 64)) == 1.0
+    with pytest.raises(ValueError):
+        minwise_resemblance(minwise(a, 64), minwise(a, 32))
