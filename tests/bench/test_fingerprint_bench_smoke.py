@@ -15,9 +15,6 @@ from types import ModuleType
 
 import pytest
 
-for _peer in ("jieba", "simhash", "datasketch", "pypinyin"):  # extra "bench"
-    pytest.importorskip(_peer)
-
 SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "fingerprint_bench.py"
 HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦灭之后楚汉分争又并入于汉中文拼音指纹"
 TOP_KEYS = (
