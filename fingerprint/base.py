@@ -8,7 +8,11 @@ raises :class:`IncompatibleFingerprints` instead of returning a silently wrong a
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, Protocol
+
+import numpy as np
 
 
 class FingerprintError(ValueError):
@@ -64,3 +68,29 @@ def check_header(data: dict[str, Any], method: str, version: int) -> None:
         raise IncompatibleFingerprints(
             f"{method}: stored version {data.get('version')!r}, this library makes {version}"
         )
+
+
+def header(fp: Fingerprint) -> dict[str, Any]:
+    """The ``method`` / ``version`` / ``params`` part of a fingerprint's stored form."""
+    return {"method": fp.method, "version": fp.version, "params": params_dict(fp.params)}
+
+
+@contextmanager
+def decoding(what: str) -> Iterator[None]:
+    """Turn any error met while decoding a stored ``what`` into :class:`CorruptFingerprint`."""
+    try:
+        yield
+    except FingerprintError:
+        raise
+    except (KeyError, TypeError, ValueError, OverflowError) as exc:
+        raise CorruptFingerprint(f"{what} cannot be decoded: {exc}") from exc
+
+
+def array_to_hex(values: np.ndarray, dtype: str) -> str:
+    """Hex of an array stored as ``dtype`` (a little-endian numpy type such as ``"<u8"``)."""
+    return np.asarray(values).astype(dtype).tobytes().hex()
+
+
+def array_from_hex(text: str, dtype: str, out: type) -> np.ndarray:
+    """Inverse of :func:`array_to_hex`, converted to the in-memory type ``out``."""
+    return np.frombuffer(bytes.fromhex(text), dtype=dtype).astype(out)

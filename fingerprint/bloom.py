@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fingerprint.base import CorruptFingerprint, check_compatible, check_header, params_dict
+from fingerprint.base import CorruptFingerprint, check_compatible, check_header, decoding, header
 from fingerprint.hashing import fmix64
 from fingerprint.tokens import ngram_hash_array
 
@@ -98,22 +98,13 @@ class BloomSignature:
         return cls(np.unpackbits(raw, bitorder="little").astype(bool), params)
 
     def to_dict(self) -> dict:
-        return {
-            "method": self.method,
-            "version": self.version,
-            "params": params_dict(self.params),
-            "value": self.to_hex(),
-        }
+        return {**header(self), "value": self.to_hex()}
 
     @classmethod
     def from_dict(cls, data: dict) -> BloomSignature:
         check_header(data, "bloom", VERSION)
-        try:
+        with decoding("bloom signature"):
             return cls.from_hex(data["value"], BloomParams(**data["params"]))
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, CorruptFingerprint):
-                raise
-            raise CorruptFingerprint(f"bloom signature cannot be decoded: {exc}") from exc
 
 
 def bloom_positions(hashes: np.ndarray, bits: int, seed: int = 0) -> np.ndarray:

@@ -27,7 +27,7 @@ from functools import cache
 
 import numpy as np
 
-from fingerprint.base import CorruptFingerprint, check_compatible, check_header, params_dict
+from fingerprint.base import CorruptFingerprint, check_compatible, check_header, decoding, header
 from fingerprint.hashing import fmix64, hash_rows
 from fingerprint.tokens import ngram_hash_array
 
@@ -175,24 +175,13 @@ class MinHash:
         return cls(values, size, params)
 
     def to_dict(self) -> dict:
-        return {
-            "method": self.method,
-            "version": self.version,
-            "params": params_dict(self.params),
-            "size": self.size,
-            "value": self.to_hex(),
-        }
+        return {**header(self), "size": self.size, "value": self.to_hex()}
 
     @classmethod
     def from_dict(cls, data: dict) -> MinHash:
         check_header(data, "minhash", VERSION)
-        try:
-            params = MinHashParams(**data["params"])
-            return cls.from_hex(data["value"], data["size"], params)
-        except (KeyError, TypeError, ValueError) as exc:
-            if isinstance(exc, CorruptFingerprint):
-                raise
-            raise CorruptFingerprint(f"minhash cannot be decoded: {exc}") from exc
+        with decoding("minhash"):
+            return cls.from_hex(data["value"], data["size"], MinHashParams(**data["params"]))
 
 
 def minhash_of_hashes(hashes: np.ndarray, params: MinHashParams | None = None) -> MinHash:

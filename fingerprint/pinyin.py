@@ -33,7 +33,15 @@ from functools import cache
 
 import numpy as np
 
-from fingerprint.base import CorruptFingerprint, check_compatible, check_header, params_dict
+from fingerprint.base import (
+    CorruptFingerprint,
+    array_from_hex,
+    array_to_hex,
+    check_compatible,
+    check_header,
+    decoding,
+    header,
+)
 from fingerprint.hashing import hash64, hash_rows, ngram_hashes
 from fingerprint.reference_frequencies import REFERENCE_FREQUENCIES
 from fingerprint.shingles import winnow_positions
@@ -170,12 +178,10 @@ class PinyinFingerprint:
 
     def to_dict(self) -> dict:
         return {
-            "method": self.method,
-            "version": self.version,
-            "params": params_dict(self.params),
-            "keys": self.keys.astype("<u8").tobytes().hex(),
-            "starts": self.starts.astype("<u4").tobytes().hex(),
-            "ends": self.ends.astype("<u4").tobytes().hex(),
+            **header(self),
+            "keys": array_to_hex(self.keys, "<u8"),
+            "starts": array_to_hex(self.starts, "<u4"),
+            "ends": array_to_hex(self.ends, "<u4"),
         }
 
     @classmethod
@@ -183,15 +189,12 @@ class PinyinFingerprint:
         params = data.get("params") if isinstance(data, dict) else None
         anchored = bool(params.get("anchored")) if isinstance(params, dict) else False
         check_header(data, "pinyin-anchored" if anchored else "pinyin", VERSION)
-        try:
-            params = dict(params)
-            params["reference"] = tuple(params["reference"])
-            keys = np.frombuffer(bytes.fromhex(data["keys"]), dtype="<u8").astype(np.uint64)
-            starts = np.frombuffer(bytes.fromhex(data["starts"]), dtype="<u4").astype(np.int64)
-            ends = np.frombuffer(bytes.fromhex(data["ends"]), dtype="<u4").astype(np.int64)
+        with decoding("pinyin fingerprint"):
+            params = {**params, "reference": tuple(params["reference"])}
+            keys = array_from_hex(data["keys"], "<u8", np.uint64)
+            starts = array_from_hex(data["starts"], "<u4", np.int64)
+            ends = array_from_hex(data["ends"], "<u4", np.int64)
             fp = cls(PinyinParams(**params), keys, starts, ends)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptFingerprint(f"pinyin fingerprint cannot be decoded: {exc}") from exc
         if not len(keys) == len(starts) == len(ends):
             raise CorruptFingerprint("pinyin fingerprint arrays differ in length")
         return fp

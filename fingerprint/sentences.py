@@ -13,7 +13,7 @@ from functools import cache
 
 import numpy as np
 
-from fingerprint.base import CorruptFingerprint, check_compatible, check_header, params_dict
+from fingerprint.base import CorruptFingerprint, check_compatible, check_header, decoding, header
 from fingerprint.hashing import hash64
 from fingerprint.tokens import codepoints, content_mask, from_codepoints
 
@@ -72,9 +72,7 @@ class SentenceSignature:
 
     def to_dict(self) -> dict:
         return {
-            "method": self.method,
-            "version": self.version,
-            "params": params_dict(self.params),
+            **header(self),
             "hashes": [f"{int(h):016x}" for h in self.hashes],
             "spans": [list(s) for s in self.spans],
         }
@@ -82,12 +80,10 @@ class SentenceSignature:
     @classmethod
     def from_dict(cls, data: dict) -> SentenceSignature:
         check_header(data, "sentences", VERSION)
-        try:
+        with decoding("sentence signature"):
             hashes = np.array([int(h, 16) for h in data["hashes"]], dtype=np.uint64)
             spans = tuple((int(a), int(b)) for a, b in data["spans"])
             params = SentenceParams(**data["params"])
-        except (KeyError, TypeError, ValueError, OverflowError) as exc:
-            raise CorruptFingerprint(f"sentence signature cannot be decoded: {exc}") from exc
         if len(hashes) != len(spans):
             raise CorruptFingerprint("sentence signature arrays differ in length")
         return cls(hashes, spans, params)

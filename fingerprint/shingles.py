@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fingerprint.base import CorruptFingerprint, check_compatible, check_header, params_dict
+from fingerprint.base import (
+    CorruptFingerprint,
+    array_from_hex,
+    array_to_hex,
+    check_compatible,
+    check_header,
+    decoding,
+    header,
+)
 from fingerprint.tokens import char_ngrams, ngram_hash_array
 
 VERSION = 1
@@ -181,24 +189,18 @@ class WinnowFingerprint:
 
     def to_dict(self) -> dict:
         return {
-            "method": self.method,
-            "version": self.version,
-            "params": params_dict(self.params),
-            "hashes": self.hashes.astype("<u8").tobytes().hex(),
-            "positions": self.positions.astype("<u4").tobytes().hex(),
+            **header(self),
+            "hashes": array_to_hex(self.hashes, "<u8"),
+            "positions": array_to_hex(self.positions, "<u4"),
         }
 
     @classmethod
     def from_dict(cls, data: dict) -> WinnowFingerprint:
         check_header(data, "winnow", VERSION)
-        try:
+        with decoding("winnow fingerprint"):
             params = WinnowParams(**data["params"])
-            hashes = np.frombuffer(bytes.fromhex(data["hashes"]), dtype="<u8").astype(np.uint64)
-            positions = np.frombuffer(bytes.fromhex(data["positions"]), dtype="<u4").astype(
-                np.int64
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptFingerprint(f"winnow fingerprint cannot be decoded: {exc}") from exc
+            hashes = array_from_hex(data["hashes"], "<u8", np.uint64)
+            positions = array_from_hex(data["positions"], "<u4", np.int64)
         if len(hashes) != len(positions):
             raise CorruptFingerprint("winnow fingerprint arrays differ in length")
         return cls(params, hashes, positions)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from fingerprint.base import CorruptFingerprint, check_compatible, check_header, params_dict
+from fingerprint.base import CorruptFingerprint, check_compatible, check_header, decoding, header
 from fingerprint.tokens import ngram_hash_array, word_hashes, words
 
 VERSION = 1
@@ -116,21 +116,13 @@ class Simhash:
         return cls(int(text, 16), params or SimhashParams())
 
     def to_dict(self) -> dict:
-        return {
-            "method": self.method,
-            "version": self.version,
-            "params": params_dict(self.params),
-            "value": self.to_hex(),
-        }
+        return {**header(self), "value": self.to_hex()}
 
     @classmethod
     def from_dict(cls, data: dict) -> Simhash:
         check_header(data, "simhash", VERSION)
-        try:
-            params = SimhashParams(**data["params"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CorruptFingerprint(f"simhash parameters cannot be decoded: {exc}") from exc
-        return cls.from_hex(data.get("value"), params)
+        with decoding("simhash"):
+            return cls.from_hex(data.get("value"), SimhashParams(**data["params"]))
 
 
 def hamming(a: int, b: int) -> int:
