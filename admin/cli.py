@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import ClassVar
@@ -151,6 +152,10 @@ def main(argv: list[str] | None = None) -> int:
     except CommandError as exc:
         print(f"fptrack: error: {exc}", file=sys.stderr)
         return exc.status
+    except BrokenPipeError:
+        # The reader went away (``fptrack ... | head``): stop quietly, as the Python docs advise.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -187,3 +187,20 @@ class TestErrors:
             main(["fingerprint", str(SAMPLE), "--max-bytes", "lots"])
         assert info.value.code == 2
         capsys.readouterr()
+
+
+def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    big = tmp_path / "big.txt"
+    big.write_text(SAMPLE.read_text(encoding="utf-8") * 200, encoding="utf-8")
+    reader = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)
+    reader.wait()
+    writer = subprocess.run(
+        [sys.executable, "-m", "admin.cli", "fingerprint", "--json", str(big)],
+        stdout=reader.stdin,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        check=False,
+    )
+    reader.stdin.close()
+    assert writer.returncode == 0
+    assert b"Traceback" not in writer.stderr
