@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_hashing import M64, fmix64_ref
 
 from fingerprint.base import CorruptFingerprint, IncompatibleFingerprints
 from fingerprint.bloom import (
@@ -19,16 +20,6 @@ from fingerprint.bloom import (
     bloom_positions,
 )
 from fingerprint.tokens import ngram_hash_array
-
-M64 = (1 << 64) - 1
-
-
-def fmix64_ref(x: int) -> int:
-    x ^= x >> 33
-    x = (x * 0xFF51AFD7ED558CCD) & M64
-    x ^= x >> 33
-    x = (x * 0xC4CEB9FE1A85EC53) & M64
-    return x ^ (x >> 33)
 
 
 def positions_ref(h: int, bits: int, seed: int) -> tuple[int, int]:

@@ -7,20 +7,11 @@ import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reference_hashing import M64, fmix64_ref
 
 from fingerprint.hashing import fmix64, hash32, hash64, hash_rows, ngram_hashes
 
-M64 = (1 << 64) - 1
 GOLDEN = 0x9E3779B97F4A7C15
-
-
-def fmix64_ref(x: int) -> int:
-    """MurmurHash3's fmix64 on Python ints (the reference, not the numpy code)."""
-    x ^= x >> 33
-    x = (x * 0xFF51AFD7ED558CCD) & M64
-    x ^= x >> 33
-    x = (x * 0xC4CEB9FE1A85EC53) & M64
-    return x ^ (x >> 33)
 
 
 def ngram_hashes_ref(codes: list[int], n: int, seed: int = 0, bits: int = 21) -> list[int]:
