@@ -21,6 +21,9 @@ from fingerprint.sentences import sentence_signature
 from fingerprint.shingles import winnow
 from fingerprint.simhash import simhash
 
+EMPTY_SLOT = 0xFFFFFFFF
+"""The value of a MinHash slot that no element reached."""
+
 GOLDEN = {
     "simplified": {
         "normalized": (
@@ -121,29 +124,11 @@ GOLDEN = {
         "normalized": "",
         "simhash": "0000000000000000",
         "minhash_affine32": (
-            [
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-            ],
+            [EMPTY_SLOT] * 8,
             0,
         ),
         "minhash_oph": (
-            [
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-                4294967295,
-            ],
+            [EMPTY_SLOT] * 8,
             0,
         ),
         "winnow": (0, []),
