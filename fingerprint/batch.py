@@ -26,9 +26,9 @@ from fingerprint.minhash import MinHash, densify, minhash_of_hashes, oph_bins
 from fingerprint.normalize import (
     NormalizeConfig,
     Normalized,
-    _map_chars,
-    _opencc_t2s,
+    map_chars,
     noise_mask,
+    opencc_t2s,
     to_simplified,
 )
 from fingerprint.pinyin import (
@@ -39,7 +39,7 @@ from fingerprint.pinyin import (
     initials,
     window_levels,
 )
-from fingerprint.sentences import SentenceSignature, _sentence_end_table
+from fingerprint.sentences import SentenceSignature, sentence_end_table
 from fingerprint.shingles import WinnowFingerprint, sliding_min
 from fingerprint.simhash import Simhash
 from fingerprint.tokens import codepoints, content_mask, from_codepoints
@@ -65,7 +65,7 @@ def _simplified_parts(parts: list[str]) -> list[str]:
     """``to_simplified`` of each part, with one OpenCC call for all that allow it."""
     if any(SEPARATOR in p for p in parts):
         return [to_simplified(p) for p in parts]
-    converted = _opencc_t2s().convert(SEPARATOR.join(parts)).split(SEPARATOR)
+    converted = opencc_t2s().convert(SEPARATOR.join(parts)).split(SEPARATOR)
     if len(converted) != len(parts):
         return [to_simplified(p) for p in parts]
     return [
@@ -98,7 +98,7 @@ def normalize_many(texts: Sequence[str], config: NormalizeConfig | None = None) 
     if count == 0:
         return []
     text_starts = np.concatenate([[0], np.cumsum([len(t) for t in texts])])
-    mapped, offsets = _map_chars("".join(texts), config.lowercase)
+    mapped, offsets = map_chars("".join(texts), config.lowercase)
     cut = _bounds(_segments(text_starts, offsets), count)
     mapped_text = from_codepoints(mapped)
     parts = [mapped_text[cut[d] : cut[d + 1]] for d in range(count)]
@@ -270,7 +270,7 @@ def _pinyin_many(letters, letter_doc, letter_pos, count, params: PinyinParams):
 
 def _sentences_many(all_codes, mask, doc_of_char, text_starts, count, params):
     """Per document: (hashes, spans) of its k longest sentences."""
-    inside = ~_sentence_end_table()[np.minimum(all_codes, 0xFFFF)]
+    inside = ~sentence_end_table()[np.minimum(all_codes, 0xFFFF)]
     same_doc = doc_of_char[1:] == doc_of_char[:-1]
     prev = np.concatenate([[False], inside[:-1] & same_doc])
     nxt = np.concatenate([inside[1:] & same_doc, [False]])

@@ -148,7 +148,7 @@ def _expand(ch: str, lowercase: bool) -> str:
     return "".join(out)
 
 
-def _map_chars(text: str, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
+def map_chars(text: str, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
     """Step 1: mapped code points and the original index of each."""
     codes = codepoints(text)
     mapped = char_table(lowercase)[np.minimum(codes, _BMP - 1)]
@@ -177,7 +177,7 @@ def _map_chars(text: str, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
 
 
 @cache
-def _opencc_t2s():
+def opencc_t2s():
     import opencc
 
     return opencc.OpenCC("t2s")
@@ -189,7 +189,7 @@ def to_simplified(text: str) -> str:
     OpenCC converts phrase by phrase and a phrase can change length; where it does, that line
     is converted character by character instead, so offsets stay aligned.
     """
-    converter = _opencc_t2s()
+    converter = opencc_t2s()
     converted = converter.convert(text)
     if len(converted) == len(text):
         return converted
@@ -270,7 +270,7 @@ def normalize(text: str, config: NormalizeConfig | None = None) -> Normalized:
     ('abc,这是繁体字!', '這是')
     """
     config = config or NormalizeConfig()
-    codes, offsets = _map_chars(text, config.lowercase)
+    codes, offsets = map_chars(text, config.lowercase)
     mapped = from_codepoints(codes)
     if config.t2s:
         mapped = to_simplified(mapped)

@@ -22,7 +22,7 @@ _SENTENCE_ENDS = "。！？!?；;…\n"
 
 
 @cache
-def _sentence_end_table() -> np.ndarray:
+def sentence_end_table() -> np.ndarray:
     table = np.zeros(0x10000, dtype=bool)
     table[[ord(c) for c in _SENTENCE_ENDS]] = True
     table.setflags(write=False)
@@ -41,7 +41,7 @@ class SentenceParams:
 
 def sentence_bounds(codes: np.ndarray) -> np.ndarray:
     """(n, 2) spans [start, end) of the sentences of a code-point array (see :func:`sentences`)."""
-    boundary = _sentence_end_table()[np.minimum(codes, 0xFFFF)]
+    boundary = sentence_end_table()[np.minimum(codes, 0xFFFF)]
     inside = np.concatenate([[False], ~boundary, [False]]).astype(np.int8)
     edges = np.diff(inside)
     return np.stack([np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)], axis=1)
