@@ -1,0 +1,47 @@
+"""Errors the backend raises, split by what the caller should do about them.
+
+``Retryable`` errors come from an outage (Redis or MongoDB unreachable, timed out): the
+operation left nothing half-written and can simply be run again; Celery tasks retry them
+with backoff. Everything else is a problem with the input or the configuration and is
+reported, never retried.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import redis
+
+
+class MatcherError(Exception):
+    """Base class of every error raised by :mod:`matcher`."""
+
+
+class Retryable(MatcherError):
+    """A backing service is unavailable; nothing was half-written, so retrying is safe."""
+
+
+class IndexUnavailable(Retryable):
+    """The Redis server holding the indexes did not answer."""
+
+
+class StoreUnavailable(Retryable):
+    """The MongoDB server did not answer."""
+
+
+class UnusableText(MatcherError, ValueError):
+    """A work or page has no text left to fingerprint after decoding and normalisation."""
+
+
+class SettingsError(MatcherError, ValueError):
+    """A setting (environment variable or argument) has an invalid value."""
+
+
+@contextmanager
+def redis_errors(what: str) -> Iterator[None]:
+    """Turn redis-py connection and timeout errors into :class:`IndexUnavailable`."""
+    try:
+        yield
+    except (redis.ConnectionError, redis.TimeoutError) as exc:
+        raise IndexUnavailable(f"Redis unavailable while {what}: {exc}") from exc
