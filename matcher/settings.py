@@ -1,0 +1,108 @@
+"""Every setting of the backend, read once at the entry point and passed down.
+
+``Settings.from_env()`` reads the ``FPTRACK_*`` environment variables (names below); code
+below the entry point never reads the environment itself. Defaults are the ones the README
+lists.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from matcher.errors import SettingsError
+
+
+@dataclass(frozen=True)
+class MatchPolicy:
+    """When a verified candidate becomes a match (lengths in content characters).
+
+    A page copies a work when the passages they share cover at least ``min_work_share`` of
+    the work (whole copies, excerpts, a chapter split over pages), or cover at least
+    ``min_page_share`` of the page and ``min_page_chars`` characters (a page that is an
+    excerpt of a long work); either way the shared passages must total ``min_chars``.
+    Passages made only of boilerplate (text shared with more than ``boilerplate_df`` other
+    documents in the index) do not count.
+    """
+
+    min_work_share: float = 0.2
+    min_page_share: float = 0.5
+    min_page_chars: int = 300
+    min_chars: int = 60
+    simhash_k: int = 3
+    max_candidates: int = 50
+    min_window_hits: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("min_work_share", "min_page_share"):
+            if not 0.0 < getattr(self, name) <= 1.0:
+                raise SettingsError(f"{name} must be in (0, 1], got {getattr(self, name)}")
+        for name in ("min_page_chars", "min_chars", "max_candidates", "min_window_hits"):
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if not 0 <= self.simhash_k <= 16:
+            raise SettingsError(f"simhash_k must be in 0..16, got {self.simhash_k}")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Connection strings, key prefix, index parameters and the match policy."""
+
+    mongo_uri: str = "mongodb://127.0.0.1:27017"
+    mongo_db: str = "fptrack"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "fptrack"
+    simhash_permuted: bool = False
+    window_bucket_bits: int = 20
+    window_max_df: int = 1000
+    max_text_chars: int = 4_000_000
+    min_work_chars: int = 50
+    policy: MatchPolicy = field(default_factory=MatchPolicy)
+
+    def __post_init__(self) -> None:
+        if not self.redis_prefix or any(c in self.redis_prefix for c in " *?[]"):
+            raise SettingsError(f"redis_prefix must be a plain word, got {self.redis_prefix!r}")
+        if not 8 <= self.window_bucket_bits <= 28:
+            raise SettingsError("window_bucket_bits must be in 8..28")
+        if self.window_max_df < 1 or self.max_text_chars < 1 or self.min_work_chars < 1:
+            raise SettingsError("window_max_df, max_text_chars, min_work_chars must be >= 1")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``FPTRACK_<FIELD>`` variables (e.g. ``FPTRACK_MONGO_URI``).
+
+        Policy fields are ``FPTRACK_POLICY_<FIELD>`` (e.g. ``FPTRACK_POLICY_MIN_WORK_SHARE``).
+        Keyword ``overrides`` win over the environment.
+        """
+        environ = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            if f.name != "policy" and f"FPTRACK_{f.name.upper()}" in environ:
+                values[f.name] = _parse(f.name, environ[f"FPTRACK_{f.name.upper()}"], f.type)
+        policy: dict[str, Any] = {}
+        for f in dataclasses.fields(MatchPolicy):
+            key = f"FPTRACK_POLICY_{f.name.upper()}"
+            if key in environ:
+                policy[f.name] = _parse(f.name, environ[key], f.type)
+        values["policy"] = MatchPolicy(**policy)
+        values.update(overrides)
+        return cls(**values)
+
+
+def _parse(name: str, raw: str, kind: Any) -> Any:
+    kind = kind if isinstance(kind, str) else kind.__name__
+    try:
+        if kind == "bool":
+            if raw.lower() not in ("1", "0", "true", "false", "yes", "no"):
+                raise ValueError(raw)
+            return raw.lower() in ("1", "true", "yes")
+        if kind == "int":
+            return int(raw)
+        if kind == "float":
+            return float(raw)
+    except ValueError as exc:
+        raise SettingsError(f"{name}: {raw!r} is not a valid {kind}") from exc
+    return raw

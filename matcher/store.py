@@ -1,0 +1,384 @@
+"""The MongoDB store: works, pages, fingerprints, matches, sites, users.
+
+One :class:`Store` wraps a pymongo ``Database`` (or a mongomock one in tests and in the
+embedded scan). Every write is an upsert on a unique key, so storing the same page or match
+twice updates it and never duplicates it. Works and pages also get a small integer ``seq``
+(from the ``counters`` collection), the id the Redis indexes pack into their records.
+
+Only the part of the pymongo API that real MongoDB and mongomock share is used; where they
+differ the code follows MongoDB. Filters are built here from typed values only — an id must
+be a valid ObjectId string, a URL a ``str`` — so nothing from outside can become an operator.
+Connection failures raise :class:`matcher.errors.StoreUnavailable` (retryable).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Iterator
+from datetime import UTC, datetime
+from typing import Any, ParamSpec, TypeVar
+
+import pymongo
+from bson import Binary, ObjectId
+from bson.errors import InvalidId
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo.database import Database
+from pymongo.errors import ConnectionFailure, DuplicateKeyError
+
+from matcher.errors import MatcherError, StoreUnavailable
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+KINDS = ("work", "page")
+STATUSES = ("new", "confirmed", "false_positive", "authorised", "takedown_sent")
+
+INDEXES: dict[str, list[IndexModel]] = {
+    "works": [
+        IndexModel([("key", ASCENDING)], unique=True, name="key_unique"),
+        IndexModel([("seq", ASCENDING)], unique=True, name="seq_unique"),
+        IndexModel([("registered_at", DESCENDING)], name="registered_at"),
+        IndexModel([("title", ASCENDING)], name="title"),
+    ],
+    "pages": [
+        IndexModel([("url", ASCENDING)], unique=True, name="url_unique"),
+        IndexModel([("seq", ASCENDING)], unique=True, name="seq_unique"),
+        IndexModel([("site", ASCENDING), ("last_seen", DESCENDING)], name="site_last_seen"),
+        IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
+    ],
+    "fingerprints": [
+        IndexModel(
+            [("owner_kind", ASCENDING), ("owner_id", ASCENDING), ("method", ASCENDING)],
+            unique=True,
+            name="owner_method_unique",
+        ),
+        IndexModel([("owner_kind", ASCENDING), ("method", ASCENDING)], name="kind_method"),
+    ],
+    "matches": [
+        IndexModel(
+            [("page_id", ASCENDING), ("work_id", ASCENDING)], unique=True, name="pair_unique"
+        ),
+        IndexModel([("work_id", ASCENDING), ("last_seen", DESCENDING)], name="work_last_seen"),
+        IndexModel([("site", ASCENDING), ("first_seen", DESCENDING)], name="site_first_seen"),
+        IndexModel([("status", ASCENDING), ("first_seen", DESCENDING)], name="status_first_seen"),
+        IndexModel([("first_seen", DESCENDING)], name="first_seen"),
+    ],
+    "sites": [IndexModel([("name", ASCENDING)], unique=True, name="name_unique")],
+    "users": [IndexModel([("username", ASCENDING)], unique=True, name="username_unique")],
+}
+
+
+class StoreError(MatcherError, ValueError):
+    """A request to the store names something invalid or absent."""
+
+
+def now() -> datetime:
+    """The current time, UTC, at MongoDB's millisecond precision."""
+    t = datetime.now(UTC)
+    return t.replace(microsecond=t.microsecond // 1000 * 1000)
+
+
+def mongo_errors(method: Callable[P, T]) -> Callable[P, T]:
+    """Turn pymongo connection failures into :class:`StoreUnavailable`."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
+        try:
+            return method(*args, **kwargs)
+        except ConnectionFailure as exc:
+            raise StoreUnavailable(f"MongoDB unavailable in {method.__name__}: {exc}") from exc
+
+    return wrapper
+
+
+def object_id(value: str | ObjectId, what: str = "id") -> ObjectId:
+    """An ObjectId from its 24-hex-digit string; anything else is a :class:`StoreError`."""
+    if isinstance(value, ObjectId):
+        return value
+    if not isinstance(value, str):
+        raise StoreError(f"{what} must be a string, got {type(value).__name__}")
+    try:
+        return ObjectId(value)
+    except InvalidId as exc:
+        raise StoreError(f"{what} {value!r} is not a valid id") from exc
+
+
+def _text(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise StoreError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise StoreError(f"owner kind must be one of {KINDS}, got {kind!r}")
+    return kind
+
+
+class Store:
+    """Typed reads and idempotent writes over the fptrack MongoDB database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @classmethod
+    def connect(cls, uri: str, db_name: str, client: Any = None) -> Store:
+        """A store on ``client`` (a pymongo or mongomock client), or a new pymongo client."""
+        if client is None:
+            client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000, tz_aware=True)
+        return cls(client[db_name])
+
+    @mongo_errors
+    def ensure_indexes(self) -> None:
+        """Create every collection's indexes; running it again changes nothing."""
+        for name, models in INDEXES.items():
+            self.db[name].create_indexes(models)
+
+    @mongo_errors
+    def next_seq(self, kind: str) -> int:
+        """A new integer id for a work or page (atomic ``$inc`` on ``counters``)."""
+        doc = self.db.counters.find_one_and_update(
+            {"_id": _check_kind(kind)},
+            {"$inc": {"seq": 1}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return int(doc["seq"])
+
+    def _upsert_with_seq(
+        self,
+        collection: str,
+        kind: str,
+        key: dict[str, Any],
+        fields: dict[str, Any],
+        on_insert: dict[str, Any] | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Upsert by ``key``; a new document gets ``first_seen``, ``on_insert`` and a ``seq``."""
+        coll = self.db[collection]
+        existing = coll.find_one(key, {"_id": 1, "seq": 1})
+        stamp = fields.pop("_stamp", now())
+        if existing is not None:
+            doc = coll.find_one_and_update(
+                key, {"$set": fields}, return_document=ReturnDocument.AFTER
+            )
+            return doc, False
+        seq = self.next_seq(kind)
+        try:
+            doc = coll.find_one_and_update(
+                key,
+                {
+                    "$set": fields,
+                    "$setOnInsert": {"seq": seq, "first_seen": stamp, **(on_insert or {})},
+                },
+                upsert=True,
+                return_document=ReturnDocument.AFTER,
+            )
+        except DuplicateKeyError:  # a concurrent writer inserted the same key first
+            doc = coll.find_one_and_update(
+                key, {"$set": fields}, return_document=ReturnDocument.AFTER
+            )
+        return doc, doc["seq"] == seq
+
+    # works -----------------------------------------------------------------------------
+
+    @mongo_errors
+    def upsert_work(
+        self,
+        key: str,
+        *,
+        title: str,
+        text: str,
+        content_hash: str,
+        author: str = "",
+        source: str = "",
+        owner: str = "",
+        tags: Iterable[str] = (),
+    ) -> tuple[dict[str, Any], bool]:
+        """Store a work under its unique ``key``; returns ``(document, created)``."""
+        stamp = now()
+        fields = {
+            "title": _text(title, "title"),
+            "author": _text(author, "author"),
+            "source": _text(source, "source"),
+            "owner": _text(owner, "owner"),
+            "tags": [_text(t, "tag") for t in tags],
+            "text": _text(text, "text"),
+            "content_hash": _text(content_hash, "content_hash"),
+            "updated_at": stamp,
+            "_stamp": stamp,
+        }
+        return self._upsert_with_seq(
+            "works", "work", {"key": _text(key, "key")}, fields, {"registered_at": stamp}
+        )
+
+    @mongo_errors
+    def get_work(self, work_id: str, projection: dict[str, int] | None = None) -> dict | None:
+        return self.db.works.find_one({"_id": object_id(work_id, "work id")}, projection)
+
+    @mongo_errors
+    def works_by_seq(
+        self, seqs: Iterable[int], projection: dict[str, int] | None = None
+    ) -> dict[int, dict]:
+        wanted = [int(s) for s in seqs]
+        return {d["seq"]: d for d in self.db.works.find({"seq": {"$in": wanted}}, projection)}
+
+    @mongo_errors
+    def iter_works(self, projection: dict[str, int] | None = None) -> Iterator[dict]:
+        yield from self.db.works.find({}, projection).sort("seq", ASCENDING)
+
+    @mongo_errors
+    def count(self, collection: str) -> int:
+        if collection not in INDEXES:
+            raise StoreError(f"unknown collection {collection!r}")
+        return self.db[collection].count_documents({})
+
+    @mongo_errors
+    def delete_work(self, work_id: str) -> dict | None:
+        """Delete a work, its fingerprints and its unreviewed matches; returns the work."""
+        oid = object_id(work_id, "work id")
+        doc = self.db.works.find_one_and_delete({"_id": oid})
+        if doc is not None:
+            self.db.fingerprints.delete_many({"owner_kind": "work", "owner_id": oid})
+            self.db.matches.delete_many({"work_id": oid, "status": "new"})
+        return doc
+
+    # pages -----------------------------------------------------------------------------
+
+    @mongo_errors
+    def upsert_page(
+        self,
+        url: str,
+        *,
+        text: str,
+        content_hash: str,
+        site: str = "",
+        title: str = "",
+        status: int = 200,
+        encoding: str = "",
+        fetched_at: datetime | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Store a page under its unique URL; returns ``(document, created)``."""
+        stamp = now()
+        fields = {
+            "site": _text(site, "site"),
+            "title": _text(title, "title"),
+            "text": _text(text, "text"),
+            "content_hash": _text(content_hash, "content_hash"),
+            "status": int(status),
+            "encoding": _text(encoding, "encoding"),
+            "fetched_at": fetched_at or stamp,
+            "last_seen": stamp,
+            "_stamp": stamp,
+        }
+        return self._upsert_with_seq("pages", "page", {"url": _text(url, "url")}, fields)
+
+    @mongo_errors
+    def get_page(self, page_id: str, projection: dict[str, int] | None = None) -> dict | None:
+        return self.db.pages.find_one({"_id": object_id(page_id, "page id")}, projection)
+
+    @mongo_errors
+    def page_by_url(self, url: str, projection: dict[str, int] | None = None) -> dict | None:
+        return self.db.pages.find_one({"url": _text(url, "url")}, projection)
+
+    @mongo_errors
+    def pages_by_seq(
+        self, seqs: Iterable[int], projection: dict[str, int] | None = None
+    ) -> dict[int, dict]:
+        wanted = [int(s) for s in seqs]
+        return {d["seq"]: d for d in self.db.pages.find({"seq": {"$in": wanted}}, projection)}
+
+    @mongo_errors
+    def delete_page(self, page_id: str) -> dict | None:
+        """Delete a page, its fingerprints and its unreviewed matches; returns the page."""
+        oid = object_id(page_id, "page id")
+        doc = self.db.pages.find_one_and_delete({"_id": oid})
+        if doc is not None:
+            self.db.fingerprints.delete_many({"owner_kind": "page", "owner_id": oid})
+            self.db.matches.delete_many({"page_id": oid, "status": "new"})
+        return doc
+
+    # fingerprints ----------------------------------------------------------------------
+
+    @mongo_errors
+    def save_fingerprints(
+        self, kind: str, owner_id: ObjectId, seq: int, fingerprints: dict[str, dict[str, Any]]
+    ) -> None:
+        """Upsert one document per method: ``{method: {"version", "params", "value"}}``.
+
+        ``value`` is stored as given; ``bytes`` become BSON binary.
+        """
+        _check_kind(kind)
+        stamp = now()
+        for method, fp in fingerprints.items():
+            value = fp["value"]
+            self.db.fingerprints.update_one(
+                {"owner_kind": kind, "owner_id": owner_id, "method": _text(method, "method")},
+                {
+                    "$set": {
+                        "seq": int(seq),
+                        "version": int(fp["version"]),
+                        "params": fp.get("params", {}),
+                        "value": Binary(value) if isinstance(value, bytes) else value,
+                        "updated_at": stamp,
+                    }
+                },
+                upsert=True,
+            )
+
+    @mongo_errors
+    def load_fingerprints(
+        self, kind: str, owner_ids: Iterable[ObjectId], method: str
+    ) -> dict[ObjectId, dict]:
+        """Stored fingerprints of one method for several owners, by owner id."""
+        query = {
+            "owner_kind": _check_kind(kind),
+            "owner_id": {"$in": list(owner_ids)},
+            "method": _text(method, "method"),
+        }
+        return {d["owner_id"]: d for d in self.db.fingerprints.find(query)}
+
+    @mongo_errors
+    def iter_fingerprints(self, kind: str, method: str) -> Iterator[dict]:
+        """Every stored fingerprint of one method and owner kind, in ``seq`` order."""
+        query = {"owner_kind": _check_kind(kind), "method": _text(method, "method")}
+        yield from self.db.fingerprints.find(query).sort("seq", ASCENDING)
+
+    # matches ---------------------------------------------------------------------------
+
+    @mongo_errors
+    def upsert_match(self, record: dict[str, Any]) -> dict:
+        """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays."""
+        key = {
+            "page_id": object_id(record["page_id"], "page id"),
+            "work_id": object_id(record["work_id"], "work id"),
+        }
+        stamp = record.get("last_seen") or now()
+        fields = {k: v for k, v in record.items() if k not in ("page_id", "work_id", "status")}
+        fields.update(last_seen=stamp, active=True)
+        return self.db.matches.find_one_and_update(
+            key,
+            {"$set": fields, "$setOnInsert": {"status": "new", "first_seen": stamp}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+
+    @mongo_errors
+    def deactivate_matches(self, field: str, owner_id: ObjectId, keep: Iterable[ObjectId]) -> int:
+        """Mark matches of a re-processed page (or work) that no longer hold as inactive."""
+        if field not in ("page_id", "work_id"):
+            raise StoreError(f"cannot deactivate matches by {field!r}")
+        other = "work_id" if field == "page_id" else "page_id"
+        result = self.db.matches.update_many(
+            {field: owner_id, other: {"$nin": list(keep)}, "active": True},
+            {"$set": {"active": False, "last_checked": now()}},
+        )
+        return result.modified_count
+
+    @mongo_errors
+    def matches_for(self, field: str, owner_id: str, active_only: bool = True) -> list[dict]:
+        if field not in ("page_id", "work_id"):
+            raise StoreError(f"cannot list matches by {field!r}")
+        query: dict[str, Any] = {field: object_id(owner_id, field)}
+        if active_only:
+            query["active"] = True
+        return list(self.db.matches.find(query).sort("first_seen", ASCENDING))

@@ -1,0 +1,50 @@
+"""Settings are read once from the environment, validated, and overridable."""
+
+from __future__ import annotations
+
+import pytest
+
+from matcher.errors import SettingsError
+from matcher.settings import MatchPolicy, Settings
+
+
+def test_defaults_without_environment() -> None:
+    s = Settings.from_env({})
+    assert s == Settings()
+    assert s.redis_url == "redis://127.0.0.1:6379/0" and s.policy == MatchPolicy()
+
+
+def test_environment_values_are_parsed() -> None:
+    s = Settings.from_env(
+        {
+            "FPTRACK_MONGO_URI": "mongodb://db:27017",
+            "FPTRACK_REDIS_URL": "redis://cache:6379/2",
+            "FPTRACK_SIMHASH_PERMUTED": "true",
+            "FPTRACK_WINDOW_MAX_DF": "50",
+            "FPTRACK_POLICY_MIN_WORK_SHARE": "0.3",
+            "UNRELATED": "x",
+        }
+    )
+    assert s.mongo_uri == "mongodb://db:27017" and s.redis_url == "redis://cache:6379/2"
+    assert s.simhash_permuted is True and s.window_max_df == 50
+    assert s.policy.min_work_share == 0.3
+
+
+def test_overrides_win() -> None:
+    s = Settings.from_env({"FPTRACK_REDIS_PREFIX": "a"}, redis_prefix="b")
+    assert s.redis_prefix == "b"
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"FPTRACK_WINDOW_MAX_DF": "many"},
+        {"FPTRACK_SIMHASH_PERMUTED": "perhaps"},
+        {"FPTRACK_POLICY_MIN_WORK_SHARE": "1.5"},
+        {"FPTRACK_REDIS_PREFIX": "a b"},
+        {"FPTRACK_WINDOW_BUCKET_BITS": "40"},
+    ],
+)
+def test_bad_values_give_a_clear_error(env: dict[str, str]) -> None:
+    with pytest.raises(SettingsError):
+        Settings.from_env(env)

@@ -1,0 +1,136 @@
+"""The MongoDB store on mongomock: unique keys, idempotent upserts, typed filters."""
+
+from __future__ import annotations
+
+import mongomock
+import pymongo
+import pytest
+from bson import ObjectId
+
+from matcher.errors import StoreUnavailable
+from matcher.store import INDEXES, Store, StoreError
+
+
+@pytest.fixture
+def store() -> Store:
+    s = Store(mongomock.MongoClient()["fptrack"])
+    s.ensure_indexes()
+    return s
+
+
+def add_work(store: Store, key: str = "works/a.txt", text: str = "正文") -> tuple[dict, bool]:
+    return store.upsert_work(key, title="标题", text=text, content_hash=f"h:{text}")
+
+
+def test_ensure_indexes_is_idempotent_and_declares_unique_keys(store: Store) -> None:
+    store.ensure_indexes()
+    for name, models in INDEXES.items():
+        info = store.db[name].index_information()
+        for model in models:
+            assert model.document["name"] in info
+    assert store.db.pages.index_information()["url_unique"]["unique"]
+    assert store.db.matches.index_information()["pair_unique"]["unique"]
+
+
+def test_work_upsert_twice_updates_in_place(store: Store) -> None:
+    first, created = add_work(store)
+    again, created_again = add_work(store, text="新正文")
+    assert created and not created_again
+    assert again["_id"] == first["_id"] and again["seq"] == first["seq"]
+    assert store.count("works") == 1
+    assert store.get_work(str(first["_id"]))["text"] == "新正文"
+    assert again["registered_at"] == first["registered_at"]
+
+
+def test_sequences_are_distinct_per_kind(store: Store) -> None:
+    seqs = [add_work(store, key=f"k{i}")[0]["seq"] for i in range(5)]
+    assert seqs == [1, 2, 3, 4, 5]
+    page, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
+    assert page["seq"] == 1
+
+
+def test_page_upsert_keeps_first_seen_and_moves_last_seen(store: Store) -> None:
+    first, _ = store.upsert_page("http://a/1", text="一", content_hash="h1", site="a")
+    second, created = store.upsert_page("http://a/1", text="二", content_hash="h2", site="a")
+    assert not created
+    assert second["first_seen"] == first["first_seen"]
+    assert second["last_seen"] >= first["last_seen"]
+    assert second["content_hash"] == "h2" and store.count("pages") == 1
+
+
+def test_match_upsert_is_idempotent_and_keeps_review_status(store: Store) -> None:
+    work, _ = add_work(store)
+    page, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
+    record = {"page_id": page["_id"], "work_id": work["_id"], "score": 0.9, "url": "http://a/1"}
+    first = store.upsert_match(record)
+    assert first["status"] == "new" and first["active"]
+    store.db.matches.update_one({"_id": first["_id"]}, {"$set": {"status": "confirmed"}})
+    again = store.upsert_match({**record, "score": 0.95, "status": "new"})
+    assert again["_id"] == first["_id"] and again["status"] == "confirmed"
+    assert again["score"] == 0.95 and again["first_seen"] == first["first_seen"]
+    assert store.count("matches") == 1
+
+
+def test_deactivate_matches_that_no_longer_hold(store: Store) -> None:
+    w1, _ = add_work(store, key="1")
+    w2, _ = add_work(store, key="2")
+    page, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
+    for w in (w1, w2):
+        store.upsert_match({"page_id": page["_id"], "work_id": w["_id"]})
+    assert store.deactivate_matches("page_id", page["_id"], [w1["_id"]]) == 1
+    active = store.matches_for("page_id", str(page["_id"]))
+    assert [m["work_id"] for m in active] == [w1["_id"]]
+    assert len(store.matches_for("page_id", str(page["_id"]), active_only=False)) == 2
+
+
+def test_delete_work_keeps_reviewed_matches(store: Store) -> None:
+    work, _ = add_work(store)
+    p1, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
+    p2, _ = store.upsert_page("http://a/2", text="y", content_hash="h")
+    for p in (p1, p2):
+        store.upsert_match({"page_id": p["_id"], "work_id": work["_id"]})
+    store.db.matches.update_one({"page_id": p2["_id"]}, {"$set": {"status": "takedown_sent"}})
+    store.save_fingerprints("work", work["_id"], work["seq"], {"m": {"version": 1, "value": b"x"}})
+    assert store.delete_work(str(work["_id"]))["_id"] == work["_id"]
+    assert store.count("works") == 0 and store.count("fingerprints") == 0
+    assert [m["status"] for m in store.db.matches.find()] == ["takedown_sent"]
+
+
+def test_fingerprints_upsert_per_method(store: Store) -> None:
+    work, _ = add_work(store)
+    fps = {"simhash": {"version": 1, "value": "00ff"}, "anchors": {"version": 1, "value": b"\0"}}
+    store.save_fingerprints("work", work["_id"], work["seq"], fps)
+    store.save_fingerprints("work", work["_id"], work["seq"], fps)
+    assert store.count("fingerprints") == 2
+    loaded = store.load_fingerprints("work", [work["_id"]], "anchors")[work["_id"]]
+    assert bytes(loaded["value"]) == b"\0" and loaded["seq"] == work["seq"]
+    assert [d["method"] for d in store.iter_fingerprints("work", "simhash")] == ["simhash"]
+
+
+@pytest.mark.parametrize("bad", [{"$ne": ""}, {"$gt": 0}, ["a"], 5, "not-an-id", "$where"])
+def test_ids_from_outside_cannot_become_operators(store: Store, bad: object) -> None:
+    add_work(store)
+    with pytest.raises(StoreError):
+        store.get_work(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("bad", [{"$ne": ""}, {"$regex": ".*"}, 3])
+def test_urls_must_be_strings(store: Store, bad: object) -> None:
+    store.upsert_page("http://a/1", text="x", content_hash="h")
+    with pytest.raises(StoreError):
+        store.page_by_url(bad)  # type: ignore[arg-type]
+    with pytest.raises(StoreError):
+        store.upsert_page(bad, text="x", content_hash="h")  # type: ignore[arg-type]
+
+
+def test_dollar_strings_are_values_not_operators(store: Store) -> None:
+    page, _ = store.upsert_page("$where", text="{'$gt': 1}", content_hash="h", title="$ne")
+    assert store.page_by_url("$where")["_id"] == page["_id"]
+    assert store.get_work(str(ObjectId())) is None
+
+
+def test_unreachable_server_raises_retryable_error() -> None:
+    client = pymongo.MongoClient("mongodb://127.0.0.1:1", serverSelectionTimeoutMS=200)
+    store = Store(client["fptrack"])
+    with pytest.raises(StoreUnavailable, match="MongoDB unavailable"):
+        store.upsert_page("http://a/1", text="x", content_hash="h")
