@@ -220,6 +220,7 @@ class Store:
         self, seqs: Iterable[int], projection: dict[str, int] | None = None
     ) -> dict[int, dict]:
         wanted = [int(s) for s in seqs]
+        projection = None if projection is None else {**projection, "seq": 1}
         return {d["seq"]: d for d in self.db.works.find({"seq": {"$in": wanted}}, projection)}
 
     @mongo_errors
@@ -285,6 +286,7 @@ class Store:
         self, seqs: Iterable[int], projection: dict[str, int] | None = None
     ) -> dict[int, dict]:
         wanted = [int(s) for s in seqs]
+        projection = None if projection is None else {**projection, "seq": 1}
         return {d["seq"]: d for d in self.db.pages.find({"seq": {"$in": wanted}}, projection)}
 
     @mongo_errors
