@@ -1,0 +1,158 @@
+"""Smoke test of ``bench/eval.py`` on a quick synthetic corpus (no download).
+
+It checks that a run writes every JSON key with figures in range, the scoring on known
+answers, and the fptrack adapter against a stand-in engine (key cleanup included); it never
+asserts an accuracy target.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import types
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+import redis
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # `pytest` (not `python -m pytest`): make bench importable
+    sys.path.insert(0, str(ROOT))
+
+from bench import eval as evaluation  # noqa: E402
+from bench.eval_corpus import (  # noqa: E402
+    CLASSES,
+    NEGATIVE_KINDS,
+    Corpus,
+    build_corpus,
+    synthetic_texts,
+)
+
+TEST_REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+METRIC_KEYS = ("precision", "recall", "f1", "per_class", "false_positives", "tp", "fp", "fn")
+
+
+@pytest.fixture(scope="module")
+def small() -> Corpus:
+    """6 works, 2 pages each, 2 negatives per kind."""
+    return build_corpus(synthetic_texts(40), 6, 1, 2, 2)
+
+
+def _check_metrics(metrics: dict[str, Any]) -> None:
+    for key in METRIC_KEYS:
+        assert key in metrics, key
+    for key in ("precision", "recall", "f1"):
+        assert 0.0 <= metrics[key] <= 1.0
+    assert set(metrics["per_class"]) == set(CLASSES)
+    assert all(v is None or 0.0 <= v <= 1.0 for v in metrics["per_class"].values())
+    assert set(metrics["false_positives"]) == {*NEGATIVE_KINDS, "wrong_work"}
+    assert metrics["seconds"] >= 0
+
+
+def test_quick_run_writes_the_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "eval.json"
+    argv = ["--quick", "--json", str(out), "--redis-url", TEST_REDIS_URL]
+    result = evaluation.main(argv, texts=synthetic_texts(80))
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data == json.loads(json.dumps(result))
+    assert set(data["peers"]) == {"minhash_lsh", "minhash_lsh_ensemble", "simhash"}
+    for metrics in data["peers"].values():
+        _check_metrics(metrics)
+    sizes = data["corpus"]
+    assert sizes["works"] == 11 and sizes["pages"] == sizes["positive_pages"] + 12
+    assert set(sizes["pages_per_class"]) == set(CLASSES)
+    printed = capsys.readouterr().out
+    assert "OpenCC t2s" in printed and "minhash_lsh_ensemble" in printed
+    if data["fptrack_available"]:
+        _check_metrics(data)
+        assert set(data["targets"]) and all(isinstance(v, bool) for v in data["targets"].values())
+        client = redis.Redis.from_url(TEST_REDIS_URL)
+        assert not list(client.scan_iter(match="fptrack-eval-*"))
+    else:
+        assert data["precision"] is None and data["fptrack_error"]
+        assert "fptrack: UNAVAILABLE" in printed
+
+
+def test_peers_only_skips_fptrack(small: Corpus, capsys: pytest.CaptureFixture[str]) -> None:
+    texts = synthetic_texts(40)
+    result = evaluation.main(["--works", "6", "--pages-per-work", "2", "--peers-only"], texts)
+    assert result["fptrack_available"] is False and "--peers-only" in result["fptrack_error"]
+    assert result["corpus"]["works"] == 6
+    assert "UNAVAILABLE" in capsys.readouterr().out
+
+
+def test_score_on_known_answers(small: Corpus) -> None:
+    truth = small.truth()
+    perfect = evaluation.score(set(truth), small)
+    assert perfect["precision"] == perfect["recall"] == perfect["f1"] == 1.0
+    assert all(v == 1.0 for v in perfect["per_class"].values())
+    assert evaluation.score(set(), small)["recall"] == 0.0
+    negatives = {p.label: p.id for p in small.pages if not p.positive}
+    copy = next(p for p in small.pages if p.label == "exact")
+    other = next(w.id for w in small.works if w.id not in copy.works)
+    wrong = {(negatives[k], other) for k in NEGATIVE_KINDS} | {(copy.id, other)}
+    half = set(sorted(truth)[: len(truth) // 2])
+    scored = evaluation.score(half | wrong, small)
+    assert scored["tp"] == len(half) and scored["fp"] == 4
+    assert scored["fn"] == len(truth) - len(half)
+    assert scored["false_positives"] == {k: 1 for k in (*NEGATIVE_KINDS, "wrong_work")}
+    assert scored["precision"] == pytest.approx(len(half) / (len(half) + 4))
+
+
+class _FakeEngine:
+    """Stands in for ``matcher.engine.Engine``: a work matches a page that contains it."""
+
+    prefixes: ClassVar[list[str]] = []
+
+    def __init__(self, settings: Any, redis_client: redis.Redis) -> None:
+        self.prefix, self.redis, self.works = settings.redis_prefix, redis_client, {}
+        _FakeEngine.prefixes.append(self.prefix)
+
+    @classmethod
+    def open(cls, settings: Any, *, mongo_client: Any, redis_client: redis.Redis) -> _FakeEngine:
+        return cls(settings, redis_client)
+
+    def add_work(self, text: str, *, title: str, source: str) -> str:
+        work_id = f"oid{len(self.works)}"
+        self.works[work_id] = text
+        self.redis.set(f"{self.prefix}:work:{work_id}", title)
+        return work_id
+
+    def process_page(self, url: str, text: str) -> list[dict]:
+        self.redis.set(f"{self.prefix}:page:{url}", 1)
+        return [{"work_id": w, "score": 1.0} for w, t in self.works.items() if t in text]
+
+    def drop_indexes(self) -> None:
+        self.redis.delete(f"{self.prefix}:work:oid0")  # leaves the rest to the adapter
+
+
+def test_fptrack_adapter_maps_ids_and_deletes_its_keys(
+    small: Corpus, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    module = types.ModuleType("matcher.engine")
+    module.Engine = _FakeEngine  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "matcher.engine", module)
+    assert evaluation.fptrack_unavailable() is None
+    pairs = evaluation.fptrack_pairs(small.works, small.pages, TEST_REDIS_URL)
+    expected = {(p.id, w.id) for p in small.pages for w in small.works if w.text in p.text}
+    assert pairs == expected and expected <= small.truth()
+    client = redis.Redis.from_url(TEST_REDIS_URL)
+    assert not list(client.scan_iter(match=f"{_FakeEngine.prefixes[-1]}*"))
+
+
+def test_simhash_peer_survives_heavy_features() -> None:
+    from simhash import Simhash
+
+    wide = evaluation._simhash_class()
+    assert (
+        wide("一段普通的中文文本，没有重复。").value
+        == Simhash("一段普通的中文文本，没有重复。").value
+    )
+    assert wide("重复" * 2000).value  # a feature weighing 1999 overflowed uint8 in simhash 2.1.2
+
+
+def test_bad_arguments() -> None:
+    with pytest.raises(SystemExit):
+        evaluation.parse_args(["--works", "1"])
