@@ -48,11 +48,9 @@ INDEXES: dict[str, list[IndexModel]] = {
     ],
     "fingerprints": [
         IndexModel(
-            [("owner_kind", ASCENDING), ("owner_id", ASCENDING), ("method", ASCENDING)],
-            unique=True,
-            name="owner_method_unique",
+            [("owner_kind", ASCENDING), ("owner_id", ASCENDING)], unique=True, name="owner_unique"
         ),
-        IndexModel([("owner_kind", ASCENDING), ("method", ASCENDING)], name="kind_method"),
+        IndexModel([("owner_kind", ASCENDING), ("seq", ASCENDING)], name="kind_seq"),
     ],
     "matches": [
         IndexModel(
@@ -107,6 +105,12 @@ def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise StoreError(f"{what} must be a string, got {type(value).__name__}")
     return value
+
+
+def _method(name: str) -> str:
+    if not isinstance(name, str) or not name.replace("_", "").replace("-", "").isalnum():
+        raise StoreError(f"fingerprint method must be a plain name, got {name!r}")
+    return name
 
 
 def _check_kind(kind: str) -> str:
@@ -305,45 +309,59 @@ class Store:
     def save_fingerprints(
         self, kind: str, owner_id: ObjectId, seq: int, fingerprints: dict[str, dict[str, Any]]
     ) -> None:
-        """Upsert one document per method: ``{method: {"version", "params", "value"}}``.
+        """Store an owner's fingerprints, ``{method: {"version", "params", "value"}}``.
 
-        ``value`` is stored as given; ``bytes`` become BSON binary.
+        One document per owner holds every method (``methods.<method>``), replaced as a
+        whole, so a re-fingerprinted owner never mixes old and new values; ``bytes`` values
+        are stored as BSON binary.
         """
-        _check_kind(kind)
-        stamp = now()
+        methods = {}
         for method, fp in fingerprints.items():
             value = fp["value"]
-            self.db.fingerprints.update_one(
-                {"owner_kind": kind, "owner_id": owner_id, "method": _text(method, "method")},
-                {
-                    "$set": {
-                        "seq": int(seq),
-                        "version": int(fp["version"]),
-                        "params": fp.get("params", {}),
-                        "value": Binary(value) if isinstance(value, bytes) else value,
-                        "updated_at": stamp,
-                    }
-                },
-                upsert=True,
-            )
+            methods[_method(method)] = {
+                "version": int(fp["version"]),
+                "params": fp.get("params", {}),
+                "value": Binary(value) if isinstance(value, bytes) else value,
+            }
+        self.db.fingerprints.update_one(
+            {"owner_kind": _check_kind(kind), "owner_id": owner_id},
+            {"$set": {"seq": int(seq), "methods": methods, "updated_at": now()}},
+            upsert=True,
+        )
+
+    @staticmethod
+    def _flatten(doc: dict, method: str) -> dict | None:
+        fp = doc.get("methods", {}).get(method)
+        if fp is None:
+            return None
+        return {"owner_id": doc["owner_id"], "seq": doc["seq"], "method": method, **fp}
 
     @mongo_errors
     def load_fingerprints(
         self, kind: str, owner_ids: Iterable[ObjectId], method: str
     ) -> dict[ObjectId, dict]:
-        """Stored fingerprints of one method for several owners, by owner id."""
-        query = {
-            "owner_kind": _check_kind(kind),
-            "owner_id": {"$in": list(owner_ids)},
-            "method": _text(method, "method"),
-        }
-        return {d["owner_id"]: d for d in self.db.fingerprints.find(query)}
+        """Stored fingerprints of one method for several owners, by owner id.
+
+        Each value: ``{"owner_id", "seq", "method", "version", "params", "value"}``.
+        """
+        query = {"owner_kind": _check_kind(kind), "owner_id": {"$in": list(owner_ids)}}
+        projection = {"owner_id": 1, "seq": 1, f"methods.{_method(method)}": 1}
+        out = {}
+        for doc in self.db.fingerprints.find(query, projection):
+            fp = self._flatten(doc, method)
+            if fp is not None:
+                out[doc["owner_id"]] = fp
+        return out
 
     @mongo_errors
     def iter_fingerprints(self, kind: str, method: str) -> Iterator[dict]:
         """Every stored fingerprint of one method and owner kind, in ``seq`` order."""
-        query = {"owner_kind": _check_kind(kind), "method": _text(method, "method")}
-        yield from self.db.fingerprints.find(query).sort("seq", ASCENDING)
+        projection = {"owner_id": 1, "seq": 1, f"methods.{_method(method)}": 1}
+        cursor = self.db.fingerprints.find({"owner_kind": _check_kind(kind)}, projection)
+        for doc in cursor.sort("seq", ASCENDING):
+            fp = self._flatten(doc, method)
+            if fp is not None:
+                yield fp
 
     # matches ---------------------------------------------------------------------------
 

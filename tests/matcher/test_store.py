@@ -101,7 +101,12 @@ def test_fingerprints_upsert_per_method(store: Store) -> None:
     fps = {"simhash": {"version": 1, "value": "00ff"}, "anchors": {"version": 1, "value": b"\0"}}
     store.save_fingerprints("work", work["_id"], work["seq"], fps)
     store.save_fingerprints("work", work["_id"], work["seq"], fps)
-    assert store.count("fingerprints") == 2
+    assert store.count("fingerprints") == 1
+    store.save_fingerprints("work", work["_id"], work["seq"], {"simhash": fps["simhash"]})
+    assert store.load_fingerprints("work", [work["_id"]], "anchors") == {}
+    store.save_fingerprints("work", work["_id"], work["seq"], fps)
+    with pytest.raises(StoreError):
+        store.load_fingerprints("work", [work["_id"]], "methods.$where")
     loaded = store.load_fingerprints("work", [work["_id"]], "anchors")[work["_id"]]
     assert bytes(loaded["value"]) == b"\0" and loaded["seq"] == work["seq"]
     assert [d["method"] for d in store.iter_fingerprints("work", "simhash")] == ["simhash"]
