@@ -1,11 +1,12 @@
 """Passages two documents share, found by chaining their common anchors.
 
-Anchors (:mod:`fingerprint.anchors`) that occur exactly once in each document pair up, as
-the unique lines of Heckel's difference algorithm do (CACM 1978, "A technique for isolating
-differences between files"). Sorted by position in document ``a``, consecutive pairs that
-advance together in both documents — each gap at most ``max_gap`` content characters, and
-``b`` stepping back no more than ``max_back`` — form one passage; a passage needs at least
-``min_anchors`` anchors and ``min_chars`` characters, which filters chance collisions.
+Anchors (:mod:`fingerprint.anchors`) common to both documents pair up, as the unique lines
+of Heckel's difference algorithm do (CACM 1978, "A technique for isolating differences
+between files"); an anchor repeated in both pairs its occurrences in order. Sorted by
+position in document ``a``, consecutive pairs that advance together in both documents —
+each gap at most ``max_gap`` content characters, and ``b`` stepping back no more than
+``max_back`` — form one passage; a passage needs at least ``min_anchors`` anchors and
+``min_chars`` characters, which filters chance collisions.
 
 From the passages: the containment of ``a`` in ``b`` is the share of ``a``'s content
 characters covered by passages (Broder's containment, measured in characters rather than
@@ -31,7 +32,7 @@ class AlignParams:
     max_gap: int = 64
     max_back: int = 8
     min_anchors: int = 2
-    min_chars: int = 24
+    min_chars: int = 12
 
     def __post_init__(self) -> None:
         if self.max_gap < 0 or self.max_back < 0 or self.min_anchors < 1 or self.min_chars < 0:
@@ -76,17 +77,27 @@ class Alignment:
         return self.b_covered / self.b_length if self.b_length else 0.0
 
 
-def unique_pairs(a: Channel, b: Channel) -> tuple[np.ndarray, np.ndarray]:
-    """Indices ``(i, j)`` with ``a.hashes[i] == b.hashes[j]``, each hash unique in both."""
+def occurrence_pairs(a: Channel, b: Channel, max_repeat: int = 8) -> tuple[np.ndarray, np.ndarray]:
+    """Indices ``(i, j)`` with ``a.hashes[i] == b.hashes[j]``, paired by occurrence rank.
 
-    def once(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        values, first, counts = np.unique(hashes, return_index=True, return_counts=True)
-        keep = counts == 1
-        return values[keep], first[keep]
+    A hash unique in both documents pairs once (Heckel's unique anchors); a hash seen r
+    times in ``a`` and s times in ``b`` pairs its first min(r, s) occurrences in order,
+    and a hash seen more than ``max_repeat`` times in either is not an anchor.
+    """
 
-    va, ia = once(a.hashes)
-    vb, ib = once(b.hashes)
-    _, ja, jb = np.intersect1d(va, vb, assume_unique=True, return_indices=True)
+    def ranked(channel: Channel) -> tuple[np.ndarray, np.ndarray]:
+        order = np.lexsort((channel.starts, channel.hashes))
+        hashes = channel.hashes[order].astype(np.uint64)
+        heads = np.r_[True, hashes[1:] != hashes[:-1]] if len(hashes) else np.ones(0, bool)
+        group_start = np.maximum.accumulate(np.where(heads, np.arange(len(hashes)), 0))
+        rank = np.arange(len(hashes)) - group_start
+        counts = np.diff(np.r_[np.flatnonzero(heads), len(hashes)])
+        keep = np.repeat(counts <= max_repeat, counts)
+        return ((hashes << np.uint64(8)) | rank.astype(np.uint64))[keep], order[keep]
+
+    ka, ia = ranked(a)
+    kb, ib = ranked(b)
+    _, ja, jb = np.intersect1d(ka, kb, assume_unique=True, return_indices=True)
     return ia[ja], ib[jb]
 
 
@@ -108,7 +119,7 @@ def align(a: Anchors, b: Anchors, params: AlignParams | None = None) -> Alignmen
     params = params or AlignParams()
     spans = []
     for ca, cb in ((a.chars, b.chars), (a.pinyin, b.pinyin)):
-        i, j = unique_pairs(ca, cb)
+        i, j = occurrence_pairs(ca, cb)
         spans.append(
             np.stack([ca.starts[i], ca.ends[i], cb.starts[j], cb.ends[j]]).astype(np.int64)
         )

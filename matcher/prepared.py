@@ -24,6 +24,9 @@ from matcher.errors import UnusableText
 DOCUMENT_PARAMS = DocumentParams()
 ANCHOR_PARAMS = AnchorParams()
 _SIMHASH = struct.Struct("<Q")
+SAMPLE_M = 8
+_CHAR_TAG = np.uint64(1 << 63)
+_PINYIN_TAG = np.uint64(3 << 62)
 
 
 @dataclass(frozen=True, eq=False)
@@ -42,9 +45,8 @@ class Prepared:
 
     @property
     def window_keys(self) -> np.ndarray:
-        """Distinct pinyin-window dnas, fixed and content-anchored windows together."""
-        keys = np.concatenate([self.fingerprint.pinyin.keys, self.fingerprint.pinyin_anchored.keys])
-        return np.unique(keys.astype(np.uint64))
+        """The keys the postings index holds for this text (see :func:`window_keys`)."""
+        return window_keys(self.fingerprint, self.anchors)
 
     @property
     def length(self) -> int:
@@ -72,6 +74,23 @@ class Prepared:
         anchors = self.anchors
         out["anchors"] = {**header(anchors), "value": self.blob()}
         return out
+
+
+def window_keys(fp: DocumentFingerprint, anchors: Anchors, m: int = SAMPLE_M) -> np.ndarray:
+    """Distinct postings keys: pinyin-window dnas and MOD_m-sampled anchors.
+
+    The dnas of the fixed and the content-anchored pinyin windows (Daguan) find copies with
+    homophones, script changes and light edits; windows do not survive paragraphs shuffled
+    in short lines, so the anchors whose hash is 0 mod ``m`` (Broder's MOD_m sample, which
+    keeps the same anchors in every copy, in any order) are keys too. Dnas are below 2^46;
+    anchors are tagged with bit 63 and their channel in bit 62, so the key spaces never meet.
+    """
+    dnas = np.concatenate([fp.pinyin.keys, fp.pinyin_anchored.keys]).astype(np.uint64)
+    tagged = [dnas]
+    for tag, channel in ((_CHAR_TAG, anchors.chars), (_PINYIN_TAG, anchors.pinyin)):
+        hashes = channel.hashes.astype(np.uint64)
+        tagged.append(hashes[hashes % np.uint64(m) == 0] | tag)
+    return np.unique(np.concatenate(tagged))
 
 
 def from_blob(data: bytes, params: AnchorParams = ANCHOR_PARAMS) -> tuple[int, Anchors]:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from conftest import SANGUO, SHUIHU, SIMPLIFIED, TRADITIONAL, XIYOU
 
-from fingerprint.align import AlignParams, align, covered, unique_pairs
+from fingerprint.align import AlignParams, align, covered, occurrence_pairs
 from fingerprint.anchors import AnchorParams, Anchors, Channel, anchors
 from fingerprint.base import CorruptFingerprint, IncompatibleFingerprints
 from fingerprint.normalize import normalize
@@ -51,7 +51,9 @@ def test_round_trip_and_bad_blobs() -> None:
     b = Anchors.from_bytes(a.to_bytes())
     for name in ("chars", "pinyin"):
         for field in ("hashes", "starts", "ends"):
-            assert np.array_equal(getattr(getattr(a, name), field), getattr(getattr(b, name), field))
+            assert np.array_equal(
+                getattr(getattr(a, name), field), getattr(getattr(b, name), field)
+            )
     assert b.length == a.length
     with pytest.raises(CorruptFingerprint):
         Anchors.from_bytes(a.to_bytes()[:-4])
@@ -72,12 +74,15 @@ def test_empty_and_short_texts() -> None:
     assert al.passages == () and al.containment_a == 0.0 and al.containment_b == 0.0
 
 
-def test_unique_pairs_skip_repeated_hashes() -> None:
+def test_occurrence_pairs_pair_repeats_in_order() -> None:
     u = lambda *v: np.array(v, dtype=np.uint32)  # noqa: E731
-    a = Channel(u(1, 2, 2, 3), u(0, 1, 2, 3), u(1, 2, 3, 4))
-    b = Channel(u(3, 2, 1, 9), u(0, 1, 2, 3), u(1, 2, 3, 4))
-    i, j = unique_pairs(a, b)
-    assert sorted(zip(a.hashes[i].tolist(), b.hashes[j].tolist(), strict=True)) == [(1, 1), (3, 3)]
+    a = Channel(u(1, 2, 2, 3, 2), u(0, 10, 20, 30, 40), u(1, 11, 21, 31, 41))
+    b = Channel(u(3, 2, 1, 9, 2), u(0, 10, 20, 30, 40), u(1, 11, 21, 31, 41))
+    i, j = occurrence_pairs(a, b)
+    pairs = sorted(zip(a.starts[i].tolist(), b.starts[j].tolist(), strict=True))
+    assert pairs == [(0, 20), (10, 10), (20, 40), (30, 0)]
+    i, j = occurrence_pairs(a, b, max_repeat=1)
+    assert sorted(a.hashes[i].tolist()) == [1, 3]
 
 
 def test_covered_counts_the_union() -> None:
