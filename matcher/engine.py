@@ -40,7 +40,7 @@ log = logging.getLogger(__name__)
 
 INDEX_KEYS = "index_keys"
 INDEX_KEYS_VERSION = 1
-BOILERPLATE_WORKS = 3
+BOILERPLATE_WORKS = 2
 
 
 @dataclass
