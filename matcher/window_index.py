@@ -1,0 +1,186 @@
+"""Window postings in Redis: from a 64-bit window key to the uint32 owners whose text has it.
+
+A window key is any stable 64-bit hash of a window (a pinyin-window "dna", a shingle hash).
+Postings are packed like the simhash index's buckets (:mod:`matcher.packed`): the key is
+mixed with ``fmix64`` (MurmurHash3's finaliser, a bijection), the top ``bucket_bits`` bits of
+the mix name the bucket, and a record is the next 32 bits of the mix (the key's check) and
+the owner: 8 bytes. Containment is then counted from the index alone: :meth:`WindowIndex.hits`
+returns, per owner, how many distinct query keys it holds.
+
+False positives: a record answers a query key when bucket and check agree, i.e. on
+bucket_bits + 32 bits of a bijective mix (52 bits by default). For D distinct keys stored,
+a query key meets a foreign key with probability about D / 2**52: 2e-7 for a billion keys.
+
+Keys that more than ``max_df`` owners share (boilerplate windows: licences, "上一章 下一章")
+are stop keys: :meth:`WindowIndex.hits` ignores them, as a search engine ignores stop words.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import redis
+
+from fingerprint.hashing import fmix64
+from matcher.errors import redis_errors
+from matcher.packed import (
+    MISMATCH,
+    BucketScripts,
+    IndexParamsMismatch,
+    RecordFormat,
+    as_ids,
+    as_values,
+    delete_matching,
+    fetch,
+    glob_escape,
+    group_bytes,
+    payload_buffer,
+    script_args,
+    set_buckets,
+)
+
+LAYOUT_VERSION = 1
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+_U64 = np.uint64
+
+
+class WindowIndex:
+    """Postings of window keys: which owners hold each key; atomic and idempotent per owner.
+
+    Keys: ``{prefix}:win:params``, ``:win:records`` (number of postings) and
+    ``:win:b:{bucket}`` (the buckets, fixed-width hex names).
+    """
+
+    def __init__(
+        self, client: redis.Redis, prefix: str, bucket_bits: int = 20, max_df: int = 1000
+    ) -> None:
+        if not 1 <= bucket_bits <= 32 or max_df < 1:
+            raise ValueError("bucket_bits must be 1..32 and max_df >= 1")
+        self._client = client
+        self._prefix = prefix
+        self._bits = bucket_bits
+        self.max_df = max_df
+        base = f"{prefix}:win:"
+        self._params_key = base + "params"
+        self._records_key = base + "records"
+        self._unused_key = base + "ver"  # the scripts' version slot; never checked here
+        self._bucket_base = np.frombuffer((base + "b:").encode(), dtype=np.uint8)
+        self._fmt = RecordFormat(4)
+        self._params_json = json.dumps(
+            {"layout": LAYOUT_VERSION, "window_index": {"bucket_bits": bucket_bits}},
+            sort_keys=True,
+            separators=(",", ":"),
+        )
+        self._scripts = BucketScripts(client)
+
+    def add(self, owner: int, keys: np.ndarray) -> None:
+        """Post ``owner`` under each key (one atomic script call; already posted: no change)."""
+        self._edit(self._scripts.add, owner, keys, "adding to the window index")
+
+    def remove(self, owner: int, keys: np.ndarray) -> None:
+        """Remove ``owner``'s postings of ``keys`` (one atomic script call)."""
+        self._edit(self._scripts.remove, owner, keys, "removing from the window index")
+
+    def bulk_load(self, owners: np.ndarray, keys: np.ndarray) -> None:
+        """Fill an empty index from parallel arrays: buckets built with numpy, SET in chunks.
+
+        Not atomic: the parameters and posting count are written first, so an interrupted
+        load leaves an index that refuses another bulk load until it is cleared.
+        """
+        owners, keys = as_ids(owners), as_values(keys)
+        if len(owners) != len(keys):
+            raise ValueError(f"{len(owners)} owners but {len(keys)} keys")
+        what = "bulk-loading the window index"
+        with redis_errors(what):
+            stored, total = self._client.mget(self._params_key, self._records_key)
+        self._check_params(stored)
+        if int(total or 0):
+            raise ValueError(f"bulk_load needs an empty index; clear {self._prefix!r} first")
+        sig = self._signature(keys)
+        order = np.lexsort((owners, sig))
+        sig, owners = sig[order], owners[order]
+        first = np.r_[True, (sig[1:] != sig[:-1]) | (owners[1:] != owners[:-1])]
+        sig, owners = sig[first], owners[first]
+        with redis_errors(what):
+            self._client.mset({self._params_key: self._params_json, self._records_key: len(sig)})
+        buckets, payloads = group_bytes(self._fmt.records(sig, owners), sig >> _U64(32))
+        set_buckets(self._client, zip(self._names(buckets), payloads, strict=True), what)
+
+    def hits(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(owners, number of distinct query keys each holds), by owner; one round trip.
+
+        Keys held by more than ``max_df`` owners are ignored.
+        """
+        sig = np.unique(self._signature(as_values(keys)))
+        empty = (np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.int64))
+        if not len(sig):
+            return empty
+        buckets = np.unique(sig >> _U64(32))
+        payloads, (stored,) = fetch(
+            self._client, self._names(buckets), [self._params_key], "reading the window index"
+        )
+        if stored is None:
+            return empty
+        self._check_params(stored)
+        lengths, buffer = payload_buffer(payloads)
+        checks, owners = self._fmt.unpack(buffer)
+        found = (np.repeat(buckets, lengths // self._fmt.width) << _U64(32)) | checks
+        at = np.minimum(np.searchsorted(sig, found), len(sig) - 1)
+        match = sig[at] == found
+        found, owners = found[match], owners[match]
+        if not len(found):
+            return empty
+        order = np.lexsort((owners, found))
+        found, owners = found[order], owners[order]
+        distinct = np.r_[True, (found[1:] != found[:-1]) | (owners[1:] != owners[:-1])]
+        found, owners = found[distinct], owners[distinct]
+        keys_found, df = np.unique(found, return_counts=True)
+        stop = keys_found[df > self.max_df]
+        if len(stop):
+            owners = owners[~np.isin(found, stop)]
+        held, counts = np.unique(owners, return_counts=True)
+        return held.astype(np.uint32), counts.astype(np.int64)
+
+    def clear(self) -> None:
+        """Delete every key of the index (SCAN + UNLINK, pipelined)."""
+        pattern = glob_escape(self._prefix) + ":win:*"
+        delete_matching(self._client, pattern, "clearing the window index")
+
+    def _edit(self, script, owner: int, keys: np.ndarray, what: str) -> None:
+        owner_id = as_ids([owner])
+        sig = np.unique(self._signature(as_values(keys)))
+        if not len(sig):
+            return
+        buckets, payloads = group_bytes(
+            self._fmt.records(sig, np.repeat(owner_id, len(sig))), sig >> _U64(32)
+        )
+        names = self._names(buckets)
+        args = script_args(self._params_json, None, self._fmt.width, "1" * len(names), payloads)
+        with redis_errors(what):
+            result = script(
+                keys=[self._params_key, self._records_key, self._unused_key, *names], args=args
+            )
+        if result[0] == MISMATCH:
+            self._check_params(result[1])
+
+    def _signature(self, keys: np.ndarray) -> np.ndarray:
+        """bucket << 32 | check: the top bucket_bits + 32 bits of fmix64(key)."""
+        return fmix64(keys) >> _U64(32 - self._bits)
+
+    def _names(self, buckets: np.ndarray) -> list[bytes]:
+        """Bucket names: the prefix and the bucket number in fixed-width hex, built with numpy."""
+        digits = (self._bits + 3) // 4
+        base = len(self._bucket_base)
+        chars = np.empty((len(buckets), base + digits), dtype=np.uint8)
+        chars[:, :base] = self._bucket_base
+        for i in range(digits):
+            chars[:, base + i] = _HEX[(buckets >> _U64(4 * (digits - 1 - i))) & _U64(15)]
+        return chars.view(f"S{base + digits}").ravel().tolist()
+
+    def _check_params(self, stored: bytes | None) -> None:
+        if stored is not None and stored != self._params_json.encode():
+            raise IndexParamsMismatch(
+                f"window index {self._prefix!r} was built with "
+                f"{stored.decode(errors='replace')}, not {self._params_json}"
+            )

@@ -1,0 +1,82 @@
+"""Smoke test of ``bench/index_bench.py`` with tiny sizes on synthetic text (no download).
+
+It checks that the benchmark runs end to end against the test Redis database and writes
+every JSON key; it never asserts a speed. It also checks that the benchmark's fast window
+simhashes are the library's simhashes of the same 3-grams.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+import redis
+
+from fingerprint.simhash import simhash_of_hashes
+
+SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "index_bench.py"
+HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦灭之后楚汉分争又并入于汉中文拼音指纹"
+ROW_KEYS = ("n", "load_s", "bytes_per_fingerprint", "single_queries_per_s", "p50_ms", "p99_ms")
+
+
+def _load_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("index_bench_under_test", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up while being built
+    spec.loader.exec_module(module)
+    return module
+
+
+def _texts(count: int, chars: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    return ["".join(rng.choice(HAN + "，。") for _ in range(chars)) for _ in range(count)]
+
+
+def test_window_simhashes_are_the_library_simhashes() -> None:
+    bench = _load_script()
+    corpus = bench.Corpus.from_texts(_texts(5, 400))
+    windows = corpus.windows(50, np.random.default_rng(0))
+    fast = corpus.simhashes(windows)
+    for window, value in zip(windows, fast.tolist(), strict=True):
+        hashes, tf = np.unique(corpus.grams(window), return_counts=True)
+        assert value == simhash_of_hashes(hashes, tf.astype(np.float64))
+
+
+def test_tiny_run_writes_every_key(
+    redis_client: redis.Redis, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bench = _load_script()
+    out = tmp_path / "index.json"
+    kw = redis_client.connection_pool.connection_kwargs
+    url = f"redis://{kw['host']}:{kw['port']}/{kw['db']}"  # the fixture's flushed database
+    argv = [
+        *("--n", "1500", "--peer-n", "300", "--repeat", "1", "--queries", "200"),
+        *("--latency-queries", "40", "--peer-queries", "40", "--batch", "50"),
+        *("--redis-url", url, "--permuted", "--json", str(out)),
+    ]
+    returned = bench.main(argv, texts=_texts(30, 600))
+
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result == json.loads(json.dumps(returned, default=float))
+    assert result["n"] == 1500 and result["peer_n"] == 300
+    for key in ("queries_per_s", "p50_ms", "p99_ms", "skew_cost_ratio"):
+        assert result[key] > 0, key
+    assert isinstance(result["bytes_per_fingerprint"], float)  # a server-wide delta: any sign
+    assert set(result["peers"]) == {"simhash", "simhash_skewed", "datasketch"}
+    for name, row in result["rows"].items():
+        for key in ROW_KEYS:
+            assert row[key] is not None, (name, key)
+    assert set(result["rows"]) >= {"uniform", "skewed", "permuted"}
+    assert all(result["rows"][name]["queries_per_s"] > 0 for name in ("uniform", "skewed"))
+    assert result["rows"]["uniform"]["stats"]["entries"] > 0
+    assert redis_client.keys("fptrack-bench*") == []  # the benchmark cleans up after itself
+    printed = capsys.readouterr().out
+    assert "PASS" in printed or "MISS" in printed
+    assert "datasketch MinHashLSH" in printed

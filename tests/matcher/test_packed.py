@@ -1,0 +1,164 @@
+"""The packed-record layer: record codecs, the bucket scripts and the chunked helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import redis
+from hypothesis import given
+from hypothesis import strategies as st
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from matcher.errors import IndexUnavailable
+from matcher.packed import (
+    MISMATCH,
+    STALE,
+    BucketScripts,
+    RecordFormat,
+    as_ids,
+    as_values,
+    bucket_sizes,
+    delete_matching,
+    expand_ranges,
+    fetch,
+    glob_escape,
+    group_bytes,
+    payload_buffer,
+    script_args,
+    set_buckets,
+)
+
+PARAMS = '{"test":1}'
+
+
+@given(
+    st.integers(0, 8),
+    st.lists(st.tuples(st.integers(0, 2**64 - 1), st.integers(0, 2**32 - 1)), max_size=40),
+)
+def test_records_round_trip(value_bytes: int, rows: list[tuple[int, int]]) -> None:
+    fmt = RecordFormat(value_bytes)
+    values = np.array([v for v, _ in rows], dtype=np.uint64)
+    ids = np.array([i for _, i in rows], dtype=np.uint32)
+    blob = fmt.pack(values, ids)
+    assert len(blob) == len(rows) * fmt.width
+    got_values, got_ids = fmt.unpack(blob)
+    mask = (1 << (8 * value_bytes)) - 1
+    assert got_values.tolist() == [v & mask for v, _ in rows]
+    assert got_ids.tolist() == ids.tolist()
+
+
+def test_record_bytes_are_little_endian_value_then_id() -> None:
+    blob = RecordFormat(6).pack(np.array([0x0102030405], np.uint64), np.array([7], np.uint32))
+    assert blob == bytes([5, 4, 3, 2, 1, 0, 7, 0, 0, 0])
+
+
+def test_expand_ranges_and_group_bytes() -> None:
+    assert expand_ranges(np.array([4, 0, 9]), np.array([2, 0, 1])).tolist() == [4, 5, 9]
+    assert expand_ranges(np.array([], np.int64), np.array([], np.int64)).tolist() == []
+    fmt = RecordFormat(1)
+    records = fmt.records(np.array([1, 2, 3], np.uint64), np.array([10, 20, 30], np.uint32))
+    groups, payloads = group_bytes(records, np.array([5, 2, 5]))
+    assert groups.tolist() == [2, 5]
+    assert [fmt.unpack(p)[1].tolist() for p in payloads] == [[20], [10, 30]]
+    lengths, buffer = payload_buffer([b"ab", None, b"c"])
+    assert lengths.tolist() == [2, 0, 1] and buffer == b"abc"
+
+
+def test_input_validation() -> None:
+    assert as_values([2**64 - 1, 0]).tolist() == [2**64 - 1, 0]
+    assert as_ids(np.array([0, 2**32 - 1], np.int64)).dtype == np.uint32
+    for bad in ([-1], np.array([-1]), [1.5], [2**64]):
+        with pytest.raises(ValueError):
+            as_values(bad)
+    with pytest.raises(ValueError):
+        as_values([256], bits=8)
+    with pytest.raises(ValueError):
+        as_ids([2**32])
+    assert glob_escape("a*b?[c]\\") == "a\\*b\\?\\[c\\]\\\\"
+
+
+def _call(script, keys, payloads, version=None, flags=None):
+    flags = flags or "1" * len(keys)
+    args = script_args(PARAMS, version, 5, flags, payloads)
+    return script(keys=["p", "n", "v", *keys], args=args)
+
+
+def test_add_script_is_idempotent_and_exact_size(redis_client: redis.Redis) -> None:
+    scripts = BucketScripts(redis_client)
+    fmt = RecordFormat(1)
+    for i in range(300):  # grown one record at a time, as incremental adds do
+        rec = fmt.pack(np.array([i % 256], np.uint64), np.array([i], np.uint32))
+        assert _call(scripts.add, ["b"], [rec])[1] == 1
+        assert _call(scripts.add, ["b"], [rec])[1] == 0  # the same record again
+    assert redis_client.strlen("b") == 300 * fmt.width
+    assert int(redis_client.get("n")) == 300
+    # SET of the whole value, never APPEND: no greedy preallocation (APPEND would double)
+    assert redis_client.memory_usage("b") < 300 * fmt.width * 1.15 + 100
+    assert redis_client.get("p") == PARAMS.encode()
+
+
+def test_add_script_finds_records_only_at_record_boundaries(redis_client: redis.Redis) -> None:
+    scripts = BucketScripts(redis_client)
+    redis_client.set("b", b"\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09")
+    # b"\x01\x02\x03\x04\x05" occurs in the bucket, but straddling two records
+    assert _call(scripts.add, ["b"], [b"\x01\x02\x03\x04\x05"])[1] == 1
+    assert redis_client.strlen("b") == 15
+
+
+def test_remove_script(redis_client: redis.Redis) -> None:
+    scripts = BucketScripts(redis_client)
+    a, b = b"AAAAA", b"BBBBB"
+    _call(scripts.add, ["x", "y"], [a + b, b])
+    assert _call(scripts.remove, ["x", "y"], [a, b + a])[1] == 2  # a from x; b (not a) from y
+    assert redis_client.get("x") == b
+    assert not redis_client.exists("y")  # emptied buckets are deleted
+    assert _call(scripts.remove, ["x"], [a])[1] == 0
+    assert int(redis_client.get("n")) == 1
+
+
+def test_count_flags_and_split_report(redis_client: redis.Redis) -> None:
+    scripts = BucketScripts(redis_client)
+    recs = b"".join(bytes([i]) * 5 for i in range(6))
+    args = script_args(PARAMS, None, 5, "10", [recs, recs], split=(4, 1.0, 1000))
+    status, counted, over = scripts.add(keys=["p", "n", "v", "x", "y"], args=args)
+    assert (status, counted) == (0, 6)  # only x counts
+    assert over == [1, 6, 2, 6]  # both hold 6 > max(4, 2 * 6 / 1000) records
+
+
+def test_scripts_refuse_stale_version_and_other_params(redis_client: redis.Redis) -> None:
+    scripts = BucketScripts(redis_client)
+    assert _call(scripts.add, ["b"], [b"AAAAA"], version=b"")[0] == 0
+    redis_client.set("v", "t1")
+    assert _call(scripts.add, ["b"], [b"BBBBB"], version=b"")[0] == STALE
+    assert _call(scripts.remove, ["b"], [b"AAAAA"], version=b"t0")[0] == STALE
+    assert _call(scripts.add, ["b"], [b"BBBBB"], version=b"t1")[0] == 0
+    other = script_args('{"other":1}', None, 5, "1", [b"CCCCC"])
+    status, stored = scripts.add(keys=["p", "n", "v", "b"], args=other)
+    assert status == MISMATCH and stored == PARAMS.encode()
+    assert redis_client.strlen("b") == 10
+
+
+def test_set_fetch_sizes_and_delete(redis_client: redis.Redis) -> None:
+    items = [(f"q:b:{i}".encode(), bytes(i % 7 + 1)) for i in range(2500)]
+    assert set_buckets(redis_client, iter(items), "testing") == (
+        2500,
+        sum(i % 7 + 1 for i in range(2500)),
+    )
+    redis_client.set("other", "kept")
+    payloads, extra = fetch(redis_client, [b"q:b:3", b"q:b:none"], ["other"], "testing")
+    assert payloads == [bytes(4), None] and extra == [b"kept"]
+    sizes = bucket_sizes(redis_client, "q:b:*", "testing")
+    assert len(sizes) == 2500 and sizes[b"q:b:6"] == 7
+    assert delete_matching(redis_client, "q:*", "testing") == 2500
+    assert redis_client.keys("*") == [b"other"]
+
+
+def test_outage_is_index_unavailable(dead_redis: redis.Redis) -> None:
+    dead_redis.set_retry(Retry(NoBackoff(), 0))  # fail at once instead of backing off 10 times
+    with pytest.raises(IndexUnavailable, match="Redis unavailable while testing"):
+        fetch(dead_redis, [b"a"], [], "testing")
+    with pytest.raises(IndexUnavailable):
+        set_buckets(dead_redis, [(b"a", b"b")], "testing")
+    with pytest.raises(IndexUnavailable):
+        delete_matching(dead_redis, "a*", "testing")

@@ -1,0 +1,137 @@
+"""Window postings against brute force: per owner, the distinct query keys it holds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from fingerprint.base import IncompatibleFingerprints
+from matcher.errors import IndexUnavailable
+from matcher.window_index import WindowIndex
+
+MAX_DF = 25
+
+
+def documents(count: int, seed: int) -> dict[int, np.ndarray]:
+    """Owners' distinct keys, drawn from a small vocabulary so that keys are shared."""
+    rng = np.random.default_rng(seed)
+    vocab = rng.integers(0, 2**64, 4000, dtype=np.uint64)
+    return {owner * 3 + 1: np.unique(rng.choice(vocab, 150)) for owner in range(count)}
+
+
+def brute(docs: dict[int, np.ndarray], query: np.ndarray, max_df: int) -> dict[int, int]:
+    df: dict[int, int] = {}
+    for keys in docs.values():
+        for key in keys.tolist():
+            df[key] = df.get(key, 0) + 1
+    wanted = {key for key in query.tolist() if df.get(key, 0) <= max_df}
+    out = {owner: len(wanted & set(keys.tolist())) for owner, keys in docs.items()}
+    return {owner: n for owner, n in out.items() if n}
+
+
+def as_dict(hits: tuple[np.ndarray, np.ndarray]) -> dict[int, int]:
+    owners, counts = hits
+    assert owners.dtype == np.uint32 and list(owners) == sorted(owners)
+    return dict(zip(owners.tolist(), counts.tolist(), strict=True))
+
+
+def query_keys(docs: dict[int, np.ndarray], seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    held = np.concatenate(list(docs.values()))
+    fresh = rng.integers(0, 2**64, 50, dtype=np.uint64)
+    return np.concatenate([rng.choice(held, 300), fresh, held[:5]])  # repeats count once
+
+
+@pytest.mark.parametrize("load", ["add", "bulk"])
+def test_hits_match_brute_force(redis_client: redis.Redis, load: str) -> None:
+    docs = documents(120, seed=1)
+    index = WindowIndex(redis_client, "w", bucket_bits=10, max_df=MAX_DF)
+    if load == "add":
+        for owner, keys in docs.items():
+            index.add(owner, keys)
+    else:
+        owners = np.concatenate([np.full(len(k), o) for o, k in docs.items()])
+        index.bulk_load(owners, np.concatenate(list(docs.values())))
+    for seed in (2, 3):
+        query = query_keys(docs, seed)
+        assert as_dict(index.hits(query)) == brute(docs, query, MAX_DF)
+
+
+def test_stop_keys_are_ignored(redis_client: redis.Redis) -> None:
+    index = WindowIndex(redis_client, "w", max_df=3)
+    for owner in range(4):
+        index.add(owner, np.array([100, 200 + owner], np.uint64))  # 100: held by 4 > 3 owners
+    for owner in range(3):
+        index.add(owner, np.array([7], np.uint64))  # 7: held by exactly 3
+    got = as_dict(index.hits(np.array([100, 7, 201], np.uint64)))
+    assert got == {0: 1, 1: 2, 2: 1}
+
+
+def test_add_is_idempotent_and_remove_works(redis_client: redis.Redis) -> None:
+    docs = documents(40, seed=4)
+    index = WindowIndex(redis_client, "w", bucket_bits=8, max_df=MAX_DF)
+    for owner, keys in docs.items():
+        index.add(owner, keys)
+        index.add(owner, np.r_[keys, keys[:3]])
+    query = query_keys(docs, seed=5)
+    assert as_dict(index.hits(query)) == brute(docs, query, MAX_DF)
+    assert int(redis_client.get("w:win:records")) == sum(len(k) for k in docs.values())
+    for owner in list(docs)[::2]:
+        index.remove(owner, docs[owner][:100])
+        index.remove(owner, docs[owner][:100])  # absent now: no-op
+        docs[owner] = docs[owner][100:]
+    index.remove(999, np.array([1, 2, 3], np.uint64))
+    assert as_dict(index.hits(query)) == brute(docs, query, MAX_DF)
+    with pytest.raises(ValueError, match="empty index"):
+        index.bulk_load(np.array([1]), np.array([5], np.uint64))
+
+
+def test_clear_empty_and_bad_input(redis_client: redis.Redis) -> None:
+    redis_client.set("w2:win:records", "9")
+    index = WindowIndex(redis_client, "w")
+    assert as_dict(index.hits(np.array([1, 2], np.uint64))) == {}
+    index.add(5, np.array([1, 2], np.uint64))
+    index.add(5, np.array([], np.uint64))
+    assert as_dict(index.hits(np.array([], np.uint64))) == {}
+    index.clear()
+    assert redis_client.keys("*") == [b"w2:win:records"]
+    with pytest.raises(ValueError):
+        index.add(-1, np.array([1], np.uint64))
+    with pytest.raises(ValueError):
+        index.bulk_load(np.array([1, 2]), np.array([1], np.uint64))
+    with pytest.raises(ValueError):
+        WindowIndex(redis_client, "w", bucket_bits=40)
+
+
+def test_parameters_are_checked(redis_client: redis.Redis) -> None:
+    WindowIndex(redis_client, "w", bucket_bits=20).add(1, np.array([5], np.uint64))
+    other = WindowIndex(redis_client, "w", bucket_bits=16)
+    for call in (
+        lambda: other.hits(np.array([5], np.uint64)),
+        lambda: other.add(2, np.array([5], np.uint64)),
+        lambda: other.bulk_load(np.array([2]), np.array([5], np.uint64)),
+    ):
+        with pytest.raises(IncompatibleFingerprints, match="was built with"):
+            call()
+    # max_df is a query-time setting, not part of the layout
+    assert as_dict(WindowIndex(redis_client, "w", max_df=1).hits(np.array([5], np.uint64))) == {
+        1: 1
+    }
+
+
+def test_outage_is_index_unavailable(dead_redis: redis.Redis) -> None:
+    dead_redis.set_retry(Retry(NoBackoff(), 0))  # fail at once instead of backing off
+    index = WindowIndex(dead_redis, "w")
+    with pytest.raises(IndexUnavailable, match="Redis unavailable while reading the window"):
+        index.hits(np.array([1], np.uint64))
+    for call in (
+        lambda: index.add(1, np.array([1], np.uint64)),
+        lambda: index.remove(1, np.array([1], np.uint64)),
+        lambda: index.bulk_load(np.array([1]), np.array([1], np.uint64)),
+        index.clear,
+    ):
+        with pytest.raises(IndexUnavailable):
+            call()
