@@ -291,11 +291,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         description="Precision / recall of fptrack and peers on a labelled corpus of copies.",
     )
     parser.add_argument("--works", type=int, default=None, help=f"default {DEFAULT_WORKS}")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="default %(default)s")
     parser.add_argument("--pages-per-work", type=int, default=None, help="default 3")
     parser.add_argument("--negatives-per-kind", type=int, default=None, help="default: --works")
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT")
-    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL)
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="OUT", help="write JSON here (default: none)"
+    )
+    parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help="default %(default)s")
     parser.add_argument("--quick", action="store_true", help="tiny corpus (smoke test)")
     parser.add_argument("--peers-only", action="store_true", help="do not run fptrack")
     args = parser.parse_args(argv)

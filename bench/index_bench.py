@@ -576,18 +576,43 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         prog="python -m bench.index_bench",
         description="Redis simhash index: memory, load time, queries/s, latency, skew; peers.",
     )
-    parser.add_argument("--n", type=int, default=DEFAULT_N, help="fingerprints (default 1M)")
-    parser.add_argument("--peer-n", type=int, default=DEFAULT_PEER_N, help="fingerprints for peers")
-    parser.add_argument("--repeat", type=int, default=DEFAULT_REPEAT, help="rounds (default 3)")
-    parser.add_argument("--queries", type=int, default=DEFAULT_QUERIES, help="batched queries")
-    parser.add_argument("--latency-queries", type=int, default=DEFAULT_LATENCY_QUERIES)
-    parser.add_argument("--peer-queries", type=int, default=DEFAULT_LATENCY_QUERIES)
-    parser.add_argument("--batch", type=int, default=DEFAULT_BATCH, help="queries per call")
+    parser.add_argument(
+        "--n", type=int, default=DEFAULT_N, help="fingerprints (default %(default)s)"
+    )
+    parser.add_argument(
+        "--peer-n",
+        type=int,
+        default=DEFAULT_PEER_N,
+        help="fingerprints for peers (default %(default)s)",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=DEFAULT_REPEAT, help="rounds (default %(default)s)"
+    )
+    parser.add_argument(
+        "--queries", type=int, default=DEFAULT_QUERIES, help="batched queries (default %(default)s)"
+    )
+    parser.add_argument(
+        "--latency-queries",
+        type=int,
+        default=DEFAULT_LATENCY_QUERIES,
+        help="single queries timed one by one (default %(default)s)",
+    )
+    parser.add_argument(
+        "--peer-queries",
+        type=int,
+        default=DEFAULT_LATENCY_QUERIES,
+        help="queries per peer (default %(default)s)",
+    )
+    parser.add_argument(
+        "--batch", type=int, default=DEFAULT_BATCH, help="queries per call (default %(default)s)"
+    )
     parser.add_argument("--redis-url", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
     parser.add_argument("--permuted", action="store_true", help="also the permuted tables")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer indexes")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write JSON here")
+    parser.add_argument("--seed", type=int, default=1, help="default %(default)s")
+    parser.add_argument(
+        "--json", type=Path, default=None, metavar="OUT", help="write JSON here (default: none)"
+    )
     args = parser.parse_args(argv)
     sizes = (args.n, args.peer_n, args.repeat, args.queries, args.latency_queries, args.batch)
     if min(sizes) < 1 or args.peer_queries < 1:
