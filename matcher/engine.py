@@ -17,19 +17,18 @@ import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 import numpy as np
 import redis
 from bson import ObjectId
 
-from fingerprint.align import align
+from fingerprint.align import Alignment, align
 from fingerprint.anchors import Anchors
-from fingerprint.base import FingerprintError, array_from_hex, array_to_hex
+from fingerprint.base import FingerprintError, array_from_hex
 from matcher.errors import UnusableText, redis_errors
 from matcher.evidence import evidence
-from matcher.prepared import Prepared, as_text, from_blob, prepare
+from matcher.prepared import INDEX_KEYS, Prepared, as_text, from_blob, prepare
 from matcher.settings import Settings
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.store import Store
@@ -38,9 +37,8 @@ from matcher.window_index import WindowIndex
 
 log = logging.getLogger(__name__)
 
-INDEX_KEYS = "index_keys"
-INDEX_KEYS_VERSION = 1
 BOILERPLATE_WORKS = 2
+WORK_CACHE_SIZE = 64
 
 
 @dataclass
@@ -65,9 +63,10 @@ class Side:
 
 @dataclass
 class Candidate:
+    """An owner found in the indexes: by postings hits, by simhash, or both."""
+
     seq: int
     window_hits: int = 0
-    simhash_distance: int | None = None
 
 
 @dataclass
@@ -100,7 +99,7 @@ class Engine:
                 self.settings.window_max_df,
             ),
         )
-        self._work_prepared = lru_cache(maxsize=64)(self._prepare_work_text)
+        self._work_cache: dict[str, Prepared] = {}
 
     @classmethod
     def open(
@@ -161,11 +160,10 @@ class Engine:
         seq = int(doc["seq"])
         if not created:
             self._unindex("work", doc["_id"], seq)
-        self.store.save_fingerprints("work", doc["_id"], seq, self._stored(prepared))
+        self.store.save_fingerprints("work", doc["_id"], seq, prepared.stored_fingerprints())
         with redis_errors("indexing a work"):
             self.works.add(seq, prepared.simhash, prepared.window_keys)
             self.redis.set(self._blob_key(seq), prepared.blob())
-        self._work_prepared.cache_clear()
         return str(doc["_id"])
 
     def remove_work(self, work_id: str) -> bool:
@@ -175,20 +173,7 @@ class Engine:
             return False
         self._unindex("work", doc["_id"], int(doc["seq"]))
         self.store.delete_work(work_id)
-        self._work_prepared.cache_clear()
         return True
-
-    def _stored(self, prepared: Prepared) -> dict[str, dict]:
-        stored = prepared.stored_fingerprints()
-        stored[INDEX_KEYS] = {
-            "version": INDEX_KEYS_VERSION,
-            "params": {},
-            "value": {
-                "simhash": f"{prepared.simhash:016x}",
-                "windows": array_to_hex(prepared.window_keys, "<u8"),
-            },
-        }
-        return stored
 
     def _index_keys(self, kind: str, owner_id: ObjectId) -> tuple[int, np.ndarray] | None:
         doc = self.store.load_fingerprints(kind, [owner_id], INDEX_KEYS).get(owner_id)
@@ -206,10 +191,6 @@ class Engine:
             if kind == "work":
                 self.redis.delete(self._blob_key(seq))
 
-    def _prepare_work_text(self, seq: int, content_hash: str) -> Prepared | None:
-        doc = self.store.works_by_seq([seq], {"text": 1}).get(seq)
-        return None if doc is None else prepare(doc["text"], self.settings.max_text_chars)
-
     # pages -> works --------------------------------------------------------------------
 
     def _candidates(self, side: Side, prepared: Prepared) -> list[Candidate]:
@@ -223,9 +204,28 @@ class Engine:
             if hits[i] < policy.min_window_hits:
                 break
             found[int(owners[i])] = Candidate(int(owners[i]), window_hits=int(hits[i]))
-        for seq, distance in near:
-            found.setdefault(seq, Candidate(seq)).simhash_distance = distance
+        for seq, _ in near:
+            found.setdefault(seq, Candidate(seq))
         return list(found.values())
+
+    def _verdict(
+        self,
+        cand: Candidate,
+        alignment: Alignment,
+        work: tuple[int, Anchors],
+        page: tuple[int, Anchors],
+    ) -> Verdict:
+        """The policy's verdict on an aligned pair; fingerprints as ``(simhash, anchors)``."""
+        policy = self.settings.policy
+        return verdict(
+            alignment,
+            work[1],
+            page[1],
+            work[0],
+            page[0],
+            policy,
+            via_windows=cand.window_hits >= policy.min_window_hits,
+        )
 
     def _work_blobs(self, seqs: Sequence[int]) -> dict[int, tuple[int, Anchors]]:
         if not seqs:
@@ -254,18 +254,9 @@ class Engine:
         pairs = [(c, *blobs[c.seq]) for c in candidates if c.seq in blobs]
         alignments = [align(anchors, page.anchors, ALIGN_PARAMS) for _, _, anchors in pairs]
         alignments = drop_boilerplate(alignments, page.length, BOILERPLATE_WORKS)
-        policy = self.settings.policy
         out = []
         for (cand, simhash, anchors), alignment in zip(pairs, alignments, strict=True):
-            v = verdict(
-                alignment,
-                anchors,
-                page.anchors,
-                simhash,
-                page.simhash,
-                policy,
-                via_windows=cand.window_hits >= policy.min_window_hits,
-            )
+            v = self._verdict(cand, alignment, (simhash, anchors), (page.simhash, page.anchors))
             if v.matched:
                 out.append((cand.seq, v))
         return out
@@ -273,11 +264,7 @@ class Engine:
     def match_text(self, text: str | bytes) -> list[dict[str, Any]]:
         """What ``text`` copies, with evidence; stores nothing (the CLI's and admin's query)."""
         page = prepare(text, self.settings.max_text_chars, "query text")
-        return [
-            record
-            for seq, v in self.find_works(page)
-            if (record := self._record(v, page, seq)) is not None
-        ]
+        return self._records(self.find_works(page), page)
 
     def process_page(
         self,
@@ -311,50 +298,74 @@ class Engine:
         seq = int(doc["seq"])
         if not created:
             self._unindex("page", doc["_id"], seq)
-        self.store.save_fingerprints("page", doc["_id"], seq, self._stored(page))
+        self.store.save_fingerprints("page", doc["_id"], seq, page.stored_fingerprints())
         with redis_errors("indexing a page"):
             self.pages.add(seq, page.simhash, page.window_keys)
-        records = []
-        for work_seq, v in found:
-            record = self._record(v, page, work_seq, page_doc=doc)
-            if record is not None:
-                records.append(self.store.upsert_match(record))
+        records = [self.store.upsert_match(r) for r in self._records(found, page, doc)]
         self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in records])
         return records
 
-    def _record(
+    def _records(
         self,
-        v: Verdict,
+        found: list[tuple[int, Verdict]],
         page: Prepared,
-        work_seq: int,
         page_doc: dict | None = None,
         work: Prepared | None = None,
-    ) -> dict[str, Any] | None:
-        meta = self.store.works_by_seq([work_seq], {"title": 1, "content_hash": 1, "source": 1})
-        work_doc = meta.get(work_seq)
-        if work_doc is None:
-            self._problem(f"work {work_seq} is in the index but not in the store")
-            return None
-        work = work or self._work_prepared(work_seq, work_doc["content_hash"])
-        if work is None:
-            return None
-        record: dict[str, Any] = {
-            "work_id": work_doc["_id"],
-            "work_title": work_doc.get("title", ""),
-            "work_source": work_doc.get("source", ""),
-            "score": v.score,
-            "containment": v.scores["containment_work"],
-            "containment_work": v.scores["containment_work"],
-            "containment_page": v.scores["containment_page"],
-            "scores": v.scores,
-            "methods": list(v.methods),
-            "evidence": evidence(v.alignment.passages, work, page),
-        }
-        if page_doc is not None:
-            record.update(
-                page_id=page_doc["_id"], url=page_doc["url"], site=page_doc.get("site", "")
-            )
-        return record
+    ) -> list[dict[str, Any]]:
+        """Match records of ``(work seq, verdict)`` pairs, with evidence.
+
+        The works' metadata comes in one query; their texts (for evidence spans) come from
+        a cache keyed by content hash, and the misses in one more query. ``work`` is the
+        already prepared work when every pair is of the same work.
+        """
+        if not found:
+            return []
+        meta = self.store.works_by_seq(
+            [seq for seq, _ in found], {"title": 1, "content_hash": 1, "source": 1}
+        )
+        prepared: dict[int, Prepared] = {}
+        missing = []
+        for seq, doc in meta.items():
+            cached = work or self._work_cache.get(doc["content_hash"])
+            if cached is None:
+                missing.append(seq)
+            else:
+                prepared[seq] = cached
+        if missing:
+            for seq, doc in self.store.works_by_seq(missing, {"text": 1}).items():
+                prepared[seq] = self._remember(meta[seq]["content_hash"], doc["text"])
+        records = []
+        for seq, v in found:
+            work_doc = meta.get(seq)
+            if work_doc is None or seq not in prepared:
+                self._problem(f"work {seq} is in the index but not in the store")
+                continue
+            record: dict[str, Any] = {
+                "work_id": work_doc["_id"],
+                "work_title": work_doc.get("title", ""),
+                "work_source": work_doc.get("source", ""),
+                "score": v.score,
+                "containment": v.scores["containment_work"],
+                "containment_work": v.scores["containment_work"],
+                "containment_page": v.scores["containment_page"],
+                "scores": v.scores,
+                "methods": list(v.methods),
+                "evidence": evidence(v.alignment.passages, prepared[seq], page),
+            }
+            if page_doc is not None:
+                record.update(
+                    page_id=page_doc["_id"], url=page_doc["url"], site=page_doc.get("site", "")
+                )
+            records.append(record)
+        return records
+
+    def _remember(self, content_hash: str, text: str) -> Prepared:
+        """Prepare a work's text for evidence, keeping the last few by content hash."""
+        work = prepare(text, self.settings.max_text_chars)
+        if len(self._work_cache) >= WORK_CACHE_SIZE:
+            self._work_cache.pop(next(iter(self._work_cache)))
+        self._work_cache[content_hash] = work
+        return work
 
     # works -> pages --------------------------------------------------------------------
 
@@ -365,36 +376,31 @@ class Engine:
             raise UnusableText(f"no work with id {work_id}")
         work = prepare(work_doc["text"], self.settings.max_text_chars, f"work {work_id}")
         candidates = self._candidates(self.pages, work)
-        page_docs = self.store.pages_by_seq([c.seq for c in candidates])
+        page_docs = self.store.pages_by_seq([c.seq for c in candidates], {"url": 1, "site": 1})
         stored = self.store.load_fingerprints(
             "page", [d["_id"] for d in page_docs.values()], "anchors"
         )
-        policy = self.settings.policy
-        records = []
+        work_fp = (work.simhash, work.anchors)
+        found: dict[int, Verdict] = {}
         for cand in candidates:
             doc = page_docs.get(cand.seq)
             fp = stored.get(doc["_id"]) if doc is not None else None
             if fp is None:
                 continue
             try:
-                page_simhash, page_anchors = from_blob(bytes(fp["value"]))
+                page_fp = from_blob(bytes(fp["value"]))
             except FingerprintError as exc:
                 self._problem(f"page {doc['url']}: stored fingerprint unusable: {exc}")
                 continue
-            v = verdict(
-                align(work.anchors, page_anchors, ALIGN_PARAMS),
-                work.anchors,
-                page_anchors,
-                work.simhash,
-                page_simhash,
-                policy,
-                via_windows=cand.window_hits >= policy.min_window_hits,
-            )
-            if not v.matched:
-                continue
-            page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
-            record = self._record(v, page, int(work_doc["seq"]), page_doc=doc, work=work)
-            if record is not None:
+            v = self._verdict(cand, align(work.anchors, page_fp[1], ALIGN_PARAMS), work_fp, page_fp)
+            if v.matched:
+                found[cand.seq] = v
+        texts = self.store.pages_by_seq(found, {"text": 1}) if found else {}
+        records = []
+        for seq, v in found.items():
+            doc = page_docs[seq]
+            page = prepare(texts[seq]["text"], self.settings.max_text_chars, f"page {doc['url']}")
+            for record in self._records([(int(work_doc["seq"]), v)], page, doc, work):
                 records.append(self.store.upsert_match(record))
         return records
 

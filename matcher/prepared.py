@@ -10,11 +10,12 @@ from __future__ import annotations
 import hashlib
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
 from fingerprint.anchors import AnchorParams, Anchors, anchors_from_codes
-from fingerprint.base import CorruptFingerprint, header
+from fingerprint.base import CorruptFingerprint, array_to_hex, header
 from fingerprint.decode import decode
 from fingerprint.document import DocumentFingerprint, DocumentParams, fingerprint_normalized
 from fingerprint.normalize import Normalized, normalize
@@ -25,6 +26,8 @@ DOCUMENT_PARAMS = DocumentParams()
 ANCHOR_PARAMS = AnchorParams()
 _SIMHASH = struct.Struct("<Q")
 SAMPLE_M = 8
+INDEX_KEYS = "index_keys"
+INDEX_KEYS_VERSION = 1
 _CHAR_TAG = np.uint64(1 << 63)
 _PINYIN_TAG = np.uint64(3 << 62)
 
@@ -43,7 +46,7 @@ class Prepared:
     def simhash(self) -> int:
         return self.fingerprint.simhash.value
 
-    @property
+    @cached_property
     def window_keys(self) -> np.ndarray:
         """The keys the postings index holds for this text (see :func:`window_keys`)."""
         return window_keys(self.fingerprint, self.anchors)
@@ -64,15 +67,27 @@ class Prepared:
         return _SIMHASH.pack(self.simhash) + self.anchors.to_bytes()
 
     def stored_fingerprints(self) -> dict[str, dict]:
-        """One MongoDB document body per method: version, params and value."""
+        """Every stored fingerprint by method: version, params and value.
+
+        ``index_keys`` holds what the Redis indexes keep for this text (simhash and postings
+        keys), so that the indexes can be rebuilt, or an old entry removed, without
+        recomputing anything.
+        """
         fp = self.fingerprint
         out = {}
         for member in (fp.pinyin, fp.pinyin_anchored, fp.minhash, fp.sentences):
             data = member.to_dict()
             out[member.method] = {**header(member), "value": data}
         out["simhash"] = {**header(fp.simhash), "value": fp.simhash.to_hex()}
-        anchors = self.anchors
-        out["anchors"] = {**header(anchors), "value": self.blob()}
+        out["anchors"] = {**header(self.anchors), "value": self.blob()}
+        out[INDEX_KEYS] = {
+            "version": INDEX_KEYS_VERSION,
+            "params": {"sample_m": SAMPLE_M},
+            "value": {
+                "simhash": f"{self.simhash:016x}",
+                "windows": array_to_hex(self.window_keys, "<u8"),
+            },
+        }
         return out
 
 

@@ -219,13 +219,20 @@ class Store:
     def get_work(self, work_id: str, projection: dict[str, int] | None = None) -> dict | None:
         return self.db.works.find_one({"_id": object_id(work_id, "work id")}, projection)
 
-    @mongo_errors
     def works_by_seq(
         self, seqs: Iterable[int], projection: dict[str, int] | None = None
     ) -> dict[int, dict]:
+        return self._by_seq("works", seqs, projection)
+
+    @mongo_errors
+    def _by_seq(
+        self, collection: str, seqs: Iterable[int], projection: dict[str, int] | None
+    ) -> dict[int, dict]:
+        """Documents of ``collection`` by their ``seq`` (the projection always keeps it)."""
         wanted = [int(s) for s in seqs]
         projection = None if projection is None else {**projection, "seq": 1}
-        return {d["seq"]: d for d in self.db.works.find({"seq": {"$in": wanted}}, projection)}
+        found = self.db[collection].find({"seq": {"$in": wanted}}, projection)
+        return {d["seq"]: d for d in found}
 
     @mongo_errors
     def iter_works(self, projection: dict[str, int] | None = None) -> Iterator[dict]:
@@ -285,13 +292,10 @@ class Store:
     def page_by_url(self, url: str, projection: dict[str, int] | None = None) -> dict | None:
         return self.db.pages.find_one({"url": _text(url, "url")}, projection)
 
-    @mongo_errors
     def pages_by_seq(
         self, seqs: Iterable[int], projection: dict[str, int] | None = None
     ) -> dict[int, dict]:
-        wanted = [int(s) for s in seqs]
-        projection = None if projection is None else {**projection, "seq": 1}
-        return {d["seq"]: d for d in self.db.pages.find({"seq": {"$in": wanted}}, projection)}
+        return self._by_seq("pages", seqs, projection)
 
     @mongo_errors
     def delete_page(self, page_id: str) -> dict | None:

@@ -11,7 +11,8 @@ Scores (all computed from the compact forms, never from full texts):
 - ``microblog_sim``: Sim = 1 / (H + 1) + K * Dup with Dup the resemblance, K = 4;
 - ``document_score``: mu * (1 - H / 64) + (1 - mu) * resemblance, mu = 0.85.
 
-The policy (:class:`matcher.settings.MatchPolicy`) decides; boilerplate passages have been
+The engine aligns each pair with ``ALIGN_PARAMS``; the policy
+(:class:`matcher.settings.MatchPolicy`) decides; boilerplate passages have been
 removed before (see :func:`drop_boilerplate`).
 """
 
@@ -21,7 +22,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fingerprint.align import Alignment, AlignParams, Passage, align, covered
+from fingerprint.align import Alignment, AlignParams, Passage, covered
 from fingerprint.anchors import Anchors
 from fingerprint.simhash import hamming
 from matcher.settings import MatchPolicy
@@ -91,19 +92,6 @@ def verdict(
     if distance <= policy.simhash_k:
         methods.append("simhash")
     return Verdict(alignment, scores, tuple(methods), matched)
-
-
-def verify(
-    work: Anchors,
-    page: Anchors,
-    work_simhash: int,
-    page_simhash: int,
-    policy: MatchPolicy,
-    via_windows: bool = False,
-) -> Verdict:
-    """Align a work with a page and judge the pair."""
-    alignment = align(work, page, ALIGN_PARAMS)
-    return verdict(alignment, work, page, work_simhash, page_simhash, policy, via_windows)
 
 
 def drop_boilerplate(
