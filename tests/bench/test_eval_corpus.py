@@ -18,12 +18,8 @@ from pathlib import Path
 import pytest
 from pypinyin import Style, lazy_pinyin
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # `pytest` (not `python -m pytest`): make bench importable
-    sys.path.insert(0, str(ROOT))
-
-from bench import corpus as debian  # noqa: E402
-from bench.eval_corpus import (  # noqa: E402
+from bench import corpus as debian
+from bench.eval_corpus import (
     CAUGHT_ADS,
     CLASSES,
     EXCERPT_SHARE,
@@ -42,8 +38,10 @@ from bench.eval_corpus import (  # noqa: E402
     to_traditional,
     topic_vectors,
 )
-from fingerprint.normalize import normalize, to_simplified  # noqa: E402
-from fingerprint.tokens import content_codes, from_codepoints  # noqa: E402
+from fingerprint.normalize import normalize, to_simplified
+from fingerprint.tokens import content_codes, from_codepoints
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _is_han(ch: str) -> bool:

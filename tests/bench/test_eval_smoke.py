@@ -17,12 +17,8 @@ from typing import Any, ClassVar
 import pytest
 import redis
 
-ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:  # `pytest` (not `python -m pytest`): make bench importable
-    sys.path.insert(0, str(ROOT))
-
-from bench import eval as evaluation  # noqa: E402
-from bench.eval_corpus import (  # noqa: E402
+from bench import eval as evaluation
+from bench.eval_corpus import (
     CLASSES,
     NEGATIVE_KINDS,
     Corpus,
