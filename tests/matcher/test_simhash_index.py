@@ -15,7 +15,8 @@ from redis.retry import Retry
 from fingerprint.base import IncompatibleFingerprints
 from fingerprint.simhash import hamming_many
 from matcher.errors import IndexUnavailable
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams, blocks, gather, take
+from matcher.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.simhash_layout import blocks, gather, take
 
 DEFAULT = SimhashIndexParams()
 PERMUTED = SimhashIndexParams(permuted=True, bucket_bits=12)
