@@ -157,14 +157,25 @@ class Engine:
             owner=owner,
             tags=tags,
         )
+        self._index_work(doc, prepared, reindex=not created)
+        return str(doc["_id"])
+
+    def index_work(self, work_id: str) -> None:
+        """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
+        doc = self.store.get_work(work_id)
+        if doc is None:
+            raise UnusableText(f"no work with id {work_id}")
+        prepared = prepare(doc["text"], self.settings.max_text_chars, f"work {work_id}")
+        self._index_work(doc, prepared, reindex=True)
+
+    def _index_work(self, doc: dict, prepared: Prepared, reindex: bool) -> None:
         seq = int(doc["seq"])
-        if not created:
+        if reindex:
             self._unindex("work", doc["_id"], seq)
         self.store.save_fingerprints("work", doc["_id"], seq, prepared.stored_fingerprints())
         with redis_errors("indexing a work"):
             self.works.add(seq, prepared.simhash, prepared.window_keys)
             self.redis.set(self._blob_key(seq), prepared.blob())
-        return str(doc["_id"])
 
     def remove_work(self, work_id: str) -> bool:
         """Remove a work, its index entries and its unreviewed matches."""
@@ -276,6 +287,7 @@ class Engine:
         status: int = 200,
         encoding: str = "",
         fetched_at: datetime | None = None,
+        authorised: bool = False,
     ) -> list[dict[str, Any]]:
         """Fingerprint a page, match it against the works, store it and its match records.
 
@@ -285,7 +297,7 @@ class Engine:
         text = as_text(text, f"page {url}")
         page = prepare(text, self.settings.max_text_chars, f"page {url}")
         found = self.find_works(page) if page.length else []
-        doc, created = self.store.upsert_page(
+        doc, _ = self.store.upsert_page(
             url,
             text=text,
             content_hash=page.content_hash,
@@ -295,13 +307,36 @@ class Engine:
             encoding=encoding,
             fetched_at=fetched_at,
         )
+        return self._record_page(doc, page, found, authorised)
+
+    def process_stored_page(self, page_id: str, authorised: bool = False) -> list[dict[str, Any]]:
+        """Match a page the crawler already stored (by id); the ``process_page`` task's work.
+
+        Idempotent: running it twice on the same text gives the same records. The page is
+        marked processed for the text it was matched with.
+        """
+        doc = self.store.get_page(page_id)
+        if doc is None:
+            raise UnusableText(f"no page with id {page_id}")
+        page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
+        found = self.find_works(page) if page.length else []
+        records = self._record_page(doc, page, found, authorised)
+        self.store.mark_processed(doc["_id"], doc["content_hash"])
+        return records
+
+    def _record_page(
+        self, doc: dict, page: Prepared, found: list[tuple[int, Verdict]], authorised: bool
+    ) -> list[dict[str, Any]]:
+        """Write a matched page's fingerprints, index entries and match records (all upserts)."""
         seq = int(doc["seq"])
-        if not created:
-            self._unindex("page", doc["_id"], seq)
+        self._unindex("page", doc["_id"], seq)
         self.store.save_fingerprints("page", doc["_id"], seq, page.stored_fingerprints())
         with redis_errors("indexing a page"):
             self.pages.add(seq, page.simhash, page.window_keys)
-        records = [self.store.upsert_match(r) for r in self._records(found, page, doc)]
+        initial = "authorised" if authorised else "new"
+        records = [
+            self.store.upsert_match(r, initial) for r in self._records(found, page, doc)
+        ]
         self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in records])
         return records
 
@@ -369,8 +404,14 @@ class Engine:
 
     # works -> pages --------------------------------------------------------------------
 
-    def match_work_against_pages(self, work_id: str) -> list[dict[str, Any]]:
-        """Find pages already crawled that copy a work; store and return their matches."""
+    def match_work_against_pages(
+        self, work_id: str, authorised_sites: Iterable[str] = ()
+    ) -> list[dict[str, Any]]:
+        """Find pages already crawled that copy a work; store and return their matches.
+
+        Matches on pages of ``authorised_sites`` are recorded with status ``authorised``.
+        """
+        authorised = set(authorised_sites)
         work_doc = self.store.get_work(work_id)
         if work_doc is None:
             raise UnusableText(f"no work with id {work_id}")
@@ -400,8 +441,9 @@ class Engine:
         for seq, v in found.items():
             doc = page_docs[seq]
             page = prepare(texts[seq]["text"], self.settings.max_text_chars, f"page {doc['url']}")
+            initial = "authorised" if doc.get("site") in authorised else "new"
             for record in self._records([(int(work_doc["seq"]), v)], page, doc, work):
-                records.append(self.store.upsert_match(record))
+                records.append(self.store.upsert_match(record, initial))
         return records
 
     # maintenance -----------------------------------------------------------------------

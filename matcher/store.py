@@ -45,6 +45,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("seq", ASCENDING)], unique=True, name="seq_unique"),
         IndexModel([("site", ASCENDING), ("last_seen", DESCENDING)], name="site_last_seen"),
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
+        IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
     ],
     "fingerprints": [
         IndexModel(
@@ -60,9 +61,23 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("site", ASCENDING), ("first_seen", DESCENDING)], name="site_first_seen"),
         IndexModel([("status", ASCENDING), ("first_seen", DESCENDING)], name="status_first_seen"),
         IndexModel([("first_seen", DESCENDING)], name="first_seen"),
+        IndexModel(
+            [("site", ASCENDING), ("work_id", ASCENDING), ("first_seen", DESCENDING)],
+            name="site_work_first_seen",
+        ),
     ],
     "sites": [IndexModel([("name", ASCENDING)], unique=True, name="name_unique")],
     "users": [IndexModel([("username", ASCENDING)], unique=True, name="username_unique")],
+    "crawls": [
+        IndexModel([("run_id", ASCENDING)], unique=True, name="run_unique"),
+        IndexModel([("site", ASCENDING), ("started_at", DESCENDING)], name="site_started"),
+    ],
+    "failures": [
+        IndexModel([("task", ASCENDING), ("ref", ASCENDING)], unique=True, name="task_ref_unique"),
+        IndexModel([("failed_at", DESCENDING)], name="failed_at"),
+    ],
+    "state": [],
+    "reports": [IndexModel([("day", ASCENDING)], unique=True, name="day_unique")],
 }
 
 
@@ -307,6 +322,63 @@ class Store:
             self.db.matches.delete_many({"page_id": oid, "status": "new"})
         return doc
 
+    @mongo_errors
+    def store_crawled_page(
+        self,
+        url: str,
+        *,
+        text: str,
+        content_hash: str,
+        site: str = "",
+        title: str = "",
+        status: int = 200,
+        encoding: str = "",
+        fetched_at: datetime | None = None,
+        parts: Iterable[str] = (),
+    ) -> tuple[dict[str, Any], str]:
+        """Store a page the crawler fetched; returns ``(document, "new"|"changed"|"unchanged")``.
+
+        A new or changed text marks the page ``pending`` until :meth:`mark_processed` records
+        that this very text was fingerprinted and matched.
+        """
+        _text(url, "url")
+        before = self.db.pages.find_one({"url": url}, {"content_hash": 1})
+        doc, created = self.upsert_page(
+            url,
+            text=text,
+            content_hash=content_hash,
+            site=site,
+            title=title,
+            status=status,
+            encoding=encoding,
+            fetched_at=fetched_at,
+        )
+        changed = before is not None and before.get("content_hash") != content_hash
+        state = "new" if created or before is None else "changed" if changed else "unchanged"
+        fields: dict[str, Any] = {"parts": [_text(u, "part url") for u in parts]}
+        if doc.get("processed_hash") != content_hash:
+            fields["pending"] = True
+        doc = self.db.pages.find_one_and_update(
+            {"_id": doc["_id"]}, {"$set": fields}, return_document=ReturnDocument.AFTER
+        )
+        return doc, state
+
+    @mongo_errors
+    def mark_processed(self, page_id: str | ObjectId, content_hash: str) -> bool:
+        """Record that the page's text with ``content_hash`` was matched (no-op if it changed)."""
+        result = self.db.pages.update_one(
+            {"_id": object_id(page_id, "page id"), "content_hash": _text(content_hash, "hash")},
+            {"$set": {"processed_hash": content_hash, "pending": False, "processed_at": now()}},
+        )
+        return result.matched_count == 1
+
+    @mongo_errors
+    def pending_pages(self, limit: int = 100_000) -> Iterator[str]:
+        """Ids of pages whose current text was never processed, oldest first."""
+        cursor = self.db.pages.find({"pending": True}, {"_id": 1}).sort("seq", ASCENDING)
+        for doc in cursor.limit(int(limit)):
+            yield str(doc["_id"])
+
     # fingerprints ----------------------------------------------------------------------
 
     @mongo_errors
@@ -370,8 +442,13 @@ class Store:
     # matches ---------------------------------------------------------------------------
 
     @mongo_errors
-    def upsert_match(self, record: dict[str, Any]) -> dict:
-        """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays."""
+    def upsert_match(self, record: dict[str, Any], initial_status: str = "new") -> dict:
+        """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays.
+
+        ``initial_status`` is the status of a new record (``authorised`` for licensed sites).
+        """
+        if initial_status not in STATUSES:
+            raise StoreError(f"unknown status {initial_status!r}")
         key = {
             "page_id": object_id(record["page_id"], "page id"),
             "work_id": object_id(record["work_id"], "work id"),
@@ -381,7 +458,7 @@ class Store:
         fields.update(last_seen=stamp, active=True)
         return self.db.matches.find_one_and_update(
             key,
-            {"$set": fields, "$setOnInsert": {"status": "new", "first_seen": stamp}},
+            {"$set": fields, "$setOnInsert": {"status": initial_status, "first_seen": stamp}},
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )

@@ -1,0 +1,74 @@
+"""Crawled pages into the store, and a task for each new or changed one.
+
+The crawler's item pipeline calls :meth:`Ingest.page` for every page it extracts. The page
+is upserted by URL; its content hash says whether the text changed since it was last
+stored. Only a new or changed page is handed to ``enqueue`` (with its id, never the
+document). A page whose enqueue failed stays marked unprocessed (``processed_hash`` differs
+from ``content_hash``) and is enqueued again by :meth:`Ingest.requeue_pending`, which the
+daily job runs: a broker outage loses no page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from matcher.prepared import content_hash
+from matcher.store import Store
+
+NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
+
+
+@dataclass(frozen=True)
+class Ingested:
+    page_id: str
+    state: str  # NEW, CHANGED or UNCHANGED
+    enqueued: bool
+
+
+@dataclass
+class Ingest:
+    """Stores crawled pages and enqueues ``process_page`` for the new and changed ones."""
+
+    store: Store
+    enqueue: Callable[[str], None]
+
+    def page(
+        self,
+        *,
+        url: str,
+        site: str,
+        title: str,
+        text: str,
+        status: int = 200,
+        encoding: str = "",
+        fetched_at: datetime | None = None,
+        parts: list[str] | None = None,
+    ) -> Ingested:
+        """Upsert one crawled page; enqueue it when its text is new or changed."""
+        digest = content_hash(text)
+        doc, state = self.store.store_crawled_page(
+            url,
+            text=text,
+            content_hash=digest,
+            site=site,
+            title=title,
+            status=status,
+            encoding=encoding,
+            fetched_at=fetched_at,
+            parts=parts or [],
+        )
+        page_id = str(doc["_id"])
+        if state == UNCHANGED and doc.get("processed_hash") == digest:
+            return Ingested(page_id, state, False)
+        self.enqueue(page_id)
+        return Ingested(page_id, state, True)
+
+    def requeue_pending(self, limit: int = 100_000) -> int:
+        """Enqueue every stored page whose current text was never processed."""
+        count = 0
+        for page_id in self.store.pending_pages(limit):
+            self.enqueue(page_id)
+            count += 1
+        return count

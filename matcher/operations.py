@@ -1,0 +1,224 @@
+"""Operational records beside the matching data: sites, crawl runs, failures, job state,
+daily reports, and the operator's match queries.
+
+Same rules as :mod:`matcher.store`: typed filters only (a site name must match
+:data:`matcher.sites.NAME`, an id must be an ObjectId string, a status one of
+:data:`matcher.store.STATUSES`), every write an upsert on a unique key, connection failures
+raised as :class:`matcher.errors.StoreUnavailable`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
+
+from matcher.sites import NAME, SiteConfig, SiteConfigError
+from matcher.store import STATUSES, Store, StoreError, mongo_errors, now, object_id
+
+MAX_LIST = 10_000
+TASK_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz_.")
+
+
+def site_name(value: Any) -> str:
+    """A site name fit for a filter; anything else is a :class:`StoreError`."""
+    if not isinstance(value, str) or not NAME.match(value):
+        raise StoreError(f"not a site name: {value!r}")
+    return value
+
+
+def status_name(value: Any) -> str:
+    if value not in STATUSES:
+        raise StoreError(f"status must be one of {', '.join(STATUSES)}, got {value!r}")
+    return value
+
+
+class Operations:
+    """Sites, crawl runs, failure records, job state and match queries over one store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.db = store.db
+
+    # sites -----------------------------------------------------------------------------
+
+    @mongo_errors
+    def save_site(self, site: SiteConfig) -> tuple[dict, bool]:
+        """Create or replace a site's configuration; returns ``(document, created)``."""
+        stamp = now()
+        before = self.db.sites.find_one({"name": site.name}, {"_id": 1})
+        doc = self.db.sites.find_one_and_update(
+            {"name": site.name},
+            {"$set": {**site.to_dict(), "updated_at": stamp}, "$setOnInsert": {"created_at": stamp}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+        return doc, before is None
+
+    @mongo_errors
+    def get_site(self, name: str) -> SiteConfig | None:
+        doc = self.db.sites.find_one({"name": site_name(name)})
+        return None if doc is None else self._site(doc)
+
+    @mongo_errors
+    def list_sites(self) -> list[SiteConfig]:
+        return [self._site(d) for d in self.db.sites.find({}).sort("name", ASCENDING)]
+
+    @staticmethod
+    def _site(doc: dict) -> SiteConfig:
+        try:
+            return SiteConfig.from_dict(doc)
+        except SiteConfigError as exc:
+            raise StoreError(f"stored site {doc.get('name')!r} is invalid: {exc}") from exc
+
+    @mongo_errors
+    def delete_site(self, name: str) -> bool:
+        return self.db.sites.delete_one({"name": site_name(name)}).deleted_count == 1
+
+    @mongo_errors
+    def authorised_sites(self) -> set[str]:
+        return {d["name"] for d in self.db.sites.find({"authorised": True}, {"name": 1})}
+
+    # crawl runs ------------------------------------------------------------------------
+
+    @mongo_errors
+    def record_crawl(self, run_id: str, site: str, **fields: Any) -> dict:
+        """Create or update one crawl run (``started_at``, ``finished_at``, ``stats``, ...)."""
+        return self.db.crawls.find_one_and_update(
+            {"run_id": str(run_id)},
+            {"$set": {"site": site_name(site), **fields}},
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+
+    @mongo_errors
+    def last_crawls(self, site: str | None = None, limit: int = 20) -> list[dict]:
+        query = {} if site is None else {"site": site_name(site)}
+        cursor = self.db.crawls.find(query).sort("started_at", DESCENDING)
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    # failures --------------------------------------------------------------------------
+
+    @mongo_errors
+    def record_failure(self, task: str, ref: str, error: str, attempts: int) -> dict:
+        """Keep a task that gave up (one record per task and object, updated on repeats)."""
+        if not set(task) <= TASK_NAME_CHARS:
+            raise StoreError(f"not a task name: {task!r}")
+        stamp = now()
+        return self.db.failures.find_one_and_update(
+            {"task": task, "ref": str(ref)},
+            {
+                "$set": {"error": str(error)[:2000], "attempts": int(attempts), "failed_at": stamp},
+                "$setOnInsert": {"first_failed_at": stamp},
+                "$inc": {"count": 1},
+            },
+            upsert=True,
+            return_document=ReturnDocument.AFTER,
+        )
+
+    @mongo_errors
+    def clear_failure(self, task: str, ref: str) -> None:
+        self.db.failures.delete_one({"task": str(task), "ref": str(ref)})
+
+    @mongo_errors
+    def failures(self, limit: int = 100) -> list[dict]:
+        cursor = self.db.failures.find({}).sort("failed_at", DESCENDING)
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    # job state -------------------------------------------------------------------------
+
+    @mongo_errors
+    def get_state(self, key: str, default: Any = None) -> Any:
+        doc = self.db.state.find_one({"_id": str(key)})
+        return default if doc is None else doc.get("value", default)
+
+    @mongo_errors
+    def set_state(self, key: str, value: Any) -> None:
+        self.db.state.update_one({"_id": str(key)}, {"$set": {"value": value}}, upsert=True)
+
+    # works and matches for operators ----------------------------------------------------
+
+    @mongo_errors
+    def works_registered_since(self, since: datetime | None) -> list[str]:
+        query = {} if since is None else {"registered_at": {"$gt": _when(since)}}
+        cursor = self.db.works.find(query, {"_id": 1}).sort("registered_at", ASCENDING)
+        return [str(d["_id"]) for d in cursor]
+
+    @mongo_errors
+    def list_works(self, limit: int = MAX_LIST) -> list[dict]:
+        projection = {"title": 1, "author": 1, "source": 1, "registered_at": 1, "seq": 1}
+        cursor = self.db.works.find({}, projection).sort("seq", ASCENDING)
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    @mongo_errors
+    def find_works(self, ref: str) -> list[dict]:
+        """Works whose id, key, source or title is exactly ``ref``."""
+        if not isinstance(ref, str):
+            raise StoreError("a work reference must be a string")
+        clauses: list[dict[str, Any]] = [{"key": ref}, {"source": ref}, {"title": ref}]
+        try:
+            clauses.append({"_id": object_id(ref)})
+        except StoreError:
+            pass
+        projection = {"title": 1, "source": 1, "seq": 1}
+        return list(self.db.works.find({"$or": clauses}, projection))
+
+    def match_filter(
+        self,
+        *,
+        site: str | None = None,
+        work_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+        status: str | None = None,
+        active_only: bool = True,
+    ) -> dict[str, Any]:
+        """A ``matches`` filter from typed values only (each validated, none an operator)."""
+        query: dict[str, Any] = {}
+        if site is not None:
+            query["site"] = site_name(site)
+        if work_id is not None:
+            query["work_id"] = object_id(work_id, "work id")
+        if since is not None or until is not None:
+            query["first_seen"] = {}
+            if since is not None:
+                query["first_seen"]["$gte"] = _when(since)
+            if until is not None:
+                query["first_seen"]["$lt"] = _when(until)
+        if status is not None:
+            query["status"] = status_name(status)
+        if active_only:
+            query["active"] = True
+        return query
+
+    @mongo_errors
+    def list_matches(self, limit: int = 1000, **filters: Any) -> list[dict]:
+        """Matches by filter (see :meth:`match_filter`), newest first, evidence included."""
+        cursor = self.db.matches.find(self.match_filter(**filters))
+        return list(cursor.sort("first_seen", DESCENDING).limit(min(int(limit), MAX_LIST)))
+
+    @mongo_errors
+    def iter_matches(self, **filters: Any) -> Iterator[dict]:
+        """Every match of a filter, newest first (for reports)."""
+        yield from self.db.matches.find(self.match_filter(**filters)).sort("first_seen", -1)
+
+    @mongo_errors
+    def set_status(self, match_id: str, status: str, note: str = "", by: str = "") -> bool:
+        result = self.db.matches.update_one(
+            {"_id": object_id(match_id, "match id")},
+            {"$set": {"status": status_name(status), "note": str(note), "reviewed_by": str(by),
+                      "reviewed_at": now()}},
+        )
+        return result.matched_count == 1
+
+    @mongo_errors
+    def save_report(self, day: str, report: dict[str, Any]) -> None:
+        self.db.reports.update_one({"day": str(day)}, {"$set": report}, upsert=True)
+
+
+def _when(value: datetime) -> datetime:
+    if not isinstance(value, datetime):
+        raise StoreError(f"a date is needed, got {type(value).__name__}")
+    return value

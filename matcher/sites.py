@@ -1,0 +1,133 @@
+"""A watched site's crawl configuration, validated once wherever it comes from.
+
+The same :class:`SiteConfig` is stored in MongoDB (``sites``), edited from the CLI (and the
+admin), read by the crawler and turned into a beat schedule. ``from_dict`` refuses unknown
+keys and wrong types with a :class:`SiteConfigError`, so a stored or typed configuration
+never reaches the crawler half-valid.
+
+>>> site = SiteConfig.from_dict({"name": "demo", "start_urls": ["http://127.0.0.1:8000/"]})
+>>> site.allowed_domains, site.max_depth, site.schedule
+(('127.0.0.1',), 5, 'daily')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from matcher.errors import MatcherError
+
+NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+DEFAULT_NEXT_PAGE_TEXTS = ("下一页", "下页", "下一頁", "next page", "next")
+SCHEDULES = re.compile(
+    r"^(daily(@\d{1,2}:\d{2})?|hourly|never|every \d+ ?(s|m|h|seconds|minutes|hours)|"
+    r"cron [\d*/,-]+ [\d*/,-]+ [\d*/,-]+ [\d*/,-]+ [\d*/,-]+)$"
+)
+
+
+class SiteConfigError(MatcherError, ValueError):
+    """A site configuration has a missing, unknown or invalid field."""
+
+
+@dataclass(frozen=True)
+class SiteConfig:
+    """How to crawl one watched site.
+
+    ``start_urls`` are where the crawl begins; links are followed only within
+    ``allowed_domains`` (default: the hosts of the start URLs), at most ``max_depth`` links
+    away, and only when they match one of ``include`` (regular expressions; none means all)
+    and none of ``exclude``. ``content_selector`` (CSS, or XPath when it starts with ``/``)
+    picks the main text; otherwise it is extracted (trafilatura, with a fallback).
+    ``join_next_pages`` follows "next page" links (``next_page_texts``) and joins a chapter
+    split over several pages into one page record. ``obey_robots`` honours robots.txt.
+    ``schedule``: ``daily`` (at the hour beat chooses), ``daily@HH:MM`` (UTC), ``hourly``,
+    ``every N m|h|s``, ``cron M H DOM MON DOW`` or ``never``. An ``authorised`` site is
+    licensed to carry the works: its matches are recorded as authorised.
+    """
+
+    name: str
+    start_urls: tuple[str, ...]
+    allowed_domains: tuple[str, ...] = ()
+    max_depth: int = 5
+    max_pages: int = 0
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    content_selector: str = ""
+    join_next_pages: bool = True
+    next_page_texts: tuple[str, ...] = DEFAULT_NEXT_PAGE_TEXTS
+    obey_robots: bool = True
+    schedule: str = "daily"
+    authorised: bool = False
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not NAME.match(self.name):
+            raise SiteConfigError(
+                f"site name must be 1-64 letters, digits, '.', '_' or '-', got {self.name!r}"
+            )
+        if not self.start_urls:
+            raise SiteConfigError(f"site {self.name}: at least one start URL is needed")
+        for url in self.start_urls:
+            parts = urlsplit(url) if isinstance(url, str) else None
+            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+                raise SiteConfigError(f"site {self.name}: {url!r} is not an http(s) URL")
+        if not self.allowed_domains:
+            hosts = dict.fromkeys(urlsplit(u).hostname or "" for u in self.start_urls)
+            object.__setattr__(self, "allowed_domains", tuple(hosts))
+        if self.max_depth < 0 or self.max_pages < 0:
+            raise SiteConfigError(f"site {self.name}: max_depth and max_pages must be >= 0")
+        for pattern in (*self.include, *self.exclude):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise SiteConfigError(f"site {self.name}: bad pattern {pattern!r}: {exc}") from exc
+        if not SCHEDULES.match(self.schedule):
+            raise SiteConfigError(
+                f"site {self.name}: schedule {self.schedule!r} is not one of daily, "
+                "daily@HH:MM, hourly, every N m|h|s, cron M H DOM MON DOW, never"
+            )
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SiteConfig:
+        """A configuration from stored or typed fields; unknown keys are an error."""
+        if not isinstance(data, dict):
+            raise SiteConfigError("a site configuration must be a mapping")
+        known = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - set(known) - {"_id", "created_at", "updated_at"})
+        if unknown:
+            raise SiteConfigError(f"unknown site fields: {', '.join(unknown)}")
+        values: dict[str, Any] = {}
+        for name, f in known.items():
+            if name not in data:
+                continue
+            value = data[name]
+            default = f.default if f.default is not dataclasses.MISSING else None
+            if isinstance(default, tuple) or name == "start_urls":
+                if isinstance(value, str) or not isinstance(value, list | tuple):
+                    raise SiteConfigError(f"{name} must be a list of strings")
+                if not all(isinstance(v, str) for v in value):
+                    raise SiteConfigError(f"{name} must be a list of strings")
+                value = tuple(value)
+            elif isinstance(default, bool):
+                if not isinstance(value, bool):
+                    raise SiteConfigError(f"{name} must be true or false")
+            elif isinstance(default, int):
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise SiteConfigError(f"{name} must be an integer")
+            elif name == "extra":
+                if not isinstance(value, dict):
+                    raise SiteConfigError("extra must be a mapping")
+            elif not isinstance(value, str):
+                raise SiteConfigError(f"{name} must be a string")
+            values[name] = value
+        if "name" not in values or "start_urls" not in values:
+            raise SiteConfigError("a site needs a name and start_urls")
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain fields (lists, not tuples) for MongoDB and JSON."""
+        out = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in out.items()}
