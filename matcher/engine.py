@@ -309,17 +309,21 @@ class Engine:
         )
         return self._record_page(doc, page, found, authorised)
 
-    def process_stored_page(self, page_id: str, authorised: bool = False) -> list[dict[str, Any]]:
+    def process_stored_page(
+        self, page_id: str, authorised_sites: Iterable[str] = ()
+    ) -> list[dict[str, Any]]:
         """Match a page the crawler already stored (by id); the ``process_page`` task's work.
 
         Idempotent: running it twice on the same text gives the same records. The page is
-        marked processed for the text it was matched with.
+        marked processed for the text it was matched with. Matches on a page of one of
+        ``authorised_sites`` are recorded with status ``authorised``.
         """
         doc = self.store.get_page(page_id)
         if doc is None:
             raise UnusableText(f"no page with id {page_id}")
         page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
         found = self.find_works(page) if page.length else []
+        authorised = doc.get("site") in set(authorised_sites)
         records = self._record_page(doc, page, found, authorised)
         self.store.mark_processed(doc["_id"], doc["content_hash"])
         return records
@@ -334,9 +338,7 @@ class Engine:
         with redis_errors("indexing a page"):
             self.pages.add(seq, page.simhash, page.window_keys)
         initial = "authorised" if authorised else "new"
-        records = [
-            self.store.upsert_match(r, initial) for r in self._records(found, page, doc)
-        ]
+        records = [self.store.upsert_match(r, initial) for r in self._records(found, page, doc)]
         self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in records])
         return records
 

@@ -9,6 +9,7 @@ raised as :class:`matcher.errors.StoreUnavailable`.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
@@ -51,7 +52,10 @@ class Operations:
         before = self.db.sites.find_one({"name": site.name}, {"_id": 1})
         doc = self.db.sites.find_one_and_update(
             {"name": site.name},
-            {"$set": {**site.to_dict(), "updated_at": stamp}, "$setOnInsert": {"created_at": stamp}},
+            {
+                "$set": {**site.to_dict(), "updated_at": stamp},
+                "$setOnInsert": {"created_at": stamp},
+            },
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
@@ -158,10 +162,8 @@ class Operations:
         if not isinstance(ref, str):
             raise StoreError("a work reference must be a string")
         clauses: list[dict[str, Any]] = [{"key": ref}, {"source": ref}, {"title": ref}]
-        try:
+        with contextlib.suppress(StoreError):
             clauses.append({"_id": object_id(ref)})
-        except StoreError:
-            pass
         projection = {"title": 1, "source": 1, "seq": 1}
         return list(self.db.works.find({"$or": clauses}, projection))
 
@@ -208,8 +210,14 @@ class Operations:
     def set_status(self, match_id: str, status: str, note: str = "", by: str = "") -> bool:
         result = self.db.matches.update_one(
             {"_id": object_id(match_id, "match id")},
-            {"$set": {"status": status_name(status), "note": str(note), "reviewed_by": str(by),
-                      "reviewed_at": now()}},
+            {
+                "$set": {
+                    "status": status_name(status),
+                    "note": str(note),
+                    "reviewed_by": str(by),
+                    "reviewed_at": now(),
+                }
+            },
         )
         return result.matched_count == 1
 

@@ -60,7 +60,17 @@ class Settings:
     window_max_df: int = 1000
     max_text_chars: int = 4_000_000
     min_work_chars: int = 50
+    broker_url: str = ""
+    visibility_timeout: int = 7200
+    task_max_retries: int = 8
+    crawl_timeout: int = 6000
+    daily_at: str = "03:00"
     policy: MatchPolicy = field(default_factory=MatchPolicy)
+
+    @property
+    def celery_broker(self) -> str:
+        """The Celery broker: ``broker_url``, else the indexes' Redis server."""
+        return self.broker_url or self.redis_url
 
     def __post_init__(self) -> None:
         if not self.redis_prefix or any(c in self.redis_prefix for c in " *?[]"):
@@ -69,6 +79,13 @@ class Settings:
             raise SettingsError("window_bucket_bits must be in 8..28")
         if self.window_max_df < 1 or self.max_text_chars < 1 or self.min_work_chars < 1:
             raise SettingsError("window_max_df, max_text_chars, min_work_chars must be >= 1")
+        if self.visibility_timeout <= self.crawl_timeout:
+            raise SettingsError("visibility_timeout must exceed crawl_timeout (seconds)")
+        if self.task_max_retries < 0 or self.crawl_timeout < 1:
+            raise SettingsError("task_max_retries must be >= 0 and crawl_timeout >= 1")
+        hour, _, minute = self.daily_at.partition(":")
+        if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
+            raise SettingsError(f"daily_at must be HH:MM (UTC), got {self.daily_at!r}")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

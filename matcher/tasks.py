@@ -1,0 +1,113 @@
+"""Celery tasks: thin wrappers over :mod:`matcher.jobs` (messages, retries, failure records).
+
+Every task takes ids, never documents, and is idempotent, hence ``acks_late`` on all of
+them. Outages (:class:`matcher.errors.Retryable`, raw Redis or MongoDB connection errors)
+are retried with exponential backoff and jitter (``retry_backoff`` 2 s, doubling, at most
+600 s, ``FPTRACK_TASK_MAX_RETRIES`` times, default 8). A task that fails for good — retries
+exhausted, or bad input such as a page whose text cannot be used — leaves a record in the
+``failures`` collection with its error, instead of vanishing; a later success clears it.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import date
+from typing import Any
+
+import pymongo.errors
+import redis
+from celery import Task
+
+from matcher import jobs
+from matcher.celery_app import app, runtime
+from matcher.errors import Retryable
+from matcher.operations import Operations
+
+log = logging.getLogger(__name__)
+
+OUTAGES = (Retryable, redis.ConnectionError, redis.TimeoutError, pymongo.errors.ConnectionFailure)
+
+
+class FptrackTask(Task):
+    """Base of every fptrack task: late acks, retries on outages, failure records."""
+
+    acks_late = True
+    reject_on_worker_lost = True
+    autoretry_for = OUTAGES
+    retry_backoff = 2
+    retry_backoff_max = 600
+    retry_jitter = True
+    max_retries = runtime.settings.task_max_retries
+
+    def _ref(self, args: tuple, kwargs: dict) -> str:
+        values = [*args, *kwargs.values()]
+        return str(values[0]) if values else ""
+
+    def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
+        ref = self._ref(tuple(args), dict(kwargs))
+        log.error("task %s(%s) failed for good: %s", self.name, ref, exc)
+        try:
+            ops = Operations(runtime.engine().store)
+            ops.record_failure(self.name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)
+        except Exception as record_exc:  # the store may be what is down
+            log.error("could not record the failure of %s(%s): %s", self.name, ref, record_exc)
+
+    def on_success(self, retval, task_id, args, kwargs) -> None:
+        if self.request.retries:
+            try:
+                Operations(runtime.engine().store).clear_failure(
+                    self.name, self._ref(tuple(args), dict(kwargs))
+                )
+            except Exception as exc:
+                log.warning("could not clear the failure record of %s: %s", self.name, exc)
+
+
+@app.task(base=FptrackTask, name="fptrack.process_page")
+def process_page(page_id: str) -> dict[str, Any]:
+    """Fingerprint a stored page, match it against the works, record its matches."""
+    return jobs.process_page(runtime.engine(), page_id)
+
+
+@app.task(base=FptrackTask, name="fptrack.index_work")
+def index_work(work_id: str) -> dict[str, Any]:
+    """Fingerprint and index a stored work, then match it against the pages crawled before."""
+    result = jobs.index_work(runtime.engine(), work_id)
+    match_work_against_pages.delay(work_id)
+    return result
+
+
+@app.task(base=FptrackTask, name="fptrack.match_work_against_pages")
+def match_work_against_pages(work_id: str) -> dict[str, Any]:
+    """Find pages already crawled that copy a work."""
+    return jobs.match_work_against_pages(runtime.engine(), work_id)
+
+
+@app.task(base=FptrackTask, name="fptrack.match_new_works")
+def match_new_works() -> dict[str, Any]:
+    """Daily: works registered since the last run against all pages; pending pages again."""
+    ops = Operations(runtime.engine().store)
+    result = jobs.match_new_works(
+        ops,
+        lambda work_id: match_work_against_pages.delay(work_id),
+        lambda page_id: process_page.delay(page_id),
+    )
+    result["since"] = result["since"].isoformat() if result["since"] else None
+    return result
+
+
+@app.task(base=FptrackTask, name="fptrack.crawl_site")
+def crawl_site(site_name: str) -> dict[str, Any]:
+    """Crawl one configured site in a subprocess; pages flow to ``process_page``."""
+    engine = runtime.engine()
+    return jobs.crawl_site(runtime.settings, Operations(engine.store), engine.redis, site_name)
+
+
+@app.task(base=FptrackTask, name="fptrack.daily_report")
+def daily_report(day: str | None = None) -> dict[str, Any]:
+    """Totals of one UTC day (ISO date; default yesterday), stored in ``reports``."""
+    report = jobs.daily_report(
+        Operations(runtime.engine().store), date.fromisoformat(day) if day else None
+    )
+    report["generated_at"] = report["generated_at"].isoformat()
+    report.pop("_id", None)
+    return report
