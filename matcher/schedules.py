@@ -1,0 +1,126 @@
+"""Beat schedules kept in Redis (redbeat), editable while beat runs.
+
+Each site has one entry, ``crawl:<site>``, running ``fptrack.crawl_site``; two daily jobs run
+at ``FPTRACK_DAILY_AT`` (default 03:00 UTC): ``daily:match-new-works`` (works registered
+since the last run against all pages, the Daguan daily task) and, an hour later,
+``daily:report``. redbeat reads its entries from Redis on every tick, so an entry saved
+here (from the CLI or the admin) takes effect without restarting beat.
+
+Site schedules (:attr:`matcher.sites.SiteConfig.schedule`): ``daily`` runs once a day at a
+minute of the day derived from the site's name (stable, so sites spread over the day),
+``daily@HH:MM`` at that UTC time, ``hourly`` at a minute derived from the name,
+``every N s|m|h`` at that interval, ``cron M H DOM MON DOW`` as given, ``never`` not at all.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import xxhash
+from celery import Celery
+from celery.schedules import crontab, schedule
+from redbeat import RedBeatSchedulerEntry
+from redbeat.schedulers import get_redis
+
+from matcher.errors import redis_errors
+from matcher.settings import Settings
+from matcher.sites import SiteConfig, SiteConfigError
+
+CRAWL_PREFIX = "crawl:"
+DAILY_MATCH = "daily:match-new-works"
+DAILY_REPORT = "daily:report"
+_UNITS = {"s": 1, "seconds": 1, "m": 60, "minutes": 60, "h": 3600, "hours": 3600}
+
+
+def parse_schedule(spec: str, name: str = "") -> schedule | crontab | None:
+    """The Celery schedule of a site's ``schedule`` field (``None`` for ``never``).
+
+    >>> parse_schedule("every 30 m")
+    <freq: 30.00 minutes>
+    >>> parse_schedule("daily@02:30")
+    <crontab: 30 2 * * * (m/h/dM/MY/d)>
+    """
+    minute_of_day = xxhash.xxh64_intdigest(name.encode()) % 1440
+    if spec == "never":
+        return None
+    if spec == "daily":
+        return crontab(minute=minute_of_day % 60, hour=minute_of_day // 60)
+    if spec.startswith("daily@"):
+        hour, minute = spec[6:].split(":")
+        return crontab(minute=int(minute), hour=int(hour))
+    if spec == "hourly":
+        return crontab(minute=minute_of_day % 60)
+    if spec.startswith("every "):
+        amount = spec[6:].strip()
+        digits = amount.rstrip("abcdefghijklmnopqrstuvwxyz ")
+        unit = amount[len(digits) :].strip()
+        if unit not in _UNITS or int(digits) < 1:
+            raise SiteConfigError(f"bad interval {spec!r}")
+        return schedule(timedelta(seconds=int(digits) * _UNITS[unit]))
+    if spec.startswith("cron "):
+        minute, hour, dom, month, dow = spec[5:].split()
+        return crontab(minute, hour, dow, dom, month)
+    raise SiteConfigError(f"unknown schedule {spec!r}")
+
+
+class Schedules:
+    """The beat entries of one Celery app configured for redbeat."""
+
+    def __init__(self, app: Celery) -> None:
+        self.app = app
+
+    def _entry(self, name: str, task: str, sched: Any, args: list | None = None) -> None:
+        with redis_errors("saving a schedule"):
+            RedBeatSchedulerEntry(name, task, sched, args=args or [], app=self.app).save()
+
+    def _delete(self, name: str) -> bool:
+        key = self.app.conf.redbeat_key_prefix + name
+        with redis_errors("removing a schedule"):
+            try:
+                RedBeatSchedulerEntry.from_key(key, app=self.app).delete()
+            except KeyError:
+                return False
+        return True
+
+    def sync_site(self, site: SiteConfig) -> bool:
+        """Save (or remove, for ``never``) the crawl entry of a site; True if one is saved."""
+        sched = parse_schedule(site.schedule, site.name)
+        if sched is None:
+            self._delete(CRAWL_PREFIX + site.name)
+            return False
+        self._entry(CRAWL_PREFIX + site.name, "fptrack.crawl_site", sched, [site.name])
+        return True
+
+    def remove_site(self, name: str) -> bool:
+        return self._delete(CRAWL_PREFIX + name)
+
+    def ensure_daily(self, settings: Settings) -> None:
+        """Save the two daily jobs at ``settings.daily_at`` (UTC) and an hour later."""
+        hour, minute = (int(x) for x in settings.daily_at.split(":"))
+        self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
+        report = crontab(minute=minute, hour=(hour + 1) % 24)
+        self._entry(DAILY_REPORT, "fptrack.daily_report", report)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry: name, task, args, schedule and next due time."""
+        conf = self.app.redbeat_conf
+        out = []
+        with redis_errors("listing schedules"):
+            keys = get_redis(self.app).zrange(conf.schedule_key, 0, -1)
+            for key in keys:
+                key = key.decode() if isinstance(key, bytes) else key
+                try:
+                    entry = RedBeatSchedulerEntry.from_key(key, app=self.app)
+                except KeyError:
+                    continue
+                out.append(
+                    {
+                        "name": entry.name,
+                        "task": entry.task,
+                        "args": list(entry.args),
+                        "schedule": str(entry.schedule),
+                        "due_at": entry.due_at.isoformat() if entry.due_at else None,
+                    }
+                )
+        return sorted(out, key=lambda e: e["name"])
