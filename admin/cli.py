@@ -1,4 +1,9 @@
-"""The ``fptrack`` command line."""
+"""The ``fptrack`` command line: works, sites, crawls, matches, reports, services, the scan.
+
+Every command fails with a one-line ``fptrack: error: ...`` and a non-zero exit status on
+bad input or an unreachable server (1; 2 for bad arguments); nothing already stored is lost.
+Connections come from the ``FPTRACK_*`` environment variables (see the README), read once.
+"""
 
 from __future__ import annotations
 
@@ -7,85 +12,27 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import ClassVar
 
-from fingerprint.base import FingerprintError
-from fingerprint.decode import decode
+from tqdm import tqdm
+
+from admin import commands as c
+from admin.commands import CommandError
+from admin.context import Context
+from admin.reading import DEFAULT_MAX_BYTES, ReadError, read_text_file
+from admin.scan import DEFAULT_MAX_PAGES
 from fingerprint.document import DocumentParams, fingerprint_document
-
-DEFAULT_MAX_BYTES = 64 * 1024 * 1024
-
-
-class CommandError(Exception):
-    """A user-facing error: printed as one line, exit status 1 or 2."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
+from matcher.errors import MatcherError
+from matcher.sites import SiteConfigError
+from matcher.store import STATUSES
 
 
-def read_text_file(path: Path, max_bytes: int) -> tuple[str, str]:
-    """Read and decode a text or HTML file; returns (text, encoding)."""
+def cmd_fingerprint(args: argparse.Namespace, ctx: Context) -> int:
     try:
-        size = path.stat().st_size
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc}", 2) from exc
-    if path.is_dir():
-        raise CommandError(f"{path} is a directory, not a file", 2)
-    if size > max_bytes:
-        raise CommandError(f"{path} is {size} bytes, over the --max-bytes limit of {max_bytes}")
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CommandError(f"cannot read {path}: {exc.strerror or exc}", 2) from exc
-    try:
-        decoded = decode(data)
-    except FingerprintError as exc:
-        raise CommandError(f"{path}: {exc}") from exc
-    text = decoded.text
-    if path.suffix.lower() in (".html", ".htm") or text.lstrip()[:1] == "<":
-        text = html_to_text(text)
-    return text, decoded.encoding
-
-
-def html_to_text(markup: str) -> str:
-    """Visible text of an HTML document, block elements on their own lines."""
-    from html.parser import HTMLParser
-
-    class _Text(HTMLParser):
-        blocks: ClassVar[frozenset[str]] = frozenset(
-            {"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section"}
-        )
-
-        def __init__(self) -> None:
-            super().__init__(convert_charrefs=True)
-            self.parts: list[str] = []
-            self.skip = 0
-
-        def handle_starttag(self, tag: str, attrs) -> None:
-            if tag in ("script", "style", "noscript", "template"):
-                self.skip += 1
-            elif tag in self.blocks:
-                self.parts.append("\n")
-
-        def handle_endtag(self, tag: str) -> None:
-            if tag in ("script", "style", "noscript", "template"):
-                self.skip = max(0, self.skip - 1)
-            elif tag in self.blocks:
-                self.parts.append("\n")
-
-        def handle_data(self, data: str) -> None:
-            if not self.skip:
-                self.parts.append(data)
-
-    parser = _Text()
-    parser.feed(markup)
-    parser.close()
-    return "".join(parser.parts)
-
-
-def cmd_fingerprint(args: argparse.Namespace) -> int:
-    text, encoding = read_text_file(Path(args.file), args.max_bytes)
+        text, encoding = read_text_file(Path(args.file), args.max_bytes)
+    except ReadError as exc:
+        raise CommandError(
+            str(exc), 2 if "cannot read" in str(exc) or "directory" in str(exc) else 1
+        ) from exc
     fp = fingerprint_document(text, DocumentParams())
     result = {
         "file": args.file,
@@ -95,8 +42,7 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
         "fingerprints": fp.to_dict(),
     }
     if args.json:
-        json.dump(result, sys.stdout, ensure_ascii=False, indent=2)
-        sys.stdout.write("\n")
+        c.dump_json(result)
         return 0
     print(f"file              {args.file}")
     print(f"encoding          {encoding}")
@@ -118,40 +64,328 @@ def cmd_fingerprint(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
+    from contextlib import ExitStack
+
+    from admin.report import to_html
+    from admin.scan import run_scan, serve_directory
+
+    works_dir = Path(args.works)
+    if not works_dir.is_dir():
+        raise CommandError(f"--works {works_dir}: not a directory", 2)
+    if not args.site and not args.site_dir:
+        raise CommandError("give at least one --site URL (or --site-dir FOLDER)", 2)
+    for url in args.site:
+        if not url.startswith(("http://", "https://")):
+            raise CommandError(f"--site {url!r}: not an http(s) URL", 2)
+    if args.max_pages < 1:
+        raise CommandError("--max-pages must be at least 1", 2)
+    out = Path(args.json)
+    if not out.parent.is_dir():
+        raise CommandError(f"--json {out}: folder {out.parent} does not exist", 2)
+    with ExitStack() as stack:
+        urls = list(args.site)
+        for folder in args.site_dir:
+            if not Path(folder, "index.html").is_file():
+                raise CommandError(f"--site-dir {folder}: no index.html there", 2)
+            urls.append(stack.enter_context(serve_directory(Path(folder))) + "index.html")
+        works_bar = tqdm(desc="works", unit="work", disable=None, file=sys.stderr)
+        pages_bar = tqdm(desc="pages", unit="page", disable=None, file=sys.stderr)
+        try:
+            result, engine = run_scan(
+                works_dir,
+                urls,
+                max_pages=args.max_pages,
+                redis_url=os.environ.get("FPTRACK_REDIS_URL") or None,
+                on_work=lambda w: works_bar.update(1),
+                on_page=lambda u: pages_bar.update(1),
+            )
+        finally:
+            works_bar.close()
+            pages_bar.close()
+    try:
+        out.write_text(
+            json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+        )
+        if args.html:
+            matches = list(engine.store.db.matches.find({"active": True}).sort("url", 1))
+            Path(args.html).write_text(
+                to_html(
+                    matches,
+                    lambda m: (
+                        engine.store.get_work(str(m["work_id"]), {"text": 1})["text"],
+                        engine.store.get_page(str(m["page_id"]), {"text": 1})["text"],
+                    ),
+                    "fptrack scan",
+                    {"works": result.works, "pages": result.pages, "matches": len(matches)},
+                ),
+                encoding="utf-8",
+            )
+    finally:
+        if os.environ.get("FPTRACK_REDIS_URL"):
+            engine.drop_indexes()
+    print(
+        f"{result.works} work(s), {result.pages} page(s), {len(result.matches)} match(es) -> {out}",
+        file=sys.stderr,
+    )
+    for error in result.errors:
+        print(f"fptrack: error: {error}", file=sys.stderr)
+    return 1 if result.errors else 0
+
+
+def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
+    site = ctx.ops.get_site(args.site)
+    if site is None:
+        raise CommandError(f"no site named {args.site!r} (see `fptrack sites list`)")
+    if not args.here and not args.inline:
+        print(f"crawl of {site.name} enqueued: task {ctx.send('fptrack.crawl_site', site.name)}")
+        return 0
+    from crawler.run import crawl_in_process
+
+    from matcher.ingest import Ingest
+
+    engine = ctx.engine
+    authorised = ctx.ops.authorised_sites()
+    bar = tqdm(desc=f"crawling {site.name}", unit="page", disable=None, file=sys.stderr)
+
+    def enqueue(page_id: str) -> None:
+        if args.inline:
+            engine.process_stored_page(page_id, authorised)
+        else:
+            ctx.send("fptrack.process_page", page_id)
+        bar.update(1)
+
+    try:
+        stats = crawl_in_process([site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)})
+    finally:
+        bar.close()
+    s = stats.get(site.name, {})
+    print(
+        f"{site.name}: {s.get('fptrack/pages', 0)} page(s), "
+        f"{s.get('response_received_count', 0)} response(s), "
+        f"{sum(v for k, v in s.items() if k.startswith('fptrack/errors/'))} error(s)"
+    )
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
+    argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
+    if args.concurrency:
+        argv.append(f"--concurrency={args.concurrency}")
+    ctx.app.worker_main(argv)
+    return 0
+
+
+def cmd_beat(args: argparse.Namespace, ctx: Context) -> int:
+    ctx.schedules.ensure_daily(ctx.settings)
+    for site in ctx.ops.list_sites():
+        ctx.schedules.sync_site(site)
+    ctx.app.start(["beat", "-S", "redbeat.RedBeatScheduler", f"--loglevel={args.loglevel}"])
+    return 0
+
+
+def _match_filters(p: argparse.ArgumentParser, until: bool = False) -> None:
+    p.add_argument("--site", help="only this site (its name)")
+    p.add_argument("--work", help="only this work (id, title or source)")
+    p.add_argument("--since", help="first seen at or after: YYYY-MM-DD, ISO time, or age 7d/12h")
+    if until:
+        p.add_argument("--until", help="first seen before: YYYY-MM-DD or ISO time")
+    p.add_argument("--status", choices=STATUSES, help="only this review status")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fptrack",
-        description="Track copies of Chinese web text by fingerprint.",
+        description="Track copies of Chinese web text by fingerprint. Connections come from "
+        "FPTRACK_MONGO_URI (default mongodb://127.0.0.1:27017), FPTRACK_REDIS_URL (default "
+        "redis://127.0.0.1:6379/0) and the other FPTRACK_* variables listed in the README.",
     )
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    fp = commands.add_parser(
-        "fingerprint",
-        help="print every fingerprint of a text or HTML file",
-        description="Print every default fingerprint of a text or HTML file (encoding "
-        "detected: UTF-8/16/32, GB18030/GBK, Big5).",
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("scan", help="one-shot scan: works x sites, no server needed")
+    p.add_argument("--works", required=True, help="folder of works (.txt .md .html, recursive)")
+    p.add_argument("--site", action="append", default=[], help="site URL to crawl (repeatable)")
+    p.add_argument(
+        "--site-dir",
+        action="append",
+        default=[],
+        help="serve this folder on 127.0.0.1 for the scan and crawl it from index.html",
     )
-    fp.add_argument("file", help="a .txt, .md or .html file")
-    fp.add_argument(
+    p.add_argument("--json", required=True, help="write the results here")
+    p.add_argument(
+        "--max-pages",
+        type=int,
+        default=DEFAULT_MAX_PAGES,
+        help=f"pages per site at most (default: {DEFAULT_MAX_PAGES})",
+    )
+    p.add_argument("--html", help="also write an HTML report with highlighted evidence")
+    p.set_defaults(func=cmd_scan)
+
+    works = sub.add_parser("works", help="register, list and remove works").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    p = works.add_parser("add", help="register works (.txt .md .html .zip, folders recursive)")
+    p.add_argument("paths", nargs="+", help="files or folders")
+    p.add_argument("--title", help="title (one file only; default: the file name)")
+    p.add_argument("--author", default="", help="author (default: none)")
+    p.add_argument(
+        "--no-match",
+        action="store_true",
+        help="do not match against pages already crawled now (the daily job will)",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=int,
+        default=DEFAULT_MAX_BYTES,
+        help=f"skip larger files (default: {DEFAULT_MAX_BYTES})",
+    )
+    p.set_defaults(func=c.cmd_works_add)
+    p = works.add_parser("list", help="list registered works")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=c.cmd_works_list)
+    p = works.add_parser("remove", help="remove works (and their index entries)")
+    p.add_argument("refs", nargs="+", help="work id, title or source")
+    p.add_argument("--all", action="store_true", help="remove every work a title matches")
+    p.set_defaults(func=c.cmd_works_remove)
+
+    sites = sub.add_parser("sites", help="watched sites and their schedules").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    p = sites.add_parser("add", help="add a site, or change one (same --name)")
+    p.add_argument("url", help="start URL")
+    p.add_argument("--name", help="site name (default: the URL's host)")
+    p.add_argument("--start", action="append", default=[], help="another start URL")
+    p.add_argument(
+        "--domain",
+        action="append",
+        default=[],
+        help="allowed domain (default: hosts of the start URLs)",
+    )
+    p.add_argument("--depth", type=int, default=5, help="link depth at most (default: 5)")
+    p.add_argument(
+        "--max-pages", type=int, default=0, help="pages per crawl at most (default: 0, no limit)"
+    )
+    p.add_argument(
+        "--include", action="append", default=[], help="follow only URLs matching this regex"
+    )
+    p.add_argument(
+        "--exclude", action="append", default=[], help="never follow URLs matching this regex"
+    )
+    p.add_argument(
+        "--selector", default="", help="CSS (or XPath from /) of the main text (default: extracted)"
+    )
+    p.add_argument(
+        "--no-join", action="store_true", help="do not join chapters split over pages (下一页)"
+    )
+    p.add_argument(
+        "--ignore-robots", action="store_true", help="do not obey robots.txt (default: obey)"
+    )
+    p.add_argument(
+        "--schedule",
+        default="daily",
+        help="daily (default), daily@HH:MM, hourly, 'every N m|h|s', 'cron M H DOM MON DOW', never",
+    )
+    p.add_argument(
+        "--authorised", action="store_true", help="licensed site: its matches are authorised"
+    )
+    p.set_defaults(func=c.cmd_sites_add)
+    p = sites.add_parser("list", help="list sites")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=c.cmd_sites_list)
+    p = sites.add_parser("remove", help="remove a site and its schedule (its pages stay)")
+    p.add_argument("name")
+    p.set_defaults(func=c.cmd_sites_remove)
+
+    p = sub.add_parser("schedules", help="list the beat schedules (crawls, daily jobs)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=c.cmd_schedules)
+
+    p = sub.add_parser("crawl", help="crawl a site now (default: enqueued for the workers)")
+    p.add_argument("site", help="site name")
+    p.add_argument(
+        "--here", action="store_true", help="crawl in this process; pages go to the workers"
+    )
+    p.add_argument(
+        "--inline", action="store_true", help="crawl and match in this process (no worker)"
+    )
+    p.set_defaults(func=cmd_crawl)
+
+    p = sub.add_parser("match", help="check one text file or URL now: which works it copies")
+    p.add_argument("target", help="a .txt/.md/.html file or an http(s) URL")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument(
+        "--passages", type=int, default=5, help="evidence passages shown per work (default: 5)"
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=int,
+        default=DEFAULT_MAX_BYTES,
+        help=f"refuse larger files (default: {DEFAULT_MAX_BYTES})",
+    )
+    p.set_defaults(func=c.cmd_match)
+
+    matches = sub.add_parser("matches", help="recorded matches").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    p = matches.add_parser("list", help="list matches, newest first")
+    _match_filters(p)
+    p.add_argument("--limit", type=int, default=100, help="at most this many (default: 100)")
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.set_defaults(func=c.cmd_matches_list)
+
+    p = sub.add_parser("report", help="export matches as CSV, JSON or HTML")
+    _match_filters(p, until=True)
+    p.add_argument("--format", choices=("csv", "json", "html"), default="csv", help="default: csv")
+    p.add_argument("--out", help="write to this file (default: standard output)")
+    p.set_defaults(func=c.cmd_report)
+
+    index = sub.add_parser("index", help="the Redis indexes").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    p = index.add_parser("rebuild", help="rebuild every Redis index from MongoDB")
+    p.set_defaults(func=c.cmd_index_rebuild)
+
+    p = sub.add_parser("worker", help="run a Celery worker (pages, works, crawls)")
+    p.add_argument(
+        "--queues", default="fptrack,fptrack.crawl", help="default: fptrack,fptrack.crawl"
+    )
+    p.add_argument("--concurrency", type=int, default=0, help="processes (default: one per core)")
+    p.add_argument("--loglevel", default="INFO", help="default: INFO")
+    p.set_defaults(func=cmd_worker)
+
+    p = sub.add_parser("beat", help="run the scheduler (redbeat; one at a time)")
+    p.add_argument("--loglevel", default="INFO", help="default: INFO")
+    p.set_defaults(func=cmd_beat)
+
+    p = sub.add_parser("fingerprint", help="print every fingerprint of a text or HTML file")
+    p.add_argument("file", help="a .txt, .md or .html file")
+    p.add_argument(
         "--json", action="store_true", help="machine-readable output (default: a summary)"
     )
-    fp.add_argument(
+    p.add_argument(
         "--max-bytes",
         type=int,
         default=DEFAULT_MAX_BYTES,
         help=f"refuse files larger than this (default: {DEFAULT_MAX_BYTES})",
     )
-    fp.set_defaults(func=cmd_fingerprint)
+    p.set_defaults(func=cmd_fingerprint)
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+def main(argv: list[str] | None = None, context: Context | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    ctx = context or Context()
     try:
-        return args.func(args)
+        return args.func(args, ctx)
     except CommandError as exc:
         print(f"fptrack: error: {exc}", file=sys.stderr)
         return exc.status
+    except (SiteConfigError, ValueError) as exc:
+        print(f"fptrack: error: {exc}", file=sys.stderr)
+        return 2
+    except MatcherError as exc:
+        print(f"fptrack: error: {exc}", file=sys.stderr)
+        return 1
     except BrokenPipeError:
         # The reader went away (``fptrack ... | head``): stop quietly, as the Python docs advise.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

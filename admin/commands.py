@@ -1,0 +1,303 @@
+"""The operator's commands over the store and indexes: works, sites, matches, reports, index.
+
+Each ``cmd_*`` takes the parsed arguments and a :class:`Context`, prints to stdout and
+returns the exit status; a :class:`CommandError` is printed as one line by the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from admin.context import Context
+from admin.reading import ReadError, iter_work_files, read_text_file
+from admin.report import row, to_csv, to_html
+from matcher.errors import MatcherError
+from matcher.sites import SiteConfig
+
+
+class CommandError(Exception):
+    """A user-facing error: printed as one line, exit status 1 (or the one given)."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return str(value)
+
+
+def dump_json(value: Any) -> None:
+    json.dump(value, sys.stdout, ensure_ascii=False, indent=2, default=_json_default)
+    sys.stdout.write("\n")
+
+
+def parse_when(text: str) -> datetime:
+    """``YYYY-MM-DD``, an ISO date-time, or a age such as ``7d`` / ``12h`` (UTC)."""
+    match = re.fullmatch(r"(\d+)([dh])", text)
+    if match:
+        amount = int(match.group(1))
+        delta = timedelta(days=amount) if match.group(2) == "d" else timedelta(hours=amount)
+        return datetime.now(UTC) - delta
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError as exc:
+        raise CommandError(
+            f"{text!r} is not a date (YYYY-MM-DD), a time or an age (7d, 12h)", 2
+        ) from exc
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+# works ---------------------------------------------------------------------------------
+
+
+def cmd_works_add(args: argparse.Namespace, ctx: Context) -> int:
+    paths = [Path(p) for p in args.paths]
+    files = list(iter_work_files(paths, args.max_bytes))
+    if args.title and len(files) != 1:
+        raise CommandError("--title needs exactly one work file", 2)
+    engine = ctx.engine
+    added, failed, matches = 0, 0, 0
+    for work in tqdm(files, desc="works", unit="work", disable=None, file=sys.stderr):
+        if work.error:
+            print(f"fptrack: skipped {work.error}", file=sys.stderr)
+            failed += 1
+            continue
+        source = work.source
+        title = args.title or Path(work.name).stem
+        try:
+            work_id = engine.add_work(work.text, title=title, source=source, author=args.author)
+        except MatcherError as exc:
+            print(f"fptrack: skipped {work.name}: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        added += 1
+        if not args.no_match:
+            matches += len(engine.match_work_against_pages(work_id, ctx.ops.authorised_sites()))
+        print(f"{work_id}\t{title}\t{source}")
+    note = "" if args.no_match else f", {matches} match(es) among pages already crawled"
+    print(f"{added} work(s) registered, {failed} skipped{note}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def cmd_works_list(args: argparse.Namespace, ctx: Context) -> int:
+    works = ctx.ops.list_works()
+    if args.json:
+        dump_json([{**w, "_id": str(w["_id"])} for w in works])
+        return 0
+    for w in works:
+        print(f"{w['_id']}\t{w.get('title', '')}\t{w.get('author', '')}\t{w.get('source', '')}")
+    print(f"{len(works)} work(s)", file=sys.stderr)
+    return 0
+
+
+def cmd_works_remove(args: argparse.Namespace, ctx: Context) -> int:
+    status = 0
+    for ref in args.refs:
+        found = ctx.ops.find_works(ref)
+        if not found:
+            print(f"fptrack: error: no work with id, title or source {ref!r}", file=sys.stderr)
+            status = 1
+            continue
+        if len(found) > 1 and not args.all:
+            raise CommandError(f"{len(found)} works match {ref!r}; give an id or --all")
+        for work in found:
+            ctx.engine.remove_work(str(work["_id"]))
+            print(f"removed {work['_id']}\t{work.get('title', '')}")
+    return status
+
+
+# sites ---------------------------------------------------------------------------------
+
+
+def cmd_sites_add(args: argparse.Namespace, ctx: Context) -> int:
+    from urllib.parse import urlsplit
+
+    name = args.name or (urlsplit(args.url).hostname or "").replace(":", "-")
+    try:
+        site = SiteConfig(
+            name=name,
+            start_urls=(args.url, *args.start),
+            allowed_domains=tuple(args.domain),
+            max_depth=args.depth,
+            max_pages=args.max_pages,
+            include=tuple(args.include),
+            exclude=tuple(args.exclude),
+            content_selector=args.selector,
+            join_next_pages=not args.no_join,
+            obey_robots=not args.ignore_robots,
+            schedule=args.schedule,
+            authorised=args.authorised,
+        )
+    except ValueError as exc:
+        raise CommandError(str(exc), 2) from exc
+    _, created = ctx.ops.save_site(site)
+    scheduled = ctx.schedules.sync_site(site)
+    when = f"schedule {site.schedule}" if scheduled else "not scheduled"
+    print(f"{'added' if created else 'updated'} site {site.name} ({when})")
+    return 0
+
+
+def cmd_sites_list(args: argparse.Namespace, ctx: Context) -> int:
+    sites = ctx.ops.list_sites()
+    if args.json:
+        dump_json([s.to_dict() for s in sites])
+        return 0
+    for s in sites:
+        flags = " authorised" if s.authorised else ""
+        print(f"{s.name}\t{s.schedule}\t{' '.join(s.start_urls)}{flags}")
+    print(f"{len(sites)} site(s)", file=sys.stderr)
+    return 0
+
+
+def cmd_sites_remove(args: argparse.Namespace, ctx: Context) -> int:
+    if not ctx.ops.delete_site(args.name):
+        raise CommandError(f"no site named {args.name!r}")
+    ctx.schedules.remove_site(args.name)
+    print(f"removed site {args.name} and its schedule")
+    return 0
+
+
+def cmd_schedules(args: argparse.Namespace, ctx: Context) -> int:
+    entries = ctx.schedules.entries()
+    if args.json:
+        dump_json(entries)
+        return 0
+    for e in entries:
+        print(f"{e['name']}\t{e['task']}\t{e['schedule']}\tnext {e['due_at']}")
+    return 0
+
+
+# matching ------------------------------------------------------------------------------
+
+
+def fetch_url(url: str, timeout: float = 30.0) -> str:
+    """The main text of one web page (the crawler's decoding and extraction)."""
+    import urllib.error
+    import urllib.request
+
+    from crawler.encoding import decode_body
+    from crawler.extract import extract
+
+    request = urllib.request.Request(url, headers={"User-Agent": "fptrack/0.1 (match)"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = response.read(64 * 1024 * 1024)
+            header = response.headers.get("Content-Type", "")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise CommandError(f"cannot fetch {url}: {getattr(exc, 'reason', exc)}") from exc
+    try:
+        text, _ = decode_body(body, header)
+    except ValueError as exc:
+        raise CommandError(f"{url}: {exc}") from exc
+    return extract(text, url).text
+
+
+def cmd_match(args: argparse.Namespace, ctx: Context) -> int:
+    target = args.target
+    if re.match(r"^https?://", target):
+        text = fetch_url(target)
+    else:
+        try:
+            text, _ = read_text_file(Path(target), args.max_bytes)
+        except ReadError as exc:
+            raise CommandError(str(exc), 2) from exc
+    try:
+        records = ctx.engine.match_text(text)
+    except MatcherError as exc:
+        raise CommandError(f"{target}: {exc}") from exc
+    records.sort(key=lambda r: -r["score"])
+    if args.json:
+        dump_json(
+            [
+                {k: v for k, v in r.items() if k not in ("alignment",)}
+                | {"work_id": str(r["work_id"])}
+                for r in records
+            ]
+        )
+        return 0
+    if not records:
+        print("no registered work is copied in this text")
+    for r in records:
+        print(
+            f"{r['work_title']} ({r['work_source']}): score {r['score']:.3f}, work contained "
+            f"{r['containment_work']:.3f}, text contained {r['containment_page']:.3f}, "
+            f"methods {', '.join(r['methods'])}"
+        )
+        for e in r["evidence"][: args.passages]:
+            print(f"  text {e['page_span']} = work {e['work_span']}: {e['text'][:80]}")
+    return 0
+
+
+def _filters(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
+    filters: dict[str, Any] = {}
+    if args.site:
+        filters["site"] = args.site
+    if args.work:
+        found = ctx.ops.find_works(args.work)
+        if len(found) != 1:
+            raise CommandError(f"{len(found)} works match {args.work!r}; give its id", 2)
+        filters["work_id"] = str(found[0]["_id"])
+    if args.since:
+        filters["since"] = parse_when(args.since)
+    if getattr(args, "until", None):
+        filters["until"] = parse_when(args.until)
+    if args.status:
+        filters["status"] = args.status
+    return filters
+
+
+def cmd_matches_list(args: argparse.Namespace, ctx: Context) -> int:
+    matches = ctx.ops.list_matches(limit=args.limit, **_filters(args, ctx))
+    if args.json:
+        dump_json([{**row(m), "id": str(m["_id"])} for m in matches])
+        return 0
+    for m in matches:
+        r = row(m)
+        print(
+            f"{m['_id']}\t{r['first_seen'][:19]}\t{r['status']}\t{r['site']}\t{r['score']:.3f}"
+            f"\t{r['work']}\t{r['url']}"
+        )
+    print(f"{len(matches)} match(es)", file=sys.stderr)
+    return 0
+
+
+def cmd_report(args: argparse.Namespace, ctx: Context) -> int:
+    matches = list(ctx.ops.iter_matches(**_filters(args, ctx)))
+    if args.format == "csv":
+        output = to_csv(matches)
+    elif args.format == "json":
+        output = json.dumps([row(m) for m in matches], ensure_ascii=False, indent=2) + "\n"
+    else:
+        store = ctx.engine.store
+
+        def texts(m: dict) -> tuple[str, str]:
+            work = store.get_work(str(m["work_id"]), {"text": 1}) or {}
+            page = store.get_page(str(m["page_id"]), {"text": 1}) or {}
+            return work.get("text", ""), page.get("text", "")
+
+        output = to_html(matches, texts, "fptrack report", {"matches": len(matches)})
+    if args.out:
+        Path(args.out).write_text(output, encoding="utf-8")
+        print(f"{len(matches)} match(es) written to {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(output)
+    return 0
+
+
+def cmd_index_rebuild(args: argparse.Namespace, ctx: Context) -> int:
+    with tqdm(total=2, desc="rebuilding", unit="index", disable=None, file=sys.stderr) as bar:
+        counts = ctx.engine.rebuild_indexes()
+        bar.update(2)
+    print(f"rebuilt: {counts.get('work', 0)} work(s), {counts.get('page', 0)} page(s)")
+    return 0

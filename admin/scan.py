@@ -1,0 +1,202 @@
+"""The embedded one-shot scan: the whole pipeline in one process, with no server.
+
+``fptrack scan --works DIR --site URL ... --json OUT.json`` registers every work under DIR,
+crawls each site (links within its host), matches every page and writes the contract's JSON
+(see ``shared/design.md``). The store is mongomock (in memory); the indexes are on the Redis
+server of ``FPTRACK_REDIS_URL`` when that is set (under a key prefix of their own, deleted
+afterwards), else on fakeredis; Celery tasks run eagerly, in process; Scrapy runs in process.
+The same code paths as the deployed system run: the crawler's item pipeline stores each page
+and enqueues ``process_page``, which matches it and writes its match records.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import threading
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import mongomock
+import redis
+
+from admin.reading import WorkFile, iter_work_files
+from matcher.engine import Engine
+from matcher.errors import MatcherError
+from matcher.ingest import Ingest
+from matcher.settings import Settings
+from matcher.sites import SiteConfig
+
+DEFAULT_MAX_PAGES = 1000
+DEFAULT_MAX_DEPTH = 10
+
+
+@dataclass
+class ScanResult:
+    """What the scan found, in the contract's terms, plus the problems it met."""
+
+    works: int = 0
+    pages: int = 0
+    matches: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    crawl_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "works": self.works,
+            "pages": self.pages,
+            "matches": self.matches,
+            "errors": self.errors,
+        }
+
+
+def site_config(url: str, index: int, max_pages: int) -> SiteConfig:
+    """A one-off site configuration for a scanned URL (links within its host)."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "site").replace(":", "-")
+    name = f"scan{index}-{host}" + (f"-{parts.port}" if parts.port else "")
+    return SiteConfig(
+        name=name[:64],
+        start_urls=(url,),
+        max_pages=max_pages,
+        max_depth=DEFAULT_MAX_DEPTH,
+        schedule="never",
+    )
+
+
+@contextlib.contextmanager
+def serve_directory(folder: Path) -> Iterator[str]:
+    """Serve ``folder`` over HTTP on 127.0.0.1 (a free port) while the block runs."""
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(folder))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
+    """An engine on mongomock and on the given Redis server (else fakeredis)."""
+    if redis_url:
+        client = redis.Redis.from_url(redis_url)
+    else:
+        import fakeredis
+
+        client = fakeredis.FakeRedis()
+    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
+
+
+def run_scan(
+    works: list[WorkFile] | Path,
+    site_urls: list[str],
+    *,
+    max_pages: int = DEFAULT_MAX_PAGES,
+    redis_url: str | None = None,
+    settings: Settings | None = None,
+    on_work: Callable[[WorkFile], None] = lambda w: None,
+    on_page: Callable[[str], None] = lambda url: None,
+    crawl_overrides: dict[str, Any] | None = None,
+) -> tuple[ScanResult, Engine]:
+    """Register the works, crawl the sites, match every page; returns the result and engine.
+
+    The engine (with its in-memory store) is returned so the caller can render reports or
+    serve the admin over it; its Redis keys are the caller's to drop (``engine.drop_indexes``).
+    """
+    from crawler.run import crawl_in_process
+
+    from matcher import tasks
+    from matcher.celery_app import app, runtime
+
+    settings = settings or Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}")
+    engine = scan_engine(settings, redis_url)
+    result = ScanResult()
+    files = list(iter_work_files([works])) if isinstance(works, Path) else works
+    for work in files:
+        on_work(work)
+        if work.error:
+            result.errors.append(work.error)
+            continue
+        try:
+            engine.add_work(work.text, title=Path(work.name).stem, source=work.name, key=work.name)
+        except MatcherError as exc:
+            result.errors.append(f"{work.name}: {exc}")
+            continue
+        result.works += 1
+
+    runtime.use(engine, settings)
+    eager = app.conf.task_always_eager
+    app.conf.task_always_eager = True
+
+    def enqueue(page_id: str) -> None:
+        tasks.process_page.delay(page_id)
+        doc = engine.store.get_page(page_id, {"url": 1})
+        on_page(doc["url"] if doc else page_id)
+
+    try:
+        sites = [site_config(url, i, max_pages) for i, url in enumerate(site_urls, 1)]
+        ingest = Ingest(engine.store, enqueue)
+        overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
+        result.crawl_stats = crawl_in_process(sites, overrides)
+    finally:
+        app.conf.task_always_eager = eager
+        runtime.use(None)
+    for site, url in zip(sites, site_urls, strict=True):
+        problem = unreachable(result.crawl_stats.get(site.name, {}))
+        if problem:
+            result.errors.append(f"site {url} could not be crawled: {problem}")
+    for failure in engine.store.db.failures.find({}):
+        result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")
+    result.pages = engine.store.count("pages")
+    result.matches = contract_matches(engine)
+    return result, engine
+
+
+def unreachable(stats: dict[str, Any]) -> str:
+    """Why a crawl got no response at all ("" when it got at least one)."""
+    if stats.get("response_received_count", 0):
+        return ""
+    errors = sorted(
+        k.rsplit("/", 1)[-1] for k in stats if k.startswith("downloader/exception_type_count/")
+    )
+    return ", ".join(errors) or "no response"
+
+
+def contract_matches(engine: Engine) -> list[dict[str, Any]]:
+    """Every active match in the contract's form, by page URL then work."""
+    db = engine.store.db
+    works = {d["_id"]: d.get("source", "") for d in db.works.find({}, {"source": 1})}
+    out = []
+    for m in db.matches.find({"active": True}):
+        methods = list(m.get("methods", []))
+        out.append(
+            {
+                "url": m["url"],
+                "work": works.get(m["work_id"], m.get("work_source", "")),
+                "score": round(float(m["score"]), 4),
+                "containment": round(float(m["containment"]), 4),
+                "methods": methods,
+                "scores": {k: _plain(v) for k, v in m.get("scores", {}).items()},
+                "evidence": [
+                    {"work_span": e["work_span"], "page_span": e["page_span"], "text": e["text"]}
+                    for e in m.get("evidence", [])
+                ],
+            }
+        )
+    return sorted(out, key=lambda m: (m["url"], m["work"]))
+
+
+def _plain(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
