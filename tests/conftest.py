@@ -2,6 +2,8 @@
 
 ``FPTRACK_TEST_REDIS_URL`` picks the database (default ``redis://127.0.0.1:6379/15``); it is
 flushed before and after each test that asks for it, so never point it at data you keep.
+The Celery broker of the tests is database 14 of the same server
+(``FPTRACK_TEST_BROKER_URL``), set before :mod:`matcher.celery_app` is first imported.
 """
 
 from __future__ import annotations
@@ -13,6 +15,11 @@ import pytest
 import redis
 
 TEST_REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+TEST_BROKER_URL = os.environ.get("FPTRACK_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
+os.environ["FPTRACK_BROKER_URL"] = TEST_BROKER_URL
+os.environ["FPTRACK_REDIS_URL"] = TEST_REDIS_URL
+os.environ["FPTRACK_REDIS_PREFIX"] = "fptrack-test"
+os.environ.pop("FPTRACK_MONGO_URI", None)
 
 
 @pytest.fixture

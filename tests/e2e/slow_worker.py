@@ -1,0 +1,43 @@
+"""A worker process whose ``process_page`` blocks after taking its message (test helper).
+
+Run by ``test_worker.py`` as ``python slow_worker.py MARKER``: the worker consumes from the
+test broker (``FPTRACK_BROKER_URL``), and the first task it starts writes MARKER and sleeps,
+so that the test can kill it with SIGKILL while the message is unacknowledged.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import mongomock
+import redis
+
+from matcher import jobs
+from matcher.celery_app import app, runtime
+from matcher.engine import Engine
+
+
+def blocking_process_page(engine: object, page_id: str) -> dict:
+    Path(sys.argv[1]).write_text(page_id, encoding="utf-8")
+    time.sleep(600)
+    raise AssertionError("the test should have killed this worker")
+
+
+if __name__ == "__main__":
+    jobs.process_page = blocking_process_page
+    settings = runtime.settings
+    client = redis.Redis.from_url(settings.redis_url)
+    runtime.use(Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client))
+    app.worker_main(
+        [
+            "worker",
+            "--pool=solo",
+            "--queues=fptrack",
+            "--loglevel=WARNING",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+        ]
+    )

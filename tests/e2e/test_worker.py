@@ -1,0 +1,181 @@
+"""A real Celery worker consuming from the real Redis broker turns stored pages into match
+records; failures leave records; a worker killed by SIGKILL mid-task loses nothing and
+duplicates nothing.
+
+The surviving worker runs in this process (``start_worker``) so that it shares the mongomock
+store with the test; the killed one is a separate process (``slow_worker.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import redis
+from celery.contrib.testing.worker import start_worker
+from celery.signals import task_success
+
+from matcher import tasks
+from matcher.celery_app import app
+from matcher.engine import Engine
+from matcher.ingest import Ingest
+from matcher.operations import Operations
+from tests.e2e.support import CHROME, ROOT, UNRELATED, sample, wait_until
+
+
+def enqueue(page_id: str) -> None:
+    tasks.process_page.delay(page_id)
+
+
+@contextmanager
+def worker(transport_options: dict | None = None):
+    """A worker of this process on the test broker (solo pool, like one worker process)."""
+    saved = app.conf.broker_transport_options
+    if transport_options:
+        app.conf.broker_transport_options = {**saved, **transport_options}
+    try:
+        with start_worker(
+            app, pool="solo", perform_ping_check=False, loglevel="WARNING", shutdown_timeout=20
+        ) as w:
+            yield w
+    finally:
+        app.conf.broker_transport_options = saved
+
+
+@contextmanager
+def count_successes():
+    done: Counter[str] = Counter()
+
+    def on_success(sender=None, result=None, **kwargs):
+        done[sender.name] += 1
+
+    task_success.connect(on_success, weak=False)
+    try:
+        yield done
+    finally:
+        task_success.disconnect(on_success)
+
+
+def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Redis) -> None:
+    works = {
+        n: engine.add_work(sample(n), title=n, source=n)
+        for n in ("lighthouse.txt", "river-town.txt", "tea-history.txt")
+    }
+    ingest = Ingest(engine.store, enqueue)
+    copy = ingest.page(
+        url="http://pirate/1", site="pirate", title="", text=CHROME.format(sample("lighthouse.txt"))
+    )
+    both = ingest.page(
+        url="http://pirate/2",
+        site="pirate",
+        title="",
+        text=CHROME.format(sample("river-town.txt") + "\n" + sample("tea-history.txt")),
+    )
+    other = ingest.page(
+        url="http://pirate/3", site="pirate", title="", text=CHROME.format(UNRELATED)
+    )
+    assert broker.llen("fptrack") == 3
+    with count_successes() as done, worker():
+        wait_until(lambda: not list(engine.store.pending_pages()), 60, "the pages to be processed")
+    assert done["fptrack.process_page"] == 3
+    found = {(m["url"], str(m["work_id"])) for m in engine.store.db.matches.find()}
+    assert found == {
+        ("http://pirate/1", works["lighthouse.txt"]),
+        ("http://pirate/2", works["river-town.txt"]),
+        ("http://pirate/2", works["tea-history.txt"]),
+    }
+    assert other.page_id not in {str(m["page_id"]) for m in engine.store.db.matches.find()}
+    assert copy.enqueued and both.enqueued
+    assert broker.llen("fptrack") == 0 and not broker.hlen("unacked")
+
+
+def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
+    engine: Engine, broker: redis.Redis
+) -> None:
+    missing = "0123456789abcdef01234567"
+    tasks.process_page.delay(missing)
+    with worker():
+        wait_until(lambda: Operations(engine.store).failures(), 30, "the failure record")
+    [failure] = Operations(engine.store).failures()
+    assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
+    assert "no page with id" in failure["error"]
+
+
+def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
+    ingest = Ingest(engine.store, enqueue)
+    page = ingest.page(
+        url="http://pirate/old",
+        site="pirate",
+        title="",
+        text=CHROME.format(sample("star-voyage.txt")),
+    )
+    with worker():
+        wait_until(lambda: not list(engine.store.pending_pages()), 30, "the page")
+        assert engine.store.db.matches.count_documents({}) == 0
+        doc, _ = engine.store.upsert_work(
+            "star", title="star", text=sample("star-voyage.txt"), content_hash="h"
+        )
+        tasks.index_work.delay(str(doc["_id"]))
+        wait_until(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
+    [match] = engine.store.db.matches.find()
+    assert str(match["page_id"]) == page.page_id and match["work_id"] == doc["_id"]
+
+
+def test_sigkilled_worker_loses_nothing_and_duplicates_nothing(
+    engine: Engine, broker: redis.Redis, tmp_path: Path
+) -> None:
+    work_id = engine.add_work(sample("tea-brewing.txt"), title="tea", source="tea.txt")
+    page = Ingest(engine.store, enqueue).page(
+        url="http://pirate/tea",
+        site="pirate",
+        title="",
+        text=CHROME.format(sample("tea-brewing.txt")),
+    )
+    marker = tmp_path / "started"
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    doomed = subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("slow_worker.py")), str(marker)],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        wait_until(marker.exists, 60, "the doomed worker to start the task")
+        assert marker.read_text() == page.page_id
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait(10)
+    finally:
+        if doomed.poll() is None:
+            doomed.kill()
+    assert doomed.returncode == -signal.SIGKILL
+    # the message was taken and never acknowledged: it waits in the unacked hash
+    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
+    assert engine.store.db.matches.count_documents({}) == 0
+
+    fast_restore = {
+        "visibility_timeout": 3,
+        "unacked_restore_interval": 1,
+        "unacked_restore_throttle": 1,
+    }
+    with count_successes() as done, worker(fast_restore):
+        wait_until(lambda: not list(engine.store.pending_pages()), 60, "the redelivered task")
+        time.sleep(5)  # longer than the visibility timeout: a second delivery would show now
+    assert done["fptrack.process_page"] == 1
+    [match] = engine.store.db.matches.find()
+    assert (str(match["page_id"]), str(match["work_id"])) == (page.page_id, work_id)
+    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
+
+
+@pytest.mark.parametrize("name", sorted(n for n in app.tasks if n.startswith("fptrack.")))
+def test_every_task_acks_late_and_retries_outages(name: str) -> None:
+    task = app.tasks[name]
+    assert task.acks_late and task.reject_on_worker_lost
+    assert redis.ConnectionError in task.autoretry_for and task.retry_jitter

@@ -1,0 +1,207 @@
+"""Ingest of crawled pages, operational records and the jobs behind the tasks (no broker).
+
+Real Redis (flushed database) and mongomock; every test checks what reaches the store.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+
+import mongomock
+import pytest
+import redis
+
+from matcher import jobs
+from matcher.engine import Engine
+from matcher.ingest import Ingest
+from matcher.operations import Operations
+from matcher.settings import Settings
+from matcher.sites import SiteConfig, SiteConfigError
+from matcher.store import StoreError
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
+CHROME = "盗版小说网 首页 排行榜\n{}\n本站小说均来自网络"
+
+
+def sample(name: str) -> str:
+    return (SAMPLES / name).read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def engine(redis_client: redis.Redis) -> Engine:
+    return Engine.open(
+        Settings(redis_prefix="fptrack-test"),
+        mongo_client=mongomock.MongoClient(),
+        redis_client=redis_client,
+    )
+
+
+@pytest.fixture
+def ops(engine: Engine) -> Operations:
+    return Operations(engine.store)
+
+
+class TestIngest:
+    def test_new_changed_unchanged(self, engine: Engine) -> None:
+        queued: list[str] = []
+        ingest = Ingest(engine.store, queued.append)
+        first = ingest.page(url="http://a/1", site="a", title="t", text="第一版文字")
+        assert (first.state, first.enqueued) == ("new", True)
+        same = ingest.page(url="http://a/1", site="a", title="t", text="第一版文字")
+        # never processed yet: enqueued again, so a lost task is made good on the next crawl
+        assert (same.state, same.enqueued) == ("unchanged", True)
+        engine.store.mark_processed(
+            first.page_id, engine.store.get_page(first.page_id)["content_hash"]
+        )
+        again = ingest.page(url="http://a/1", site="a", title="t", text="第一版文字")
+        assert (again.state, again.enqueued) == ("unchanged", False)
+        changed = ingest.page(url="http://a/1", site="a", title="t", text="第二版文字")
+        assert (changed.state, changed.enqueued) == ("changed", True)
+        assert queued == [first.page_id] * 3
+        assert engine.store.count("pages") == 1
+        assert list(engine.store.pending_pages()) == [first.page_id]
+
+    def test_enqueue_failure_leaves_page_pending(self, engine: Engine) -> None:
+        def broken(page_id: str) -> None:
+            raise ConnectionError("broker down")
+
+        with pytest.raises(ConnectionError):
+            Ingest(engine.store, broken).page(url="http://a/2", site="a", title="", text="文字")
+        page = engine.store.page_by_url("http://a/2")
+        assert page is not None and page["pending"] is True
+        queued: list[str] = []
+        assert Ingest(engine.store, queued.append).requeue_pending() == 1
+        assert queued == [str(page["_id"])]
+
+    def test_processed_page_is_no_longer_pending(self, engine: Engine) -> None:
+        engine.add_work(sample("lighthouse.txt"), title="lighthouse", source="lighthouse.txt")
+        queued: list[str] = []
+        ingested = Ingest(engine.store, queued.append).page(
+            url="http://pirate/1",
+            site="pirate",
+            title="",
+            text=CHROME.format(sample("lighthouse.txt")),
+        )
+        records = engine.process_stored_page(ingested.page_id)
+        assert len(records) == 1 and records[0]["url"] == "http://pirate/1"
+        assert list(engine.store.pending_pages()) == []
+        # processing twice converges on the same single record
+        engine.process_stored_page(ingested.page_id)
+        assert engine.store.db.matches.count_documents({}) == 1
+
+
+class TestSites:
+    def test_defaults_and_round_trip(self) -> None:
+        site = SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/x",))
+        assert site.allowed_domains == ("127.0.0.1",)
+        assert SiteConfig.from_dict(site.to_dict()) == site
+
+    @pytest.mark.parametrize(
+        "data",
+        [
+            {"name": "a b", "start_urls": ["http://x/"]},
+            {"name": "ok", "start_urls": []},
+            {"name": "ok", "start_urls": ["ftp://x/"]},
+            {"name": "ok", "start_urls": "http://x/"},
+            {"name": "ok", "start_urls": ["http://x/"], "max_depth": "3"},
+            {"name": "ok", "start_urls": ["http://x/"], "include": ["("]},
+            {"name": "ok", "start_urls": ["http://x/"], "schedule": "sometimes"},
+            {"name": "ok", "start_urls": ["http://x/"], "surprise": 1},
+            {"name": {"$ne": ""}, "start_urls": ["http://x/"]},
+        ],
+    )
+    def test_invalid_configurations_are_refused(self, data: dict) -> None:
+        with pytest.raises(SiteConfigError):
+            SiteConfig.from_dict(data)
+
+    def test_store_sites(self, ops: Operations) -> None:
+        site = SiteConfig(name="pirate", start_urls=("http://p/",), authorised=False)
+        assert ops.save_site(site)[1] is True
+        assert (
+            ops.save_site(SiteConfig(name="pirate", start_urls=("http://p/",), max_depth=2))[1]
+            is False
+        )
+        assert ops.get_site("pirate").max_depth == 2
+        ops.save_site(SiteConfig(name="partner", start_urls=("http://q/",), authorised=True))
+        assert [s.name for s in ops.list_sites()] == ["partner", "pirate"]
+        assert ops.authorised_sites() == {"partner"}
+        assert ops.delete_site("pirate") and not ops.delete_site("pirate")
+        with pytest.raises(StoreError):
+            ops.get_site({"$gt": ""})  # type: ignore[arg-type]
+
+
+class TestMatchQueries:
+    def test_filters_are_typed(self, ops: Operations) -> None:
+        for bad in (
+            {"site": {"$ne": "x"}},
+            {"work_id": {"$gt": ""}},
+            {"status": "deleted"},
+            {"since": "yesterday"},
+            {"work_id": "not-an-id"},
+        ):
+            with pytest.raises(StoreError):
+                ops.match_filter(**bad)
+
+    def test_authorised_site_matches_are_authorised(self, engine: Engine, ops: Operations) -> None:
+        work_id = engine.add_work(sample("tea-history.txt"), title="tea", source="tea.txt")
+        ops.save_site(SiteConfig(name="partner", start_urls=("http://partner/",), authorised=True))
+        text = CHROME.format(sample("tea-history.txt"))
+        engine.process_page("http://partner/tea", text, site="partner", authorised=True)
+        engine.process_page("http://pirate/tea", text, site="pirate")
+        statuses = {m["site"]: m["status"] for m in ops.list_matches(work_id=work_id)}
+        assert statuses == {"partner": "authorised", "pirate": "new"}
+        assert [m["site"] for m in ops.list_matches(status="authorised")] == ["partner"]
+        assert ops.list_matches(site="nobody") == []
+
+
+class TestDailyJobs:
+    def test_match_new_works_finds_old_copies_and_pending_pages(
+        self, engine: Engine, ops: Operations
+    ) -> None:
+        queued: list[str] = []
+        ingest = Ingest(engine.store, queued.append)
+        copy = ingest.page(
+            url="http://p/1", site="p", title="", text=CHROME.format(sample("river-town.txt"))
+        )
+        engine.process_stored_page(copy.page_id)
+        assert engine.store.db.matches.count_documents({}) == 0  # no work registered yet
+        lost = ingest.page(url="http://p/2", site="p", title="", text="一页从未处理的文字")
+
+        work_id = engine.add_work(sample("river-town.txt"), title="river", source="river.txt")
+        works, pages = [], []
+        first = jobs.match_new_works(ops, works.append, pages.append)
+        assert works == [work_id] and pages == [lost.page_id]
+        assert first["since"] is None
+        for w in works:
+            jobs.match_work_against_pages(engine, w)
+        matches = ops.list_matches()
+        assert [(m["url"], str(m["work_id"])) for m in matches] == [("http://p/1", work_id)]
+
+        # the next run only sees works registered since (with a few minutes of overlap)
+        works.clear()
+        ops.set_state(jobs.NEW_WORKS_STATE, datetime.now(UTC) + timedelta(hours=1))
+        jobs.match_new_works(ops, works.append, pages.append)
+        assert works == []
+
+    def test_daily_report_counts_one_day(self, engine: Engine, ops: Operations) -> None:
+        engine.add_work(sample("lighthouse.txt"), title="lighthouse", source="l.txt")
+        engine.process_page("http://p/1", CHROME.format(sample("lighthouse.txt")), site="p")
+        engine.process_page("http://q/1", CHROME.format(sample("lighthouse.txt")), site="q")
+        ops.record_failure("fptrack.process_page", "x", "boom", 8)
+        today = datetime.now(UTC).date()
+        report = jobs.daily_report(ops, today)
+        assert report["matches"] == 2
+        assert report["matches_by_site"] == {"p": 1, "q": 1}
+        assert report["matches_by_status"]["new"] == 2
+        assert report["pages_fetched"] == 2 and report["failures"] == 1
+        assert engine.store.db.reports.find_one({"day": today.isoformat()})["matches"] == 2
+        assert jobs.daily_report(ops, date(2000, 1, 1))["matches"] == 0
+
+    def test_failure_records_are_one_per_task_and_object(self, ops: Operations) -> None:
+        ops.record_failure("fptrack.process_page", "abc", "first", 1)
+        ops.record_failure("fptrack.process_page", "abc", "second", 8)
+        [record] = ops.failures()
+        assert (record["error"], record["attempts"], record["count"]) == ("second", 8, 2)
+        ops.clear_failure("fptrack.process_page", "abc")
+        assert ops.failures() == []
