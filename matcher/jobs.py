@@ -38,7 +38,7 @@ class CrawlFailed(MatcherError):
 
 def process_page(engine: Engine, page_id: str) -> dict[str, Any]:
     """Fingerprint and match one stored page; returns a summary."""
-    authorised = Operations(engine.store).authorised_sites()
+    authorised = engine.store.authorised_sites()
     records = engine.process_stored_page(page_id, authorised_sites=authorised)
     return {"page_id": page_id, "matches": len(records)}
 
@@ -49,7 +49,7 @@ def index_work(engine: Engine, work_id: str) -> dict[str, Any]:
 
 
 def match_work_against_pages(engine: Engine, work_id: str) -> dict[str, Any]:
-    authorised = Operations(engine.store).authorised_sites()
+    authorised = engine.store.authorised_sites()
     records = engine.match_work_against_pages(work_id, authorised_sites=authorised)
     return {"work_id": work_id, "matches": len(records)}
 

@@ -81,9 +81,8 @@ class Operations:
     def delete_site(self, name: str) -> bool:
         return self.db.sites.delete_one({"name": site_name(name)}).deleted_count == 1
 
-    @mongo_errors
     def authorised_sites(self) -> set[str]:
-        return {d["name"] for d in self.db.sites.find({"authorised": True}, {"name": 1})}
+        return self.store.authorised_sites()
 
     # crawl runs ------------------------------------------------------------------------
 

@@ -379,6 +379,11 @@ class Store:
         for doc in cursor.limit(int(limit)):
             yield str(doc["_id"])
 
+    @mongo_errors
+    def authorised_sites(self) -> set[str]:
+        """Names of the sites licensed to carry the works (their matches are authorised)."""
+        return {d["name"] for d in self.db.sites.find({"authorised": True}, {"name": 1})}
+
     # fingerprints ----------------------------------------------------------------------
 
     @mongo_errors
