@@ -14,7 +14,8 @@ environment once, here. Options (Celery's names):
 - queues: ``fptrack`` for pages and works, ``fptrack.crawl`` for crawls (long-running),
   so a crawl never holds up page processing on a worker that consumes both.
 - beat: ``redbeat.RedBeatScheduler``, schedules kept in Redis under ``<prefix>:redbeat:``,
-  with a lock so that exactly one beat runs.
+  with a lock (60 s) so that exactly one beat runs; beat looks at Redis at least every
+  5 s, so a schedule created or changed at run time takes effect within seconds.
 
 The tasks get their :class:`Engine` from :data:`runtime`: built lazily in each worker
 process from the same settings; tests and the embedded scan hand it a ready one.
@@ -32,6 +33,7 @@ from matcher.engine import Engine
 from matcher.settings import Settings
 
 PAGE_QUEUE = "fptrack"
+BEAT_INTERVAL = 5
 CRAWL_QUEUE = "fptrack.crawl"
 
 
@@ -54,7 +56,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "beat_scheduler": "redbeat.RedBeatScheduler",
         "redbeat_redis_url": settings.redis_url,
         "redbeat_key_prefix": f"{settings.redis_prefix}:redbeat:",
-        "redbeat_lock_timeout": 300,
+        "redbeat_redis_options": {},
+        "redbeat_lock_timeout": 60,
+        "beat_max_loop_interval": BEAT_INTERVAL,
         "worker_hijack_root_logger": False,
     }
 

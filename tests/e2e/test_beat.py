@@ -1,0 +1,63 @@
+"""A real beat process (redbeat) picks up schedules created and removed while it runs."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import redis
+
+from matcher.celery_app import CRAWL_QUEUE, app
+from matcher.schedules import Schedules
+from matcher.sites import SiteConfig
+from tests.e2e.support import ROOT, wait_until
+
+
+def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:
+    schedules = Schedules(app)
+    index = redis.Redis.from_url(app.conf.redbeat_redis_url)
+    for key in index.scan_iter(app.conf.redbeat_key_prefix + "*"):
+        index.delete(key)
+    beat = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "matcher.celery_app",
+            "beat",
+            "-S",
+            "redbeat.RedBeatScheduler",
+            "--loglevel=WARNING",
+        ],
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(3)  # beat is up and idle: nothing is scheduled yet
+        assert broker.llen(CRAWL_QUEUE) == 0
+        site = SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), schedule="every 1 s")
+        assert schedules.sync_site(site)
+        wait_until(lambda: broker.llen(CRAWL_QUEUE) >= 2, 30, "beat to send crawls of the site")
+        message = broker.lindex(CRAWL_QUEUE, 0)
+        assert b"fptrack.crawl_site" in message and b"pirate" in message
+
+        assert (
+            schedules.sync_site(
+                SiteConfig(name="pirate", start_urls=site.start_urls, schedule="never")
+            )
+            is False
+        )
+        time.sleep(2)
+        sent = broker.llen(CRAWL_QUEUE)
+        time.sleep(8)  # longer than beat's loop interval (5 s)
+        assert broker.llen(CRAWL_QUEUE) == sent
+    finally:
+        beat.terminate()
+        beat.wait(20)
+        for key in index.scan_iter(app.conf.redbeat_key_prefix + "*"):
+            index.delete(key)
