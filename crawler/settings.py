@@ -1,0 +1,126 @@
+"""Scrapy settings of the fptrack crawler: project defaults, then one site's, then overrides.
+
+:func:`crawl_settings` builds the settings of one site's crawl. The module constants below
+are the project defaults (they also make this module usable as
+``SCRAPY_SETTINGS_MODULE=crawler.settings``); every one can be replaced through the
+``overrides`` argument.
+
+Defaults:
+
+- ``ROBOTSTXT_OBEY``: ``True``, per site from ``SiteConfig.obey_robots``.
+- ``AUTOTHROTTLE_ENABLED``: ``True``; ``AUTOTHROTTLE_START_DELAY`` 1.0 s,
+  ``AUTOTHROTTLE_MAX_DELAY`` 60.0 s, ``AUTOTHROTTLE_TARGET_CONCURRENCY`` 4.0;
+  ``DOWNLOAD_DELAY`` 0 (AutoThrottle's lower bound).
+- ``CONCURRENT_REQUESTS``: 16; ``CONCURRENT_REQUESTS_PER_DOMAIN``: 8.
+- ``RETRY_TIMES``: 2 (Scrapy's retried errors and HTTP codes).
+- ``DOWNLOAD_TIMEOUT``: 30 s.
+- ``DOWNLOAD_MAXSIZE``: 10 MiB (10485760 bytes). A bigger response is cancelled by Scrapy;
+  the spider counts it as ``fptrack/too_large`` and the crawl goes on.
+- ``USER_AGENT``: :data:`USER_AGENT`, which says who crawls and why.
+- ``DEPTH_LIMIT``: 0 (Scrapy's own limit is off): the spider applies ``SiteConfig.max_depth``
+  itself, passed as ``FPTRACK_MAX_DEPTH``, because the continuation pages of a chapter split
+  over several pages ("下一页") are not a level deeper than its first page.
+- ``CLOSESPIDER_PAGECOUNT`` and ``CLOSESPIDER_ITEMCOUNT``: ``SiteConfig.max_pages`` when it
+  is above 0, else unset (no limit).
+- ``LOG_LEVEL``: ``INFO``; ``TELNETCONSOLE_ENABLED`` and ``REMOTE_CONTROL_ENABLED``:
+  ``False`` (no console or control port is opened by a crawl).
+- ``ITEM_PIPELINES``: :class:`crawler.pipelines.IngestPipeline` only.
+- ``FPTRACK_INGEST``: unset: the pipeline builds the production ingest (MongoDB store and
+  Celery ``fptrack.process_page`` tasks). In-process runs put an object with
+  ``.page(**fields)`` here; :func:`crawl_settings` wraps it in :class:`ByReference` so that
+  Scrapy's deep copy of its settings keeps the very same object (a mongomock store must not
+  be copied).
+- ``FPTRACK_MIN_TEXT_CHARS``: 20 letters or CJK characters of main text (outside links)
+  make a page worth storing; ``FPTRACK_MAX_PARTS``: 50 pages joined at most per chapter.
+
+``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
+"2.7" implementation and no longer read the setting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from scrapy.settings import Settings
+
+from matcher.sites import SiteConfig
+
+BOT_NAME = "fptrack"
+SPIDER_MODULES = ["crawler.spiders"]
+NEWSPIDER_MODULE = "crawler.spiders"
+
+USER_AGENT = "fptrack/0.1 (+copy monitoring; https://github.com/fptrack)"
+ROBOTSTXT_OBEY = True
+
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 1.0
+AUTOTHROTTLE_MAX_DELAY = 60.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 4.0
+DOWNLOAD_DELAY = 0
+
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 8
+RETRY_TIMES = 2
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 10 * 1024 * 1024
+
+DEPTH_LIMIT = 0
+LOG_LEVEL = "INFO"
+TELNETCONSOLE_ENABLED = False
+REMOTE_CONTROL_ENABLED = False
+
+ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
+
+FPTRACK_MIN_TEXT_CHARS = 20
+FPTRACK_MAX_PARTS = 50
+
+INGEST_SETTING = "FPTRACK_INGEST"
+
+
+class ByReference:
+    """Holds a value that a deep copy of the settings must share, not copy."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def __copy__(self) -> ByReference:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ByReference:
+        return self
+
+    def __repr__(self) -> str:
+        return f"ByReference({self.value!r})"
+
+
+def project_defaults() -> dict[str, Any]:
+    """The module's upper-case constants, as a plain dict."""
+    return {
+        name: value
+        for name, value in globals().items()
+        if name.isupper() and name != "INGEST_SETTING" and not name.startswith("_")
+    }
+
+
+def crawl_settings(site: SiteConfig, overrides: dict[str, Any] | None = None) -> Settings:
+    """The settings of one crawl of ``site``: project defaults, the site's, then ``overrides``.
+
+    >>> site = SiteConfig.from_dict({"name": "demo", "start_urls": ["http://127.0.0.1/"],
+    ...                              "obey_robots": False, "max_pages": 40})
+    >>> s = crawl_settings(site, {"AUTOTHROTTLE_ENABLED": False})
+    >>> s.getbool("ROBOTSTXT_OBEY"), s.getint("CLOSESPIDER_PAGECOUNT"), s["FPTRACK_MAX_DEPTH"]
+    (False, 40, 5)
+    >>> s.getbool("AUTOTHROTTLE_ENABLED")
+    False
+    """
+    values = project_defaults()
+    values["ROBOTSTXT_OBEY"] = site.obey_robots
+    values["FPTRACK_MAX_DEPTH"] = site.max_depth
+    if site.max_pages > 0:
+        values["CLOSESPIDER_PAGECOUNT"] = site.max_pages
+        values["CLOSESPIDER_ITEMCOUNT"] = site.max_pages
+    values.update(overrides or {})
+    ingest = values.get(INGEST_SETTING)
+    if ingest is not None and not isinstance(ingest, ByReference):
+        values[INGEST_SETTING] = ByReference(ingest)
+    return Settings(values, priority="project")
