@@ -1,0 +1,241 @@
+"""The operator's CLI commands over a real Redis and a mongomock store (handed in through
+:class:`admin.context.Context`): what they print, what they store, how they fail."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import zipfile
+from pathlib import Path
+
+import mongomock
+import pytest
+import redis
+
+from admin.cli import main
+from admin.context import Context
+from matcher.engine import Engine
+from matcher.operations import Operations
+from matcher.settings import Settings
+
+SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
+CHROME = "书海阁 首页 排行榜\n{}\n本站小说均来自网络"
+
+
+def sample(name: str) -> str:
+    return (SAMPLES / name).read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def ctx(redis_client: redis.Redis) -> Context:
+    engine = Engine.open(
+        Settings(redis_prefix="fptrack-test"),
+        mongo_client=mongomock.MongoClient(),
+        redis_client=redis_client,
+    )
+    return Context(engine=engine)
+
+
+def run(capsys, ctx: Context, *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv), ctx)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def one_line_error(err: str) -> bool:
+    lines = [line for line in err.splitlines() if line.startswith("fptrack: error:")]
+    return len(lines) == 1
+
+
+@pytest.fixture
+def works_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "works"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "lighthouse.txt").write_text(sample("lighthouse.txt"), encoding="utf-8")
+    (folder / "sub" / "river.md").write_bytes(sample("river-town.txt").encode("gbk"))
+    html = f"<html><head><meta charset='big5'></head><body><p>{sample('tea-history.txt')}</p>"
+    (folder / "tea.html").write_bytes(html.encode("big5", "xmlcharrefreplace"))
+    with zipfile.ZipFile(folder / "more.zip", "w") as archive:
+        archive.writestr("star.txt", sample("star-voyage.txt"))
+        archive.writestr("notes.bin", b"\x00\x01")
+    (folder / "broken.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00")
+    (folder / "image.png").write_bytes(b"\x89PNG")
+    return folder
+
+
+class TestWorks:
+    def test_add_folder_reports_unreadable_and_keeps_the_rest(self, capsys, ctx, works_dir):
+        status, out, err = run(capsys, ctx, "works", "add", str(works_dir))
+        assert status == 1  # one file could not be read
+        assert "broken.txt" in err and "4 work(s) registered, 1 skipped" in err
+        titles = sorted(w["title"] for w in Operations(ctx.engine.store).list_works())
+        assert titles == ["lighthouse", "river", "star", "tea"]
+        assert len(out.splitlines()) == 4
+
+    def test_add_again_updates_in_place(self, capsys, ctx, works_dir):
+        run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
+        status, _, _ = run(
+            capsys,
+            ctx,
+            "works",
+            "add",
+            str(works_dir / "lighthouse.txt"),
+            "--title",
+            "灯塔",
+            "--author",
+            "某人",
+        )
+        assert status == 0
+        [work] = Operations(ctx.engine.store).list_works()
+        assert (work["title"], work["author"]) == ("灯塔", "某人")
+
+    def test_add_matches_pages_crawled_before(self, capsys, ctx, works_dir):
+        ctx.engine.process_page("http://p/1", CHROME.format(sample("lighthouse.txt")), site="p")
+        status, _, err = run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
+        assert status == 0 and "1 match(es) among pages already crawled" in err
+        status, out, _ = run(capsys, ctx, "matches", "list", "--json")
+        assert [m["url"] for m in json.loads(out)] == ["http://p/1"]
+
+    def test_list_and_remove(self, capsys, ctx, works_dir):
+        run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
+        status, out, _ = run(capsys, ctx, "works", "list", "--json")
+        [work] = json.loads(out)
+        status, out, _ = run(capsys, ctx, "works", "remove", "lighthouse")
+        assert status == 0 and work["_id"] in out
+        assert Operations(ctx.engine.store).list_works() == []
+        status, _, err = run(capsys, ctx, "works", "remove", "lighthouse")
+        assert status == 1 and one_line_error(err)
+
+    def test_title_needs_one_file(self, capsys, ctx, works_dir):
+        status, _, err = run(capsys, ctx, "works", "add", str(works_dir), "--title", "x")
+        assert status == 2 and one_line_error(err)
+
+
+class TestSites:
+    def test_add_change_list_remove_with_schedule(self, capsys, ctx):
+        status, out, _ = run(
+            capsys,
+            ctx,
+            "sites",
+            "add",
+            "http://127.0.0.1:8000/",
+            "--name",
+            "pirate",
+            "--schedule",
+            "every 10 m",
+        )
+        assert status == 0 and "added site pirate" in out
+        status, out, _ = run(capsys, ctx, "schedules", "--json")
+        [entry] = [e for e in json.loads(out) if e["name"] == "crawl:pirate"]
+        assert entry["task"] == "fptrack.crawl_site" and entry["args"] == ["pirate"]
+        assert "10.00 minutes" in entry["schedule"]
+
+        status, out, _ = run(
+            capsys,
+            ctx,
+            "sites",
+            "add",
+            "http://127.0.0.1:8000/",
+            "--name",
+            "pirate",
+            "--schedule",
+            "daily@02:30",
+            "--depth",
+            "2",
+        )
+        assert "updated site pirate" in out
+        status, out, _ = run(capsys, ctx, "sites", "list", "--json")
+        [site] = json.loads(out)
+        assert (site["max_depth"], site["schedule"]) == (2, "daily@02:30")
+        _, out, _ = run(capsys, ctx, "schedules", "--json")
+        assert (
+            "30 2 * * *"
+            in next(e for e in json.loads(out) if e["name"] == "crawl:pirate")["schedule"]
+        )
+
+        status, _, _ = run(capsys, ctx, "sites", "remove", "pirate")
+        assert status == 0
+        _, out, _ = run(capsys, ctx, "schedules", "--json")
+        assert not [e for e in json.loads(out) if e["name"] == "crawl:pirate"]
+        status, _, err = run(capsys, ctx, "sites", "remove", "pirate")
+        assert status == 1 and one_line_error(err)
+
+    @pytest.mark.parametrize(
+        "argv",
+        [
+            ("sites", "add", "ftp://x/"),
+            ("sites", "add", "http://x/", "--schedule", "whenever"),
+            ("sites", "add", "http://x/", "--include", "(unclosed"),
+            ("sites", "add", "http://x/", "--name", "bad name"),
+        ],
+    )
+    def test_bad_site_arguments(self, capsys, ctx, argv):
+        status, _, err = run(capsys, ctx, *argv)
+        assert status == 2 and one_line_error(err)
+        assert Operations(ctx.engine.store).list_sites() == []
+
+
+class TestMatchingAndReports:
+    @pytest.fixture
+    def recorded(self, ctx):
+        ctx.engine.add_work(sample("tea-history.txt"), title="茶史", source="tea-history.txt")
+        hostile = CHROME.format(
+            '=HYPERLINK("http://evil")<script>alert(1)</script>\n' + sample("tea-history.txt")
+        )
+        ctx.engine.process_page("http://pirate/tea?<b>", hostile, site="pirate")
+        return ctx
+
+    def test_match_a_file(self, capsys, recorded, tmp_path):
+        page = tmp_path / "page.txt"
+        page.write_text(CHROME.format(sample("tea-history.txt")[:1500]), encoding="utf-8")
+        status, out, _ = run(capsys, recorded, "match", str(page))
+        assert status == 0 and "茶史 (tea-history.txt)" in out and "text [" in out
+        status, out, _ = run(capsys, recorded, "match", str(page), "--json")
+        [record] = json.loads(out)
+        assert record["work_title"] == "茶史" and record["evidence"]
+        other = tmp_path / "other.txt"
+        other.write_text("完全无关的一段文字，讲的是今天的天气和明天的计划。" * 5, encoding="utf-8")
+        assert "no registered work" in run(capsys, recorded, "match", str(other))[1]
+
+    def test_match_missing_file_and_unreachable_url(self, capsys, recorded, tmp_path):
+        status, _, err = run(capsys, recorded, "match", str(tmp_path / "nope.txt"))
+        assert status == 2 and one_line_error(err)
+        status, _, err = run(capsys, recorded, "match", "http://127.0.0.1:9/page")
+        assert status == 1 and one_line_error(err) and "cannot fetch" in err
+
+    def test_matches_list_filters(self, capsys, recorded):
+        _, out, _ = run(capsys, recorded, "matches", "list", "--site", "pirate", "--since", "1d")
+        assert "http://pirate/tea?<b>" in out
+        _, out, _ = run(capsys, recorded, "matches", "list", "--status", "confirmed")
+        assert out == ""
+        status, _, err = run(capsys, recorded, "matches", "list", "--since", "last tuesday")
+        assert status == 2 and one_line_error(err)
+        status, _, err = run(capsys, recorded, "matches", "list", "--site", '{"$ne": 1}')
+        assert status != 0 and one_line_error(err)
+
+    def test_report_formats_are_inert(self, capsys, recorded, tmp_path):
+        _, out, _ = run(capsys, recorded, "report", "--format", "csv")
+        rows = list(csv.DictReader(io.StringIO(out)))
+        assert len(rows) == 1 and rows[0]["url"] == "http://pirate/tea?<b>"
+        assert rows[0]["work"] == "茶史" and float(rows[0]["score"]) > 0.5
+        _, out, _ = run(capsys, recorded, "report", "--format", "json")
+        assert json.loads(out)[0]["site"] == "pirate"
+        target = tmp_path / "report.html"
+        status, _, _ = run(capsys, recorded, "report", "--format", "html", "--out", str(target))
+        page = target.read_text(encoding="utf-8")
+        assert status == 0 and "<script>" not in page and "&lt;script&gt;" in page
+        assert "<mark>" in page and "default-src 'none'" in page
+
+    def test_index_rebuild(self, capsys, recorded):
+        recorded.engine.drop_indexes()
+        assert recorded.engine.match_text(CHROME.format(sample("tea-history.txt"))) == []
+        status, out, _ = run(capsys, recorded, "index", "rebuild")
+        assert status == 0 and "1 work(s), 1 page(s)" in out
+        assert len(recorded.engine.match_text(CHROME.format(sample("tea-history.txt")))) == 1
+
+
+def test_store_outage_is_one_line(capsys, tmp_path):
+    settings = Settings(mongo_uri="mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300")
+    status, _, err = run(capsys, Context(settings=settings), "works", "list")
+    assert status == 1 and one_line_error(err) and "MongoDB unavailable" in err
