@@ -1,0 +1,181 @@
+"""The embedded one-shot scan's contract (shared/design.md): JSON shape, exit codes, a site
+that is down, unreadable works; on the shipped sample site, with a real crawl in process and
+the real Redis server (``FPTRACK_REDIS_URL`` is set by the test suite)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import redis
+
+from admin.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKS = ROOT / "samples" / "works"
+SITE = ROOT / "samples" / "site"
+EXPECTED = {  # page path -> works it copies (samples/site/README.md)
+    "/book/1021/1.html": {"lighthouse.txt"},
+    "/book/1022/1.html": {"river-town.txt"},
+    "/tw/book/1023/1.html": {"tea-history.txt"},
+    "/book/1025/1.html": {"chef-diary.txt"},
+    "/book/1026/1.html": {"sanguo-01.txt", "lighthouse.txt"},
+    "/news/5501.html": {"tea-brewing.txt"},
+}
+
+
+def scan(capsys, *argv: str) -> tuple[int, str]:
+    status = main(["scan", *argv])
+    return status, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def sample_scan(tmp_path_factory) -> tuple[int, dict, str]:
+    out = tmp_path_factory.mktemp("scan") / "out.json"
+    html = out.with_suffix(".html")
+    status = main(
+        [
+            "scan",
+            "--works",
+            str(WORKS),
+            "--site-dir",
+            str(SITE),
+            "--json",
+            str(out),
+            "--html",
+            str(html),
+        ]
+    )
+    return status, json.loads(out.read_text(encoding="utf-8")), html.read_text(encoding="utf-8")
+
+
+def test_json_shape(sample_scan) -> None:
+    status, result, _ = sample_scan
+    assert status == 0
+    assert set(result) == {"works", "pages", "matches", "errors"}
+    assert result["works"] == 7 and result["errors"] == []
+    assert result["pages"] >= 15
+    for m in result["matches"]:
+        assert set(m) >= {"url", "work", "score", "containment", "methods", "evidence"}
+        assert 0 <= m["containment"] <= 1 and 0 < m["score"] <= 1
+        assert m["methods"] and all(isinstance(x, str) for x in m["methods"])
+        assert m["evidence"]
+        for e in m["evidence"]:
+            assert set(e) == {"work_span", "page_span", "text"}
+            a, b = e["work_span"]
+            c, d = e["page_span"]
+            assert 0 <= a < b and 0 <= c < d and e["text"]
+
+
+def test_every_copy_found_and_nothing_else(sample_scan) -> None:
+    _, result, _ = sample_scan
+    found: dict[str, set[str]] = {}
+    for m in result["matches"]:
+        found.setdefault(urlsplit(m["url"]).path, set()).add(m["work"])
+    split = {p: w for p, w in found.items() if p.startswith("/book/1024/")}
+    assert list(split.values()) == [{"star-voyage.txt"}]  # chapter over two pages, joined
+    rest = {p: w for p, w in found.items() if not p.startswith("/book/1024/")}
+    assert rest == EXPECTED
+
+
+def test_evidence_quotes_the_page(sample_scan) -> None:
+    _, result, _ = sample_scan
+    exact = next(m for m in result["matches"] if m["url"].endswith("/book/1021/1.html"))
+    work_text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    longest = max(exact["evidence"], key=lambda e: e["work_span"][1] - e["work_span"][0])
+    a, b = longest["work_span"]
+    assert longest["text"].rstrip("…")[:50] == work_text[a:b][:50]
+
+
+def test_html_report(sample_scan) -> None:
+    _, result, report = sample_scan
+    assert report.count("<mark>") >= len(result["matches"])
+    assert "<script" not in report and "default-src 'none'" in report
+
+
+def test_no_keys_left_in_redis(sample_scan) -> None:
+    client = redis.Redis.from_url(os.environ["FPTRACK_REDIS_URL"])
+    assert not list(client.scan_iter("fptrack-scan-*"))
+
+
+def test_site_down_is_reported_and_the_rest_processed(capsys, tmp_path) -> None:
+    out = tmp_path / "out.json"
+    status, err = scan(
+        capsys,
+        "--works",
+        str(WORKS),
+        "--site-dir",
+        str(SITE),
+        "--site",
+        "http://127.0.0.1:9/",
+        "--json",
+        str(out),
+    )
+    assert status == 1
+    assert "http://127.0.0.1:9/" in err and "could not be crawled" in err
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["pages"] >= 15 and len(result["matches"]) == 8
+    assert any("127.0.0.1:9" in e for e in result["errors"])
+
+
+def test_unreadable_work_is_reported_and_the_rest_processed(capsys, tmp_path) -> None:
+    works = tmp_path / "works"
+    works.mkdir()
+    (works / "lighthouse.txt").write_bytes((WORKS / "lighthouse.txt").read_bytes())
+    (works / "image.txt").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(64))
+    (works / "tiny.txt").write_text("短", encoding="utf-8")
+    out = tmp_path / "out.json"
+    status, err = scan(capsys, "--works", str(works), "--site-dir", str(SITE), "--json", str(out))
+    assert status == 1 and "image.txt" in err and "tiny.txt" in err
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["works"] == 1
+    assert {m["work"] for m in result["matches"]} == {"lighthouse.txt"}
+    assert len(result["matches"]) == 2
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--works", "/nonexistent", "--site", "http://127.0.0.1:9/"],
+        ["--works", str(WORKS), "--site", "ftp://example/"],
+        ["--works", str(WORKS)],
+        ["--works", str(WORKS), "--site", "http://127.0.0.1:9/", "--max-pages", "0"],
+        ["--works", str(WORKS), "--site-dir", str(WORKS)],
+    ],
+)
+def test_bad_arguments(capsys, tmp_path, argv) -> None:
+    out = tmp_path / "out.json"
+    status, err = scan(capsys, *argv, "--json", str(out))
+    assert status == 2
+    assert len([line for line in err.splitlines() if line.startswith("fptrack: error:")]) == 1
+    assert not out.exists()
+
+
+def test_command_line_exit_codes(tmp_path) -> None:
+    """The installed command, as a user runs it: one-line error and non-zero exit."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "admin.cli",
+            "scan",
+            "--works",
+            str(tmp_path / "none"),
+            "--site",
+            "http://127.0.0.1:9/",
+            "--json",
+            str(tmp_path / "o.json"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("fptrack: error: --works")
