@@ -1,0 +1,131 @@
+"""The item pipeline: every extracted page into the store, and a task for each new text.
+
+:class:`IngestPipeline` hands each :class:`~crawler.items.PageItem` to an *ingest*: any
+object with ``.page(url=, site=, title=, text=, status=, encoding=, fetched_at=, parts=)``
+returning something with a ``state`` (``new``, ``changed`` or ``unchanged``), such as
+:class:`matcher.ingest.Ingest`.
+
+- In-process runs (tests, the embedded scan) put their ingest in the ``FPTRACK_INGEST``
+  setting; the pipeline uses it as is and never closes it.
+- Otherwise (production) :meth:`IngestPipeline.open_spider` builds one from
+  :meth:`matcher.settings.Settings.from_env`: a :class:`matcher.store.Store` on
+  ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB``, and an enqueue that sends the Celery task
+  ``fptrack.process_page`` by name through :mod:`matcher.celery_app` (the worker code is
+  never imported). :meth:`IngestPipeline.close_spider` closes the MongoDB client.
+
+Stats: ``fptrack/ingested/<state>`` per page; ``fptrack/ingest_errors`` when the store is
+unavailable (:class:`matcher.errors.Retryable`: the page is dropped and crawled again next
+run); ``fptrack/ingest_rejected`` when the backend refuses the page
+(another :class:`matcher.errors.MatcherError`, e.g. a text too long); and
+``fptrack/enqueue_errors`` when a task could not be sent (the page stays stored as
+unprocessed and ``Ingest.requeue_pending`` sends it again). None of these stops the crawl.
+The ingest runs in the reactor thread, one page at a time.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from scrapy.crawler import Crawler
+from scrapy.exceptions import DropItem
+
+from crawler.items import PageItem
+from crawler.settings import INGEST_SETTING, ByReference
+from matcher.errors import MatcherError, Retryable
+
+logger = logging.getLogger(__name__)
+
+PROCESS_PAGE_TASK = "fptrack.process_page"
+
+
+class PageIngest(Protocol):
+    """What the pipeline needs: store one page, say whether its text is new."""
+
+    def page(self, **fields: Any) -> Any: ...
+
+
+class IngestUnavailable(RuntimeError):
+    """The production ingest cannot be built (missing module or bad settings)."""
+
+
+class IngestPipeline:
+    """Stores each page through an ingest (see the module docstring)."""
+
+    def __init__(self, stats: Any, ingest: PageIngest | None = None) -> None:
+        self.stats = stats
+        self.ingest = ingest
+        self._owned_client: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> IngestPipeline:
+        """The pipeline, with the in-process ingest (if any) read once from the settings."""
+        ingest = crawler.settings.get(INGEST_SETTING)
+        if isinstance(ingest, ByReference):
+            ingest = ingest.value
+        if ingest is not None and not callable(getattr(ingest, "page", None)):
+            raise TypeError(f"{INGEST_SETTING} must have a .page(...) method, got {ingest!r}")
+        return cls(crawler.stats, ingest)
+
+    def open_spider(self) -> None:
+        """Build the production ingest unless one was given."""
+        if self.ingest is None:
+            self.ingest, self._owned_client = production_ingest(self.stats)
+
+    def close_spider(self) -> None:
+        """Close the MongoDB client the pipeline opened (never a given ingest's)."""
+        if self._owned_client is not None:
+            self._owned_client.close()
+            self._owned_client = None
+            self.ingest = None
+
+    def process_item(self, item: PageItem) -> PageItem:
+        """Store one page; a store outage or a refused page drops it, counted."""
+        if self.ingest is None:  # pragma: no cover - open_spider always runs first
+            raise RuntimeError("IngestPipeline.process_item before open_spider")
+        try:
+            result = self.ingest.page(**dataclasses.asdict(item))
+        except Retryable as exc:
+            self.stats.inc_value("fptrack/ingest_errors")
+            logger.warning("store unavailable, page dropped: %s: %s", item.url, exc)
+            raise DropItem(f"store unavailable: {exc}") from exc
+        except MatcherError as exc:
+            self.stats.inc_value("fptrack/ingest_rejected")
+            logger.warning("page refused by the backend: %s: %s", item.url, exc)
+            raise DropItem(f"page refused: {exc}") from exc
+        state = getattr(result, "state", None) or "unknown"
+        self.stats.inc_value(f"fptrack/ingested/{state}")
+        return item
+
+
+def production_ingest(stats: Any) -> tuple[PageIngest, Any]:
+    """The ingest of a production crawl and the MongoDB client to close after it."""
+    from matcher.ingest import Ingest
+    from matcher.settings import Settings
+    from matcher.store import Store
+
+    enqueue = celery_enqueue(stats)
+    settings = Settings.from_env()
+    store = Store.connect(settings.mongo_uri, settings.mongo_db)
+    return Ingest(store, enqueue), store.db.client
+
+
+def celery_enqueue(stats: Any) -> Callable[[str], None]:
+    """An enqueue sending ``fptrack.process_page`` by name; failures are logged and counted."""
+    try:
+        from matcher.celery_app import app
+    except ImportError as exc:
+        raise IngestUnavailable(
+            f"cannot send {PROCESS_PAGE_TASK} tasks: matcher.celery_app is not importable ({exc})"
+        ) from exc
+
+    def enqueue(page_id: str) -> None:
+        try:
+            app.send_task(PROCESS_PAGE_TASK, args=[page_id])
+        except Exception as exc:  # the broker's errors (kombu, redis) have no common base
+            stats.inc_value("fptrack/enqueue_errors")
+            logger.warning("could not enqueue %s for page %s: %s", PROCESS_PAGE_TASK, page_id, exc)
+
+    return enqueue

@@ -1,0 +1,1 @@
+"""Spiders of the fptrack crawler: one generic spider configured per site."""

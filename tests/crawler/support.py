@@ -1,0 +1,38 @@
+"""Helpers of the crawler suite: a recording stand-in for ``matcher.ingest.Ingest``."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """What :meth:`RecordingIngest.page` returns: the state an ``Ingest`` would report."""
+
+    page_id: str
+    state: str
+    enqueued: bool = True
+
+
+@dataclass
+class RecordingIngest:
+    """A stand-in for ``matcher.ingest.Ingest``: records every page handed to it."""
+
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    fail_urls: dict[str, Exception] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def page(self, **fields: Any) -> Recorded:
+        if fields["url"] in self.fail_urls:
+            raise self.fail_urls[fields["url"]]
+        with self.lock:
+            self.calls.append(fields)
+            return Recorded(page_id=str(len(self.calls)), state="new")
+
+    def by_url(self) -> dict[str, dict[str, Any]]:
+        """The recorded pages keyed by URL (each URL must have been ingested once)."""
+        urls = [c["url"] for c in self.calls]
+        assert len(urls) == len(set(urls)), f"a page was ingested twice: {urls}"
+        return {c["url"]: c for c in self.calls}

@@ -1,0 +1,163 @@
+"""IngestPipeline: the given ingest or the production one, outages and refusals counted."""
+
+from __future__ import annotations
+
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+import mongomock
+import pytest
+from scrapy.exceptions import DropItem
+from scrapy.utils.test import get_crawler
+
+from crawler.items import PageItem
+from crawler.pipelines import PROCESS_PAGE_TASK, IngestPipeline, IngestUnavailable
+from crawler.settings import crawl_settings
+from crawler.spiders.site import SiteSpider
+from matcher.errors import StoreUnavailable, UnusableText
+from matcher.sites import SiteConfig
+from matcher.store import Store
+from tests.crawler.support import RecordingIngest
+
+SITE = SiteConfig(name="novels", start_urls=("http://novels.test/",))
+TEXT = "那天夜里雨下得很大，渡口的灯笼被风吹得左右摇晃。"
+
+
+def item(url: str = "http://novels.test/book/17/3.html", text: str = TEXT) -> PageItem:
+    return PageItem(
+        url=url,
+        site="novels",
+        title="第三章 雨夜渡口",
+        text=text,
+        status=200,
+        encoding="gb18030",
+        fetched_at=datetime(2024, 5, 12, 9, 30, tzinfo=UTC),
+        parts=[url, url.replace(".html", "_2.html")],
+    )
+
+
+def pipeline_for(overrides: dict[str, Any]) -> IngestPipeline:
+    settings = crawl_settings(SITE, overrides)
+    crawler = get_crawler(SiteSpider, settings.copy_to_dict())
+    crawler.stats.open_spider()
+    return IngestPipeline.from_crawler(crawler)
+
+
+def test_given_ingest_is_used_as_is_not_a_copy(ingest: RecordingIngest) -> None:
+    pipeline = pipeline_for({"FPTRACK_INGEST": ingest})
+    assert pipeline.ingest is ingest  # Scrapy deep-copies settings; the ingest survives
+    pipeline.open_spider()
+    assert pipeline.process_item(item()) == item()
+    pipeline.close_spider()
+    [call] = ingest.calls
+    assert call == {
+        "url": "http://novels.test/book/17/3.html",
+        "site": "novels",
+        "title": "第三章 雨夜渡口",
+        "text": TEXT,
+        "status": 200,
+        "encoding": "gb18030",
+        "fetched_at": datetime(2024, 5, 12, 9, 30, tzinfo=UTC),
+        "parts": ["http://novels.test/book/17/3.html", "http://novels.test/book/17/3_2.html"],
+    }
+    assert pipeline.stats.get_value("fptrack/ingested/new") == 1
+
+
+def test_store_outage_and_refused_page_drop_the_item_only(ingest: RecordingIngest) -> None:
+    ingest.fail_urls = {
+        "http://novels.test/down.html": StoreUnavailable("MongoDB unavailable in upsert"),
+        "http://novels.test/empty.html": UnusableText("no text left"),
+    }
+    pipeline = pipeline_for({"FPTRACK_INGEST": ingest})
+    pipeline.open_spider()
+    with pytest.raises(DropItem, match="store unavailable"):
+        pipeline.process_item(item("http://novels.test/down.html"))
+    with pytest.raises(DropItem, match="refused"):
+        pipeline.process_item(item("http://novels.test/empty.html"))
+    pipeline.process_item(item("http://novels.test/ok.html"))
+    stats = pipeline.stats
+    assert stats.get_value("fptrack/ingest_errors") == 1
+    assert stats.get_value("fptrack/ingest_rejected") == 1
+    assert stats.get_value("fptrack/ingested/new") == 1
+    assert [c["url"] for c in ingest.calls] == ["http://novels.test/ok.html"]
+
+
+def test_an_object_without_page_is_refused() -> None:
+    with pytest.raises(TypeError, match="FPTRACK_INGEST"):
+        pipeline_for({"FPTRACK_INGEST": object()})
+
+
+class FakeCeleryApp:
+    def __init__(self, fail: bool = False) -> None:
+        self.sent: list[tuple[str, list[Any]]] = []
+        self.fail = fail
+
+    def send_task(self, name: str, args: list[Any]) -> None:
+        if self.fail:
+            raise ConnectionError("broker unreachable")
+        self.sent.append((name, args))
+
+
+@pytest.fixture
+def production(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCeleryApp, Store, list[Any]]:
+    """The production wiring, with mongomock for MongoDB and a recording Celery app."""
+    import matcher.celery_app
+
+    app = FakeCeleryApp()
+    monkeypatch.setattr(matcher.celery_app, "app", app)
+    client = mongomock.MongoClient()
+    store = Store(client["fptrack"])
+    connects: list[Any] = []
+
+    def connect(uri: str, db_name: str, client: Any = None) -> Store:
+        connects.append((uri, db_name))
+        return store
+
+    monkeypatch.setattr(Store, "connect", staticmethod(connect))
+    monkeypatch.setenv("FPTRACK_MONGO_URI", "mongodb://db.test:27017")
+    monkeypatch.setenv("FPTRACK_MONGO_DB", "fptrack_prod")
+    return app, store, connects
+
+
+def test_production_ingest_stores_and_sends_tasks_by_name(
+    production: tuple[FakeCeleryApp, Store, list[Any]],
+) -> None:
+    app, store, connects = production
+    pipeline = pipeline_for({})
+    assert pipeline.ingest is None
+    pipeline.open_spider()
+    assert connects == [("mongodb://db.test:27017", "fptrack_prod")]
+    pipeline.process_item(item())
+    first = store.page_by_url("http://novels.test/book/17/3.html")
+    assert first is not None
+    store.mark_processed(str(first["_id"]), first["content_hash"])  # as the worker would
+    pipeline.process_item(item())  # same text again: stored once, no second task
+    pipeline.process_item(item(text=TEXT + "又下起了雨。"))
+    doc = store.page_by_url("http://novels.test/book/17/3.html")
+    assert doc is not None and doc["encoding"] == "gb18030" and doc["text"].endswith("又下起了雨。")
+    assert app.sent == [(PROCESS_PAGE_TASK, [str(doc["_id"])])] * 2
+    assert pipeline.stats.get_value("fptrack/ingested/new") == 1
+    assert pipeline.stats.get_value("fptrack/ingested/unchanged") == 1
+    assert pipeline.stats.get_value("fptrack/ingested/changed") == 1
+    pipeline.close_spider()
+    assert pipeline.ingest is None
+
+
+def test_broker_outage_keeps_the_page_pending(
+    production: tuple[FakeCeleryApp, Store, list[Any]],
+) -> None:
+    app, store, _ = production
+    app.fail = True
+    pipeline = pipeline_for({})
+    pipeline.open_spider()
+    pipeline.process_item(item())
+    assert pipeline.stats.get_value("fptrack/enqueue_errors") == 1
+    assert len(list(store.pending_pages())) == 1  # requeue_pending will send it later
+
+
+def test_missing_celery_app_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "matcher.celery_app", None)  # import fails
+    pipeline = pipeline_for({})
+    with pytest.raises(IngestUnavailable, match=r"matcher\.celery_app is not importable"):
+        pipeline.open_spider()
