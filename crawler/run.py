@@ -1,0 +1,204 @@
+"""Run crawls: in process on the shared reactor, or as ``python -m crawler.run``.
+
+:func:`crawl_in_process` crawls several sites at once (one Scrapy crawler per site, each
+with its own settings from :func:`crawler.settings.crawl_settings`, so robots.txt and limits
+are per site) on the process's one reactor (:mod:`crawler.reactor`); it may be called any
+number of times in a process. It returns each site's final Scrapy stats as plain JSON
+values (datetimes as ISO 8601 strings).
+
+The command line crawls one site with the production pipeline (MongoDB store, Celery
+``fptrack.process_page`` tasks; see :mod:`crawler.pipelines`); the Celery ``crawl_site``
+task launches it in a subprocess::
+
+    python -m crawler.run --site-json '{"name": "demo", "start_urls": ["https://..."]}' \\
+        [--stats-json PATH] [--log-level INFO] [--timeout SECONDS]
+
+It prints the stats as JSON (or writes them to ``--stats-json``). Exit status: 0 when the
+crawl ran, 1 when it failed or no page could be fetched (the error on one line on stderr),
+2 for a bad configuration or bad arguments (one line on stderr). Defaults: ``--log-level``
+INFO, no ``--timeout``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from concurrent.futures import TimeoutError as FutureTimeout
+from datetime import date, datetime
+from pathlib import Path
+from typing import Any
+
+from crawler import reactor as shared_reactor
+from crawler.extract import SelectorError, check_selector
+from crawler.settings import crawl_settings
+from crawler.spiders.site import SiteSpider, site_config
+from matcher.sites import SiteConfig, SiteConfigError
+
+Stats = dict[str, Any]
+
+
+class CrawlFailed(RuntimeError):
+    """A crawler could not run (bad settings, a pipeline that cannot open...).
+
+    ``stats`` holds every site's stats, those that ran included; ``errors`` maps the failed
+    sites to their error.
+    """
+
+    def __init__(self, errors: dict[str, str], stats: dict[str, Stats]) -> None:
+        super().__init__("; ".join(f"site {name}: {err}" for name, err in errors.items()))
+        self.errors = errors
+        self.stats = stats
+
+
+def crawl_in_process(
+    sites: Sequence[SiteConfig],
+    settings_overrides: dict[str, Any] | None = None,
+    timeout: float | None = None,
+) -> dict[str, Stats]:
+    """Crawl ``sites`` together on the shared reactor; ``{site name: stats}``.
+
+    ``settings_overrides`` apply to every site (e.g. ``AUTOTHROTTLE_ENABLED: False`` or an
+    in-process ``FPTRACK_INGEST``). After ``timeout`` seconds the crawls are asked to stop
+    gracefully (finish reason ``shutdown``): no new request starts, downloads in flight end
+    within ``DOWNLOAD_TIMEOUT``, and the stats are returned. Raises
+    :class:`CrawlFailed` when a crawler could not run, after the others finished.
+    """
+    names = [site.name for site in sites]
+    if len(set(names)) != len(names):
+        raise SiteConfigError(f"site names must be distinct, got {names}")
+    for site in sites:
+        check_selector(site.content_selector)
+    reactor_path = shared_reactor.reactor_setting()
+    runs: dict[str, Any] = {}
+
+    def start() -> Any:
+        from scrapy.crawler import Crawler, CrawlerRunner
+        from twisted.internet.defer import DeferredList
+
+        runner = CrawlerRunner({"TWISTED_REACTOR": reactor_path})
+        runs["runner"] = runner
+        deferreds = []
+        for site in sites:
+            settings = crawl_settings(site, settings_overrides)
+            settings.set("TWISTED_REACTOR", reactor_path, priority="cmdline")
+            crawler = Crawler(SiteSpider, settings)
+            runs[site.name] = crawler
+            deferreds.append(runner.crawl(crawler, site=site))
+        return DeferredList(deferreds, consumeErrors=True)
+
+    done = shared_reactor.call_in_reactor(start)
+    try:
+        results = done.result(timeout)
+    except FutureTimeout:
+        results = _stop_and_wait(runs, done)
+    except KeyboardInterrupt:
+        _stop_and_wait(runs, done)
+        raise
+    stats = {site.name: jsonable_stats(runs[site.name]) for site in sites}
+    errors = {
+        site.name: f"{type(result.value).__name__}: {result.value}"
+        for site, (ok, result) in zip(sites, results, strict=True)
+        if not ok
+    }
+    if errors:
+        raise CrawlFailed(errors, stats)
+    return stats
+
+
+def _stop_and_wait(runs: dict[str, Any], done: Any) -> Any:
+    runner = runs.get("runner")
+    if runner is not None:
+        shared_reactor.run_in_reactor(runner.stop)
+    return done.result()
+
+
+def jsonable_stats(crawler: Any) -> Stats:
+    """A crawler's stats with JSON values only (datetimes as ISO 8601 strings)."""
+    try:
+        raw = crawler.stats.get_stats()
+    except (AttributeError, RuntimeError):  # the crawl failed before its stats existed
+        raw = {}
+    return {str(key): _jsonable(value) for key, value in sorted(raw.items())}
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return str(value)
+
+
+def crawl_problem(stats: Stats) -> str | None:
+    """A one-line reason when a finished crawl fetched nothing at all, else None."""
+    if stats.get("downloader/response_count", 0) > 0:
+        return None
+    errors = sorted(k.removeprefix("fptrack/errors/") for k in stats if "/errors/" in k)
+    if errors:
+        return f"no page could be fetched ({', '.join(errors)})"
+    return "no page could be fetched"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m crawler.run",
+        description="Crawl one watched site into the fptrack store (production pipeline).",
+    )
+    parser.add_argument("--site-json", required=True, help="the site configuration (a JSON object)")
+    parser.add_argument("--stats-json", type=Path, help="write the crawl's stats here (JSON)")
+    parser.add_argument(
+        "--log-level", default="INFO", help="Scrapy's log level (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, help="stop gracefully after this many seconds (default: none)"
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """The command line; see the module docstring."""
+    parser = _parser()
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # argparse already printed a one-line usage error
+        return int(exc.code or 0) and 2
+    try:
+        site = site_config(args.site_json)
+        check_selector(site.content_selector)
+    except (SiteConfigError, SelectorError) as exc:
+        print(f"crawler.run: bad site configuration: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    from scrapy.utils.log import configure_logging
+
+    configure_logging({"LOG_LEVEL": args.log_level})
+    try:
+        all_stats = crawl_in_process([site], {}, timeout=args.timeout)
+        error = crawl_problem(all_stats[site.name])
+    except CrawlFailed as exc:
+        all_stats, error = exc.stats, str(exc)
+    except KeyboardInterrupt:
+        print("crawler.run: interrupted", file=sys.stderr)
+        return 130
+    output = json.dumps(all_stats[site.name], indent=2, sort_keys=True, ensure_ascii=False)
+    if args.stats_json:
+        args.stats_json.write_text(output + "\n", encoding="utf-8")
+    else:
+        print(output)
+    if error:
+        print(f"crawler.run: site {site.name}: {_one_line(error)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _one_line(error: object) -> str:
+    return " ".join(str(error).split())
+
+
+if __name__ == "__main__":
+    sys.exit(main())

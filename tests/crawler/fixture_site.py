@@ -1,0 +1,133 @@
+"""A web site served on 127.0.0.1 from a dict, for real crawls in tests (e2e tests too).
+
+>>> with FixtureSite({"/": page("<p>你好</p>")}) as site:
+...     import urllib.request
+...     urllib.request.urlopen(site.url("/")).read().decode()
+'<p>你好</p>'
+
+``pages`` maps a path (with its query string, if any) to ``(status, headers, body)``; the
+body is bytes, or a callable returning an iterable of byte chunks, which is streamed without
+a ``Content-Length`` (the response ends when the connection closes). ``redirects`` maps a
+path to ``(status, location)``. Anything else is a 404. Every request is recorded in
+:attr:`FixtureSite.requests` (path and headers), so tests can check what was fetched.
+Pages may be added or replaced while the site runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+Body = bytes | Callable[[], Iterable[bytes]]
+Resource = tuple[int, dict[str, str], Body]
+
+
+def page(html: str, charset: str = "utf-8", header_charset: str | None = "") -> Resource:
+    """A 200 ``text/html`` resource of ``html`` encoded in ``charset``.
+
+    ``header_charset`` is the charset the ``Content-Type`` header declares: ``""`` (default)
+    declares ``charset`` itself, ``None`` declares none.
+    """
+    declared = charset if header_charset == "" else header_charset
+    content_type = "text/html" + (f"; charset={declared}" if declared else "")
+    return 200, {"Content-Type": content_type}, html.encode(charset)
+
+
+class FixtureSite:
+    """A threaded HTTP server on an ephemeral port of ``host`` serving ``pages``."""
+
+    def __init__(
+        self,
+        pages: dict[str, Resource] | None = None,
+        redirects: dict[str, tuple[int, str]] | None = None,
+        host: str = "127.0.0.1",
+    ) -> None:
+        self.pages: dict[str, Resource] = dict(pages or {})
+        self.redirects: dict[str, tuple[int, str]] = dict(redirects or {})
+        self.requests: list[tuple[str, dict[str, str]]] = []
+        self._lock = threading.Lock()
+        self._server = _QuietServer((host, 0), _handler_for(self))
+        self.host = host
+        self.port = self._server.server_address[1]
+        self._thread: threading.Thread | None = None
+
+    def url(self, path: str = "/", host: str | None = None) -> str:
+        """The absolute URL of ``path`` on this site (optionally under another host name)."""
+        return f"http://{host or self.host}:{self.port}{path}"
+
+    def requested(self) -> list[str]:
+        """The paths requested so far, in order."""
+        with self._lock:
+            return [path for path, _ in self.requests]
+
+    def start(self) -> FixtureSite:
+        """Serve in a daemon thread."""
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name=f"fixture-site-{self.port}", daemon=True
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        self._server.shutdown()
+        self._server.server_close()
+        if self._thread is not None:
+            self._thread.join(5)
+
+    def __enter__(self) -> FixtureSite:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    def _record(self, path: str, headers: dict[str, str]) -> None:
+        with self._lock:
+            self.requests.append((path, headers))
+
+
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # a client that hangs up early is normal here (cancelled downloads)
+
+
+def _handler_for(site: FixtureSite) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        server_version = "fixture/1.0"
+
+        def do_GET(self) -> None:
+            site._record(self.path, dict(self.headers.items()))
+            if self.path in site.redirects:
+                status, location = site.redirects[self.path]
+                self.send_response(status)
+                self.send_header("Location", location)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            status, headers, body = site.pages.get(
+                self.path, (404, {"Content-Type": "text/html"}, b"<h1>404 Not Found</h1>")
+            )
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            try:
+                if isinstance(body, bytes):
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                else:
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    for chunk in body():
+                        self.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (e.g. a response above its size limit)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    return Handler
