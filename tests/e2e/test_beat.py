@@ -12,7 +12,7 @@ import redis
 from matcher.celery_app import CRAWL_QUEUE, app
 from matcher.schedules import Schedules
 from matcher.sites import SiteConfig
-from tests.e2e.support import ROOT, wait_until
+from tests.e2e.e2e_support import ROOT, wait_until
 
 
 def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:

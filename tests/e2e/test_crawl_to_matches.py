@@ -14,7 +14,7 @@ from crawler.run import crawl_in_process
 from matcher.celery_app import app
 from matcher.engine import Engine
 from matcher.ingest import Ingest
-from tests.e2e.support import ROOT, wait_until
+from tests.e2e.e2e_support import ROOT, wait_until
 
 WORKS = ROOT / "samples" / "works"
 SITE = ROOT / "samples" / "site"

@@ -27,7 +27,7 @@ from matcher.celery_app import app
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.operations import Operations
-from tests.e2e.support import CHROME, ROOT, UNRELATED, sample, wait_until
+from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, sample, wait_until
 
 
 def enqueue(page_id: str) -> None:
