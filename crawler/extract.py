@@ -16,9 +16,10 @@
   footers, ads or comments. Either way, lines that are exactly the text of one of the
   page's links are dropped (navigation, which trafilatura keeps on short pages).
 
-Characters are counted with :func:`content_chars` (letters and CJK characters, i.e.
-``str.isalpha``). :attr:`Extracted.own_chars` leaves out the text of the page's links, so a
-page that is only a list of links (a chapter index) has few own characters however long.
+Characters are counted with :func:`content_chars` (letters and CJK characters: word
+characters other than digits and ``_``). :attr:`Extracted.own_chars` leaves out the text
+of the page's links, so a page that is only a list of links (a chapter index) has few own
+characters however long.
 The title is the first ``<h1>``, else ``<title>``.
 
 :func:`find_page_link` finds a "next page" link (an anchor whose text, without spaces,
@@ -76,6 +77,7 @@ CHROME_NAMES = re.compile(
     re.IGNORECASE,
 )
 SELECTOR_ERRORS = (ValueError, SyntaxError, etree.XPathError, cssselect.SelectorError)
+_NOT_LETTERS = re.compile(r"[\W\d_]+")
 _LABEL_DECORATION = re.compile(r"[\s\[\]【】()（）<>《》«»‹›→←⇒⇐>»·:：|]+")
 
 
@@ -94,8 +96,12 @@ class Extracted:
 
 
 def content_chars(text: str) -> int:
-    """Letters and CJK characters in ``text`` (``str.isalpha``); digits and marks not."""
-    return sum(c.isalpha() for c in text)
+    """Letters and CJK characters in ``text`` (word characters but digits and ``_``).
+
+    >>> content_chars("第3章 Rain, 雨！")
+    7
+    """
+    return len(_NOT_LETTERS.sub("", text))
 
 
 def parse_html(html: str) -> Selector:
@@ -153,7 +159,7 @@ def page_title(page: Selector) -> str:
 
 def link_texts(page: Selector) -> list[str]:
     """The distinct texts of the page's anchors (whitespace collapsed), longest first."""
-    texts = {" ".join(" ".join(a.css("::text").getall()).split()) for a in page.css("a")}
+    texts = {" ".join(" ".join(a.itertext()).split()) for a in page.root.iter("a")}
     return sorted((t for t in texts if t), key=len, reverse=True)
 
 
