@@ -21,7 +21,8 @@ collected so far are yielded. Continuations are not items of their own: a page w
 page (which its previous-page link leads to), and a page already fetched as a continuation
 yields no item when an ordinary link reaches it again. Links found on continuations are
 followed as if found on the first part. ``exclude`` applies to continuations, ``include``
-does not (a chapter's second page rarely matches the chapter pattern).
+does not (a chapter's second page rarely matches the chapter pattern). A chain still open
+when the crawl closes early (``max_pages``, a timeout) is lost, and crawled again next run.
 
 Stats (never fatal): ``fptrack/pages`` (items), ``fptrack/joined`` (items of several parts),
 ``fptrack/thin`` (HTML pages or chains with too little main text), ``fptrack/non_html``,
