@@ -33,7 +33,11 @@ NEW_WORKS_OVERLAP = timedelta(minutes=5)
 
 
 class CrawlFailed(MatcherError):
-    """The crawl subprocess could not run or ended with an error."""
+    """The crawl subprocess could not run or ended with an error (``stats``: what it wrote)."""
+
+    def __init__(self, message: str, stats: dict[str, Any] | None = None) -> None:
+        super().__init__(message)
+        self.stats = stats or {}
 
 
 def process_page(engine: Engine, page_id: str) -> dict[str, Any]:
@@ -106,7 +110,9 @@ def crawl_site(
     try:
         stats = _run_crawler(site.to_dict(), settings.crawl_timeout, environ)
     except CrawlFailed as exc:
-        ops.record_crawl(run_id, site.name, finished_at=now(), outcome="failed", error=str(exc))
+        ops.record_crawl(
+            run_id, site.name, finished_at=now(), outcome="failed", error=str(exc), stats=exc.stats
+        )
         raise
     finally:
         with redis_errors("releasing the crawl lock"):
@@ -141,13 +147,19 @@ def _run_crawler(
             )
         except subprocess.TimeoutExpired as exc:
             raise CrawlFailed(f"crawl of {site['name']} ran over {timeout} s") from exc
+        try:
+            stats = json.loads(stats_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            stats, missing = {}, exc
+        else:
+            missing = None
         if done.returncode != 0:
             tail = (done.stderr or "").strip().splitlines()[-1:] or ["no output"]
-            raise CrawlFailed(f"crawl of {site['name']} exited {done.returncode}: {tail[0]}")
-        try:
-            return json.loads(stats_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            raise CrawlFailed(f"crawl of {site['name']} wrote no stats: {exc}") from exc
+            message = f"crawl of {site['name']} exited {done.returncode}: {tail[0]}"
+            raise CrawlFailed(message, stats)
+        if missing is not None:
+            raise CrawlFailed(f"crawl of {site['name']} wrote no stats: {missing}")
+        return stats
 
 
 def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:

@@ -34,28 +34,26 @@ def scan(capsys, *argv: str) -> tuple[int, str]:
     return status, capsys.readouterr().err
 
 
+def scan_keys() -> set[bytes]:
+    client = redis.Redis.from_url(os.environ["FPTRACK_REDIS_URL"])
+    return set(client.scan_iter("fptrack-scan-*", count=1000))
+
+
 @pytest.fixture(scope="module")
-def sample_scan(tmp_path_factory) -> tuple[int, dict, str]:
+def sample_scan(tmp_path_factory) -> tuple[int, dict, str, set[bytes]]:
+    """The scan of the sample site, and the Redis keys of scans it left behind."""
     out = tmp_path_factory.mktemp("scan") / "out.json"
     html = out.with_suffix(".html")
-    status = main(
-        [
-            "scan",
-            "--works",
-            str(WORKS),
-            "--site-dir",
-            str(SITE),
-            "--json",
-            str(out),
-            "--html",
-            str(html),
-        ]
-    )
-    return status, json.loads(out.read_text(encoding="utf-8")), html.read_text(encoding="utf-8")
+    before = scan_keys()
+    argv = ["--works", str(WORKS), "--site-dir", str(SITE), "--json", str(out)]
+    status = main(["scan", *argv, "--html", str(html)])
+    left = scan_keys() - before
+    result = json.loads(out.read_text(encoding="utf-8"))
+    return status, result, html.read_text(encoding="utf-8"), left
 
 
 def test_json_shape(sample_scan) -> None:
-    status, result, _ = sample_scan
+    status, result, _, _ = sample_scan
     assert status == 0
     assert set(result) == {"works", "pages", "matches", "errors"}
     assert result["works"] == 7 and result["errors"] == []
@@ -73,7 +71,7 @@ def test_json_shape(sample_scan) -> None:
 
 
 def test_every_copy_found_and_nothing_else(sample_scan) -> None:
-    _, result, _ = sample_scan
+    _, result, _, _ = sample_scan
     found: dict[str, set[str]] = {}
     for m in result["matches"]:
         found.setdefault(urlsplit(m["url"]).path, set()).add(m["work"])
@@ -84,7 +82,7 @@ def test_every_copy_found_and_nothing_else(sample_scan) -> None:
 
 
 def test_evidence_quotes_the_page(sample_scan) -> None:
-    _, result, _ = sample_scan
+    _, result, _, _ = sample_scan
     exact = next(m for m in result["matches"] if m["url"].endswith("/book/1021/1.html"))
     work_text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
     longest = max(exact["evidence"], key=lambda e: e["work_span"][1] - e["work_span"][0])
@@ -93,14 +91,13 @@ def test_evidence_quotes_the_page(sample_scan) -> None:
 
 
 def test_html_report(sample_scan) -> None:
-    _, result, report = sample_scan
+    _, result, report, _ = sample_scan
     assert report.count("<mark>") >= len(result["matches"])
     assert "<script" not in report and "default-src 'none'" in report
 
 
 def test_no_keys_left_in_redis(sample_scan) -> None:
-    client = redis.Redis.from_url(os.environ["FPTRACK_REDIS_URL"])
-    assert not list(client.scan_iter("fptrack-scan-*"))
+    assert sample_scan[3] == set()
 
 
 def test_site_down_is_reported_and_the_rest_processed(capsys, tmp_path) -> None:

@@ -106,10 +106,12 @@ def test_random_gbk_and_big5_round_trip(common_simplified, data):
     """Frequent characters in either national encoding decode back to themselves.
 
     Distinct characters: one character repeated is genuinely ambiguous (Big5 '啊' is GBK '摆',
-    both frequent) and the decoder then prefers GB18030 by design.
+    both frequent) and the decoder then prefers GB18030 by design. At least 30 of them: a
+    dozen random frequent characters can be frequent characters in the other encoding too
+    (hypothesis found '蝉鼻鄙碍瓣癌鞍敖镑蔼矮啊'), which no decoder can tell apart.
     """
     chars = data.draw(
-        st.lists(st.sampled_from(common_simplified), min_size=12, max_size=60, unique=True)
+        st.lists(st.sampled_from(common_simplified), min_size=30, max_size=60, unique=True)
     )
     simplified = "".join(chars)
     assert decode(simplified.encode("gbk")).text == simplified

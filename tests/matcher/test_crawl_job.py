@@ -56,4 +56,5 @@ def test_failed_crawl_is_recorded_and_the_lock_released(
     [run] = ops.last_crawls("pirate")
     assert run["outcome"] == "failed" and run["error"] == str(failed.value)
     assert run["finished_at"] >= run["started_at"]
+    assert run["stats"]["finish_reason"]  # what the crawl wrote before failing is kept
     assert redis_client.get("fptrack-test:lock:crawl:pirate") is None
