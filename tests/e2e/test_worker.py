@@ -17,16 +17,18 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
+import mongomock
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 from celery.signals import task_success
 
 from matcher import tasks
-from matcher.celery_app import app
+from matcher.celery_app import app, runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.operations import Operations
+from matcher.settings import Settings
 from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, sample, wait_until
 
 
@@ -179,3 +181,41 @@ def test_every_task_acks_late_and_retries_outages(name: str) -> None:
     task = app.tasks[name]
     assert task.acks_late and task.reject_on_worker_lost
     assert redis.ConnectionError in task.autoretry_for and task.retry_jitter
+
+
+def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
+    redis_client: redis.Redis, dead_redis: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Redis down for good: the task retries (eagerly here), then leaves a failure record;
+    the page stays pending with no match, fingerprint or index entry written."""
+    settings = Settings(redis_prefix="fptrack-test")
+    up = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
+    up.add_work(sample("lighthouse.txt"), title="lighthouse", source="l.txt")
+    page = Ingest(up.store, lambda page_id: None).page(
+        url="http://pirate/l", site="pirate", title="", text=CHROME.format(sample("lighthouse.txt"))
+    )
+    down = Engine(settings, up.store, dead_redis)
+    monkeypatch.setattr(tasks.process_page, "max_retries", 2)
+    runtime.use(down)
+    eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    try:
+        result = tasks.process_page.delay(page.page_id)
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+        runtime.use(None)
+    assert result.failed()
+    [failure] = Operations(up.store).failures()
+    assert failure["ref"] == page.page_id and "IndexUnavailable" in failure["error"]
+    assert failure["attempts"] == 2
+    assert list(up.store.pending_pages()) == [page.page_id]
+    assert up.store.db.matches.count_documents({}) == 0
+    assert up.store.db.fingerprints.count_documents({"owner_kind": "page"}) == 0
+    # Redis is back: the same task now completes and clears the failure record
+    runtime.use(up)
+    try:
+        tasks.process_page.apply(args=[page.page_id], retries=1).get()
+    finally:
+        runtime.use(None)
+    assert up.store.db.matches.count_documents({}) == 1
+    assert Operations(up.store).failures() == []
