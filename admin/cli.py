@@ -141,7 +141,6 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
         print(f"crawl of {site.name} enqueued: task {ctx.send('fptrack.crawl_site', site.name)}")
         return 0
     from crawler.run import crawl_in_process
-
     from matcher.ingest import Ingest
 
     engine = ctx.engine

@@ -116,7 +116,6 @@ def run_scan(
     serve the admin over it; its Redis keys are the caller's to drop (``engine.drop_indexes``).
     """
     from crawler.run import crawl_in_process
-
     from matcher import tasks
     from matcher.celery_app import app, runtime
 
