@@ -239,3 +239,21 @@ def test_store_outage_is_one_line(capsys, tmp_path):
     settings = Settings(mongo_uri="mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300")
     status, _, err = run(capsys, Context(settings=settings), "works", "list")
     assert status == 1 and one_line_error(err) and "MongoDB unavailable" in err
+
+
+def test_crawl_inline_records_matches(capsys, ctx) -> None:
+    """`fptrack crawl SITE --inline`: a real crawl of the sample site, matched in process."""
+    from admin.scan import serve_directory
+
+    site_dir = Path(__file__).resolve().parents[2] / "samples" / "site"
+    for name in ("lighthouse.txt", "tea-history.txt"):
+        ctx.engine.add_work(sample(name), title=name, source=name)
+    with serve_directory(site_dir) as base:
+        run(capsys, ctx, "sites", "add", base + "index.html", "--name", "sample")
+        status, out, _ = run(capsys, ctx, "crawl", "sample", "--inline")
+    assert status == 0 and "sample: 17 page(s)" in out
+    _, out, _ = run(capsys, ctx, "matches", "list", "--site", "sample", "--json")
+    works = sorted(m["work"] for m in json.loads(out))
+    assert works == ["lighthouse.txt", "lighthouse.txt", "tea-history.txt"]
+    status, _, err = run(capsys, ctx, "crawl", "nowhere")
+    assert status == 1 and one_line_error(err)
