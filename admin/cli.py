@@ -30,9 +30,7 @@ def cmd_fingerprint(args: argparse.Namespace, ctx: Context) -> int:
     try:
         text, encoding = read_text_file(Path(args.file), args.max_bytes)
     except ReadError as exc:
-        raise CommandError(
-            str(exc), 2 if "cannot read" in str(exc) or "directory" in str(exc) else 1
-        ) from exc
+        raise CommandError(str(exc), 2 if exc.missing else 1) from exc
     fp = fingerprint_document(text, DocumentParams())
     result = {
         "file": args.file,

@@ -211,7 +211,7 @@ def cmd_match(args: argparse.Namespace, ctx: Context) -> int:
         try:
             text, _ = read_text_file(Path(target), args.max_bytes)
         except ReadError as exc:
-            raise CommandError(str(exc), 2) from exc
+            raise CommandError(str(exc), 2 if exc.missing else 1) from exc
     try:
         records = ctx.engine.match_text(text)
     except MatcherError as exc:

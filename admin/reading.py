@@ -23,7 +23,15 @@ _BLOCKS = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6",
 
 
 class ReadError(Exception):
-    """A file could not be read or decoded; the message says why, in one line."""
+    """A file could not be read or decoded; the message says why, in one line.
+
+    ``missing`` is true when the path itself is wrong (absent, a folder, unreadable), as
+    opposed to a file whose content is refused.
+    """
+
+    def __init__(self, message: str, missing: bool = False) -> None:
+        super().__init__(message)
+        self.missing = missing
 
 
 @dataclass(frozen=True)
@@ -94,14 +102,14 @@ def text_of(data: bytes, name: str) -> tuple[str, str]:
 def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, str]:
     """Read and decode one text or HTML file; returns ``(text, encoding)``."""
     if path.is_dir():
-        raise ReadError(f"{path} is a directory, not a file")
+        raise ReadError(f"{path} is a directory, not a file", missing=True)
     try:
         size = path.stat().st_size
         if size > max_bytes:
             raise ReadError(f"{path} is {size} bytes, over the --max-bytes limit of {max_bytes}")
         data = path.read_bytes()
     except OSError as exc:
-        raise ReadError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise ReadError(f"cannot read {path}: {exc.strerror or exc}", missing=True) from exc
     return text_of(data, str(path))
 
 
