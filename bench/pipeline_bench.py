@@ -1,0 +1,448 @@
+"""End-to-end pipeline throughput beside a bare Scrapy crawl, and the one-shot scan's wall time.
+
+Issue 4, §7. A local site (:mod:`bench.pipeline_site`: ``--pages`` page records, 40% of them
+edited copies of ``--works`` registered works, the rest unrelated text, served over HTTP on
+127.0.0.1 by a separate process) is crawled twice per round, in the same run:
+
+- **bare**: the production spider (:class:`crawler.spiders.site.SiteSpider`, extraction and
+  下一页 joining included) with an ingest that only counts the pages: no store, no task;
+- **end to end**: the same crawl with the production ingest (:class:`matcher.ingest.Ingest`:
+  upsert into the store, one ``fptrack.process_page`` Celery task per new page, through the
+  real Redis broker ``--broker-url``) and ``--workers`` Celery worker processes (solo pool)
+  that fingerprint, match and record each page, on the real Redis index ``--redis-url``.
+  The time runs from the crawl's start until the last page is marked processed.
+
+pages/s = page records / seconds, for both; ratio = end to end / bare. The store is
+MongoDB's stand-in: a mongomock :class:`matcher.store.Store` served to the crawler and the
+workers by one process (:mod:`bench.pipeline_support`), every call pickled over a socket as
+a database client's would be. Both crawls run with AutoThrottle off and 16 concurrent
+requests per domain (a local site needs no politeness; with it on, the delay chosen would be
+measured, not the system). Works are registered once, before the rounds; each round starts
+from an empty page collection and page index.
+
+Then ``fptrack scan`` (the console command, in a subprocess, as the README runs it) on a
+second site of ``--scan-pages`` pages against ``--scan-works`` works, ``--scan-rounds``
+times: wall time of the whole command, works registration included.
+
+Medians over the rounds, with [min-max]. Sanity figures (recall of the copies, unrelated
+pages matched, task failures) are printed and written, never traded for speed. ``--json OUT``
+writes ``pages_per_s``, ``bare_pages_per_s``, ``ratio``, ``scan_700_s`` (the median scan
+time, whatever ``--scan-pages`` is), the targets and the details. Defaults: 5,000 pages,
+1,000 works, 3 rounds, 2 workers, scan 700 pages x 150 works x 3 rounds, broker
+``redis://127.0.0.1:6379/13``, index ``redis://127.0.0.1:6379/12`` (flushed only when they
+hold nothing but the benchmark's keys), seed 0. ``--quick``: 150 pages, 30 works, 1 round,
+scan 60 pages x 12 works x 1 round.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import redis
+
+from bench.pipeline_site import BenchSite, build_site
+from bench.pipeline_support import ROOT, Child, ChildFailed, connect_store, ready_key, wait_for
+
+DEFAULTS = {
+    "pages": 5000,
+    "works": 1000,
+    "rounds": 3,
+    "scan_pages": 700,
+    "scan_works": 150,
+    "scan_rounds": 3,
+}
+QUICK = {
+    "pages": 150,
+    "works": 30,
+    "rounds": 1,
+    "scan_pages": 60,
+    "scan_works": 12,
+    "scan_rounds": 1,
+}
+DEFAULT_WORKERS = 2
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/13"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
+PREFIX = "fptrack-pipeline-bench"
+BROKER_KEYS = ("_kombu", "unacked", "celery", "fptrack")
+"""Keys a Celery broker database of fptrack holds (bindings, queues, unacked messages)."""
+TARGETS = {"ratio": 0.75, "scan_700_s": 60.0}
+CRAWL_OVERRIDES: dict[str, Any] = {
+    "AUTOTHROTTLE_ENABLED": False,
+    "CONCURRENT_REQUESTS": 16,
+    "CONCURRENT_REQUESTS_PER_DOMAIN": 16,
+    "LOG_LEVEL": "WARNING",
+}
+DRAIN_TIMEOUT = 3600.0
+
+
+def log(message: str) -> None:
+    print(f"[pipeline] {message}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Counted:
+    """The ingest of the bare crawl: counts pages and keeps nothing."""
+
+    pages: int = 0
+    state: str = "new"
+
+    def page(self, **fields: Any) -> Counted:
+        self.pages += 1
+        return self
+
+
+def spread(values: Sequence[float]) -> dict[str, float]:
+    """Median, min and max of ``values``."""
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def claim_db(url: str, owned: tuple[str, ...]) -> redis.Redis:
+    """A client of ``url``'s database, flushed; refuses one holding keys not ``owned``."""
+    client = redis.Redis.from_url(url)
+    for key in client.scan_iter(count=1000):
+        name = key.decode(errors="replace")
+        if not name.startswith(owned):
+            raise SystemExit(f"{url} holds keys that are not the benchmark's (e.g. {name!r})")
+    client.flushdb()
+    return client
+
+
+def bench_site_config(url: str) -> Any:
+    from matcher.sites import SiteConfig
+
+    return SiteConfig(name="bench", start_urls=(url,), max_depth=10, schedule="never")
+
+
+class Pipeline:
+    """The processes of the end-to-end measurement, and the bench process's own clients."""
+
+    def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
+        self.args, self.workdir = args, workdir
+        self.authkey = secrets.token_hex(16)
+        self.env = {
+            **os.environ,
+            "FPTRACK_BROKER_URL": args.broker_url,
+            "FPTRACK_REDIS_URL": args.redis_url,
+            "FPTRACK_REDIS_PREFIX": PREFIX,
+            "FPTRACK_BENCH_AUTHKEY": self.authkey,
+        }
+        self.children: list[Child] = []
+        self.broker = claim_db(args.broker_url, BROKER_KEYS)
+        self.index = claim_db(args.redis_url, (PREFIX,))
+
+    def start(self, site_dir: Path) -> str:
+        """Start the site and store servers; returns the site's URL."""
+        site = self.child("site", ["site-server", str(site_dir)])
+        store = self.child("store", ["store-server"])
+        host, _, port = store.detail.rpartition(":")
+        self.address = (host, int(port))
+        os.environ.update(self.env)
+        from matcher.engine import Engine
+        from matcher.settings import Settings
+
+        self.settings = Settings.from_env()
+        self.store = connect_store(self.address, self.authkey.encode())
+        self.engine = Engine(self.settings, self.store, self.index)
+        return site.detail
+
+    def child(self, name: str, argv: list[str]) -> Child:
+        child = Child(name, argv, self.workdir / f"{name}.log", self.env)
+        self.children.append(child)
+        child.wait_ready()
+        return child
+
+    def register(self, site: BenchSite) -> float:
+        started = time.perf_counter()
+        for work in site.works:
+            self.engine.add_work(work.text, title=work.title, source=work.name, key=work.name)
+        return time.perf_counter() - started
+
+    def start_workers(self, count: int) -> None:
+        for n in range(count):
+            store = f"{self.address[0]}:{self.address[1]}"
+            worker = self.child(f"worker-{n + 1}", ["worker", "--store", store])
+            pid = int(worker.detail)
+            wait_for(lambda pid=pid: self.index.exists(ready_key(PREFIX, pid)), 60, "a worker")
+
+    def reset(self) -> None:
+        """An empty page collection, page index and queue; the works stay."""
+        self.store.reset_pages()
+        self.engine.pages.clear()
+        self.broker.flushdb()
+
+    def crawl(self, url: str) -> dict[str, Any]:
+        """One end-to-end run: crawl, then wait until every page is processed."""
+        from crawler.run import crawl_in_process
+        from matcher.celery_app import app
+        from matcher.ingest import Ingest
+
+        def enqueue(page_id: str) -> None:
+            app.send_task("fptrack.process_page", args=[page_id])
+
+        self.reset()
+        ingest = Ingest(self.store, enqueue)
+        started = time.perf_counter()
+        stats = crawl_in_process(
+            [bench_site_config(url)], {**CRAWL_OVERRIDES, "FPTRACK_INGEST": ingest}
+        )["bench"]
+        crawled = time.perf_counter() - started
+
+        def drained() -> bool:
+            if not all(c.alive() for c in self.children):
+                dead = next(c for c in self.children if not c.alive())
+                raise ChildFailed(f"{dead.name} died: {dead.tail()}")
+            return self.store.pending_count() == 0
+
+        wait_for(drained, DRAIN_TIMEOUT, "the workers to process every page", step=0.02)
+        elapsed = time.perf_counter() - started
+        summary = self.store.summary()
+        return {
+            "seconds": elapsed,
+            "crawl_seconds": crawled,
+            "pages": summary["pages"],
+            "pages_per_s": summary["pages"] / elapsed,
+            "summary": summary,
+            "items": stats.get("item_scraped_count", 0),
+        }
+
+    def stop(self) -> None:
+        for child in reversed(self.children):
+            child.stop()
+        for client in (self.broker, self.index):
+            client.flushdb()
+
+
+def bare_crawl(url: str) -> dict[str, Any]:
+    """The production spider with a counting ingest; pages/s of page records."""
+    from crawler.run import crawl_in_process
+
+    counted = Counted()
+    started = time.perf_counter()
+    crawl_in_process([bench_site_config(url)], {**CRAWL_OVERRIDES, "FPTRACK_INGEST": counted})
+    elapsed = time.perf_counter() - started
+    return {"seconds": elapsed, "pages": counted.pages, "pages_per_s": counted.pages / elapsed}
+
+
+def accuracy(site: BenchSite, matched: dict[str, int], base_url: str) -> dict[str, Any]:
+    """Copies found and unrelated pages matched, by the site's ground truth."""
+    found = {url.removeprefix(base_url) for url in matched}
+    copies = [p for p in site.pages if p.works]
+    hits = sum(p.path in found for p in copies)
+    false = sum(p.path in found for p in site.pages if not p.works)
+    return {
+        "copies": len(copies),
+        "copies_found": hits,
+        "recall": hits / len(copies) if copies else None,
+        "unrelated_matched": false,
+    }
+
+
+def run_scan(site_dir: Path, works_dir: Path, out: Path) -> tuple[float, dict[str, Any]]:
+    """``fptrack scan`` in a subprocess; its wall time and its JSON."""
+    env = {k: v for k, v in os.environ.items() if k != "FPTRACK_REDIS_URL"}
+    argv = [
+        sys.executable,
+        "-c",
+        "import sys; from admin.cli import main; sys.exit(main())",
+        "scan",
+        "--works",
+        str(works_dir),
+        "--site-dir",
+        str(site_dir),
+        "--json",
+        str(out),
+    ]
+    started = time.perf_counter()
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise ChildFailed(f"fptrack scan exited {done.returncode}: {done.stderr.strip()[-500:]}")
+    return elapsed, json.loads(out.read_text(encoding="utf-8"))
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.pipeline_bench",
+        description=__doc__.splitlines()[0] if __doc__ else None,
+    )
+    for name, value in DEFAULTS.items():
+        flag = "--" + name.replace("_", "-")
+        p.add_argument(flag, type=int, default=None, help=f"default {value:,}")
+    p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="default %(default)s")
+    p.add_argument("--broker-url", default=DEFAULT_BROKER_URL, help="default %(default)s")
+    p.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help="default %(default)s")
+    p.add_argument("--seed", type=int, default=0, help="default %(default)s")
+    p.add_argument("--quick", action="store_true", help="smoke sizes (see the module docstring)")
+    p.add_argument("--json", type=Path, default=None, help="write the figures here")
+    p.add_argument("--keep", type=Path, default=None, help="build the sites here and keep them")
+    args = p.parse_args(argv)
+    sizes = QUICK if args.quick else DEFAULTS
+    for name, value in sizes.items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be at least 1")
+    if args.workers < 1:
+        p.error("--workers must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
+    """Build the sites, run the rounds and the scans, print and return the figures.
+
+    ``texts`` replaces the downloaded corpus (tests pass synthetic text).
+    """
+    args = parse_args(argv)
+    if texts is None:
+        from bench.corpus import load_texts
+
+        texts = load_texts(math.inf)
+    with tempfile.TemporaryDirectory(prefix="fptrack-pipeline-") as tmp:
+        work = args.keep or Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
+        started = time.perf_counter()
+        site = build_site(texts, args.works, args.pages, args.seed)
+        site.write(work / "site")
+        scan_site = build_site(texts, args.scan_works, args.scan_pages, args.seed + 1)
+        scan_site.write(work / "scan-site")
+        scan_site.write_works(work / "scan-works")
+        log(
+            f"sites built in {time.perf_counter() - started:.1f} s: {len(site.pages)} pages "
+            f"({site.files()} files, {site.copies} copies), {len(site.works)} works"
+        )
+        result = measure(args, site, scan_site, work)
+    print_report(result)
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    return result
+
+
+def measure(
+    args: argparse.Namespace, site: BenchSite, scan_site: BenchSite, work: Path
+) -> dict[str, Any]:
+    pipeline = Pipeline(args, work)
+    try:
+        url = pipeline.start(work / "site")
+        registered = pipeline.register(site)
+        log(f"{len(site.works)} works registered in {registered:.1f} s")
+        pipeline.start_workers(args.workers)
+        bare, e2e = [], []
+        for n in range(args.rounds):
+            bare.append(bare_crawl(url + "index.html"))
+            e2e.append(pipeline.crawl(url + "index.html"))
+            log(
+                f"round {n + 1}: bare {bare[-1]['pages_per_s']:.1f} pages/s, end to end "
+                f"{e2e[-1]['pages_per_s']:.1f} pages/s ({e2e[-1]['pages']} pages, crawl "
+                f"{e2e[-1]['crawl_seconds']:.1f} s of {e2e[-1]['seconds']:.1f} s)"
+            )
+        last = e2e[-1]["summary"]
+        checked = accuracy(site, pipeline.store.matched_urls(), url)
+        stale = pipeline.store.check_lookups()
+    finally:
+        pipeline.stop()
+    scans = []
+    for n in range(args.scan_rounds):
+        seconds, found = run_scan(work / "scan-site", work / "scan-works", work / "scan.json")
+        scans.append({"seconds": seconds, "pages": found["pages"], "works": found["works"]})
+        scan_found = {m["url"] for m in found["matches"]}
+        log(f"scan {n + 1}: {seconds:.1f} s, {found['pages']} pages, {len(scan_found)} matched")
+    pages_per_s = spread([r["pages_per_s"] for r in e2e])
+    bare_per_s = spread([r["pages_per_s"] for r in bare])
+    ratios = [e["pages_per_s"] / b["pages_per_s"] for e, b in zip(e2e, bare, strict=True)]
+    scan_s = spread([s["seconds"] for s in scans])
+    ratio = pages_per_s["median"] / bare_per_s["median"]
+    return {
+        "pages_per_s": pages_per_s["median"],
+        "bare_pages_per_s": bare_per_s["median"],
+        "ratio": ratio,
+        "scan_700_s": scan_s["median"],
+        "targets": TARGETS,
+        "met": {
+            "ratio": ratio >= TARGETS["ratio"],
+            "scan_700_s": scan_s["median"] < TARGETS["scan_700_s"],
+        },
+        "spreads": {
+            "pages_per_s": pages_per_s,
+            "bare_pages_per_s": bare_per_s,
+            "ratio_per_round": ratios,
+            "scan_s": scan_s,
+        },
+        "rounds": [
+            {"bare": b, "end_to_end": {k: v for k, v in e.items() if k != "summary"}}
+            for b, e in zip(bare, e2e, strict=True)
+        ],
+        "scans": scans,
+        "sanity": {
+            **checked,
+            "matches": last["matches"],
+            "failures": last["failures"],
+            "pending_left": last["pending"],
+            "stale_lookups": stale,
+        },
+        "sizes": {
+            "pages": len(site.pages),
+            "files": site.files(),
+            "works": len(site.works),
+            "workers": args.workers,
+            "rounds": args.rounds,
+            "scan_pages": len(scan_site.pages),
+            "scan_works": len(scan_site.works),
+            "scan_rounds": args.scan_rounds,
+            "seed": args.seed,
+        },
+        "works_register_s": registered,
+        "python": platform.python_version(),
+        "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
+    }
+
+
+def print_report(r: dict[str, Any]) -> None:
+    s, sizes = r["spreads"], r["sizes"]
+
+    def row(name: str, figure: dict[str, float], unit: str) -> str:
+        return (
+            f"  {name:<34} {figure['median']:>9.1f} {unit}"
+            f"  [{figure['min']:.1f}-{figure['max']:.1f}]"
+        )
+
+    print(
+        f"pipeline benchmark: {sizes['pages']} pages, {sizes['works']} works, "
+        f"{sizes['workers']} workers, {sizes['rounds']} rounds ({r['machine']})"
+    )
+    print(row("end to end (crawl..record)", s["pages_per_s"], "pages/s"))
+    print(row("bare Scrapy crawl (same spider)", s["bare_pages_per_s"], "pages/s"))
+    verdict = "PASS" if r["met"]["ratio"] else "MISS"
+    print(f"  {'ratio end to end / bare':<34} {r['ratio']:>9.2f}  target >= 0.75: {verdict}")
+    verdict = "PASS" if r["met"]["scan_700_s"] else "MISS"
+    print(
+        row(f"fptrack scan {sizes['scan_pages']} x {sizes['scan_works']}", s["scan_s"], "s")
+        + f"  target < 60 s: {verdict}"
+    )
+    sanity = r["sanity"]
+    print(
+        f"  sanity: {sanity['copies_found']}/{sanity['copies']} copies found, "
+        f"{sanity['unrelated_matched']} unrelated pages matched, "
+        f"{len(sanity['failures'])} task failures, {sanity['pending_left']} pages left"
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Smoke test of ``bench/pipeline_bench.py`` at tiny sizes on synthetic text (no download).
+
+The whole benchmark runs for real: a site server, the store server, two Celery worker
+processes on the Redis broker, the in-process crawls and an ``fptrack scan`` subprocess. It
+checks the JSON and that the pipeline did its work (every page processed, copies found, no
+task failure); it never asserts a speed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+import redis
+
+from bench import pipeline_bench
+from bench.eval_corpus import synthetic_texts
+
+REDIS = os.environ.get("FPTRACK_TEST_REDIS_BASE", "redis://127.0.0.1:6379")
+BROKER_URL, INDEX_URL = f"{REDIS}/10", f"{REDIS}/11"
+PAGES, WORKS, SCAN_PAGES, SCAN_WORKS = 40, 8, 20, 6
+
+
+@pytest.fixture
+def databases() -> None:
+    for url in (BROKER_URL, INDEX_URL):
+        redis.Redis.from_url(url).flushdb()
+
+
+def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_path: Path) -> None:
+    out = tmp_path / "pipeline.json"
+    argv = [
+        *("--quick", "--pages", str(PAGES), "--works", str(WORKS)),
+        *("--scan-pages", str(SCAN_PAGES), "--scan-works", str(SCAN_WORKS)),
+        *("--broker-url", BROKER_URL, "--redis-url", INDEX_URL, "--json", str(out)),
+    ]
+    result = pipeline_bench.main(argv, texts=synthetic_texts(80))
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data == json.loads(json.dumps(result))
+    for key in ("pages_per_s", "bare_pages_per_s", "ratio", "scan_700_s"):
+        assert isinstance(data[key], float) and data[key] > 0, key
+    assert data["ratio"] == pytest.approx(data["pages_per_s"] / data["bare_pages_per_s"])
+    assert set(data["met"]) == set(data["targets"]) == {"ratio", "scan_700_s"}
+
+    (one,) = data["rounds"]
+    assert one["bare"]["pages"] == PAGES
+    assert one["end_to_end"]["pages"] == PAGES
+    sanity = data["sanity"]
+    assert sanity["failures"] == [] and sanity["pending_left"] == 0
+    assert sanity["stale_lookups"] == []
+    assert sanity["copies"] > 0 and sanity["copies_found"] >= 0.9 * sanity["copies"]
+    assert sanity["matches"] >= sanity["copies_found"]
+
+    (scan,) = data["scans"]
+    assert scan["pages"] == SCAN_PAGES and scan["works"] == SCAN_WORKS
+    # The benchmark cleans up after itself: no key left in either database.
+    for url in (BROKER_URL, INDEX_URL):
+        assert redis.Redis.from_url(url).dbsize() == 0
+
+
+def test_a_database_holding_foreign_keys_is_refused(databases: None) -> None:
+    client = redis.Redis.from_url(INDEX_URL)
+    client.set("someone-else:key", "1")
+    try:
+        with pytest.raises(SystemExit, match="not the benchmark's"):
+            pipeline_bench.claim_db(INDEX_URL, (pipeline_bench.PREFIX,))
+        assert client.get("someone-else:key") == b"1"
+    finally:
+        client.flushdb()
