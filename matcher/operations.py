@@ -16,6 +16,7 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 
+from matcher import tallies
 from matcher.sites import NAME, SiteConfig, SiteConfigError
 from matcher.store import STATUSES, Store, StoreError, mongo_errors, now, object_id
 
@@ -207,18 +208,28 @@ class Operations:
 
     @mongo_errors
     def set_status(self, match_id: str, status: str, note: str = "", by: str = "") -> bool:
-        result = self.db.matches.update_one(
+        """Set a match's review status (with a note and who set it); keeps the tallies."""
+        status = status_name(status)
+        before = self.db.matches.find_one_and_update(
             {"_id": object_id(match_id, "match id")},
             {
                 "$set": {
-                    "status": status_name(status),
+                    "status": status,
                     "note": str(note),
                     "reviewed_by": str(by),
                     "reviewed_at": now(),
                 }
             },
+            projection={"evidence": 0},
+            return_document=ReturnDocument.BEFORE,
         )
-        return result.matched_count == 1
+        if before is None:
+            return False
+        if before.get("active", True):
+            changes = tallies.Changes()
+            changes.status(before, before.get("status", "new"), status)
+            changes.apply(self.db)
+        return True
 
     @mongo_errors
     def save_report(self, day: str, report: dict[str, Any]) -> None:

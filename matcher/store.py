@@ -25,6 +25,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, DuplicateKeyError
 
+from matcher import tallies
 from matcher.errors import MatcherError, StoreUnavailable
 
 P = ParamSpec("P")
@@ -78,6 +79,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     ],
     "state": [],
     "reports": [IndexModel([("day", ASCENDING)], unique=True, name="day_unique")],
+    tallies.COLLECTION: tallies.INDEXES,
 }
 
 
@@ -226,9 +228,14 @@ class Store:
             "updated_at": stamp,
             "_stamp": stamp,
         }
-        return self._upsert_with_seq(
+        doc, created = self._upsert_with_seq(
             "works", "work", {"key": _text(key, "key")}, fields, {"registered_at": stamp}
         )
+        if created:
+            changes = tallies.Changes()
+            changes.work(1)
+            changes.apply(self.db)
+        return doc, created
 
     @mongo_errors
     def get_work(self, work_id: str, projection: dict[str, int] | None = None) -> dict | None:
@@ -266,8 +273,20 @@ class Store:
         doc = self.db.works.find_one_and_delete({"_id": oid})
         if doc is not None:
             self.db.fingerprints.delete_many({"owner_kind": "work", "owner_id": oid})
-            self.db.matches.delete_many({"work_id": oid, "status": "new"})
+            changes = tallies.Changes()
+            changes.work(-1)
+            self._delete_unreviewed({"work_id": oid}, changes)
         return doc
+
+    def _delete_unreviewed(self, owner: dict[str, ObjectId], changes: tallies.Changes) -> None:
+        """Delete the unreviewed matches of a work or page, and their tallies."""
+        query = {**owner, "status": "new"}
+        for match in self.db.matches.find(query, {"text": 0, "evidence": 0}):
+            if self.db.matches.delete_one({"_id": match["_id"]}).deleted_count and match.get(
+                "active", True
+            ):
+                changes.match(match, -1)
+        changes.apply(self.db)
 
     # pages -----------------------------------------------------------------------------
 
@@ -297,7 +316,11 @@ class Store:
             "last_seen": stamp,
             "_stamp": stamp,
         }
-        return self._upsert_with_seq("pages", "page", {"url": _text(url, "url")}, fields)
+        doc, created = self._upsert_with_seq("pages", "page", {"url": _text(url, "url")}, fields)
+        changes = tallies.Changes()
+        changes.page(doc.get("site", ""), doc["fetched_at"], created)
+        changes.apply(self.db)
+        return doc, created
 
     @mongo_errors
     def get_page(self, page_id: str, projection: dict[str, int] | None = None) -> dict | None:
@@ -319,7 +342,10 @@ class Store:
         doc = self.db.pages.find_one_and_delete({"_id": oid})
         if doc is not None:
             self.db.fingerprints.delete_many({"owner_kind": "page", "owner_id": oid})
-            self.db.matches.delete_many({"page_id": oid, "status": "new"})
+            changes = tallies.Changes()
+            changes.add("total", "pages", -1)
+            changes.add(f"site|{doc.get('site', '')}", "pages", -1)
+            self._delete_unreviewed({"page_id": oid}, changes)
         return doc
 
     @mongo_errors
@@ -461,12 +487,19 @@ class Store:
         stamp = record.get("last_seen") or now()
         fields = {k: v for k, v in record.items() if k not in ("page_id", "work_id", "status")}
         fields.update(last_seen=stamp, active=True)
-        return self.db.matches.find_one_and_update(
+        before = self.db.matches.find_one_and_update(
             key,
             {"$set": fields, "$setOnInsert": {"status": initial_status, "first_seen": stamp}},
             upsert=True,
-            return_document=ReturnDocument.AFTER,
+            return_document=ReturnDocument.BEFORE,
+            projection={"active": 1},
         )
+        doc = self.db.matches.find_one(key)
+        if before is None or not before.get("active", True):
+            changes = tallies.Changes()
+            changes.match(doc, 1, created=before is None)
+            changes.apply(self.db)
+        return doc
 
     @mongo_errors
     def deactivate_matches(self, field: str, owner_id: ObjectId, keep: Iterable[ObjectId]) -> int:
@@ -474,11 +507,20 @@ class Store:
         if field not in ("page_id", "work_id"):
             raise StoreError(f"cannot deactivate matches by {field!r}")
         other = "work_id" if field == "page_id" else "page_id"
-        result = self.db.matches.update_many(
-            {field: owner_id, other: {"$nin": list(keep)}, "active": True},
-            {"$set": {"active": False, "last_checked": now()}},
-        )
-        return result.modified_count
+        query = {field: owner_id, other: {"$nin": list(keep)}, "active": True}
+        changes = tallies.Changes()
+        stamp = now()
+        deactivated = 0
+        for match in self.db.matches.find(query, {"evidence": 0}):
+            done = self.db.matches.update_one(
+                {"_id": match["_id"], "active": True},
+                {"$set": {"active": False, "last_checked": stamp}},
+            )
+            if done.modified_count:
+                deactivated += 1
+                changes.match(match, -1)
+        changes.apply(self.db)
+        return deactivated
 
     @mongo_errors
     def matches_for(self, field: str, owner_id: str, active_only: bool = True) -> list[dict]:

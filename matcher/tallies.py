@@ -1,0 +1,156 @@
+"""Dashboard counters, kept up to date as works, pages and matches are written.
+
+The admin dashboard reads these few documents of the ``tallies`` collection instead of
+counting matches, so its cost does not grow with the data. Each write of the store that
+changes a figure sends the matching ``$inc`` (upserts, atomic per document in
+MongoDB) right after its own write. Documents (``_id``: what they count):
+
+- ``total``: ``works``, ``pages``, ``matches_seen`` (match records ever created),
+  ``active.<status>`` (active match records per review status) and ``infringing`` (active
+  and not ``false_positive`` or ``authorised``);
+- ``site|<name>`` and ``work|<id>``: ``active.<status>``, ``infringing``, ``matches_seen``
+  (and ``pages`` for a site), with ``scope``, ``key`` and ``label`` fields for the top lists;
+- ``day|<YYYY-MM-DD>`` (UTC): ``matches`` first seen that day and ``pages`` fetched that day;
+- ``siteday|<name>|<YYYY-MM-DD>``: ``matches`` of one site first seen that day.
+
+A crash between a write and its tally leaves the figures slightly off until
+:func:`recount` (``fptrack admin recount``) rebuilds them from the data.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from pymongo import DESCENDING, IndexModel
+
+COLLECTION = "tallies"
+NOT_INFRINGING = frozenset({"false_positive", "authorised"})
+INDEXES = [
+    IndexModel([("scope", 1), ("infringing", DESCENDING)], name="scope_infringing"),
+    IndexModel([("scope", 1), ("day", 1)], name="scope_day"),
+]
+
+
+def day_of(when: datetime) -> str:
+    """The UTC day of a time, ``YYYY-MM-DD``."""
+    return when.strftime("%Y-%m-%d")
+
+
+class Changes:
+    """Increments to many tally documents, sent together by :meth:`apply`."""
+
+    def __init__(self) -> None:
+        self.incs: dict[str, Counter[str]] = defaultdict(Counter)
+        self.labels: dict[str, dict[str, Any]] = {}
+
+    def add(self, doc_id: str, field: str, by: int = 1, **labels: Any) -> None:
+        self.incs[doc_id][field] += by
+        if labels:
+            self.labels[doc_id] = labels
+
+    def match(self, match: Mapping[str, Any], by: int, created: bool = False) -> None:
+        """A match record entering (``by=1``) or leaving (``-1``) the active set."""
+        status = match.get("status", "new")
+        site, work = str(match.get("site", "")), str(match.get("work_id"))
+        hit = 0 if status in NOT_INFRINGING else by
+        for doc_id, labels in (
+            ("total", {}),
+            (f"site|{site}", {"scope": "site", "key": site, "label": site}),
+            (f"work|{work}", {"scope": "work", "key": work, "label": match.get("work_title", "")}),
+        ):
+            self.add(doc_id, f"active.{status}", by, **labels)
+            self.add(doc_id, "infringing", hit)
+            if created:
+                self.add(doc_id, "matches_seen")
+        if created:
+            day = day_of(match["first_seen"])
+            self.add(f"day|{day}", "matches", scope="day", day=day)
+            self.add(f"siteday|{site}|{day}", "matches", scope="siteday", day=day, key=site)
+
+    def status(self, match: Mapping[str, Any], old: str, new: str) -> None:
+        """An active match record moving from one review status to another."""
+        if old != new:
+            self.match({**match, "status": old}, -1)
+            self.match({**match, "status": new}, 1)
+
+    def page(self, site: str, fetched: datetime, created: bool) -> None:
+        """A page fetched (and stored for the first time when ``created``)."""
+        day = day_of(fetched)
+        self.add(f"day|{day}", "pages", scope="day", day=day)
+        if created:
+            self.add("total", "pages")
+            self.add(f"site|{site}", "pages", scope="site", key=site, label=site)
+
+    def work(self, by: int) -> None:
+        self.add("total", "works", by)
+
+    def apply(self, db: Any) -> None:
+        """Send every increment, upserting the documents.
+
+        One ``update_one`` per document (a handful per write): mongomock's ``bulk_write``
+        does not take the current pymongo's ``UpdateOne``.
+        """
+        for doc_id, counts in self.incs.items():
+            inc = {f: n for f, n in counts.items() if n}
+            labels = self.labels.get(doc_id, {})
+            if not inc and not labels:
+                continue
+            update: dict[str, Any] = {}
+            if inc:
+                update["$inc"] = inc
+            if labels:
+                update["$set"] = labels
+            db[COLLECTION].update_one({"_id": doc_id}, update, upsert=True)
+        self.incs.clear()
+        self.labels.clear()
+
+
+def recount(db: Any, titles: Mapping[str, str] | None = None) -> int:
+    """Rebuild every tally from the works, pages and matches; returns the documents written."""
+    changes = Changes()
+    changes.work(db.works.count_documents({}))
+    titles = dict(titles or {})
+    if not titles:
+        titles = {str(w["_id"]): w.get("title", "") for w in db.works.find({}, {"title": 1})}
+    for page in db.pages.find({}, {"site": 1, "first_seen": 1, "fetched_at": 1}):
+        when = page.get("fetched_at") or page.get("first_seen")
+        if when is not None:
+            changes.page(page.get("site", ""), when, created=True)
+    projection = {"site": 1, "work_id": 1, "status": 1, "first_seen": 1, "active": 1}
+    for match in db.matches.find({}, projection):
+        record = {**match, "work_title": titles.get(str(match["work_id"]), "")}
+        changes.match(record, 1 if match.get("active", True) else 0, created=True)
+    db[COLLECTION].delete_many({})
+    written = len(changes.incs)
+    changes.apply(db)
+    return written
+
+
+def counts(doc: Mapping[str, Any] | None) -> dict[str, int]:
+    """The ``active.<status>`` counts of a tally document, every status present."""
+    from matcher.store import STATUSES
+
+    active = (doc or {}).get("active", {})
+    return {s: int(active.get(s, 0)) for s in STATUSES}
+
+
+def top(db: Any, scope: str, limit: int = 10) -> list[dict[str, Any]]:
+    """The ``site`` or ``work`` tallies with the most infringing matches."""
+    cursor = db[COLLECTION].find({"scope": scope, "infringing": {"$gt": 0}})
+    return list(cursor.sort("infringing", DESCENDING).limit(limit))
+
+
+def days(db: Any, scope: str, first: str, key: str | None = None) -> list[dict[str, Any]]:
+    """Daily tallies from ``first`` (``YYYY-MM-DD``) on, of one site when ``key`` is given."""
+    query: dict[str, Any] = {"scope": scope, "day": {"$gte": first}}
+    if key is not None:
+        query["key"] = key
+    return list(db[COLLECTION].find(query).sort("day", 1))
+
+
+def each(docs: Iterable[Mapping[str, Any]], field: str) -> dict[str, int]:
+    """``{day: doc[field]}`` of daily tallies."""
+    return {d["day"]: int(d.get(field, 0)) for d in docs}

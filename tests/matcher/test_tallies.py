@@ -1,0 +1,124 @@
+"""The dashboard tallies follow every write of works, pages and matches, and recount agrees."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import mongomock
+import pytest
+
+from matcher import tallies
+from matcher.operations import Operations
+from matcher.store import Store
+
+DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
+
+
+@pytest.fixture
+def store() -> Store:
+    s = Store(mongomock.MongoClient(tz_aware=True)["t"])
+    s.ensure_indexes()
+    return s
+
+
+def _work(store: Store, key: str) -> Any:
+    doc, _ = store.upsert_work(key, title=f"作品{key}", text="正文" * 50, content_hash=key)
+    return doc
+
+
+def _page(store: Store, url: str, site: str = "pirate") -> Any:
+    doc, _ = store.upsert_page(url, text="页面" * 50, content_hash=url, site=site, fetched_at=DAY)
+    return doc
+
+
+def _match(store: Store, page: Any, work: Any, status: str = "new") -> Any:
+    record = {
+        "page_id": page["_id"],
+        "work_id": work["_id"],
+        "work_title": work["title"],
+        "site": page["site"],
+        "url": page["url"],
+        "score": 0.9,
+        "last_seen": DAY,
+    }
+    return store.upsert_match(record, status)
+
+
+def _snapshot(store: Store) -> dict[str, dict]:
+    return {d["_id"]: d for d in store.db.tallies.find({})}
+
+
+def _figures(store: Store) -> dict[str, Any]:
+    """The figures of every tally, without zero counts (recount writes none)."""
+    out = {}
+    for doc_id, doc in _snapshot(store).items():
+        active = {k: v for k, v in doc.get("active", {}).items() if v}
+        plain = {k: v for k, v in doc.items() if isinstance(v, int) and v and k != "_id"}
+        out[doc_id] = (active, plain)
+    return {k: v for k, v in out.items() if v != ({}, {})}
+
+
+def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
+    w1, w2 = _work(store, "a"), _work(store, "b")
+    _work(store, "a")  # registering again updates: no new work
+    p1, p2 = _page(store, "http://x/1"), _page(store, "http://x/2", site="other")
+    _page(store, "http://x/1")  # fetched again: a page fetch, not a new page
+    m1 = _match(store, p1, w1)
+    _match(store, p1, w1)  # the same match again: counted once
+    _match(store, p2, w1)
+    _match(store, p1, w2, status="authorised")
+
+    t = _snapshot(store)
+    assert t["total"]["works"] == 2 and t["total"]["pages"] == 2
+    assert t["day|2026-11-02"]["pages"] == 3
+    assert tallies.counts(t["total"]) == {
+        "new": 2,
+        "confirmed": 0,
+        "false_positive": 0,
+        "authorised": 1,
+        "takedown_sent": 0,
+    }
+    assert t["total"]["infringing"] == 2 and t["total"]["matches_seen"] == 3
+    assert t["site|pirate"]["infringing"] == 1 and t["site|other"]["infringing"] == 1
+    assert t[f"work|{w1['_id']}"]["infringing"] == 2
+    assert t[f"work|{w1['_id']}"]["label"] == "作品a"
+    assert t["day|2026-11-02"]["matches"] == 3
+    assert t["siteday|pirate|2026-11-02"]["matches"] == 2
+
+    ops = Operations(store)
+    assert ops.set_status(str(m1["_id"]), "false_positive", "no", "rev")
+    t = _snapshot(store)
+    assert tallies.counts(t["total"])["new"] == 1
+    assert tallies.counts(t["total"])["false_positive"] == 1
+    assert t["total"]["infringing"] == 1 and t["site|pirate"]["infringing"] == 0
+    assert [d["key"] for d in tallies.top(store.db, "site")] == ["other"]
+
+    # The page changes and no longer copies w2: its match leaves the active set.
+    assert store.deactivate_matches("page_id", p1["_id"], [w1["_id"]]) == 1
+    assert tallies.counts(_snapshot(store)["total"])["authorised"] == 0
+    # It copies w2 again: back in the active set, not a new match.
+    _match(store, p1, w2)
+    t = _snapshot(store)
+    assert tallies.counts(t["total"])["authorised"] == 1 and t["total"]["matches_seen"] == 3
+
+    # Removing a work removes its unreviewed matches and their counts.
+    store.delete_work(str(w1["_id"]))
+    t = _snapshot(store)
+    assert t["total"]["works"] == 1
+    assert tallies.counts(t["total"])["new"] == 0
+    assert tallies.counts(t["total"])["false_positive"] == 1  # reviewed: kept
+
+
+def test_recount_rebuilds_what_the_writes_kept(store: Store) -> None:
+    works = [_work(store, k) for k in "abc"]
+    pages = [_page(store, f"http://x/{i}", site=f"s{i % 2}") for i in range(5)]
+    for i, page in enumerate(pages):
+        for work in works[: i % 3 + 1]:
+            _match(store, page, work)
+    Operations(store).set_status(str(store.db.matches.find_one({})["_id"]), "confirmed")
+    store.deactivate_matches("page_id", pages[4]["_id"], [])
+    kept = _figures(store)
+    # pages were fetched once each here, so the day's page count is rebuilt exactly
+    tallies.recount(store.db)
+    assert _figures(store) == kept
