@@ -165,6 +165,52 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.web.serve import serve
+
+    if args.workers < 1:
+        raise CommandError("--workers must be at least 1", 2)
+    host, _, port = args.bind.rpartition(":")
+    if not host or not port.isdigit():
+        raise CommandError(f"--bind {args.bind!r}: give HOST:PORT", 2)
+    ctx.engine.store.ensure_indexes()
+    if not ctx.engine.store.db.users.find_one({}, {"_id": 1}):
+        print(
+            "fptrack: no account yet: create one with"
+            " `fptrack admin create-user NAME --role admin`",
+            file=sys.stderr,
+        )
+    serve(args.bind, args.workers, args.secure_cookies, args.access_log)
+    return 0
+
+
+def cmd_admin_create_user(args: argparse.Namespace, ctx: Context) -> int:
+    import getpass
+
+    from admin.web.users import UserError, Users
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        password = getpass.getpass(f"password for {args.username}: ")
+        if password != getpass.getpass("again: "):
+            raise CommandError("the two passwords differ", 2)
+    try:
+        user = Users(ctx.engine.store).create(args.username, password, args.role, args.replace)
+    except UserError as exc:
+        raise CommandError(str(exc), 2) from exc
+    print(f"user {user.username} ({user.role}) {'reset' if args.replace else 'created'}")
+    return 0
+
+
+def cmd_admin_recount(args: argparse.Namespace, ctx: Context) -> int:
+    from matcher.tallies import recount
+
+    written = recount(ctx.engine.store.db)
+    print(f"dashboard counters rebuilt: {written} document(s)")
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
     if args.concurrency:
@@ -341,6 +387,32 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p = index.add_parser("rebuild", help="rebuild every Redis index from MongoDB")
     p.set_defaults(func=c.cmd_index_rebuild)
+
+    admin = sub.add_parser("admin", help="the admin web platform").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
+    p = admin.add_parser("serve", help="serve the admin platform (gunicorn)")
+    p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
+    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")
+    p.add_argument(
+        "--secure-cookies",
+        action="store_true",
+        help="send the session cookie over HTTPS only (behind a TLS proxy; default: off)",
+    )
+    p.add_argument("--access-log", action="store_true", help="log each request (default: off)")
+    p.set_defaults(func=cmd_admin_serve)
+    p = admin.add_parser("create-user", help="add an account (the password is asked for)")
+    p.add_argument("username")
+    p.add_argument(
+        "--role", choices=("viewer", "reviewer", "admin"), default="viewer", help="default: viewer"
+    )
+    p.add_argument(
+        "--password-stdin", action="store_true", help="read the password from standard input"
+    )
+    p.add_argument("--replace", action="store_true", help="reset an existing account")
+    p.set_defaults(func=cmd_admin_create_user)
+    p = admin.add_parser("recount", help="rebuild the dashboard counters from the data")
+    p.set_defaults(func=cmd_admin_recount)
 
     p = sub.add_parser("worker", help="run a Celery worker (pages, works, crawls)")
     p.add_argument(

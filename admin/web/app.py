@@ -1,0 +1,131 @@
+"""The Flask application of the admin platform (server-rendered Jinja2, no JS build step).
+
+:func:`create_app` wires the views (one blueprint per area, :data:`BLUEPRINTS`) to a
+:class:`admin.context.Context` (store, engine, schedules) and a
+:class:`admin.web.dispatch.Dispatch`. The session secret comes from the caller, else from
+``FPTRACK_ADMIN_SECRET``, else one made at random on first start and kept in the store's
+``state`` collection, so every gunicorn worker and restart shares it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import secrets
+import threading
+from datetime import timedelta
+from typing import Any
+
+from flask import Flask, Response, g, render_template
+from werkzeug.exceptions import HTTPException
+
+from admin.context import Context
+from admin.web import security
+from admin.web.dispatch import CeleryDispatch, Dispatch
+from admin.web.users import Users
+from matcher.errors import MatcherError
+
+BLUEPRINTS = ("auth", "dashboard", "matches", "works", "sites", "query", "reports")
+"""Modules of :mod:`admin.web` each holding a ``bp`` blueprint."""
+SESSION_HOURS = 8
+MAX_UPLOAD_BYTES = 200 * 1024 * 1024
+SECRET_STATE_KEY = "admin_session_secret"
+
+
+class Services:
+    """What the views use: the context, the dispatch, the accounts, an optional lock."""
+
+    def __init__(
+        self, ctx: Context, dispatch: Dispatch, lock: threading.RLock | None, schedules: bool
+    ) -> None:
+        self.ctx, self.dispatch, self.lock = ctx, dispatch, lock
+        self.users = Users(ctx.engine.store)
+        self.schedules = ctx.schedules if schedules else None
+
+
+def services() -> Services:
+    from flask import current_app
+
+    return current_app.extensions["fptrack"]
+
+
+def session_secret(ctx: Context) -> str:
+    """``FPTRACK_ADMIN_SECRET``, else the random one kept in the store."""
+    import os
+
+    if os.environ.get("FPTRACK_ADMIN_SECRET"):
+        return os.environ["FPTRACK_ADMIN_SECRET"]
+    kept = ctx.ops.get_state(SECRET_STATE_KEY)
+    if not kept:
+        ctx.engine.store.db.state.update_one(
+            {"_id": SECRET_STATE_KEY},
+            {"$setOnInsert": {"value": secrets.token_hex(32)}},
+            upsert=True,
+        )
+        kept = ctx.ops.get_state(SECRET_STATE_KEY)
+    return kept
+
+
+def create_app(
+    ctx: Context,
+    *,
+    dispatch: Dispatch | None = None,
+    secret_key: str | None = None,
+    lock: threading.RLock | None = None,
+    secure_cookies: bool = False,
+    schedules: bool = True,
+) -> Flask:
+    """The admin application.
+
+    ``lock`` (the embedded scan) serialises requests with the inline dispatch's threads;
+    ``schedules=False`` (no beat, as in the embedded scan) keeps site schedules in the store
+    only.
+    """
+    app = Flask(__name__)
+    ctx.engine.store.ensure_indexes()
+    app.config.update(
+        SECRET_KEY=secret_key or session_secret(ctx),
+        SESSION_COOKIE_NAME="fptrack_session",
+        SESSION_COOKIE_HTTPONLY=True,
+        SESSION_COOKIE_SAMESITE="Lax",
+        SESSION_COOKIE_SECURE=secure_cookies,
+        PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
+        MAX_CONTENT_LENGTH=MAX_UPLOAD_BYTES,
+    )
+    app.extensions["fptrack"] = Services(ctx, dispatch or CeleryDispatch(ctx), lock, schedules)
+    for name in BLUEPRINTS:
+        app.register_blueprint(importlib.import_module(f"admin.web.{name}").bp)
+
+    @app.before_request
+    def before() -> Any:
+        s = services()
+        if s.lock is not None:
+            s.lock.acquire()
+            g.locked = True
+        security.check_csrf()
+        return security.load_user(s.users)
+
+    @app.teardown_request
+    def release(_: BaseException | None) -> None:
+        if g.pop("locked", False):
+            services().lock.release()
+
+    app.after_request(security.add_headers)
+    app.jinja_env.filters["http_url"] = security.http_url
+
+    @app.context_processor
+    def globals_() -> dict[str, Any]:
+        return {"csrf_token": security.csrf_token, "user": g.get("user")}
+
+    @app.get("/healthz")
+    def health() -> Response:
+        return Response("ok\n", mimetype="text/plain")
+
+    @app.errorhandler(HTTPException)
+    def http_error(exc: HTTPException) -> Any:
+        return render_template("error.html", code=exc.code, message=exc.description), exc.code
+
+    @app.errorhandler(MatcherError)
+    def bad_input(exc: MatcherError) -> Any:
+        return render_template("error.html", code=400, message=str(exc)), 400
+
+    return app

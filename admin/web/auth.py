@@ -1,0 +1,36 @@
+"""Log in and log out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, redirect, render_template, request, session, url_for
+
+from admin.web import security
+
+bp = Blueprint("auth", __name__)
+
+
+@bp.route("/login", methods=["GET", "POST"])
+def login() -> Any:
+    from admin.web.app import services
+
+    target = request.values.get("next", "")
+    if request.method == "GET":
+        return render_template("login.html", next=target, error="")
+    user, reason = services().users.authenticate(
+        request.form.get("username", ""), request.form.get("password", "")
+    )
+    if user is None:
+        return render_template("login.html", next=target, error=reason), 401
+    session.clear()  # a new session: no fixation
+    session.permanent = True
+    session["user"] = user.username
+    security.csrf_token()
+    return redirect(security.safe_next(target))
+
+
+@bp.post("/logout")
+def logout() -> Any:
+    session.clear()
+    return redirect(url_for("auth.login"))

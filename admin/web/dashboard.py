@@ -1,0 +1,80 @@
+"""The dashboard: totals, trends, top sites and works, crawl health.
+
+Everything comes from :mod:`matcher.tallies` (a few documents, read by index) and the
+small ``sites``, ``crawls`` and ``failures`` collections, never from counting matches, so
+the page costs the same with ten thousand or a million matches (``bench/admin_bench.py``).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from flask import Blueprint, render_template
+
+from admin.web.charts import bar_chart, hbar_chart
+from matcher import tallies
+from matcher.store import now
+
+bp = Blueprint("dashboard", __name__)
+TREND_DAYS = 30
+TOP = 10
+SITE_TRENDS = 4
+
+
+def summary(ops: Any) -> dict[str, Any]:
+    """The dashboard's figures (also what the benchmark times)."""
+    db = ops.db
+    total = db[tallies.COLLECTION].find_one({"_id": "total"}) or {}
+    today = now().date()
+    days = [(today - timedelta(days=TREND_DAYS - 1 - i)).isoformat() for i in range(TREND_DAYS)]
+    daily = tallies.days(db, "day", days[0])
+    matches_by_day = tallies.each(daily, "matches")
+    pages_by_day = tallies.each(daily, "pages")
+    top_sites = tallies.top(db, "site", TOP)
+    per_site = []
+    for doc in top_sites[:SITE_TRENDS]:
+        counts = tallies.each(tallies.days(db, "siteday", days[0], doc["key"]), "matches")
+        per_site.append((doc["key"], [(d, counts.get(d, 0)) for d in days]))
+    health = []
+    for site in ops.list_sites():
+        last = ops.last_crawls(site.name, 1)
+        crawl = last[0] if last else None
+        stats = (crawl or {}).get("stats") or {}
+        errors = sum(v for k, v in stats.items() if k.startswith("fptrack/errors/"))
+        health.append({"site": site.name, "crawl": crawl, "errors": errors})
+    return {
+        "works": int(total.get("works", 0)),
+        "pages": int(total.get("pages", 0)),
+        "by_status": tallies.counts(total),
+        "infringing": int(total.get("infringing", 0)),
+        "matches_by_day": [(d, matches_by_day.get(d, 0)) for d in days],
+        "pages_by_day": [(d, pages_by_day.get(d, 0)) for d in days],
+        "per_site": per_site,
+        "top_sites": [(d["key"], int(d.get("infringing", 0))) for d in top_sites],
+        "top_works": [
+            (d.get("label") or d["key"], int(d.get("infringing", 0)), d["key"])
+            for d in tallies.top(db, "work", TOP)
+        ],
+        "health": health,
+        "failures": db.failures.count_documents({}),
+    }
+
+
+@bp.get("/")
+def index() -> Any:
+    from admin.web.app import services
+
+    s = summary(services().ctx.ops)
+    charts = {
+        "matches": bar_chart(
+            s["matches_by_day"], f"Matches first seen per day, last {TREND_DAYS} days"
+        ),
+        "pages": bar_chart(s["pages_by_day"], f"Pages crawled per day, last {TREND_DAYS} days"),
+        "sites": hbar_chart(s["top_sites"], "Top infringing sites"),
+        "works": hbar_chart([(t, n) for t, n, _ in s["top_works"]], "Most-copied works"),
+        "per_site": [
+            (name, bar_chart(points, f"Matches per day: {name}")) for name, points in s["per_site"]
+        ],
+    }
+    return render_template("dashboard.html", s=s, charts=charts, days=TREND_DAYS)

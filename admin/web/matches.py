@@ -1,0 +1,134 @@
+"""The match list (filters, pages, bulk review) and one match's evidence, side by side."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from pymongo import DESCENDING
+
+from admin.web.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_clause, cursor_of
+from admin.web.highlight import excerpt, highlight
+from admin.web.security import requires
+from matcher.store import STATUSES, object_id
+
+bp = Blueprint("matches", __name__, url_prefix="/matches")
+MAX_BULK = 10_000
+
+
+def _ops() -> Any:
+    from admin.web.app import services
+
+    return services().ctx.ops
+
+
+def _filters() -> MatchFilters:
+    try:
+        return MatchFilters.parse(request.values)
+    except FilterError as exc:
+        abort(400, str(exc))
+
+
+@bp.get("/")
+def index() -> Any:
+    filters = _filters()
+    ops = _ops()
+    query = filters.query(ops)
+    try:
+        page_query = {**query, **cursor_clause(request.args.get("after"))}
+    except FilterError as exc:
+        abort(400, str(exc))
+    fields = {"evidence": 0, "scores": 0}
+    cursor = ops.db.matches.find(page_query, fields).sort(
+        [("first_seen", DESCENDING), ("_id", DESCENDING)]
+    )
+    rows = list(cursor.limit(PAGE_SIZE + 1))
+    more = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    next_args = {**filters.args(), "after": cursor_of(rows[-1])} if more and rows else None
+    return render_template(
+        "matches.html",
+        rows=rows,
+        filters=filters,
+        statuses=STATUSES,
+        sites=[s.name for s in ops.list_sites()],
+        next_args=next_args,
+        first_page=not request.args.get("after"),
+    )
+
+
+@bp.get("/<match_id>")
+def detail(match_id: str) -> Any:
+    ops = _ops()
+    match = ops.db.matches.find_one({"_id": object_id(match_id, "match id")})
+    if match is None:
+        abort(404, "no such match")
+    work = ops.db.works.find_one({"_id": match["work_id"]}, {"text": 1, "title": 1, "source": 1})
+    page = ops.db.pages.find_one(
+        {"_id": match["page_id"]}, {"text": 1, "url": 1, "fetched_at": 1, "title": 1}
+    )
+    evidence = match.get("evidence", [])
+    work_text = (work or {}).get("text", "")
+    page_text = (page or {}).get("text", "")
+    work_spans = [(e["work_span"][0], e["work_span"][1], i) for i, e in enumerate(evidence, 1)]
+    page_spans = [(e["page_span"][0], e["page_span"][1], i) for i, e in enumerate(evidence, 1)]
+    passages = [
+        {
+            "number": i,
+            "chars": e.get("chars", 0),
+            "work": excerpt(work_text, *e["work_span"]),
+            "page": excerpt(page_text, *e["page_span"]),
+        }
+        for i, e in enumerate(evidence, 1)
+    ]
+    return render_template(
+        "match.html",
+        match=match,
+        work=work,
+        page=page,
+        work_html=highlight(work_text, work_spans, "work"),
+        page_html=highlight(page_text, page_spans, "page"),
+        passages=passages,
+        statuses=STATUSES,
+    )
+
+
+@bp.post("/<match_id>/status")
+@requires("reviewer")
+def set_status(match_id: str) -> Any:
+    from flask import g
+
+    status = request.form.get("status", "")
+    if status not in STATUSES:
+        abort(400, f"status must be one of {', '.join(STATUSES)}")
+    note = request.form.get("note", "")[:2000]
+    if not _ops().set_status(match_id, status, note, g.user.username):
+        abort(404, "no such match")
+    flash(f"status set to {status}")
+    return redirect(url_for("matches.detail", match_id=match_id))
+
+
+@bp.post("/bulk")
+@requires("reviewer")
+def bulk() -> Any:
+    """Set the status of the ticked matches, or of every match the filters select."""
+    from flask import g
+
+    status = request.form.get("status", "")
+    if status not in STATUSES:
+        abort(400, f"status must be one of {', '.join(STATUSES)}")
+    note = request.form.get("note", "")[:2000]
+    ops = _ops()
+    filters = _filters()
+    if request.form.get("scope") == "filtered":
+        query = filters.query(ops)
+        ids = [str(m["_id"]) for m in ops.db.matches.find(query, {"_id": 1}).limit(MAX_BULK + 1)]
+        if len(ids) > MAX_BULK:
+            abort(400, f"more than {MAX_BULK:,} matches: narrow the filters")
+    else:
+        ids = request.form.getlist("ids")
+        for match_id in ids:
+            object_id(match_id, "match id")
+    changed = sum(ops.set_status(i, status, note, g.user.username) for i in ids)
+    flash(f"{changed} match(es) set to {status}")
+    return redirect(url_for("matches.index", **filters.args()))

@@ -1,0 +1,63 @@
+"""Query: paste a text (or give a URL) and see at once which works it copies, with evidence."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask import Blueprint, abort, g, render_template, request
+
+from admin.web.highlight import excerpt
+from matcher.errors import MatcherError
+
+bp = Blueprint("query", __name__, url_prefix="/query")
+MAX_QUERY_CHARS = 2_000_000
+FETCH_TIMEOUT_S = 20.0
+PASSAGES_SHOWN = 10
+
+
+@bp.route("/", methods=["GET", "POST"])
+def index() -> Any:
+    """Anyone logged in may query a text; fetching a URL needs the reviewer role."""
+    from admin.commands import CommandError, fetch_url
+    from admin.web.app import services
+
+    if request.method == "GET":
+        return render_template("query.html", text="", url="", results=None, error="")
+    text = request.form.get("text", "")
+    url = request.form.get("url", "").strip()
+    error = ""
+    if url:
+        if not g.user.can("reviewer"):
+            abort(403, "fetching a URL needs the reviewer role")
+        if not re.match(r"^https?://", url):
+            abort(400, "the URL must start with http:// or https://")
+        try:
+            text = fetch_url(url, FETCH_TIMEOUT_S)
+        except CommandError as exc:
+            return render_template("query.html", text="", url=url, results=None, error=str(exc))
+    if not text.strip():
+        abort(400, "paste a text or give a URL")
+    if len(text) > MAX_QUERY_CHARS:
+        abort(400, f"the text is longer than {MAX_QUERY_CHARS:,} characters")
+    try:
+        records = services().ctx.engine.match_text(text)
+    except MatcherError as exc:
+        return render_template("query.html", text=text, url=url, results=None, error=str(exc))
+    records.sort(key=lambda r: -r["score"])
+    results = [
+        {
+            "work_id": str(r["work_id"]),
+            "title": r.get("work_title", ""),
+            "source": r.get("work_source", ""),
+            "score": r["score"],
+            "containment_work": r["containment_work"],
+            "containment_page": r["containment_page"],
+            "methods": r.get("methods", []),
+            "passages": [
+                excerpt(text, *e["page_span"]) for e in r.get("evidence", [])[:PASSAGES_SHOWN]
+            ],
+        }
+        for r in records
+    ]
+    return render_template("query.html", text=text, url=url, results=results, error=error)

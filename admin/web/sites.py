@@ -1,0 +1,128 @@
+"""Sites: crawl configuration and schedule, authorised flag, crawl now, last crawls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+
+from admin.web.security import requires
+from matcher.sites import SiteConfig, SiteConfigError
+
+bp = Blueprint("sites", __name__, url_prefix="/sites")
+LINE_FIELDS = ("start_urls", "allowed_domains", "include", "exclude")
+FLAG_FIELDS = ("join_next_pages", "obey_robots", "authorised")
+INT_FIELDS = ("max_depth", "max_pages")
+
+
+def _services() -> Any:
+    from admin.web.app import services
+
+    return services()
+
+
+def _site(name: str) -> SiteConfig:
+    try:
+        site = _services().ctx.ops.get_site(name)
+    except SiteConfigError:
+        site = None
+    if site is None:
+        abort(404, "no such site")
+    return site
+
+
+@bp.get("/")
+def index() -> Any:
+    ops = _services().ctx.ops
+    sites = ops.list_sites()
+    crawls = {s.name: ops.last_crawls(s.name, 1) for s in sites}
+    return render_template("sites.html", sites=sites, crawls=crawls)
+
+
+@bp.get("/<name>")
+def detail(name: str) -> Any:
+    site = _site(name)
+    crawls = _services().ctx.ops.last_crawls(site.name, 10)
+    return render_template("site.html", site=site, crawls=crawls)
+
+
+def _form_site(form: Any, name: str | None) -> SiteConfig:
+    data: dict[str, Any] = {"name": name or form.get("name", "").strip()}
+    for field in LINE_FIELDS:
+        data[field] = [x.strip() for x in form.get(field, "").splitlines() if x.strip()]
+    for field in INT_FIELDS:
+        try:
+            data[field] = int(form.get(field, "0") or 0)
+        except ValueError:
+            raise SiteConfigError(f"{field} must be a whole number") from None
+    for field in FLAG_FIELDS:
+        data[field] = form.get(field) == "on"
+    data["content_selector"] = form.get("content_selector", "").strip()
+    data["schedule"] = form.get("schedule", "daily").strip() or "daily"
+    return SiteConfig.from_dict(data)
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@requires("admin")
+def new() -> Any:
+    return _edit(None)
+
+
+@bp.route("/<name>/edit", methods=["GET", "POST"])
+@requires("admin")
+def edit(name: str) -> Any:
+    return _edit(_site(name))
+
+
+def _edit(site: SiteConfig | None) -> Any:
+    s = _services()
+    if request.method == "GET":
+        return render_template("site_form.html", site=site, form=None, error="")
+    try:
+        config = _form_site(request.form, site.name if site else None)
+    except (SiteConfigError, ValueError) as exc:
+        return render_template("site_form.html", site=site, form=request.form, error=str(exc)), 400
+    if site is None and s.ctx.ops.get_site(config.name) is not None:
+        error = f"a site named {config.name} exists"
+        return render_template("site_form.html", site=None, form=request.form, error=error), 400
+    s.ctx.ops.save_site(config)
+    note = "saved"
+    if s.schedules is not None:
+        note += "; schedule " + (config.schedule if s.schedules.sync_site(config) else "off")
+    if config.authorised:
+        changed = mark_authorised(config.name)
+        if changed:
+            note += f"; {changed} unreviewed match(es) classified authorised"
+    flash(note)
+    return redirect(url_for("sites.detail", name=config.name))
+
+
+def mark_authorised(site: str) -> int:
+    """Classify the unreviewed matches of a licensed site as authorised."""
+    from flask import g
+
+    ops = _services().ctx.ops
+    ids = [str(m["_id"]) for m in ops.db.matches.find(ops.match_filter(site=site, status="new"))]
+    return sum(
+        ops.set_status(i, "authorised", "site marked authorised", g.user.username) for i in ids
+    )
+
+
+@bp.post("/<name>/crawl")
+@requires("reviewer")
+def crawl(name: str) -> Any:
+    site = _site(name)
+    flash(_services().dispatch.crawl(site))
+    return redirect(url_for("sites.detail", name=site.name))
+
+
+@bp.post("/<name>/remove")
+@requires("admin")
+def remove(name: str) -> Any:
+    s = _services()
+    site = _site(name)
+    s.ctx.ops.delete_site(site.name)
+    if s.schedules is not None:
+        s.schedules.remove_site(site.name)
+    flash(f"site {site.name} removed (its pages and matches stay)")
+    return redirect(url_for("sites.index"))

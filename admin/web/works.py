@@ -1,0 +1,116 @@
+"""Works: upload (txt/md/html/zip, many at once), list with search, detail, removal."""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from pathlib import Path, PurePath
+from typing import Any
+
+from flask import (
+    Blueprint,
+    abort,
+    flash,
+    jsonify,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
+from pymongo import DESCENDING
+
+from admin.reading import DEFAULT_MAX_BYTES, iter_work_files
+from admin.web.security import requires
+from matcher.errors import MatcherError
+from matcher.store import object_id
+
+bp = Blueprint("works", __name__, url_prefix="/works")
+LIST_LIMIT = 200
+MAX_SEARCH_CHARS = 100
+
+
+def _services() -> Any:
+    from admin.web.app import services
+
+    return services()
+
+
+@bp.get("/")
+def index() -> Any:
+    ops = _services().ctx.ops
+    q = request.args.get("q", "").strip()[:MAX_SEARCH_CHARS]
+    query: dict[str, Any] = {}
+    if q:
+        pattern = re.escape(q)  # the search is a literal substring, never a user regex
+        query = {"$or": [{"title": {"$regex": pattern}}, {"source": {"$regex": pattern}}]}
+    fields = {"title": 1, "author": 1, "source": 1, "registered_at": 1}
+    works = list(
+        ops.db.works.find(query, fields).sort("registered_at", DESCENDING).limit(LIST_LIMIT)
+    )
+    counts = {}
+    for work in works:
+        doc = ops.db.tallies.find_one({"_id": f"work|{work['_id']}"}, {"infringing": 1})
+        counts[work["_id"]] = (doc or {}).get("infringing", 0)
+    return render_template("works.html", works=works, q=q, counts=counts, limit=LIST_LIMIT)
+
+
+@bp.get("/<work_id>")
+def detail(work_id: str) -> Any:
+    ops = _services().ctx.ops
+    work = ops.db.works.find_one({"_id": object_id(work_id, "work id")}, {"text": 0})
+    if work is None:
+        abort(404, "no such work")
+    matches = ops.list_matches(limit=500, work_id=work_id)
+    return render_template("work.html", work=work, matches=matches)
+
+
+@bp.post("/upload")
+@requires("admin")
+def upload() -> Any:
+    """Register every uploaded file (zip archives unpacked); JSON for the progress script."""
+    s = _services()
+    files = request.files.getlist("files")
+    if not files:
+        abort(400, "choose at least one file")
+    added, problems = [], []
+    with tempfile.TemporaryDirectory(prefix="fptrack-upload-") as tmp:
+        paths = []
+        for n, f in enumerate(files):
+            name = PurePath((f.filename or f"upload-{n}").replace("\\", "/")).name or f"upload-{n}"
+            folder = Path(tmp, str(n))
+            folder.mkdir()
+            path = folder / name
+            f.save(path)
+            paths.append(path)
+        for work in iter_work_files(paths, DEFAULT_MAX_BYTES):
+            if work.error:
+                problems.append(work.error)
+                continue
+            title = PurePath(work.name).stem
+            try:
+                work_id = s.ctx.engine.add_work(work.text, title=title, source=work.name)
+            except MatcherError as exc:
+                problems.append(f"{work.name}: {exc}")
+                continue
+            added.append((work_id, title))
+            s.dispatch.work_added(work_id)
+    message = f"{len(added)} work(s) registered" + (
+        f"; {len(problems)} skipped: " + "; ".join(problems) if problems else ""
+    )
+    if request.accept_mimetypes.best == "application/json":
+        return jsonify(
+            message=message, added=[{"id": i, "title": t} for i, t in added], problems=problems
+        ), (200 if added or not problems else 400)
+    flash(message, "error" if problems else "info")
+    return redirect(url_for("works.index"))
+
+
+@bp.post("/<work_id>/remove")
+@requires("admin")
+def remove(work_id: str) -> Any:
+    s = _services()
+    object_id(work_id, "work id")
+    if not s.ctx.engine.remove_work(work_id):
+        abort(404, "no such work")
+    flash("work removed, with its index entries and unreviewed matches")
+    return redirect(url_for("works.index"))

@@ -1,0 +1,76 @@
+"""Fixtures of the admin web tests: an engine on mongomock and the real Redis, the app."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import mongomock
+import pytest
+import redis
+from flask import Flask
+from flask.testing import FlaskClient
+
+from admin.context import Context
+from admin.web.app import create_app
+from admin.web.dispatch import InlineDispatch
+from admin.web.users import Users
+from matcher.engine import Engine
+from matcher.settings import Settings
+from tests.web.web_support import PASSWORDS, login
+
+CRAWL_OVERRIDES = {"AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "WARNING"}
+
+
+@pytest.fixture
+def web_ctx(redis_client: redis.Redis) -> Context:
+    """A context over a fresh mongomock database and the test Redis database."""
+    settings = Settings(redis_prefix="fptrack-test-web")
+    engine = Engine.open(
+        settings, mongo_client=mongomock.MongoClient(tz_aware=True), redis_client=redis_client
+    )
+    return Context(settings=settings, engine=engine)
+
+
+@pytest.fixture
+def dispatch(web_ctx: Context) -> Iterator[InlineDispatch]:
+    inline = InlineDispatch(web_ctx, threading.RLock(), CRAWL_OVERRIDES)
+    yield inline
+    inline.wait()
+
+
+@pytest.fixture
+def app(web_ctx: Context, dispatch: InlineDispatch) -> Flask:
+    """The admin app with the three accounts of :data:`PASSWORDS` and no beat schedules."""
+    users = Users(web_ctx.engine.store)
+    for name, (role, password) in PASSWORDS.items():
+        users.create(name, password, role)
+    return create_app(
+        web_ctx, dispatch=dispatch, secret_key="test-secret", lock=dispatch.lock, schedules=False
+    )
+
+
+@pytest.fixture
+def client(app: Flask) -> FlaskClient:
+    return app.test_client()
+
+
+@pytest.fixture
+def as_admin(app: Flask) -> FlaskClient:
+    c = app.test_client()
+    assert login(c, "alice").status_code == 302
+    return c
+
+
+@pytest.fixture
+def as_reviewer(app: Flask) -> FlaskClient:
+    c = app.test_client()
+    assert login(c, "rita").status_code == 302
+    return c
+
+
+@pytest.fixture
+def as_viewer(app: Flask) -> FlaskClient:
+    c = app.test_client()
+    assert login(c, "victor").status_code == 302
+    return c

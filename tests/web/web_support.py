@@ -1,0 +1,38 @@
+"""Helpers of the admin tests: accounts, logging in, CSRF tokens, sample data."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from flask.testing import FlaskClient
+
+PASSWORDS = {
+    "alice": ("admin", "alice-password-1"),
+    "rita": ("reviewer", "rita-password-1"),
+    "victor": ("viewer", "victor-password-1"),
+}
+"""username -> (role, password) of the accounts the fixtures create."""
+CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+def csrf(client: FlaskClient, path: str = "/login") -> str:
+    """The session's CSRF token, read from a page's form."""
+    found = CSRF.search(client.get(path).get_data(as_text=True))
+    assert found, f"no CSRF token on {path}"
+    return found.group(1)
+
+
+def login(client: FlaskClient, username: str, password: str | None = None) -> Any:
+    """Log in through the form; returns the response."""
+    token = csrf(client)
+    password = password if password is not None else PASSWORDS[username][1]
+    return client.post(
+        "/login", data={"username": username, "password": password, "csrf_token": token}
+    )
+
+
+def post(client: FlaskClient, path: str, data: dict | None = None, **kwargs: Any) -> Any:
+    """POST a form with the session's CSRF token."""
+    token = csrf(client, "/")
+    return client.post(path, data={**(data or {}), "csrf_token": token}, **kwargs)
