@@ -66,6 +66,24 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("site", ASCENDING), ("work_id", ASCENDING), ("first_seen", DESCENDING)],
             name="site_work_first_seen",
         ),
+        IndexModel([("work_id", ASCENDING), ("first_seen", DESCENDING)], name="work_first_seen"),
+        IndexModel(
+            [("site", ASCENDING), ("status", ASCENDING), ("first_seen", DESCENDING)],
+            name="site_status_first_seen",
+        ),
+        IndexModel(
+            [("work_id", ASCENDING), ("status", ASCENDING), ("first_seen", DESCENDING)],
+            name="work_status_first_seen",
+        ),
+        IndexModel(
+            [
+                ("site", ASCENDING),
+                ("work_id", ASCENDING),
+                ("status", ASCENDING),
+                ("first_seen", DESCENDING),
+            ],
+            name="site_work_status_first_seen",
+        ),
     ],
     "sites": [IndexModel([("name", ASCENDING)], unique=True, name="name_unique")],
     "users": [IndexModel([("username", ASCENDING)], unique=True, name="username_unique")],
