@@ -12,6 +12,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -119,16 +120,62 @@ def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
                 ),
                 encoding="utf-8",
             )
+        print(
+            f"{result.works} work(s), {result.pages} page(s), {len(result.matches)} match(es)"
+            f" -> {out}",
+            file=sys.stderr,
+        )
+        for error in result.errors:
+            print(f"fptrack: error: {error}", file=sys.stderr)
+        if args.serve is not None:
+            serve_scan(engine, args.serve)
     finally:
         if os.environ.get("FPTRACK_REDIS_URL"):
             engine.drop_indexes()
-    print(
-        f"{result.works} work(s), {result.pages} page(s), {len(result.matches)} match(es) -> {out}",
-        file=sys.stderr,
-    )
-    for error in result.errors:
-        print(f"fptrack: error: {error}", file=sys.stderr)
     return 1 if result.errors else 0
+
+
+def serve_scan(engine: Any, bind: str) -> None:
+    """Serve the admin platform over the scan's in-memory results until interrupted.
+
+    One account, ``admin``, with a random password printed once: there is no default one.
+    """
+    import secrets
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from admin.web.app import create_app
+    from admin.web.dispatch import InlineDispatch
+    from admin.web.users import Users
+
+    host, _, port = bind.rpartition(":")
+    if not host or not port.isdigit():
+        raise CommandError(f"--serve {bind!r}: give HOST:PORT", 2)
+    ctx = Context(engine=engine)
+    password = secrets.token_urlsafe(12)
+    Users(engine.store).create("admin", password, "admin", replace=True)
+    lock = threading.RLock()
+    app = create_app(
+        ctx,
+        dispatch=InlineDispatch(ctx, lock),
+        lock=lock,
+        schedules=False,
+        secret_key=secrets.token_hex(32),
+    )
+    server = make_server(host, int(port), app, threaded=True)
+    print(
+        f"admin: http://{host}:{server.server_port}/  user admin, password {password}"
+        "  (Ctrl-C stops; the results live in this process only)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
 
 
 def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
@@ -262,6 +309,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"pages per site at most (default: {DEFAULT_MAX_PAGES})",
     )
     p.add_argument("--html", help="also write an HTML report with highlighted evidence")
+    p.add_argument(
+        "--serve",
+        nargs="?",
+        const="127.0.0.1:8000",
+        metavar="HOST:PORT",
+        help="then serve the admin platform over the results (default 127.0.0.1:8000;"
+        " port 0 picks a free one) until Ctrl-C",
+    )
     p.set_defaults(func=cmd_scan)
 
     works = sub.add_parser("works", help="register, list and remove works").add_subparsers(

@@ -111,15 +111,19 @@ def set_status(match_id: str) -> Any:
 @bp.post("/bulk")
 @requires("reviewer")
 def bulk() -> Any:
-    """Set the status of the ticked matches, or of every match the filters select."""
+    """Set the status (``new_status``) of the ticked matches (``ids``), or with
+    ``scope=filtered`` of every match the filters in the query string select."""
     from flask import g
 
-    status = request.form.get("status", "")
+    status = request.form.get("new_status", "")
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = request.form.get("note", "")[:2000]
     ops = _ops()
-    filters = _filters()
+    try:
+        filters = MatchFilters.parse(request.args)
+    except FilterError as exc:
+        abort(400, str(exc))
     if request.form.get("scope") == "filtered":
         query = filters.query(ops)
         ids = [str(m["_id"]) for m in ops.db.matches.find(query, {"_id": 1}).limit(MAX_BULK + 1)]

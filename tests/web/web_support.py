@@ -36,3 +36,20 @@ def post(client: FlaskClient, path: str, data: dict | None = None, **kwargs: Any
     """POST a form with the session's CSRF token."""
     token = csrf(client, "/")
     return client.post(path, data={**(data or {}), "csrf_token": token}, **kwargs)
+
+
+def sample_text(name: str = "tea-history") -> str:
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    return (root / "samples" / "works" / f"{name}.txt").read_text(encoding="utf-8")
+
+
+def seed_match(ctx: Any, url: str = "http://pirate.example/1", site: str = "pirate") -> Any:
+    """A registered work and a page copying it, matched by the real engine; the match."""
+    text = sample_text()
+    work_id = ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
+    page = "广告：最新小说免费看\n" + text[: len(text) * 2 // 3] + "\n本站内容来自网络"
+    records = ctx.engine.process_page(url, page, site=site, title="盗版页面")
+    assert records, "the copy was not matched"
+    return ctx.ops.db.matches.find_one({"work_id": records[0]["work_id"]}), work_id

@@ -1,0 +1,56 @@
+"""``fptrack scan --serve``: the admin platform over the scan's in-memory results."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_scan_then_serve_the_results(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "FPTRACK_REDIS_URL"}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from admin.cli import main; sys.exit(main())",
+            *("scan", "--works", "samples/works", "--site-dir", "samples/site"),
+            *("--json", str(tmp_path / "scan.json"), "--serve", "127.0.0.1:0"),
+        ],
+        cwd=ROOT,
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = ""
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("admin: "):
+                break
+        found = re.search(r"admin: (http://\S+)  user admin, password (\S+)", line)
+        assert found, f"no admin line; last: {line!r}"
+        base, password = found.groups()
+        opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        login = opener.open(base + "login").read().decode()
+        token = re.search(r'name="csrf_token" value="([^"]+)"', login).group(1)
+        form = {"username": "admin", "password": password, "csrf_token": token}
+        opener.open(base + "login", urllib.parse.urlencode(form).encode()).read()
+        listing = opener.open(base + "matches/").read().decode()
+        assert len(re.findall(r'<td class="status-new">new</td>', listing)) == 8
+        dashboard = opener.open(base + "").read().decode()
+        assert re.search(r'id="total-infringing">8<', dashboard)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        proc.wait(30)
+    assert proc.returncode == 0

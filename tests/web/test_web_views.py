@@ -1,0 +1,346 @@
+"""Every route of the admin platform over HTTP, and who may do what."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+
+from flask import Flask
+from flask.testing import FlaskClient
+
+from admin.context import Context
+from admin.web.dispatch import InlineDispatch
+from matcher import tallies
+from tests.web.web_support import post, sample_text, seed_match
+
+XSS = '<script>window.__xss=1</script><img src=x onerror="alert(1)">'
+
+
+def _text(response) -> str:
+    return response.get_data(as_text=True)
+
+
+# -- permissions -----------------------------------------------------------------------
+
+
+def test_viewer_reads_but_changes_nothing(web_ctx: Context, as_viewer: FlaskClient) -> None:
+    match, work_id = seed_match(web_ctx)
+    mid = str(match["_id"])
+    for path in ["/", "/matches/", f"/matches/{mid}", "/works/", f"/works/{work_id}", "/sites/"]:
+        assert as_viewer.get(path).status_code == 200, path
+    page = _text(as_viewer.get(f"/matches/{mid}"))
+    assert 'id="status-form"' not in page
+    forbidden = [
+        (f"/matches/{mid}/status", {"status": "confirmed"}),
+        ("/matches/bulk", {"new_status": "confirmed", "ids": mid}),
+        (f"/works/{work_id}/remove", {}),
+        ("/sites/new", {"name": "x", "start_urls": "http://x.example/"}),
+        ("/query/", {"url": "http://127.0.0.1:1/"}),
+    ]
+    for path, data in forbidden:
+        assert post(as_viewer, path, data).status_code == 403, path
+    assert as_viewer.get("/sites/new").status_code == 403
+    assert web_ctx.ops.db.matches.find_one({"_id": match["_id"]})["status"] == "new"
+    assert web_ctx.ops.db.works.count_documents({}) == 1
+
+
+def test_reviewer_reviews_but_does_not_administer(
+    web_ctx: Context, as_reviewer: FlaskClient
+) -> None:
+    match, work_id = seed_match(web_ctx)
+    mid = str(match["_id"])
+    ok = post(as_reviewer, f"/matches/{mid}/status", {"status": "confirmed", "note": "copy"})
+    assert ok.status_code == 302
+    stored = web_ctx.ops.db.matches.find_one({"_id": match["_id"]})
+    assert (stored["status"], stored["note"], stored["reviewed_by"]) == (
+        "confirmed",
+        "copy",
+        "rita",
+    )
+    assert post(as_reviewer, f"/works/{work_id}/remove").status_code == 403
+    assert as_reviewer.get("/sites/new").status_code == 403
+
+
+# -- dashboard -------------------------------------------------------------------------
+
+
+def test_dashboard_shows_totals_and_charts_from_the_tallies(
+    web_ctx: Context, as_viewer: FlaskClient
+) -> None:
+    seed_match(web_ctx)
+    seed_match(web_ctx, "http://other.example/2", site="other")
+    page = _text(as_viewer.get("/"))
+    assert re.search(r'id="total-works">1<', page)
+    assert re.search(r'id="total-pages">2<', page)
+    assert re.search(r'id="total-infringing">2<', page)
+    assert page.count("<svg") >= 4 and "<script" not in page.split("</head>")[1]
+    assert "pirate" in page and "茶史" in page
+
+
+def test_dashboard_escapes_site_and_work_names(web_ctx: Context, as_viewer: FlaskClient) -> None:
+    text = sample_text()
+    web_ctx.engine.add_work(text, title=XSS, source="x.txt")
+    web_ctx.engine.process_page("http://p.example/1", text, site="evil")
+    page = _text(as_viewer.get("/"))
+    assert "<script>window.__xss" not in page and "&lt;script&gt;window.__xss" in page
+
+
+# -- matches ---------------------------------------------------------------------------
+
+
+def test_match_list_filters_and_rejects_operators(web_ctx: Context, as_viewer: FlaskClient) -> None:
+    seed_match(web_ctx)
+    seed_match(web_ctx, "http://other.example/2", site="other")
+    both = _text(as_viewer.get("/matches/"))
+    assert "pirate.example" in both and "other.example" in both
+    one = _text(as_viewer.get("/matches/?site=other"))
+    assert "other.example" in one and "pirate.example/1" not in one
+    assert "other.example" not in _text(as_viewer.get("/matches/?status=confirmed"))
+    assert "other.example" not in _text(as_viewer.get("/matches/?min_score=1"))
+    for bad in [
+        "site[$ne]=x&site=$ne",
+        "status=%7B%22%24ne%22%3A1%7D",
+        "work=%24where",
+        "since=yesterday",
+        "min_score=2",
+        "min_score=nan",
+        "after=123-zzz",
+    ]:
+        assert as_viewer.get(f"/matches/?{bad}").status_code == 400, bad
+
+
+def test_match_list_pages_by_keyset(web_ctx: Context, as_viewer: FlaskClient) -> None:
+    from admin.web import filters
+
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="t.txt")
+    for i in range(filters.PAGE_SIZE + 5):
+        web_ctx.engine.process_page(f"http://p.example/{i:03d}", text, site="pirate")
+    first = _text(as_viewer.get("/matches/"))
+    rows = re.findall(r"http://p\.example/(\d+)</a>", first)
+    assert len(rows) == filters.PAGE_SIZE
+    after = re.search(r'href="(/matches/\?after=[^"]+)" id="next-page"', first).group(1)
+    second = re.findall(
+        r"http://p\.example/(\d+)</a>", _text(as_viewer.get(after.replace("&amp;", "&")))
+    )
+    assert len(second) == 5 and not set(rows) & set(second)
+
+
+def test_match_view_shows_evidence_side_by_side_escaped(
+    web_ctx: Context, as_viewer: FlaskClient
+) -> None:
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="t.txt")
+    web_ctx.engine.process_page("http://p.example/x", XSS + "\n" + text, site="pirate")
+    match = web_ctx.ops.db.matches.find_one({})
+    page = _text(as_viewer.get(f"/matches/{match['_id']}"))
+    assert 'id="work-text"' in page and 'id="page-text"' in page
+    assert page.count('<mark id="work-') == page.count('<mark id="page-') > 0
+    assert "<script>window.__xss" not in page and "&lt;script&gt;window.__xss=1" in page
+    assert 'onerror="alert' not in page
+    assert as_viewer.get("/matches/0123456789abcdef01234567").status_code == 404
+    assert as_viewer.get("/matches/not-an-id").status_code == 400
+
+
+def test_bulk_review_of_ticked_and_filtered_matches(
+    web_ctx: Context, as_reviewer: FlaskClient
+) -> None:
+    a, _ = seed_match(web_ctx)
+    seed_match(web_ctx, "http://pirate.example/2")
+    seed_match(web_ctx, "http://other.example/3", site="other")
+    ticked = post(as_reviewer, "/matches/bulk", {"new_status": "confirmed", "ids": str(a["_id"])})
+    assert ticked.status_code == 302
+    db = web_ctx.ops.db
+    assert db.matches.count_documents({"status": "confirmed"}) == 1
+    filtered = post(
+        as_reviewer,
+        "/matches/bulk?site=pirate",
+        {"new_status": "takedown_sent", "scope": "filtered"},
+    )
+    assert filtered.status_code == 302
+    assert db.matches.count_documents({"site": "pirate", "status": "takedown_sent"}) == 2
+    assert db.matches.count_documents({"site": "other", "status": "new"}) == 1
+    total = db.tallies.find_one({"_id": "total"})
+    assert tallies.counts(total)["takedown_sent"] == 2 and tallies.counts(total)["new"] == 1
+    assert post(as_reviewer, "/matches/bulk", {"new_status": "gone"}).status_code == 400
+    assert (
+        post(as_reviewer, "/matches/bulk", {"new_status": "new", "ids": "nope"}).status_code == 400
+    )
+
+
+# -- works -----------------------------------------------------------------------------
+
+
+def test_upload_many_works_including_a_zip(web_ctx: Context, as_admin: FlaskClient) -> None:
+    archive = io.BytesIO()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("河城.txt", sample_text("river-town"))
+        z.writestr("灯塔.md", sample_text("lighthouse"))
+    files = [
+        (io.BytesIO(sample_text("chef-diary").encode("gb18030")), "chef.txt"),
+        (archive.getvalue() and io.BytesIO(archive.getvalue()), "more.zip"),
+        (io.BytesIO(b"\x00\x01\x02binary"), "bad.txt"),
+    ]
+    response = post(
+        as_admin, "/works/upload", {"files": files}, headers={"Accept": "application/json"}
+    )
+    body = response.get_json()
+    assert response.status_code == 200, body
+    assert (
+        len(body["added"]) == 3 and len(body["problems"]) == 1 and "bad.txt" in body["problems"][0]
+    )
+    titles = {w["title"] for w in web_ctx.ops.db.works.find({})}
+    assert titles == {"chef", "河城", "灯塔"}
+    listing = _text(as_admin.get("/works/?q=河"))
+    assert "河城" in listing and "灯塔" not in listing
+    assert "灯塔" not in _text(as_admin.get("/works/?q=.*"))  # literal search, not a regex
+
+
+def test_upload_matches_the_new_work_against_pages_already_crawled(
+    web_ctx: Context, as_admin: FlaskClient, dispatch: InlineDispatch
+) -> None:
+    text = sample_text()
+    web_ctx.engine.process_page("http://early.example/1", text, site="early")
+    assert web_ctx.ops.db.matches.count_documents({}) == 0
+    post(as_admin, "/works/upload", {"files": [(io.BytesIO(text.encode()), "茶.txt")]})
+    assert web_ctx.ops.db.matches.count_documents({"site": "early"}) == 1
+
+
+def test_remove_a_work_and_its_index_entries(web_ctx: Context, as_admin: FlaskClient) -> None:
+    _, work_id = seed_match(web_ctx)
+    detail = _text(as_admin.get(f"/works/{work_id}"))
+    assert "pirate.example" in detail
+    assert post(as_admin, f"/works/{work_id}/remove").status_code == 302
+    assert web_ctx.ops.db.works.count_documents({}) == 0
+    assert web_ctx.engine.match_text(sample_text()) == []
+    assert post(as_admin, f"/works/{work_id}/remove").status_code == 404
+
+
+# -- sites -----------------------------------------------------------------------------
+
+
+def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskClient) -> None:
+    form = {
+        "name": "pirate",
+        "start_urls": "http://pirate.example/\nhttp://pirate.example/list",
+        "max_depth": "3",
+        "max_pages": "100",
+        "schedule": "daily@04:30",
+        "obey_robots": "on",
+        "join_next_pages": "on",
+    }
+    assert post(as_admin, "/sites/new", form).status_code == 302
+    site = web_ctx.ops.get_site("pirate")
+    assert site.start_urls == ("http://pirate.example/", "http://pirate.example/list")
+    assert (site.max_depth, site.schedule, site.authorised) == (3, "daily@04:30", False)
+    assert post(as_admin, "/sites/new", form).status_code == 400  # exists
+    bad = post(as_admin, "/sites/new", {**form, "name": "x y", "schedule": "sometimes"})
+    assert bad.status_code == 400 and 'id="form-error"' in _text(bad)
+
+    match, _ = seed_match(web_ctx)
+    edit = post(as_admin, "/sites/pirate/edit", {**form, "authorised": "on"})
+    assert edit.status_code == 302
+    assert web_ctx.ops.get_site("pirate").authorised
+    assert web_ctx.ops.db.matches.find_one({"_id": match["_id"]})["status"] == "authorised"
+    assert "daily@04:30" in _text(as_admin.get("/sites/pirate"))
+    assert post(as_admin, "/sites/pirate/remove").status_code == 302
+    assert web_ctx.ops.get_site("pirate") is None
+    assert as_admin.get("/sites/pirate").status_code == 404
+
+
+def test_site_changes_reach_the_beat_schedule(web_ctx: Context, redis_client) -> None:
+    from admin.web.app import create_app
+    from admin.web.users import Users
+    from tests.web.web_support import PASSWORDS, login
+
+    Users(web_ctx.engine.store).create("alice", PASSWORDS["alice"][1], "admin")
+    app: Flask = create_app(web_ctx, secret_key="s", schedules=True)
+    c = app.test_client()
+    login(c, "alice")
+    form = {"name": "sched", "start_urls": "http://sched.example/", "schedule": "every 2h"}
+    assert post(c, "/sites/new", form).status_code == 302
+    schedules = web_ctx.schedules
+    entries = {e["name"]: e for e in schedules.entries()}
+    assert entries["crawl:sched"]["task"] == "fptrack.crawl_site"
+    assert entries["crawl:sched"]["schedule"] == "<freq: 2.00 hours>"
+    assert post(c, "/sites/sched/edit", {**form, "schedule": "never"}).status_code == 302
+    assert "crawl:sched" not in {e["name"] for e in schedules.entries()}
+
+
+# -- query -----------------------------------------------------------------------------
+
+
+def test_query_a_pasted_text(web_ctx: Context, as_viewer: FlaskClient) -> None:
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="t.txt")
+    hit = _text(post(as_viewer, "/query/", {"text": XSS + text[:1500]}))
+    assert 'id="query-summary">1 work(s) copied' in hit and "茶史" in hit and "<mark>" in hit
+    assert "<script>window.__xss" not in hit
+    miss = _text(post(as_viewer, "/query/", {"text": sample_text("star-voyage")}))
+    assert 'id="query-summary">0 work(s) copied' in miss
+    assert post(as_viewer, "/query/", {"text": "   "}).status_code == 400
+
+
+def test_query_a_url_needs_a_reviewer_and_reports_fetch_errors(
+    web_ctx: Context, as_reviewer: FlaskClient
+) -> None:
+    from admin.scan import serve_directory
+
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="t.txt")
+    assert post(as_reviewer, "/query/", {"url": "file:///etc/passwd"}).status_code == 400
+    down = _text(post(as_reviewer, "/query/", {"url": "http://127.0.0.1:1/x"}))
+    assert 'id="query-error"' in down and "cannot fetch" in down
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as tmp:
+        body = "".join(f"<p>{line}</p>" for line in text.splitlines() if line.strip())
+        Path(tmp, "copy.html").write_text(
+            f"<html><head><meta charset='utf-8'><title>t</title></head><body>{body}</body></html>",
+            encoding="utf-8",
+        )
+        with serve_directory(Path(tmp)) as base:
+            found = _text(post(as_reviewer, "/query/", {"url": base + "copy.html"}))
+    assert 'id="query-summary">1 work(s) copied' in found
+
+
+# -- crawl now -------------------------------------------------------------------------
+
+
+def test_crawl_now_crawls_the_site_and_records_its_matches(
+    web_ctx: Context, as_reviewer: FlaskClient, dispatch: InlineDispatch
+) -> None:
+    import tempfile
+    from pathlib import Path
+
+    from admin.scan import serve_directory
+    from matcher.sites import SiteConfig
+
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="t.txt")
+    with tempfile.TemporaryDirectory() as tmp:
+        body = "".join(f"<p>{line}</p>" for line in text.splitlines() if line.strip())
+        Path(tmp, "index.html").write_text(
+            "<html><head><meta charset='utf-8'><title>首页</title></head><body>"
+            "<a href='copy.html'>copy</a></body></html>",
+            encoding="utf-8",
+        )
+        Path(tmp, "copy.html").write_text(
+            f"<html><head><meta charset='utf-8'><title>抄</title></head><body>{body}</body></html>",
+            encoding="utf-8",
+        )
+        with serve_directory(Path(tmp)) as base:
+            web_ctx.ops.save_site(
+                SiteConfig(name="local", start_urls=(base + "index.html",), obey_robots=False)
+            )
+            response = post(as_reviewer, "/sites/local/crawl")
+            assert response.status_code == 302
+            dispatch.wait()
+    crawls = web_ctx.ops.last_crawls("local")
+    assert crawls[0]["outcome"] == "finished" and crawls[0]["stats"]["fptrack/pages"] >= 1
+    assert web_ctx.ops.db.matches.count_documents({"site": "local"}) == 1
+    assert "finished" in _text(as_reviewer.get("/sites/local"))
+    assert as_reviewer.post("/sites/missing/crawl").status_code == 400  # no CSRF token
+    assert post(as_reviewer, "/sites/missing/crawl").status_code == 404
