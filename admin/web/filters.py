@@ -25,6 +25,7 @@ from matcher.errors import MatcherError
 from matcher.operations import Operations, site_name, status_name
 
 PAGE_SIZE = 50
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 EQUALITY_FIELDS = ("site", "work_id", "status")
 
 
@@ -106,7 +107,7 @@ def cursor_clause(after: str | None) -> dict[str, Any]:
         return {}
     stamp, _, oid = after.partition("-")
     try:
-        when = datetime.fromtimestamp(int(stamp) / 1000, tz=UTC)
+        when = EPOCH + timedelta(milliseconds=int(stamp))
         last = ObjectId(oid)
     except (ValueError, InvalidId, OverflowError, OSError):
         raise FilterError("bad page cursor") from None
@@ -117,4 +118,4 @@ def cursor_of(match: dict[str, Any]) -> str:
     when = match["first_seen"]
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
-    return f"{round(when.timestamp() * 1000)}-{match['_id']}"
+    return f"{(when - EPOCH) // timedelta(milliseconds=1)}-{match['_id']}"
