@@ -1,9 +1,11 @@
-"""Match reports: flat rows for CSV and JSON, and a self-contained HTML report.
+"""Match reports: flat rows for CSV, XLSX and JSON, and a self-contained HTML report.
 
 The HTML report lists each match with its scores and its evidence side by side: the work's
 passage and the page's copy, each with some context, the shared text highlighted. Page text
 is hostile input: everything is escaped, and the document's Content-Security-Policy forbids
-scripts, so even markup that slipped through could not run.
+scripts, so even markup that slipped through could not run. For the same reason no cell of a
+CSV or XLSX export can be a formula: CSV cells are prefixed (:func:`to_csv`), XLSX text cells
+are stored as strings whatever they begin with (:func:`to_xlsx`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,43 @@ def to_csv(matches: Iterable[dict[str, Any]]) -> str:
     writer.writeheader()
     for match in matches:
         writer.writerow({k: _inert(v) for k, v in row(match).items()})
+    return out.getvalue()
+
+
+XLSX_MIMETYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
+
+
+def to_xlsx(matches: Iterable[dict[str, Any]], sheet: str = "matches") -> bytes:
+    """An XLSX workbook of one sheet: a header line then one row per match (CSV_FIELDS).
+
+    Text cells are typed as strings, so one beginning with ``=`` stays text and is never
+    a formula; characters XML cannot hold (controls) are dropped.
+    """
+    from openpyxl import Workbook
+    from openpyxl.cell import WriteOnlyCell
+    from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE
+    from openpyxl.styles import Font
+
+    book = Workbook(write_only=True)
+    ws = book.create_sheet(sheet[:31])
+    ws.freeze_panes = "A2"
+
+    def cell(value: Any, bold: bool = False) -> WriteOnlyCell:
+        if isinstance(value, str):
+            value = ILLEGAL_CHARACTERS_RE.sub("", value)
+        out = WriteOnlyCell(ws, value=value)
+        if isinstance(value, str):
+            out.data_type = "s"
+        if bold:
+            out.font = Font(bold=True)
+        return out
+
+    ws.append([cell(name, bold=True) for name in CSV_FIELDS])
+    for match in matches:
+        values = row(match)
+        ws.append([cell(values[name]) for name in CSV_FIELDS])
+    out = io.BytesIO()
+    book.save(out)
     return out.getvalue()
 
 
