@@ -116,6 +116,12 @@ def create_app(
     def globals_() -> dict[str, Any]:
         return {"csrf_token": security.csrf_token, "user": g.get("user")}
 
+    @app.get("/favicon.ico")
+    def favicon() -> Any:
+        from flask import redirect, url_for
+
+        return redirect(url_for("static", filename="favicon.svg"), 301)
+
     @app.get("/healthz")
     def health() -> Response:
         return Response("ok\n", mimetype="text/plain")

@@ -28,7 +28,7 @@ CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
 )
-PUBLIC_ENDPOINTS = frozenset({"auth.login", "static", "health"})
+PUBLIC_ENDPOINTS = frozenset({"auth.login", "static", "health", "favicon"})
 
 
 def csrf_token() -> str:
