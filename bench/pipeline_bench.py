@@ -190,11 +190,15 @@ class Pipeline:
     def crawl(self, url: str) -> dict[str, Any]:
         """One end-to-end run: crawl, then wait until every page is processed."""
         from crawler.run import crawl_in_process
-        from matcher.celery_app import app
+        from matcher.celery_app import make_app
         from matcher.ingest import Ingest
 
+        # An app of the bench's own settings: the process's default app may have been built
+        # for another broker before this ran (in a test session, say).
+        sender = make_app(self.settings)
+
         def enqueue(page_id: str) -> None:
-            app.send_task("fptrack.process_page", args=[page_id])
+            sender.send_task("fptrack.process_page", args=[page_id])
 
         self.reset()
         ingest = Ingest(self.store, enqueue)
@@ -210,7 +214,7 @@ class Pipeline:
                 raise ChildFailed(f"{dead.name} died: {dead.tail()}")
             return self.store.pending_count() == 0
 
-        wait_for(drained, DRAIN_TIMEOUT, "the workers to process every page", step=0.02)
+        wait_for(drained, self.args.drain_timeout, "the workers to process every page", step=0.02)
         elapsed = time.perf_counter() - started
         summary = self.store.summary()
         return {
@@ -289,6 +293,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--broker-url", default=DEFAULT_BROKER_URL, help="default %(default)s")
     p.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help="default %(default)s")
     p.add_argument("--seed", type=int, default=0, help="default %(default)s")
+    p.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=DRAIN_TIMEOUT,
+        help="seconds to wait for the workers after a crawl (default %(default)s)",
+    )
     p.add_argument("--quick", action="store_true", help="smoke sizes (see the module docstring)")
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
     p.add_argument("--keep", type=Path, default=None, help="build the sites here and keep them")

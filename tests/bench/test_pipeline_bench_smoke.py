@@ -30,11 +30,15 @@ def databases() -> None:
 
 
 def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_path: Path) -> None:
+    # The suite's own Celery app (another broker) is imported first, as in a full run.
+    import matcher.celery_app  # noqa: F401
+
     out = tmp_path / "pipeline.json"
     argv = [
         *("--quick", "--pages", str(PAGES), "--works", str(WORKS)),
         *("--scan-pages", str(SCAN_PAGES), "--scan-works", str(SCAN_WORKS)),
         *("--broker-url", BROKER_URL, "--redis-url", INDEX_URL, "--json", str(out)),
+        *("--drain-timeout", "180"),
     ]
     result = pipeline_bench.main(argv, texts=synthetic_texts(80))
     data = json.loads(out.read_text(encoding="utf-8"))
