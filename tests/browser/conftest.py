@@ -62,8 +62,10 @@ def artifacts() -> Path:
     return folder
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def browser() -> Iterator[Browser]:
+    """Package-scoped: Playwright's sync API keeps an event loop running on this thread while
+    it is open, and later suites call ``asyncio.run``."""
     if not Path(CHROMIUM).is_file():
         pytest.fail(
             f"the browser tests need Chromium at {CHROMIUM}: install Debian's chromium "
