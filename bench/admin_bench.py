@@ -446,7 +446,7 @@ def finish(label: str, ctx: Context, info: dict[str, Any], started: float) -> Bu
     info.update(
         pages=db.pages.count_documents({}),
         works=db.works.count_documents({}),
-        tallies=db[tallies.COLLECTION].count_documents({}),
+        tallies=sum(db[name].count_documents({}) for name in tallies.COLLECTIONS),
         build_s=time.perf_counter() - started,
         rss_mb_after=rss_mb(),
     )
@@ -466,11 +466,11 @@ def flat(doc: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def check_recount(db: Any) -> tuple[bool, int, float]:
     """Whether ``recount`` finds the tallies the writes kept; differing documents; seconds."""
-    kept = {d["_id"]: flat(d) for d in db[tallies.COLLECTION].find({})}
+    kept = {d["_id"]: flat(d) for name in tallies.COLLECTIONS for d in db[name].find({})}
     started = time.perf_counter()
     tallies.recount(db)
     seconds = time.perf_counter() - started
-    rebuilt = {d["_id"]: flat(d) for d in db[tallies.COLLECTION].find({})}
+    rebuilt = {d["_id"]: flat(d) for name in tallies.COLLECTIONS for d in db[name].find({})}
     differing = sum(1 for key in kept.keys() | rebuilt.keys() if kept.get(key) != rebuilt.get(key))
     return differing == 0, differing, seconds
 

@@ -34,6 +34,9 @@ T = TypeVar("T")
 KINDS = ("work", "page")
 STATUSES = ("new", "confirmed", "false_positive", "authorised", "takedown_sent")
 
+LIST_ORDER = (("first_seen", DESCENDING), ("_id", DESCENDING))
+"""The match list's sort order."""
+
 INDEXES: dict[str, list[IndexModel]] = {
     "works": [
         IndexModel([("key", ASCENDING)], unique=True, name="key_unique"),
@@ -59,30 +62,23 @@ INDEXES: dict[str, list[IndexModel]] = {
             [("page_id", ASCENDING), ("work_id", ASCENDING)], unique=True, name="pair_unique"
         ),
         IndexModel([("work_id", ASCENDING), ("last_seen", DESCENDING)], name="work_last_seen"),
-        IndexModel([("site", ASCENDING), ("first_seen", DESCENDING)], name="site_first_seen"),
-        IndexModel([("status", ASCENDING), ("first_seen", DESCENDING)], name="status_first_seen"),
-        IndexModel([("first_seen", DESCENDING)], name="first_seen"),
-        IndexModel(
-            [("site", ASCENDING), ("work_id", ASCENDING), ("first_seen", DESCENDING)],
-            name="site_work_first_seen",
-        ),
-        IndexModel([("work_id", ASCENDING), ("first_seen", DESCENDING)], name="work_first_seen"),
-        IndexModel(
-            [("site", ASCENDING), ("status", ASCENDING), ("first_seen", DESCENDING)],
-            name="site_status_first_seen",
-        ),
-        IndexModel(
-            [("work_id", ASCENDING), ("status", ASCENDING), ("first_seen", DESCENDING)],
-            name="work_status_first_seen",
-        ),
-        IndexModel(
-            [
-                ("site", ASCENDING),
-                ("work_id", ASCENDING),
-                ("status", ASCENDING),
-                ("first_seen", DESCENDING),
-            ],
-            name="site_work_status_first_seen",
+        # The match list: every subset of (site, work_id, status), then its sort order
+        # (first_seen, _id), so each filter combination is served by one index.
+        *(
+            IndexModel(
+                [*((f, ASCENDING) for f in fields), *LIST_ORDER],
+                name="_".join((*fields, "first_seen_id")),
+            )
+            for fields in (
+                (),
+                ("site",),
+                ("work_id",),
+                ("status",),
+                ("site", "work_id"),
+                ("site", "status"),
+                ("work_id", "status"),
+                ("site", "work_id", "status"),
+            )
         ),
     ],
     "sites": [IndexModel([("name", ASCENDING)], unique=True, name="name_unique")],
@@ -98,6 +94,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     "state": [],
     "reports": [IndexModel([("day", ASCENDING)], unique=True, name="day_unique")],
     tallies.COLLECTION: tallies.INDEXES,
+    tallies.WORKS_COLLECTION: tallies.WORKS_INDEXES,
 }
 
 

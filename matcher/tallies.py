@@ -1,17 +1,21 @@
 """Dashboard counters, kept up to date as works, pages and matches are written.
 
-The admin dashboard reads these few documents of the ``tallies`` collection instead of
-counting matches, so its cost does not grow with the data. Each write of the store that
+The admin dashboard reads these few documents instead of counting matches, so its cost does
+not grow with the data. Each write of the store that
 changes a figure sends the matching ``$inc`` (upserts, atomic per document in
 MongoDB) right after its own write. Documents (``_id``: what they count):
+
+In ``tallies`` (one document per site and per day, so a few hundred in all):
 
 - ``total``: ``works``, ``pages``, ``matches_seen`` (match records ever created),
   ``active.<status>`` (active match records per review status) and ``infringing`` (active
   and not ``false_positive`` or ``authorised``);
-- ``site|<name>`` and ``work|<id>``: ``active.<status>``, ``infringing``, ``matches_seen``
-  (and ``pages`` for a site), with ``scope``, ``key`` and ``label`` fields for the top lists;
-- ``day|<YYYY-MM-DD>`` (UTC): ``matches`` first seen that day and ``pages`` fetched that day;
-- ``siteday|<name>|<YYYY-MM-DD>``: ``matches`` of one site first seen that day.
+- ``site|<name>``: the same for one site (and its ``pages``), with ``days.<YYYY-MM-DD>``
+  (UTC) its matches first seen that day, and ``scope``, ``key``, ``label`` fields;
+- ``day|<YYYY-MM-DD>``: ``matches`` first seen that day and ``pages`` fetched that day.
+
+In ``tallies_works`` (one document per work): ``work|<id>`` with ``active.<status>``,
+``infringing``, ``matches_seen``, ``key`` and ``label`` (the title).
 
 A crash between a write and its tally leaves the figures slightly off until
 :func:`recount` (``fptrack admin recount``) rebuilds them from the data.
@@ -27,11 +31,14 @@ from typing import Any
 from pymongo import DESCENDING, IndexModel
 
 COLLECTION = "tallies"
+WORKS_COLLECTION = "tallies_works"
+COLLECTIONS = (COLLECTION, WORKS_COLLECTION)
 NOT_INFRINGING = frozenset({"false_positive", "authorised"})
 INDEXES = [
     IndexModel([("scope", 1), ("infringing", DESCENDING)], name="scope_infringing"),
     IndexModel([("scope", 1), ("day", 1)], name="scope_day"),
 ]
+WORKS_INDEXES = [IndexModel([("infringing", DESCENDING)], name="infringing")]
 
 
 def day_of(when: datetime) -> str:
@@ -68,7 +75,7 @@ class Changes:
         if created:
             day = day_of(match["first_seen"])
             self.add(f"day|{day}", "matches", scope="day", day=day)
-            self.add(f"siteday|{site}|{day}", "matches", scope="siteday", day=day, key=site)
+            self.add(f"site|{site}", f"days.{day}")
 
     def status(self, match: Mapping[str, Any], old: str, new: str) -> None:
         """An active match record moving from one review status to another."""
@@ -103,7 +110,8 @@ class Changes:
                 update["$inc"] = inc
             if labels:
                 update["$set"] = labels
-            db[COLLECTION].update_one({"_id": doc_id}, update, upsert=True)
+            target = WORKS_COLLECTION if doc_id.startswith("work|") else COLLECTION
+            db[target].update_one({"_id": doc_id}, update, upsert=True)
         self.incs.clear()
         self.labels.clear()
 
@@ -123,7 +131,8 @@ def recount(db: Any, titles: Mapping[str, str] | None = None) -> int:
     for match in db.matches.find({}, projection):
         record = {**match, "work_title": titles.get(str(match["work_id"]), "")}
         changes.match(record, 1 if match.get("active", True) else 0, created=True)
-    db[COLLECTION].delete_many({})
+    for name in COLLECTIONS:
+        db[name].delete_many({})
     written = len(changes.incs)
     changes.apply(db)
     return written
@@ -139,16 +148,16 @@ def counts(doc: Mapping[str, Any] | None) -> dict[str, int]:
 
 def top(db: Any, scope: str, limit: int = 10) -> list[dict[str, Any]]:
     """The ``site`` or ``work`` tallies with the most infringing matches."""
-    cursor = db[COLLECTION].find({"scope": scope, "infringing": {"$gt": 0}})
+    if scope == "work":
+        cursor = db[WORKS_COLLECTION].find({"infringing": {"$gt": 0}})
+    else:
+        cursor = db[COLLECTION].find({"scope": scope, "infringing": {"$gt": 0}})
     return list(cursor.sort("infringing", DESCENDING).limit(limit))
 
 
-def days(db: Any, scope: str, first: str, key: str | None = None) -> list[dict[str, Any]]:
-    """Daily tallies from ``first`` (``YYYY-MM-DD``) on, of one site when ``key`` is given."""
-    query: dict[str, Any] = {"scope": scope, "day": {"$gte": first}}
-    if key is not None:
-        query["key"] = key
-    return list(db[COLLECTION].find(query).sort("day", 1))
+def days(db: Any, first: str) -> list[dict[str, Any]]:
+    """The daily tallies from ``first`` (``YYYY-MM-DD``) on."""
+    return list(db[COLLECTION].find({"scope": "day", "day": {"$gte": first}}).sort("day", 1))
 
 
 def each(docs: Iterable[Mapping[str, Any]], field: str) -> dict[str, int]:

@@ -28,18 +28,18 @@ def summary(ops: Any) -> dict[str, Any]:
     total = db[tallies.COLLECTION].find_one({"_id": "total"}) or {}
     today = now().date()
     days = [(today - timedelta(days=TREND_DAYS - 1 - i)).isoformat() for i in range(TREND_DAYS)]
-    daily = tallies.days(db, "day", days[0])
+    daily = tallies.days(db, days[0])
     matches_by_day = tallies.each(daily, "matches")
     pages_by_day = tallies.each(daily, "pages")
     top_sites = tallies.top(db, "site", TOP)
     per_site = []
     for doc in top_sites[:SITE_TRENDS]:
-        counts = tallies.each(tallies.days(db, "siteday", days[0], doc["key"]), "matches")
-        per_site.append((doc["key"], [(d, counts.get(d, 0)) for d in days]))
+        counts = doc.get("days", {})
+        per_site.append((doc["key"], [(d, int(counts.get(d, 0))) for d in days]))
     health = []
+    last = last_crawls(db)
     for site in ops.list_sites():
-        last = ops.last_crawls(site.name, 1)
-        crawl = last[0] if last else None
+        crawl = last.get(site.name)
         stats = (crawl or {}).get("stats") or {}
         errors = sum(v for k, v in stats.items() if k.startswith("fptrack/errors/"))
         health.append({"site": site.name, "crawl": crawl, "errors": errors})
@@ -59,6 +59,15 @@ def summary(ops: Any) -> dict[str, Any]:
         "health": health,
         "failures": db.failures.count_documents({}),
     }
+
+
+def last_crawls(db: Any) -> dict[str, dict[str, Any]]:
+    """The newest crawl run of every site, in one aggregation (index ``site_started``)."""
+    pipeline = [
+        {"$sort": {"site": 1, "started_at": -1}},
+        {"$group": {"_id": "$site", "crawl": {"$first": "$$ROOT"}}},
+    ]
+    return {d["_id"]: d["crawl"] for d in db.crawls.aggregate(pipeline)}
 
 
 @bp.get("/")

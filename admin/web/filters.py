@@ -9,7 +9,7 @@ user types can become a MongoDB operator. A bad value is a :class:`FilterError` 
 Every combination is served by an index of ``matches`` (:data:`matcher.store.INDEXES`):
 the equality fields (``site``, ``work_id``, ``status``) then ``first_seen``, which the list
 is sorted and paged by; ``score`` and ``active`` are checked on the documents the index
-finds. ``tests/admin/test_web_filters.py`` checks it for every combination.
+finds. ``tests/admin/test_match_list_indexes.py`` checks it for every combination.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from pymongo import DESCENDING
 
 from admin.reading import DEFAULT_MAX_BYTES, iter_work_files
 from admin.web.security import requires
+from matcher import tallies
 from matcher.errors import MatcherError
 from matcher.store import object_id
 
@@ -47,10 +48,10 @@ def index() -> Any:
     works = list(
         ops.db.works.find(query, fields).sort("registered_at", DESCENDING).limit(LIST_LIMIT)
     )
-    counts = {}
-    for work in works:
-        doc = ops.db.tallies.find_one({"_id": f"work|{work['_id']}"}, {"infringing": 1})
-        counts[work["_id"]] = (doc or {}).get("infringing", 0)
+    ids = [f"work|{w['_id']}" for w in works]
+    found = ops.db[tallies.WORKS_COLLECTION].find({"_id": {"$in": ids}}, {"infringing": 1})
+    by_id = {d["_id"]: d.get("infringing", 0) for d in found}
+    counts = {w["_id"]: by_id.get(f"work|{w['_id']}", 0) for w in works}
     return render_template("works.html", works=works, q=q, counts=counts, limit=LIST_LIMIT)
 
 

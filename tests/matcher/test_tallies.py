@@ -46,7 +46,7 @@ def _match(store: Store, page: Any, work: Any, status: str = "new") -> Any:
 
 
 def _snapshot(store: Store) -> dict[str, dict]:
-    return {d["_id"]: d for d in store.db.tallies.find({})}
+    return {d["_id"]: d for name in tallies.COLLECTIONS for d in store.db[name].find({})}
 
 
 def _figures(store: Store) -> dict[str, Any]:
@@ -55,8 +55,9 @@ def _figures(store: Store) -> dict[str, Any]:
     for doc_id, doc in _snapshot(store).items():
         active = {k: v for k, v in doc.get("active", {}).items() if v}
         plain = {k: v for k, v in doc.items() if isinstance(v, int) and v and k != "_id"}
-        out[doc_id] = (active, plain)
-    return {k: v for k, v in out.items() if v != ({}, {})}
+        days = {k: v for k, v in doc.get("days", {}).items() if v}
+        out[doc_id] = (active, plain, days)
+    return {k: v for k, v in out.items() if v != ({}, {}, {})}
 
 
 def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
@@ -84,7 +85,7 @@ def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
     assert t[f"work|{w1['_id']}"]["infringing"] == 2
     assert t[f"work|{w1['_id']}"]["label"] == "作品a"
     assert t["day|2026-11-02"]["matches"] == 3
-    assert t["siteday|pirate|2026-11-02"]["matches"] == 2
+    assert t["site|pirate"]["days"] == {"2026-11-02": 2}
 
     ops = Operations(store)
     assert ops.set_status(str(m1["_id"]), "false_positive", "no", "rev")
