@@ -8,7 +8,8 @@ the texts, the sizes and the seed). :meth:`BenchSite.write` writes it as static 
 Texts: Simplified-script texts only (the Traditional translations in the corpus are
 near-copies of Simplified ones), cut at line ends into pieces of about
 :data:`PIECE_CHARS` characters. Works are pieces of :data:`WORK_CHARS` characters that are
-mostly Han (at least :data:`WORK_MIN_HAN`), distinct; every other piece is a *filler*.
+mostly Han (at least :data:`WORK_MIN_HAN`), distinct; every other piece that shares no line
+of :data:`SHARED_LINE_CHARS` characters or more with a work is a *filler*.
 
 Pages: a share ``copy_share`` copies works, one class per page dealt round-robin
 (:data:`COPY_CLASSES`), each work copied in turn: ``exact``; ``excerpt`` (a contiguous 35%
@@ -68,6 +69,9 @@ WORK_MIN_HAN = 0.4
 UNRELATED_CHARS = (600, 2500)
 DEFAULT_PER_LIST = 50
 TITLE_CHARS = 30
+SHARED_LINE_CHARS = 12
+"""A filler holding a line of this many characters that is also a work's line is dropped:
+the Debian manuals repeat passages, and an unrelated page must share none with a work."""
 
 
 @dataclass(frozen=True)
@@ -246,10 +250,18 @@ def _split_texts(texts: Sequence[str], works: int, rng: random.Random) -> tuple[
                 seen.add(digest)
                 candidates.append(piece)
     rng.shuffle(candidates)
-    chosen, fillers = [], []
+    chosen, rest = [], []
     for piece in candidates:
         fits = WORK_CHARS[0] <= len(piece) <= WORK_CHARS[1] and han_share(piece) >= WORK_MIN_HAN
-        (chosen if fits and len(chosen) < works else fillers).append(piece)
+        (chosen if fits and len(chosen) < works else rest).append(piece)
+    work_lines = {line for w in chosen for line in w.split("\n") if len(line) >= SHARED_LINE_CHARS}
+    fillers = [
+        piece
+        for piece in rest
+        if not any(
+            line in work_lines for line in piece.split("\n") if len(line) >= SHARED_LINE_CHARS
+        )
+    ]
     if len(chosen) < works or not fillers:
         raise ValueError(
             f"the texts give only {len(chosen)} works of {WORK_CHARS[0]}-{WORK_CHARS[1]} "
