@@ -153,11 +153,10 @@ class Pipeline:
         store = self.child("store", ["store-server"])
         host, _, port = store.detail.rpartition(":")
         self.address = (host, int(port))
-        os.environ.update(self.env)
         from matcher.engine import Engine
         from matcher.settings import Settings
 
-        self.settings = Settings.from_env()
+        self.settings = Settings.from_env(self.env)
         self.store = connect_store(self.address, self.authkey.encode())
         self.engine = Engine(self.settings, self.store, self.index)
         return site.detail

@@ -40,7 +40,9 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
         *("--broker-url", BROKER_URL, "--redis-url", INDEX_URL, "--json", str(out)),
         *("--drain-timeout", "180"),
     ]
+    environ = dict(os.environ)
     result = pipeline_bench.main(argv, texts=synthetic_texts(80))
+    assert dict(os.environ) == environ  # later tests' subprocesses inherit it
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data == json.loads(json.dumps(result))
     for key in ("pages_per_s", "bare_pages_per_s", "ratio", "scan_700_s"):
