@@ -122,16 +122,16 @@ h2{border-top:2px solid #888;padding-top:.5em;font-size:1.1em;word-break:break-a
 """
 
 
-def _excerpt(text: str, span: list[int]) -> str:
-    start, end = max(0, int(span[0])), min(len(text), int(span[1]))
-    before = text[max(0, start - CONTEXT_CHARS) : start]
-    after = text[end : end + CONTEXT_CHARS]
+def excerpt(text: str, start: int, end: int, context: int = CONTEXT_CHARS) -> str:
+    """``text[start:end]`` escaped in a ``<mark>``, with ``context`` escaped characters
+    either side."""
+    start, end = max(0, int(start)), min(len(text), int(end))
     return (
-        html.escape(before)
+        html.escape(text[max(0, start - context) : start])
         + "<mark>"
         + html.escape(text[start:end])
         + "</mark>"
-        + html.escape(after)
+        + html.escape(text[end : end + context])
     )
 
 
@@ -181,9 +181,9 @@ def to_html(
             parts.append(
                 "<div class='pair'>"
                 f"<div><b>work {esc(str(e['work_span']))}</b>\n"
-                f"{_excerpt(work_text, e['work_span'])}</div>"
+                f"{excerpt(work_text, *e['work_span'])}</div>"
                 f"<div><b>page {esc(str(e['page_span']))}</b>\n"
-                f"{_excerpt(page_text, e['page_span'])}</div>"
+                f"{excerpt(page_text, *e['page_span'])}</div>"
                 "</div>"
             )
         if len(evidence) > MAX_PASSAGES_SHOWN:

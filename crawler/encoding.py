@@ -32,7 +32,13 @@ from __future__ import annotations
 import codecs
 import re
 
-from fingerprint.decode import UndecodableText, common_share, decode
+from fingerprint.decode import (
+    CHINESE_ENCODINGS,
+    UndecodableText,
+    common_share,
+    decode,
+    decode_bom,
+)
 
 SCORE_MARGIN = 0.02
 FOREIGN_SCORE = 0.5
@@ -41,15 +47,7 @@ REPLACED_PENALTY = 10.0
 SNIFF_BYTES = 4096
 MAX_CONTROL_SHARE = 0.10
 
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
-_CHINESE = ("gb18030", "big5hkscs")
-_SCORED = (*_CHINESE, "utf-8")
+_SCORED = (*CHINESE_ENCODINGS, "utf-8")
 # Python codec names (after codecs.lookup) read as their supersets.
 _SUPERSETS = {
     "gb2312": "gb18030",
@@ -124,12 +122,12 @@ def decode_body(body: bytes, content_type: str | bytes | None = None) -> tuple[s
     >>> decode_body(page, "text/html; charset=utf-8")
     ('<meta charset="gbk"><p>雨夜渡口</p>', 'gb18030')
     """
-    for bom, encoding in _BOMS:
-        if body.startswith(bom):
-            try:
-                return body.decode(encoding), encoding.removesuffix("-sig")
-            except UnicodeDecodeError as exc:
-                raise UndecodableBody(f"invalid {encoding} after its byte-order mark") from exc
+    try:
+        marked = decode_bom(body)
+    except UndecodableText as exc:
+        raise UndecodableBody(str(exc)) from exc
+    if marked is not None:
+        return marked.text, marked.encoding
     check_not_binary(body)
     declared = [
         name
@@ -148,7 +146,7 @@ def decode_body(body: bytes, content_type: str | bytes | None = None) -> tuple[s
             return text, declared[0]
         return text, "utf-8"
     decoded = []
-    for enc in dict.fromkeys([*declared, *_CHINESE, "utf-8"]):
+    for enc in dict.fromkeys([*declared, *CHINESE_ENCODINGS, "utf-8"]):
         try:
             text = body.decode(enc, errors="replace")
         except LookupError:

@@ -19,14 +19,15 @@ from functools import cache
 
 from fingerprint.base import FingerprintError
 
-_BOMS = (
+BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32"),
     (codecs.BOM_UTF32_BE, "utf-32"),
     (codecs.BOM_UTF8, "utf-8-sig"),
     (codecs.BOM_UTF16_LE, "utf-16"),
     (codecs.BOM_UTF16_BE, "utf-16"),
 )
-_CHINESE = ("gb18030", "big5hkscs")
+CHINESE_ENCODINGS = ("gb18030", "big5hkscs")
+"""The Chinese encodings tried, each read as its superset (GB18030 for GB2312/GBK)."""
 _MIN_SCORE_MARGIN = 0.02
 _MIN_GUESS_BYTES = 32
 
@@ -73,6 +74,23 @@ def common_share(text: str) -> float:
     return plausible / len(wide)
 
 
+def decode_bom(data: bytes) -> Decoded | None:
+    """``data`` decoded by its UTF-8/16/32 byte-order mark; ``None`` when it has none.
+
+    >>> decode_bom(codecs.BOM_UTF8 + "中".encode())
+    Decoded(text='中', encoding='utf-8')
+    """
+    for bom, encoding in BOMS:
+        if data.startswith(bom):
+            try:
+                return Decoded(data.decode(encoding), encoding.removesuffix("-sig"))
+            except UnicodeDecodeError as exc:
+                raise UndecodableText(
+                    f"invalid {encoding} after its byte-order mark: {exc}"
+                ) from exc
+    return None
+
+
 def decode(data: bytes) -> Decoded:
     """Decode ``data`` as described in the module docstring.
 
@@ -83,14 +101,9 @@ def decode(data: bytes) -> Decoded:
     """
     if not data:
         return Decoded("", "utf-8")
-    for bom, encoding in _BOMS:
-        if data.startswith(bom):
-            try:
-                return Decoded(data.decode(encoding), encoding.removesuffix("-sig"))
-            except UnicodeDecodeError as exc:
-                raise UndecodableText(
-                    f"invalid {encoding} after its byte-order mark: {exc}"
-                ) from exc
+    marked = decode_bom(data)
+    if marked is not None:
+        return marked
     if b"\x00" in data:
         raise UndecodableText("binary data: NUL bytes and no UTF-16/UTF-32 byte-order mark")
     try:
@@ -98,7 +111,7 @@ def decode(data: bytes) -> Decoded:
     except UnicodeDecodeError:
         pass
     candidates = []
-    for encoding in _CHINESE:
+    for encoding in CHINESE_ENCODINGS:
         try:
             text = data.decode(encoding)
         except UnicodeDecodeError:

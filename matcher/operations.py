@@ -103,6 +103,15 @@ class Operations:
         cursor = self.db.crawls.find(query).sort("started_at", DESCENDING)
         return list(cursor.limit(min(int(limit), MAX_LIST)))
 
+    @mongo_errors
+    def latest_crawls(self) -> dict[str, dict]:
+        """The newest crawl run of every site, in one aggregation (index ``site_started``)."""
+        pipeline = [
+            {"$sort": {"site": 1, "started_at": -1}},
+            {"$group": {"_id": "$site", "crawl": {"$first": "$$ROOT"}}},
+        ]
+        return {d["_id"]: d["crawl"] for d in self.db.crawls.aggregate(pipeline)}
+
     # failures --------------------------------------------------------------------------
 
     @mongo_errors

@@ -37,7 +37,7 @@ def summary(ops: Any) -> dict[str, Any]:
         counts = doc.get("days", {})
         per_site.append((doc["key"], [(d, int(counts.get(d, 0))) for d in days]))
     health = []
-    last = last_crawls(db)
+    last = ops.latest_crawls()
     for site in ops.list_sites():
         crawl = last.get(site.name)
         stats = (crawl or {}).get("stats") or {}
@@ -59,15 +59,6 @@ def summary(ops: Any) -> dict[str, Any]:
         "health": health,
         "failures": db.failures.count_documents({}),
     }
-
-
-def last_crawls(db: Any) -> dict[str, dict[str, Any]]:
-    """The newest crawl run of every site, in one aggregation (index ``site_started``)."""
-    pipeline = [
-        {"$sort": {"site": 1, "started_at": -1}},
-        {"$group": {"_id": "$site", "crawl": {"$first": "$$ROOT"}}},
-    ]
-    return {d["_id"]: d["crawl"] for d in db.crawls.aggregate(pipeline)}
 
 
 @bp.get("/")

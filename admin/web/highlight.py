@@ -11,6 +11,8 @@ from collections.abc import Sequence
 
 from markupsafe import Markup, escape
 
+from admin import report
+
 MAX_SHOWN_CHARS = 300_000
 
 
@@ -40,10 +42,6 @@ def highlight(text: str, spans: Sequence[tuple[int, int, int]], side: str) -> Ma
     return Markup("".join(out))
 
 
-def excerpt(text: str, start: int, end: int, context: int = 40) -> Markup:
-    """One passage with ``context`` characters either side, the passage marked."""
-    start, end = max(0, start), min(len(text), end)
-    return Markup(
-        f"{escape(text[max(0, start - context) : start])}<mark>{escape(text[start:end])}</mark>"
-        f"{escape(text[end : end + context])}"
-    )
+def excerpt(text: str, start: int, end: int) -> Markup:
+    """One passage in context, marked (:func:`admin.report.excerpt`)."""
+    return Markup(report.excerpt(text, start, end))
