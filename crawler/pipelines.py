@@ -1,9 +1,8 @@
 """The item pipeline: every extracted page into the store, and a task for each new text.
 
 :class:`IngestPipeline` hands each :class:`~crawler.items.PageItem` to an *ingest*: any
-object with ``.page(url=, site=, title=, text=, status=, encoding=, fetched_at=, parts=)``
-returning something with a ``state`` (``new``, ``changed`` or ``unchanged``), such as
-:class:`matcher.ingest.Ingest`.
+object with ``.page(item)`` returning something with a ``state`` (``new``, ``changed`` or
+``unchanged``), such as :class:`matcher.ingest.Ingest`.
 
 - In-process runs (tests, the embedded scan) put their ingest in the ``FPTRACK_INGEST``
   setting; the pipeline uses it as is and never closes it.
@@ -24,7 +23,6 @@ The ingest runs in the reactor thread, one page at a time.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 from collections.abc import Callable
 from typing import Any, Protocol
@@ -44,7 +42,7 @@ PROCESS_PAGE_TASK = "fptrack.process_page"
 class PageIngest(Protocol):
     """What the pipeline needs: store one page, say whether its text is new."""
 
-    def page(self, **fields: Any) -> Any: ...
+    def page(self, page: PageItem) -> Any: ...
 
 
 class IngestUnavailable(RuntimeError):
@@ -86,7 +84,7 @@ class IngestPipeline:
         if self.ingest is None:  # pragma: no cover - open_spider always runs first
             raise RuntimeError("IngestPipeline.process_item before open_spider")
         try:
-            result = self.ingest.page(**dataclasses.asdict(item))
+            result = self.ingest.page(item)
         except Retryable as exc:
             self.stats.inc_value("fptrack/ingest_errors")
             logger.warning("store unavailable, page dropped: %s: %s", item.url, exc)

@@ -18,8 +18,8 @@ Defaults:
   the spider counts it as ``fptrack/too_large`` and the crawl goes on.
 - ``USER_AGENT``: :data:`USER_AGENT`, which says who crawls and why.
 - ``DEPTH_LIMIT``: 0 (Scrapy's own limit is off): the spider applies ``SiteConfig.max_depth``
-  itself, passed as ``FPTRACK_MAX_DEPTH``, because the continuation pages of a chapter split
-  over several pages ("下一页") are not a level deeper than its first page.
+  itself, passed as ``FPTRACK_MAX_DEPTH``, because a page's "next page" and "previous page"
+  links (下一页 / 上一页) are not a level deeper than the page itself.
 - ``CLOSESPIDER_PAGECOUNT`` and ``CLOSESPIDER_ITEMCOUNT``: ``SiteConfig.max_pages`` when it
   is above 0, else unset (no limit).
 - ``LOG_LEVEL``: ``INFO``; ``TELNETCONSOLE_ENABLED`` and ``REMOTE_CONTROL_ENABLED``:
@@ -31,7 +31,7 @@ Defaults:
   Scrapy's deep copy of its settings keeps the very same object (a mongomock store must not
   be copied).
 - ``FPTRACK_MIN_TEXT_CHARS``: 20 letters or CJK characters of main text (outside links)
-  make a page worth storing; ``FPTRACK_MAX_PARTS``: 50 pages joined at most per chapter.
+  make a page worth storing.
 
 ``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
 "2.7" implementation and no longer read the setting.
@@ -72,7 +72,6 @@ REMOTE_CONTROL_ENABLED = False
 ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
 
 FPTRACK_MIN_TEXT_CHARS = 20
-FPTRACK_MAX_PARTS = 50
 
 INGEST_SETTING = "FPTRACK_INGEST"
 

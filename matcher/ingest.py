@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
 
+from matcher.pages import CrawledPage
 from matcher.prepared import content_hash
 from matcher.store import Store
 
@@ -34,31 +34,10 @@ class Ingest:
     store: Store
     enqueue: Callable[[str], None]
 
-    def page(
-        self,
-        *,
-        url: str,
-        site: str,
-        title: str,
-        text: str,
-        status: int = 200,
-        encoding: str = "",
-        fetched_at: datetime | None = None,
-        parts: list[str] | None = None,
-    ) -> Ingested:
+    def page(self, page: CrawledPage) -> Ingested:
         """Upsert one crawled page; enqueue it when its text is new or changed."""
-        digest = content_hash(text)
-        doc, state = self.store.store_crawled_page(
-            url,
-            text=text,
-            content_hash=digest,
-            site=site,
-            title=title,
-            status=status,
-            encoding=encoding,
-            fetched_at=fetched_at,
-            parts=parts or [],
-        )
+        digest = content_hash(page.text)
+        doc, state = self.store.store_crawled_page(page, digest)
         page_id = str(doc["_id"])
         if state == UNCHANGED and doc.get("processed_hash") == digest:
             return Ingested(page_id, state, False)

@@ -11,27 +11,24 @@ Every HTML page is decoded (:mod:`crawler.encoding`) and its main text extracted
 CJK characters outside links yields a :class:`PageItem`; a page that is a list of links
 (a chapter index) yields nothing but its links are followed.
 
-With ``join_next_pages``, a page with a "next page" link (下一页) starts a chain: the next
-page is fetched as a continuation (``dont_filter``, the parts so far in ``cb_kwargs``, at
-most ``FPTRACK_MAX_PARTS`` (50) parts, never a URL twice) and one item is yielded for the
-whole chain, with the first part's URL, title and status and ``parts`` listing every part's
-URL. A continuation that fails (HTTP error, timeout, not HTML) ends the chain: the parts
-collected so far are yielded. Continuations are not items of their own: a page with a
-"previous page" link reached through an ordinary link is left to the chain of its first
-page (which its previous-page link leads to), and a page already fetched as a continuation
-yields no item when an ordinary link reaches it again. Links found on continuations are
-followed as if found on the first part. ``exclude`` applies to continuations, ``include``
-does not (a chapter's second page rarely matches the chapter pattern). A chain still open
-when the crawl closes early (``max_pages``, a timeout) is lost, and crawled again next run.
+Every HTML page with main text yields its own item under its own canonical URL, whatever
+links it carries; nothing is held back or joined here. With ``join_next_pages`` the item
+records the page's "next page" and "previous page" links (``next_page_texts`` such as 下一页,
+and :data:`~crawler.extract.PREV_PAGE_TEXTS` such as 上一页), which the matcher uses to
+match a chapter split over several pages as a whole as well (:mod:`matcher.split`). Those
+two links are followed at the page's own depth and whatever ``include`` says (a chapter's
+second page rarely matches the chapter pattern; ``exclude`` still applies), so the parts of
+a chapter, and sections of a manual chained by 上一页/下一页, are reached however deep they
+sit. Every other link, 下一章 (next chapter) included, is one level deeper.
 
-Stats (never fatal): ``fptrack/pages`` (items), ``fptrack/joined`` (items of several parts),
-``fptrack/thin`` (HTML pages or chains with too little main text), ``fptrack/non_html``,
+Stats (never fatal; every fetched page that yields no item is counted under its reason):
+``fptrack/pages`` (items), ``fptrack/paged`` (items with a next or previous page link),
+``fptrack/thin`` (HTML pages with too little main text: link lists), ``fptrack/non_html``,
 ``fptrack/undecodable``, ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``),
 ``fptrack/ignored`` (requests a middleware dropped, such as those robots.txt forbids;
 offsite links are Scrapy's ``offsite/filtered``),
 ``fptrack/errors/<ExceptionName>`` (timeouts, DNS, refused connections...),
-``fptrack/http_status/<code>`` (every final status the spider sees, errors included) and
-``fptrack/join_truncated`` (a chain cut at the parts limit or at a loop).
+and ``fptrack/http_status/<code>`` (every final status the spider sees, errors included).
 """
 
 from __future__ import annotations
@@ -74,19 +71,6 @@ _IGNORED_SUFFIX = re.compile(
 
 
 @dataclass(frozen=True)
-class Part:
-    """One fetched page of a (possibly split) chapter."""
-
-    url: str
-    status: int
-    title: str
-    text: str
-    encoding: str
-    own_chars: int
-    fetched_at: datetime
-
-
-@dataclass(frozen=True)
 class Page:
     """A decoded HTML response: its parsed tree, main text and encoding."""
 
@@ -125,7 +109,6 @@ class SiteSpider(scrapy.Spider):
         site: SiteConfig | dict[str, Any] | str | None = None,
         max_depth: int | None = None,
         min_text_chars: int = 20,
-        max_parts: int = 50,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -138,10 +121,8 @@ class SiteSpider(scrapy.Spider):
         self.start_urls = list(config.start_urls)
         self.max_depth = config.max_depth if max_depth is None else max_depth
         self.min_text_chars = min_text_chars
-        self.max_parts = max(1, max_parts)
         self._include = [re.compile(p) for p in config.include]
         self._exclude = [re.compile(p) for p in config.exclude]
-        self._continuations: set[str] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -150,7 +131,6 @@ class SiteSpider(scrapy.Spider):
         if settings.get("FPTRACK_MAX_DEPTH") is not None:
             kwargs.setdefault("max_depth", settings.getint("FPTRACK_MAX_DEPTH"))
         kwargs.setdefault("min_text_chars", settings.getint("FPTRACK_MIN_TEXT_CHARS", 20))
-        kwargs.setdefault("max_parts", settings.getint("FPTRACK_MAX_PARTS", 50))
         return super().from_crawler(crawler, *args, **kwargs)
 
     # requests -------------------------------------------------------------------------
@@ -158,74 +138,27 @@ class SiteSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[scrapy.Request]:
         """One request per start URL, at depth 0."""
         for url in self.start_urls:
-            yield scrapy.Request(url, self.parse, errback=self.on_error, meta={DEPTH: 0})
+            yield self._request(url, 0)
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
-        """A page reached by a start URL or an ordinary link."""
+        """A fetched page: its links to follow, then its item when it has main text."""
         page = self._read(response)
         if page is None:
             return
         depth = response.meta.get(DEPTH, 0)
-        url = canonical(response.url)
-        join = self.site.join_next_pages
-        next_url = self._next_page(page) if join else None
-        yield from self._follow(page, depth, skip=next_url)
-        if url in self._continuations:
-            return
-        if join and find_page_link(page.selector, page.url, PREV_PAGE_TEXTS, page.encoding):
-            self._continuations.add(url)
-            return
-        parts = [self._part(response, page)]
-        if next_url:
-            yield self._continue(parts, next_url, depth)
-            return
-        yield from self._item(parts)
-
-    def parse_continuation(
-        self, response: Response, parts: list[Part], depth: int
-    ) -> Iterator[Any]:
-        """The next page of a chapter whose earlier ``parts`` are already fetched."""
-        page = self._read(response)
-        url = canonical(response.url)
-        if page is None or url in {p.url for p in parts}:
-            yield from self._item(parts)
-            return
-        next_url = self._next_page(page)
-        yield from self._follow(page, depth, skip=next_url)
-        parts = [*parts, self._part(response, page)]
-        if next_url and canonical(next_url) not in {p.url for p in parts}:
-            if len(parts) < self.max_parts:
-                yield self._continue(parts, next_url, depth)
-                return
-            self._inc("fptrack/join_truncated")
-        elif next_url:
-            self._inc("fptrack/join_truncated")
-        yield from self._item(parts)
+        next_url = prev_url = None
+        if self.site.join_next_pages:
+            next_url = self._page_link(page, self.site.next_page_texts)
+            prev_url = self._page_link(page, PREV_PAGE_TEXTS)
+        yield from self._follow(page, depth, neighbours=(next_url, prev_url))
+        yield from self._item(response, page, next_url, prev_url)
 
     def on_error(self, failure: Failure) -> Iterator[Any]:
         """Count a failed request (never fatal)."""
         self._count_failure(failure)
         return iter(())
 
-    def on_continuation_error(self, failure: Failure) -> Iterator[Any]:
-        """Count a failed continuation and yield the parts collected before it."""
-        self._count_failure(failure)
-        request = getattr(failure, "request", None)
-        parts = request.cb_kwargs.get("parts", []) if request is not None else []
-        yield from self._item(parts)
-
     # helpers ----------------------------------------------------------------------------
-
-    def _continue(self, parts: list[Part], next_url: str, depth: int) -> scrapy.Request:
-        self._continuations.add(canonical(next_url))
-        return scrapy.Request(
-            next_url,
-            self.parse_continuation,
-            errback=self.on_continuation_error,
-            cb_kwargs={"parts": parts, "depth": depth},
-            meta={DEPTH: depth},
-            dont_filter=True,
-        )
 
     def _read(self, response: Response) -> Page | None:
         self._inc(f"fptrack/http_status/{response.status}")
@@ -250,21 +183,28 @@ class SiteSpider(scrapy.Spider):
             return mime in HTML_TYPES
         return response.body[:1024].lstrip().lower().startswith(HTML_STARTS)
 
-    def _next_page(self, page: Page) -> str | None:
-        url = find_page_link(page.selector, page.url, self.site.next_page_texts, page.encoding)
+    def _page_link(self, page: Page, labels: tuple[str, ...]) -> str | None:
+        url = find_page_link(page.selector, page.url, labels, page.encoding)
         if url is None or any(p.search(url) for p in self._exclude):
             return None
         return url
 
-    def _follow(self, page: Page, depth: int, skip: str | None) -> Iterator[scrapy.Request]:
+    def _follow(
+        self, page: Page, depth: int, neighbours: tuple[str | None, str | None]
+    ) -> Iterator[scrapy.Request]:
+        """Requests for the page's links: its next and previous pages at its own depth."""
+        same_level = {canonical(u) for u in neighbours if u}
+        for url in neighbours:
+            if url and not _IGNORED_SUFFIX.search(url.split("?", 1)[0]):
+                yield self._request(url, depth)
         if depth >= self.max_depth:
             return
-        skipped = canonical(skip) if skip else None
         for url in page_links(page.selector, page.url, page.encoding):
-            key = canonical(url)
-            if key == skipped or key in self._continuations or not self._wanted(url):
-                continue
-            yield scrapy.Request(url, self.parse, errback=self.on_error, meta={DEPTH: depth + 1})
+            if canonical(url) not in same_level and self._wanted(url):
+                yield self._request(url, depth + 1)
+
+    def _request(self, url: str, depth: int) -> scrapy.Request:
+        return scrapy.Request(url, self.parse, errback=self.on_error, meta={DEPTH: depth})
 
     def _wanted(self, url: str) -> bool:
         path = url.split("?", 1)[0]
@@ -274,36 +214,25 @@ class SiteSpider(scrapy.Spider):
             return False
         return not any(p.search(url) for p in self._exclude)
 
-    def _part(self, response: Response, page: Page) -> Part:
-        return Part(
-            url=canonical(response.url),
-            status=response.status,
-            title=page.extracted.title,
-            text=page.extracted.text,
-            encoding=page.encoding,
-            own_chars=page.extracted.own_chars,
-            fetched_at=datetime.now(UTC),
-        )
-
-    def _item(self, parts: list[Part]) -> Iterator[PageItem]:
-        if not parts:
-            return
-        if sum(p.own_chars for p in parts) < self.min_text_chars:
+    def _item(
+        self, response: Response, page: Page, next_url: str | None, prev_url: str | None
+    ) -> Iterator[PageItem]:
+        if page.extracted.own_chars < self.min_text_chars:
             self._inc("fptrack/thin")
             return
-        first = parts[0]
         self._inc("fptrack/pages")
-        if len(parts) > 1:
-            self._inc("fptrack/joined")
+        if next_url or prev_url:
+            self._inc("fptrack/paged")
         yield PageItem(
-            url=first.url,
+            url=canonical(response.url),
             site=self.site.name,
-            title=first.title,
-            text="\n".join(p.text for p in parts if p.text),
-            status=first.status,
-            encoding=first.encoding,
-            fetched_at=first.fetched_at,
-            parts=[p.url for p in parts] if len(parts) > 1 else [],
+            title=page.extracted.title,
+            text=page.extracted.text,
+            status=response.status,
+            encoding=page.encoding,
+            fetched_at=datetime.now(UTC),
+            next_url=canonical(next_url) if next_url else "",
+            prev_url=canonical(prev_url) if prev_url else "",
         )
 
     def _count_failure(self, failure: Failure) -> None:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from typing import Any
+
+from matcher.pages import CrawledPage
 
 
 @dataclass(frozen=True)
@@ -24,7 +27,8 @@ class RecordingIngest:
     fail_urls: dict[str, Exception] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def page(self, **fields: Any) -> Recorded:
+    def page(self, page: CrawledPage) -> Recorded:
+        fields = dataclasses.asdict(page)
         if fields["url"] in self.fail_urls:
             raise self.fail_urls[fields["url"]]
         with self.lock:

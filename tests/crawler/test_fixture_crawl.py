@@ -163,6 +163,7 @@ def test_crawl_of_the_fixture_site(
         "/moved.html",
         "/temp.html",
         "/book/1/1.html",
+        "/book/1/1_2.html",
         "/book/1/2.html",
         "/deep/1.html",
         "/deep/2.html",
@@ -179,10 +180,10 @@ def test_crawl_of_the_fixture_site(
         "/mismatch-gbk.html": "gb18030",
         "/mismatch-big5.html": "big5hkscs",
     }
-    chapter = pages[site.url("/book/1/1.html")]
-    assert chapter["parts"] == [site.url("/book/1/1.html"), site.url("/book/1/1_2.html")]
-    assert TEXTS["/book/1/1_2.html"] in chapter["text"]
-    assert pages[site.url("/book/1/2.html")]["parts"] == []
+    first, second = pages[site.url("/book/1/1.html")], pages[site.url("/book/1/1_2.html")]
+    assert first["next_url"] == second["url"] and second["prev_url"] == first["url"]
+    assert TEXTS["/book/1/1_2.html"] not in first["text"]
+    assert (pages[site.url("/book/1/2.html")]["next_url"], first["prev_url"]) == ("", "")
 
     requested = site.requested()
     for never in ("/private/secret.html", "/logo.png", "/skip/excluded.html", "/deep/4.html"):
@@ -196,7 +197,7 @@ def test_crawl_of_the_fixture_site(
     assert s["finish_reason"] == "finished"
     assert s["fptrack/pages"] == len(expected)
     assert s["fptrack/ingested/new"] == len(expected)
-    assert s["fptrack/joined"] == 1
+    assert s["fptrack/paged"] == 2
     assert s["fptrack/too_large"] == 2
     assert s["fptrack/non_html"] == 1
     assert s["fptrack/undecodable"] == 1
@@ -257,15 +258,16 @@ def test_real_ingest_into_a_mongomock_store(
     overrides = {**test_overrides, "FPTRACK_INGEST": Ingest(store, enqueue=enqueued.append)}
     books = config(site, include=[r"/book/"])
     first = crawl_in_process([books], overrides)["novels"]
-    assert first["fptrack/ingested/new"] == 2
-    assert store.count("pages") == 2
+    assert first["fptrack/ingested/new"] == 3
+    assert store.count("pages") == 3
     chapter = store.page_by_url(site.url("/book/1/1.html"))
-    assert chapter is not None
-    assert chapter["parts"] == [site.url("/book/1/1.html"), site.url("/book/1/1_2.html")]
+    assert chapter is not None and chapter["next_url"] == site.url("/book/1/1_2.html")
     assert TEXTS["/book/1/1.html"] in chapter["text"]
-    assert TEXTS["/book/1/1_2.html"] in chapter["text"]
+    second = store.page_by_url(site.url("/book/1/1_2.html"))
+    assert second is not None and second["prev_url"] == chapter["url"]
+    assert TEXTS["/book/1/1_2.html"] in second["text"]
     assert sorted(enqueued) == sorted(str(d["_id"]) for d in store.db.pages.find())
 
     again = crawl_in_process([books], overrides)["novels"]  # the same pages, unchanged
-    assert again["fptrack/ingested/unchanged"] == 2
-    assert store.count("pages") == 2
+    assert again["fptrack/ingested/unchanged"] == 3
+    assert store.count("pages") == 3

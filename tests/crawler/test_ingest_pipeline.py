@@ -33,7 +33,7 @@ def item(url: str = "http://novels.test/book/17/3.html", text: str = TEXT) -> Pa
         status=200,
         encoding="gb18030",
         fetched_at=datetime(2024, 5, 12, 9, 30, tzinfo=UTC),
-        parts=[url, url.replace(".html", "_2.html")],
+        next_url=url.replace(".html", "_2.html"),
     )
 
 
@@ -59,7 +59,8 @@ def test_given_ingest_is_used_as_is_not_a_copy(ingest: RecordingIngest) -> None:
         "status": 200,
         "encoding": "gb18030",
         "fetched_at": datetime(2024, 5, 12, 9, 30, tzinfo=UTC),
-        "parts": ["http://novels.test/book/17/3.html", "http://novels.test/book/17/3_2.html"],
+        "next_url": "http://novels.test/book/17/3_2.html",
+        "prev_url": "",
     }
     assert pipeline.stats.get_value("fptrack/ingested/new") == 1
 

@@ -13,7 +13,6 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Response
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.test import get_crawler
-from twisted.internet.error import DNSLookupError
 from twisted.python.failure import Failure
 
 from crawler.extract import SelectorError
@@ -28,9 +27,9 @@ PART1 = "老周把船撑到河心，雨忽然小了，远处的镇子亮起了�
 PART2 = "船靠岸的时候天已经蒙蒙亮，码头上的搬运工正卸下第一批货，没有人注意到我们。"
 
 
-def make_spider(max_parts: int = 50, **site: Any) -> SiteSpider:
+def make_spider(**site: Any) -> SiteSpider:
     config = SiteConfig.from_dict({"name": "novels", "start_urls": [BASE + "/"], **site})
-    settings = crawl_settings(config, {"FPTRACK_MAX_PARTS": max_parts})
+    settings = crawl_settings(config)
     crawler = get_crawler(SiteSpider, settings.copy_to_dict())
     crawler.stats.open_spider()
     return SiteSpider.from_crawler(crawler, site=config)
@@ -42,10 +41,9 @@ def response(
     depth: int = 0,
     content_type: str = "text/html; charset=utf-8",
     status: int = 200,
-    cb_kwargs: dict[str, Any] | None = None,
 ) -> HtmlResponse:
     body = html.encode("utf-8") if isinstance(html, str) else html
-    request = Request(url, meta={DEPTH: depth}, cb_kwargs=cb_kwargs or {})
+    request = Request(url, meta={DEPTH: depth})
     return HtmlResponse(
         url, body=body, headers={"Content-Type": content_type}, status=status, request=request
     )
@@ -84,7 +82,8 @@ def test_chapter_page_yields_one_item_and_follows_links() -> None:
         200,
         "utf-8",
     )
-    assert "渡口的灯笼被风吹得左右摇晃" in item.text and item.parts == []
+    assert "渡口的灯笼被风吹得左右摇晃" in item.text
+    assert (item.next_url, item.prev_url) == ("", "")  # 上一章 / 下一章 are no page links
     assert item.fetched_at.tzinfo is not None
     urls = {r.url for r in requests}
     assert BASE + "/book/17/4.html" in urls  # 下一章 is an ordinary link
@@ -101,78 +100,49 @@ def test_index_page_yields_links_only() -> None:
     assert stat(spider, "fptrack/thin") == 1
 
 
-def test_split_chapter_is_joined_into_one_item() -> None:
+def test_every_part_of_a_split_chapter_is_an_item_with_its_neighbours() -> None:
     spider = make_spider()
     first = chapter(PART1, ("下一页", "4_2.html"), ("下一章", "5.html"))
     items, requests = split(spider.parse(response(BASE + "/book/17/4.html", first, depth=2)))
-    assert items == []  # held until the chapter is complete
-    [cont] = [r for r in requests if r.url.endswith("4_2.html")]
-    assert cont.dont_filter and cont.meta[DEPTH] == 2
-    assert cont.callback == spider.parse_continuation
-    assert cont.errback == spider.on_continuation_error
-    assert BASE + "/book/17/5.html" in {r.url for r in requests}
+    [item] = items
+    assert item.url == BASE + "/book/17/4.html" and PART1 in item.text
+    assert (item.next_url, item.prev_url) == (BASE + "/book/17/4_2.html", "")
+    depths = {r.url: r.meta[DEPTH] for r in requests}
+    assert depths[BASE + "/book/17/4_2.html"] == 2  # a page of the same chapter: same depth
+    assert depths[BASE + "/book/17/5.html"] == 3  # the next chapter is a level deeper
+    assert all(r.callback == spider.parse and not r.dont_filter for r in requests)
 
     second = chapter(PART2, ("上一页", "4.html"), ("下一章", "5.html"))
-    page2 = response(cont.url, second, depth=2, cb_kwargs=cont.cb_kwargs)
-    items, requests = split(spider.parse_continuation(page2, **cont.cb_kwargs))
-    [item] = items
-    assert item.url == BASE + "/book/17/4.html"
-    assert item.parts == [BASE + "/book/17/4.html", BASE + "/book/17/4_2.html"]
-    assert item.text.index(PART1) < item.text.index(PART2)
-    assert stat(spider, "fptrack/joined") == 1
-    # A continuation reached again by an ordinary link is not an item of its own.
-    again, _ = split(spider.parse(response(cont.url, second, depth=3)))
-    assert again == []
+    [item], _ = split(spider.parse(response(BASE + "/book/17/4_2.html", second, depth=2)))
+    assert item.url == BASE + "/book/17/4_2.html" and PART2 in item.text and PART1 not in item.text
+    assert (item.next_url, item.prev_url) == ("", BASE + "/book/17/4.html")
+    assert stat(spider, "fptrack/pages") == 2 and stat(spider, "fptrack/paged") == 2
 
 
-def test_later_part_reached_first_waits_for_its_chain() -> None:
-    spider = make_spider()
-    second = chapter(PART2, ("上一页", "4.html"), ("下一页", "4_3.html"))
-    items, requests = split(spider.parse(response(BASE + "/book/17/4_2.html", second)))
-    assert items == []
-    assert BASE + "/book/17/4.html" in {r.url for r in requests}  # leads to the first part
+def test_neighbour_pages_are_followed_past_the_depth_limit_and_include() -> None:
+    spider = make_spider(max_depth=2, include=[r"/book/\d+/\d+\.html$"], exclude=[r"/vip/"])
+    html = chapter(
+        PART1,
+        ("上一页", "/book/3/8.html"),
+        ("下一页", "/book/3/8-p2.html"),
+        ("甲", "/book/3/9.html"),
+    )
+    _, requests = split(spider.parse(response(BASE + "/book/3/8_x.html", html, depth=2)))
+    assert {(r.url, r.meta[DEPTH]) for r in requests} == {
+        (BASE + "/book/3/8.html", 2),
+        (BASE + "/book/3/8-p2.html", 2),  # include does not apply to a chapter's next page
+    }
+    excluded = chapter(PART1, ("下一页", "/vip/8_2.html"))
+    [item], requests = split(spider.parse(response(BASE + "/book/3/8.html", excluded, depth=2)))
+    assert requests == [] and item.next_url == ""
 
 
-def test_join_off_yields_every_page() -> None:
+def test_join_off_records_no_neighbours() -> None:
     spider = make_spider(join_next_pages=False)
     first = chapter(PART1, ("下一页", "4_2.html"))
-    items, requests = split(spider.parse(response(BASE + "/book/17/4.html", first)))
-    assert [i.url for i in items] == [BASE + "/book/17/4.html"]
-    assert not any(r.dont_filter for r in requests)
-
-
-def test_failed_continuation_still_yields_the_parts_so_far() -> None:
-    spider = make_spider()
-    first = chapter(PART1, ("下一页", "4_2.html"))
-    _, requests = split(spider.parse(response(BASE + "/book/17/4.html", first)))
-    [cont] = [r for r in requests if r.dont_filter]
-    failure = Failure(DNSLookupError("no such host"))
-    failure.request = cont  # type: ignore[attr-defined]
-    items, _ = split(spider.on_continuation_error(failure))
-    [item] = items
-    assert item.url == BASE + "/book/17/4.html" and PART1 in item.text and item.parts == []
-    assert stat(spider, "fptrack/errors/DNSLookupError") == 1
-
-
-def test_chain_stops_at_a_loop_and_at_the_parts_limit() -> None:
-    spider = make_spider(max_parts=2)
-    urls = [BASE + f"/c/1_{n}.html" for n in range(1, 5)]
-    page1 = chapter(PART1, ("下一页", urls[1]))
-    _, requests = split(spider.parse(response(urls[0], page1)))
-    [cont] = [r for r in requests if r.dont_filter]
-    page2 = chapter(PART2, ("下一页", urls[2]))
-    items, requests = split(spider.parse_continuation(response(urls[1], page2), **cont.cb_kwargs))
-    assert [i.parts for i in items] == [urls[:2]]  # the limit of 2 parts
-    assert not any(r.dont_filter for r in requests)
-    assert stat(spider, "fptrack/join_truncated") == 1
-
-    spider = make_spider()
-    _, requests = split(spider.parse(response(urls[0], page1)))
-    [cont] = [r for r in requests if r.dont_filter]
-    looping = chapter(PART2, ("下一页", urls[0]))  # "next" leads back to the first part
-    items, requests = split(spider.parse_continuation(response(urls[1], looping), **cont.cb_kwargs))
-    assert [i.parts for i in items] == [urls[:2]]
-    assert not any(r.dont_filter for r in requests)
+    [item], requests = split(spider.parse(response(BASE + "/book/17/4.html", first)))
+    assert (item.url, item.next_url, item.prev_url) == (BASE + "/book/17/4.html", "", "")
+    assert {r.url: r.meta[DEPTH] for r in requests}[BASE + "/book/17/4_2.html"] == 1
 
 
 def test_non_html_and_undecodable_bodies_are_skipped_and_counted() -> None:

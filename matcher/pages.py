@@ -1,0 +1,32 @@
+"""A crawled page as the crawler hands it to the store: one dataclass for every layer.
+
+The spider yields it (``crawler.items.PageItem`` is this class), the item pipeline passes it
+to :class:`matcher.ingest.Ingest`, the store keeps its fields, and
+:meth:`matcher.engine.Engine.process_page` accepts it for pages that were never crawled
+(tests, the evaluation).
+
+``next_url`` and ``prev_url`` are the canonical URLs of the page's "next page" and
+"previous page" links (下一页 / 上一页, as the site's configuration labels them), or "".
+They are recorded, not interpreted: :mod:`matcher.split` decides from them, the titles and
+the URLs whether neighbouring pages are parts of one split chapter.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+
+@dataclass
+class CrawledPage:
+    """One fetched HTML page with main text, under its own canonical URL."""
+
+    url: str
+    site: str
+    title: str
+    text: str
+    status: int = 200
+    encoding: str = ""
+    fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    next_url: str = ""
+    prev_url: str = ""
