@@ -53,11 +53,21 @@ def microblog_similar(
     return sim >= 1.0 + 0.2 * k
 
 
+def combined_score(hamming_distance: int, jaccard: float, mu: float = 0.85) -> float:
+    """mu * (1 - H / 64) + (1 - mu) * J, the document paper's score from its two parts.
+
+    >>> combined_score(0, 0.5, mu=0.8)
+    0.9
+    """
+    if not 0.8 <= mu <= 0.9:
+        raise ValueError(f"mu must be in [0.8, 0.9], got {mu}")
+    if not 0 <= hamming_distance <= BITS or not 0.0 <= jaccard <= 1.0:
+        raise ValueError(f"Hamming distance must be in 0..{BITS} and J in [0, 1]")
+    return mu * (1.0 - hamming_distance / BITS) + (1.0 - mu) * jaccard
+
+
 def document_score(
     simhash_a: Simhash, simhash_b: Simhash, info_a: MinHash, info_b: MinHash, mu: float = 0.85
 ) -> float:
     """mu * (1 - H / 64) + (1 - mu) * Jaccard(info_a, info_b)."""
-    if not 0.8 <= mu <= 0.9:
-        raise ValueError(f"mu must be in [0.8, 0.9], got {mu}")
-    content = 1.0 - simhash_a.distance(simhash_b) / BITS
-    return mu * content + (1.0 - mu) * info_a.jaccard(info_b)
+    return combined_score(simhash_a.distance(simhash_b), info_a.jaccard(info_b), mu)

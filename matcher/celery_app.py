@@ -30,6 +30,7 @@ from typing import Any
 from celery import Celery
 
 from matcher.engine import Engine
+from matcher.keys import Keys
 from matcher.settings import Settings
 
 PAGE_QUEUE = "fptrack"
@@ -55,7 +56,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "enable_utc": True,
         "beat_scheduler": "redbeat.RedBeatScheduler",
         "redbeat_redis_url": settings.redis_url,
-        "redbeat_key_prefix": f"{settings.redis_prefix}:redbeat:",
+        "redbeat_key_prefix": Keys(settings.redis_prefix).redbeat,
         "redbeat_redis_options": {},
         "redbeat_lock_timeout": 60,
         "beat_max_loop_interval": BEAT_INTERVAL,

@@ -1,72 +1,90 @@
-"""The matching engine: page -> candidates -> verification -> decision -> match records.
+"""The matching engine: candidates and verification, in both directions.
 
-Both directions run through here: a crawled page is looked up in the index of registered
-works (:meth:`Engine.process_page`), and a newly registered work is looked up in the index
-of crawled pages (:meth:`Engine.match_work_against_pages`).
+A crawled page is looked up in the index of registered works (:meth:`Engine.find_works`):
+its simhash and postings keys give candidate work segments, ranked by postings hits and
+verified in batches (one ``MGET`` of their compact fingerprints each), never truncated; the
+aligned segments go to :func:`matcher.verify.judge` with the corpus document frequency of
+the page's anchors. A page that is one part of a chapter split over several pages
+(:mod:`matcher.split`) is matched alone and as part of the joined chapter
+(:meth:`Engine.process_stored_page`). A newly registered work is looked up in the index of
+crawled pages (:meth:`Engine.match_work_against_pages`): every page sharing passages with
+one of its segments is matched again, so attribution among works stays right.
+
+Works are registered by segments (:mod:`fingerprint.segments`): a novel of millions of
+characters costs the same per page as a short story (:meth:`Engine.add_work`).
 
 Order of writes, so that an outage never leaves a half-written result: everything read
-from Redis for matching is read first (candidates, then the compact fingerprints of the
-candidates), verification runs in memory, and only then are the page, its fingerprints,
-its index entries and its match records written — each an idempotent upsert, so a task
-retried after a failure at any point converges on the same records.
+from Redis for matching is read first, verification runs in memory, and only then are the
+page's fingerprints, index entries, match records and processed mark written, each an
+idempotent upsert; the parts of a split chapter are written under their pages' locks.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections import defaultdict, deque
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any
 
 import numpy as np
 import redis
 from bson import ObjectId
 
-from fingerprint.align import Alignment, align
-from fingerprint.anchors import Anchors
+from fingerprint.align import align
 from fingerprint.base import FingerprintError, array_from_hex
-from matcher.errors import UnusableText, redis_errors
-from matcher.evidence import evidence
-from matcher.prepared import INDEX_KEYS, Prepared, as_text, from_blob, prepare
+from fingerprint.segments import SegmentParams, segment
+from matcher import split
+from matcher.errors import IndexUnavailable, UnusableText, redis_errors
+from matcher.evidence import Evidence
+from matcher.keys import SEGMENT_BITS, Keys, segment_owner
+from matcher.pages import CrawledPage
+from matcher.prepared import (
+    INDEX_KEYS,
+    Prepared,
+    SegmentHeader,
+    as_text,
+    content_hash,
+    from_blob,
+    from_segment_blob,
+    prepare,
+    segment_blob,
+)
 from matcher.settings import Settings
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.store import Store
-from matcher.verify import ALIGN_PARAMS, Verdict, drop_boilerplate, verdict
+from matcher.verify import ALIGN_PARAMS, SegmentHit, Verdict, judge, merge, verdict
 from matcher.window_index import WindowIndex
 
 log = logging.getLogger(__name__)
 
-BOILERPLATE_WORKS = 2
-WORK_CACHE_SIZE = 64
+SEGMENT_PARAMS = SegmentParams()
+PROBLEMS_KEPT = 100
+CONSIDERED_KEPT = 10
+PAGE_BATCH = 200
+LOCK_SECONDS = 300
+LOCK_WAIT_SECONDS = 60
 
 
 @dataclass
 class Side:
-    """The Redis indexes of one kind of owner (works or pages)."""
+    """The Redis indexes of one kind of owner (work segments or pages)."""
 
     simhash: SimhashIndex
     windows: WindowIndex
 
-    def add(self, seq: int, simhash: int, keys: np.ndarray) -> None:
-        self.simhash.add([seq], [simhash])
-        self.windows.add(seq, keys)
+    def add(self, owner: int, simhash: int, keys: np.ndarray) -> None:
+        self.simhash.add([owner], [simhash])
+        self.windows.add(owner, keys)
 
-    def remove(self, seq: int, simhash: int, keys: np.ndarray) -> None:
-        self.simhash.remove([seq], [simhash])
-        self.windows.remove(seq, keys)
+    def remove(self, owner: int, simhash: int, keys: np.ndarray) -> None:
+        self.simhash.remove([owner], [simhash])
+        self.windows.remove(owner, keys)
 
     def clear(self) -> None:
         self.simhash.clear()
         self.windows.clear()
-
-
-@dataclass
-class Candidate:
-    """An owner found in the indexes: by postings hits, by simhash, or both."""
-
-    seq: int
-    window_hits: int = 0
 
 
 @dataclass
@@ -76,30 +94,21 @@ class Engine:
     settings: Settings
     store: Store
     redis: redis.Redis
-    problems: list[str] = field(default_factory=list)
+    problems: deque[str] = field(default_factory=lambda: deque(maxlen=PROBLEMS_KEPT))
 
     def __post_init__(self) -> None:
-        prefix = self.settings.redis_prefix
+        self.keys = Keys(self.settings.redis_prefix)
         params = SimhashIndexParams(permuted=self.settings.simhash_permuted)
+        bits, max_df = self.settings.window_bucket_bits, self.settings.window_max_df
         self.works = Side(
-            SimhashIndex(self.redis, f"{prefix}:works", params),
-            WindowIndex(
-                self.redis,
-                f"{prefix}:works",
-                self.settings.window_bucket_bits,
-                self.settings.window_max_df,
-            ),
+            SimhashIndex(self.redis, self.keys.works, params),
+            WindowIndex(self.redis, self.keys.works, bits, max_df),
         )
         self.pages = Side(
-            SimhashIndex(self.redis, f"{prefix}:pages", params),
-            WindowIndex(
-                self.redis,
-                f"{prefix}:pages",
-                self.settings.window_bucket_bits,
-                self.settings.window_max_df,
-            ),
+            SimhashIndex(self.redis, self.keys.pages, params),
+            WindowIndex(self.redis, self.keys.pages, bits, max_df),
         )
-        self._work_cache: dict[str, Prepared] = {}
+        self.evidence = Evidence(self.store)
 
     @classmethod
     def open(
@@ -115,10 +124,9 @@ class Engine:
             redis_client = redis.Redis.from_url(settings.redis_url)
         return cls(settings, store, redis_client)
 
-    # keys ------------------------------------------------------------------------------
-
-    def _blob_key(self, seq: int) -> str:
-        return f"{self.settings.redis_prefix}:works:anchors:{seq}"
+    def _problem(self, message: str) -> None:
+        log.error("%s (run `fptrack index rebuild`)", message)
+        self.problems.append(message)
 
     # works -----------------------------------------------------------------------------
 
@@ -133,149 +141,173 @@ class Engine:
         tags: Iterable[str] = (),
         key: str | None = None,
     ) -> str:
-        """Register (or update) a work and index it; returns its id.
+        """Register (or update) a work, segment and index it; returns its id.
 
         The work's unique key is ``key``, else ``source`` (e.g. its file path), else the
-        hash of its text: registering the same work again updates it in place.
-        Raises :class:`UnusableText` when fewer than ``settings.min_work_chars`` content
-        characters remain after normalisation.
+        hash of its text: registering the same work again updates it in place. Raises
+        :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
+        fewer than ``settings.min_work_chars`` content characters after normalisation.
         """
-        text = as_text(text, f"work {title!r}")
-        prepared = prepare(text, self.settings.max_text_chars, f"work {title!r}")
-        if prepared.length < self.settings.min_work_chars:
+        what = f"work {title!r}"
+        text = as_text(text, what)
+        if len(text) > self.settings.max_work_chars:
             raise UnusableText(
-                f"work {title!r} has {prepared.length} content characters after normalisation;"
+                f"{what} has {len(text):,} characters, more than {self.settings.max_work_chars:,}"
+            )
+        segments = segment(text, SEGMENT_PARAMS)
+        prepared = [self._prepare_segment(text, s, what) for s in segments]
+        length = sum(core for _, core in prepared)
+        if length < self.settings.min_work_chars:
+            raise UnusableText(
+                f"{what} has {length} content characters after normalisation;"
                 f" at least {self.settings.min_work_chars} are needed"
             )
+        digest = content_hash(text)
         doc, created = self.store.upsert_work(
-            key or source or prepared.content_hash,
+            key or source or digest,
             title=title,
-            text=text,
-            content_hash=prepared.content_hash,
+            content_hash=digest,
+            length=len(text),
+            segments=len(segments),
             author=author,
             source=source,
             owner=owner,
             tags=tags,
         )
-        self._index_work(doc, prepared, reindex=not created)
+        if not created:
+            self._unindex_work(doc["_id"])
+        self._index_work(doc, text, segments, prepared)
         return str(doc["_id"])
+
+    def _prepare_segment(self, text: str, s: Any, what: str) -> tuple[Prepared, int]:
+        """A segment prepared with its overlap, and its own number of content characters."""
+        prepared = prepare(text[s.start : s.stop], s.stop - s.start + 1, what)
+        return prepared, prepared.located.content_before(s.end - s.start)
 
     def index_work(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
         doc = self.store.get_work(work_id)
         if doc is None:
             raise UnusableText(f"no work with id {work_id}")
-        prepared = prepare(doc["text"], self.settings.max_text_chars, f"work {work_id}")
-        self._index_work(doc, prepared, reindex=True)
+        text = self.store.work_text(doc["_id"])
+        segments = segment(text, SEGMENT_PARAMS)
+        prepared = [self._prepare_segment(text, s, f"work {work_id}") for s in segments]
+        self._unindex_work(doc["_id"])
+        self._index_work(doc, text, segments, prepared)
 
-    def _index_work(self, doc: dict, prepared: Prepared, reindex: bool) -> None:
-        seq = int(doc["seq"])
-        if reindex:
-            self._unindex("work", doc["_id"], seq)
-        self.store.save_fingerprints("work", doc["_id"], seq, prepared.stored_fingerprints())
+    def _index_work(
+        self,
+        doc: dict,
+        text: str,
+        segments: Sequence[Any],
+        prepared: Sequence[tuple[Prepared, int]],
+    ) -> None:
+        """Store a work's segments and fingerprints, then index them (each write idempotent)."""
+        work_seq = int(doc["seq"])
+        try:
+            owners = [segment_owner(work_seq, s.index) for s in segments]
+        except ValueError as exc:
+            raise UnusableText(f"work {doc.get('title', '')!r}: {exc}") from exc
+        work_length = sum(core for _, core in prepared)
+        offset = 0
+        blobs = {}
+        for s, (page, core), owner in zip(segments, prepared, owners, strict=True):
+            header = SegmentHeader(
+                work_seq, s.index, offset, core, work_length, s.start, page.simhash
+            )
+            blobs[owner] = segment_blob(header, page.anchors)
+            offset += core
+            self.store.save_work_segment(
+                doc["_id"],
+                {"index": s.index, "start": s.start, "end": s.end, "title": s.title,
+                 "text": text[s.start : s.stop]},
+            )  # fmt: skip
+            stored = page.stored_fingerprints()
+            stored["anchors"]["value"] = blobs[owner]
+            self.store.save_fingerprints("work", doc["_id"], owner, stored, segment=s.index)
+        self.store.drop_work_segments(doc["_id"], from_index=len(segments))
         with redis_errors("indexing a work"):
-            self.works.add(seq, prepared.simhash, prepared.window_keys)
-            self.redis.set(self._blob_key(seq), prepared.blob())
+            for (page, _), owner in zip(prepared, owners, strict=True):
+                self.works.add(owner, page.simhash, page.window_keys)
+            pipe = self.redis.pipeline(transaction=False)
+            for owner, blob in blobs.items():
+                pipe.set(self.keys.segment(owner), blob)
+            pipe.execute()
+
+    def _unindex_work(self, work_id: ObjectId) -> None:
+        """Remove every segment of a work from the works index (its store records stay)."""
+        stored = self.store.owner_fingerprints("work", work_id, INDEX_KEYS)
+        with redis_errors("removing a work from the index"):
+            for fp in stored:
+                value = fp["value"]
+                keys = array_from_hex(value["windows"], "<u8", np.uint64)
+                self.works.remove(int(fp["seq"]), int(value["simhash"], 16), keys)
+            if stored:
+                self.redis.delete(*(self.keys.segment(int(fp["seq"])) for fp in stored))
 
     def remove_work(self, work_id: str) -> bool:
         """Remove a work, its index entries and its unreviewed matches."""
         doc = self.store.get_work(work_id, {"seq": 1})
         if doc is None:
             return False
-        self._unindex("work", doc["_id"], int(doc["seq"]))
+        self._unindex_work(doc["_id"])
         self.store.delete_work(work_id)
         return True
 
-    def _index_keys(self, kind: str, owner_id: ObjectId) -> tuple[int, np.ndarray] | None:
-        doc = self.store.load_fingerprints(kind, [owner_id], INDEX_KEYS).get(owner_id)
-        if doc is None:
-            return None
-        value = doc["value"]
-        return int(value["simhash"], 16), array_from_hex(value["windows"], "<u8", np.uint64)
-
-    def _unindex(self, kind: str, owner_id: ObjectId, seq: int) -> None:
-        keys = self._index_keys(kind, owner_id)
-        side = self.works if kind == "work" else self.pages
-        with redis_errors(f"removing a {kind} from the index"):
-            if keys is not None:
-                side.remove(seq, *keys)
-            if kind == "work":
-                self.redis.delete(self._blob_key(seq))
-
     # pages -> works --------------------------------------------------------------------
 
-    def _candidates(self, side: Side, prepared: Prepared) -> list[Candidate]:
+    def _candidates(self, page: Prepared) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """Candidate segments as ``(owner, postings hits)``, most hits first, and the
+        corpus document frequency (in works) of the page's sampled anchors."""
         policy = self.settings.policy
         with redis_errors("looking up candidates"):
-            near = side.simhash.query(prepared.simhash, policy.simhash_k)
-            owners, hits = side.windows.hits(prepared.window_keys)
-        found: dict[int, Candidate] = {}
-        order = np.argsort(-np.asarray(hits), kind="stable")
-        for i in order[: policy.max_candidates]:
-            if hits[i] < policy.min_window_hits:
-                break
-            found[int(owners[i])] = Candidate(int(owners[i]), window_hits=int(hits[i]))
-        for seq, _ in near:
-            found.setdefault(seq, Candidate(seq))
-        return list(found.values())
+            near = self.works.simhash.query(page.simhash, policy.simhash_k)
+            found = self.works.windows.lookup(page.window_keys, group_shift=SEGMENT_BITS)
+        hits = dict(zip(found.owners.tolist(), found.counts.tolist(), strict=True))
+        chosen = {o: c for o, c in hits.items() if c >= policy.min_window_hits}
+        for owner, _ in near:
+            chosen.setdefault(owner, hits.get(owner, 0))
+        ranked = sorted(chosen.items(), key=lambda oc: (-oc[1], oc[0]))
+        return ranked, found.df_of(page.sampled.keys)
 
-    def _verdict(
-        self,
-        cand: Candidate,
-        alignment: Alignment,
-        work: tuple[int, Anchors],
-        page: tuple[int, Anchors],
-    ) -> Verdict:
-        """The policy's verdict on an aligned pair; fingerprints as ``(simhash, anchors)``."""
-        policy = self.settings.policy
-        return verdict(
-            alignment,
-            work[1],
-            page[1],
-            work[0],
-            page[0],
-            policy,
-            via_windows=cand.window_hits >= policy.min_window_hits,
-        )
+    def _segment_hits(self, page: Prepared, ranked: list[tuple[int, int]]) -> Iterator[SegmentHit]:
+        """Every candidate segment aligned with the page, read in batches."""
+        batch = self.settings.candidate_batch
+        for i in range(0, len(ranked), batch):
+            chunk = ranked[i : i + batch]
+            with redis_errors("reading work fingerprints"):
+                blobs = self.redis.mget([self.keys.segment(o) for o, _ in chunk])
+            for (owner, count), blob in zip(chunk, blobs, strict=True):
+                if blob is None:
+                    self._problem(f"work segment {owner} is in the index but its data is missing")
+                    continue
+                try:
+                    header, anchors = from_segment_blob(blob)
+                except FingerprintError as exc:
+                    self._problem(f"work segment {owner}: stored fingerprint unusable: {exc}")
+                    continue
+                alignment = align(anchors, page.anchors, ALIGN_PARAMS)
+                if alignment.passages:
+                    yield SegmentHit(header, anchors, alignment, count)
 
-    def _work_blobs(self, seqs: Sequence[int]) -> dict[int, tuple[int, Anchors]]:
-        if not seqs:
-            return {}
-        with redis_errors("reading work fingerprints"):
-            blobs = self.redis.mget([self._blob_key(s) for s in seqs])
-        out = {}
-        for seq, blob in zip(seqs, blobs, strict=True):
-            if blob is None:
-                self._problem(f"work {seq} is in the index but its fingerprint is missing")
-                continue
-            try:
-                out[seq] = from_blob(blob)
-            except FingerprintError as exc:
-                self._problem(f"work {seq}: stored fingerprint unusable: {exc}")
-        return out
+    def find_works(self, page: Prepared) -> list[Verdict]:
+        """The verdict of every work that shares passages with ``page``, matches first.
 
-    def _problem(self, message: str) -> None:
-        log.error("%s (run `fptrack index rebuild`)", message)
-        self.problems.append(message)
-
-    def find_works(self, page: Prepared) -> list[tuple[int, Verdict]]:
-        """Works ``page`` copies, as ``(work seq, verdict)``; reads Redis only."""
-        candidates = self._candidates(self.works, page)
-        blobs = self._work_blobs([c.seq for c in candidates])
-        pairs = [(c, *blobs[c.seq]) for c in candidates if c.seq in blobs]
-        alignments = [align(anchors, page.anchors, ALIGN_PARAMS) for _, _, anchors in pairs]
-        alignments = drop_boilerplate(alignments, page.length, BOILERPLATE_WORKS)
-        out = []
-        for (cand, simhash, anchors), alignment in zip(pairs, alignments, strict=True):
-            v = self._verdict(cand, alignment, (simhash, anchors), (page.simhash, page.anchors))
-            if v.matched:
-                out.append((cand.seq, v))
-        return out
+        Reads Redis only.
+        """
+        if not page.length:
+            return []
+        ranked, df = self._candidates(page)
+        hits: dict[int, list[SegmentHit]] = defaultdict(list)
+        for hit in self._segment_hits(page, ranked):
+            hits[hit.header.work].append(hit)
+        return judge(hits, page, df, self.settings.policy)
 
     def match_text(self, text: str | bytes) -> list[dict[str, Any]]:
         """What ``text`` copies, with evidence; stores nothing (the CLI's and admin's query)."""
         page = prepare(text, self.settings.max_text_chars, "query text")
-        return self._records(self.find_works(page), page)
+        matched = [v for v in self.find_works(page) if v.matched]
+        return self.evidence.records(matched, page.located)
 
     def process_page(
         self,
@@ -284,215 +316,268 @@ class Engine:
         *,
         site: str = "",
         title: str = "",
-        status: int = 200,
-        encoding: str = "",
-        fetched_at: datetime | None = None,
         authorised: bool = False,
+        **fields: Any,
     ) -> list[dict[str, Any]]:
-        """Fingerprint a page, match it against the works, store it and its match records.
+        """Store a page as the crawler would, then match it (:meth:`process_stored_page`).
 
-        Returns the page's current match records. Re-processing a page updates its records;
-        records of works it no longer copies are marked ``active: False``.
+        For pages that were not crawled (tests, the evaluation, imports); ``fields`` are
+        the other :class:`~matcher.pages.CrawledPage` fields. Returns its match records.
         """
         text = as_text(text, f"page {url}")
-        page = prepare(text, self.settings.max_text_chars, f"page {url}")
-        found = self.find_works(page) if page.length else []
-        doc, _ = self.store.upsert_page(
-            url,
-            text=text,
-            content_hash=page.content_hash,
-            site=site,
-            title=title,
-            status=status,
-            encoding=encoding,
-            fetched_at=fetched_at,
-        )
-        return self._record_page(doc, page, found, authorised)
+        page = CrawledPage(url=url, site=site, title=title, text=text, **fields)
+        doc, _ = self.store.store_crawled_page(page, content_hash(text))
+        authorised_sites = [site] if authorised else []
+        return self.process_stored_page(str(doc["_id"]), authorised_sites=authorised_sites)
 
     def process_stored_page(
         self, page_id: str, authorised_sites: Iterable[str] = ()
     ) -> list[dict[str, Any]]:
-        """Match a page the crawler already stored (by id); the ``process_page`` task's work.
+        """Match a stored page (the ``process_page`` task's work); returns its match records.
 
-        Idempotent: running it twice on the same text gives the same records. The page is
-        marked processed for the text it was matched with. Matches on a page of one of
-        ``authorised_sites`` are recorded with status ``authorised``.
+        When the page is a part of a split chapter, every stored part is matched again, on
+        its own and as part of the joined chapter, and written. Idempotent: the same texts
+        give the same records; records of works a page no longer copies are marked
+        ``active: False``. Matches on pages of ``authorised_sites`` are recorded with status
+        ``authorised``.
         """
         doc = self.store.get_page(page_id)
         if doc is None:
             raise UnusableText(f"no page with id {page_id}")
-        page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
-        found = self.find_works(page) if page.length else []
-        authorised = doc.get("site") in set(authorised_sites)
-        records = self._record_page(doc, page, found, authorised)
-        self.store.mark_processed(doc["_id"], doc["content_hash"])
-        return records
+        authorised = set(authorised_sites)
+        with self._locked(self._parts(doc)):
+            doc = self.store.get_page(page_id) or doc
+            parts = self._parts(doc)
+            written = self._match_parts(parts, authorised)
+        return written.get(doc["_id"], [])
+
+    def _parts(self, doc: dict) -> list[dict]:
+        return split.chain(
+            doc, self.store.pages_by_url, self.store.pages_linking_to, self.settings.max_split_parts
+        )
+
+    @contextmanager
+    def _locked(self, parts: Sequence[dict]) -> Iterator[None]:
+        """Hold the locks of ``parts`` (in seq order, so two workers never deadlock)."""
+        with ExitStack() as stack, redis_errors("locking a page"):
+            for seq in sorted({int(p["seq"]) for p in parts}):
+                lock = self.redis.lock(
+                    self.keys.page_lock(seq), timeout=LOCK_SECONDS,
+                    blocking_timeout=LOCK_WAIT_SECONDS,
+                )  # fmt: skip
+                if not lock.acquire():
+                    raise IndexUnavailable(f"page {seq} is being matched elsewhere; try again")
+                stack.callback(_release, lock)
+            yield
+
+    def _match_parts(
+        self, parts: Sequence[dict], authorised: set[str]
+    ) -> dict[ObjectId, list[dict[str, Any]]]:
+        """Match pages (one, or the parts of a split chapter), then write their records."""
+        what = [f"page {d['url']}" for d in parts]
+        limit = self.settings.max_text_chars
+        prepared = [prepare(d["text"], limit, w) for d, w in zip(parts, what, strict=True)]
+        own = [self.find_works(p) for p in prepared]
+        joined: list[list[Verdict]] = [[] for _ in parts]
+        urls = [d["url"] for d in parts] if len(parts) > 1 else []
+        if len(parts) > 1:
+            joined = self._split_verdicts(parts, prepared, own)
+        written = {}
+        for doc, page, mine, theirs in zip(parts, prepared, own, joined, strict=True):
+            matched = [v for v in mine if v.matched]
+            records = self.evidence.records(matched, page.located, doc, {"split": urls})
+            extra = {"split": urls, "via": "split"}
+            records += self.evidence.records(theirs, page.located, doc, extra)
+            considered = self._considered([*mine, *theirs], {r["work_id"] for r in records})
+            written[doc["_id"]] = self._record_page(
+                doc, page, records, doc.get("site") in authorised, considered, urls
+            )
+        return written
+
+    def _split_verdicts(
+        self, parts: Sequence[dict], prepared: Sequence[Prepared], own: Sequence[list[Verdict]]
+    ) -> list[list[Verdict]]:
+        """Per part, the works the joined chapter copies that the part alone does not match,
+        judged on the part's share of the chapter's passages."""
+        joined_text = "\n".join(d["text"] for d in parts)
+        unit = prepare(
+            joined_text, self.settings.max_text_chars * 2, f"split chapter {parts[0]['url']}"
+        )
+        starts = np.cumsum([0] + [len(d["text"]) + 1 for d in parts[:-1]])
+        offsets = [unit.located.content_before(int(s)) for s in starts]
+        chapter = [v for v in self.find_works(unit) if v.matched]
+        out: list[list[Verdict]] = []
+        for page, offset, mine in zip(prepared, offsets, own, strict=True):
+            alone = {v.work for v in mine if v.matched}
+            out.append(
+                [
+                    part
+                    for v in chapter
+                    if v.work not in alone
+                    and (part := self._part_verdict(v, page, offset)) is not None
+                ]
+            )
+        return out
+
+    def _part_verdict(self, chapter: Verdict, page: Prepared, offset: int) -> Verdict | None:
+        """The part's own passages of a chapter-level match, if they are worth a record."""
+        kept = np.zeros(offset + page.length + 1, dtype=bool)
+        for p in chapter.alignment.passages:
+            kept[max(p.b_start, offset) : min(p.b_end, offset + page.length)] = True
+        mine = kept[offset : offset + page.length]
+        if mine.sum() < self.settings.policy.min_chars:
+            return None
+        hits = [
+            SegmentHit(
+                h.header, h.anchors, align(h.anchors, page.anchors, ALIGN_PARAMS), h.window_hits
+            )
+            for h in chapter.hits
+        ]
+        hits = [h for h in hits if h.alignment.passages]
+        if not hits:
+            return None
+        wa = merge(hits, page.length)
+        keep = [mine[p.b_start : p.b_end].mean() > 0.5 for p in wa.passages]
+        wa = wa.keeping(keep)
+        if wa.work_covered < self.settings.policy.min_chars:
+            return None
+        return verdict(wa, hits, page, self.settings.policy, reason="")
+
+    def _considered(self, verdicts: Sequence[Verdict], recorded: set[ObjectId]) -> list[dict]:
+        """The works verified and not recorded, with the reason (for the admin's match view)."""
+        rejected: dict[int, Verdict] = {}
+        for v in verdicts:
+            if not v.matched and v.work not in rejected:
+                rejected[v.work] = v
+        top = sorted(rejected.values(), key=lambda v: -v.alignment.page_covered)[:CONSIDERED_KEPT]
+        if not top:
+            return []
+        seqs = {v.work for v in top} | {v.explained_by for v in top if v.explained_by}
+        meta = self.store.works_by_seq(seqs, {"title": 1})
+        out = []
+        for v in top:
+            work = meta.get(v.work)
+            if work is None or work["_id"] in recorded:
+                continue
+            reason = v.reason
+            if v.explained_by in meta:
+                better = meta[v.explained_by]
+                reason = f"its shared passages are explained better by {better.get('title', '')!r}"
+            out.append(
+                {
+                    "work_id": work["_id"],
+                    "work_title": work.get("title", ""),
+                    "reason": reason,
+                    "containment_work": round(v.scores["containment_work"], 4),
+                    "containment_page": round(v.scores["containment_page"], 4),
+                }
+            )
+        return out
 
     def _record_page(
-        self, doc: dict, page: Prepared, found: list[tuple[int, Verdict]], authorised: bool
+        self,
+        doc: dict,
+        page: Prepared,
+        records: list[dict[str, Any]],
+        authorised: bool,
+        considered: list[dict],
+        split_urls: list[str],
     ) -> list[dict[str, Any]]:
-        """Write a matched page's fingerprints, index entries and match records (all upserts)."""
+        """Write a matched page's fingerprints, index entries, records and processed mark."""
         seq = int(doc["seq"])
-        self._unindex("page", doc["_id"], seq)
+        self._unindex_page(doc["_id"], seq)
         self.store.save_fingerprints("page", doc["_id"], seq, page.stored_fingerprints())
         with redis_errors("indexing a page"):
             self.pages.add(seq, page.simhash, page.window_keys)
         initial = "authorised" if authorised else "new"
-        records = [self.store.upsert_match(r, initial) for r in self._records(found, page, doc)]
-        self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in records])
-        return records
+        written = [self.store.upsert_match(r, initial) for r in records]
+        self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in written])
+        self.store.mark_processed(doc["_id"], doc["content_hash"], considered, split_urls)
+        return written
 
-    def _records(
-        self,
-        found: list[tuple[int, Verdict]],
-        page: Prepared,
-        page_doc: dict | None = None,
-        work: Prepared | None = None,
-    ) -> list[dict[str, Any]]:
-        """Match records of ``(work seq, verdict)`` pairs, with evidence.
-
-        The works' metadata comes in one query; their texts (for evidence spans) come from
-        a cache keyed by content hash, and the misses in one more query. ``work`` is the
-        already prepared work when every pair is of the same work.
-        """
-        if not found:
-            return []
-        meta = self.store.works_by_seq(
-            [seq for seq, _ in found], {"title": 1, "content_hash": 1, "source": 1}
-        )
-        prepared: dict[int, Prepared] = {}
-        missing = []
-        for seq, doc in meta.items():
-            cached = work or self._work_cache.get(doc["content_hash"])
-            if cached is None:
-                missing.append(seq)
-            else:
-                prepared[seq] = cached
-        if missing:
-            for seq, doc in self.store.works_by_seq(missing, {"text": 1}).items():
-                prepared[seq] = self._remember(meta[seq]["content_hash"], doc["text"])
-        records = []
-        for seq, v in found:
-            work_doc = meta.get(seq)
-            if work_doc is None or seq not in prepared:
-                self._problem(f"work {seq} is in the index but not in the store")
-                continue
-            record: dict[str, Any] = {
-                "work_id": work_doc["_id"],
-                "work_title": work_doc.get("title", ""),
-                "work_source": work_doc.get("source", ""),
-                "score": v.score,
-                "containment": v.scores["containment_work"],
-                "containment_work": v.scores["containment_work"],
-                "containment_page": v.scores["containment_page"],
-                "scores": v.scores,
-                "methods": list(v.methods),
-                "evidence": evidence(v.alignment.passages, prepared[seq], page),
-            }
-            if page_doc is not None:
-                record.update(
-                    page_id=page_doc["_id"], url=page_doc["url"], site=page_doc.get("site", "")
-                )
-            records.append(record)
-        return records
-
-    def _remember(self, content_hash: str, text: str) -> Prepared:
-        """Prepare a work's text for evidence, keeping the last few by content hash."""
-        work = prepare(text, self.settings.max_text_chars)
-        if len(self._work_cache) >= WORK_CACHE_SIZE:
-            self._work_cache.pop(next(iter(self._work_cache)))
-        self._work_cache[content_hash] = work
-        return work
+    def _unindex_page(self, page_id: ObjectId, seq: int) -> None:
+        stored = self.store.load_fingerprints("page", [page_id], INDEX_KEYS).get(page_id)
+        if stored is None:
+            return
+        value = stored["value"]
+        keys = array_from_hex(value["windows"], "<u8", np.uint64)
+        with redis_errors("removing a page from the index"):
+            self.pages.remove(seq, int(value["simhash"], 16), keys)
 
     # works -> pages --------------------------------------------------------------------
 
     def match_work_against_pages(
         self, work_id: str, authorised_sites: Iterable[str] = ()
     ) -> list[dict[str, Any]]:
-        """Find pages already crawled that copy a work; store and return their matches.
+        """Find the pages already crawled that copy a work; match them again and return the
+        work's match records.
 
-        Matches on pages of ``authorised_sites`` are recorded with status ``authorised``.
+        Every segment of the work is looked up in the pages' indexes; every candidate page
+        (all of them, in batches) is aligned with the segment, and each page that shares
+        passages with it is matched again as a crawled page is
+        (:meth:`process_stored_page`), so that its text goes to the works that explain it
+        best. Matches on pages of ``authorised_sites`` are recorded as ``authorised``.
         """
-        authorised = set(authorised_sites)
-        work_doc = self.store.get_work(work_id)
-        if work_doc is None:
+        work = self.store.get_work(work_id, {"seq": 1})
+        if work is None:
             raise UnusableText(f"no work with id {work_id}")
-        work = prepare(work_doc["text"], self.settings.max_text_chars, f"work {work_id}")
-        candidates = self._candidates(self.pages, work)
-        page_docs = self.store.pages_by_seq([c.seq for c in candidates], {"url": 1, "site": 1})
-        stored = self.store.load_fingerprints(
-            "page", [d["_id"] for d in page_docs.values()], "anchors"
-        )
-        work_fp = (work.simhash, work.anchors)
-        found: dict[int, Verdict] = {}
-        for cand in candidates:
-            doc = page_docs.get(cand.seq)
-            fp = stored.get(doc["_id"]) if doc is not None else None
-            if fp is None:
-                continue
-            try:
-                page_fp = from_blob(bytes(fp["value"]))
-            except FingerprintError as exc:
-                self._problem(f"page {doc['url']}: stored fingerprint unusable: {exc}")
-                continue
-            v = self._verdict(cand, align(work.anchors, page_fp[1], ALIGN_PARAMS), work_fp, page_fp)
-            if v.matched:
-                found[cand.seq] = v
-        texts = self.store.pages_by_seq(found, {"text": 1}) if found else {}
-        records = []
-        for seq, v in found.items():
-            doc = page_docs[seq]
-            page = prepare(texts[seq]["text"], self.settings.max_text_chars, f"page {doc['url']}")
-            initial = "authorised" if doc.get("site") in authorised else "new"
-            for record in self._records([(int(work_doc["seq"]), v)], page, doc, work):
-                records.append(self.store.upsert_match(record, initial))
-        return records
+        affected = self._pages_sharing(work["_id"])
+        done: set[ObjectId] = set()
+        sites = set(authorised_sites)
+        for i in range(0, len(affected), PAGE_BATCH):
+            docs = self.store.pages_by_seq(affected[i : i + PAGE_BATCH], {"_id": 1})
+            for doc in docs.values():
+                if doc["_id"] in done:
+                    continue
+                with self._locked(self._parts(self.store.get_page(str(doc["_id"])) or doc)):
+                    parts = self._parts(self.store.get_page(str(doc["_id"])) or doc)
+                    done.update(self._match_parts(parts, sites))
+        return self.store.matches_for("work_id", str(work["_id"]))
 
-    # maintenance -----------------------------------------------------------------------
+    def _pages_sharing(self, work_id: ObjectId) -> list[int]:
+        """Seqs of the pages that share passages with one of the work's segments."""
+        policy = self.settings.policy
+        affected: set[int] = set()
+        stored = self.store.owner_fingerprints("work", work_id, INDEX_KEYS)
+        for i in range(0, len(stored), self.settings.candidate_batch):
+            chunk = stored[i : i + self.settings.candidate_batch]
+            owners = [int(fp["seq"]) for fp in chunk]
+            with redis_errors("reading work fingerprints"):
+                blobs = self.redis.mget([self.keys.segment(o) for o in owners])
+                simhashes = [int(fp["value"]["simhash"], 16) for fp in chunk]
+                near = self.pages.simhash.query_many(simhashes, policy.simhash_k)
+            for fp, blob, close in zip(chunk, blobs, near, strict=True):
+                if blob is None:
+                    self._problem(f"work segment {fp['seq']} has no verification data")
+                    continue
+                _, anchors = from_segment_blob(blob)
+                keys = array_from_hex(fp["value"]["windows"], "<u8", np.uint64)
+                with redis_errors("looking up candidate pages"):
+                    found = self.pages.windows.lookup(keys)
+                candidates = {
+                    int(o) for o, c in zip(found.owners, found.counts, strict=True)
+                    if c >= policy.min_window_hits
+                } | {int(o) for o, _ in close}  # fmt: skip
+                candidates -= affected
+                affected |= self._sharing(anchors, sorted(candidates))
+        return sorted(affected)
 
-    def rebuild_indexes(self) -> dict[str, int]:
-        """Drop every Redis index and rebuild it from the fingerprints stored in MongoDB."""
-        counts = {}
-        for kind, side in (("work", self.works), ("page", self.pages)):
-            seqs, simhashes, owners, keys = [], [], [], []
-            with redis_errors("rebuilding the index"):
-                side.clear()
-                if kind == "work":
-                    blobs = self.redis.scan_iter(f"{self.settings.redis_prefix}:works:anchors:*")
-                    for batch in _chunks(list(blobs), 1000):
-                        self.redis.delete(*batch)
-            for doc in self.store.iter_fingerprints(kind, INDEX_KEYS):
-                seq = int(doc["seq"])
-                value = doc["value"]
-                window_keys = array_from_hex(value["windows"], "<u8", np.uint64)
-                seqs.append(seq)
-                simhashes.append(int(value["simhash"], 16))
-                owners.append(np.full(len(window_keys), seq, dtype=np.uint32))
-                keys.append(window_keys)
-            with redis_errors("rebuilding the index"):
-                side.simhash.bulk_load(
-                    np.array(seqs, dtype=np.uint32), np.array(simhashes, dtype=np.uint64)
-                )
-                side.windows.bulk_load(
-                    np.concatenate(owners) if owners else np.empty(0, np.uint32),
-                    np.concatenate(keys) if keys else np.empty(0, np.uint64),
-                )
-                if kind == "work":
-                    pipe = self.redis.pipeline(transaction=False)
-                    for doc in self.store.iter_fingerprints("work", "anchors"):
-                        pipe.set(self._blob_key(int(doc["seq"])), bytes(doc["value"]))
-                    pipe.execute()
-            counts[kind] = len(seqs)
-        return counts
-
-    def drop_indexes(self) -> None:
-        """Delete every Redis key of this engine's prefix (the store is untouched)."""
-        with redis_errors("dropping the indexes"):
-            keys = list(self.redis.scan_iter(f"{self.settings.redis_prefix}:*", count=1000))
-            for batch in _chunks(keys, 1000):
-                self.redis.unlink(*batch)
+    def _sharing(self, anchors: Any, seqs: list[int]) -> set[int]:
+        """Which of the pages ``seqs`` share at least ``min_chars`` with a segment."""
+        found = set()
+        min_chars = self.settings.policy.min_chars
+        for i in range(0, len(seqs), PAGE_BATCH):
+            for fp in self.store.page_fingerprints_by_seq(seqs[i : i + PAGE_BATCH], "anchors"):
+                try:
+                    _, page = from_blob(bytes(fp["value"]))
+                except FingerprintError as exc:
+                    self._problem(f"page {fp['seq']}: stored fingerprint unusable: {exc}")
+                    continue
+                if align(anchors, page, ALIGN_PARAMS).a_covered >= min_chars:
+                    found.add(int(fp["seq"]))
+        return found
 
 
-def _chunks(items: list, size: int) -> Iterable[list]:
-    for i in range(0, len(items), size):
-        yield items[i : i + size]
+def _release(lock: Any) -> None:
+    with suppress(redis.exceptions.LockError):  # expired meanwhile: nothing left to release
+        lock.release()

@@ -1,32 +1,133 @@
-"""Evidence: the shared passages of a match as spans of the original work and page texts."""
+"""Match records: a verdict's scores and its passages as spans of the original texts.
+
+:class:`Evidence` turns :class:`~matcher.verify.Verdict` objects into the records the store
+keeps. Passages are in content characters; a span of the original text comes from the
+text's normalisation and content positions only (:func:`matcher.prepared.locate`), never a
+whole :func:`~matcher.prepared.prepare`. Work segments are read from the store by index,
+only those a record quotes, and kept in a small cache keyed by the work's content hash.
+"""
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from fingerprint.align import Passage
-from matcher.prepared import Prepared
+from matcher.prepared import Located, locate
+from matcher.store import Store
+from matcher.verify import Verdict
 
 MAX_PASSAGES = 50
 PREVIEW_CHARS = 200
+CACHE_SEGMENTS = 256
 
 
-def evidence(
-    passages: tuple[Passage, ...] | list[Passage], work: Prepared, page: Prepared
-) -> list[dict[str, Any]]:
-    """Up to ``MAX_PASSAGES`` passages, longest first, then in work order.
+@dataclass(frozen=True, eq=False)
+class WorkSegment:
+    """A segment's located text, where it starts in its work and its title."""
 
-    Each item: ``work_span`` and ``page_span`` as ``[start, end)`` offsets into the original
-    (un-normalised) texts, ``text`` the page's copy (its first ``PREVIEW_CHARS`` characters,
-    with "…" when cut) and ``chars`` the passage length in content characters.
-    """
-    chosen = sorted(passages, key=lambda p: (-p.chars, p.a_start))[:MAX_PASSAGES]
-    out = []
-    for p in sorted(chosen, key=lambda p: p.a_start):
-        ws = work.original_span(p.a_start, p.a_end)
+    located: Located
+    start: int
+    title: str
+
+
+class Evidence:
+    """Builds match records with evidence over one store (see the module docstring)."""
+
+    def __init__(self, store: Store, cache_size: int = CACHE_SEGMENTS) -> None:
+        self.store = store
+        self.cache_size = cache_size
+        self._segments: OrderedDict[tuple[str, int], WorkSegment] = OrderedDict()
+
+    def records(
+        self,
+        verdicts: Sequence[Verdict],
+        page: Located,
+        page_doc: dict[str, Any] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """One record per verdict: work, scores, methods, evidence (and the page's id, URL
+        and site when ``page_doc`` is given; ``extra`` fields are added as they are)."""
+        if not verdicts:
+            return []
+        meta = self.store.works_by_seq(
+            [v.work for v in verdicts], {"title": 1, "source": 1, "content_hash": 1}
+        )
+        records = []
+        for v in verdicts:
+            work = meta.get(v.work)
+            if work is None:  # removed since it was indexed
+                continue
+            passages, indexes = v.alignment.passages, v.alignment.segments
+            longest = sorted(range(len(passages)), key=lambda i: (-passages[i].chars, i))
+            chosen = sorted(longest[:MAX_PASSAGES], key=lambda i: passages[i].a_start)
+            segments = self._load(work, {indexes[i] for i in chosen})
+            items = [self._item(passages[i], indexes[i], v, segments, page) for i in chosen]
+            record: dict[str, Any] = {
+                "work_id": work["_id"],
+                "work_title": work.get("title", ""),
+                "work_source": work.get("source", ""),
+                "score": v.score,
+                "containment": v.scores["containment_work"],
+                "containment_work": v.scores["containment_work"],
+                "containment_page": v.scores["containment_page"],
+                "scores": v.scores,
+                "methods": list(v.methods),
+                "segments": sorted({(i["segment"]["index"], i["segment"]["title"]) for i in items}),
+                "evidence": items,
+                **(extra or {}),
+            }
+            record["segments"] = [{"index": i, "title": t} for i, t in record["segments"]]
+            if page_doc is not None:
+                record.update(
+                    page_id=page_doc["_id"], url=page_doc["url"], site=page_doc.get("site", "")
+                )
+            records.append(record)
+        return records
+
+    def _item(
+        self,
+        p: Passage,
+        index: int,
+        v: Verdict,
+        segments: dict[int, WorkSegment],
+        page: Located,
+    ) -> dict[str, Any]:
+        offset, _ = v.alignment.segment_spans[index]
+        segment = segments[index]
+        local = segment.located.original_span(p.a_start - offset, p.a_end - offset)
         ps = page.original_span(p.b_start, p.b_end)
         text = page.normalized.original[ps[0] : ps[1]]
         if len(text) > PREVIEW_CHARS:
             text = text[:PREVIEW_CHARS] + "…"
-        out.append({"work_span": list(ws), "page_span": list(ps), "text": text, "chars": p.chars})
-    return out
+        return {
+            "work_span": [segment.start + local[0], segment.start + local[1]],
+            "page_span": list(ps),
+            "text": text,
+            "chars": p.chars,
+            "segment": {"index": index, "title": segment.title},
+        }
+
+    def _load(self, work: dict[str, Any], indexes: set[int]) -> dict[int, WorkSegment]:
+        """The work's segments of ``indexes``, from the cache or one store query."""
+        digest = work.get("content_hash", "")
+        out = {}
+        for i in indexes:
+            cached = self._segments.get((digest, i))
+            if cached is not None:
+                self._segments.move_to_end((digest, i))
+                out[i] = cached
+        missing = indexes - set(out)
+        if missing:
+            for doc in self.store.work_segments(work["_id"], missing):
+                segment = WorkSegment(locate(doc["text"]), int(doc["start"]), doc.get("title", ""))
+                out[int(doc["index"])] = self._remember((digest, int(doc["index"])), segment)
+        return out
+
+    def _remember(self, key: tuple[str, int], segment: WorkSegment) -> WorkSegment:
+        self._segments[key] = segment
+        while len(self._segments) > self.cache_size:
+            self._segments.popitem(last=False)
+        return segment

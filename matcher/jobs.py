@@ -22,6 +22,7 @@ from typing import Any
 
 from matcher.engine import Engine
 from matcher.errors import MatcherError, redis_errors
+from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.store import STATUSES, now
@@ -102,7 +103,7 @@ def crawl_site(
     if site is None:
         raise CrawlFailed(f"no site named {site_name!r}")
     run_id = uuid.uuid4().hex
-    lock = f"{settings.redis_prefix}:lock:crawl:{site.name}"
+    lock = Keys(settings.redis_prefix).crawl_lock(site.name)
     with redis_errors("taking the crawl lock"):
         if not redis_client.set(lock, run_id, nx=True, ex=settings.crawl_timeout):
             return {"site": site.name, "skipped": "a crawl of this site is running"}

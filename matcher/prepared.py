@@ -1,8 +1,9 @@
 """A text made ready for matching: decoded, normalised, fingerprinted, with its anchors.
 
-Works and pages go through the same steps, so their fingerprints are comparable; the
-stored forms (for MongoDB, and the compact blob the Redis side keeps for verification) are
-built here too.
+Works (one segment at a time, :mod:`fingerprint.segments`) and pages go through the same
+steps, so their fingerprints are comparable; the stored forms are built here too: the
+fingerprints MongoDB keeps, a page's compact verification blob (simhash and anchors) and a
+work segment's (the same, after a header placing the segment in its work).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from matcher.errors import UnusableText
 DOCUMENT_PARAMS = DocumentParams()
 ANCHOR_PARAMS = AnchorParams()
 _SIMHASH = struct.Struct("<Q")
+_SEGMENT = struct.Struct("<4sIIIIIIQ")  # tag, then the SegmentHeader fields in order
+_SEGMENT_TAG = b"FPS1"
 SAMPLE_M = 8
 INDEX_KEYS = "index_keys"
 INDEX_KEYS_VERSION = 1
@@ -51,16 +54,20 @@ class Prepared:
         """The keys the postings index holds for this text (see :func:`window_keys`)."""
         return window_keys(self.fingerprint, self.anchors)
 
+    @cached_property
+    def sampled(self) -> Sampled:
+        """The postings keys that are anchors, with the spans they cover (:func:`sampled`)."""
+        return sampled(self.anchors)
+
     @property
     def length(self) -> int:
         """Number of content characters."""
         return self.anchors.length
 
-    def original_span(self, start: int, end: int) -> tuple[int, int]:
-        """Span of the original text behind content characters ``[start, end)``."""
-        return self.normalized.original_span(
-            int(self.positions[start]), int(self.positions[end - 1]) + 1
-        )
+    @property
+    def located(self) -> Located:
+        """The normalisation and content positions alone (what evidence needs)."""
+        return Located(self.normalized, self.positions)
 
     def blob(self) -> bytes:
         """Compact verification form: simhash, then the anchors (see :func:`from_blob`)."""
@@ -91,21 +98,101 @@ class Prepared:
         return out
 
 
+@dataclass(frozen=True, eq=False)
+class Sampled:
+    """Postings keys of sampled anchors and the content-character span ``[starts, ends)``
+    each covers, in order of ``starts``."""
+
+    keys: np.ndarray
+    starts: np.ndarray
+    ends: np.ndarray
+
+
+def sampled(anchors: Anchors, m: int = SAMPLE_M) -> Sampled:
+    """The anchors whose hash is 0 mod ``m`` (Broder's MOD_m sample), as postings keys.
+
+    Keys are the anchor hashes tagged with bit 63 and their channel in bit 62, so they never
+    meet the pinyin-window dnas (below 2^46) in the postings index.
+    """
+    keys, starts, ends = [], [], []
+    for tag, channel in ((_CHAR_TAG, anchors.chars), (_PINYIN_TAG, anchors.pinyin)):
+        hashes = channel.hashes.astype(np.uint64)
+        chosen = hashes % np.uint64(m) == 0
+        keys.append(hashes[chosen] | tag)
+        starts.append(channel.starts[chosen].astype(np.int64))
+        ends.append(channel.ends[chosen].astype(np.int64))
+    order = np.argsort(np.concatenate(starts), kind="stable")
+    return Sampled(*(np.concatenate(a)[order] for a in (keys, starts, ends)))
+
+
 def window_keys(fp: DocumentFingerprint, anchors: Anchors, m: int = SAMPLE_M) -> np.ndarray:
     """Distinct postings keys: pinyin-window dnas and MOD_m-sampled anchors.
 
     The dnas of the fixed and the content-anchored pinyin windows (Daguan) find copies with
     homophones, script changes and light edits; windows do not survive paragraphs shuffled
-    in short lines, so the anchors whose hash is 0 mod ``m`` (Broder's MOD_m sample, which
-    keeps the same anchors in every copy, in any order) are keys too. Dnas are below 2^46;
-    anchors are tagged with bit 63 and their channel in bit 62, so the key spaces never meet.
+    in short lines, so the sampled anchors (:func:`sampled`, the same anchors in every copy,
+    in any order) are keys too.
     """
     dnas = np.concatenate([fp.pinyin.keys, fp.pinyin_anchored.keys]).astype(np.uint64)
-    tagged = [dnas]
-    for tag, channel in ((_CHAR_TAG, anchors.chars), (_PINYIN_TAG, anchors.pinyin)):
-        hashes = channel.hashes.astype(np.uint64)
-        tagged.append(hashes[hashes % np.uint64(m) == 0] | tag)
-    return np.unique(np.concatenate(tagged))
+    return np.unique(np.concatenate([dnas, sampled(anchors, m).keys]))
+
+
+@dataclass(frozen=True)
+class SegmentHeader:
+    """Where a work segment sits: its work, index, first content character in the work, its
+    own length in content characters (its overlap with the next segment left out), the
+    work's length, its first character in the work's original text, and its simhash."""
+
+    work: int
+    index: int
+    offset: int
+    length: int
+    work_length: int
+    start: int
+    simhash: int
+
+
+def segment_blob(header: SegmentHeader, anchors: Anchors) -> bytes:
+    """A work segment's verification data: the header, then the anchors."""
+    h = header
+    fields = (h.work, h.index, h.offset, h.length, h.work_length, h.start, h.simhash)
+    return _SEGMENT.pack(_SEGMENT_TAG, *fields) + anchors.to_bytes()
+
+
+def from_segment_blob(
+    data: bytes, params: AnchorParams = ANCHOR_PARAMS
+) -> tuple[SegmentHeader, Anchors]:
+    """Inverse of :func:`segment_blob`; raises ``CorruptFingerprint`` (or incompatible)."""
+    if len(data) < _SEGMENT.size or data[:4] != _SEGMENT_TAG:
+        raise CorruptFingerprint("segment blob does not start with its header")
+    _, *fields = _SEGMENT.unpack_from(data)
+    return SegmentHeader(*fields), Anchors.from_bytes(data[_SEGMENT.size :], params)
+
+
+@dataclass(frozen=True, eq=False)
+class Located:
+    """A text's normalisation and the normalised index of each content character: what
+    turns passages (in content characters) into spans of the original text."""
+
+    normalized: Normalized
+    positions: np.ndarray
+
+    def original_span(self, start: int, end: int) -> tuple[int, int]:
+        """Span of the original text behind content characters ``[start, end)``."""
+        return self.normalized.original_span(
+            int(self.positions[start]), int(self.positions[end - 1]) + 1
+        )
+
+    def content_before(self, original: int) -> int:
+        """How many content characters come from the original text before offset
+        ``original``."""
+        return int(np.searchsorted(self.normalized.offsets[self.positions], original))
+
+
+def locate(text: str) -> Located:
+    """Normalise ``text`` and find its content characters; nothing else is computed."""
+    normalized = normalize(text, DOCUMENT_PARAMS.normalize)
+    return Located(normalized, np.flatnonzero(content_mask(codepoints(normalized.text))))
 
 
 def from_blob(data: bytes, params: AnchorParams = ANCHOR_PARAMS) -> tuple[int, Anchors]:

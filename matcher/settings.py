@@ -23,9 +23,13 @@ class MatchPolicy:
     A page copies a work when the passages they share cover at least ``min_work_share`` of
     the work (whole copies, excerpts, a chapter split over pages), or cover at least
     ``min_page_share`` of the page and ``min_page_chars`` characters (a page that is an
-    excerpt of a long work); either way the shared passages must total ``min_chars``.
-    Passages made only of boilerplate (text shared with more than ``boilerplate_df`` other
-    documents in the index) do not count.
+    excerpt of a long work), or ``min_work_share`` of one segment of a long work (a chapter)
+    and ``min_page_chars`` characters; either way the shared passages must total
+    ``min_chars``. A passage lying mostly (over ``boilerplate_share``) in boilerplate, text
+    that ``boilerplate_works`` registered works or more hold, does not count, nor one lying
+    mostly in text a better-matching work explains (``matcher.verify``). Candidates are
+    works with a segment within ``simhash_k`` of the page or holding ``min_window_hits`` of
+    its postings keys; every candidate is verified.
     """
 
     min_work_share: float = 0.2
@@ -33,16 +37,19 @@ class MatchPolicy:
     min_page_chars: int = 300
     min_chars: int = 60
     simhash_k: int = 3
-    max_candidates: int = 50
     min_window_hits: int = 2
+    boilerplate_works: int = 3
+    boilerplate_share: float = 0.5
 
     def __post_init__(self) -> None:
-        for name in ("min_work_share", "min_page_share"):
+        for name in ("min_work_share", "min_page_share", "boilerplate_share"):
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise SettingsError(f"{name} must be in (0, 1], got {getattr(self, name)}")
-        for name in ("min_page_chars", "min_chars", "max_candidates", "min_window_hits"):
+        for name in ("min_page_chars", "min_chars", "min_window_hits"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.boilerplate_works < 2:
+            raise SettingsError(f"boilerplate_works must be >= 2, got {self.boilerplate_works}")
         if not 0 <= self.simhash_k <= 16:
             raise SettingsError(f"simhash_k must be in 0..16, got {self.simhash_k}")
 
@@ -59,7 +66,10 @@ class Settings:
     window_bucket_bits: int = 20
     window_max_df: int = 1000
     max_text_chars: int = 4_000_000
+    max_work_chars: int = 20_000_000
     min_work_chars: int = 50
+    max_split_parts: int = 50
+    candidate_batch: int = 64
     broker_url: str = ""
     visibility_timeout: int = 7200
     task_max_retries: int = 8
@@ -77,8 +87,12 @@ class Settings:
             raise SettingsError(f"redis_prefix must be a plain word, got {self.redis_prefix!r}")
         if not 8 <= self.window_bucket_bits <= 28:
             raise SettingsError("window_bucket_bits must be in 8..28")
-        if self.window_max_df < 1 or self.max_text_chars < 1 or self.min_work_chars < 1:
-            raise SettingsError("window_max_df, max_text_chars, min_work_chars must be >= 1")
+        for name in (
+            "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
+            "max_split_parts", "candidate_batch",
+        ):  # fmt: skip
+            if getattr(self, name) < 1:
+                raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.visibility_timeout <= self.crawl_timeout:
             raise SettingsError("visibility_timeout must exceed crawl_timeout (seconds)")
         if self.task_max_retries < 0 or self.crawl_timeout < 1:

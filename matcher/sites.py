@@ -41,8 +41,10 @@ class SiteConfig:
     away, and only when they match one of ``include`` (regular expressions; none means all)
     and none of ``exclude``. ``content_selector`` (CSS, or XPath when it starts with ``/``)
     picks the main text; otherwise it is extracted (trafilatura, with a fallback).
-    ``join_next_pages`` follows "next page" links (``next_page_texts``) and joins a chapter
-    split over several pages into one page record. ``obey_robots`` honours robots.txt.
+    ``join_next_pages`` records each page's "next page" and "previous page" links
+    (``next_page_texts``, and 上一页 ...), so that a chapter split over several pages is
+    matched as a whole too (:mod:`matcher.split`); every page is its own record either way.
+    ``obey_robots`` honours robots.txt.
     ``schedule``: ``daily`` (at the hour beat chooses), ``daily@HH:MM`` (UTC), ``hourly``,
     ``every N m|h|s``, ``cron M H DOM MON DOW`` or ``never``. An ``authorised`` site is
     licensed to carry the works: its matches are recorded as authorised.

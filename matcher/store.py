@@ -3,7 +3,9 @@
 One :class:`Store` wraps a pymongo ``Database`` (or a mongomock one in tests and in the
 embedded scan). Every write is an upsert on a unique key, so storing the same page or match
 twice updates it and never duplicates it. Works and pages also get a small integer ``seq``
-(from the ``counters`` collection), the id the Redis indexes pack into their records.
+(from the ``counters`` collection), from which the Redis indexes' owner ids are made. A
+work's text is kept by segments (``work_segments``), so a novel of millions of characters
+fits MongoDB's document size and evidence reads only the segments it quotes.
 
 Only the part of the pymongo API that real MongoDB and mongomock share is used; where they
 differ the code follows MongoDB. Filters are built here from typed values only — an id must
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
 
@@ -27,11 +30,13 @@ from pymongo.errors import ConnectionFailure, DuplicateKeyError
 
 from matcher import tallies
 from matcher.errors import MatcherError, StoreUnavailable
+from matcher.pages import CrawledPage
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
 KINDS = ("work", "page")
+_LINKS = {"next_url": 1, "prev_url": 1}
 STATUSES = ("new", "confirmed", "false_positive", "authorised", "takedown_sent")
 
 LIST_ORDER = (("first_seen", DESCENDING), ("_id", DESCENDING))
@@ -50,10 +55,18 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("site", ASCENDING), ("last_seen", DESCENDING)], name="site_last_seen"),
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
+        IndexModel([("next_url", ASCENDING)], name="next_url"),
+    ],
+    "work_segments": [
+        IndexModel(
+            [("work_id", ASCENDING), ("index", ASCENDING)], unique=True, name="work_index_unique"
+        ),
     ],
     "fingerprints": [
         IndexModel(
-            [("owner_kind", ASCENDING), ("owner_id", ASCENDING)], unique=True, name="owner_unique"
+            [("owner_kind", ASCENDING), ("owner_id", ASCENDING), ("segment", ASCENDING)],
+            unique=True,
+            name="owner_segment_unique",
         ),
         IndexModel([("owner_kind", ASCENDING), ("seq", ASCENDING)], name="kind_seq"),
     ],
@@ -96,6 +109,31 @@ INDEXES: dict[str, list[IndexModel]] = {
     tallies.COLLECTION: tallies.INDEXES,
     tallies.WORKS_COLLECTION: tallies.WORKS_INDEXES,
 }
+
+
+LEGACY_INDEXES = (("fingerprints", "owner_unique"),)
+
+
+@dataclass(frozen=True)
+class TextWindow:
+    """Part of a long text, sliced with offsets into the whole text (``len`` is the whole
+    text's up to the window's end), so code written for the whole text reads the window.
+
+    >>> w = TextWindow(10, "abc")
+    >>> w[9:12], w[11:], len(w)
+    ('ab', 'bc', 13)
+    """
+
+    offset: int
+    text: str
+
+    def __len__(self) -> int:
+        return self.offset + len(self.text)
+
+    def __getitem__(self, key: slice) -> str:
+        start = 0 if key.start is None else key.start
+        stop = len(self) if key.stop is None else key.stop
+        return self.text[max(0, start - self.offset) : max(0, stop - self.offset)]
 
 
 class StoreError(MatcherError, ValueError):
@@ -166,7 +204,15 @@ class Store:
 
     @mongo_errors
     def ensure_indexes(self) -> None:
-        """Create every collection's indexes; running it again changes nothing."""
+        """Create every collection's indexes; running it again changes nothing.
+
+        An index of an earlier layout that would refuse the current documents is dropped
+        first (``fingerprints.owner_unique``: one fingerprint document per owner, before
+        works had segments).
+        """
+        for name, index in LEGACY_INDEXES:
+            if index in self.db[name].index_information():
+                self.db[name].drop_index(index)
         for name, models in INDEXES.items():
             self.db[name].create_indexes(models)
 
@@ -223,14 +269,19 @@ class Store:
         key: str,
         *,
         title: str,
-        text: str,
         content_hash: str,
+        length: int,
+        segments: int,
         author: str = "",
         source: str = "",
         owner: str = "",
         tags: Iterable[str] = (),
     ) -> tuple[dict[str, Any], bool]:
-        """Store a work under its unique ``key``; returns ``(document, created)``."""
+        """Store a work's metadata under its unique ``key``; returns ``(document, created)``.
+
+        Its text is stored by segments (:meth:`save_work_segment`); ``length`` is its number
+        of characters and ``segments`` how many there are.
+        """
         stamp = now()
         fields = {
             "title": _text(title, "title"),
@@ -238,8 +289,9 @@ class Store:
             "source": _text(source, "source"),
             "owner": _text(owner, "owner"),
             "tags": [_text(t, "tag") for t in tags],
-            "text": _text(text, "text"),
             "content_hash": _text(content_hash, "content_hash"),
+            "length": int(length),
+            "segments": int(segments),
             "updated_at": stamp,
             "_stamp": stamp,
         }
@@ -251,6 +303,64 @@ class Store:
             changes.work(1)
             changes.apply(self.db)
         return doc, created
+
+    @mongo_errors
+    def save_work_segment(self, work_id: ObjectId, segment: dict[str, Any]) -> None:
+        """Store one segment of a work: ``index``, ``start``, ``end`` (its place in the
+        work's text), ``title`` and ``text`` (the segment and its overlap with the next)."""
+        index = int(segment["index"])
+        fields = {
+            "start": int(segment["start"]),
+            "end": int(segment["end"]),
+            "title": _text(segment["title"], "segment title"),
+            "text": _text(segment["text"], "segment text"),
+        }
+        self.db.work_segments.update_one(
+            {"work_id": work_id, "index": index}, {"$set": fields}, upsert=True
+        )
+
+    @mongo_errors
+    def drop_work_segments(self, work_id: ObjectId, from_index: int = 0) -> None:
+        """Delete a work's segments (and their fingerprints) from ``from_index`` on."""
+        self.db.work_segments.delete_many({"work_id": work_id, "index": {"$gte": from_index}})
+        self.db.fingerprints.delete_many(
+            {"owner_kind": "work", "owner_id": work_id, "segment": {"$gte": from_index}}
+        )
+
+    @mongo_errors
+    def work_segments(
+        self, work_id: ObjectId, indexes: Iterable[int] | None = None, text: bool = True
+    ) -> list[dict]:
+        """A work's segments in order (those of ``indexes`` only, when given)."""
+        query: dict[str, Any] = {"work_id": work_id}
+        if indexes is not None:
+            query["index"] = {"$in": [int(i) for i in indexes]}
+        projection = None if text else {"text": 0}
+        return list(self.db.work_segments.find(query, projection).sort("index", ASCENDING))
+
+    def work_text(self, work_id: str | ObjectId) -> str:
+        """A work's whole text, joined from its segments."""
+        segments = self.work_segments(object_id(work_id, "work id"))
+        return "".join(s["text"][: s["end"] - s["start"]] for s in segments)
+
+    @mongo_errors
+    def work_window(self, work_id: str | ObjectId, spans: Iterable[Iterable[int]]) -> TextWindow:
+        """The part of a work's text that the segments holding ``spans`` (``[start, end)``
+        offsets into the whole text) cover, addressed by offsets into the whole text."""
+        spans = [tuple(s) for s in spans]
+        if not spans:
+            return TextWindow(0, "")
+        start, end = min(s[0] for s in spans), max(s[1] for s in spans)
+        query = {
+            "work_id": object_id(work_id, "work id"),
+            "start": {"$lt": max(end, start + 1)},
+            "end": {"$gt": start},
+        }
+        found = list(self.db.work_segments.find(query).sort("index", ASCENDING))
+        if not found:
+            return TextWindow(0, "")
+        text = "".join(s["text"][: s["end"] - s["start"]] for s in found)
+        return TextWindow(int(found[0]["start"]), text)
 
     @mongo_errors
     def get_work(self, work_id: str, projection: dict[str, int] | None = None) -> dict | None:
@@ -272,10 +382,6 @@ class Store:
         return {d["seq"]: d for d in found}
 
     @mongo_errors
-    def iter_works(self, projection: dict[str, int] | None = None) -> Iterator[dict]:
-        yield from self.db.works.find({}, projection).sort("seq", ASCENDING)
-
-    @mongo_errors
     def count(self, collection: str) -> int:
         if collection not in INDEXES:
             raise StoreError(f"unknown collection {collection!r}")
@@ -283,10 +389,11 @@ class Store:
 
     @mongo_errors
     def delete_work(self, work_id: str) -> dict | None:
-        """Delete a work, its fingerprints and its unreviewed matches; returns the work."""
+        """Delete a work, its segments, fingerprints and unreviewed matches; returns it."""
         oid = object_id(work_id, "work id")
         doc = self.db.works.find_one_and_delete({"_id": oid})
         if doc is not None:
+            self.drop_work_segments(oid)
             self.db.fingerprints.delete_many({"owner_kind": "work", "owner_id": oid})
             changes = tallies.Changes()
             changes.work(-1)
@@ -306,38 +413,6 @@ class Store:
     # pages -----------------------------------------------------------------------------
 
     @mongo_errors
-    def upsert_page(
-        self,
-        url: str,
-        *,
-        text: str,
-        content_hash: str,
-        site: str = "",
-        title: str = "",
-        status: int = 200,
-        encoding: str = "",
-        fetched_at: datetime | None = None,
-    ) -> tuple[dict[str, Any], bool]:
-        """Store a page under its unique URL; returns ``(document, created)``."""
-        stamp = now()
-        fields = {
-            "site": _text(site, "site"),
-            "title": _text(title, "title"),
-            "text": _text(text, "text"),
-            "content_hash": _text(content_hash, "content_hash"),
-            "status": int(status),
-            "encoding": _text(encoding, "encoding"),
-            "fetched_at": fetched_at or stamp,
-            "last_seen": stamp,
-            "_stamp": stamp,
-        }
-        doc, created = self._upsert_with_seq("pages", "page", {"url": _text(url, "url")}, fields)
-        changes = tallies.Changes()
-        changes.page(doc.get("site", ""), doc["fetched_at"], created)
-        changes.apply(self.db)
-        return doc, created
-
-    @mongo_errors
     def get_page(self, page_id: str, projection: dict[str, int] | None = None) -> dict | None:
         return self.db.pages.find_one({"_id": object_id(page_id, "page id")}, projection)
 
@@ -351,65 +426,80 @@ class Store:
         return self._by_seq("pages", seqs, projection)
 
     @mongo_errors
-    def delete_page(self, page_id: str) -> dict | None:
-        """Delete a page, its fingerprints and its unreviewed matches; returns the page."""
-        oid = object_id(page_id, "page id")
-        doc = self.db.pages.find_one_and_delete({"_id": oid})
-        if doc is not None:
-            self.db.fingerprints.delete_many({"owner_kind": "page", "owner_id": oid})
-            changes = tallies.Changes()
-            changes.add("total", "pages", -1)
-            changes.add(f"site|{doc.get('site', '')}", "pages", -1)
-            self._delete_unreviewed({"page_id": oid}, changes)
-        return doc
+    def store_crawled_page(self, page: CrawledPage, content_hash: str) -> tuple[dict, str]:
+        """Store a fetched page under its unique URL; returns ``(document, state)``.
 
-    @mongo_errors
-    def store_crawled_page(
-        self,
-        url: str,
-        *,
-        text: str,
-        content_hash: str,
-        site: str = "",
-        title: str = "",
-        status: int = 200,
-        encoding: str = "",
-        fetched_at: datetime | None = None,
-        parts: Iterable[str] = (),
-    ) -> tuple[dict[str, Any], str]:
-        """Store a page the crawler fetched; returns ``(document, "new"|"changed"|"unchanged")``.
-
-        A new or changed text marks the page ``pending`` until :meth:`mark_processed` records
-        that this very text was fingerprinted and matched.
+        ``state`` is ``"new"``, ``"changed"`` (its text or its next / previous page links
+        differ from the stored ones) or ``"unchanged"``. A new or changed page is marked
+        ``pending`` until :meth:`mark_processed` records that this very text was matched.
         """
-        _text(url, "url")
-        before = self.db.pages.find_one({"url": url}, {"content_hash": 1})
-        doc, created = self.upsert_page(
-            url,
-            text=text,
-            content_hash=content_hash,
-            site=site,
-            title=title,
-            status=status,
-            encoding=encoding,
-            fetched_at=fetched_at,
-        )
-        changed = before is not None and before.get("content_hash") != content_hash
-        state = "new" if created or before is None else "changed" if changed else "unchanged"
-        fields: dict[str, Any] = {"parts": [_text(u, "part url") for u in parts]}
-        if doc.get("processed_hash") != content_hash:
-            fields["pending"] = True
-        doc = self.db.pages.find_one_and_update(
-            {"_id": doc["_id"]}, {"$set": fields}, return_document=ReturnDocument.AFTER
-        )
+        url = _text(page.url, "url")
+        before = self.db.pages.find_one({"url": url}, {"content_hash": 1, **_LINKS})
+        stamp = now()
+        fields = {
+            "site": _text(page.site, "site"),
+            "title": _text(page.title, "title"),
+            "text": _text(page.text, "text"),
+            "content_hash": _text(content_hash, "content_hash"),
+            "status": int(page.status),
+            "encoding": _text(page.encoding, "encoding"),
+            "fetched_at": page.fetched_at or stamp,
+            "last_seen": stamp,
+            "next_url": _text(page.next_url, "next url"),
+            "prev_url": _text(page.prev_url, "previous url"),
+            "_stamp": stamp,
+        }
+        doc, created = self._upsert_with_seq("pages", "page", {"url": url}, fields)
+        changes = tallies.Changes()
+        changes.page(doc.get("site", ""), doc["fetched_at"], created)
+        changes.apply(self.db)
+        if created or before is None:
+            state = "new"
+        elif before.get("content_hash") != content_hash or any(
+            before.get(k, "") != fields[k] for k in _LINKS
+        ):
+            state = "changed"
+        else:
+            state = "unchanged"
+        if state != "unchanged" or doc.get("processed_hash") != content_hash:
+            doc = self.db.pages.find_one_and_update(
+                {"_id": doc["_id"]},
+                {"$set": {"pending": True}},
+                return_document=ReturnDocument.AFTER,
+            )
         return doc, state
 
     @mongo_errors
-    def mark_processed(self, page_id: str | ObjectId, content_hash: str) -> bool:
-        """Record that the page's text with ``content_hash`` was matched (no-op if it changed)."""
+    def pages_by_url(
+        self, urls: Iterable[str], projection: dict[str, int] | None = None
+    ) -> dict[str, dict]:
+        """Stored pages by URL (those not stored are absent)."""
+        wanted = [_text(u, "url") for u in urls]
+        return {d["url"]: d for d in self.db.pages.find({"url": {"$in": wanted}}, projection)}
+
+    @mongo_errors
+    def pages_linking_to(self, url: str, projection: dict[str, int] | None = None) -> list[dict]:
+        """Pages whose "next page" link leads to ``url``."""
+        return list(self.db.pages.find({"next_url": _text(url, "url")}, projection).limit(8))
+
+    @mongo_errors
+    def mark_processed(
+        self,
+        page_id: str | ObjectId,
+        content_hash: str,
+        considered: list[dict[str, Any]] | None = None,
+        split: list[str] | None = None,
+    ) -> bool:
+        """Record that the page's text with ``content_hash`` was matched (no-op if it changed).
+
+        ``considered``: the works verified for the page and not recorded, with the reason;
+        ``split``: the URLs of the split chapter the page was matched with, in order.
+        """
+        fields: dict[str, Any] = {"processed_hash": content_hash, "pending": False}
+        fields.update(processed_at=now(), considered=considered or [], split=split or [])
         result = self.db.pages.update_one(
             {"_id": object_id(page_id, "page id"), "content_hash": _text(content_hash, "hash")},
-            {"$set": {"processed_hash": content_hash, "pending": False, "processed_at": now()}},
+            {"$set": fields},
         )
         return result.matched_count == 1
 
@@ -429,13 +519,19 @@ class Store:
 
     @mongo_errors
     def save_fingerprints(
-        self, kind: str, owner_id: ObjectId, seq: int, fingerprints: dict[str, dict[str, Any]]
+        self,
+        kind: str,
+        owner_id: ObjectId,
+        seq: int,
+        fingerprints: dict[str, dict[str, Any]],
+        segment: int = 0,
     ) -> None:
         """Store an owner's fingerprints, ``{method: {"version", "params", "value"}}``.
 
-        One document per owner holds every method (``methods.<method>``), replaced as a
-        whole, so a re-fingerprinted owner never mixes old and new values; ``bytes`` values
-        are stored as BSON binary.
+        One document per page, or per segment of a work, holds every method
+        (``methods.<method>``), replaced as a whole, so a re-fingerprinted owner never mixes
+        old and new values; ``bytes`` values are stored as BSON binary. ``seq`` is the id the
+        Redis indexes use (a work segment's owner id, :mod:`matcher.keys`).
         """
         methods = {}
         for method, fp in fingerprints.items():
@@ -446,7 +542,7 @@ class Store:
                 "value": Binary(value) if isinstance(value, bytes) else value,
             }
         self.db.fingerprints.update_one(
-            {"owner_kind": _check_kind(kind), "owner_id": owner_id},
+            {"owner_kind": _check_kind(kind), "owner_id": owner_id, "segment": int(segment)},
             {"$set": {"seq": int(seq), "methods": methods, "updated_at": now()}},
             upsert=True,
         )
@@ -456,18 +552,23 @@ class Store:
         fp = doc.get("methods", {}).get(method)
         if fp is None:
             return None
-        return {"owner_id": doc["owner_id"], "seq": doc["seq"], "method": method, **fp}
+        segment = doc.get("segment", 0)
+        return {"owner_id": doc["owner_id"], "seq": doc["seq"], "segment": segment, **fp}
 
     @mongo_errors
     def load_fingerprints(
         self, kind: str, owner_ids: Iterable[ObjectId], method: str
     ) -> dict[ObjectId, dict]:
-        """Stored fingerprints of one method for several owners, by owner id.
+        """Stored fingerprints of one method for several pages (or one-segment owners).
 
-        Each value: ``{"owner_id", "seq", "method", "version", "params", "value"}``.
+        Each value: ``{"owner_id", "seq", "segment", "version", "params", "value"}``.
         """
-        query = {"owner_kind": _check_kind(kind), "owner_id": {"$in": list(owner_ids)}}
-        projection = {"owner_id": 1, "seq": 1, f"methods.{_method(method)}": 1}
+        query = {
+            "owner_kind": _check_kind(kind),
+            "owner_id": {"$in": list(owner_ids)},
+            "segment": {"$in": [0, None]},
+        }
+        projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}
         out = {}
         for doc in self.db.fingerprints.find(query, projection):
             fp = self._flatten(doc, method)
@@ -476,9 +577,25 @@ class Store:
         return out
 
     @mongo_errors
+    def owner_fingerprints(self, kind: str, owner_id: ObjectId, method: str) -> list[dict]:
+        """One owner's stored fingerprints of one method, one per segment, in order."""
+        query = {"owner_kind": _check_kind(kind), "owner_id": owner_id}
+        projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}
+        found = self.db.fingerprints.find(query, projection).sort("segment", ASCENDING)
+        return [fp for fp in (self._flatten(d, method) for d in found) if fp is not None]
+
+    @mongo_errors
+    def page_fingerprints_by_seq(self, seqs: Iterable[int], method: str) -> list[dict]:
+        """Stored fingerprints of one method for the pages of ``seqs``."""
+        query = {"owner_kind": "page", "seq": {"$in": [int(s) for s in seqs]}}
+        projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}
+        found = (self._flatten(d, method) for d in self.db.fingerprints.find(query, projection))
+        return [fp for fp in found if fp is not None]
+
+    @mongo_errors
     def iter_fingerprints(self, kind: str, method: str) -> Iterator[dict]:
         """Every stored fingerprint of one method and owner kind, in ``seq`` order."""
-        projection = {"owner_id": 1, "seq": 1, f"methods.{_method(method)}": 1}
+        projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}
         cursor = self.db.fingerprints.find({"owner_kind": _check_kind(kind)}, projection)
         for doc in cursor.sort("seq", ASCENDING):
             fp = self._flatten(doc, method)

@@ -18,6 +18,7 @@ are stop keys: :meth:`WindowIndex.hits` ignores them, as a search engine ignores
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
 import numpy as np
 import redis
@@ -41,6 +42,23 @@ from matcher.packed import (
 )
 
 LAYOUT_VERSION = 1
+
+
+@dataclass(frozen=True, eq=False)
+class Postings:
+    """A lookup's answer: owners with their number of distinct query keys (stop keys
+    ignored), and for each distinct query key (sorted) its document frequency."""
+
+    owners: np.ndarray
+    counts: np.ndarray
+    keys: np.ndarray
+    df: np.ndarray
+
+    def df_of(self, keys: np.ndarray) -> np.ndarray:
+        """The document frequency of each of ``keys`` (which must be among the query keys)."""
+        return self.df[np.searchsorted(self.keys, np.asarray(keys, dtype=np.uint64))]
+
+
 _HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _U64 = np.uint64
 
@@ -112,11 +130,28 @@ class WindowIndex:
 
         Keys held by more than ``max_df`` owners are ignored.
         """
-        sig = np.unique(self._signature(as_values(keys)))
-        empty = (np.empty(0, dtype=np.uint32), np.empty(0, dtype=np.int64))
+        found = self.lookup(keys)
+        return found.owners, found.counts
+
+    def lookup(self, keys: np.ndarray, group_shift: int = 0) -> Postings:
+        """Owners holding the query keys, and each key's document frequency; one round trip.
+
+        The frequency of a key counts distinct owner groups, ``owner >> group_shift`` (the
+        works of segment owners, see :mod:`matcher.keys`), stop keys included.
+        """
+        keys = np.unique(as_values(keys))
+        sig = self._signature(keys)
+        order = np.argsort(sig, kind="stable")
+        sig_sorted = sig[order]
+        empty = Postings(
+            np.empty(0, dtype=np.uint32),
+            np.empty(0, dtype=np.int64),
+            keys,
+            np.zeros(len(keys), np.int64),
+        )
         if not len(sig):
             return empty
-        buckets = np.unique(sig >> _U64(32))
+        buckets = np.unique(sig_sorted >> _U64(32))
         payloads, (stored,) = fetch(
             self._client, self._names(buckets), [self._params_key], "reading the window index"
         )
@@ -126,21 +161,30 @@ class WindowIndex:
         lengths, buffer = payload_buffer(payloads)
         checks, owners = self._fmt.unpack(buffer)
         found = (np.repeat(buckets, lengths // self._fmt.width) << _U64(32)) | checks
-        at = np.minimum(np.searchsorted(sig, found), len(sig) - 1)
-        match = sig[at] == found
+        at = np.minimum(np.searchsorted(sig_sorted, found), len(sig_sorted) - 1)
+        match = sig_sorted[at] == found
         found, owners = found[match], owners[match]
         if not len(found):
             return empty
-        order = np.lexsort((owners, found))
-        found, owners = found[order], owners[order]
+        order2 = np.lexsort((owners, found))
+        found, owners = found[order2], owners[order2]
         distinct = np.r_[True, (found[1:] != found[:-1]) | (owners[1:] != owners[:-1])]
         found, owners = found[distinct], owners[distinct]
-        keys_found, df = np.unique(found, return_counts=True)
-        stop = keys_found[df > self.max_df]
+        keys_found, owners_per_key = np.unique(found, return_counts=True)
+        groups = owners.astype(np.uint64) >> _U64(group_shift)
+        firsts = np.r_[True, (found[1:] != found[:-1]) | (groups[1:] != groups[:-1])]
+        group_keys, groups_per_key = np.unique(found[firsts], return_counts=True)
+        df = np.zeros(len(keys), dtype=np.int64)
+        positions = np.searchsorted(group_keys, sig)
+        known = (positions < len(group_keys)) & (
+            group_keys[np.minimum(positions, len(group_keys) - 1)] == sig
+        )
+        df[known] = groups_per_key[positions[known]]
+        stop = keys_found[owners_per_key > self.max_df]
         if len(stop):
             owners = owners[~np.isin(found, stop)]
         held, counts = np.unique(owners, return_counts=True)
-        return held.astype(np.uint32), counts.astype(np.int64)
+        return Postings(held.astype(np.uint32), counts.astype(np.int64), keys, df)
 
     def clear(self) -> None:
         """Delete every key of the index (SCAN + UNLINK, pipelined)."""

@@ -47,12 +47,12 @@ def test_crawl_feeds_the_worker(engine: Engine, broker: redis.Redis) -> None:
         assert ("/book/1021/1.html", works["lighthouse.txt"]) in matches
         assert ("/tw/book/1023/1.html", works["tea-history.txt"]) in matches
         assert ("/news/5501.html", works["tea-brewing.txt"]) in matches
-        assert len(matches) == 8
+        assert len(matches) == 9
         assert all(m["site"] == site.name for m in engine.store.db.matches.find())
 
         # a second crawl of the unchanged site stores no duplicate and enqueues nothing
         sent.clear()
         crawl_in_process([site], {"FPTRACK_INGEST": ingest, **NO_THROTTLE})
         assert sent == [] and broker.llen("fptrack") == 0
-        assert engine.store.db.matches.count_documents({}) == 8
+        assert engine.store.db.matches.count_documents({}) == 9
         assert engine.store.count("pages") == stats["fptrack/pages"]

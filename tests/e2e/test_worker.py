@@ -28,6 +28,7 @@ from matcher.celery_app import app, runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.operations import Operations
+from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, sample, wait_until
 
@@ -72,16 +73,23 @@ def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Red
     }
     ingest = Ingest(engine.store, enqueue)
     copy = ingest.page(
-        url="http://pirate/1", site="pirate", title="", text=CHROME.format(sample("lighthouse.txt"))
+        CrawledPage(
+            url="http://pirate/1",
+            site="pirate",
+            title="",
+            text=CHROME.format(sample("lighthouse.txt")),
+        )
     )
     both = ingest.page(
-        url="http://pirate/2",
-        site="pirate",
-        title="",
-        text=CHROME.format(sample("river-town.txt") + "\n" + sample("tea-history.txt")),
+        CrawledPage(
+            url="http://pirate/2",
+            site="pirate",
+            title="",
+            text=CHROME.format(sample("river-town.txt") + "\n" + sample("tea-history.txt")),
+        )
     )
     other = ingest.page(
-        url="http://pirate/3", site="pirate", title="", text=CHROME.format(UNRELATED)
+        CrawledPage(url="http://pirate/3", site="pirate", title="", text=CHROME.format(UNRELATED))
     )
     assert broker.llen("fptrack") == 3
     with count_successes() as done, worker():
@@ -113,17 +121,22 @@ def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
 def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
     ingest = Ingest(engine.store, enqueue)
     page = ingest.page(
-        url="http://pirate/old",
-        site="pirate",
-        title="",
-        text=CHROME.format(sample("star-voyage.txt")),
+        CrawledPage(
+            url="http://pirate/old",
+            site="pirate",
+            title="",
+            text=CHROME.format(sample("star-voyage.txt")),
+        )
     )
     with worker():
         wait_until(lambda: not list(engine.store.pending_pages()), 30, "the page")
         assert engine.store.db.matches.count_documents({}) == 0
+        text = sample("star-voyage.txt")
         doc, _ = engine.store.upsert_work(
-            "star", title="star", text=sample("star-voyage.txt"), content_hash="h"
+            "star", title="star", content_hash="h", length=len(text), segments=1
         )
+        segment = {"index": 0, "start": 0, "end": len(text), "title": "", "text": text}
+        engine.store.save_work_segment(doc["_id"], segment)
         tasks.index_work.delay(str(doc["_id"]))
         wait_until(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
     [match] = engine.store.db.matches.find()
@@ -135,10 +148,12 @@ def test_sigkilled_worker_loses_nothing_and_duplicates_nothing(
 ) -> None:
     work_id = engine.add_work(sample("tea-brewing.txt"), title="tea", source="tea.txt")
     page = Ingest(engine.store, enqueue).page(
-        url="http://pirate/tea",
-        site="pirate",
-        title="",
-        text=CHROME.format(sample("tea-brewing.txt")),
+        CrawledPage(
+            url="http://pirate/tea",
+            site="pirate",
+            title="",
+            text=CHROME.format(sample("tea-brewing.txt")),
+        )
     )
     marker = tmp_path / "started"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -192,7 +207,12 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
     up = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
     up.add_work(sample("lighthouse.txt"), title="lighthouse", source="l.txt")
     page = Ingest(up.store, lambda page_id: None).page(
-        url="http://pirate/l", site="pirate", title="", text=CHROME.format(sample("lighthouse.txt"))
+        CrawledPage(
+            url="http://pirate/l",
+            site="pirate",
+            title="",
+            text=CHROME.format(sample("lighthouse.txt")),
+        )
     )
     down = Engine(settings, up.store, dead_redis)
     monkeypatch.setattr(tasks.process_page, "max_retries", 2)

@@ -1,68 +1,38 @@
 """The matching engine end to end on the real Redis server and mongomock.
 
 Works are the shipped sample works (``samples/works``); pages are built from them with the
-edits pirates make. Every test checks what reaches the store, not just return values.
+edits pirates make and reach the engine as crawled pages do (``crawl``: the ingest, then
+the ``process_page`` task's work). Every test checks what reaches the store, not just
+return values.
 """
 
 from __future__ import annotations
 
 import random
-from pathlib import Path
 
-import mongomock
 import numpy as np
 import opencc
 import pytest
-import redis
 
 from fingerprint.normalize import normalize
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, UnusableText
-from matcher.settings import Settings
-
-SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
-CHROME_TOP = "盗版小说网 | 首页 | 玄幻 | 都市 | 排行榜 | 登录 注册\n"
-CHROME_BOTTOM = "\n本站所有小说均来自网络 版权所有 © 盗版小说网 联系我们 沪ICP备00000000号"
-UNRELATED = (
-    "今天的城市新闻：地铁三号线延长段完成试运行，沿线新增六座车站，预计下个月正式开通。"
-    "市交通部门表示，早晚高峰将加密班次，并在换乘站增设引导人员。与此同时，老城区的道路"
-    "改造工程进入收尾阶段，人行道拓宽后增加了自行车停放区。不少市民反映，施工期间的噪音"
-    "问题已经得到改善，但部分路口的信号灯配时仍需调整。"
+from matcher.keys import segment_owner
+from matcher.maintenance import drop_indexes, rebuild_indexes
+from tests.matcher.conftest import (
+    UNRELATED,
+    crawl,
+    matched,
+    page_of,
+    paragraphs,
+    sample,
 )
-
-
-def sample(name: str) -> str:
-    return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-@pytest.fixture
-def engine(redis_client: redis.Redis) -> Engine:
-    settings = Settings(redis_prefix="fptrack-test")
-    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
-
-
-@pytest.fixture
-def works(engine: Engine) -> dict[str, str]:
-    names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
-    return {n: engine.add_work(sample(n), title=n, source=f"samples/{n}") for n in names}
-
-
-def page_of(*bodies: str) -> str:
-    return CHROME_TOP + "\n".join(bodies) + CHROME_BOTTOM
-
-
-def paragraphs(text: str) -> list[str]:
-    return [p for p in text.split("\n\n") if p.strip()]
-
-
-def matched(records: list[dict]) -> set[str]:
-    return {str(r["work_id"]) for r in records}
 
 
 def test_exact_copy_in_new_chrome_matches_with_evidence(engine: Engine, works) -> None:
     work_text = sample("lighthouse.txt")
     page_text = page_of(work_text)
-    records = engine.process_page("http://pirate.example/1", page_text, site="pirate.example")
+    records = crawl(engine, "http://pirate.example/1", page_text, site="pirate.example")
     assert matched(records) == {works["lighthouse.txt"]}
     record = records[0]
     assert record["containment_work"] > 0.97 and record["score"] > 0.97
@@ -84,21 +54,22 @@ def test_traditional_homophone_and_typo_copy_matches(engine: Engine, works) -> N
     han = [i for i, ch in enumerate(chars) if "\u4e00" <= ch <= "\u9fff"]
     for i in rng.sample(han, len(han) * 3 // 100):
         chars[i] = "蠶"
-    records = engine.process_page("http://pirate.example/tw", page_of("".join(chars)))
+    records = crawl(engine, "http://pirate.example/tw", page_of("".join(chars)))
     assert matched(records) == {works["tea-history.txt"]}
     assert records[0]["containment_work"] > 0.8
 
 
 def test_two_works_on_one_page_and_one_work_over_two_pages(engine: Engine, works) -> None:
-    both = engine.process_page(
+    both = crawl(
+        engine,
         "http://pirate.example/both",
         page_of(sample("river-town.txt"), sample("star-voyage.txt")),
     )
     assert matched(both) == {works["river-town.txt"], works["star-voyage.txt"]}
     paras = paragraphs(sample("star-voyage.txt"))
     half = len(paras) // 2
-    first = engine.process_page("http://pirate.example/p1", page_of(*paras[:half]))
-    second = engine.process_page("http://pirate.example/p2", page_of(*paras[half:]))
+    first = crawl(engine, "http://pirate.example/p1", page_of(*paras[:half]))
+    second = crawl(engine, "http://pirate.example/p2", page_of(*paras[half:]))
     assert matched(first) == matched(second) == {works["star-voyage.txt"]}
     assert engine.store.db.matches.count_documents({}) == 4
 
@@ -106,19 +77,17 @@ def test_two_works_on_one_page_and_one_work_over_two_pages(engine: Engine, works
 def test_shuffled_and_excerpted_copies_match(engine: Engine, works) -> None:
     paras = paragraphs(sample("lighthouse.txt"))
     random.Random(1).shuffle(paras)
-    assert matched(engine.process_page("http://x/shuffled", page_of(*paras))) == {
-        works["lighthouse.txt"]
-    }
+    assert matched(crawl(engine, "http://x/shuffled", page_of(*paras))) == {works["lighthouse.txt"]}
     text = sample("river-town.txt")
     excerpt = text[len(text) // 3 : len(text) // 3 + int(len(text) * 0.35)]
-    records = engine.process_page("http://x/excerpt", page_of(UNRELATED, excerpt, UNRELATED))
+    records = crawl(engine, "http://x/excerpt", page_of(UNRELATED, excerpt, UNRELATED))
     assert matched(records) == {works["river-town.txt"]}
     assert 0.25 < records[0]["containment_work"] < 0.45
 
 
 def test_unrelated_and_same_topic_pages_do_not_match(engine: Engine, works) -> None:
-    assert engine.process_page("http://x/news", page_of(UNRELATED * 3)) == []
-    assert engine.process_page("http://x/tea", page_of(sample("tea-brewing.txt"))) == []
+    assert crawl(engine, "http://x/news", page_of(UNRELATED * 3)) == []
+    assert crawl(engine, "http://x/tea", page_of(sample("tea-brewing.txt"))) == []
     assert engine.store.db.matches.count_documents({}) == 0
     assert engine.store.db.pages.count_documents({}) == 2
 
@@ -132,19 +101,19 @@ def test_boilerplate_shared_with_many_works_is_not_a_match(engine: Engine) -> No
     names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
     ids = [engine.add_work(sample(n)[:500] + "\n\n" + licence, title=n) for n in names]
     page = page_of(UNRELATED, licence, sample("chef-diary.txt")[:300])
-    assert engine.process_page("http://x/licence", page) == []
-    copy = engine.process_page("http://x/copy", page_of(sample("river-town.txt")[:500], licence))
+    assert crawl(engine, "http://x/licence", page) == []
+    copy = crawl(engine, "http://x/copy", page_of(sample("river-town.txt")[:500], licence))
     assert matched(copy) == {ids[1]}
 
 
 def test_reprocessing_updates_records_and_deactivates_stale_ones(engine: Engine, works) -> None:
     url = "http://pirate.example/changing"
-    first = engine.process_page(url, page_of(sample("lighthouse.txt")))
-    again = engine.process_page(url, page_of(sample("lighthouse.txt")))
+    first = crawl(engine, url, page_of(sample("lighthouse.txt")))
+    again = crawl(engine, url, page_of(sample("lighthouse.txt")))
     assert first[0]["_id"] == again[0]["_id"]
     assert engine.store.db.matches.count_documents({}) == 1
     assert engine.store.db.pages.count_documents({}) == 1
-    changed = engine.process_page(url, page_of(sample("river-town.txt")))
+    changed = crawl(engine, url, page_of(sample("river-town.txt")))
     assert matched(changed) == {works["river-town.txt"]}
     states = {str(m["work_id"]): m["active"] for m in engine.store.db.matches.find()}
     assert states == {works["lighthouse.txt"]: False, works["river-town.txt"]: True}
@@ -154,8 +123,8 @@ def test_reprocessing_updates_records_and_deactivates_stale_ones(engine: Engine,
 
 
 def test_new_work_finds_pages_crawled_before(engine: Engine) -> None:
-    engine.process_page("http://old.example/1", page_of(sample("chef-diary.txt")))
-    engine.process_page("http://old.example/2", page_of(UNRELATED))
+    crawl(engine, "http://old.example/1", page_of(sample("chef-diary.txt")))
+    crawl(engine, "http://old.example/2", page_of(UNRELATED))
     work_id = engine.add_work(sample("chef-diary.txt"), title="chef")
     records = engine.match_work_against_pages(work_id)
     assert [r["url"] for r in records] == ["http://old.example/1"]
@@ -166,7 +135,7 @@ def test_new_work_finds_pages_crawled_before(engine: Engine) -> None:
 
 def test_removed_work_is_no_longer_matched(engine: Engine, works) -> None:
     assert engine.remove_work(works["lighthouse.txt"])
-    assert engine.process_page("http://x/1", page_of(sample("lighthouse.txt"))) == []
+    assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
     assert engine.store.get_work(works["lighthouse.txt"]) is None
     assert not engine.remove_work(works["lighthouse.txt"])
 
@@ -178,11 +147,11 @@ def test_rebuild_from_store_gives_identical_answers(engine: Engine, works) -> No
     }
     before = {u: engine.match_text(t) for u, t in pages.items()}
     for url, text in pages.items():
-        engine.process_page(url, text)
+        crawl(engine, url, text)
     keys_before = sorted(engine.redis.keys("fptrack-test:*"))
-    engine.drop_indexes()
+    drop_indexes(engine)
     assert engine.redis.keys("fptrack-test:*") == []
-    assert engine.rebuild_indexes() == {"work": 4, "page": 2}
+    assert rebuild_indexes(engine) == {"work": 4, "page": 2}
     after = {u: engine.match_text(t) for u, t in pages.items()}
     assert sorted(engine.redis.keys("fptrack-test:*")) == keys_before
     for url in pages:
@@ -190,7 +159,7 @@ def test_rebuild_from_store_gives_identical_answers(engine: Engine, works) -> No
             (r["work_id"], r["score"], r["evidence"]) for r in after[url]
         ]
     lone = engine.add_work(sample("chef-diary.txt"), title="chef")
-    engine.process_page("http://x/c", page_of(sample("chef-diary.txt")))
+    crawl(engine, "http://x/c", page_of(sample("chef-diary.txt")))
     assert [r["url"] for r in engine.match_work_against_pages(lone)] == ["http://x/c"]
 
 
@@ -198,7 +167,7 @@ def test_registering_the_same_work_twice_keeps_one(engine: Engine) -> None:
     a = engine.add_work(sample("lighthouse.txt"), title="t", source="s/l.txt")
     b = engine.add_work(sample("lighthouse.txt"), title="t2", source="s/l.txt")
     assert a == b and engine.store.count("works") == 1
-    records = engine.process_page("http://x/1", page_of(sample("lighthouse.txt")))
+    records = crawl(engine, "http://x/1", page_of(sample("lighthouse.txt")))
     assert len(records) == 1 and records[0]["work_title"] == "t2"
 
 
@@ -222,22 +191,25 @@ def test_bytes_in_legacy_encodings_are_decoded(engine: Engine, works) -> None:
 def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_redis) -> None:
     broken = Engine(engine.settings, engine.store, dead_redis)
     with pytest.raises(IndexUnavailable, match="Redis unavailable"):
-        broken.process_page("http://x/1", page_of(sample("lighthouse.txt")))
-    assert engine.store.db.pages.count_documents({}) == 0
+        crawl(broken, "http://x/1", page_of(sample("lighthouse.txt")))
+    # The crawler stored the page; its task wrote nothing and left it pending for a retry.
+    assert [p["pending"] for p in engine.store.db.pages.find()] == [True]
     assert engine.store.db.matches.count_documents({}) == 0
-    records = engine.process_page("http://x/1", page_of(sample("lighthouse.txt")))
+    assert engine.store.db.fingerprints.count_documents({"owner_kind": "page"}) == 0
+    records = crawl(engine, "http://x/1", page_of(sample("lighthouse.txt")))
     assert len(records) == 1
+    assert [p["pending"] for p in engine.store.db.pages.find()] == [False]
 
 
 def test_corrupt_stored_fingerprint_is_reported_not_compared(engine: Engine, works, caplog) -> None:
-    seq = engine.store.get_work(works["lighthouse.txt"])["seq"]
-    key = f"fptrack-test:works:anchors:{seq}"
+    owner = segment_owner(engine.store.get_work(works["lighthouse.txt"])["seq"], 0)
+    key = f"fptrack-test:works:anchors:{owner}"
     engine.redis.set(key, engine.redis.get(key)[:-3])
-    assert engine.process_page("http://x/1", page_of(sample("lighthouse.txt"))) == []
-    assert any(f"work {seq}" in p for p in engine.problems)
+    assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
+    assert any(f"segment {owner}" in p for p in engine.problems)
     assert "rebuild" in caplog.text
-    engine.rebuild_indexes()
-    assert len(engine.process_page("http://x/1", page_of(sample("lighthouse.txt")))) == 1
+    rebuild_indexes(engine)
+    assert len(crawl(engine, "http://x/2", page_of(sample("lighthouse.txt")))) == 1
 
 
 def test_match_text_stores_nothing(engine: Engine, works) -> None:

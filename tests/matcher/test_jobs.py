@@ -16,6 +16,7 @@ from matcher import jobs
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.operations import Operations
+from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig, SiteConfigError
 from matcher.store import StoreError
@@ -46,17 +47,17 @@ class TestIngest:
     def test_new_changed_unchanged(self, engine: Engine) -> None:
         queued: list[str] = []
         ingest = Ingest(engine.store, queued.append)
-        first = ingest.page(url="http://a/1", site="a", title="t", text="第一版文字")
+        first = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
         assert (first.state, first.enqueued) == ("new", True)
-        same = ingest.page(url="http://a/1", site="a", title="t", text="第一版文字")
+        same = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
         # never processed yet: enqueued again, so a lost task is made good on the next crawl
         assert (same.state, same.enqueued) == ("unchanged", True)
         engine.store.mark_processed(
             first.page_id, engine.store.get_page(first.page_id)["content_hash"]
         )
-        again = ingest.page(url="http://a/1", site="a", title="t", text="第一版文字")
+        again = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
         assert (again.state, again.enqueued) == ("unchanged", False)
-        changed = ingest.page(url="http://a/1", site="a", title="t", text="第二版文字")
+        changed = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第二版文字"))
         assert (changed.state, changed.enqueued) == ("changed", True)
         assert queued == [first.page_id] * 3
         assert engine.store.count("pages") == 1
@@ -67,7 +68,9 @@ class TestIngest:
             raise ConnectionError("broker down")
 
         with pytest.raises(ConnectionError):
-            Ingest(engine.store, broken).page(url="http://a/2", site="a", title="", text="文字")
+            Ingest(engine.store, broken).page(
+                CrawledPage(url="http://a/2", site="a", title="", text="文字")
+            )
         page = engine.store.page_by_url("http://a/2")
         assert page is not None and page["pending"] is True
         queued: list[str] = []
@@ -78,10 +81,12 @@ class TestIngest:
         engine.add_work(sample("lighthouse.txt"), title="lighthouse", source="lighthouse.txt")
         queued: list[str] = []
         ingested = Ingest(engine.store, queued.append).page(
-            url="http://pirate/1",
-            site="pirate",
-            title="",
-            text=CHROME.format(sample("lighthouse.txt")),
+            CrawledPage(
+                url="http://pirate/1",
+                site="pirate",
+                title="",
+                text=CHROME.format(sample("lighthouse.txt")),
+            )
         )
         records = engine.process_stored_page(ingested.page_id)
         assert len(records) == 1 and records[0]["url"] == "http://pirate/1"
@@ -162,11 +167,15 @@ class TestDailyJobs:
         queued: list[str] = []
         ingest = Ingest(engine.store, queued.append)
         copy = ingest.page(
-            url="http://p/1", site="p", title="", text=CHROME.format(sample("river-town.txt"))
+            CrawledPage(
+                url="http://p/1", site="p", title="", text=CHROME.format(sample("river-town.txt"))
+            )
         )
         engine.process_stored_page(copy.page_id)
         assert engine.store.db.matches.count_documents({}) == 0  # no work registered yet
-        lost = ingest.page(url="http://p/2", site="p", title="", text="一页从未处理的文字")
+        lost = ingest.page(
+            CrawledPage(url="http://p/2", site="p", title="", text="一页从未处理的文字")
+        )
 
         work_id = engine.add_work(sample("river-town.txt"), title="river", source="river.txt")
         works, pages = [], []

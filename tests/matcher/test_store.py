@@ -8,6 +8,7 @@ import pytest
 from bson import ObjectId
 
 from matcher.errors import StoreUnavailable
+from matcher.pages import CrawledPage
 from matcher.store import INDEXES, Store, StoreError
 
 
@@ -19,7 +20,20 @@ def store() -> Store:
 
 
 def add_work(store: Store, key: str = "works/a.txt", text: str = "正文") -> tuple[dict, bool]:
-    return store.upsert_work(key, title="标题", text=text, content_hash=f"h:{text}")
+    doc, created = store.upsert_work(
+        key, title="标题", content_hash=f"h:{text}", length=len(text), segments=1
+    )
+    store.save_work_segment(
+        doc["_id"], {"index": 0, "start": 0, "end": len(text), "title": "", "text": text}
+    )
+    return doc, created
+
+
+def add_page(store: Store, url: str = "http://a/1", text: str = "x", **fields: str) -> dict:
+    return store.store_crawled_page(
+        CrawledPage(url=url, site=fields.pop("site", "a"), title="", text=text, **fields),
+        "h:" + text,
+    )[0]
 
 
 def test_ensure_indexes_is_idempotent_and_declares_unique_keys(store: Store) -> None:
@@ -38,29 +52,56 @@ def test_work_upsert_twice_updates_in_place(store: Store) -> None:
     assert created and not created_again
     assert again["_id"] == first["_id"] and again["seq"] == first["seq"]
     assert store.count("works") == 1
-    assert store.get_work(str(first["_id"]))["text"] == "新正文"
+    assert store.work_text(first["_id"]) == "新正文"
     assert again["registered_at"] == first["registered_at"]
+
+
+def test_work_text_is_kept_by_segments(store: Store) -> None:
+    work, _ = store.upsert_work("k", title="t", content_hash="h", length=12, segments=3)
+    for i, (start, end) in enumerate([(0, 4), (4, 8), (8, 12)]):
+        overlap = "甲乙丙丁戊己庚辛壬癸子丑"[start : end + 2]
+        segment = {"index": i, "start": start, "end": end, "title": f"第{i}章", "text": overlap}
+        store.save_work_segment(work["_id"], segment)
+    assert store.work_text(work["_id"]) == "甲乙丙丁戊己庚辛壬癸子丑"
+    assert [s["title"] for s in store.work_segments(work["_id"], [2, 0])] == ["第0章", "第2章"]
+    store.drop_work_segments(work["_id"], from_index=1)
+    assert store.work_text(work["_id"]) == "甲乙丙丁"
 
 
 def test_sequences_are_distinct_per_kind(store: Store) -> None:
     seqs = [add_work(store, key=f"k{i}")[0]["seq"] for i in range(5)]
     assert seqs == [1, 2, 3, 4, 5]
-    page, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
-    assert page["seq"] == 1
+    assert add_page(store)["seq"] == 1
 
 
 def test_page_upsert_keeps_first_seen_and_moves_last_seen(store: Store) -> None:
-    first, _ = store.upsert_page("http://a/1", text="一", content_hash="h1", site="a")
-    second, created = store.upsert_page("http://a/1", text="二", content_hash="h2", site="a")
-    assert not created
+    first = add_page(store, text="一")
+    page = CrawledPage(url="http://a/1", site="a", title="", text="二")
+    second, state = store.store_crawled_page(page, "h:二")
+    assert state == "changed"
     assert second["first_seen"] == first["first_seen"]
     assert second["last_seen"] >= first["last_seen"]
-    assert second["content_hash"] == "h2" and store.count("pages") == 1
+    assert second["content_hash"] == "h:二" and store.count("pages") == 1
+
+
+def test_changed_links_make_a_page_changed_and_are_queryable(store: Store) -> None:
+    first = add_page(store, "http://a/1", "一")
+    store.mark_processed(first["_id"], first["content_hash"])
+    page = CrawledPage(url="http://a/1", site="a", title="", text="一")
+    assert store.store_crawled_page(page, "h:一")[1] == "unchanged"
+    page.next_url = "http://a/1_2"
+    doc, state = store.store_crawled_page(page, "h:一")
+    assert state == "changed" and doc["pending"]
+    second = add_page(store, "http://a/1_2", "二", prev_url="http://a/1")
+    assert [d["url"] for d in store.pages_linking_to("http://a/1_2")] == ["http://a/1"]
+    found = store.pages_by_url(["http://a/1", "http://a/1_2", "http://a/9"])
+    assert sorted(found) == ["http://a/1", "http://a/1_2"]
+    assert found["http://a/1_2"]["_id"] == second["_id"]
 
 
 def test_match_upsert_is_idempotent_and_keeps_review_status(store: Store) -> None:
     work, _ = add_work(store)
-    page, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
+    page = add_page(store)
     record = {"page_id": page["_id"], "work_id": work["_id"], "score": 0.9, "url": "http://a/1"}
     first = store.upsert_match(record)
     assert first["status"] == "new" and first["active"]
@@ -74,7 +115,7 @@ def test_match_upsert_is_idempotent_and_keeps_review_status(store: Store) -> Non
 def test_deactivate_matches_that_no_longer_hold(store: Store) -> None:
     w1, _ = add_work(store, key="1")
     w2, _ = add_work(store, key="2")
-    page, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
+    page = add_page(store)
     for w in (w1, w2):
         store.upsert_match({"page_id": page["_id"], "work_id": w["_id"]})
     assert store.deactivate_matches("page_id", page["_id"], [w1["_id"]]) == 1
@@ -85,14 +126,14 @@ def test_deactivate_matches_that_no_longer_hold(store: Store) -> None:
 
 def test_delete_work_keeps_reviewed_matches(store: Store) -> None:
     work, _ = add_work(store)
-    p1, _ = store.upsert_page("http://a/1", text="x", content_hash="h")
-    p2, _ = store.upsert_page("http://a/2", text="y", content_hash="h")
+    p1, p2 = add_page(store, "http://a/1", "x"), add_page(store, "http://a/2", "y")
     for p in (p1, p2):
         store.upsert_match({"page_id": p["_id"], "work_id": work["_id"]})
     store.db.matches.update_one({"page_id": p2["_id"]}, {"$set": {"status": "takedown_sent"}})
     store.save_fingerprints("work", work["_id"], work["seq"], {"m": {"version": 1, "value": b"x"}})
     assert store.delete_work(str(work["_id"]))["_id"] == work["_id"]
     assert store.count("works") == 0 and store.count("fingerprints") == 0
+    assert store.count("work_segments") == 0
     assert [m["status"] for m in store.db.matches.find()] == ["takedown_sent"]
 
 
@@ -109,7 +150,12 @@ def test_fingerprints_upsert_per_method(store: Store) -> None:
         store.load_fingerprints("work", [work["_id"]], "methods.$where")
     loaded = store.load_fingerprints("work", [work["_id"]], "anchors")[work["_id"]]
     assert bytes(loaded["value"]) == b"\0" and loaded["seq"] == work["seq"]
-    assert [d["method"] for d in store.iter_fingerprints("work", "simhash")] == ["simhash"]
+    assert [d["value"] for d in store.iter_fingerprints("work", "simhash")] == ["00ff"]
+    store.save_fingerprints("work", work["_id"], work["seq"] + 1, fps, segment=1)
+    assert [f["segment"] for f in store.owner_fingerprints("work", work["_id"], "anchors")] == [
+        0,
+        1,
+    ]
 
 
 @pytest.mark.parametrize("bad", [{"$ne": ""}, {"$gt": 0}, ["a"], 5, "not-an-id", "$where"])
@@ -121,16 +167,19 @@ def test_ids_from_outside_cannot_become_operators(store: Store, bad: object) -> 
 
 @pytest.mark.parametrize("bad", [{"$ne": ""}, {"$regex": ".*"}, 3])
 def test_urls_must_be_strings(store: Store, bad: object) -> None:
-    store.upsert_page("http://a/1", text="x", content_hash="h")
+    add_page(store)
     with pytest.raises(StoreError):
         store.page_by_url(bad)  # type: ignore[arg-type]
     with pytest.raises(StoreError):
-        store.upsert_page(bad, text="x", content_hash="h")  # type: ignore[arg-type]
+        store.pages_linking_to(bad)  # type: ignore[arg-type]
+    with pytest.raises(StoreError):
+        add_page(store, bad)  # type: ignore[arg-type]
 
 
 def test_dollar_strings_are_values_not_operators(store: Store) -> None:
-    page, _ = store.upsert_page("$where", text="{'$gt': 1}", content_hash="h", title="$ne")
+    page = add_page(store, "$where", "{'$gt': 1}", next_url="$ne")
     assert store.page_by_url("$where")["_id"] == page["_id"]
+    assert store.pages_linking_to("$ne")[0]["_id"] == page["_id"]
     assert store.get_work(str(ObjectId())) is None
 
 
@@ -138,4 +187,4 @@ def test_unreachable_server_raises_retryable_error() -> None:
     client = pymongo.MongoClient("mongodb://127.0.0.1:1", serverSelectionTimeoutMS=200)
     store = Store(client["fptrack"])
     with pytest.raises(StoreUnavailable, match="MongoDB unavailable"):
-        store.upsert_page("http://a/1", text="x", content_hash="h")
+        add_page(store)

@@ -10,6 +10,7 @@ import pytest
 
 from matcher import tallies
 from matcher.operations import Operations
+from matcher.pages import CrawledPage
 from matcher.store import Store
 
 DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
@@ -23,12 +24,13 @@ def store() -> Store:
 
 
 def _work(store: Store, key: str) -> Any:
-    doc, _ = store.upsert_work(key, title=f"作品{key}", text="正文" * 50, content_hash=key)
+    doc, _ = store.upsert_work(key, title=f"作品{key}", content_hash=key, length=100, segments=1)
     return doc
 
 
 def _page(store: Store, url: str, site: str = "pirate") -> Any:
-    doc, _ = store.upsert_page(url, text="页面" * 50, content_hash=url, site=site, fetched_at=DAY)
+    page = CrawledPage(url=url, site=site, title="", text="页面" * 50, fetched_at=DAY)
+    doc, _ = store.store_crawled_page(page, url)
     return doc
 
 

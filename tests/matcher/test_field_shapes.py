@@ -1,0 +1,153 @@
+"""The engine on field shapes: split chapters, pages linked by 上一页/下一页, novel-length
+works in both directions, related works sharing text.
+
+Pages go through the production path (``crawl``: the ingest, then the task's work).
+"""
+
+from __future__ import annotations
+
+import random
+
+from matcher.engine import Engine
+from matcher.keys import segment_owner
+from tests.matcher.conftest import (
+    UNRELATED,
+    crawl,
+    matched,
+    novel,
+    page_of,
+    paragraphs,
+    prose,
+    sample,
+)
+
+
+def records_of(engine: Engine, url: str) -> list[dict]:
+    page = engine.store.page_by_url(url)
+    return engine.store.matches_for("page_id", str(page["_id"])) if page else []
+
+
+def test_split_chapter_is_matched_by_parts_and_each_part_gets_its_record(
+    engine: Engine, works
+) -> None:
+    text = sample("lighthouse.txt")
+    third = len(text) // 6  # each part carries a sixth of the work among other text
+    rng = random.Random(3)
+    bodies = [text[:third], text[third : 2 * third]]
+    urls = ["http://x/book/9.html", "http://x/book/9_2.html"]
+    pages = [page_of(prose(rng, 2 * third), body, prose(rng, 2 * third)) for body in bodies]
+    title = "灯塔（{}/2）"
+    first = crawl(engine, urls[0], pages[0], title=title.format(1), next_url=urls[1])
+    assert first == []  # a sixth of the work, a third of the page: not a copy alone
+    crawl(engine, urls[1], pages[1], title=title.format(2), prev_url=urls[0])
+    for url, body in zip(urls, bodies, strict=True):
+        [record] = records_of(engine, url)
+        assert str(record["work_id"]) == works["lighthouse.txt"]
+        assert record["via"] == "split" and record["split"] == urls
+        page_text = engine.store.page_by_url(url)["text"]
+        for item in record["evidence"]:
+            a, b = item["page_span"]
+            assert page_text[a:b] in body  # every span lies in this part's own copy
+    assert engine.store.page_by_url(urls[0])["split"] == urls
+
+
+def test_pages_linked_as_neighbours_stay_separate_pages(engine: Engine, works) -> None:
+    """A manual's sections link 上一页/下一页 like split chapters; titles tell them apart."""
+    urls = ["http://doc/ch01.html", "http://doc/ch02.html"]
+    crawl(engine, urls[0], page_of(sample("river-town.txt")), title="第一章 河镇", next_url=urls[1])
+    crawl(
+        engine, urls[1], page_of(sample("tea-history.txt")), title="第二章 茶史", prev_url=urls[0]
+    )
+    assert matched(records_of(engine, urls[0])) == {works["river-town.txt"]}
+    assert matched(records_of(engine, urls[1])) == {works["tea-history.txt"]}
+    assert all(r["split"] == [] for r in engine.store.db.matches.find())
+
+
+def test_split_chapter_parts_matching_alone_keep_their_own_records(engine: Engine, works) -> None:
+    paras = paragraphs(sample("star-voyage.txt"))
+    half = len(paras) // 2
+    urls = ["http://x/c/12.html", "http://x/c/12_2.html"]
+    # The second part is crawled first: its chapter is joined once the first arrives.
+    crawl(engine, urls[1], page_of(*paras[half:]), title="第十二章", prev_url=urls[0])
+    crawl(engine, urls[0], page_of(*paras[:half]), title="第十二章", next_url=urls[1])
+    for url in urls:
+        [record] = records_of(engine, url)
+        assert str(record["work_id"]) == works["star-voyage.txt"]
+        assert "via" not in record and record["split"] == urls
+
+
+def test_a_chapter_of_a_novel_names_its_chapter_and_quotes_the_work(engine: Engine) -> None:
+    text, chapters = novel(120, 2500)
+    work_id = engine.add_work(text, title="长篇", source="novel.txt")
+    work = engine.store.get_work(work_id)
+    assert work["segments"] == 120 and engine.store.work_text(work["_id"]) == text
+    for n in (1, 57, 120):
+        [record] = crawl(engine, f"http://p/{n}.html", page_of(chapters[n - 1]))
+        assert record["segments"] == [{"index": n - 1, "title": f"第{n}章 风起{n}"}]
+        assert record["scores"]["containment_segment"] > 0.95
+        page = engine.store.page_by_url(f"http://p/{n}.html")["text"]
+        for item in record["evidence"]:
+            (a, b), (c, d) = item["work_span"], item["page_span"]
+            assert text[a:b] == page[c:d]
+
+
+def test_a_novel_registered_after_its_chapters_finds_every_one(engine: Engine) -> None:
+    """More pages than any candidate cap: 150 chapters crawled, then the novel registered."""
+    text, chapters = novel(150, 1500, seed=5)
+    for n, chapter in enumerate(chapters, 1):
+        crawl(engine, f"http://p/{n}.html", page_of(chapter, UNRELATED))
+    crawl(engine, "http://p/news.html", page_of(UNRELATED * 3))
+    work_id = engine.add_work(text, title="长篇", source="novel.txt")
+    records = engine.match_work_against_pages(work_id)
+    assert sorted(r["url"] for r in records) == sorted(f"http://p/{n}.html" for n in range(1, 151))
+    again = engine.match_work_against_pages(work_id)  # idempotent
+    assert [r["_id"] for r in again] == [r["_id"] for r in records]
+    assert engine.store.db.matches.count_documents({}) == 150
+
+
+def test_text_shared_by_related_works_goes_to_the_one_the_page_copies(engine: Engine) -> None:
+    rng = random.Random(9)
+    preface = prose(rng, 600)  # a series' shared preface: 40% of the short sibling
+    a = engine.add_work(preface + "\n\n" + prose(rng, 3000), title="卷一", source="a.txt")
+    b = engine.add_work(preface + "\n\n" + prose(rng, 900), title="卷二", source="b.txt")
+    copy_of_a = engine.store.work_text(engine.store.get_work(a)["_id"])
+    records = crawl(engine, "http://p/a.html", page_of(copy_of_a))
+    assert matched(records) == {a}
+    [considered] = engine.store.page_by_url("http://p/a.html")["considered"]
+    assert str(considered["work_id"]) == b and "卷一" in considered["reason"]
+    # The sibling's own text still makes its own copy a match.
+    copy_of_b = engine.store.work_text(engine.store.get_work(b)["_id"])
+    assert matched(crawl(engine, "http://p/b.html", page_of(copy_of_b))) == {b}
+
+
+def test_text_common_to_many_registered_works_is_boilerplate(engine: Engine) -> None:
+    rng = random.Random(4)
+    notice = prose(rng, 400)  # a licence notice in every work of a catalogue
+    ids = [
+        engine.add_work(prose(rng, 1200) + "\n\n" + notice, title=f"w{i}", source=f"w{i}.txt")
+        for i in range(4)
+    ]
+    page = page_of(UNRELATED, notice, UNRELATED)
+    assert crawl(engine, "http://p/notice.html", page) == []
+    reasons = [c["reason"] for c in engine.store.page_by_url("http://p/notice.html")["considered"]]
+    assert reasons and all("boilerplate" in r for r in reasons)
+    body = engine.store.work_text(engine.store.get_work(ids[2])["_id"])
+    assert matched(crawl(engine, "http://p/copy.html", page_of(body))) == {ids[2]}
+
+
+def test_segments_are_indexed_and_removed_with_their_work(engine: Engine) -> None:
+    text, _ = novel(40, 2000, seed=2)
+    work_id = engine.add_work(text, title="长篇")
+    seq = engine.store.get_work(work_id)["seq"]
+    keys = [f"fptrack-test:works:anchors:{segment_owner(seq, i)}" for i in range(40)]
+    assert all(engine.redis.exists(k) for k in keys)
+    # Registering a shorter version drops the segments it no longer has.
+    shorter, _ = novel(10, 2000, seed=2)
+    assert (
+        engine.add_work(shorter, title="长篇", key=engine.store.get_work(work_id)["key"]) == work_id
+    )
+    assert sum(engine.redis.exists(k) for k in keys) == 10
+    assert engine.store.count("work_segments") == 10
+    engine.remove_work(work_id)
+    assert not any(engine.redis.exists(k) for k in keys)
+    assert engine.store.count("work_segments") == 0
