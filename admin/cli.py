@@ -23,6 +23,7 @@ from admin.reading import DEFAULT_MAX_BYTES, ReadError, read_text_file
 from admin.scan import DEFAULT_MAX_PAGES
 from fingerprint.document import DocumentParams, fingerprint_document
 from matcher.errors import MatcherError
+from matcher.maintenance import drop_indexes
 from matcher.sites import SiteConfigError
 from matcher.store import STATUSES
 
@@ -66,7 +67,7 @@ def cmd_fingerprint(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
     from contextlib import ExitStack
 
-    from admin.report import to_html
+    from admin.report import match_texts, to_html
     from admin.scan import run_scan, serve_directory
 
     works_dir = Path(args.works)
@@ -111,10 +112,7 @@ def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
             Path(args.html).write_text(
                 to_html(
                     matches,
-                    lambda m: (
-                        engine.store.get_work(str(m["work_id"]), {"text": 1})["text"],
-                        engine.store.get_page(str(m["page_id"]), {"text": 1})["text"],
-                    ),
+                    lambda m: match_texts(engine.store, m),
                     "fptrack scan",
                     {"works": result.works, "pages": result.pages, "matches": len(matches)},
                 ),
@@ -131,7 +129,7 @@ def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
             serve_scan(engine, args.serve)
     finally:
         if os.environ.get("FPTRACK_REDIS_URL"):
-            engine.drop_indexes()
+            drop_indexes(engine)
     return 1 if result.errors else 0
 
 
@@ -373,7 +371,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--selector", default="", help="CSS (or XPath from /) of the main text (default: extracted)"
     )
     p.add_argument(
-        "--no-join", action="store_true", help="do not join chapters split over pages (下一页)"
+        "--no-join",
+        action="store_true",
+        help="do not record next/previous page links (下一页/上一页): chapters split over "
+        "pages are then matched page by page only",
     )
     p.add_argument(
         "--ignore-robots", action="store_true", help="do not obey robots.txt (default: obey)"

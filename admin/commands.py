@@ -18,8 +18,9 @@ from tqdm import tqdm
 
 from admin.context import Context
 from admin.reading import ReadError, iter_work_files, read_text_file
-from admin.report import row, to_csv, to_html
+from admin.report import match_texts, row, to_csv, to_html
 from matcher.errors import MatcherError
+from matcher.maintenance import rebuild_indexes
 from matcher.sites import SiteConfig
 
 
@@ -280,13 +281,9 @@ def cmd_report(args: argparse.Namespace, ctx: Context) -> int:
         output = json.dumps([row(m) for m in matches], ensure_ascii=False, indent=2) + "\n"
     else:
         store = ctx.engine.store
-
-        def texts(m: dict) -> tuple[str, str]:
-            work = store.get_work(str(m["work_id"]), {"text": 1}) or {}
-            page = store.get_page(str(m["page_id"]), {"text": 1}) or {}
-            return work.get("text", ""), page.get("text", "")
-
-        output = to_html(matches, texts, "fptrack report", {"matches": len(matches)})
+        output = to_html(
+            matches, lambda m: match_texts(store, m), "fptrack report", {"matches": len(matches)}
+        )
     if args.out:
         Path(args.out).write_text(output, encoding="utf-8")
         print(f"{len(matches)} match(es) written to {args.out}", file=sys.stderr)
@@ -297,7 +294,7 @@ def cmd_report(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_index_rebuild(args: argparse.Namespace, ctx: Context) -> int:
     with tqdm(total=2, desc="rebuilding", unit="index", disable=None, file=sys.stderr) as bar:
-        counts = ctx.engine.rebuild_indexes()
+        counts = rebuild_indexes(ctx.engine)
         bar.update(2)
-    print(f"rebuilt: {counts.get('work', 0)} work(s), {counts.get('page', 0)} page(s)")
+    print(f"rebuilt: {counts.get('work', 0)} work segment(s), {counts.get('page', 0)} page(s)")
     return 0

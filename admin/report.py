@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 
+from matcher.store import Store
+
 CONTEXT_CHARS = 40
 MAX_PASSAGES_SHOWN = 10
 CSV_FIELDS = (
@@ -133,6 +135,15 @@ def excerpt(text: str, start: int, end: int, context: int = CONTEXT_CHARS) -> st
         + "</mark>"
         + html.escape(text[end : end + context])
     )
+
+
+def match_texts(store: Store, match: dict[str, Any]) -> tuple[Any, str]:
+    """The texts a match's evidence quotes: the work's segments holding its spans (a
+    :class:`~matcher.store.TextWindow`), and the page's text."""
+    spans = [e["work_span"] for e in match.get("evidence", [])[:MAX_PASSAGES_SHOWN]]
+    work = store.work_window(match["work_id"], spans)
+    page = store.get_page(str(match["page_id"]), {"text": 1}) or {}
+    return work, page.get("text", "")
 
 
 def to_html(

@@ -113,7 +113,8 @@ def run_scan(
     """Register the works, crawl the sites, match every page; returns the result and engine.
 
     The engine (with its in-memory store) is returned so the caller can render reports or
-    serve the admin over it; its Redis keys are the caller's to drop (``engine.drop_indexes``).
+    serve the admin over it; its Redis keys are the caller's to drop
+    (``matcher.maintenance.drop_indexes``).
     """
     from crawler.run import crawl_in_process
     from matcher import tasks

@@ -60,8 +60,8 @@ PEER_INPUT = "OpenCC t2s (Traditional -> Simplified), whitespace folded"
 def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) -> set[Pair]:
     """The (page id, work id) pairs the fptrack engine reports, on a fresh index.
 
-    The engine keeps its indexes under a unique Redis key prefix; they are deleted at the end
-    (``drop_indexes``, then any key left under the prefix), never the whole database.
+    The engine keeps its indexes under a unique Redis key prefix; every key under it is
+    deleted at the end, never the whole database.
     """
     import mongomock
     import redis
@@ -74,17 +74,12 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
     settings = Settings(redis_url=redis_url, redis_prefix=prefix)
     try:
         engine = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
-        try:
-            ids = {
-                str(engine.add_work(w.text, title=w.title, source=w.source)): w.id for w in works
-            }
-            return {
-                (page.id, ids[str(record["work_id"])])
-                for page in pages
-                for record in engine.process_page(page.url, page.text)
-            }
-        finally:
-            engine.drop_indexes()
+        ids = {str(engine.add_work(w.text, title=w.title, source=w.source)): w.id for w in works}
+        return {
+            (page.id, ids[str(record["work_id"])])
+            for page in pages
+            for record in engine.process_page(page.url, page.text)
+        }
     finally:
         for key in client.scan_iter(match=f"{prefix}*", count=1000):
             client.delete(key)

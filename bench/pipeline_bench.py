@@ -103,7 +103,7 @@ class Counted:
     pages: int = 0
     state: str = "new"
 
-    def page(self, **fields: Any) -> Counted:
+    def page(self, page: Any) -> Counted:
         self.pages += 1
         return self
 
@@ -246,9 +246,9 @@ def bare_crawl(url: str) -> dict[str, Any]:
 def accuracy(site: BenchSite, matched: dict[str, int], base_url: str) -> dict[str, Any]:
     """Copies found and unrelated pages matched, by the site's ground truth."""
     found = {url.removeprefix(base_url) for url in matched}
-    copies = [p for p in site.pages if p.works]
-    hits = sum(p.path in found for p in copies)
-    false = sum(p.path in found for p in site.pages if not p.works)
+    copies = [path for p in site.pages if p.works for path in p.paths]
+    hits = sum(path in found for path in copies)
+    false = sum(path in found for p in site.pages if not p.works for path in p.paths)
     return {
         "copies": len(copies),
         "copies_found": hits,
@@ -333,7 +333,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
         scan_site.write(work / "scan-site")
         scan_site.write_works(work / "scan-works")
         log(
-            f"sites built in {time.perf_counter() - started:.1f} s: {len(site.pages)} pages "
+            f"sites built in {time.perf_counter() - started:.1f} s: {site.records()} pages "
             f"({site.files()} files, {site.copies} copies), {len(site.works)} works"
         )
         result = measure(args, site, scan_site, work)
@@ -407,12 +407,12 @@ def measure(
             "stale_lookups": stale,
         },
         "sizes": {
-            "pages": len(site.pages),
+            "pages": site.records(),
             "files": site.files(),
             "works": len(site.works),
             "workers": args.workers,
             "rounds": args.rounds,
-            "scan_pages": len(scan_site.pages),
+            "scan_pages": scan_site.records(),
             "scan_works": len(scan_site.works),
             "scan_rounds": args.scan_rounds,
             "seed": args.seed,

@@ -103,6 +103,11 @@ class SitePage:
         """The path of the second half of a split page."""
         return self.path.removesuffix(".html") + "_2.html"
 
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """The paths of the page's HTML files (two for a split page)."""
+        return (self.path, self.second_path) if self.second else (self.path,)
+
 
 @dataclass
 class BenchSite:
@@ -115,8 +120,13 @@ class BenchSite:
 
     @property
     def copies(self) -> int:
-        """How many page records copy at least one work."""
-        return sum(bool(p.works) for p in self.pages)
+        """How many page records copy at least one work (each part of a split page counts)."""
+        return sum(len(p.paths) for p in self.pages if p.works)
+
+    def records(self) -> int:
+        """Page records a crawl stores: one per HTML file with main text (both halves of a
+        split page)."""
+        return sum(len(p.paths) for p in self.pages)
 
     def files(self) -> int:
         """HTML files the site holds (pages, second halves, list pages and the home page)."""

@@ -105,20 +105,20 @@ class SharedStore:
 
         return locked
 
-    def store_crawled_page(self, url: str, **fields: Any) -> tuple[dict[str, Any], str]:
+    def store_crawled_page(self, page: Any, content_hash: str) -> tuple[dict[str, Any], str]:
         """:meth:`matcher.store.Store.store_crawled_page`, noting the page as pending."""
         with self._lock:
-            doc, state = self._store.store_crawled_page(url, **fields)
+            doc, state = self._store.store_crawled_page(page, content_hash)
             if doc.get("pending"):
                 self._pending.add(doc["_id"])
             return doc, state
 
-    def mark_processed(self, page_id: Any, content_hash: str) -> bool:
+    def mark_processed(self, page_id: Any, content_hash: str, *args: Any) -> bool:
         """:meth:`matcher.store.Store.mark_processed`, noting the page as done."""
         from matcher.store import object_id
 
         with self._lock:
-            done = self._store.mark_processed(page_id, content_hash)
+            done = self._store.mark_processed(page_id, content_hash, *args)
             if done:
                 self._pending.discard(object_id(page_id))
             return done

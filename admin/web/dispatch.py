@@ -13,6 +13,7 @@ import uuid
 from typing import Any, Protocol
 
 from admin.context import Context
+from matcher.pages import CrawledPage
 from matcher.sites import SiteConfig
 from matcher.store import now
 
@@ -96,12 +97,12 @@ class _LockedIngest:
     def __init__(self, ctx: Context, lock: threading.RLock, authorised: set[str]) -> None:
         self.ctx, self.lock, self.authorised = ctx, lock, authorised
 
-    def page(self, **fields: Any) -> Any:
+    def page(self, page: CrawledPage) -> Any:
         from matcher.ingest import Ingest
 
         queued: list[str] = []
         with self.lock:
-            result = Ingest(self.ctx.engine.store, queued.append).page(**fields)
+            result = Ingest(self.ctx.engine.store, queued.append).page(page)
         for page_id in queued:
             with self.lock:
                 self.ctx.engine.process_stored_page(page_id, self.authorised)

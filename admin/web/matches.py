@@ -63,20 +63,25 @@ def detail(match_id: str) -> Any:
     match = ops.db.matches.find_one({"_id": object_id(match_id, "match id")})
     if match is None:
         abort(404, "no such match")
-    work = ops.db.works.find_one({"_id": match["work_id"]}, {"text": 1, "title": 1, "source": 1})
+    work = ops.db.works.find_one({"_id": match["work_id"]}, {"title": 1, "source": 1})
     page = ops.db.pages.find_one(
-        {"_id": match["page_id"]}, {"text": 1, "url": 1, "fetched_at": 1, "title": 1}
+        {"_id": match["page_id"]},
+        {"text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1},
     )
     evidence = match.get("evidence", [])
-    work_text = (work or {}).get("text", "")
+    window = ops.store.work_window(match["work_id"], [e["work_span"] for e in evidence])
+    work_text, shift = window.text, window.offset
     page_text = (page or {}).get("text", "")
-    work_spans = [(e["work_span"][0], e["work_span"][1], i) for i, e in enumerate(evidence, 1)]
+    work_spans = [
+        (e["work_span"][0] - shift, e["work_span"][1] - shift, i) for i, e in enumerate(evidence, 1)
+    ]
     page_spans = [(e["page_span"][0], e["page_span"][1], i) for i, e in enumerate(evidence, 1)]
     passages = [
         {
             "number": i,
             "chars": e.get("chars", 0),
-            "work": excerpt(work_text, *e["work_span"]),
+            "work": excerpt(work_text, e["work_span"][0] - shift, e["work_span"][1] - shift),
+            "segment": (e.get("segment") or {}).get("title", ""),
             "page": excerpt(page_text, *e["page_span"]),
         }
         for i, e in enumerate(evidence, 1)

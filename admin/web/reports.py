@@ -329,16 +329,13 @@ def printable() -> Any:
     selection = Selection.parse(request.args)
     rows = list(_find(ops, selection, MAX_PRINT_MATCHES + 1, {"scores": 0}))
     more = len(rows) > MAX_PRINT_MATCHES
-    work_texts: dict[Any, str] = {}
     entries = []
     for match in rows[:MAX_PRINT_MATCHES]:
-        work_id = match.get("work_id")
-        if work_id not in work_texts:
-            work = ops.db.works.find_one({"_id": work_id}, {"text": 1}) or {}
-            work_texts[work_id] = work.get("text", "")
+        evidence = match.get("evidence", [])
+        spans = [e["work_span"] for e in evidence[:PRINT_PASSAGES]]
+        work_text = ops.store.work_window(match["work_id"], spans)
         page = ops.db.pages.find_one({"_id": match.get("page_id")}, {"text": 1, "title": 1}) or {}
         page_text = page.get("text", "")
-        evidence = match.get("evidence", [])
         entries.append(
             {
                 "match": match,
@@ -346,7 +343,7 @@ def printable() -> Any:
                 "passages": [
                     {
                         "chars": e.get("chars", 0),
-                        "work": _passage(work_texts[work_id], *e["work_span"]),
+                        "work": _passage(work_text, *e["work_span"]),
                         "page": _passage(page_text, *e["page_span"]),
                     }
                     for e in evidence[:PRINT_PASSAGES]

@@ -120,9 +120,6 @@ class _FakeEngine:
         self.redis.set(f"{self.prefix}:page:{url}", 1)
         return [{"work_id": w, "score": 1.0} for w, t in self.works.items() if t in text]
 
-    def drop_indexes(self) -> None:
-        self.redis.delete(f"{self.prefix}:work:oid0")  # leaves the rest to the adapter
-
 
 def test_fptrack_adapter_maps_ids_and_deletes_its_keys(
     small: Corpus, monkeypatch: pytest.MonkeyPatch

@@ -143,6 +143,38 @@ def test_match_view_shows_evidence_side_by_side_escaped(
     assert as_viewer.get("/matches/not-an-id").status_code == 400
 
 
+def test_match_view_names_the_chapter_the_parts_and_the_works_not_recorded(
+    web_ctx: Context, as_viewer: FlaskClient
+) -> None:
+    """A chapter of a segmented novel, split over two pages, sharing a preface (hostile
+    titles) with a sibling work: the view says which chapter, which parts, and why the
+    sibling is not recorded."""
+    text = sample_text()
+    preface = sample_text("lighthouse")[:500]
+    chapters = [
+        f"第{n}章 <b>章{n}</b>\n" + sample_text(name)
+        for n, name in enumerate(
+            ("river-town", "chef-diary", "star-voyage", "tea-brewing", "sanguo-01"), 1
+        )
+    ]
+    novel = preface + "\n" + "\n".join(chapters * 3) + "\n第99章 茶\n" + text
+    web_ctx.engine.add_work(novel, title="<i>长篇</i>", source="novel.txt")
+    web_ctx.engine.add_work(preface + "\n" + sample_text("tea-brewing")[:300], title="<s>序</s>")
+    urls = ["http://p.example/99.html", "http://p.example/99_2.html"]
+    half = len(text) // 2
+    web_ctx.engine.process_page(urls[1], text[half:], title="茶（2/2）", prev_url=urls[0])
+    web_ctx.engine.process_page(urls[0], preface + text[:half], title="茶（1/2）", next_url=urls[1])
+    match = web_ctx.ops.db.matches.find_one({"url": urls[0]})
+    page = _text(as_viewer.get(f"/matches/{match['_id']}"))
+    assert 'id="match-segments"' in page and "第99章 茶" in page
+    split = page[page.index('id="match-split"') :]
+    assert urls[0] in split[:400] and urls[1] in split[:600]
+    considered = page[page.index('id="considered"') : page.index("Matching passages")]
+    assert "&lt;s&gt;序&lt;/s&gt;" in considered and "explained better by" in considered
+    assert "<s>" not in considered
+    assert "&lt;i&gt;长篇&lt;/i&gt;" in page and "<i>长篇" not in page
+
+
 def test_bulk_review_of_ticked_and_filtered_matches(
     web_ctx: Context, as_reviewer: FlaskClient
 ) -> None:
