@@ -84,12 +84,13 @@ SOURCES = (
 
 
 # --- fetching and caching --------------------------------------------------------------------
-def _cache_dir(cache_dir: Path | None) -> Path:
+def bench_cache_dir(cache_dir: Path | None) -> Path:
+    """``cache_dir``, else ``$FPTRACK_BENCH_CACHE``, else ``~/.cache/fptrack-bench``."""
     default = os.environ.get("FPTRACK_BENCH_CACHE") or Path.home() / ".cache" / "fptrack-bench"
     return Path(cache_dir or default).expanduser()
 
 
-def _unpack(package: str, work: Path) -> tuple[Path, str]:
+def unpack_package(package: str, work: Path) -> tuple[Path, str]:
     """Download ``package`` with apt-get into ``work`` and unpack it; returns (root, version)."""
     try:
         proc = subprocess.run(
@@ -149,7 +150,7 @@ def _complete(cache: Path) -> bool:
 
 def fetch_corpus(cache_dir: Path | None = None) -> Path:
     """Build the corpus in ``cache_dir`` (once; later calls reuse it) and return that dir."""
-    cache = _cache_dir(cache_dir)
+    cache = bench_cache_dir(cache_dir)
     if _complete(cache):
         return cache
     (cache / MARKER).unlink(missing_ok=True)
@@ -167,7 +168,7 @@ def fetch_corpus(cache_dir: Path | None = None) -> Path:
         for src in SOURCES:
             if src.optional and total >= NEEDED_BYTES:
                 continue
-            root, version = _unpack(src.package, work)
+            root, version = unpack_package(src.package, work)
             paths = {p for pat in src.patterns for p in root.glob(pat) if p.is_file()}
             kept: list[str] = []
             for path in sorted(p for p in paths if not p.is_symlink()):
@@ -261,7 +262,7 @@ def main(argv: list[str] | None = None) -> None:
     """Print the corpus statistics (building the corpus first if needed)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache-dir", type=Path, default=None)
-    cache = _cache_dir(parser.parse_args(argv).cache_dir)
+    cache = bench_cache_dir(parser.parse_args(argv).cache_dir)
     info = corpus_info(cache)
     print(f"cache: {cache}")
     for name, pkg in info["packages"].items():

@@ -49,7 +49,7 @@ def _is_han(ch: str) -> bool:
 
 
 def _real_cached() -> bool:
-    return debian._complete(debian._cache_dir(None))
+    return debian._complete(debian.bench_cache_dir(None))
 
 
 def _build(source: str, seed: int = 7) -> Corpus:

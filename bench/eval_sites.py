@@ -1,0 +1,519 @@
+"""Accuracy of fptrack on crawled sites shaped like real ones, in both directions.
+
+Run from the repository root as ``python -m bench.eval_sites``; ``--help`` lists the
+options. The sites (:mod:`bench.site_shapes`) are built from the Debian corpus
+(:mod:`bench.corpus`) and the English Developer's Reference (:mod:`bench.english`), written
+as static files and served on 127.0.0.1:
+
+- **forward**: the ``docs``, ``novel``, ``forum`` and ``related`` sites are scanned by one
+  ``fptrack scan --works W --site URL ... --json OUT`` subprocess, exactly as a user runs it
+  (every shape's works registered together, the Redis of ``--redis-url`` under a prefix of
+  the scan's own); its JSON's (url, work) entries are the predictions;
+- **reverse**: the ``reverse`` site (a novel of about 2M characters in 1,000 chapter pages)
+  is crawled into a store first, then the whole novel is registered, then the daily job
+  (``match_new_works``, which runs ``match_work_against_pages`` for each new work) matches
+  it against the pages crawled; the matches recorded are the predictions
+  (:func:`engine_reverse`, the only code here that calls the engine).
+
+Ground truth is the matching semantics being built: a positive pair is (page URL, work)
+for every page URL that carries copied text of that work, each part of a split chapter its
+own pair. Precision, recall and F1 are over those pairs, per shape and per direction; false
+positives and misses are listed with the likely reason. Targets: precision >= 0.98 and
+recall >= 0.97 for every shape and both directions, and every chapter page of the novel
+found in the reverse direction.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+if not __package__:  # run as a file: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.english import Section
+from bench.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
+
+REPO = Path(__file__).resolve().parents[1]
+FORWARD_SHAPES = ("docs", "novel", "forum", "related")
+SHAPES = (*FORWARD_SHAPES, "reverse")
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
+DEFAULT_SCAN_TIMEOUT = 3600
+QUICK_CORPUS_MB = 2.0
+TARGETS = {"precision": 0.98, "recall": 0.97}
+LISTED = 6
+"""False positives and misses printed per shape (the JSON has them all)."""
+PAGES_MARGIN = 50
+"""``--max-pages`` of the scan: the largest site's file count plus this."""
+CHAIN_LIMIT = 500
+"""Steps followed along 下一页 / 上一页 links when explaining a result."""
+
+Log = Callable[[str], None]
+
+
+# --- the engine, in process (the reverse direction) ----------------------------------------
+def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: str) -> dict:
+    """Crawl a site into a fresh store, register one work, run the daily job; its matches.
+
+    Every call of the engine's API this benchmark makes is here (the engine is being
+    refactored): :meth:`Engine.open` on mongomock and the Redis at ``redis_url`` (under a
+    unique key prefix, dropped at the end), :class:`Ingest` with ``jobs.process_page`` as
+    the task (as a worker would run it), ``crawl_in_process``, :meth:`Engine.add_work`
+    (registration, no matching), then ``jobs.match_new_works`` enqueuing
+    ``jobs.match_work_against_pages`` for each work it selects. Returns the matches in the
+    scan's contract form (``admin.scan.contract_matches``), the pages stored, the daily
+    job's summary and the seconds of each step.
+    """
+    import mongomock
+    import redis
+
+    from admin.scan import contract_matches
+    from crawler.run import crawl_in_process
+    from matcher import jobs
+    from matcher.engine import Engine
+    from matcher.ingest import Ingest
+    from matcher.operations import Operations
+    from matcher.settings import Settings
+    from matcher.sites import SiteConfig
+
+    client = redis.Redis.from_url(redis_url)
+    settings = Settings(redis_url=redis_url, redis_prefix=f"fptrack-eval-sites-{uuid.uuid4().hex}")
+    engine = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
+    seconds: dict[str, float] = {}
+    try:
+        started = time.perf_counter()
+        ingest = Ingest(engine.store, lambda page_id: jobs.process_page(engine, page_id))
+        site = SiteConfig("eval-reverse", (start_url,), max_depth=10, schedule="never")
+        crawl_in_process([site], {"FPTRACK_INGEST": ingest})
+        seconds["crawl"] = time.perf_counter() - started
+        started = time.perf_counter()
+        engine.add_work(work_text, title=Path(work_name).stem, source=work_name, key=work_name)
+        seconds["register"] = time.perf_counter() - started
+        started = time.perf_counter()
+        daily = jobs.match_new_works(
+            Operations(engine.store),
+            lambda work_id: jobs.match_work_against_pages(engine, work_id),
+            lambda page_id: jobs.process_page(engine, page_id),
+        )
+        seconds["daily_job"] = time.perf_counter() - started
+        return {
+            "matches": contract_matches(engine),
+            "pages_stored": engine.store.count("pages"),
+            "daily_job": {"works": daily["works"], "pending_pages": daily["pending_pages"]},
+            "seconds": {k: round(v, 1) for k, v in seconds.items()},
+        }
+    finally:
+        engine.drop_indexes()
+        client.close()
+
+
+# --- scoring -------------------------------------------------------------------------------
+def score(truth: set[Pair], predicted: set[Pair]) -> dict[str, Any]:
+    """Precision, recall, F1 and the counts of ``predicted`` against ``truth``."""
+    tp, fp, fn = len(predicted & truth), len(predicted - truth), len(truth - predicted)
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return {"precision": precision, "recall": recall, "f1": f1, "tp": tp, "fp": fp, "fn": fn}
+
+
+def _chain(site: SiteBuild, path: str, label: str) -> Iterator[str]:
+    """Pages reached from ``path`` by following links labelled ``label`` (in order)."""
+    seen = {path}
+    for _ in range(CHAIN_LIMIT):
+        page = site.page(path)
+        target = next((t for lab, t in links(page.html) if lab == label), None) if page else None
+        if target is None:
+            return
+        path = os.path.normpath(os.path.join(os.path.dirname(path), target))
+        if path in seen:
+            return
+        seen.add(path)
+        yield path
+
+
+def explain_miss(site: SiteBuild, pair: Pair, predicted: set[Pair]) -> str:
+    """The likely reason a positive pair was not reported."""
+    path, work = pair
+    others = sorted(w for p, w in predicted if p == path)
+    if others:
+        return f"matched, but only to {', '.join(others)}"
+    head = next((p for p in _chain(site, path, "上一页") if (p, work) in predicted), None)
+    if head:
+        return f"reported under {head} instead (the 下一页 chain from there reaches this page)"
+    page = site.page(path)
+    if page and any(label == "上一页" for label, _ in links(page.html)):
+        return "no match under this URL; the page has a 上一页 link"
+    return "no match under this URL"
+
+
+def explain_fp(shape: Shape, site: SiteBuild, pair: Pair) -> str:
+    """The likely reason a reported pair is not a copy."""
+    path, work = pair
+    page = site.page(path)
+    if page is None:
+        return "not a page of the site"
+    related = [w for w in page.works if work in shape.related.get(w, ())]
+    if related:
+        return f"the page copies {', '.join(related)}, which shares text with this work"
+    truth = site.truth()
+    carrier = next((p for p in _chain(site, path, "下一页") if (p, work) in truth), None)
+    if carrier:
+        return f"the 下一页 chain from this page reaches {carrier}, which copies the work"
+    if page.works:
+        return f"wrong work: the page copies {', '.join(page.works)}"
+    return f"the page copies nothing ({page.kind})"
+
+
+def judge(shape: Shape, predicted: dict[str, set[Pair]]) -> dict[str, Any]:
+    """Scores of one shape over its sites, with its false positives and misses explained."""
+    by_name = {s.name: s for s in shape.sites}
+    truth = {(s.name, *pair) for s in shape.sites for pair in s.truth()}
+    found = {(n, *pair) for n in by_name for pair in predicted.get(n, ())}
+    result = score(truth, found)
+    result["false_positives"] = [
+        {"site": n, "url": p, "work": w, "reason": explain_fp(shape, by_name[n], (p, w))}
+        for n, p, w in sorted(found - truth)
+    ]
+    result["misses"] = [
+        {"site": n, "url": p, "work": w,
+         "reason": explain_miss(by_name[n], (p, w), predicted.get(n, set()))}
+        for n, p, w in sorted(truth - found)
+    ]  # fmt: skip
+    result["sites"] = {
+        s.name: {
+            "files": len(s.pages),
+            "records": sum(p.record for p in s.pages),
+            "positives": len(s.truth()),
+            "reported": len(predicted.get(s.name, ())),
+        }
+        for s in shape.sites
+    }
+    return result
+
+
+# --- the forward direction: one fptrack scan ------------------------------------------------
+def run_scan(works: Path, urls: Sequence[str], out: Path, max_pages: int, args: Any) -> dict:
+    """``fptrack scan`` in a subprocess (this worktree's code); its JSON, time and exit code."""
+    command = [sys.executable, "-m", "admin.cli", "scan", "--works", str(works)]
+    for url in urls:
+        command += ["--site", url]
+    command += ["--json", str(out), "--max-pages", str(max_pages)]
+    env = dict(os.environ, FPTRACK_REDIS_URL=args.redis_url)
+    started = time.perf_counter()
+    with open(out.with_suffix(".log"), "w", encoding="utf-8") as log:
+        done = subprocess.run(
+            command, cwd=REPO, env=env, stdout=log, stderr=log, timeout=args.scan_timeout
+        )
+    seconds = time.perf_counter() - started
+    if not out.is_file():
+        tail = out.with_suffix(".log").read_text(encoding="utf-8").strip().splitlines()[-5:]
+        raise SystemExit("fptrack scan wrote no JSON:\n" + "\n".join(tail))
+    data = json.loads(out.read_text(encoding="utf-8"))
+    shown = ["fptrack", *(arg.replace(str(out.parent), "DIR") for arg in command[3:])]
+    return data | {"seconds": round(seconds, 1), "exit_status": done.returncode, "command": shown}
+
+
+@contextlib.contextmanager
+def served(folders: dict[str, Path]) -> Iterator[dict[str, str]]:
+    """Each folder served on 127.0.0.1 while the block runs: ``{name: base URL}``."""
+    from admin.scan import serve_directory
+
+    with contextlib.ExitStack() as stack:
+        yield {name: stack.enter_context(serve_directory(f)) for name, f in folders.items()}
+
+
+def forward_direction(shapes: Sequence[Shape], root: Path, args: Any, log: Log) -> dict:
+    """Write, serve and scan the forward shapes; scores per shape and over all of them."""
+    works = root / "works"
+    folders = {}
+    for shape in shapes:
+        shape.write_works(works)
+        for site in shape.sites:
+            folders[site.name] = site.write(root / "sites" / site.name)
+    max_pages = max(len(s.pages) for shape in shapes for s in shape.sites) + PAGES_MARGIN
+    with served(folders) as bases:
+        urls = [base + "index.html" for base in bases.values()]
+        log(f"scanning {len(urls)} sites against {sum(len(s.works) for s in shapes)} works ...")
+        scan = run_scan(works, urls, root / "scan.json", max_pages, args)
+    predicted: dict[str, set[Pair]] = {name: set() for name in bases}
+    strays = []
+    for match in scan["matches"]:
+        name = next((n for n, b in bases.items() if match["url"].startswith(b)), None)
+        if name is None:
+            strays.append(match["url"])
+            continue
+        predicted[name].add((match["url"].removeprefix(bases[name]), match["work"]))
+    per_shape = {s.name: judge(s, predicted) for s in shapes}
+    sites = [site for shape in shapes for site in shape.sites]
+    total = score(
+        {(s.name, *p) for s in sites for p in s.truth()},
+        {(n, *p) for n, pairs in predicted.items() for p in pairs},
+    )
+    keys = ("works", "pages", "errors", "seconds", "exit_status", "command")
+    return {"shapes": per_shape, "all": total, "strays": strays} | {k: scan[k] for k in keys}
+
+
+# --- the reverse direction --------------------------------------------------------------------
+def reverse_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
+    """Serve the novel's site, crawl it, register the novel, run the daily job; scores."""
+    (site,) = shape.sites
+    [(name, text)] = shape.works.items()
+    shape.write_works(root / "works")
+    folder = site.write(root / "sites" / site.name)
+    with served({site.name: folder}) as bases:
+        base = bases[site.name]
+        log(f"reverse: crawling {len(site.pages)} pages, then registering {len(text):,} chars ...")
+        run = engine_reverse(base + "index.html", name, text, args.redis_url)
+    predicted = {site.name: {(m["url"].removeprefix(base), m["work"]) for m in run["matches"]}}
+    result = judge(shape, predicted)
+    chapters = {p for p, _ in site.truth()}
+    found = {p for p, w in predicted[site.name] if w == name} & chapters
+    return result | {
+        "chapters": len(chapters),
+        "found": len(found),
+        "novel_chars": len(text),
+        "pages_stored": run["pages_stored"],
+        "daily_job": run["daily_job"],
+        "seconds": run["seconds"],
+    }
+
+
+# --- report ----------------------------------------------------------------------------------
+def check_targets(result: dict[str, Any]) -> dict[str, bool]:
+    """PASS/MISS of each target over the shapes and directions that ran."""
+    rows = dict(result.get("forward", {}).get("shapes", {}))
+    if "forward" in result:
+        rows["forward"] = result["forward"]["all"]
+    if "reverse" in result:
+        rows["reverse"] = result["reverse"]
+    out = {
+        f"{name} {metric}>={bound}": row[metric] >= bound
+        for name, row in rows.items()
+        for metric, bound in TARGETS.items()
+    }
+    if "reverse" in result:
+        r = result["reverse"]
+        out[f"reverse found {r['chapters']} of {r['chapters']}"] = r["found"] == r["chapters"]
+    return out
+
+
+def _row(name: str, r: dict[str, Any], files: int | str = "", records: int | str = "") -> str:
+    cells = "".join(f"{r[k]:>10.3f}" for k in ("precision", "recall", "f1"))
+    counts = "".join(f"{r[k]:>6}" for k in ("tp", "fp", "fn"))
+    return f"{name:14}{files!s:>7}{records!s:>9}{cells}{counts}"
+
+
+def _listed(name: str, r: dict[str, Any]) -> list[str]:
+    lines = []
+    for key, mark in (("false_positives", "FP"), ("misses", "miss")):
+        items = r[key]
+        for item in items[:LISTED]:
+            url = f"{item['site']}/{item['url']}"
+            lines.append(f"  {name:8} {mark:4} {url} x {item['work']}: {item['reason']}")
+        if len(items) > LISTED:
+            lines.append(f"  {name:8} {mark:4} ... and {len(items) - LISTED} more")
+    return lines
+
+
+def report(result: dict[str, Any]) -> str:
+    """The tables printed at the end of a run."""
+    head = f"{'':14}{'files':>7}{'records':>9}" + "".join(
+        f"{h:>10}" for h in ("precision", "recall", "F1")
+    ) + "".join(f"{h:>6}" for h in ("TP", "FP", "FN"))  # fmt: skip
+    lines = [f"fptrack site benchmark, seed {result['seed']}, {result['sizes_name']} sizes", head]
+    details: list[str] = []
+    forward = result.get("forward")
+    if forward:
+        for name, r in forward["shapes"].items():
+            files = sum(s["files"] for s in r["sites"].values())
+            records = sum(s["records"] for s in r["sites"].values())
+            lines.append(_row(name, r, files, records))
+            details += _listed(name, r)
+        lines.append(_row("forward (all)", forward["all"]))
+    reverse = result.get("reverse")
+    if reverse:
+        (site,) = reverse["sites"].values()
+        lines.append(_row("reverse", reverse, site["files"], site["records"]))
+        details += _listed("reverse", reverse)
+    if forward:
+        lines += [
+            "",
+            f"forward: `{' '.join(forward['command'])}`: {forward['works']}"
+            f" works, {forward['pages']} page records stored, exit status "
+            f"{forward['exit_status']}, {forward['seconds']} s",
+            *(f"  scan error: {e}" for e in forward["errors"]),
+        ]
+    if reverse:
+        s = reverse["seconds"]
+        lines.append(
+            f"reverse: {reverse['found']} of {reverse['chapters']} chapter pages found; novel of "
+            f"{reverse['novel_chars']:,} characters; {reverse['pages_stored']} pages stored; "
+            f"crawl {s['crawl']} s, register {s['register']} s, daily job {s['daily_job']} s"
+        )
+    if details:
+        lines += ["", f"false positives and misses (first {LISTED} of each per shape):", *details]
+    lines += ["", "targets: " + ", ".join(
+        f"{k} {'PASS' if ok else 'MISS'}" for k, ok in result["targets"].items()
+    )]  # fmt: skip
+    return "\n".join(lines)
+
+
+# --- command line ------------------------------------------------------------------------------
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """Command-line options (``--help``)."""
+
+    def sizes(s: Sizes) -> str:
+        return ", ".join(f"{k} {v}" for k, v in vars(s).items())
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.eval_sites",
+        description="Precision / recall of fptrack on documentation, novel, forum and "
+        "related-works sites (forward: fptrack scan) and on a 2M-character novel registered "
+        "after its chapters were crawled (reverse: the daily job).",
+        epilog=f"Sizes (bench.site_shapes.Sizes): {sizes(Sizes())}. With --quick: "
+        f"{sizes(QUICK_SIZES)}, on the first {QUICK_CORPUS_MB:g} MB of the corpus.",
+    )
+    parser.add_argument("--seed", type=int, default=0, help="default %(default)s")
+    parser.add_argument("--quick", action="store_true", help="tiny sites (smoke test, seconds)")
+    parser.add_argument(
+        "--shapes",
+        default=",".join(SHAPES),
+        help="comma-separated subset of %(default)s (default: all)",
+    )
+    parser.add_argument(
+        "--reverse-chapters",
+        type=int,
+        default=None,
+        help=f"chapter pages of the reverse novel (default {Sizes.reverse_chapters}; "
+        f"{QUICK_SIZES.reverse_chapters} with --quick)",
+    )
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="write the sites, works, scan.json and scan.log here and keep them "
+        "(default: a temporary folder, removed)",
+    )
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="write the figures here (default: none)",
+    )
+    parser.add_argument(
+        "--redis-url",
+        default=DEFAULT_REDIS_URL,
+        help="Redis of the indexes, under a unique prefix removed afterwards (default %(default)s)",
+    )
+    parser.add_argument(
+        "--scan-timeout",
+        type=float,
+        default=DEFAULT_SCAN_TIMEOUT,
+        help="seconds the forward scan may take (default %(default)s)",
+    )
+    args = parser.parse_args(argv)
+    args.shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    unknown = sorted(set(args.shapes) - set(SHAPES))
+    if unknown or not args.shapes:
+        parser.error(f"--shapes takes a subset of {','.join(SHAPES)}; got {unknown or 'none'}")
+    if args.reverse_chapters is not None and args.reverse_chapters < 1:
+        parser.error("--reverse-chapters must be at least 1")
+    return args
+
+
+@contextlib.contextmanager
+def workspace(keep: Path | None) -> Iterator[Path]:
+    """``keep`` (emptied of an earlier run's sites and works), else a temporary folder."""
+    if keep is None:
+        with tempfile.TemporaryDirectory(prefix="fptrack-eval-sites-") as tmp:
+            yield Path(tmp)
+        return
+    for stale in ("sites", "works"):
+        shutil.rmtree(keep / stale, ignore_errors=True)
+    keep.mkdir(parents=True, exist_ok=True)
+    yield keep
+
+
+def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
+          english: Sequence[Section] | None) -> list[Shape]:  # fmt: skip
+    """The selected shapes (the forward ones are always drawn together, so each is the same
+    whatever the selection)."""
+    from bench.site_shapes import forward_shapes, reverse_shape
+
+    if texts is None:
+        from bench.corpus import load_texts
+
+        texts = load_texts(QUICK_CORPUS_MB if args.quick else math.inf)
+    shapes = []
+    if set(args.shapes) & set(FORWARD_SHAPES):
+        if english is None:
+            from bench.english import english_sections
+
+            english = english_sections()
+        shapes += [s for s in forward_shapes(texts, english, sizes, args.seed)
+                   if s.name in args.shapes]  # fmt: skip
+    if "reverse" in args.shapes:
+        shapes.append(reverse_shape(texts, sizes, args.seed))
+    return shapes
+
+
+def main(
+    argv: Sequence[str] | None = None,
+    texts: Sequence[str] | None = None,
+    english: Sequence[Section] | None = None,
+) -> dict[str, Any]:
+    """Build the sites, run both directions, print the report; returns what ``--json`` writes.
+
+    ``texts`` and ``english`` replace the downloaded corpora (tests pass their own).
+    """
+    args = parse_args(argv)
+    sizes = QUICK_SIZES if args.quick else Sizes()
+    if args.reverse_chapters:
+        sizes = replace(sizes, reverse_chapters=args.reverse_chapters)
+
+    def log(message: str) -> None:
+        print(f"[eval_sites] {message}", file=sys.stderr, flush=True)
+
+    started = time.perf_counter()
+    shapes = build(args, sizes, texts, english)
+    result: dict[str, Any] = {"seed": args.seed, "sizes_name": "quick" if args.quick else "default"}
+    result["build_seconds"] = round(time.perf_counter() - started, 1)
+    log(f"sites built in {result['build_seconds']} s")
+    with workspace(args.keep) as root:
+        forward = [s for s in shapes if s.name in FORWARD_SHAPES]
+        if forward:
+            result["forward"] = forward_direction(forward, root, args, log)
+        reverse = [s for s in shapes if s.name == "reverse"]
+        if reverse:
+            result["reverse"] = reverse_direction(reverse[0], root, args, log)
+        if args.keep:
+            truth = {s.name: {site.name: sorted(site.truth()) for site in s.sites} for s in shapes}
+            (root / "truth.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1))
+    result["targets"] = check_targets(result)
+    result["sizes"] = vars(sizes)
+    result["total_seconds"] = round(time.perf_counter() - started, 1)
+    print(report(result) + f"\nrun time: {result['total_seconds']} s")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", "utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,93 @@
+"""Smoke test of ``bench/eval_sites.py``: a ``--quick`` run on synthetic text (no download).
+
+The whole benchmark runs for real: the sites served on 127.0.0.1, one ``fptrack scan``
+subprocess for the forward shapes, the in-process crawl, registration and daily job of the
+reverse direction. It checks the JSON's shape, that the ground truth is consistent with the
+sites written (labelled pages exist, every part of a split text is a positive, the works
+exist) and that the run leaves no Redis key behind; it never asserts an accuracy figure
+(the engine's fix lands separately).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+from bench import eval_sites
+from bench.english import synthetic_sections
+from bench.eval_corpus import synthetic_texts
+from bench.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
+from tests.conftest import TEST_REDIS_URL
+
+SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn"}
+LISTED_KEYS = {"site", "url", "work", "reason"}
+
+
+@pytest.fixture(scope="module")
+def texts() -> list[str]:
+    return synthetic_texts(160)
+
+
+@pytest.fixture
+def run(texts: list[str], tmp_path: Path, redis_client: redis.Redis) -> dict[str, Any]:
+    """The quick run's JSON, with its folder (``--keep``) and the Redis database it used."""
+    out, keep = tmp_path / "sites.json", tmp_path / "keep"
+    argv = ["--quick", "--json", str(out), "--keep", str(keep), "--redis-url", TEST_REDIS_URL]
+    result = eval_sites.main(argv, texts=texts, english=synthetic_sections())
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data == json.loads(json.dumps(result))
+    return data | {"keep": keep, "dbsize": redis_client.dbsize()}
+
+
+def check_scores(row: dict[str, Any]) -> None:
+    assert set(row) >= SCORE_KEYS
+    for key in ("precision", "recall", "f1"):
+        assert 0.0 <= row[key] <= 1.0, key
+    assert all(isinstance(row[k], int) and row[k] >= 0 for k in ("tp", "fp", "fn"))
+
+
+def check_shape(row: dict[str, Any]) -> None:
+    check_scores(row)
+    positives = sum(site["positives"] for site in row["sites"].values())
+    assert row["tp"] + row["fn"] == positives > 0
+    assert len(row["false_positives"]) == row["fp"] and len(row["misses"]) == row["fn"]
+    for item in row["false_positives"] + row["misses"]:
+        assert set(item) == LISTED_KEYS and item["reason"]
+
+
+def test_quick_run_writes_every_figure_and_a_consistent_truth(run, texts) -> None:
+    forward, reverse = run["forward"], run["reverse"]
+    assert set(forward["shapes"]) == set(eval_sites.FORWARD_SHAPES)
+    for row in forward["shapes"].values():
+        check_shape(row)
+    check_scores(forward["all"])
+    check_shape(reverse)
+    assert forward["exit_status"] == 0 and forward["errors"] == [] and forward["strays"] == []
+    assert forward["command"][:2] == ["fptrack", "scan"]
+    assert reverse["chapters"] == QUICK_SIZES.reverse_chapters
+    assert 0 <= reverse["found"] <= reverse["chapters"]
+    assert set(reverse["seconds"]) == {"crawl", "register", "daily_job"}
+    assert reverse["daily_job"]["works"] == 1
+    assert all(isinstance(ok, bool) for ok in run["targets"].values())
+    assert f"reverse found {reverse['chapters']} of {reverse['chapters']}" in run["targets"]
+    assert run["dbsize"] == 0  # the scan's and the reverse run's keys are gone
+
+    keep: Path = run["keep"]
+    truth = json.loads((keep / "truth.json").read_text(encoding="utf-8"))
+    shapes = forward_shapes(texts, synthetic_sections(), QUICK_SIZES, 0)
+    shapes.append(reverse_shape(texts, QUICK_SIZES, 0))
+    works = {name for shape in shapes for name in shape.works}
+    assert forward["works"] == len(works) - 1  # the reverse novel is registered in process
+    for shape in shapes:
+        for site in shape.sites:
+            labelled = {tuple(pair) for pair in truth[shape.name][site.name]}
+            assert labelled == site.truth() and labelled  # the same sites, deterministically
+            for path, work in labelled:
+                assert (keep / "sites" / site.name / path).is_file(), path
+                assert (keep / "works" / work).is_file(), work
+            for page in site.pages:  # every part of a split text is a positive
+                assert all((part, w) in labelled for part in page.parts for w in page.works)
