@@ -85,6 +85,7 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     from matcher import jobs
     from matcher.engine import Engine
     from matcher.ingest import Ingest
+    from matcher.maintenance import drop_indexes
     from matcher.operations import Operations
     from matcher.settings import Settings
     from matcher.sites import SiteConfig
@@ -116,7 +117,7 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
             "seconds": {k: round(v, 1) for k, v in seconds.items()},
         }
     finally:
-        engine.drop_indexes()
+        drop_indexes(engine)
         client.close()
 
 

@@ -40,6 +40,7 @@ from matcher.errors import IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
 from matcher.keys import SEGMENT_BITS, Keys, segment_owner
 from matcher.pages import CrawledPage
+from matcher.parts import StoredPart, shares
 from matcher.prepared import (
     INDEX_KEYS,
     Prepared,
@@ -48,13 +49,14 @@ from matcher.prepared import (
     content_hash,
     from_blob,
     from_segment_blob,
+    locate,
     prepare,
     segment_blob,
 )
 from matcher.settings import Settings
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.store import Store
-from matcher.verify import ALIGN_PARAMS, SegmentHit, Verdict, judge, merge, verdict
+from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
 from matcher.window_index import WindowIndex
 
 log = logging.getLogger(__name__)
@@ -335,8 +337,9 @@ class Engine:
     ) -> list[dict[str, Any]]:
         """Match a stored page (the ``process_page`` task's work); returns its match records.
 
-        When the page is a part of a split chapter, every stored part is matched again, on
-        its own and as part of the joined chapter, and written. Idempotent: the same texts
+        When the page is a part of a split chapter, the joined chapter is matched too, and
+        every part gets its share of the chapter's matches (:mod:`matcher.parts`); the other
+        parts' own matches stay as their own tasks wrote them. Idempotent: the same texts
         give the same records; records of works a page no longer copies are marked
         ``active: False``. Matches on pages of ``authorised_sites`` are recorded with status
         ``authorised``.
@@ -344,12 +347,9 @@ class Engine:
         doc = self.store.get_page(page_id)
         if doc is None:
             raise UnusableText(f"no page with id {page_id}")
-        authorised = set(authorised_sites)
         with self._locked(self._parts(doc)):
             doc = self.store.get_page(page_id) or doc
-            parts = self._parts(doc)
-            written = self._match_parts(parts, authorised)
-        return written.get(doc["_id"], [])
+            return self._process(doc, self._parts(doc), set(authorised_sites))
 
     def _parts(self, doc: dict) -> list[dict]:
         return split.chain(
@@ -370,78 +370,78 @@ class Engine:
                 stack.callback(_release, lock)
             yield
 
-    def _match_parts(
-        self, parts: Sequence[dict], authorised: set[str]
-    ) -> dict[ObjectId, list[dict[str, Any]]]:
-        """Match pages (one, or the parts of a split chapter), then write their records."""
-        what = [f"page {d['url']}" for d in parts]
-        limit = self.settings.max_text_chars
-        prepared = [prepare(d["text"], limit, w) for d, w in zip(parts, what, strict=True)]
-        own = [self.find_works(p) for p in prepared]
-        joined: list[list[Verdict]] = [[] for _ in parts]
-        urls = [d["url"] for d in parts] if len(parts) > 1 else []
-        if len(parts) > 1:
-            joined = self._split_verdicts(parts, prepared, own)
-        written = {}
-        for doc, page, mine, theirs in zip(parts, prepared, own, joined, strict=True):
-            matched = [v for v in mine if v.matched]
-            records = self.evidence.records(matched, page.located, doc, {"split": urls})
-            extra = {"split": urls, "via": "split"}
-            records += self.evidence.records(theirs, page.located, doc, extra)
-            considered = self._considered([*mine, *theirs], {r["work_id"] for r in records})
-            written[doc["_id"]] = self._record_page(
-                doc, page, records, doc.get("site") in authorised, considered, urls
-            )
+    def _process(
+        self, doc: dict, parts: Sequence[dict], authorised: set[str]
+    ) -> list[dict[str, Any]]:
+        """Match one page (and its chapter), then write its records and its parts' shares."""
+        page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
+        own = self.find_works(page)
+        urls = [p["url"] for p in parts] if len(parts) > 1 else []
+        shares = self._chapter_shares(parts, doc, page, own) if urls else {}
+        matched = [v for v in own if v.matched]
+        records = self.evidence.records(matched, page.located, doc, {"split": urls, "via": "page"})
+        chapter = shares.pop(doc["_id"], [])
+        records += self.evidence.records(
+            chapter, page.located, doc, {"split": urls, "via": "split"}
+        )
+        considered = self._considered(own, {r["work_id"] for r in records})
+        written = self._record_page(
+            doc, page, records, doc.get("site") in authorised, considered, urls
+        )
+        for part in parts:
+            if part["_id"] != doc["_id"]:
+                licensed = part.get("site") in authorised
+                self._record_share(part, shares.get(part["_id"], []), urls, licensed)
         return written
 
-    def _split_verdicts(
-        self, parts: Sequence[dict], prepared: Sequence[Prepared], own: Sequence[list[Verdict]]
-    ) -> list[list[Verdict]]:
-        """Per part, the works the joined chapter copies that the part alone does not match,
-        judged on the part's share of the chapter's passages."""
-        joined_text = "\n".join(d["text"] for d in parts)
-        unit = prepare(
-            joined_text, self.settings.max_text_chars * 2, f"split chapter {parts[0]['url']}"
-        )
-        starts = np.cumsum([0] + [len(d["text"]) + 1 for d in parts[:-1]])
+    def _chapter_shares(
+        self, parts: Sequence[dict], doc: dict, page: Prepared, own: Sequence[Verdict]
+    ) -> dict[ObjectId, list[Verdict]]:
+        """Per part, its share of the works the joined chapter copies and it does not."""
+        joined = "\n".join(p["text"] for p in parts)
+        limit = self.settings.max_text_chars * 2
+        unit = prepare(joined, limit, f"split chapter {parts[0]['url']}")
+        starts = np.cumsum([0] + [len(p["text"]) + 1 for p in parts[:-1]])
         offsets = [unit.located.content_before(int(s)) for s in starts]
         chapter = [v for v in self.find_works(unit) if v.matched]
-        out: list[list[Verdict]] = []
-        for page, offset, mine in zip(prepared, offsets, own, strict=True):
-            alone = {v.work for v in mine if v.matched}
-            out.append(
-                [
-                    part
-                    for v in chapter
-                    if v.work not in alone
-                    and (part := self._part_verdict(v, page, offset)) is not None
-                ]
-            )
+        if not chapter:
+            return {}
+        ids = {
+            seq: w["_id"]
+            for seq, w in self.store.works_by_seq([v.work for v in chapter], {"_id": 1}).items()
+        }
+        out = {}
+        for part, offset in zip(parts, offsets, strict=True):
+            if part["_id"] == doc["_id"]:
+                view, alone = page, {v.work for v in own if v.matched}
+            else:
+                view = self._stored_part(part)
+                theirs = self.store.own_matched_works(part["_id"])
+                alone = {seq for seq, work_id in ids.items() if work_id in theirs}
+            count = len(parts)
+            out[part["_id"]] = shares(chapter, view, offset, count, alone, self.settings.policy)
         return out
 
-    def _part_verdict(self, chapter: Verdict, page: Prepared, offset: int) -> Verdict | None:
-        """The part's own passages of a chapter-level match, if they are worth a record."""
-        kept = np.zeros(offset + page.length + 1, dtype=bool)
-        for p in chapter.alignment.passages:
-            kept[max(p.b_start, offset) : min(p.b_end, offset + page.length)] = True
-        mine = kept[offset : offset + page.length]
-        if mine.sum() < self.settings.policy.min_chars:
-            return None
-        hits = [
-            SegmentHit(
-                h.header, h.anchors, align(h.anchors, page.anchors, ALIGN_PARAMS), h.window_hits
-            )
-            for h in chapter.hits
-        ]
-        hits = [h for h in hits if h.alignment.passages]
-        if not hits:
-            return None
-        wa = merge(hits, page.length)
-        keep = [mine[p.b_start : p.b_end].mean() > 0.5 for p in wa.passages]
-        wa = wa.keeping(keep)
-        if wa.work_covered < self.settings.policy.min_chars:
-            return None
-        return verdict(wa, hits, page, self.settings.policy, reason="")
+    def _stored_part(self, part: dict) -> PageFingerprint:
+        """A part's fingerprints: as stored when its current text was matched, else fresh."""
+        if part.get("processed_hash") == part.get("content_hash"):
+            stored = self.store.load_fingerprints("page", [part["_id"]], "anchors")
+            fp = stored.get(part["_id"])
+            if fp is not None:
+                with suppress(FingerprintError):
+                    return StoredPart(*from_blob(bytes(fp["value"])))
+        return prepare(part["text"], self.settings.max_text_chars, f"page {part['url']}")
+
+    def _record_share(
+        self, part: dict, verdicts: list[Verdict], urls: list[str], authorised: bool
+    ) -> None:
+        """Write another part's records of the chapter's matches (its own matches stay)."""
+        extra = {"split": urls, "via": "split"}
+        records = self.evidence.records(verdicts, locate(part["text"]), part, extra)
+        initial = "authorised" if authorised else "new"
+        written = [self.store.upsert_match(r, initial)["work_id"] for r in records]
+        self.store.deactivate_matches("page_id", part["_id"], written, via="split")
+        self.store.set_split(part["_id"], urls)
 
     def _considered(self, verdicts: Sequence[Verdict], recorded: set[ObjectId]) -> list[dict]:
         """The works verified and not recorded, with the reason (for the admin's match view)."""
@@ -529,9 +529,8 @@ class Engine:
             for doc in docs.values():
                 if doc["_id"] in done:
                     continue
-                with self._locked(self._parts(self.store.get_page(str(doc["_id"])) or doc)):
-                    parts = self._parts(self.store.get_page(str(doc["_id"])) or doc)
-                    done.update(self._match_parts(parts, sites))
+                done.add(doc["_id"])
+                self.process_stored_page(str(doc["_id"]), sites)
         return self.store.matches_for("work_id", str(work["_id"]))
 
     def _pages_sharing(self, work_id: ObjectId) -> list[int]:

@@ -504,6 +504,14 @@ class Store:
         return result.matched_count == 1
 
     @mongo_errors
+    def set_split(self, page_id: ObjectId, urls: list[str]) -> None:
+        """Record the URLs of the split chapter a page was last matched with, on the page
+        and on its active matches."""
+        urls = [_text(u, "part url") for u in urls]
+        self.db.pages.update_one({"_id": page_id}, {"$set": {"split": urls}})
+        self.db.matches.update_many({"page_id": page_id, "active": True}, {"$set": {"split": urls}})
+
+    @mongo_errors
     def pending_pages(self, limit: int = 100_000) -> Iterator[str]:
         """Ids of pages whose current text was never processed, oldest first."""
         cursor = self.db.pages.find({"pending": True}, {"_id": 1}).sort("seq", ASCENDING)
@@ -634,12 +642,17 @@ class Store:
         return doc
 
     @mongo_errors
-    def deactivate_matches(self, field: str, owner_id: ObjectId, keep: Iterable[ObjectId]) -> int:
-        """Mark matches of a re-processed page (or work) that no longer hold as inactive."""
+    def deactivate_matches(
+        self, field: str, owner_id: ObjectId, keep: Iterable[ObjectId], via: str | None = None
+    ) -> int:
+        """Mark matches of a re-processed page (or work) that no longer hold as inactive
+        (only those found ``via`` one way, ``"page"`` or ``"split"``, when given)."""
         if field not in ("page_id", "work_id"):
             raise StoreError(f"cannot deactivate matches by {field!r}")
         other = "work_id" if field == "page_id" else "page_id"
-        query = {field: owner_id, other: {"$nin": list(keep)}, "active": True}
+        query: dict[str, Any] = {field: owner_id, other: {"$nin": list(keep)}, "active": True}
+        if via is not None:
+            query["via"] = _text(via, "via")
         changes = tallies.Changes()
         stamp = now()
         deactivated = 0
@@ -653,6 +666,12 @@ class Store:
                 changes.match(match, -1)
         changes.apply(self.db)
         return deactivated
+
+    @mongo_errors
+    def own_matched_works(self, page_id: ObjectId) -> set[ObjectId]:
+        """The works a page copies on its own (its active matches not found via its chapter)."""
+        query = {"page_id": page_id, "active": True, "via": {"$ne": "split"}}
+        return {m["work_id"] for m in self.db.matches.find(query, {"work_id": 1})}
 
     @mongo_errors
     def matches_for(self, field: str, owner_id: str, active_only: bool = True) -> list[dict]:

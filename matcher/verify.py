@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Protocol
 
 import numpy as np
 
@@ -48,6 +49,20 @@ ALIGN_PARAMS = AlignParams()
 MICROBLOG_K = 4.0
 DOCUMENT_MU = 0.85
 SAME_PASSAGE = 0.8
+
+
+class PageFingerprint(Protocol):
+    """What verification reads of a page: its simhash, anchors and content length
+    (:class:`~matcher.prepared.Prepared` has them)."""
+
+    @property
+    def simhash(self) -> int: ...
+
+    @property
+    def anchors(self) -> Anchors: ...
+
+    @property
+    def length(self) -> int: ...
 
 
 @dataclass(frozen=True, eq=False)
@@ -319,7 +334,7 @@ def resemblance(a: Anchors, b: Anchors) -> float:
 def verdict(
     wa: WorkAlignment,
     hits: Sequence[SegmentHit],
-    page: Prepared,
+    page: PageFingerprint,
     policy: MatchPolicy,
     reason: str,
     explained_by: int | None = None,

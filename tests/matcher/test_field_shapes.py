@@ -73,7 +73,22 @@ def test_split_chapter_parts_matching_alone_keep_their_own_records(engine: Engin
     for url in urls:
         [record] = records_of(engine, url)
         assert str(record["work_id"]) == works["star-voyage.txt"]
-        assert "via" not in record and record["split"] == urls
+        assert record["via"] == "page" and record["split"] == urls
+
+
+def test_a_thread_page_quoting_one_sentence_is_not_a_part_of_the_copy(
+    engine: Engine, works
+) -> None:
+    text = sample("lighthouse.txt")
+    rng = random.Random(7)
+    urls = ["http://bbs/t?tid=5", "http://bbs/t?page=2&tid=5"]
+    quote = text[300:400]
+    chatter = page_of(prose(rng, 700), "引用楼主：" + quote, prose(rng, 700))
+    crawl(engine, urls[0], page_of(text), title="[转载] 灯塔", next_url=urls[1])
+    crawl(engine, urls[1], chatter, title="[转载] 灯塔 - 第2页", prev_url=urls[0])
+    assert matched(records_of(engine, urls[0])) == {works["lighthouse.txt"]}
+    assert records_of(engine, urls[1]) == []
+    assert engine.store.page_by_url(urls[1])["split"] == urls
 
 
 def test_a_chapter_of_a_novel_names_its_chapter_and_quotes_the_work(engine: Engine) -> None:
