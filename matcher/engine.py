@@ -10,8 +10,8 @@ the page's anchors. A page that is one part of a chapter split over several page
 crawled pages (:meth:`Engine.match_work_against_pages`): every page sharing passages with
 one of its segments is matched again, so attribution among works stays right.
 
-Works are registered by segments (:mod:`fingerprint.segments`): a novel of millions of
-characters costs the same per page as a short story (:meth:`Engine.add_work`).
+Works are registered by segments (:mod:`matcher.registry`): a novel of millions of
+characters costs the same per page as a short story.
 
 Order of writes, so that an outage never leaves a half-written result: everything read
 from Redis for matching is read first, verification runs in memory, and only then are the
@@ -34,59 +34,35 @@ from bson import ObjectId
 
 from fingerprint.align import align
 from fingerprint.base import FingerprintError, array_from_hex
-from fingerprint.segments import SegmentParams, segment
 from matcher import split
 from matcher.errors import IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
-from matcher.keys import SEGMENT_BITS, Keys, segment_owner
+from matcher.indexes import Side
+from matcher.keys import SEGMENT_BITS, Keys
 from matcher.pages import CrawledPage
 from matcher.parts import StoredPart, shares
 from matcher.prepared import (
     INDEX_KEYS,
     Prepared,
-    SegmentHeader,
     as_text,
     content_hash,
     from_blob,
     from_segment_blob,
     locate,
     prepare,
-    segment_blob,
 )
+from matcher.registry import Registry
 from matcher.settings import Settings
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.store import Store
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
-from matcher.window_index import WindowIndex
 
 log = logging.getLogger(__name__)
 
-SEGMENT_PARAMS = SegmentParams()
 PROBLEMS_KEPT = 100
 CONSIDERED_KEPT = 10
 PAGE_BATCH = 200
 LOCK_SECONDS = 300
 LOCK_WAIT_SECONDS = 60
-
-
-@dataclass
-class Side:
-    """The Redis indexes of one kind of owner (work segments or pages)."""
-
-    simhash: SimhashIndex
-    windows: WindowIndex
-
-    def add(self, owner: int, simhash: int, keys: np.ndarray) -> None:
-        self.simhash.add([owner], [simhash])
-        self.windows.add(owner, keys)
-
-    def remove(self, owner: int, simhash: int, keys: np.ndarray) -> None:
-        self.simhash.remove([owner], [simhash])
-        self.windows.remove(owner, keys)
-
-    def clear(self) -> None:
-        self.simhash.clear()
-        self.windows.clear()
 
 
 @dataclass
@@ -100,17 +76,10 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.keys = Keys(self.settings.redis_prefix)
-        params = SimhashIndexParams(permuted=self.settings.simhash_permuted)
-        bits, max_df = self.settings.window_bucket_bits, self.settings.window_max_df
-        self.works = Side(
-            SimhashIndex(self.redis, self.keys.works, params),
-            WindowIndex(self.redis, self.keys.works, bits, max_df),
-        )
-        self.pages = Side(
-            SimhashIndex(self.redis, self.keys.pages, params),
-            WindowIndex(self.redis, self.keys.pages, bits, max_df),
-        )
+        self.works = Side.open(self.redis, self.keys.works, self.settings)
+        self.pages = Side.open(self.redis, self.keys.pages, self.settings)
         self.evidence = Evidence(self.store)
+        self.registry = Registry(self.settings, self.store, self.redis, self.works, self.keys)
 
     @classmethod
     def open(
@@ -132,129 +101,19 @@ class Engine:
 
     # works -----------------------------------------------------------------------------
 
-    def add_work(
-        self,
-        text: str | bytes,
-        *,
-        title: str,
-        source: str = "",
-        author: str = "",
-        owner: str = "",
-        tags: Iterable[str] = (),
-        key: str | None = None,
-    ) -> str:
-        """Register (or update) a work, segment and index it; returns its id.
-
-        The work's unique key is ``key``, else ``source`` (e.g. its file path), else the
-        hash of its text: registering the same work again updates it in place. Raises
-        :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
-        fewer than ``settings.min_work_chars`` content characters after normalisation.
-        """
-        what = f"work {title!r}"
-        text = as_text(text, what)
-        if len(text) > self.settings.max_work_chars:
-            raise UnusableText(
-                f"{what} has {len(text):,} characters, more than {self.settings.max_work_chars:,}"
-            )
-        segments = segment(text, SEGMENT_PARAMS)
-        prepared = [self._prepare_segment(text, s, what) for s in segments]
-        length = sum(core for _, core in prepared)
-        if length < self.settings.min_work_chars:
-            raise UnusableText(
-                f"{what} has {length} content characters after normalisation;"
-                f" at least {self.settings.min_work_chars} are needed"
-            )
-        digest = content_hash(text)
-        doc, created = self.store.upsert_work(
-            key or source or digest,
-            title=title,
-            content_hash=digest,
-            length=len(text),
-            segments=len(segments),
-            author=author,
-            source=source,
-            owner=owner,
-            tags=tags,
-        )
-        if not created:
-            self._unindex_work(doc["_id"])
-        self._index_work(doc, text, segments, prepared)
-        return str(doc["_id"])
-
-    def _prepare_segment(self, text: str, s: Any, what: str) -> tuple[Prepared, int]:
-        """A segment prepared with its overlap, and its own number of content characters."""
-        prepared = prepare(text[s.start : s.stop], s.stop - s.start + 1, what)
-        return prepared, prepared.located.content_before(s.end - s.start)
+    def add_work(self, text: str | bytes, *, title: str, **fields: Any) -> str:
+        """Register (or update) a work; returns its id (:meth:`Registry.add
+        <matcher.registry.Registry.add>`: ``source``, ``author``, ``owner``, ``tags``,
+        ``key``)."""
+        return self.registry.add(text, title=title, **fields)
 
     def index_work(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
-        doc = self.store.get_work(work_id)
-        if doc is None:
-            raise UnusableText(f"no work with id {work_id}")
-        text = self.store.work_text(doc["_id"])
-        segments = segment(text, SEGMENT_PARAMS)
-        prepared = [self._prepare_segment(text, s, f"work {work_id}") for s in segments]
-        self._unindex_work(doc["_id"])
-        self._index_work(doc, text, segments, prepared)
-
-    def _index_work(
-        self,
-        doc: dict,
-        text: str,
-        segments: Sequence[Any],
-        prepared: Sequence[tuple[Prepared, int]],
-    ) -> None:
-        """Store a work's segments and fingerprints, then index them (each write idempotent)."""
-        work_seq = int(doc["seq"])
-        try:
-            owners = [segment_owner(work_seq, s.index) for s in segments]
-        except ValueError as exc:
-            raise UnusableText(f"work {doc.get('title', '')!r}: {exc}") from exc
-        work_length = sum(core for _, core in prepared)
-        offset = 0
-        blobs = {}
-        for s, (page, core), owner in zip(segments, prepared, owners, strict=True):
-            header = SegmentHeader(
-                work_seq, s.index, offset, core, work_length, s.start, page.simhash
-            )
-            blobs[owner] = segment_blob(header, page.anchors)
-            offset += core
-            self.store.save_work_segment(
-                doc["_id"],
-                {"index": s.index, "start": s.start, "end": s.end, "title": s.title,
-                 "text": text[s.start : s.stop]},
-            )  # fmt: skip
-            stored = page.stored_fingerprints()
-            stored["anchors"]["value"] = blobs[owner]
-            self.store.save_fingerprints("work", doc["_id"], owner, stored, segment=s.index)
-        self.store.drop_work_segments(doc["_id"], from_index=len(segments))
-        with redis_errors("indexing a work"):
-            for (page, _), owner in zip(prepared, owners, strict=True):
-                self.works.add(owner, page.simhash, page.window_keys)
-            pipe = self.redis.pipeline(transaction=False)
-            for owner, blob in blobs.items():
-                pipe.set(self.keys.segment(owner), blob)
-            pipe.execute()
-
-    def _unindex_work(self, work_id: ObjectId) -> None:
-        """Remove every segment of a work from the works index (its store records stay)."""
-        stored = self.store.owner_fingerprints("work", work_id, INDEX_KEYS)
-        with redis_errors("removing a work from the index"):
-            for fp in stored:
-                value = fp["value"]
-                keys = array_from_hex(value["windows"], "<u8", np.uint64)
-                self.works.remove(int(fp["seq"]), int(value["simhash"], 16), keys)
-            if stored:
-                self.redis.delete(*(self.keys.segment(int(fp["seq"])) for fp in stored))
+        self.registry.reindex(work_id)
 
     def remove_work(self, work_id: str) -> bool:
-        """Remove a work, its index entries and its unreviewed matches."""
-        doc = self.store.get_work(work_id, {"seq": 1})
-        if doc is None:
-            return False
-        self._unindex_work(doc["_id"])
-        self.store.delete_work(work_id)
-        return True
+        """Remove a work, its segments, index entries and unreviewed matches."""
+        return self.registry.remove(work_id)
 
     # pages -> works --------------------------------------------------------------------
 

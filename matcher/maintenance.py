@@ -13,8 +13,9 @@ from collections.abc import Iterable
 import numpy as np
 
 from fingerprint.base import array_from_hex
-from matcher.engine import Engine, Side
+from matcher.engine import Engine
 from matcher.errors import redis_errors
+from matcher.indexes import Side
 from matcher.packed import delete_matching
 from matcher.prepared import INDEX_KEYS
 

@@ -1,0 +1,45 @@
+"""The Redis indexes of one kind of owner: a simhash index and a postings index.
+
+Work segments and pages each have a :class:`Side` under their own key prefix
+(:class:`matcher.keys.Keys`); an owner is added and removed from both at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import redis
+
+from matcher.settings import Settings
+from matcher.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.window_index import WindowIndex
+
+
+@dataclass
+class Side:
+    """The simhash and postings indexes of one kind of owner (work segments or pages)."""
+
+    simhash: SimhashIndex
+    windows: WindowIndex
+
+    @classmethod
+    def open(cls, client: redis.Redis, prefix: str, settings: Settings) -> Side:
+        """Both indexes under ``prefix``, with the settings' parameters."""
+        params = SimhashIndexParams(permuted=settings.simhash_permuted)
+        return cls(
+            SimhashIndex(client, prefix, params),
+            WindowIndex(client, prefix, settings.window_bucket_bits, settings.window_max_df),
+        )
+
+    def add(self, owner: int, simhash: int, keys: np.ndarray) -> None:
+        self.simhash.add([owner], [simhash])
+        self.windows.add(owner, keys)
+
+    def remove(self, owner: int, simhash: int, keys: np.ndarray) -> None:
+        self.simhash.remove([owner], [simhash])
+        self.windows.remove(owner, keys)
+
+    def clear(self) -> None:
+        self.simhash.clear()
+        self.windows.clear()

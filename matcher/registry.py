@@ -1,0 +1,160 @@
+"""Registering works: their segments and fingerprints in MongoDB, their index entries in Redis.
+
+A work is cut into segments (:func:`fingerprint.segments.segment`); each is stored with its
+text (and its overlap with the next), fingerprinted with the same steps as a page
+(:func:`matcher.prepared.prepare`), and indexed as an owner of the works' side
+(:class:`matcher.indexes.Side`) with its verification blob
+(:func:`matcher.prepared.segment_blob`). Memory stays flat in the length of the work: a
+first pass counts each segment's content characters (the blobs place each segment in its
+work), a second prepares, writes and drops one segment at a time.
+
+Every write is idempotent; registering a work again replaces its segments (those it no
+longer has are deleted) and its index entries.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+import redis
+from bson import ObjectId
+
+from fingerprint.base import array_from_hex
+from fingerprint.segments import Segment, SegmentParams, segment
+from matcher.errors import UnusableText, redis_errors
+from matcher.indexes import Side
+from matcher.keys import Keys, segment_owner
+from matcher.prepared import (
+    INDEX_KEYS,
+    SegmentHeader,
+    as_text,
+    content_hash,
+    locate,
+    prepare,
+    segment_blob,
+)
+from matcher.settings import Settings
+from matcher.store import Store
+
+SEGMENT_PARAMS = SegmentParams()
+
+
+@dataclass
+class Registry:
+    """Registers, re-indexes and removes works over one store and the works' indexes."""
+
+    settings: Settings
+    store: Store
+    redis: redis.Redis
+    works: Side
+    keys: Keys
+
+    def add(
+        self,
+        text: str | bytes,
+        *,
+        title: str,
+        source: str = "",
+        author: str = "",
+        owner: str = "",
+        tags: Iterable[str] = (),
+        key: str | None = None,
+    ) -> str:
+        """Register (or update) a work, segment and index it; returns its id.
+
+        The work's unique key is ``key``, else ``source`` (e.g. its file path), else the
+        hash of its text: registering the same work again updates it in place. Raises
+        :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
+        fewer than ``settings.min_work_chars`` content characters after normalisation.
+        """
+        what = f"work {title!r}"
+        text = as_text(text, what)
+        if len(text) > self.settings.max_work_chars:
+            limit = self.settings.max_work_chars
+            raise UnusableText(f"{what} has {len(text):,} characters, more than {limit:,}")
+        segments = segment(text, SEGMENT_PARAMS)
+        cores = [_content_chars(text[s.start : s.end]) for s in segments]
+        if sum(cores) < self.settings.min_work_chars:
+            raise UnusableText(
+                f"{what} has {sum(cores)} content characters after normalisation;"
+                f" at least {self.settings.min_work_chars} are needed"
+            )
+        digest = content_hash(text)
+        doc, created = self.store.upsert_work(
+            key or source or digest,
+            title=title,
+            content_hash=digest,
+            length=len(text),
+            segments=len(segments),
+            author=author,
+            source=source,
+            owner=owner,
+            tags=tags,
+        )
+        if not created:
+            self.unindex(doc["_id"])
+        self._index(doc, text, segments, cores)
+        return str(doc["_id"])
+
+    def reindex(self, work_id: str) -> None:
+        """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
+        doc = self.store.get_work(work_id)
+        if doc is None:
+            raise UnusableText(f"no work with id {work_id}")
+        text = self.store.work_text(doc["_id"])
+        segments = segment(text, SEGMENT_PARAMS)
+        cores = [_content_chars(text[s.start : s.end]) for s in segments]
+        self.unindex(doc["_id"])
+        self._index(doc, text, segments, cores)
+
+    def remove(self, work_id: str) -> bool:
+        """Remove a work, its segments, index entries and unreviewed matches."""
+        doc = self.store.get_work(work_id, {"seq": 1})
+        if doc is None:
+            return False
+        self.unindex(doc["_id"])
+        self.store.delete_work(work_id)
+        return True
+
+    def unindex(self, work_id: ObjectId) -> None:
+        """Remove every segment of a work from the works' indexes (its store records stay)."""
+        stored = self.store.owner_fingerprints("work", work_id, INDEX_KEYS)
+        with redis_errors("removing a work from the index"):
+            for fp in stored:
+                value = fp["value"]
+                keys = array_from_hex(value["windows"], "<u8", np.uint64)
+                self.works.remove(int(fp["seq"]), int(value["simhash"], 16), keys)
+            if stored:
+                self.redis.delete(*(self.keys.segment(int(fp["seq"])) for fp in stored))
+
+    def _index(self, doc: dict, text: str, segments: list[Segment], cores: list[int]) -> None:
+        """Store, fingerprint and index the segments one at a time."""
+        work_seq = int(doc["seq"])
+        try:
+            owners = [segment_owner(work_seq, s.index) for s in segments]
+        except ValueError as exc:
+            raise UnusableText(f"work {doc.get('title', '')!r}: {exc}") from exc
+        offsets = np.cumsum([0, *cores[:-1]]).tolist()
+        for s, owner, offset, core in zip(segments, owners, offsets, cores, strict=True):
+            part = text[s.start : s.stop]
+            prepared = prepare(part, len(part) + 1, f"work {doc.get('title', '')!r}")
+            header = SegmentHeader(
+                work_seq, s.index, offset, core, sum(cores), s.start, prepared.simhash
+            )
+            blob = segment_blob(header, prepared.anchors)
+            segment_doc = {"index": s.index, "start": s.start, "end": s.end, "title": s.title}
+            self.store.save_work_segment(doc["_id"], {**segment_doc, "text": part})
+            stored = prepared.stored_fingerprints()
+            stored["anchors"]["value"] = blob
+            self.store.save_fingerprints("work", doc["_id"], owner, stored, segment=s.index)
+            with redis_errors("indexing a work"):
+                self.works.add(owner, prepared.simhash, prepared.window_keys)
+                self.redis.set(self.keys.segment(owner), blob)
+        self.store.drop_work_segments(doc["_id"], from_index=len(segments))
+
+
+def _content_chars(text: str) -> int:
+    """Content characters of ``text`` after normalisation (a segment's own length)."""
+    return len(locate(text).positions)
