@@ -1,4 +1,4 @@
-"""The operator's CLI commands over a real Redis and a mongomock store (handed in through
+"""The operator's CLI commands over the test Redis and MongoDB servers (handed in through
 :class:`admin.context.Context`): what they print, what they store, how they fail."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import json
 import zipfile
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
+from pymongo.database import Database
 
 from admin.cli import main
 from admin.context import Context
@@ -28,10 +28,10 @@ def sample(name: str) -> str:
 
 
 @pytest.fixture
-def ctx(redis_client: redis.Redis) -> Context:
+def ctx(redis_client: redis.Redis, mongo_db: Database) -> Context:
     engine = Engine.open(
-        Settings(redis_prefix="fptrack-test"),
-        mongo_client=mongomock.MongoClient(),
+        Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name),
+        mongo_client=mongo_db.client,
         redis_client=redis_client,
     )
     return Context(engine=engine)

@@ -17,9 +17,9 @@ import redis
 
 from bench import pipeline_bench
 from bench.eval_corpus import synthetic_texts
+from tests import servers
 
-REDIS = os.environ.get("FPTRACK_TEST_REDIS_BASE", "redis://127.0.0.1:6379")
-BROKER_URL, INDEX_URL = f"{REDIS}/10", f"{REDIS}/11"
+BROKER_URL, INDEX_URL = servers.session().redis_url(2), servers.session().redis_url(3)
 PAGES, WORKS, SCAN_PAGES, SCAN_WORKS = 40, 8, 20, 6
 
 

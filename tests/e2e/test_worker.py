@@ -17,11 +17,11 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 from celery.signals import task_success
+from pymongo.database import Database
 
 from matcher import tasks
 from matcher.celery_app import app, runtime
@@ -184,12 +184,15 @@ def test_every_task_acks_late_and_retries_outages(name: str) -> None:
 
 
 def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
-    redis_client: redis.Redis, dead_redis: redis.Redis, monkeypatch: pytest.MonkeyPatch
+    redis_client: redis.Redis,
+    dead_redis: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    mongo_db: Database,
 ) -> None:
     """Redis down for good: the task retries (eagerly here), then leaves a failure record;
     the page stays pending with no match, fingerprint or index entry written."""
-    settings = Settings(redis_prefix="fptrack-test")
-    up = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    up = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     up.add_work(sample("lighthouse.txt"), title="lighthouse", source="l.txt")
     page = Ingest(up.store, lambda page_id: None).page(
         url="http://pirate/l", site="pirate", title="", text=CHROME.format(sample("lighthouse.txt"))

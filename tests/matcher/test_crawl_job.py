@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
+from pymongo.database import Database
 
 from matcher import jobs
 from matcher.operations import Operations
@@ -21,8 +21,8 @@ SETTINGS = Settings(redis_prefix="fptrack-test", crawl_timeout=120, visibility_t
 
 
 @pytest.fixture
-def ops() -> Operations:
-    store = Store(mongomock.MongoClient()["fptrack"])
+def ops(mongo_db: Database) -> Operations:
+    store = Store(mongo_db)
     store.ensure_indexes()
     ops = Operations(store)
     ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",)))

@@ -1,4 +1,4 @@
-"""The matching engine end to end on the real Redis server and mongomock.
+"""The matching engine end to end on the test Redis and MongoDB servers.
 
 Works are the shipped sample works (``samples/works``); pages are built from them with the
 edits pirates make. Every test checks what reaches the store, not just return values.
@@ -9,11 +9,11 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import mongomock
 import numpy as np
 import opencc
 import pytest
 import redis
+from pymongo.database import Database
 
 from fingerprint.normalize import normalize
 from matcher.engine import Engine
@@ -36,9 +36,9 @@ def sample(name: str) -> str:
 
 
 @pytest.fixture
-def engine(redis_client: redis.Redis) -> Engine:
-    settings = Settings(redis_prefix="fptrack-test")
-    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
+def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
 
 
 @pytest.fixture
