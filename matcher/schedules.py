@@ -21,7 +21,7 @@ import xxhash
 from celery import Celery
 from celery.schedules import crontab, schedule
 from redbeat import RedBeatSchedulerEntry
-from redbeat.schedulers import get_redis
+from redbeat.schedulers import ensure_conf, get_redis
 
 from matcher.errors import redis_errors
 from matcher.settings import Settings
@@ -104,7 +104,7 @@ class Schedules:
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry: name, task, args, schedule and next due time."""
-        conf = self.app.redbeat_conf
+        conf = ensure_conf(self.app)  # redbeat's settings (set on the app on first use)
         out = []
         with redis_errors("listing schedules"):
             keys = get_redis(self.app).zrange(conf.schedule_key, 0, -1)
