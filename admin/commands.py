@@ -17,18 +17,12 @@ from typing import Any
 from tqdm import tqdm
 
 from admin.context import Context
+from admin.errors import CommandError
 from admin.reading import ReadError, iter_work_files, read_text_file
 from admin.report import row, to_csv, to_html
+from fingerprint.document import DocumentParams, fingerprint_document
 from matcher.errors import MatcherError
 from matcher.sites import SiteConfig
-
-
-class CommandError(Exception):
-    """A user-facing error: printed as one line, exit status 1 (or the one given)."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _json_default(value: Any) -> Any:
@@ -56,6 +50,45 @@ def parse_when(text: str) -> datetime:
             f"{text!r} is not a date (YYYY-MM-DD), a time or an age (7d, 12h)", 2
         ) from exc
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+# fingerprint ---------------------------------------------------------------------------
+
+
+def cmd_fingerprint(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        text, encoding = read_text_file(Path(args.file), args.max_bytes)
+    except ReadError as exc:
+        raise CommandError(str(exc), 2 if exc.missing else 1) from exc
+    fp = fingerprint_document(text, DocumentParams())
+    result = {
+        "file": args.file,
+        "encoding": encoding,
+        "chars": len(text),
+        "normalized_chars": len(fp.normalized.text),
+        "fingerprints": fp.to_dict(),
+    }
+    if args.json:
+        dump_json(result)
+        return 0
+    print(f"file              {args.file}")
+    print(f"encoding          {encoding}")
+    print(f"characters        {len(text)} ({len(fp.normalized.text)} after normalisation)")
+    print(f"simhash           {fp.simhash.to_hex()}")
+    print(
+        f"minhash           {fp.minhash.params.num_perm} values over {fp.minhash.size} "
+        f"3-grams ({fp.minhash.params.scheme}), first {fp.minhash.to_hex()[:32]}..."
+    )
+    print(f"pinyin windows    {len(fp.pinyin)} windows, {len(fp.pinyin.keyset())} distinct dnas")
+    print(
+        f"pinyin anchored   {len(fp.pinyin_anchored)} windows, "
+        f"{len(fp.pinyin_anchored.keyset())} distinct dnas"
+    )
+    print(f"winnowed 8-grams  {len(fp.winnow)}")
+    print(f"longest sentences {len(fp.sentences.spans)}")
+    for start, end in fp.sentences.spans:
+        print(f"  {fp.normalized.quote(start, end)[:60]}")
+    return 0
 
 
 # works ---------------------------------------------------------------------------------

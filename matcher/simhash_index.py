@@ -235,6 +235,13 @@ class SimhashIndex:
         self._set_directory(b"", {})
         self._refused.clear()
 
+    def entries(self) -> int:
+        """How many fingerprints the index holds (two reads; the parameters are checked)."""
+        with redis_errors("counting the simhash index"):
+            stored, total = self._client.mget(self._params_key, self._records_key)
+        self._check_params(stored)
+        return int(total or 0) // len(self._layout.tables)
+
     def stats(self) -> dict:
         """Buckets, records, split buckets, largest bucket, bytes (SCANs the whole index)."""
         what = "reading simhash index statistics"

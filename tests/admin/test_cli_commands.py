@@ -236,9 +236,11 @@ class TestMatchingAndReports:
 
 
 def test_store_outage_is_one_line(capsys, tmp_path):
-    settings = Settings(mongo_uri="mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300")
+    settings = Settings(mongo_uri="mongodb://127.0.0.1:1")
     status, _, err = run(capsys, Context(settings=settings), "works", "list")
-    assert status == 1 and one_line_error(err) and "MongoDB unavailable" in err
+    assert status == 1 and one_line_error(err)
+    assert "MongoDB unreachable at mongodb://127.0.0.1:1 (connection refused)" in err
+    assert "set FPTRACK_MONGO_URI" in err
 
 
 def test_crawl_inline_records_matches(capsys, ctx) -> None:
