@@ -46,6 +46,8 @@ def _down(service: str, uri: str, probe: Callable[[], Any]) -> str | None:
     """``None`` when ``probe`` succeeds, else the outage line of ``service``."""
     try:
         probe()
+    except CommandError as exc:  # the client's own probe found the server down
+        return str(exc)
     except (pymongo.errors.PyMongoError, redis.RedisError, OSError) as exc:
         return outage.line(service, uri, exc)
     return None

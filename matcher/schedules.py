@@ -118,7 +118,7 @@ class Schedules:
                     {
                         "name": entry.name,
                         "task": entry.task,
-                        "args": list(entry.args),
+                        "args": list(entry.args or ()),
                         "schedule": str(entry.schedule),
                         "due_at": entry.due_at.isoformat() if entry.due_at else None,
                     }
