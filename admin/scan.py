@@ -93,6 +93,12 @@ def scan_settings() -> Settings:
     return Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}")
 
 
+def scan_mongo_client() -> mongomock.MongoClient:
+    """The scan's in-memory MongoDB: mongomock, returning aware UTC datetimes like pymongo's
+    clients of the deployed system (``tz_aware=True``)."""
+    return mongomock.MongoClient(tz_aware=True)
+
+
 def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
     """An engine on mongomock and on the given Redis server (else fakeredis)."""
     if redis_url:
@@ -101,7 +107,7 @@ def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
         import fakeredis
 
         client = fakeredis.FakeRedis()
-    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
+    return Engine.open(settings, mongo_client=scan_mongo_client(), redis_client=client)
 
 
 def run_scan(
