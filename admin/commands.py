@@ -16,10 +16,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from admin import report_html
 from admin.context import Context
 from admin.errors import CommandError
 from admin.reading import ReadError, iter_work_files, read_text_file
-from admin.report import row, to_csv, to_html
+from admin.report import row, to_csv
 from fingerprint.document import DocumentParams, fingerprint_document
 from matcher.errors import MatcherError
 from matcher.sites import SiteConfig
@@ -319,7 +320,7 @@ def cmd_report(args: argparse.Namespace, ctx: Context) -> int:
             page = store.get_page(str(m["page_id"]), {"text": 1}) or {}
             return work.get("text", ""), page.get("text", "")
 
-        output = to_html(matches, texts, "fptrack report", {"matches": len(matches)})
+        output = report_html.render(matches, texts, title="fptrack report")
     if args.out:
         Path(args.out).write_text(output, encoding="utf-8")
         print(f"{len(matches)} match(es) written to {args.out}", file=sys.stderr)

@@ -128,22 +128,24 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
 
 
 def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[str, Path]) -> None:
-    """The scan's HTML report (see :mod:`admin.report`)."""
-    from admin.report import to_html
+    """The scan's HTML report (:mod:`admin.report_html`); pages of ``--site-dir`` folders are
+    named by their file, since the scan's server for them is gone once it ends."""
+    from admin import report_html
 
-    matches = list(engine.store.db.matches.find({"active": True}).sort("url", 1))
-    path.write_text(
-        to_html(
-            matches,
-            lambda m: (
-                engine.store.get_work(str(m["work_id"]), {"text": 1})["text"],
-                engine.store.get_page(str(m["page_id"]), {"text": 1})["text"],
-            ),
-            "fptrack scan",
-            {"works": result.works, "pages": result.pages, "matches": len(matches)},
-        ),
-        encoding="utf-8",
+    def texts(match: Any) -> tuple[str, str]:
+        work = engine.store.get_work(str(match["work_id"]), {"text": 1}) or {}
+        page = engine.store.get_page(str(match["page_id"]), {"text": 1}) or {}
+        return work.get("text", ""), page.get("text", "")
+
+    folders = {base: str(folder) for base, folder in site_dirs.items()}
+    page = report_html.render(
+        engine.store.db.matches.find({"active": True}),
+        texts,
+        title="fptrack scan",
+        counts=report_html.Counts(works=result.works, pages=result.pages),
+        page_label=report_html.served_folders(folders),
     )
+    path.write_text(page, encoding="utf-8")
 
 
 def serve_scan(engine: Engine, bind: str) -> None:
