@@ -19,8 +19,10 @@ from tqdm import tqdm
 from admin import report_html
 from admin.context import Context
 from admin.errors import CommandError
+from admin.human import duration
 from admin.reading import ReadError, iter_work_files, read_text_file
 from admin.report import row, to_csv
+from admin.report_html import when
 from fingerprint.document import DocumentParams, fingerprint_document
 from matcher.errors import MatcherError
 from matcher.sites import SiteConfig
@@ -207,9 +209,32 @@ def cmd_schedules(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         dump_json(entries)
         return 0
+    now = datetime.now(UTC)
     for e in entries:
-        print(f"{e['name']}\t{e['task']}\t{e['schedule']}\tnext {e['due_at']}")
+        due = "not due"
+        if e["due_at"]:
+            at = datetime.fromisoformat(e["due_at"])
+            due = f"next {when(at)} (in {duration(max(0.0, (at - now).total_seconds()))})"
+        print(f"{e['name']}\t{e['task']}\t{describe_schedule(e['schedule'])}\t{due}")
     return 0
+
+
+def describe_schedule(text: str) -> str:
+    """Celery's schedule text for people: ``cron 0 3 * * * (UTC)``, ``every 10 min``.
+
+    >>> describe_schedule("<crontab: 30 2 * * * (m/h/dM/MY/d)>")
+    'cron 30 2 * * * (UTC)'
+    >>> describe_schedule("<freq: 10.00 minutes>")
+    'every 10 min'
+    """
+    cron = re.fullmatch(r"<crontab: (.*) \(m/h/dM/MY/d\)>", text)
+    if cron:
+        return f"cron {cron.group(1)} (UTC)"
+    freq = re.fullmatch(r"<freq: ([\d.]+) (second|minute|hour|day)s?>", text)
+    if freq:
+        unit = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}[freq.group(2)]
+        return f"every {duration(float(freq.group(1)) * unit)}"
+    return text
 
 
 # matching ------------------------------------------------------------------------------
@@ -299,7 +324,7 @@ def cmd_matches_list(args: argparse.Namespace, ctx: Context) -> int:
     for m in matches:
         r = row(m)
         print(
-            f"{m['_id']}\t{r['first_seen'][:19]}\t{r['status']}\t{r['site']}\t{r['score']:.3f}"
+            f"{m['_id']}\t{when(m.get('first_seen'))}\t{r['status']}\t{r['site']}\t{r['score']:.3f}"
             f"\t{r['work']}\t{r['url']}"
         )
     print(f"{len(matches)} match(es)", file=sys.stderr)

@@ -14,7 +14,7 @@ minute of the day derived from the site's name (stable, so sites spread over the
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import xxhash
@@ -120,7 +120,19 @@ class Schedules:
                         "task": entry.task,
                         "args": list(entry.args or ()),
                         "schedule": str(entry.schedule),
-                        "due_at": entry.due_at.isoformat() if entry.due_at else None,
+                        "due_at": _next_run(entry),
                     }
                 )
         return sorted(out, key=lambda e: e["name"])
+
+
+def _next_run(entry: RedBeatSchedulerEntry) -> str | None:
+    """When the entry runs next (ISO, UTC): now plus Celery's remaining time for it.
+
+    (redbeat's ``due_at`` adds that remaining time to the last run instead of to now, which
+    puts the next run too early by the time elapsed since the last one.)
+    """
+    if entry.last_run_at is None:
+        return entry.due_at.isoformat() if entry.due_at else None
+    remaining = entry.schedule.remaining_estimate(entry.last_run_at)
+    return (datetime.now(UTC) + max(remaining, timedelta(0))).isoformat()

@@ -4,6 +4,8 @@ test process but the servers): what a new deployment runs first."""
 from __future__ import annotations
 
 import json
+import re
+from datetime import UTC, datetime, timedelta
 
 import redis
 from pymongo.database import Database
@@ -25,6 +27,14 @@ def test_schedules_in_a_fresh_process(mongo_db: Database, redis_client: redis.Re
         "fptrack.crawl_site",
         ["pirate"],
     )
+    due = datetime.fromisoformat(entry["due_at"])
+    assert timedelta(0) <= due - datetime.now(UTC) <= timedelta(hours=1)  # hourly: next hour
+    [line] = fptrack("schedules").out.splitlines()
+    assert re.fullmatch(
+        r"crawl:pirate\tfptrack\.crawl_site\tcron \d+ \* \* \* \* \(UTC\)\t"
+        r"next \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in \d+ (min|s)( \d+ s)?\)",
+        line,
+    ), line
 
 
 def test_index_rebuild_on_empty_stores(mongo_db: Database, redis_client: redis.Redis) -> None:
