@@ -66,13 +66,11 @@ def serve_mongo(out: IO[str]) -> None:
     argv = [binary, "--host", "127.0.0.1", "--port", str(port), "--storage-path", ":memory:"]
     server = subprocess.Popen([*argv, "--standalone", "--log-level", "WARNING"])
 
-    def stop(*_: Any) -> None:
+    stopping: list[float] = []
+
+    def stop(*_: Any) -> None:  # only signal here: the loop below reaps it
+        stopping.append(time.monotonic())
         server.terminate()
-        try:
-            server.wait(15)
-        except subprocess.TimeoutExpired:
-            server.kill()
-        sys.exit(0)
 
     signal.signal(signal.SIGTERM, stop)
     deadline = time.monotonic() + MONGO_START_TIMEOUT
@@ -84,10 +82,15 @@ def serve_mongo(out: IO[str]) -> None:
             break
         except OSError:
             if time.monotonic() > deadline:
-                stop()
+                server.kill()
+                late = f"secantusd-py did not listen within {MONGO_START_TIMEOUT} s"
+                raise SystemExit(late) from None
             time.sleep(0.05)
     print(f"{READY} mongodb://127.0.0.1:{port}", file=out, flush=True)
-    server.wait()
+    while server.poll() is None:  # until SIGTERM stops it (killed if it lingers 10 s)
+        if stopping and time.monotonic() - stopping[0] > 10:
+            server.kill()
+        time.sleep(0.2)
 
 
 # -- the site server -------------------------------------------------------------------------
