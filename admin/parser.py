@@ -3,7 +3,8 @@
 Every option's help names its default; sizes and durations are written for people and read
 back from what people write (``--max-bytes 64MiB``, ``--wait 1m``). Each command's parser
 is kept in its arguments (``args.parser``) so that later checks report argument errors the
-way argparse does (usage, one line, exit status 2).
+way argparse does (usage, one line, exit status 2). The module is long because it is a
+declaration: twenty commands, each with its description and the help of every option.
 """
 
 from __future__ import annotations
