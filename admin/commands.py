@@ -16,20 +16,17 @@ from typing import Any
 
 from tqdm import tqdm
 
+from admin import report_html
 from admin.context import Context
+from admin.errors import CommandError
+from admin.human import duration
 from admin.reading import ReadError, iter_work_files, read_text_file
-from admin.report import match_texts, row, to_csv, to_html
+from admin.report import row, to_csv
+from admin.report_html import when
+from fingerprint.document import DocumentParams, fingerprint_document
 from matcher.errors import MatcherError
 from matcher.maintenance import rebuild_indexes
 from matcher.sites import SiteConfig
-
-
-class CommandError(Exception):
-    """A user-facing error: printed as one line, exit status 1 (or the one given)."""
-
-    def __init__(self, message: str, status: int = 1) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def _json_default(value: Any) -> Any:
@@ -57,6 +54,45 @@ def parse_when(text: str) -> datetime:
             f"{text!r} is not a date (YYYY-MM-DD), a time or an age (7d, 12h)", 2
         ) from exc
     return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+# fingerprint ---------------------------------------------------------------------------
+
+
+def cmd_fingerprint(args: argparse.Namespace, ctx: Context) -> int:
+    try:
+        text, encoding = read_text_file(Path(args.file), args.max_bytes)
+    except ReadError as exc:
+        raise CommandError(str(exc), 2 if exc.missing else 1) from exc
+    fp = fingerprint_document(text, DocumentParams())
+    result = {
+        "file": args.file,
+        "encoding": encoding,
+        "chars": len(text),
+        "normalized_chars": len(fp.normalized.text),
+        "fingerprints": fp.to_dict(),
+    }
+    if args.json:
+        dump_json(result)
+        return 0
+    print(f"file              {args.file}")
+    print(f"encoding          {encoding}")
+    print(f"characters        {len(text)} ({len(fp.normalized.text)} after normalisation)")
+    print(f"simhash           {fp.simhash.to_hex()}")
+    print(
+        f"minhash           {fp.minhash.params.num_perm} values over {fp.minhash.size} "
+        f"3-grams ({fp.minhash.params.scheme}), first {fp.minhash.to_hex()[:32]}..."
+    )
+    print(f"pinyin windows    {len(fp.pinyin)} windows, {len(fp.pinyin.keyset())} distinct dnas")
+    print(
+        f"pinyin anchored   {len(fp.pinyin_anchored)} windows, "
+        f"{len(fp.pinyin_anchored.keyset())} distinct dnas"
+    )
+    print(f"winnowed 8-grams  {len(fp.winnow)}")
+    print(f"longest sentences {len(fp.sentences.spans)}")
+    for start, end in fp.sentences.spans:
+        print(f"  {fp.normalized.quote(start, end)[:60]}")
+    return 0
 
 
 # works ---------------------------------------------------------------------------------
@@ -174,9 +210,32 @@ def cmd_schedules(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         dump_json(entries)
         return 0
+    now = datetime.now(UTC)
     for e in entries:
-        print(f"{e['name']}\t{e['task']}\t{e['schedule']}\tnext {e['due_at']}")
+        due = "not due"
+        if e["due_at"]:
+            at = datetime.fromisoformat(e["due_at"])
+            due = f"next {when(at)} (in {duration(max(0.0, (at - now).total_seconds()))})"
+        print(f"{e['name']}\t{e['task']}\t{describe_schedule(e['schedule'])}\t{due}")
     return 0
+
+
+def describe_schedule(text: str) -> str:
+    """Celery's schedule text for people: ``cron 0 3 * * * (UTC)``, ``every 10 min``.
+
+    >>> describe_schedule("<crontab: 30 2 * * * (m/h/dM/MY/d)>")
+    'cron 30 2 * * * (UTC)'
+    >>> describe_schedule("<freq: 10.00 minutes>")
+    'every 10 min'
+    """
+    cron = re.fullmatch(r"<crontab: (.*) \(m/h/dM/MY/d\)>", text)
+    if cron:
+        return f"cron {cron.group(1)} (UTC)"
+    freq = re.fullmatch(r"<freq: ([\d.]+) (second|minute|hour|day)s?>", text)
+    if freq:
+        unit = {"second": 1, "minute": 60, "hour": 3600, "day": 86400}[freq.group(2)]
+        return f"every {duration(float(freq.group(1)) * unit)}"
+    return text
 
 
 # matching ------------------------------------------------------------------------------
@@ -266,7 +325,7 @@ def cmd_matches_list(args: argparse.Namespace, ctx: Context) -> int:
     for m in matches:
         r = row(m)
         print(
-            f"{m['_id']}\t{r['first_seen'][:19]}\t{r['status']}\t{r['site']}\t{r['score']:.3f}"
+            f"{m['_id']}\t{when(m.get('first_seen'))}\t{r['status']}\t{r['site']}\t{r['score']:.3f}"
             f"\t{r['work']}\t{r['url']}"
         )
     print(f"{len(matches)} match(es)", file=sys.stderr)
@@ -281,8 +340,8 @@ def cmd_report(args: argparse.Namespace, ctx: Context) -> int:
         output = json.dumps([row(m) for m in matches], ensure_ascii=False, indent=2) + "\n"
     else:
         store = ctx.engine.store
-        output = to_html(
-            matches, lambda m: match_texts(store, m), "fptrack report", {"matches": len(matches)}
+        output = report_html.render(
+            matches, lambda m: report_html.match_texts(store, m), title="fptrack report"
         )
     if args.out:
         Path(args.out).write_text(output, encoding="utf-8")

@@ -1,12 +1,25 @@
 """What a CLI command works on: settings read once, and the engine, store, queue and
-schedules built from them on first use (so ``fptrack --help`` needs no server)."""
+schedules built from them on first use (so ``fptrack --help`` needs no server).
+
+The clients give up quickly (:data:`CONNECT_TIMEOUT_S`): an operator waiting on a server
+that is down learns it in about a second, from one line naming the server
+(:mod:`admin.outage`), instead of after pymongo's default 30 s.
+"""
 
 from __future__ import annotations
 
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import pymongo
+import pymongo.errors
+import pymongo.uri_parser
+import redis
+
+from admin import outage
+from admin.errors import CommandError
 from matcher.engine import Engine
+from matcher.errors import SettingsError
 from matcher.operations import Operations
 from matcher.settings import Settings
 
@@ -14,6 +27,9 @@ if TYPE_CHECKING:
     from celery import Celery
 
     from matcher.schedules import Schedules
+
+CONNECT_TIMEOUT_S = 1.0
+"""How long a command waits for MongoDB, Redis or the broker before it reports them down."""
 
 
 class Context:
@@ -33,8 +49,42 @@ class Context:
         return Settings.from_env()
 
     @cached_property
+    def mongo_client(self) -> Any:
+        """A pymongo client of ``settings.mongo_uri`` that gives up after about a second."""
+        if "engine" in self.__dict__:
+            return self.engine.store.db.client
+        timeout_ms = int(CONNECT_TIMEOUT_S * 1000)
+        uri = self.settings.mongo_uri
+        try:
+            parsed = pymongo.uri_parser.parse_uri(uri, connect_timeout=CONNECT_TIMEOUT_S)
+        except (pymongo.errors.ConfigurationError, ValueError) as exc:
+            raise SettingsError(f"FPTRACK_MONGO_URI {uri!r}: {exc}") from exc
+        if parsed["nodelist"]:
+            down = outage.unreachable(parsed["nodelist"], CONNECT_TIMEOUT_S)
+            if down is not None:
+                raise CommandError(outage.line("MongoDB", uri, down))
+        try:
+            return pymongo.MongoClient(
+                self.settings.mongo_uri,
+                serverSelectionTimeoutMS=timeout_ms,
+                connectTimeoutMS=timeout_ms,
+                tz_aware=True,
+            )
+        except pymongo.errors.ConfigurationError as exc:
+            raise SettingsError(f"FPTRACK_MONGO_URI {self.settings.mongo_uri!r}: {exc}") from exc
+
+    @cached_property
+    def redis_client(self) -> redis.Redis:
+        """A client of the indexes' Redis (``settings.redis_url``), quick to give up."""
+        if "engine" in self.__dict__:
+            return self.engine.redis
+        return redis_client(self.settings.redis_url, "FPTRACK_REDIS_URL")
+
+    @cached_property
     def engine(self) -> Engine:
-        return Engine.open(self.settings)
+        return Engine.open(
+            self.settings, mongo_client=self.mongo_client, redis_client=self.redis_client
+        )
 
     @cached_property
     def ops(self) -> Operations:
@@ -42,9 +92,11 @@ class Context:
 
     @cached_property
     def app(self) -> Celery:
-        from matcher.celery_app import app
+        """A Celery app of this context's settings (broker and redbeat), to send tasks by
+        name and edit schedules; the workers' own app is :mod:`matcher.celery_app`'s."""
+        from matcher.celery_app import make_app
 
-        return app
+        return make_app(self.settings)
 
     @cached_property
     def schedules(self) -> Schedules:
@@ -54,4 +106,18 @@ class Context:
 
     def send(self, task: str, *args: Any) -> str:
         """Enqueue a task by name for the workers; returns its id."""
-        return self.app.send_task(task, args=list(args)).id
+        from kombu.exceptions import OperationalError
+
+        try:
+            return self.app.send_task(task, args=list(args)).id
+        except OperationalError as exc:
+            broker = self.app.conf.broker_url
+            raise CommandError(outage.line("the Celery broker", broker, exc)) from exc
+
+
+def redis_client(url: str, variable: str) -> redis.Redis:
+    """A Redis client of ``url`` that gives up connecting after :data:`CONNECT_TIMEOUT_S`."""
+    try:
+        return redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S)
+    except ValueError as exc:
+        raise SettingsError(f"{variable} {url!r}: {exc}") from exc

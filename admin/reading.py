@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
 
+from admin.human import size
 from fingerprint.base import FingerprintError
 from fingerprint.decode import decode
 
@@ -103,10 +104,12 @@ def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str,
     """Read and decode one text or HTML file; returns ``(text, encoding)``."""
     if path.is_dir():
         raise ReadError(f"{path} is a directory, not a file", missing=True)
+    if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
+        raise ReadError(f"{path} is not a regular file", missing=True)
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ReadError(f"{path} is {size} bytes, over the --max-bytes limit of {max_bytes}")
+        n = path.stat().st_size
+        if n > max_bytes:
+            raise ReadError(f"{path} is {size(n)}, over the --max-bytes limit of {size(max_bytes)}")
         data = path.read_bytes()
     except OSError as exc:
         raise ReadError(f"cannot read {path}: {exc.strerror or exc}", missing=True) from exc
@@ -123,9 +126,16 @@ def iter_work_files(
     """
     for root in paths:
         if root.is_dir():
-            for path in sorted(p for p in root.rglob("*") if p.is_file()):
-                if path.suffix.lower() in (*WORK_SUFFIXES, ".zip"):
-                    yield from _one(path, path.relative_to(root).as_posix(), max_bytes)
+            found = sorted(
+                p
+                for p in root.rglob("*")
+                if p.is_file() and p.suffix.lower() in (*WORK_SUFFIXES, ".zip")
+            )
+            if not found:
+                kinds = " ".join((*WORK_SUFFIXES, ".zip"))
+                yield WorkFile(str(root), str(root), error=f"{root}: no work file ({kinds}) there")
+            for path in found:
+                yield from _one(path, path.relative_to(root).as_posix(), max_bytes)
         elif root.exists():
             yield from _one(root, root.name, max_bytes)
         else:
@@ -156,7 +166,8 @@ def _zip(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:
             if info.is_dir() or not info.filename.lower().endswith(WORK_SUFFIXES):
                 continue
             if info.file_size > max_bytes:
-                yield WorkFile(member, str(path), error=f"{member} is over {max_bytes} bytes")
+                limit = f"the --max-bytes limit of {size(max_bytes)}"
+                yield WorkFile(member, str(path), error=f"{member} is over {limit}")
                 continue
             try:
                 text, encoding = text_of(archive.read(info), member)

@@ -88,6 +88,17 @@ def serve_directory(folder: Path) -> Iterator[str]:
         server.server_close()
 
 
+def scan_settings() -> Settings:
+    """The settings of one scan: the defaults, under a Redis key prefix of its own."""
+    return Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}")
+
+
+def scan_mongo_client() -> mongomock.MongoClient:
+    """The scan's in-memory MongoDB: mongomock, returning aware UTC datetimes like pymongo's
+    clients of the deployed system (``tz_aware=True``)."""
+    return mongomock.MongoClient(tz_aware=True)
+
+
 def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
     """An engine on mongomock and on the given Redis server (else fakeredis)."""
     if redis_url:
@@ -96,7 +107,7 @@ def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
         import fakeredis
 
         client = fakeredis.FakeRedis()
-    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
+    return Engine.open(settings, mongo_client=scan_mongo_client(), redis_client=client)
 
 
 def run_scan(
@@ -120,7 +131,7 @@ def run_scan(
     from matcher import tasks
     from matcher.celery_app import app, runtime
 
-    settings = settings or Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}")
+    settings = settings or scan_settings()
     engine = scan_engine(settings, redis_url)
     result = ScanResult()
     files = list(iter_work_files([works])) if isinstance(works, Path) else works

@@ -12,10 +12,11 @@ edited copies of ``--works`` registered works, the rest unrelated text, served o
   that fingerprint, match and record each page, on the real Redis index ``--redis-url``.
   The time runs from the crawl's start until the last page is marked processed.
 
-pages/s = page records / seconds, for both; ratio = end to end / bare. The store is
-MongoDB's stand-in: a mongomock :class:`matcher.store.Store` served to the crawler and the
-workers by one process (:mod:`bench.pipeline_support`), every call pickled over a socket as
-a database client's would be. Both crawls run with AutoThrottle off and 16 concurrent
+pages/s = page records / seconds, for both; ratio = end to end / bare. The store is a
+MongoDB-wire server reached through pymongo by the crawler and the workers, as in a
+deployment: ``--mongo-uri`` names one, else the benchmark starts SecantusDB in memory on a
+free port (:mod:`bench.pipeline_support`); the benchmark's database is a new one, dropped at
+the end. Both crawls run with AutoThrottle off and 16 concurrent
 requests per domain (a local site needs no politeness; with it on, the delay chosen would be
 measured, not the system). Works are registered once, before the rounds; each round starts
 from an empty page collection and page index.
@@ -30,8 +31,8 @@ writes ``pages_per_s``, ``bare_pages_per_s``, ``ratio``, ``scan_700_s`` (the med
 time, whatever ``--scan-pages`` is), the targets and the details. Defaults: 5,000 pages,
 1,000 works, 3 rounds, 2 workers, scan 700 pages x 150 works x 3 rounds, broker
 ``redis://127.0.0.1:6379/13``, index ``redis://127.0.0.1:6379/12`` (flushed only when they
-hold nothing but the benchmark's keys), seed 0. ``--quick``: 150 pages, 30 works, 1 round,
-scan 60 pages x 12 works x 1 round.
+hold nothing but the benchmark's keys), MongoDB started for the run, seed 0. ``--quick``:
+150 pages, 30 works, 1 round, scan 60 pages x 12 works x 1 round.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 import redis
 
 from bench.pipeline_site import BenchSite, build_site
-from bench.pipeline_support import ROOT, Child, ChildFailed, connect_store, ready_key, wait_for
+from bench.pipeline_support import ROOT, Child, ChildFailed, ready_key, wait_for
 
 DEFAULTS = {
     "pages": 5000,
@@ -135,29 +136,34 @@ class Pipeline:
 
     def __init__(self, args: argparse.Namespace, workdir: Path) -> None:
         self.args, self.workdir = args, workdir
-        self.authkey = secrets.token_hex(16)
         self.env = {
             **os.environ,
             "FPTRACK_BROKER_URL": args.broker_url,
             "FPTRACK_REDIS_URL": args.redis_url,
             "FPTRACK_REDIS_PREFIX": PREFIX,
-            "FPTRACK_BENCH_AUTHKEY": self.authkey,
+            "FPTRACK_MONGO_DB": f"fptrack_pipeline_bench_{secrets.token_hex(4)}",
         }
         self.children: list[Child] = []
         self.broker = claim_db(args.broker_url, BROKER_KEYS)
         self.index = claim_db(args.redis_url, (PREFIX,))
+        self.client: Any = None
 
     def start(self, site_dir: Path) -> str:
-        """Start the site and store servers; returns the site's URL."""
-        site = self.child("site", ["site-server", str(site_dir)])
-        store = self.child("store", ["store-server"])
-        host, _, port = store.detail.rpartition(":")
-        self.address = (host, int(port))
+        """Start the site server (and MongoDB unless given); returns the site's URL."""
+        import pymongo
+
         from matcher.engine import Engine
         from matcher.settings import Settings
+        from matcher.store import Store
 
+        site = self.child("site", ["site-server", str(site_dir)])
+        uri = self.args.mongo_uri or self.child("mongodb", ["mongo-server"]).detail
+        self.env["FPTRACK_MONGO_URI"] = uri
         self.settings = Settings.from_env(self.env)
-        self.store = connect_store(self.address, self.authkey.encode())
+        self.client = pymongo.MongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=10_000)
+        self.db = self.client[self.settings.mongo_db]
+        self.store = Store(self.db)
+        self.store.ensure_indexes()
         self.engine = Engine(self.settings, self.store, self.index)
         return site.detail
 
@@ -175,16 +181,45 @@ class Pipeline:
 
     def start_workers(self, count: int) -> None:
         for n in range(count):
-            store = f"{self.address[0]}:{self.address[1]}"
-            worker = self.child(f"worker-{n + 1}", ["worker", "--store", store])
+            worker = self.child(f"worker-{n + 1}", ["worker"])
             pid = int(worker.detail)
             wait_for(lambda pid=pid: self.index.exists(ready_key(PREFIX, pid)), 60, "a worker")
 
     def reset(self) -> None:
         """An empty page collection, page index and queue; the works stay."""
-        self.store.reset_pages()
+        for name, query in (
+            ("pages", {}),
+            ("matches", {}),
+            ("failures", {}),
+            ("fingerprints", {"owner_kind": "page"}),
+            ("counters", {"_id": "page"}),
+        ):
+            self.db[name].delete_many(query)
         self.engine.pages.clear()
         self.broker.flushdb()
+
+    def pending(self) -> int:
+        """Pages stored by the crawler and not yet processed (index ``pending_seq``)."""
+        return self.db.pages.count_documents({"pending": True})
+
+    def summary(self) -> dict[str, Any]:
+        """Counts from the database, and the tasks that failed for good."""
+        db = self.db
+        return {
+            "works": db.works.count_documents({}),
+            "pages": db.pages.count_documents({}),
+            "pending": self.pending(),
+            "matches": db.matches.count_documents({}),
+            "page_fingerprints": db.fingerprints.count_documents({"owner_kind": "page"}),
+            "failures": [f"{f['ref']}: {f['error']}" for f in db.failures.find({})],
+        }
+
+    def matched_urls(self) -> dict[str, int]:
+        """URL -> number of active match records of that page."""
+        out: dict[str, int] = {}
+        for m in self.db.matches.find({"active": True}, {"url": 1}):
+            out[m["url"]] = out.get(m["url"], 0) + 1
+        return out
 
     def crawl(self, url: str) -> dict[str, Any]:
         """One end-to-end run: crawl, then wait until every page is processed."""
@@ -211,11 +246,11 @@ class Pipeline:
             if not all(c.alive() for c in self.children):
                 dead = next(c for c in self.children if not c.alive())
                 raise ChildFailed(f"{dead.name} died: {dead.tail()}")
-            return self.store.pending_count() == 0
+            return self.pending() == 0
 
-        wait_for(drained, self.args.drain_timeout, "the workers to process every page", step=0.02)
+        wait_for(drained, self.args.drain_timeout, "the workers to process every page", step=0.05)
         elapsed = time.perf_counter() - started
-        summary = self.store.summary()
+        summary = self.summary()
         return {
             "seconds": elapsed,
             "crawl_seconds": crawled,
@@ -226,8 +261,14 @@ class Pipeline:
         }
 
     def stop(self) -> None:
-        for child in reversed(self.children):
+        for child in reversed([c for c in self.children if c.name != "mongodb"]):
             child.stop()
+        if self.client is not None:
+            self.client.drop_database(self.settings.mongo_db)
+            self.client.close()
+        for child in self.children:
+            if child.name == "mongodb":
+                child.stop()
         for client in (self.broker, self.index):
             client.flushdb()
 
@@ -291,6 +332,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--workers", type=int, default=DEFAULT_WORKERS, help="default %(default)s")
     p.add_argument("--broker-url", default=DEFAULT_BROKER_URL, help="default %(default)s")
     p.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help="default %(default)s")
+    p.add_argument(
+        "--mongo-uri",
+        default=None,
+        help="a MongoDB server (its database fptrack_pipeline_bench_* is made and dropped; "
+        "default: SecantusDB started in memory for the run)",
+    )
     p.add_argument("--seed", type=int, default=0, help="default %(default)s")
     p.add_argument(
         "--drain-timeout",
@@ -363,8 +410,7 @@ def measure(
                 f"{e2e[-1]['crawl_seconds']:.1f} s of {e2e[-1]['seconds']:.1f} s)"
             )
         last = e2e[-1]["summary"]
-        checked = accuracy(site, pipeline.store.matched_urls(), url)
-        stale = pipeline.store.check_lookups()
+        checked = accuracy(site, pipeline.matched_urls(), url)
     finally:
         pipeline.stop()
     scans = []
@@ -404,7 +450,6 @@ def measure(
             "matches": last["matches"],
             "failures": last["failures"],
             "pending_left": last["pending"],
-            "stale_lookups": stale,
         },
         "sizes": {
             "pages": site.records(),

@@ -17,8 +17,9 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 
 from matcher import tallies
+from matcher.prepared import INDEX_KEYS
 from matcher.sites import NAME, SiteConfig, SiteConfigError
-from matcher.store import STATUSES, Store, StoreError, mongo_errors, now, object_id
+from matcher.store import KINDS, STATUSES, Store, StoreError, mongo_errors, now, object_id
 
 MAX_LIST = 10_000
 TASK_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz_.")
@@ -139,6 +140,26 @@ class Operations:
     def failures(self, limit: int = 100) -> list[dict]:
         cursor = self.db.failures.find({}).sort("failed_at", DESCENDING)
         return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    # accounts --------------------------------------------------------------------------
+
+    @mongo_errors
+    def has_users(self) -> bool:
+        """Whether the admin platform has at least one account."""
+        return self.db.users.find_one({}, {"_id": 1}) is not None
+
+    # index health ----------------------------------------------------------------------
+
+    @mongo_errors
+    def fingerprint_counts(self) -> dict[str, int]:
+        """Owners with stored index keys, per kind: what ``fptrack index rebuild`` indexes."""
+        field = f"methods.{INDEX_KEYS}"
+        return {
+            kind: self.db.fingerprints.count_documents(
+                {"owner_kind": kind, field: {"$exists": True}}
+            )
+            for kind in KINDS
+        }
 
     # job state -------------------------------------------------------------------------
 

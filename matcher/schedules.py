@@ -14,14 +14,14 @@ minute of the day derived from the site's name (stable, so sites spread over the
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import xxhash
 from celery import Celery
 from celery.schedules import crontab, schedule
 from redbeat import RedBeatSchedulerEntry
-from redbeat.schedulers import get_redis
+from redbeat.schedulers import ensure_conf, get_redis
 
 from matcher.errors import redis_errors
 from matcher.settings import Settings
@@ -104,7 +104,7 @@ class Schedules:
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry: name, task, args, schedule and next due time."""
-        conf = self.app.redbeat_conf
+        conf = ensure_conf(self.app)  # redbeat's settings (set on the app on first use)
         out = []
         with redis_errors("listing schedules"):
             keys = get_redis(self.app).zrange(conf.schedule_key, 0, -1)
@@ -118,9 +118,21 @@ class Schedules:
                     {
                         "name": entry.name,
                         "task": entry.task,
-                        "args": list(entry.args),
+                        "args": list(entry.args or ()),
                         "schedule": str(entry.schedule),
-                        "due_at": entry.due_at.isoformat() if entry.due_at else None,
+                        "due_at": _next_run(entry),
                     }
                 )
         return sorted(out, key=lambda e: e["name"])
+
+
+def _next_run(entry: RedBeatSchedulerEntry) -> str | None:
+    """When the entry runs next (ISO, UTC): now plus Celery's remaining time for it.
+
+    (redbeat's ``due_at`` adds that remaining time to the last run instead of to now, which
+    puts the next run too early by the time elapsed since the last one.)
+    """
+    if entry.last_run_at is None:
+        return entry.due_at.isoformat() if entry.due_at else None
+    remaining = entry.schedule.remaining_estimate(entry.last_run_at)
+    return (datetime.now(UTC) + max(remaining, timedelta(0))).isoformat()

@@ -167,7 +167,8 @@ class SimhashIndex:
         """Fill an empty index: buckets built with numpy, split as needed, SET in chunks.
 
         Not atomic: the parameters and record count are written first, so an interrupted
-        load leaves an index that refuses another bulk load until it is cleared.
+        load leaves an index that refuses another bulk load until it is cleared. Loading
+        nothing (a new deployment's empty store) writes nothing.
         """
         ids, values = self._pairs(ids, values)
         what = "bulk-loading the simhash index"
@@ -178,6 +179,8 @@ class SimhashIndex:
         self._check_params(stored)
         if int(total or 0) or version:
             raise ValueError(f"bulk_load needs an empty index; clear {self._prefix!r} first")
+        if not len(ids):
+            return
         records = len(ids) * len(self._layout.tables)
         with redis_errors(what):
             self._client.mset({self._params_key: self._params_json, self._records_key: records})
@@ -231,6 +234,13 @@ class SimhashIndex:
         delete_matching(self._client, glob_escape(self._prefix) + ":sh:*", what)
         self._set_directory(b"", {})
         self._refused.clear()
+
+    def entries(self) -> int:
+        """How many fingerprints the index holds (two reads; the parameters are checked)."""
+        with redis_errors("counting the simhash index"):
+            stored, total = self._client.mget(self._params_key, self._records_key)
+        self._check_params(stored)
+        return int(total or 0) // len(self._layout.tables)
 
     def stats(self) -> dict:
         """Buckets, records, split buckets, largest bucket, bytes (SCANs the whole index)."""

@@ -104,7 +104,8 @@ class WindowIndex:
         """Fill an empty index from parallel arrays: buckets built with numpy, SET in chunks.
 
         Not atomic: the parameters and posting count are written first, so an interrupted
-        load leaves an index that refuses another bulk load until it is cleared.
+        load leaves an index that refuses another bulk load until it is cleared. Loading
+        nothing (a new deployment's empty store) writes nothing.
         """
         owners, keys = as_ids(owners), as_values(keys)
         if len(owners) != len(keys):
@@ -115,6 +116,8 @@ class WindowIndex:
         self._check_params(stored)
         if int(total or 0):
             raise ValueError(f"bulk_load needs an empty index; clear {self._prefix!r} first")
+        if not len(keys):
+            return
         sig = self._signature(keys)
         order = np.lexsort((owners, sig))
         sig, owners = sig[order], owners[order]

@@ -1,35 +1,69 @@
-"""Fixtures shared by every suite: the real Redis server, one flushed database per test.
+"""Fixtures shared by every suite: the session's Redis and MongoDB servers (:mod:`tests.servers`).
 
-``FPTRACK_TEST_REDIS_URL`` picks the database (default ``redis://127.0.0.1:6379/15``); it is
-flushed before and after each test that asks for it, so never point it at data you keep.
-The Celery broker of the tests is database 14 of the same server
-(``FPTRACK_TEST_BROKER_URL``), set before :mod:`matcher.celery_app` is first imported.
+- Redis: ``FPTRACK_TEST_REDIS_URL=redis://HOST:PORT/N`` names a server and its databases N to
+  N+3, which the tests flush; unset, the session starts its own ``redis-server`` on a free
+  port. Database N holds the indexes (``redis_client``, flushed before and after each test
+  that asks for it), N+1 is the Celery broker, N+2 and N+3 the pipeline benchmark's.
+- MongoDB: ``FPTRACK_TEST_MONGO_URI`` names a server; unset, the session starts SecantusDB
+  (``secantusd-py --storage-path :memory: --standalone``). ``mongo_db`` is a fresh database
+  per test, dropped afterwards, and ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB`` name it
+  for the test's subprocesses (workers, crawls, servers).
+
+The ``FPTRACK_*`` variables of the product are set here, before :mod:`matcher.celery_app` is
+first imported (it reads them once).
 """
 
 from __future__ import annotations
 
 import os
+import uuid
 from collections.abc import Iterator
 
+import pymongo
 import pytest
 import redis
+from pymongo.database import Database
 
-TEST_REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-TEST_BROKER_URL = os.environ.get("FPTRACK_TEST_BROKER_URL", "redis://127.0.0.1:6379/14")
+from tests import servers
+from tests.servers import ServerUnavailable
+
+try:  # planned once per session, even if this module is imported again under another name
+    SERVERS = servers.SESSION = servers.SESSION or servers.plan(os.environ)
+except ServerUnavailable as exc:  # before any test: a clear line, not a traceback
+    raise pytest.UsageError(str(exc)) from None
+
+TEST_REDIS_URL = SERVERS.redis_url(0)
+TEST_BROKER_URL = SERVERS.redis_url(1)
 os.environ["FPTRACK_BROKER_URL"] = TEST_BROKER_URL
 os.environ["FPTRACK_REDIS_URL"] = TEST_REDIS_URL
 os.environ["FPTRACK_REDIS_PREFIX"] = "fptrack-test"
-os.environ.pop("FPTRACK_MONGO_URI", None)
+os.environ["FPTRACK_MONGO_URI"] = SERVERS.mongo_uri
+os.environ.pop("FPTRACK_MONGO_DB", None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    try:
+        SERVERS.start()
+    except ServerUnavailable as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    SERVERS.stop()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    started = ", ".join(s.name for s in SERVERS.started) or "none (both given)"
+    return [
+        f"fptrack test servers: Redis {TEST_REDIS_URL} (and the next 3 databases), "
+        f"MongoDB {SERVERS.mongo_uri}; started for this session: {started}"
+    ]
 
 
 @pytest.fixture
 def redis_client() -> Iterator[redis.Redis]:
-    """A client of the real Redis server on a database flushed before and after the test."""
+    """A client of the test Redis server on a database flushed before and after the test."""
     client = redis.Redis.from_url(TEST_REDIS_URL)
-    try:
-        client.ping()
-    except redis.ConnectionError as exc:  # pragma: no cover - CI always starts one
-        pytest.fail(f"the tests need a Redis server at {TEST_REDIS_URL}: {exc}")
     client.flushdb()
     yield client
     client.flushdb()
@@ -40,3 +74,26 @@ def redis_client() -> Iterator[redis.Redis]:
 def dead_redis() -> redis.Redis:
     """A client of a port where nothing listens: every command fails to connect."""
     return redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.2)
+
+
+@pytest.fixture(scope="session")
+def mongo_client() -> Iterator[pymongo.MongoClient]:
+    """A pymongo client of the test MongoDB server (as the product makes them: tz-aware)."""
+    client: pymongo.MongoClient = pymongo.MongoClient(
+        SERVERS.mongo_uri, tz_aware=True, serverSelectionTimeoutMS=5000
+    )
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def mongo_db(
+    mongo_client: pymongo.MongoClient, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Database]:
+    """A fresh database of the test server, dropped after the test; the environment names it
+    (``FPTRACK_MONGO_URI``, ``FPTRACK_MONGO_DB``) for the test's subprocesses."""
+    name = f"fptrack_test_{uuid.uuid4().hex[:12]}"
+    monkeypatch.setenv("FPTRACK_MONGO_URI", SERVERS.mongo_uri)
+    monkeypatch.setenv("FPTRACK_MONGO_DB", name)
+    yield mongo_client[name]
+    mongo_client.drop_database(name)

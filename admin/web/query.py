@@ -19,7 +19,8 @@ PASSAGES_SHOWN = 10
 @bp.route("/", methods=["GET", "POST"])
 def index() -> Any:
     """Anyone logged in may query a text; fetching a URL needs the reviewer role."""
-    from admin.commands import CommandError, fetch_url
+    from admin.commands import fetch_url
+    from admin.errors import CommandError
     from admin.web.app import services
 
     if request.method == "GET":

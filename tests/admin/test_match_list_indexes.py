@@ -10,7 +10,7 @@ fields, in any order, followed by ``first_seen`` descending: the index then find
 of one page in list order and the ``first_seen`` range, while ``score`` and ``active`` are
 checked on the documents it finds.
 
-A few combinations also run on mongomock over real data written through the store, and
+A few combinations also run on the test MongoDB server over real data written through the store, and
 their results are compared with the same filters applied in Python.
 """
 
@@ -21,10 +21,10 @@ import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import mongomock
 import pytest
 from bson import ObjectId
 from pymongo import DESCENDING
+from pymongo.database import Database
 
 from admin.web.filters import EQUALITY_FIELDS, MatchFilters
 from matcher.operations import Operations
@@ -59,8 +59,8 @@ def label(filters: dict[str, Any]) -> str:
 
 
 @pytest.fixture
-def ops() -> Operations:
-    store = Store(mongomock.MongoClient(tz_aware=True)["fptrack"])
+def ops(mongo_db: Database) -> Operations:
+    store = Store(mongo_db)
     store.ensure_indexes()
     return Operations(store)
 

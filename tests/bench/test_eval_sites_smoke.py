@@ -21,7 +21,7 @@ from bench import eval_sites
 from bench.english import synthetic_sections
 from bench.eval_corpus import synthetic_texts
 from bench.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
-from tests.conftest import TEST_REDIS_URL
+from tests import servers
 
 SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn"}
 LISTED_KEYS = {"site", "url", "work", "reason"}
@@ -36,7 +36,15 @@ def texts() -> list[str]:
 def run(texts: list[str], tmp_path: Path, redis_client: redis.Redis) -> dict[str, Any]:
     """The quick run's JSON, with its folder (``--keep``) and the Redis database it used."""
     out, keep = tmp_path / "sites.json", tmp_path / "keep"
-    argv = ["--quick", "--json", str(out), "--keep", str(keep), "--redis-url", TEST_REDIS_URL]
+    argv = [
+        "--quick",
+        "--json",
+        str(out),
+        "--keep",
+        str(keep),
+        "--redis-url",
+        servers.session().redis_url(0),
+    ]
     result = eval_sites.main(argv, texts=texts, english=synthetic_sections())
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data == json.loads(json.dumps(result))

@@ -8,7 +8,6 @@ asserts an accuracy target.
 from __future__ import annotations
 
 import json
-import os
 import sys
 import types
 from pathlib import Path
@@ -25,8 +24,9 @@ from bench.eval_corpus import (
     build_corpus,
     synthetic_texts,
 )
+from tests import servers
 
-TEST_REDIS_URL = os.environ.get("FPTRACK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+TEST_REDIS_URL = servers.session().redis_url(0)
 METRIC_KEYS = ("precision", "recall", "f1", "per_class", "false_positives", "tp", "fp", "fn")
 
 

@@ -1,9 +1,9 @@
 """Fixtures of the browser tests: a real admin server, a fixture site, headless Chromium.
 
 - ``server``: the Flask app served by werkzeug (``threaded=True``) on a free port of
-  127.0.0.1, over an engine on mongomock and the real Redis test database, with an
+  127.0.0.1, over an engine on the test MongoDB server and the test Redis database, with an
   :class:`~admin.web.dispatch.InlineDispatch` whose lock serialises the requests with the
-  crawl's page processing (mongomock is not thread-safe); accounts of :data:`PASSWORDS`.
+  crawl's page processing, as in ``fptrack scan --serve``; accounts of :data:`PASSWORDS`.
 - ``fixture_site``: the pages of :func:`browser_support.site_pages` (and a robots.txt) on
   127.0.0.1.
 - ``browser``: Debian's Chromium (``/usr/bin/chromium``, else ``FPTRACK_TEST_CHROMIUM``)
@@ -21,10 +21,10 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
 from playwright.sync_api import Browser, Page, expect, sync_playwright
+from pymongo.database import Database
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from admin.context import Context
@@ -92,11 +92,9 @@ class QuietHandler(WSGIRequestHandler):
 
 
 @pytest.fixture
-def server(redis_client: redis.Redis) -> Iterator[Server]:
-    settings = Settings(redis_prefix="fptrack-test-browser")
-    engine = Engine.open(
-        settings, mongo_client=mongomock.MongoClient(tz_aware=True), redis_client=redis_client
-    )
+def server(redis_client: redis.Redis, mongo_db: Database) -> Iterator[Server]:
+    settings = Settings(redis_prefix="fptrack-test-browser", mongo_db=mongo_db.name)
+    engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     ctx = Context(settings=settings, engine=engine)
     dispatch = InlineDispatch(ctx, threading.RLock(), CRAWL_OVERRIDES)
     users = Users(engine.store)

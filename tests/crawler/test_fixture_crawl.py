@@ -6,8 +6,8 @@ import socket
 from collections.abc import Iterator
 from typing import Any
 
-import mongomock
 import pytest
+from pymongo.database import Database
 
 from crawler.run import crawl_in_process
 from crawler.settings import USER_AGENT
@@ -248,11 +248,11 @@ def test_max_pages_closes_the_crawl(
     assert len(ingest.calls) <= 3
 
 
-def test_real_ingest_into_a_mongomock_store(
-    sites: tuple[FixtureSite, FixtureSite], test_overrides: dict[str, Any]
+def test_real_ingest_into_the_store(
+    sites: tuple[FixtureSite, FixtureSite], test_overrides: dict[str, Any], mongo_db: Database
 ) -> None:
     site, _ = sites
-    store = Store(mongomock.MongoClient()["fptrack_test"])
+    store = Store(mongo_db)
     store.ensure_indexes()
     enqueued: list[str] = []
     overrides = {**test_overrides, "FPTRACK_INGEST": Ingest(store, enqueue=enqueued.append)}

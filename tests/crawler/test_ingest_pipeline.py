@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
-import mongomock
+import pymongo
 import pytest
+from pymongo.database import Database
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
 
@@ -101,14 +103,17 @@ class FakeCeleryApp:
 
 
 @pytest.fixture
-def production(monkeypatch: pytest.MonkeyPatch) -> tuple[FakeCeleryApp, Store, list[Any]]:
-    """The production wiring, with mongomock for MongoDB and a recording Celery app."""
+def production(
+    monkeypatch: pytest.MonkeyPatch, mongo_db: Database
+) -> tuple[FakeCeleryApp, Store, list[Any]]:
+    """The production wiring, with the test MongoDB server and a recording Celery app."""
     import matcher.celery_app
 
     app = FakeCeleryApp()
     monkeypatch.setattr(matcher.celery_app, "app", app)
-    client = mongomock.MongoClient()
-    store = Store(client["fptrack"])
+    # A client of its own: the pipeline closes the client of the store it opened.
+    client = pymongo.MongoClient(os.environ["FPTRACK_MONGO_URI"], tz_aware=True)
+    store = Store(client[mongo_db.name])
     connects: list[Any] = []
 
     def connect(uri: str, db_name: str, client: Any = None) -> Store:

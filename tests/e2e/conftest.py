@@ -1,14 +1,15 @@
-"""End-to-end fixtures: the real Redis broker (database 14, flushed) and an engine on
-mongomock that the tasks of this process use."""
+"""End-to-end fixtures: the test Redis broker (flushed) and an engine on the test MongoDB
+server that the tasks of this process use; worker processes reach the same database through
+``FPTRACK_MONGO_URI`` and ``FPTRACK_MONGO_DB`` (set by ``mongo_db``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 
-import mongomock
 import pytest
 import redis
+from pymongo.database import Database
 
 from matcher.celery_app import app, runtime
 from matcher.engine import Engine
@@ -29,11 +30,11 @@ def broker() -> Iterator[redis.Redis]:
 
 
 @pytest.fixture
-def engine(redis_client: redis.Redis) -> Iterator[Engine]:
-    """An engine on mongomock and the real Redis, used by this process's tasks."""
+def engine(redis_client: redis.Redis, mongo_db: Database) -> Iterator[Engine]:
+    """An engine on the test servers, used by this process's tasks."""
     engine = Engine.open(
-        Settings(redis_prefix="fptrack-test"),
-        mongo_client=mongomock.MongoClient(),
+        Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name),
+        mongo_client=mongo_db.client,
         redis_client=redis_client,
     )
     runtime.use(engine)

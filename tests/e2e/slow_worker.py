@@ -1,8 +1,10 @@
 """A worker process whose ``process_page`` blocks after taking its message (test helper).
 
 Run by ``test_worker.py`` as ``python slow_worker.py MARKER``: the worker consumes from the
-test broker (``FPTRACK_BROKER_URL``), and the first task it starts writes MARKER and sleeps,
-so that the test can kill it with SIGKILL while the message is unacknowledged.
+test broker (``FPTRACK_BROKER_URL``) and reaches the test's store through
+``FPTRACK_MONGO_URI`` and ``FPTRACK_MONGO_DB``, as any worker does; the first task it starts
+writes MARKER and sleeps, so that the test can kill it with SIGKILL while the message is
+unacknowledged.
 """
 
 from __future__ import annotations
@@ -11,12 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-import mongomock
-import redis
-
 from matcher import jobs
-from matcher.celery_app import app, runtime
-from matcher.engine import Engine
+from matcher.celery_app import app
 
 
 def blocking_process_page(engine: object, page_id: str) -> dict:
@@ -27,9 +25,6 @@ def blocking_process_page(engine: object, page_id: str) -> dict:
 
 if __name__ == "__main__":
     jobs.process_page = blocking_process_page
-    settings = runtime.settings
-    client = redis.Redis.from_url(settings.redis_url)
-    runtime.use(Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client))
     app.worker_main(
         [
             "worker",

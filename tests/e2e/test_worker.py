@@ -1,9 +1,10 @@
-"""A real Celery worker consuming from the real Redis broker turns stored pages into match
+"""Real Celery workers consuming from the test Redis broker turn stored pages into match
 records; failures leave records; a worker killed by SIGKILL mid-task loses nothing and
 duplicates nothing.
 
-The surviving worker runs in this process (``start_worker``) so that it shares the mongomock
-store with the test; the killed one is a separate process (``slow_worker.py``).
+Two ``fptrack worker`` processes share the test's store over the wire (the first test); the
+other tests run a worker in this process (``start_worker``), to count its tasks, next to a
+separate process that is killed (``slow_worker.py``).
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
 from celery.signals import task_success
+from pymongo.database import Database
 
 from matcher import tasks
 from matcher.celery_app import app, runtime
@@ -50,6 +52,36 @@ def worker(transport_options: dict | None = None):
             yield w
     finally:
         app.conf.broker_transport_options = saved
+
+
+@contextmanager
+def worker_processes(count: int) -> Iterator[None]:
+    """``fptrack worker`` processes (one process each) on the test broker and store."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1"]
+    processes = [
+        subprocess.Popen(
+            [*argv, "--loglevel", "WARNING"],
+            env=env,
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        for _ in range(count)
+    ]
+    try:
+        yield
+        assert all(p.poll() is None for p in processes), "a worker exited"
+    finally:
+        for process in processes:
+            os.killpg(process.pid, signal.SIGTERM)  # warm shutdown: the running task ends
+        for process in processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
 
 
 @contextmanager
@@ -92,9 +124,8 @@ def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Red
         CrawledPage(url="http://pirate/3", site="pirate", title="", text=CHROME.format(UNRELATED))
     )
     assert broker.llen("fptrack") == 3
-    with count_successes() as done, worker():
-        wait_until(lambda: not list(engine.store.pending_pages()), 60, "the pages to be processed")
-    assert done["fptrack.process_page"] == 3
+    with worker_processes(2):
+        wait_until(lambda: not list(engine.store.pending_pages()), 90, "the pages to be processed")
     found = {(m["url"], str(m["work_id"])) for m in engine.store.db.matches.find()}
     assert found == {
         ("http://pirate/1", works["lighthouse.txt"]),
@@ -199,12 +230,15 @@ def test_every_task_acks_late_and_retries_outages(name: str) -> None:
 
 
 def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
-    redis_client: redis.Redis, dead_redis: redis.Redis, monkeypatch: pytest.MonkeyPatch
+    redis_client: redis.Redis,
+    dead_redis: redis.Redis,
+    monkeypatch: pytest.MonkeyPatch,
+    mongo_db: Database,
 ) -> None:
     """Redis down for good: the task retries (eagerly here), then leaves a failure record;
     the page stays pending with no match, fingerprint or index entry written."""
-    settings = Settings(redis_prefix="fptrack-test")
-    up = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    up = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     up.add_work(sample("lighthouse.txt"), title="lighthouse", source="l.txt")
     page = Ingest(up.store, lambda page_id: None).page(
         CrawledPage(

@@ -1,4 +1,4 @@
-"""Fixtures of the matcher suite: an engine on the real Redis server, and pirate pages.
+"""Fixtures of the matcher suite: an engine on the test servers, and pirate pages.
 
 Pages reach the engine as crawled pages do: :func:`crawl` stores them through
 :class:`matcher.ingest.Ingest` and runs the ``process_page`` task's work
@@ -10,9 +10,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
+from pymongo.database import Database
 
 from matcher.engine import Engine
 from matcher.ingest import Ingest
@@ -66,9 +66,10 @@ def novel(chapters: int, chapter_chars: int, seed: int = 0) -> tuple[str, list[s
 
 
 @pytest.fixture
-def engine(redis_client: redis.Redis) -> Engine:
-    settings = Settings(redis_prefix="fptrack-test")
-    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
+def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
+    """An engine on the test Redis database and a fresh database of the MongoDB server."""
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
 
 
 @pytest.fixture

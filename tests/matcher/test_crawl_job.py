@@ -6,9 +6,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
+from pymongo.database import Database
 
 from matcher import jobs
 from matcher.operations import Operations
@@ -21,8 +21,8 @@ SETTINGS = Settings(redis_prefix="fptrack-test", crawl_timeout=120, visibility_t
 
 
 @pytest.fixture
-def ops() -> Operations:
-    store = Store(mongomock.MongoClient()["fptrack"])
+def ops(mongo_db: Database) -> Operations:
+    store = Store(mongo_db)
     store.ensure_indexes()
     ops = Operations(store)
     ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",)))
@@ -58,3 +58,29 @@ def test_failed_crawl_is_recorded_and_the_lock_released(
     assert run["finished_at"] >= run["started_at"]
     assert run["stats"]["finish_reason"]  # what the crawl wrote before failing is kept
     assert redis_client.get("fptrack-test:lock:crawl:pirate") is None
+
+
+def test_the_crawl_subprocess_stores_into_the_shared_store(
+    ops: Operations, redis_client: redis.Redis
+) -> None:
+    """The real ``python -m crawler.run`` of the sample site writes its pages into the test's
+    database over the wire (``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB``) and sends one
+    ``process_page`` task per page to the broker."""
+    from admin.scan import serve_directory
+    from matcher.celery_app import PAGE_QUEUE
+    from tests import servers
+
+    broker = redis.Redis.from_url(servers.session().redis_url(1))
+    broker.flushdb()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    try:
+        with serve_directory(ROOT / "samples" / "site") as base:
+            ops.save_site(SiteConfig(name="sample", start_urls=(base,), schedule="never"))
+            result = jobs.crawl_site(SETTINGS, ops, redis_client, "sample", environ=env)
+        pages = ops.store.count("pages")
+        assert result["pages"] == pages >= 17  # samples/site/README.md ("/" and its index.html)
+        assert broker.llen(PAGE_QUEUE) == pages == len(list(ops.store.pending_pages()))
+        [run] = ops.last_crawls("sample")
+        assert run["outcome"] == "finished" and run["stats"]["fptrack/pages"] == pages
+    finally:
+        broker.flushdb()

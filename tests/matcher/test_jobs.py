@@ -1,6 +1,6 @@
 """Ingest of crawled pages, operational records and the jobs behind the tasks (no broker).
 
-Real Redis (flushed database) and mongomock; every test checks what reaches the store.
+The test Redis (flushed database) and MongoDB servers; every test checks what reaches the store.
 """
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ from __future__ import annotations
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-import mongomock
 import pytest
 import redis
+from pymongo.database import Database
 
 from matcher import jobs
 from matcher.engine import Engine
@@ -30,10 +30,10 @@ def sample(name: str) -> str:
 
 
 @pytest.fixture
-def engine(redis_client: redis.Redis) -> Engine:
+def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
     return Engine.open(
-        Settings(redis_prefix="fptrack-test"),
-        mongo_client=mongomock.MongoClient(),
+        Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name),
+        mongo_client=mongo_db.client,
         redis_client=redis_client,
     )
 

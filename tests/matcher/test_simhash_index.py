@@ -270,3 +270,13 @@ def test_bit_helpers() -> None:
 def _url(client: redis.Redis) -> str:
     kw = client.connection_pool.connection_kwargs
     return f"redis://{kw['host']}:{kw['port']}/{kw['db']}"
+
+
+def test_bulk_load_of_nothing_writes_nothing(redis_client: redis.Redis) -> None:
+    """A new deployment's rebuild: no fingerprint at all is a no-op, and the index still works."""
+    index = SimhashIndex(redis_client, "t", PARAMS["default"])
+    index.bulk_load(np.empty(0, np.uint32), np.empty(0, np.uint64))
+    assert redis_client.dbsize() == 0
+    assert index.query(0xDEADBEEF, 3) == []
+    index.add([9], [0xDEADBEEF])
+    assert index.query(0xDEADBEEF, 3) == [(9, 0)]

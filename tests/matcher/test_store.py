@@ -1,11 +1,11 @@
-"""The MongoDB store on mongomock: unique keys, idempotent upserts, typed filters."""
+"""The MongoDB store on the test server: unique keys, idempotent upserts, typed filters."""
 
 from __future__ import annotations
 
-import mongomock
 import pymongo
 import pytest
 from bson import ObjectId
+from pymongo.database import Database
 
 from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
@@ -13,8 +13,8 @@ from matcher.store import INDEXES, Store, StoreError
 
 
 @pytest.fixture
-def store() -> Store:
-    s = Store(mongomock.MongoClient()["fptrack"])
+def store(mongo_db: Database) -> Store:
+    s = Store(mongo_db)
     s.ensure_indexes()
     return s
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import mongomock
 import pytest
+from pymongo.database import Database
 
 from matcher import tallies
 from matcher.operations import Operations
@@ -17,8 +17,8 @@ DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
 
 
 @pytest.fixture
-def store() -> Store:
-    s = Store(mongomock.MongoClient(tz_aware=True)["t"])
+def store(mongo_db: Database) -> Store:
+    s = Store(mongo_db)
     s.ensure_indexes()
     return s
 

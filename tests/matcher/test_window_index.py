@@ -135,3 +135,13 @@ def test_outage_is_index_unavailable(dead_redis: redis.Redis) -> None:
     ):
         with pytest.raises(IndexUnavailable):
             call()
+
+
+def test_bulk_load_of_nothing_writes_nothing(redis_client: redis.Redis) -> None:
+    """A new deployment's rebuild: no postings at all is a no-op, and the index still works."""
+    index = WindowIndex(redis_client, "w", bucket_bits=8)
+    index.bulk_load(np.empty(0, np.uint32), np.empty(0, np.uint64))
+    assert redis_client.dbsize() == 0
+    assert as_dict(index.hits(np.array([1, 2], np.uint64))) == {}
+    index.add(5, np.array([1, 2], np.uint64))
+    assert as_dict(index.hits(np.array([1, 2, 3], np.uint64))) == {5: 2}

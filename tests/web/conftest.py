@@ -1,15 +1,15 @@
-"""Fixtures of the admin web tests: an engine on mongomock and the real Redis, the app."""
+"""Fixtures of the admin web tests: an engine on the test MongoDB and Redis servers, the app."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
 
-import mongomock
 import pytest
 import redis
 from flask import Flask
 from flask.testing import FlaskClient
+from pymongo.database import Database
 
 from admin.context import Context
 from admin.web.app import create_app
@@ -23,12 +23,10 @@ CRAWL_OVERRIDES = {"AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "WARNING"}
 
 
 @pytest.fixture
-def web_ctx(redis_client: redis.Redis) -> Context:
-    """A context over a fresh mongomock database and the test Redis database."""
-    settings = Settings(redis_prefix="fptrack-test-web")
-    engine = Engine.open(
-        settings, mongo_client=mongomock.MongoClient(tz_aware=True), redis_client=redis_client
-    )
+def web_ctx(redis_client: redis.Redis, mongo_db: Database) -> Context:
+    """A context over a fresh database of the test MongoDB server and the test Redis database."""
+    settings = Settings(redis_prefix="fptrack-test-web", mongo_db=mongo_db.name)
+    engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     return Context(settings=settings, engine=engine)
 
 

@@ -54,3 +54,32 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)
     assert proc.returncode == 0
+
+
+def test_sigterm_leaves_no_key_in_redis(tmp_path: Path, redis_client) -> None:
+    """With FPTRACK_REDIS_URL set the scan's indexes are on the real server; SIGTERM (a
+    service manager stopping the command) deletes them as Ctrl-C does."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "admin.cli",
+            *("scan", "--works", "samples/works", "--site-dir", "samples/site"),
+            *("--json", str(tmp_path / "scan.json"), "--serve", "127.0.0.1:0"),
+        ],
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith("admin: "):
+                break
+        assert list(redis_client.scan_iter("fptrack-scan-*", count=1000)), "no key to clean"
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    assert proc.returncode == 0
+    assert not list(redis_client.scan_iter("fptrack-scan-*", count=1000))

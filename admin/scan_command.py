@@ -1,0 +1,190 @@
+"""``fptrack scan``: the embedded one-shot scan, its JSON and HTML outputs, ``--serve``.
+
+The scan's Redis keys (on the server of ``FPTRACK_REDIS_URL``, when set) live under a prefix
+of their own and are deleted however the command ends: normally, on an error, on Ctrl-C or
+on SIGTERM (turned into the same interruption as Ctrl-C while the command runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+import redis
+from tqdm import tqdm
+
+from admin import outage
+from admin.context import Context, redis_client
+from admin.errors import CommandError
+from matcher.engine import Engine
+from matcher.packed import delete_matching, glob_escape
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While the block runs, SIGTERM interrupts the main thread as Ctrl-C does."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def drop_keys(client: redis.Redis, prefix: str) -> None:
+    """Delete every key under ``prefix:`` (the scan's indexes, whatever state they are in)."""
+    delete_matching(client, glob_escape(prefix) + ":*", "deleting the scan's keys")
+
+
+def _check_arguments(args: argparse.Namespace) -> None:
+    error = args.parser.error
+    if not Path(args.works).is_dir():
+        error(f"--works {args.works}: not a directory")
+    for url in args.site:
+        if not url.startswith(("http://", "https://")):
+            error(f"--site {url!r}: not an http(s) URL")
+    for folder in args.site_dir:
+        if not Path(folder, "index.html").is_file():
+            error(f"--site-dir {folder}: no index.html there")
+    if args.max_pages < 1:
+        error("--max-pages must be at least 1")
+    if not Path(args.json).parent.is_dir():
+        error(f"--json {args.json}: folder {Path(args.json).parent} does not exist")
+    if args.html and not Path(args.html).parent.is_dir():
+        error(f"--html {args.html}: folder {Path(args.html).parent} does not exist")
+    if args.serve is not None:
+        host, _, port = args.serve.rpartition(":")
+        if not host or not port.isdigit():
+            error(f"--serve {args.serve!r}: give HOST:PORT")
+
+
+def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.scan import scan_settings
+
+    _check_arguments(args)
+    settings = scan_settings()
+    redis_url = os.environ.get("FPTRACK_REDIS_URL") or None
+    with ExitStack() as stack:
+        stack.enter_context(sigterm_interrupts())
+        if redis_url:
+            client = redis_client(redis_url, "FPTRACK_REDIS_URL")
+            try:
+                client.ping()
+            except redis.RedisError as exc:
+                raise CommandError(outage.line("Redis", redis_url, exc)) from exc
+            stack.callback(drop_keys, client, settings.redis_prefix)
+        return _scan(args, settings, redis_url, stack)
+
+
+def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack: ExitStack) -> int:
+    from admin.scan import run_scan, serve_directory
+
+    urls = list(args.site)
+    site_dirs: dict[str, Path] = {}
+    for folder in args.site_dir:
+        base = stack.enter_context(serve_directory(Path(folder)))
+        site_dirs[base] = Path(folder)
+        urls.append(base + "index.html")
+    works_bar = tqdm(desc="works", unit="work", disable=None, file=sys.stderr)
+    pages_bar = tqdm(desc="pages", unit="page", disable=None, file=sys.stderr)
+    try:
+        result, engine = run_scan(
+            Path(args.works),
+            urls,
+            max_pages=args.max_pages,
+            redis_url=redis_url,
+            settings=settings,
+            on_work=lambda w: works_bar.update(1),
+            on_page=lambda u: pages_bar.update(1),
+        )
+    finally:
+        works_bar.close()
+        pages_bar.close()
+    out = Path(args.json)
+    out.write_text(
+        json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
+    )
+    if args.html:
+        write_html_report(engine, result, Path(args.html), site_dirs)
+    print(
+        f"{result.works} work(s), {result.pages} page(s), {len(result.matches)} match(es) -> {out}",
+        file=sys.stderr,
+    )
+    for error in result.errors:
+        print(f"fptrack: error: {error}", file=sys.stderr)
+    if args.serve is not None:
+        serve_scan(engine, args.serve)
+    return 1 if result.errors else 0
+
+
+def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[str, Path]) -> None:
+    """The scan's HTML report (:mod:`admin.report_html`); pages of ``--site-dir`` folders are
+    named by their file, since the scan's server for them is gone once it ends."""
+    from admin import report_html
+
+    def texts(match: Any) -> tuple[Any, str]:
+        return report_html.match_texts(engine.store, match)
+
+    folders = {base: str(folder) for base, folder in site_dirs.items()}
+    page = report_html.render(
+        engine.store.db.matches.find({"active": True}),
+        texts,
+        title="fptrack scan",
+        counts=report_html.Counts(works=result.works, pages=result.pages),
+        page_label=report_html.served_folders(folders),
+    )
+    path.write_text(page, encoding="utf-8")
+
+
+def serve_scan(engine: Engine, bind: str) -> None:
+    """Serve the admin platform over the scan's in-memory results until interrupted.
+
+    One account, ``admin``, with a random password printed once: there is no default one.
+    """
+    import secrets
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from admin.web.app import create_app
+    from admin.web.dispatch import InlineDispatch
+    from admin.web.users import Users
+
+    host, _, port = bind.rpartition(":")
+    ctx = Context(engine=engine)
+    password = secrets.token_urlsafe(12)
+    Users(engine.store).create("admin", password, "admin", replace=True)
+    lock = threading.RLock()
+    app = create_app(
+        ctx,
+        dispatch=InlineDispatch(ctx, lock),
+        lock=lock,
+        schedules=False,
+        secret_key=secrets.token_hex(32),
+    )
+    try:
+        server = make_server(host, int(port), app, threaded=True)
+    except OSError as exc:
+        raise CommandError(f"--serve {bind}: cannot listen there: {exc.strerror or exc}") from exc
+    print(
+        f"admin: http://{host}:{server.server_port}/  user admin, password {password}"
+        "  (Ctrl-C stops; the results live in this process only)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()

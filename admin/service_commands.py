@@ -1,0 +1,137 @@
+"""The commands that run or watch the services: worker, beat, admin, crawl, check.
+
+``worker``, ``beat`` and ``admin serve`` check MongoDB, Redis and the broker before they
+start (:func:`admin.health.require_stores`) and exit 1 with one line when one does not
+answer, rather than starting as if all were well.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tqdm import tqdm
+
+from admin.context import Context
+from admin.errors import CommandError
+from admin.health import checks, require_stores
+
+
+def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
+    site = ctx.ops.get_site(args.site)
+    if site is None:
+        raise CommandError(f"no site named {args.site!r} (see `fptrack sites list`)")
+    if not args.here and not args.inline:
+        print(f"crawl of {site.name} enqueued: task {ctx.send('fptrack.crawl_site', site.name)}")
+        return 0
+    from crawler.run import crawl_in_process
+    from matcher.ingest import Ingest
+
+    engine = ctx.engine
+    authorised = ctx.ops.authorised_sites()
+    bar = tqdm(desc=f"crawling {site.name}", unit="page", disable=None, file=sys.stderr)
+
+    def enqueue(page_id: str) -> None:
+        if args.inline:
+            engine.process_stored_page(page_id, authorised)
+        else:
+            ctx.send("fptrack.process_page", page_id)
+        bar.update(1)
+
+    try:
+        stats = crawl_in_process([site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)})
+    finally:
+        bar.close()
+    s = stats.get(site.name, {})
+    print(
+        f"{site.name}: {s.get('fptrack/pages', 0)} page(s), "
+        f"{s.get('response_received_count', 0)} response(s), "
+        f"{sum(v for k, v in s.items() if k.startswith('fptrack/errors/'))} error(s)"
+    )
+    return 0
+
+
+def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.web.serve import serve
+
+    if args.workers < 1:
+        args.parser.error("--workers must be at least 1")
+    host, _, port = args.bind.rpartition(":")
+    if not host or not port.isdigit():
+        args.parser.error(f"--bind {args.bind!r}: give HOST:PORT")
+    require_stores(ctx, args.wait)
+    ctx.engine.store.ensure_indexes()
+    if not ctx.ops.has_users():
+        print(
+            "fptrack: no account yet: create one with"
+            " `fptrack admin create-user NAME --role admin`",
+            file=sys.stderr,
+        )
+    serve(args.bind, args.workers, args.secure_cookies, args.access_log)
+    return 0
+
+
+def cmd_admin_create_user(args: argparse.Namespace, ctx: Context) -> int:
+    import getpass
+
+    from admin.web.users import UserError, Users
+
+    if args.password_stdin:
+        password = sys.stdin.readline().rstrip("\n")
+    else:
+        try:
+            password = getpass.getpass(f"password for {args.username}: ")
+            again = getpass.getpass("again: ")
+        except EOFError as exc:
+            raise CommandError("no password given (use --password-stdin to pipe one)", 2) from exc
+        if password != again:
+            raise CommandError("the two passwords differ", 2)
+    try:
+        user = Users(ctx.engine.store).create(args.username, password, args.role, args.replace)
+    except UserError as exc:
+        raise CommandError(str(exc), 2) from exc
+    print(f"user {user.username} ({user.role}) {'reset' if args.replace else 'created'}")
+    return 0
+
+
+def cmd_admin_recount(args: argparse.Namespace, ctx: Context) -> int:
+    from matcher.tallies import recount
+
+    written = recount(ctx.engine.store.db)
+    print(f"dashboard counters rebuilt: {written} document(s)")
+    return 0
+
+
+def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
+    if args.concurrency < 0:
+        args.parser.error("--concurrency must be 0 (one per core) or more")
+    require_stores(ctx, args.wait)
+    argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
+    if args.concurrency:
+        argv.append(f"--concurrency={args.concurrency}")
+    ctx.app.worker_main(argv)
+    return 0
+
+
+def cmd_beat(args: argparse.Namespace, ctx: Context) -> int:
+    require_stores(ctx, args.wait)
+    ctx.schedules.ensure_daily(ctx.settings)
+    for site in ctx.ops.list_sites():
+        ctx.schedules.sync_site(site)
+    ctx.app.start(["beat", "-S", "redbeat.RedBeatScheduler", f"--loglevel={args.loglevel}"])
+    return 0
+
+
+def cmd_check(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.commands import dump_json
+
+    found = checks(ctx)
+    healthy = all(c.ok for c in found)
+    if args.json:
+        dump_json({"healthy": healthy, "checks": [c.to_dict() for c in found]})
+    else:
+        for c in found:
+            print(f"{'ok' if c.ok else 'FAIL':<4}  {c.name:<9}  {c.detail}")
+        bad = sum(not c.ok for c in found)
+        print("all healthy" if healthy else f"{bad} problem(s)", file=sys.stderr)
+    return 0 if healthy else 1

@@ -1,0 +1,86 @@
+"""The ``fptrack`` parser: every command described, every default named, sizes for people."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from collections.abc import Iterator
+from importlib.metadata import version
+
+import pytest
+
+from admin.parser import build_parser, parse
+from admin.reading import DEFAULT_MAX_BYTES
+
+
+def commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    """Every command's parser (the leaves), with its words."""
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        yield path, parser
+    for group in groups:
+        for name, sub in group.choices.items():
+            yield from commands(sub, (*path, name))
+
+
+LEAVES = dict(commands(build_parser()))
+
+
+def test_the_commands_are_all_there() -> None:
+    names = {" ".join(words) for words in LEAVES}
+    assert {"scan", "check", "worker", "beat", "admin serve", "index rebuild"} <= names
+    assert len(names) == 20
+
+
+@pytest.mark.parametrize("words", sorted(LEAVES), ids=" ".join)
+def test_every_command_has_a_description_and_documented_arguments(words) -> None:
+    parser = LEAVES[words]
+    assert parser.description and len(parser.description) > 40, words
+    for action in parser._actions:
+        if isinstance(action, argparse._HelpAction):
+            continue
+        assert action.help, (words, action.dest)
+        if action.option_strings and not action.required:
+            assert "default" in action.help, (words, action.option_strings)
+        # sizes and durations written for people: no raw byte counts
+        assert not re.search(r"\d{5,}", action.help), (words, action.help)
+
+
+def test_repeatable_options_say_so() -> None:
+    scan = LEAVES[("scan",)]
+    helps = {a.dest: a.help for a in scan._actions}
+    assert "repeat" in helps["site_dir"] and "repeat" in helps["site"]
+
+
+def test_sizes_are_shown_and_read_for_people() -> None:
+    help_text = LEAVES[("works", "add")].format_help()
+    assert "(default: 64 MiB)" in " ".join(help_text.split())
+    assert parse(["fingerprint", "x.txt", "--max-bytes", "10MiB"]).max_bytes == 10 * 1024**2
+    assert parse(["fingerprint", "x.txt"]).max_bytes == DEFAULT_MAX_BYTES
+    assert parse(["worker", "--wait", "2m"]).wait == 120.0
+
+
+def test_bad_size_is_an_argument_error(capsys) -> None:
+    with pytest.raises(SystemExit) as exit:
+        parse(["fingerprint", "x.txt", "--max-bytes", "lots"])
+    assert exit.value.code == 2
+    assert "'lots' is not a size" in capsys.readouterr().err
+
+
+def test_scan_needs_a_site(capsys) -> None:
+    with pytest.raises(SystemExit) as exit:
+        parse(["scan", "--works", "w", "--json", "o.json"])
+    err = capsys.readouterr().err
+    assert exit.value.code == 2
+    assert err.splitlines()[-1] == (
+        "fptrack scan: error: give at least one --site URL or --site-dir DIR"
+    )
+
+
+def test_version(capsys) -> None:
+    with pytest.raises(SystemExit) as exit:
+        parse(["--version"])
+    assert exit.value.code == 0
+    assert capsys.readouterr().out.strip() == f"fptrack {version('fptrack')}"

@@ -1,0 +1,81 @@
+"""The ``fptrack`` command in fresh processes, on the test servers (nothing shared with the
+test process but the servers): what a new deployment runs first."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import redis
+from pymongo.database import Database
+
+from tests.admin.cli_support import ROOT, fptrack
+
+
+def test_schedules_in_a_fresh_process(mongo_db: Database, redis_client: redis.Redis) -> None:
+    """redbeat's settings are made on first use, not only by a running beat."""
+    added = fptrack(
+        "sites", "add", "http://127.0.0.1:9/", "--name", "pirate", "--schedule", "hourly"
+    )
+    assert added.status == 0, added.err
+    listed = fptrack("schedules", "--json")
+    assert listed.status == 0, listed.err
+    [entry] = json.loads(listed.out)
+    assert (entry["name"], entry["task"], entry["args"]) == (
+        "crawl:pirate",
+        "fptrack.crawl_site",
+        ["pirate"],
+    )
+    due = datetime.fromisoformat(entry["due_at"])
+    assert timedelta(0) <= due - datetime.now(UTC) <= timedelta(hours=1)  # hourly: next hour
+    [line] = fptrack("schedules").out.splitlines()
+    assert re.fullmatch(
+        r"crawl:pirate\tfptrack\.crawl_site\tcron \d+ \* \* \* \* \(UTC\)\t"
+        r"next \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in \d+(\.\d)? (min|s)( \d+ s)?\)",
+        line,
+    ), line
+
+
+def test_index_rebuild_on_empty_stores(mongo_db: Database, redis_client: redis.Redis) -> None:
+    """A new deployment's first command (compose's ``init``): nothing to index is no error."""
+    ran = fptrack("index", "rebuild")
+    assert ran.status == 0, ran.err
+    assert "rebuilt: 0 work segment(s), 0 page(s)" in ran.out
+
+
+def check_lines(out: str) -> dict[str, str]:
+    """``fptrack check``'s lines by check name."""
+    return {line.split()[1]: line for line in out.splitlines()}
+
+
+def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis.Redis) -> None:
+    ran = fptrack("check")
+    assert ran.status == 1 and ran.err.strip() == "3 problem(s)"
+    lines = check_lines(ran.out)
+    assert list(lines) == ["mongodb", "redis", "broker", "workers", "beat", "indexes", "schedules"]
+    assert lines["mongodb"].startswith("ok") and f"database {mongo_db.name}" in lines["mongodb"]
+    assert lines["redis"].startswith("ok") and lines["broker"].startswith("ok")
+    assert lines["workers"].startswith("FAIL") and "start fptrack worker" in lines["workers"]
+    assert lines["beat"].startswith("FAIL") and "start fptrack beat" in lines["beat"]
+    assert lines["indexes"].startswith("ok")  # nothing stored, nothing indexed
+    assert lines["schedules"].startswith("FAIL") and "daily:match-new-works" in lines["schedules"]
+
+
+def test_check_finds_indexes_out_of_step(mongo_db: Database, redis_client: redis.Redis) -> None:
+    sample = str(ROOT / "samples" / "works" / "lighthouse.txt")
+    assert fptrack("works", "add", sample, "--no-match").status == 0
+    assert "works: 1 stored, 1 indexed" in check_lines(fptrack("check").out)["indexes"]
+    redis_client.flushdb()  # Redis lost its data: MongoDB still holds the fingerprints
+    line = check_lines(fptrack("check").out)["indexes"]
+    assert line.startswith("FAIL") and "works: 1 stored, 0 indexed" in line
+    assert "fptrack index rebuild" in line
+    assert fptrack("index", "rebuild").status == 0
+    assert check_lines(fptrack("check").out)["indexes"].startswith("ok")
+
+
+def test_check_as_json(mongo_db: Database, redis_client: redis.Redis) -> None:
+    ran = fptrack("check", "--json")
+    report = json.loads(ran.out)
+    assert ran.status == 1 and report["healthy"] is False
+    assert {c["name"]: c["ok"] for c in report["checks"]}["mongodb"] is True

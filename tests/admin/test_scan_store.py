@@ -1,0 +1,153 @@
+"""The embedded scan's in-memory store (mongomock, :func:`admin.scan.scan_mongo_client`)
+behaves like the MongoDB server for what the scan does.
+
+The same sequence of store operations (the ones behind ingest, matching, review, the
+dashboard and the admin's lists) runs on both and must give the same transcript, ids and
+times aside; and the whole scan of the sample gives the same results on either store.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pymongo.errors
+import pytest
+from bson import ObjectId
+from pymongo.database import Database
+
+from admin import scan
+from matcher import tallies
+from matcher.operations import Operations
+from matcher.pages import CrawledPage
+from matcher.settings import Settings
+from matcher.sites import SiteConfig
+from matcher.store import Store
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Transcript:
+    """What each step returned, with ObjectIds numbered in order and times reduced to
+    whether they are aware and at millisecond precision."""
+
+    def __init__(self) -> None:
+        self.steps: list[tuple[str, Any]] = []
+        self._ids: dict[ObjectId, str] = {}
+
+    def plain(self, value: Any) -> Any:
+        if isinstance(value, ObjectId):
+            return self._ids.setdefault(value, f"id{len(self._ids)}")
+        if isinstance(value, datetime):
+            return ("time", value.tzinfo is not None, value.microsecond % 1000 == 0)
+        if isinstance(value, dict):
+            return {k: self.plain(v) for k, v in sorted(value.items())}
+        if isinstance(value, list | tuple):
+            return [self.plain(v) for v in value]
+        return value
+
+    def step(self, name: str, run: Callable[[], Any]) -> Any:
+        try:
+            value = run()
+        except pymongo.errors.DuplicateKeyError:
+            self.steps.append((name, "DuplicateKeyError"))
+            return None
+        self.steps.append((name, self.plain(value)))
+        return value
+
+
+def exercise(store: Store) -> list[tuple[str, Any]]:
+    """The scan's store operations, in the order a scan and a review would run them."""
+    t = Transcript()
+    ops = Operations(store)
+    t.step("ensure indexes", store.ensure_indexes)
+    t.step("again", store.ensure_indexes)
+    t.step("index names", lambda: sorted(store.db.pages.index_information()))
+
+    def work_of(key: str, title: str) -> tuple[dict, bool]:
+        return store.upsert_work(key, title=title, content_hash=key, length=2, segments=1)
+
+    work, _ = t.step("work", lambda: work_of("a.txt", "甲"))
+    t.step("same work", lambda: work_of("a.txt", "甲")[1])
+    t.step("other work", lambda: work_of("b.txt", "乙")[0]["seq"])
+    segment = {"index": 0, "start": 0, "end": 2, "title": "", "text": "正文"}
+    t.step("segment", lambda: store.save_work_segment(work["_id"], segment))
+    t.step("work text", lambda: store.work_text(work["_id"]))
+    url = "http://127.0.0.1:1/book/1.html"
+
+    def crawled(text: str, digest: str, **links: str) -> tuple[dict, str]:
+        page = CrawledPage(url=url, site="s", title="", text=text, **links)
+        return store.store_crawled_page(page, digest)
+
+    page, _ = t.step("page", lambda: crawled("一", "p1"))
+    t.step("unchanged", lambda: crawled("一", "p1")[1])
+    t.step("processed", lambda: store.mark_processed(page["_id"], "p1"))
+    t.step("changed", lambda: crawled("二", "p2")[1])
+    t.step("links", lambda: crawled("二", "p2", next_url=url + "?page=2")[1])
+    t.step("linking", lambda: [d["url"] for d in store.pages_linking_to(url + "?page=2")])
+    t.step("stale mark", lambda: store.mark_processed(page["_id"], "p1"))
+    t.step("pending", lambda: [ObjectId(i) for i in store.pending_pages()])
+    record = {
+        "page_id": page["_id"],
+        "work_id": work["_id"],
+        "url": url,
+        "site": "s",
+        "score": 0.9,
+        "containment": 0.9,
+    }
+    match = t.step("match", lambda: store.upsert_match(record))
+    t.step("review", lambda: ops.set_status(str(match["_id"]), "confirmed", "seen", "alice"))
+    t.step("match again", lambda: store.upsert_match({**record, "score": 0.95}))
+    t.step("deactivate", lambda: store.deactivate_matches("page_id", page["_id"], []))
+    t.step(
+        "matches of page", lambda: store.matches_for("page_id", str(page["_id"]), active_only=False)
+    )
+    t.step("list", lambda: ops.list_matches(limit=10, site="s"))
+    t.step("user", lambda: store.db.users.insert_one({"username": "alice"}).acknowledged)
+    t.step("same user", lambda: store.db.users.insert_one({"username": "alice"}))
+    for run_id, when in (("r1", 1), ("r2", 2)):
+        started = datetime.fromtimestamp(when, UTC)
+        t.step("crawl", lambda r=run_id, s=started: ops.record_crawl(r, "s", started_at=s))
+    t.step("latest crawls", lambda: {k: v["run_id"] for k, v in ops.latest_crawls().items()})
+    t.step("site", lambda: ops.save_site(SiteConfig(name="s", start_urls=("http://x/",)))[1])
+    t.step("titles", lambda: [w["title"] for w in store.db.works.find({"title": {"$regex": "甲"}})])
+    t.step(
+        "tallies", lambda: tallies.counts(store.db[tallies.COLLECTION].find_one({"_id": "total"}))
+    )
+    t.step("recount", lambda: tallies.recount(store.db))
+    t.step("fingerprints", ops.fingerprint_counts)
+    return t.steps
+
+
+def test_the_scan_store_answers_like_the_server(mongo_db: Database) -> None:
+    memory = exercise(Store(scan.scan_mongo_client()["fptrack"]))
+    server = exercise(Store(mongo_db))
+    assert [name for name, _ in memory] == [name for name, _ in server]
+    for (name, got), (_, expected) in zip(memory, server, strict=True):
+        assert got == expected, name
+
+
+def test_the_same_scan_on_either_store(mongo_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
+    works, site = ROOT / "samples" / "works", ROOT / "samples" / "site"
+
+    def run(settings: Settings) -> dict[str, Any]:
+        with scan.serve_directory(site) as base:
+            result, _ = scan.run_scan(
+                works,
+                [base + "index.html"],
+                settings=settings,
+                crawl_overrides={"LOG_LEVEL": "WARNING"},
+            )
+        data = result.to_json()
+        for m in data["matches"]:
+            m["url"] = m["url"].split("/", 3)[3]  # each run serves the site on its own port
+        return data
+
+    in_memory = run(Settings(redis_prefix="fptrack-test-scan-a"))
+    monkeypatch.setattr(scan, "scan_mongo_client", lambda: mongo_db.client)
+    on_server = run(Settings(redis_prefix="fptrack-test-scan-b", mongo_db=mongo_db.name))
+    assert on_server["pages"] == in_memory["pages"] >= 15
+    assert len(in_memory["matches"]) == 9
+    assert on_server == in_memory

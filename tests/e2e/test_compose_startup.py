@@ -1,0 +1,141 @@
+"""Compose's start-up sequence, run as a script against empty stores (no Docker engine here).
+
+The commands come from ``deploy/compose.yaml`` itself: ``init`` must succeed on a new
+deployment's empty MongoDB and Redis, then the services that wait for it (worker, beat,
+admin) must start and be healthy (``fptrack check`` passes, the admin answers
+``/healthz``). Only what compose would change is changed: the servers' addresses, and the
+admin's published port.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+import yaml
+from pymongo.database import Database
+
+from tests import servers
+from tests.admin.cli_support import fptrack
+from tests.e2e.e2e_support import ROOT, wait_until
+
+COMPOSE = ROOT / "deploy" / "compose.yaml"
+SERVICES = ("worker", "beat", "admin")
+VARIABLE = re.compile(r"\$\{(\w+)(?::([-?])([^}]*))?\}")
+
+
+def interpolate(value: str, env: dict[str, str]) -> str:
+    """Compose's ``${VAR}``, ``${VAR:-default}`` and ``${VAR:?error}``."""
+
+    def one(match: re.Match[str]) -> str:
+        name, kind, rest = match.groups()
+        if env.get(name):
+            return env[name]
+        if kind == "?":
+            pytest.fail(f"compose requires {name}: {rest}")
+        return rest if kind == "-" else ""
+
+    return VARIABLE.sub(one, value)
+
+
+def compose() -> dict[str, Any]:
+    return yaml.safe_load(COMPOSE.read_text(encoding="utf-8"))["services"]
+
+
+def command(name: str, env: dict[str, str]) -> list[str]:
+    return [interpolate(str(part), env) for part in compose()[name]["command"]]
+
+
+def test_the_services_start_after_init_and_init_after_the_databases() -> None:
+    services = compose()
+    assert services["init"]["depends_on"] == {
+        "mongo": {"condition": "service_healthy"},
+        "redis": {"condition": "service_healthy"},
+    }
+    for name in SERVICES:
+        assert services[name]["depends_on"] == {
+            "init": {"condition": "service_completed_successfully"}
+        }, name
+    assert services["init"]["restart"] == "no"
+
+
+@pytest.fixture
+def broker() -> Iterator[redis.Redis]:
+    client = redis.Redis.from_url(servers.session().redis_url(1))
+    client.flushdb()
+    yield client
+    client.flushdb()
+
+
+def test_init_then_services_on_empty_stores(
+    mongo_db: Database, redis_client: redis.Redis, broker: redis.Redis
+) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "MONGO_ROOT_PASSWORD": "not-used-here",
+        "FPTRACK_ADMIN_SECRET": "a-test-secret-of-enough-length",
+    }
+    init = command("init", env)
+    ran = fptrack(*init, env=env, timeout=120)
+    assert ran.status == 0, ran.err
+    assert "rebuilt: 0 work segment(s), 0 page(s)" in ran.out
+
+    port = servers.free_port()
+    processes: list[subprocess.Popen] = []
+    try:
+        for name in SERVICES:
+            argv = command(name, env)
+            if name == "admin":  # compose publishes 0.0.0.0:8000 on 127.0.0.1:ADMIN_PORT
+                argv[argv.index("--bind") + 1] = f"127.0.0.1:{port}"
+            processes.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "admin.cli", *argv],
+                    cwd=ROOT,
+                    env=env,
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                    start_new_session=True,
+                )
+            )
+        checks = []
+
+        def healthy() -> bool:
+            assert all(p.poll() is None for p in processes), "a service exited"
+            checks.append(fptrack("check", env=env, timeout=60))
+            return checks[-1].status == 0
+
+        wait_until(healthy, 90, "fptrack check to pass")
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
+            assert answer.status == 200
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes:
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(10)
+
+
+def test_services_refuse_to_start_without_the_stores(tmp_path: Path) -> None:
+    """What compose's depends_on guards against: started early, a service says why and exits."""
+    env = {
+        "FPTRACK_MONGO_URI": "mongodb://127.0.0.1:1",
+        "FPTRACK_REDIS_URL": "redis://127.0.0.1:1/0",
+    }
+    for name in SERVICES:
+        ran = fptrack(*command(name, {**os.environ, "FPTRACK_ADMIN_SECRET": "x"}), env=env)
+        assert ran.status == 1 and ran.one_line_error(), (name, ran.err)
+        assert "MongoDB unreachable at mongodb://127.0.0.1:1" in ran.err
