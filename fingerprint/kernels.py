@@ -1,0 +1,439 @@
+"""The per-element loops of the fingerprints, compiled with numba; numpy stays the reference.
+
+Each kernel loops over a *segmented* array: ``starts`` (int64, one more entry than there
+are documents) says where each document's elements begin, so one call serves one text or a
+batch. Each computes exactly what the numpy code of its module computes (named in its
+docstring); ``tests/fingerprint/test_kernels.py`` asserts equality, values and order.
+Integer arithmetic wraps at 64 bits as numpy's does; the floating point of the window
+levels uses the same operations in the same order, without fast-math, so it rounds the
+same.
+
+Compiled code is cached (numba ``cache=True``): next to this file when that folder is
+writable, else in the user's cache folder (``NUMBA_CACHE_DIR`` overrides both); a process
+that can write neither compiles in memory. :func:`available` says whether the kernels can
+run: False without numba, with ``NUMBA_DISABLE_JIT`` set, or when compiling fails, and
+then callers use the numpy reference.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import cache
+
+import numpy as np
+
+try:
+    import numba
+except ImportError:  # pragma: no cover - numba is a dependency; this is the fallback
+    numba = None
+
+_G = np.uint64(0x9E3779B97F4A7C15)
+_C1 = np.uint64(0xFF51AFD7ED558CCD)
+_C2 = np.uint64(0xC4CEB9FE1A85EC53)
+_S32 = np.uint64(32)
+_S33 = np.uint64(33)
+_ONE = np.uint64(1)
+_LO32 = np.uint64(0xFFFFFFFF)
+_EMPTY32 = np.uint32(0xFFFFFFFF)
+_MASK64 = (1 << 64) - 1
+_LETTERS = 23
+
+
+def _compile(fn, inline: bool = False):
+    """``numba.njit`` with an on-disk cache when some cache folder is writable."""
+    if numba is None:
+        return fn
+    options = {"inline": "always"} if inline else {}
+    try:
+        return numba.njit(cache=True, nogil=True, **options)(fn)
+    except RuntimeError:  # no writable cache location: compile in memory only
+        return numba.njit(nogil=True, **options)(fn)
+
+
+def seed_offset(seed: int) -> np.uint64:
+    """``seed * golden mod 2**64``, as :func:`fingerprint.hashing.ngram_hashes` adds it."""
+    return np.uint64((seed * 0x9E3779B97F4A7C15) & _MASK64)
+
+
+# --- hashing --------------------------------------------------------------------------------
+def _fmix(x):
+    x ^= x >> _S33
+    x *= _C1
+    x ^= x >> _S33
+    x *= _C2
+    return x ^ (x >> _S33)
+
+
+_fmix = _compile(_fmix, inline=True)
+
+
+def _gram(codes, at, n, bits, offset):
+    """The hash of ``codes[at : at + n]`` (``hashing.ngram_hashes``, one n-gram)."""
+    per_word = 64 // bits
+    shift = np.uint64(bits)
+    h = np.uint64(0)
+    first = 0
+    while first < n:
+        word = np.uint64(codes[at + first])
+        for j in range(first + 1, min(first + per_word, n)):
+            word = (word << shift) | np.uint64(codes[at + j])
+        h = _fmix(word + offset) if first == 0 else _fmix(h * _G + word)
+        first += per_word
+    return h
+
+
+_gram = _compile(_gram, inline=True)
+
+
+def _ngrams(codes, starts, n, bits, offset, short_whole):
+    """n-gram hashes inside each document and the index of each n-gram's first symbol.
+
+    ``batch._doc_grams``: a document shorter than ``n`` (not empty) gives one hash of all
+    its symbols when ``short_whole``, else none. Returns (hashes, first, gram starts).
+    """
+    count = len(starts) - 1
+    total = 0
+    for d in range(count):
+        size = starts[d + 1] - starts[d]
+        if size >= n:
+            total += size - n + 1
+        elif size > 0 and short_whole:
+            total += 1
+    hashes = np.empty(total, np.uint64)
+    first = np.empty(total, np.int64)
+    out = np.empty(count + 1, np.int64)
+    k = 0
+    for d in range(count):
+        out[d] = k
+        a, b = starts[d], starts[d + 1]
+        if b - a >= n:
+            for i in range(a, b - n + 1):
+                hashes[k] = _gram(codes, i, n, bits, offset)
+                first[k] = i
+                k += 1
+        elif b > a and short_whole:
+            hashes[k] = _gram(codes, a, b - a, bits, offset)
+            first[k] = a
+            k += 1
+    out[count] = k
+    return hashes, first, out
+
+
+ngrams = _compile(_ngrams)
+
+
+# --- winnowing ------------------------------------------------------------------------------
+def _winnow(hashes, starts, window):
+    """Winnowing per document (``shingles.winnow_positions``): in every window of ``window``
+    hashes the smallest top 32 bits, the rightmost on ties; a document of at most ``window``
+    hashes selects its minimum. Returns (index within the document, selection starts)."""
+    count = len(starts) - 1
+    chosen = np.empty(len(hashes), np.int64)
+    out = np.empty(count + 1, np.int64)
+    k = 0
+    for d in range(count):
+        out[d] = k
+        a, b = starts[d], starts[d + 1]
+        if b == a:
+            continue
+        last_start = max(a, b - window)
+        best = a - 1
+        low = np.uint64(0)
+        previous = -1
+        for s in range(a, last_start + 1):
+            end = min(s + window, b) - 1
+            if best < s:
+                best = s
+                low = hashes[s] >> _S32
+                for j in range(s + 1, end + 1):
+                    v = hashes[j] >> _S32
+                    if v <= low:
+                        low = v
+                        best = j
+            else:
+                v = hashes[end] >> _S32
+                if v <= low:
+                    low = v
+                    best = end
+            if best != previous:
+                chosen[k] = best - a
+                k += 1
+                previous = best
+    out[count] = k
+    return chosen[:k].copy(), out
+
+
+winnow = _compile(_winnow)
+
+
+# --- distinct n-grams, simhash, one-permutation MinHash -------------------------------------
+def _distinct(hashes, starts):
+    """Sorted distinct hashes of each document and their counts (``np.unique``)."""
+    count = len(starts) - 1
+    values = np.empty(len(hashes), np.uint64)
+    tf = np.empty(len(hashes), np.int64)
+    out = np.empty(count + 1, np.int64)
+    k = 0
+    for d in range(count):
+        out[d] = k
+        ordered = np.sort(hashes[starts[d] : starts[d + 1]])
+        for i in range(len(ordered)):
+            if i > 0 and ordered[i] == ordered[i - 1]:
+                tf[k - 1] += 1
+            else:
+                values[k] = ordered[i]
+                tf[k] = 1
+                k += 1
+    out[count] = k
+    return values[:k].copy(), tf[:k].copy(), out
+
+
+distinct = _compile(_distinct)
+
+
+def _simhash(features, weights, starts):
+    """Simhash of each document from distinct feature hashes and integer weights
+    (``simhash.simhash_of_hashes``: bit j set when 2 * sum over set bits > total)."""
+    count = len(starts) - 1
+    out = np.zeros(count, np.uint64)
+    sums = np.zeros(64, np.int64)
+    for d in range(count):
+        sums[:] = 0
+        total = 0
+        for i in range(starts[d], starts[d + 1]):
+            h = features[i]
+            w = weights[i]
+            total += w
+            for bit in range(64):
+                if (h >> np.uint64(bit)) & _ONE:
+                    sums[bit] += w
+        value = np.uint64(0)
+        for bit in range(64):
+            if 2 * sums[bit] - total > 0:
+                value |= _ONE << np.uint64(bit)
+        out[d] = value
+    return out
+
+
+simhash = _compile(_simhash)
+
+
+def _oph(features, starts, num_perm, mix, seed):
+    """One-permutation MinHash of each document with optimal densification
+    (``minhash.oph_signature`` and ``minhash.densify``; a bin whose minimum is 2**32 - 1
+    counts as empty there, so here too)."""
+    count = len(starts) - 1
+    values = np.full((count, num_perm), _EMPTY32, np.uint32)
+    filled = np.zeros(num_perm, np.bool_)
+    bins = np.uint64(num_perm)
+    probe_seed = np.uint64(seed)
+    for d in range(count):
+        if starts[d] == starts[d + 1]:
+            continue
+        row = values[d]
+        for i in range(starts[d], starts[d + 1]):
+            h = _fmix(features[i] ^ mix)
+            slot = ((h >> _S32) * bins) >> _S32
+            low = np.uint32(h & _LO32)
+            if low < row[slot]:
+                row[slot] = low
+        full = 0
+        for j in range(num_perm):
+            filled[j] = row[j] != _EMPTY32
+            full += filled[j]
+        if full == 0 or full == num_perm:
+            continue
+        for j in range(num_perm):
+            if filled[j]:
+                continue
+            attempt = np.uint64(0)
+            while True:
+                p = _fmix((np.uint64(j) << _S32) + attempt + probe_seed)
+                source = ((p >> _S32) * bins) >> _S32
+                if filled[source]:
+                    row[j] = row[source]
+                    break
+                attempt += _ONE
+    return values
+
+
+oph = _compile(_oph)
+
+
+# --- pinyin windows -------------------------------------------------------------------------
+def _fixed_windows(starts, granule, step):
+    """Fixed windows of each document's letters (``pinyin.fixed_bounds``), global indices."""
+    count = len(starts) - 1
+    total = 0
+    for d in range(count):
+        size = starts[d + 1] - starts[d]
+        if size > granule:
+            n = (size - granule) // step + 1
+            total += n + (1 if (n - 1) * step + granule < size else 0)
+        elif size > 0:
+            total += 1
+    bounds = np.empty((total, 2), np.int64)
+    out = np.empty(count + 1, np.int64)
+    k = 0
+    for d in range(count):
+        out[d] = k
+        a, size = starts[d], starts[d + 1] - starts[d]
+        if size == 0:
+            continue
+        if size <= granule:
+            bounds[k, 0], bounds[k, 1] = a, a + size
+            k += 1
+            continue
+        s = 0
+        while s <= size - granule:
+            bounds[k, 0], bounds[k, 1] = a + s, a + s + granule
+            k += 1
+            s += step
+        if s - step + granule < size:
+            bounds[k, 0], bounds[k, 1] = a + size - granule, a + size
+            k += 1
+    out[count] = k
+    return bounds, out
+
+
+fixed_windows = _compile(_fixed_windows)
+
+
+def _anchored_windows(starts, anchors, anchor_starts):
+    """Windows from one anchor to the next but one (``pinyin.anchored_bounds``), global
+    indices; ``anchors`` are letter indices within each document, sorted."""
+    count = len(starts) - 1
+    bounds = np.empty((len(anchors) + 2 * count, 2), np.int64)
+    cuts = np.empty(len(anchors) + 2, np.int64)
+    out = np.empty(count + 1, np.int64)
+    k = 0
+    for d in range(count):
+        out[d] = k
+        a, size = starts[d], starts[d + 1] - starts[d]
+        if size == 0:
+            continue
+        n = 0
+        for i in range(anchor_starts[d], anchor_starts[d + 1]):
+            if n == 0 and anchors[i] != 0:
+                cuts[n] = 0
+                n += 1
+            cuts[n] = anchors[i]
+            n += 1
+        if n == 0:
+            cuts[0] = 0
+            n = 1
+        cuts[n] = size
+        n += 1
+        if n < 3:
+            bounds[k, 0], bounds[k, 1] = a, a + size
+            k += 1
+            continue
+        for i in range(n - 2):
+            bounds[k, 0], bounds[k, 1] = a + cuts[i], a + cuts[i + 2]
+            k += 1
+    out[count] = k
+    return bounds[:k].copy(), out
+
+
+anchored_windows = _compile(_anchored_windows)
+
+
+def _window_keys(letters, bounds, reference, width, q, exact, offset):
+    """dna key of each window (``pinyin.window_levels`` then ``pinyin.dna_keys``): per letter
+    the binomial z-score of its count, binned by ``width`` and clamped to [0, q - 1], read as
+    a base-q number when ``exact``, else hashed as ``hashing.hash_rows`` hashes the row."""
+    keys = np.empty(len(bounds), np.uint64)
+    counts = np.zeros(_LETTERS, np.int64)
+    base = np.uint64(q)
+    for w in range(len(bounds)):
+        counts[:] = 0
+        for i in range(bounds[w, 0], bounds[w, 1]):
+            counts[letters[i]] += 1
+        n = float(bounds[w, 1] - bounds[w, 0])
+        key = np.uint64(0) if exact else offset + np.uint64(_LETTERS)
+        for i in range(_LETTERS):
+            p = reference[i]
+            z = (counts[i] / n - p) / math.sqrt(p * (1.0 - p) / n)
+            level = math.floor(z / width) + q // 2
+            level = min(max(level, 0), q - 1)
+            key = key * base + np.uint64(level) if exact else _fmix(key * _G + np.uint64(level))
+        keys[w] = key
+    return keys
+
+
+window_keys = _compile(_window_keys)
+
+
+# --- sentences ------------------------------------------------------------------------------
+def _sentences(codes, mask, starts, ends_table, k, min_chars):
+    """The ``k`` longest sentences (content characters, at least ``min_chars``; earlier first
+    on ties) of each document, best first (``sentences.signature_from_codes``).
+
+    Returns (spans as global [start, end), selection starts, the content code points of the
+    chosen sentences one after another, where each sentence's begin in them)."""
+    count = len(starts) - 1
+    n_codes = len(codes)
+    chosen = np.empty((count * k, 2), np.int64)
+    out = np.empty(count + 1, np.int64)
+    found_a = np.empty(n_codes + 1, np.int64)
+    found_b = np.empty(n_codes + 1, np.int64)
+    found_len = np.empty(n_codes + 1, np.int64)
+    m = 0
+    for d in range(count):
+        out[d] = m
+        n = 0
+        i = starts[d]
+        while i < starts[d + 1]:
+            c = min(codes[i], 0xFFFF)
+            if ends_table[c]:
+                i += 1
+                continue
+            a, length = i, 0
+            while i < starts[d + 1] and not ends_table[min(codes[i], 0xFFFF)]:
+                length += mask[i]
+                i += 1
+            if length >= min_chars:
+                found_a[n], found_b[n], found_len[n] = a, i, length
+                n += 1
+        if n == 0:
+            continue
+        order = np.argsort(-found_len[:n], kind="mergesort")
+        for r in range(min(k, n)):
+            chosen[m, 0], chosen[m, 1] = found_a[order[r]], found_b[order[r]]
+            m += 1
+    out[count] = m
+    spans = chosen[:m].copy()
+    size = 0
+    for r in range(m):
+        for i in range(spans[r, 0], spans[r, 1]):
+            size += mask[i]
+    text = np.empty(size, np.uint32)
+    begins = np.empty(m + 1, np.int64)
+    t = 0
+    for r in range(m):
+        begins[r] = t
+        for i in range(spans[r, 0], spans[r, 1]):
+            if mask[i]:
+                text[t] = codes[i]
+                t += 1
+    begins[m] = t
+    return spans, out, text, begins
+
+
+sentences = _compile(_sentences)
+
+
+# --- availability ---------------------------------------------------------------------------
+@cache
+def available() -> bool:
+    """True when the kernels run compiled (numba present, JIT on, a first compile works)."""
+    if numba is None or numba.config.DISABLE_JIT:
+        return False
+    try:
+        codes = np.arange(40, 60, dtype=np.uint32)
+        starts = np.array([0, 20], dtype=np.int64)
+        hashes, _, gram_starts = ngrams(codes, starts, 3, 21, seed_offset(0), True)
+        winnow(hashes, gram_starts, 4)
+    except Exception:  # any failure to compile means: use the reference
+        return False
+    return True
