@@ -144,17 +144,18 @@ def _sentences(t: _Texts, params) -> list[SentenceSignature]:
     ]
 
 
-def _minhashes(t: _Texts, params, distinct, distinct_starts, shared: bool) -> list[MinHash]:
+def _minhashes(t: _Texts, params, shared: tuple | None) -> list[MinHash]:
+    """MinHash of each text; ``shared``: the one-permutation values and sizes already made
+    from the simhash's n-grams (same n-grams and seed)."""
     if params.scheme != "oph":
         hashes, _, starts = t.grams(params.ngram, 0)
         return [minhash_of_hashes(g, params) for g in _cut(hashes, starts)]
-    if not shared:
+    if shared is None:
         hashes, _, starts = t.grams(params.ngram, 0)
-        distinct, _, distinct_starts = kernels.distinct(hashes, starts)
-    values = kernels.oph(
-        distinct, distinct_starts, params.num_perm, kernels.seed_offset(params.seed), params.seed
-    )
-    sizes = np.diff(distinct_starts).tolist()
+        mix = kernels.seed_offset(params.seed)
+        _, *shared = kernels.simhash_oph(hashes, starts, params.num_perm, mix, params.seed)
+    values, sizes = shared
+    sizes = sizes.tolist()
     return [MinHash(values[d], sizes[d], params) for d in range(t.count)]
 
 
@@ -218,10 +219,11 @@ def fingerprint_many(
     t = _Texts([n.text for n in normalized])
     sp, mp, wp = params.simhash, params.minhash, params.winnow
     hashes, _, starts = t.grams(sp.ngram, sp.seed)
-    distinct, tf, distinct_starts = kernels.distinct(hashes, starts)
-    simhashes = kernels.simhash(distinct, tf, distinct_starts).tolist()
-    shared = (mp.ngram, 0) == (sp.ngram, sp.seed)
-    minhashes = _minhashes(t, mp, distinct, distinct_starts, shared)
+    shared = (mp.ngram, 0) == (sp.ngram, sp.seed) and mp.scheme == "oph"
+    mix = kernels.seed_offset(mp.seed)
+    simhashes, values, sizes = kernels.simhash_oph(hashes, starts, mp.num_perm, mix, mp.seed)
+    simhashes = simhashes.tolist()
+    minhashes = _minhashes(t, mp, (values, sizes) if shared else None)
 
     chosen, chosen_starts = t.winnowed(wp.k, wp.window, wp.seed)
     kgrams, kfirst, _ = t.grams(wp.k, wp.seed)

@@ -37,6 +37,7 @@ _LO32 = np.uint64(0xFFFFFFFF)
 _EMPTY32 = np.uint32(0xFFFFFFFF)
 _MASK64 = (1 << 64) - 1
 _LETTERS = 23
+_MEMO = 128  # window lengths whose levels window_keys tabulates
 
 
 def _compile(fn, inline: bool = False):
@@ -85,16 +86,36 @@ def _gram(codes, at, n, bits, offset):
 _gram = _compile(_gram, inline=True)
 
 
+def _packs(codes, a, b, length, bits, out):
+    """``out[i]``: the ``length`` symbols from ``a + i`` packed ``bits`` to a symbol, as
+    ``hashing.ngram_hashes`` packs a word; rolled along, which needs symbols < 2**bits."""
+    shift = np.uint64(bits)
+    mask = ~np.uint64(0) if length * bits >= 64 else (_ONE << np.uint64(length * bits)) - _ONE
+    word = np.uint64(0)
+    for i in range(a, min(a + length - 1, b)):
+        word = (word << shift) | np.uint64(codes[i])
+    for i in range(a + length - 1, b):
+        word = ((word << shift) | np.uint64(codes[i])) & mask
+        out[i - a - length + 1] = word
+
+
+_packs = _compile(_packs, inline=True)
+
+
 def _ngrams(codes, starts, n, bits, offset, short_whole):
     """n-gram hashes inside each document and the index of each n-gram's first symbol.
 
     ``batch._doc_grams``: a document shorter than ``n`` (not empty) gives one hash of all
     its symbols when ``short_whole``, else none. Returns (hashes, first, gram starts).
+    Where every symbol fits in ``bits``, the words of each n-gram are rolled along the
+    document instead of packed afresh at every position.
     """
     count = len(starts) - 1
     total = 0
+    longest = 0
     for d in range(count):
         size = starts[d + 1] - starts[d]
+        longest = max(longest, size)
         if size >= n:
             total += size - n + 1
         elif size > 0 and short_whole:
@@ -102,14 +123,38 @@ def _ngrams(codes, starts, n, bits, offset, short_whole):
     hashes = np.empty(total, np.uint64)
     first = np.empty(total, np.int64)
     out = np.empty(count + 1, np.int64)
+    per_word = 64 // bits
+    words = (n + per_word - 1) // per_word
+    rest = n - (words - 1) * per_word  # symbols in the last word
+    full_packs = np.empty(longest, np.uint64)
+    rest_packs = np.empty(longest, np.uint64)
     k = 0
     for d in range(count):
         out[d] = k
         a, b = starts[d], starts[d + 1]
         if b - a >= n:
-            for i in range(a, b - n + 1):
-                hashes[k] = _gram(codes, i, n, bits, offset)
-                first[k] = i
+            wide = np.uint32(0)
+            for i in range(a, b):
+                wide |= np.uint32(codes[i])
+            if bits < 32 and wide >> np.uint32(bits) != 0:  # symbols wider than bits
+                for i in range(a, b - n + 1):
+                    hashes[k] = _gram(codes, i, n, bits, offset)
+                    first[k] = i
+                    k += 1
+                continue
+            if words > 1:
+                _packs(codes, a, b, per_word, bits, full_packs)
+            _packs(codes, a, b, rest, bits, rest_packs)
+            for i in range(b - a - n + 1):
+                if words == 1:
+                    h = _fmix(rest_packs[i] + offset)
+                else:
+                    h = _fmix(full_packs[i] + offset)
+                    for w in range(1, words - 1):
+                        h = _fmix(h * _G + full_packs[i + w * per_word])
+                    h = _fmix(h * _G + rest_packs[i + (words - 1) * per_word])
+                hashes[k] = h
+                first[k] = a + i
                 k += 1
         elif b > a and short_whole:
             hashes[k] = _gram(codes, a, b - a, bits, offset)
@@ -166,77 +211,67 @@ def _winnow(hashes, starts, window):
 winnow = _compile(_winnow)
 
 
-# --- distinct n-grams, simhash, one-permutation MinHash -------------------------------------
-def _distinct(hashes, starts):
-    """Sorted distinct hashes of each document and their counts (``np.unique``)."""
+# --- simhash and one-permutation MinHash of the n-grams -------------------------------------
+def _simhash_oph(grams, starts, num_perm, mix, seed):
+    """Per document: the tf-weighted simhash of its n-gram hashes, their one-permutation
+    MinHash with optimal densification, and how many distinct hashes there are.
+
+    The reference (``simhash.simhash_of_hashes`` and ``minhash.oph_signature`` over
+    ``np.unique``) works on distinct hashes with their counts; here every occurrence is
+    added once, which gives the same integer sums, and a bin keeps the minimum of all of
+    them, which is the minimum over the distinct ones; distinct hashes are counted in an
+    open-addressing table. In the reference a bin whose minimum is 2**32 - 1 counts as
+    empty when densifying, so here too.
+    """
     count = len(starts) - 1
-    values = np.empty(len(hashes), np.uint64)
-    tf = np.empty(len(hashes), np.int64)
-    out = np.empty(count + 1, np.int64)
-    k = 0
-    for d in range(count):
-        out[d] = k
-        ordered = np.sort(hashes[starts[d] : starts[d + 1]])
-        for i in range(len(ordered)):
-            if i > 0 and ordered[i] == ordered[i - 1]:
-                tf[k - 1] += 1
-            else:
-                values[k] = ordered[i]
-                tf[k] = 1
-                k += 1
-    out[count] = k
-    return values[:k].copy(), tf[:k].copy(), out
-
-
-distinct = _compile(_distinct)
-
-
-def _simhash(features, weights, starts):
-    """Simhash of each document from distinct feature hashes and integer weights
-    (``simhash.simhash_of_hashes``: bit j set when 2 * sum over set bits > total)."""
-    count = len(starts) - 1
-    out = np.zeros(count, np.uint64)
-    sums = np.zeros(64, np.int64)
-    for d in range(count):
-        sums[:] = 0
-        total = 0
-        for i in range(starts[d], starts[d + 1]):
-            h = features[i]
-            w = weights[i]
-            total += w
-            for bit in range(64):
-                if (h >> np.uint64(bit)) & _ONE:
-                    sums[bit] += w
-        value = np.uint64(0)
-        for bit in range(64):
-            if 2 * sums[bit] - total > 0:
-                value |= _ONE << np.uint64(bit)
-        out[d] = value
-    return out
-
-
-simhash = _compile(_simhash)
-
-
-def _oph(features, starts, num_perm, mix, seed):
-    """One-permutation MinHash of each document with optimal densification
-    (``minhash.oph_signature`` and ``minhash.densify``; a bin whose minimum is 2**32 - 1
-    counts as empty there, so here too)."""
-    count = len(starts) - 1
+    simhashes = np.zeros(count, np.uint64)
     values = np.full((count, num_perm), _EMPTY32, np.uint32)
+    sizes = np.zeros(count, np.int64)
+    longest = 0
+    for d in range(count):
+        longest = max(longest, starts[d + 1] - starts[d])
+    capacity = 16
+    while capacity < 2 * longest:
+        capacity *= 2
+    table = np.empty(capacity, np.uint64)
+    owner = np.full(capacity, -1, np.int64)
+    sums = np.zeros(64, np.int64)
     filled = np.zeros(num_perm, np.bool_)
     bins = np.uint64(num_perm)
     probe_seed = np.uint64(seed)
     for d in range(count):
-        if starts[d] == starts[d + 1]:
+        a, b = starts[d], starts[d + 1]
+        if a == b:
             continue
+        slots = 16
+        while slots < 2 * (b - a):
+            slots *= 2
+        slot_mask = np.uint64(slots - 1)
+        sums[:] = 0
         row = values[d]
-        for i in range(starts[d], starts[d + 1]):
-            h = _fmix(features[i] ^ mix)
-            slot = ((h >> _S32) * bins) >> _S32
-            low = np.uint32(h & _LO32)
-            if low < row[slot]:
-                row[slot] = low
+        distinct = 0
+        for i in range(a, b):
+            h = grams[i]
+            for bit in range(64):
+                sums[bit] += np.int64((h >> np.uint64(bit)) & _ONE)
+            slot = np.int64(h & slot_mask)
+            while owner[slot] == d and table[slot] != h:
+                slot = np.int64((np.uint64(slot) + _ONE) & slot_mask)
+            if owner[slot] != d:
+                owner[slot] = d
+                table[slot] = h
+                distinct += 1
+            x = _fmix(h ^ mix)
+            low = np.uint32(x & _LO32)
+            target = ((x >> _S32) * bins) >> _S32
+            if low < row[target]:
+                row[target] = low
+        sizes[d] = distinct
+        value = np.uint64(0)
+        for bit in range(64):
+            if 2 * sums[bit] - (b - a) > 0:
+                value |= _ONE << np.uint64(bit)
+        simhashes[d] = value
         full = 0
         for j in range(num_perm):
             filled[j] = row[j] != _EMPTY32
@@ -254,10 +289,10 @@ def _oph(features, starts, num_perm, mix, seed):
                     row[j] = row[source]
                     break
                 attempt += _ONE
-    return values
+    return simhashes, values, sizes
 
 
-oph = _compile(_oph)
+simhash_oph = _compile(_simhash_oph)
 
 
 # --- pinyin windows -------------------------------------------------------------------------
@@ -338,25 +373,44 @@ def _anchored_windows(starts, anchors, anchor_starts):
 anchored_windows = _compile(_anchored_windows)
 
 
+def _level(count, n, p, width, q):
+    """One letter's level: its binomial z-score binned by ``width``, clamped to [0, q - 1]."""
+    z = (count / n - p) / math.sqrt(p * (1.0 - p) / n)
+    return min(max(math.floor(z / width) + q // 2, 0), q - 1)
+
+
+_level = _compile(_level, inline=True)
+
+
 def _window_keys(letters, bounds, reference, width, q, exact, offset):
     """dna key of each window (``pinyin.window_levels`` then ``pinyin.dna_keys``): per letter
     the binomial z-score of its count, binned by ``width`` and clamped to [0, q - 1], read as
-    a base-q number when ``exact``, else hashed as ``hashing.hash_rows`` hashes the row."""
+    a base-q number when ``exact``, else hashed as ``hashing.hash_rows`` hashes the row.
+
+    Levels of windows up to ``_MEMO`` letters are computed once per (length, letter, count)."""
     keys = np.empty(len(bounds), np.uint64)
     counts = np.zeros(_LETTERS, np.int64)
+    memo = np.empty((_MEMO + 1, _LETTERS, _MEMO + 1), np.uint8)
+    ready = np.zeros(_MEMO + 1, np.bool_)
     base = np.uint64(q)
     for w in range(len(bounds)):
         counts[:] = 0
         for i in range(bounds[w, 0], bounds[w, 1]):
             counts[letters[i]] += 1
-        n = float(bounds[w, 1] - bounds[w, 0])
+        size = bounds[w, 1] - bounds[w, 0]
+        n = float(size)
+        if size <= _MEMO and not ready[size]:
+            for i in range(_LETTERS):
+                for c in range(size + 1):
+                    memo[size, i, c] = _level(c, n, reference[i], width, q)
+            ready[size] = True
         key = np.uint64(0) if exact else offset + np.uint64(_LETTERS)
         for i in range(_LETTERS):
-            p = reference[i]
-            z = (counts[i] / n - p) / math.sqrt(p * (1.0 - p) / n)
-            level = math.floor(z / width) + q // 2
-            level = min(max(level, 0), q - 1)
-            key = key * base + np.uint64(level) if exact else _fmix(key * _G + np.uint64(level))
+            if size <= _MEMO:
+                level = np.uint64(memo[size, i, counts[i]])
+            else:
+                level = np.uint64(_level(counts[i], n, reference[i], width, q))
+            key = key * base + level if exact else _fmix(key * _G + level)
         keys[w] = key
     return keys
 
