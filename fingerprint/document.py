@@ -15,6 +15,7 @@ import numpy as np
 
 from fingerprint.anchors import AnchorParams, Anchors, anchors_from_parts
 from fingerprint.decode import decode
+from fingerprint.kernels import use_compiled
 from fingerprint.minhash import MinHash, MinHashParams, minhash_of_hashes
 from fingerprint.normalize import NormalizeConfig, Normalized, normalize
 from fingerprint.pinyin import PinyinFingerprint, PinyinParams, initials, pinyin_from_initials
@@ -60,21 +61,6 @@ class DocumentFingerprint:
             self.sentences,
         )
         return {fp.method: fp.to_dict() for fp in members}
-
-
-def use_compiled(compiled: bool | None = None) -> bool:
-    """Whether to run the compiled kernels: ``None`` means when they are available.
-
-    ``True`` insists (and raises ``RuntimeError`` where they cannot run); ``False`` runs the
-    numpy reference. Both give the same values.
-    """
-    from fingerprint import kernels
-
-    if compiled is None:
-        return kernels.available()
-    if compiled and not kernels.available():
-        raise RuntimeError("the compiled kernels cannot run here (numba missing or JIT off)")
-    return bool(compiled)
 
 
 def _fingerprint_parts(
@@ -194,7 +180,7 @@ def fingerprint_documents(
 
     params = params or DocumentParams()
     decoded = [decode(t).text if isinstance(t, bytes) else t for t in texts]
-    normalized = normalize_many(decoded, params.normalize)
+    normalized = normalize_many(decoded, params.normalize, compiled=compiled)
     if use_compiled(compiled):
         from fingerprint import compiled as fast
 

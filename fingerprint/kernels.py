@@ -40,7 +40,7 @@ _LETTERS = 23
 _MEMO = 128  # window lengths whose levels window_keys tabulates
 
 
-def _compile(fn, inline: bool = False):
+def compile_kernel(fn, inline: bool = False):
     """``numba.njit`` with an on-disk cache when some cache folder is writable."""
     if numba is None:
         return fn
@@ -65,7 +65,7 @@ def _fmix(x):
     return x ^ (x >> _S33)
 
 
-_fmix = _compile(_fmix, inline=True)
+_fmix = compile_kernel(_fmix, inline=True)
 
 
 def _gram(codes, at, n, bits, offset):
@@ -83,7 +83,7 @@ def _gram(codes, at, n, bits, offset):
     return h
 
 
-_gram = _compile(_gram, inline=True)
+_gram = compile_kernel(_gram, inline=True)
 
 
 def _packs(codes, a, b, length, bits, out):
@@ -99,7 +99,7 @@ def _packs(codes, a, b, length, bits, out):
         out[i - a - length + 1] = word
 
 
-_packs = _compile(_packs, inline=True)
+_packs = compile_kernel(_packs, inline=True)
 
 
 def _ngrams(codes, starts, n, bits, offset, short_whole):
@@ -164,7 +164,7 @@ def _ngrams(codes, starts, n, bits, offset, short_whole):
     return hashes, first, out
 
 
-ngrams = _compile(_ngrams)
+ngrams = compile_kernel(_ngrams)
 
 
 # --- winnowing ------------------------------------------------------------------------------
@@ -208,7 +208,7 @@ def _winnow(hashes, starts, window):
     return chosen[:k].copy(), out
 
 
-winnow = _compile(_winnow)
+winnow = compile_kernel(_winnow)
 
 
 # --- simhash and one-permutation MinHash of the n-grams -------------------------------------
@@ -292,7 +292,7 @@ def _simhash_oph(grams, starts, num_perm, mix, seed):
     return simhashes, values, sizes
 
 
-simhash_oph = _compile(_simhash_oph)
+simhash_oph = compile_kernel(_simhash_oph)
 
 
 # --- pinyin windows -------------------------------------------------------------------------
@@ -331,7 +331,7 @@ def _fixed_windows(starts, granule, step):
     return bounds, out
 
 
-fixed_windows = _compile(_fixed_windows)
+fixed_windows = compile_kernel(_fixed_windows)
 
 
 def _anchored_windows(starts, anchors, anchor_starts):
@@ -370,7 +370,7 @@ def _anchored_windows(starts, anchors, anchor_starts):
     return bounds[:k].copy(), out
 
 
-anchored_windows = _compile(_anchored_windows)
+anchored_windows = compile_kernel(_anchored_windows)
 
 
 def _level(count, n, p, width, q):
@@ -379,7 +379,7 @@ def _level(count, n, p, width, q):
     return min(max(math.floor(z / width) + q // 2, 0), q - 1)
 
 
-_level = _compile(_level, inline=True)
+_level = compile_kernel(_level, inline=True)
 
 
 def _window_keys(letters, bounds, reference, width, q, exact, offset):
@@ -415,7 +415,7 @@ def _window_keys(letters, bounds, reference, width, q, exact, offset):
     return keys
 
 
-window_keys = _compile(_window_keys)
+window_keys = compile_kernel(_window_keys)
 
 
 # --- sentences ------------------------------------------------------------------------------
@@ -474,7 +474,7 @@ def _sentences(codes, mask, starts, ends_table, k, min_chars):
     return spans, out, text, begins
 
 
-sentences = _compile(_sentences)
+sentences = compile_kernel(_sentences)
 
 
 # --- availability ---------------------------------------------------------------------------
@@ -491,3 +491,16 @@ def available() -> bool:
     except Exception:  # any failure to compile means: use the reference
         return False
     return True
+
+
+def use_compiled(compiled: bool | None = None) -> bool:
+    """Whether to run the compiled kernels: ``None`` means when they are :func:`available`.
+
+    ``True`` insists (and raises ``RuntimeError`` where they cannot run); ``False`` runs the
+    numpy reference. Both give the same values.
+    """
+    if compiled is None:
+        return available()
+    if compiled and not available():
+        raise RuntimeError("the compiled kernels cannot run here (numba missing or JIT off)")
+    return bool(compiled)

@@ -23,9 +23,9 @@ from fingerprint.document import (
     fingerprint_and_anchors,
     fingerprint_document,
     fingerprint_documents,
-    use_compiled,
 )
 from fingerprint.hashing import ngram_hashes
+from fingerprint.kernels import use_compiled
 from fingerprint.minhash import MinHashParams, oph_signature
 from fingerprint.normalize import normalize
 from fingerprint.pinyin import (
