@@ -13,6 +13,7 @@ is made once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import pairwise
 
 import numpy as np
 
@@ -21,12 +22,13 @@ from fingerprint.anchors import AnchorParams, Anchors, Channel
 from fingerprint.hashing import hash64
 from fingerprint.minhash import MinHash, minhash_of_hashes
 from fingerprint.normalize import Normalized
-from fingerprint.pinyin import ALPHABET, PinyinFingerprint, PinyinParams, initials
+from fingerprint.pinyin import ALPHABET, PinyinFingerprint, PinyinParams, initial_table
 from fingerprint.sentences import SentenceSignature, sentence_end_table
 from fingerprint.shingles import WinnowFingerprint
 from fingerprint.simhash import Simhash
-from fingerprint.tokens import codepoints, content_mask, from_codepoints
+from fingerprint.tokens import codepoints, content_mask, content_table, from_codepoints
 
+_BMP = 0x10000
 _CODE_BITS = 21
 _LETTER_BITS = 5
 _ANCHOR_SEED = 7  # pinyin.anchored_bounds hashes initial k-grams with seed 7
@@ -50,12 +52,24 @@ class _Texts:
         self.text_starts = np.zeros(self.count + 1, dtype=np.int64)
         np.cumsum([len(t) for t in texts], out=self.text_starts[1:])
         self.all_codes = codepoints("".join(texts))
-        self.mask = content_mask(self.all_codes)
-        self.positions = np.flatnonzero(self.mask)
-        self.codes = self.all_codes[self.positions]
-        self.content_starts = np.searchsorted(self.positions, self.text_starts)
-        self.letters, self.letter_pos = initials(self.all_codes)
-        self.letter_starts = np.searchsorted(self.letter_pos, self.text_starts)
+        astral = np.unique(self.all_codes[self.all_codes >= _BMP])
+        (
+            self.mask,
+            self.positions,
+            self.codes,
+            self.content_starts,
+            self.letters,
+            self.letter_pos,
+            self.letter_starts,
+            self.letter_index,
+        ) = kernels.split_text(
+            self.all_codes,
+            self.text_starts,
+            content_table(),
+            astral,
+            content_mask(astral),
+            initial_table(),
+        )
         self._grams: dict[tuple[int, int, bool], tuple[np.ndarray, ...]] = {}
 
     def grams(self, n: int, seed: int, short_whole: bool = True) -> tuple[np.ndarray, ...]:
@@ -129,18 +143,20 @@ def _sentences(t: _Texts, params) -> list[SentenceSignature]:
     spans, starts, text, begins = kernels.sentences(
         t.all_codes, t.mask, t.text_starts, sentence_end_table(), params.k, params.min_chars
     )
-    joined = from_codepoints(text)
-    hashes = np.array(
-        [
-            hash64(joined[a:b])
-            for a, b in zip(begins[:-1].tolist(), begins[1:].tolist(), strict=True)
-        ],
+    # hash64 of each sentence's content characters: one UTF-8 encoding for them all, then
+    # XXH3 of each sentence's bytes (``kernels.utf8_offsets``: where each one begins).
+    data = memoryview(from_codepoints(text).encode("utf-8", "surrogatepass"))
+    ends = kernels.utf8_offsets(text, begins).tolist()
+    hashes = np.fromiter(
+        (hash64(data[a:b]) for a, b in pairwise(ends)),
         dtype=np.uint64,
+        count=len(ends) - 1,
     )
     local = (spans - t.text_starts[_owner(starts)][:, None]).tolist()
+    bounds = starts.tolist()
     return [
-        SentenceSignature(hashes[a:b], tuple((x, y) for x, y in local[a:b]), params)
-        for a, b in zip(starts[:-1].tolist(), starts[1:].tolist(), strict=True)
+        SentenceSignature(hashes[a:b], tuple(map(tuple, local[a:b])), params)
+        for a, b in pairwise(bounds)
     ]
 
 
@@ -189,8 +205,7 @@ def _anchors(t: _Texts, params: AnchorParams, winnow_params) -> list[Anchors]:
     local, pchosen_starts = kernels.winnow(phashes, pstarts, params.pinyin_window)
     powner = _owner(pchosen_starts)
     pchosen = pstarts[powner] + local
-    # Every Han character with an initial is a content character, so this lookup is exact.
-    letter_index = np.searchsorted(t.positions, t.letter_pos)
+    letter_index = t.letter_index
     first_letter = pfirst[pchosen]
     pin_hashes = (phashes[pchosen] >> np.uint64(32)).astype(np.uint32)
     pin_starts = (letter_index[first_letter] - t.content_starts[powner]).astype(np.uint32)
@@ -211,9 +226,10 @@ def _anchors(t: _Texts, params: AnchorParams, winnow_params) -> list[Anchors]:
 
 def fingerprint_many(
     normalized: Sequence[Normalized], params, anchor_params: AnchorParams | None = None
-) -> tuple[list, list[Anchors] | None, list[np.ndarray]]:
-    """Per text: its ``DocumentFingerprint``, its ``Anchors`` (when ``anchor_params`` is
-    given, else None) and the offsets of its content characters in its normalised text."""
+) -> tuple[list, list[Anchors] | None, list[np.ndarray] | None]:
+    """Per text: its ``DocumentFingerprint``; when ``anchor_params`` is given, also its
+    ``Anchors`` and the offsets of its content characters in its normalised text (else
+    None for both)."""
     from fingerprint.document import DocumentFingerprint
 
     t = _Texts([n.text for n in normalized])
@@ -245,6 +261,8 @@ def fingerprint_many(
         )
         for d in range(t.count)
     ]
-    anchors = None if anchor_params is None else _anchors(t, anchor_params, wp)
+    if anchor_params is None:
+        return out, None, None
+    anchors = _anchors(t, anchor_params, wp)
     positions = _cut(t.local(t.positions, t.content_starts), t.content_starts)
     return out, anchors, positions

@@ -56,6 +56,63 @@ def seed_offset(seed: int) -> np.uint64:
     return np.uint64((seed * 0x9E3779B97F4A7C15) & _MASK64)
 
 
+# --- the characters of a text -------------------------------------------------------------
+def _split_text(all_codes, starts, content_table, astral, astral_content, initial_table):
+    """Content characters and pinyin initials of texts laid end to end, in one pass.
+
+    ``tokens.content_mask`` (BMP characters by ``content_table``, the ``astral`` ones, sorted,
+    by ``astral_content``) and ``pinyin.initials`` (``initial_table``; 255: none). Returns
+    the mask, the content characters' positions, code points and starts per text, the
+    initials, their positions and starts per text, and for each initial the number of
+    content characters before it (its index among them, since initials are Han).
+    """
+    n = len(all_codes)
+    count = len(starts) - 1
+    mask = np.empty(n, np.bool_)
+    positions = np.empty(n, np.int64)
+    codes = np.empty(n, np.uint32)
+    letters = np.empty(n, np.uint8)
+    letter_pos = np.empty(n, np.int64)
+    letter_index = np.empty(n, np.int64)
+    content_starts = np.empty(count + 1, np.int64)
+    letter_starts = np.empty(count + 1, np.int64)
+    k = 0
+    m = 0
+    for d in range(count):
+        content_starts[d] = k
+        letter_starts[d] = m
+        for i in range(starts[d], starts[d + 1]):
+            c = all_codes[i]
+            bmp = c < 0x10000
+            content = content_table[c] if bmp else astral_content[np.searchsorted(astral, c)]
+            letter = initial_table[c] if c < len(initial_table) else 255
+            if letter != 255:
+                letters[m] = letter
+                letter_pos[m] = i
+                letter_index[m] = k
+                m += 1
+            mask[i] = content
+            if content:
+                positions[k] = i
+                codes[k] = c
+                k += 1
+    content_starts[count] = k
+    letter_starts[count] = m
+    return (
+        mask,
+        positions[:k].copy(),
+        codes[:k].copy(),
+        content_starts,
+        letters[:m].copy(),
+        letter_pos[:m].copy(),
+        letter_starts,
+        letter_index[:m].copy(),
+    )
+
+
+split_text = compile_kernel(_split_text)
+
+
 # --- hashing --------------------------------------------------------------------------------
 def _fmix(x):
     x ^= x >> _S33
@@ -475,6 +532,24 @@ def _sentences(codes, mask, starts, ends_table, k, min_chars):
 
 
 sentences = compile_kernel(_sentences)
+
+
+def _utf8_offsets(codes, begins):
+    """Byte offset in the UTF-8 encoding of ``codes`` (surrogates as 3 bytes, as with
+    ``surrogatepass``) of each index in ``begins``."""
+    out = np.empty(len(begins), np.int64)
+    size = 0
+    at = 0
+    for r in range(len(begins)):
+        while at < begins[r]:
+            c = codes[at]
+            size += 1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4
+            at += 1
+        out[r] = size
+    return out
+
+
+utf8_offsets = compile_kernel(_utf8_offsets)
 
 
 # --- availability ---------------------------------------------------------------------------

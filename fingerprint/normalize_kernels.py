@@ -9,6 +9,8 @@ asserts that the results are equal.
 
 from __future__ import annotations
 
+from functools import cache
+
 import numpy as np
 
 from fingerprint.kernels import compile_kernel
@@ -25,9 +27,10 @@ def _map(codes, table, special, special_starts, special_values):
     size = 0
     for i in range(len(codes)):
         c = codes[i]
-        if c < 0x10000 and table[c] != -2:
-            size += table[c] >= 0
-        else:
+        m = table[c] if c < 0x10000 else -2
+        if m >= 0:
+            size += 1
+        elif m == -2:
             j = np.searchsorted(special, c)
             size += special_starts[j + 1] - special_starts[j]
     mapped = np.empty(size, np.uint32)
@@ -35,12 +38,12 @@ def _map(codes, table, special, special_starts, special_values):
     k = 0
     for i in range(len(codes)):
         c = codes[i]
-        if c < 0x10000 and table[c] != -2:
-            if table[c] >= 0:
-                mapped[k] = table[c]
-                offsets[k] = i
-                k += 1
-        else:
+        m = table[c] if c < 0x10000 else -2
+        if m >= 0:
+            mapped[k] = m
+            offsets[k] = i
+            k += 1
+        elif m == -2:
             j = np.searchsorted(special, c)
             for v in range(special_starts[j], special_starts[j + 1]):
                 mapped[k] = special_values[v]
@@ -52,18 +55,37 @@ def _map(codes, table, special, special_starts, special_values):
 _map = compile_kernel(_map)
 
 
-def map_chars(text: str, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``normalize.map_chars``: mapped code points (uint32) and the original index of each."""
-    codes = codepoints(text)
-    table = char_table(lowercase)
-    special_mask = codes >= _BMP
-    special_mask |= table[np.minimum(codes, _BMP - 1)] == _EXPAND
-    special = np.unique(codes[special_mask])
+@cache
+def _table32(lowercase: bool) -> np.ndarray:
+    """``normalize.char_table`` as int32: half the cache lines to read."""
+    table = char_table(lowercase).astype(np.int32)
+    table.setflags(write=False)
+    return table
+
+
+@cache
+def _bmp_expansions(lowercase: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The BMP characters that map to several characters, sorted, and what each maps to
+    (``starts`` into ``values``), made once per process."""
+    special = np.flatnonzero(char_table(lowercase) == _EXPAND).astype(np.uint32)
     values = [codepoints(_expand(chr(c), lowercase)) for c in special.tolist()]
     starts = np.zeros(len(special) + 1, dtype=np.int64)
     np.cumsum([len(v) for v in values], out=starts[1:])
     flat = np.concatenate(values) if values else np.empty(0, dtype=np.uint32)
-    return _map(codes, table, special, starts, flat)
+    return special, starts, flat
+
+
+def map_chars(text: str, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``normalize.map_chars``: mapped code points (uint32) and the original index of each."""
+    codes = codepoints(text)
+    special, starts, values = _bmp_expansions(lowercase)
+    astral = np.unique(codes[codes >= _BMP])
+    if len(astral):  # astral characters follow the BMP ones, so the list stays sorted
+        mapped = [codepoints(_expand(chr(c), lowercase)) for c in astral.tolist()]
+        special = np.concatenate([special, astral])
+        starts = np.concatenate([starts, starts[-1] + np.cumsum([len(m) for m in mapped])])
+        values = np.concatenate([values, *mapped])
+    return _map(codes, _table32(lowercase), special, starts, values)
 
 
 def _fold(codes, lengths, gap, drop, offsets, text_starts):
