@@ -13,6 +13,7 @@ is made once.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import cache
 from itertools import pairwise
 
 import numpy as np
@@ -97,6 +98,14 @@ class _Texts:
         return positions - self.text_starts[_owner(starts)]
 
 
+@cache
+def _levels(reference: tuple[float, ...], width: float, levels: int) -> np.ndarray:
+    """The window levels of short windows (``kernels.level_table``), made once per setting."""
+    table = kernels.level_table(np.asarray(reference, dtype=np.float64), width, levels)
+    table.setflags(write=False)
+    return table
+
+
 def _pinyin(t: _Texts, params: PinyinParams) -> list[PinyinFingerprint]:
     letters = t.letters
     if params.anchored:
@@ -125,6 +134,7 @@ def _pinyin(t: _Texts, params: PinyinParams) -> list[PinyinFingerprint]:
         params.levels,
         exact,
         kernels.seed_offset(params.levels),
+        _levels(params.reference, params.width, params.levels),
     )
     starts = t.local(t.letter_pos[bounds[:, 0]], window_starts)
     ends = t.local(t.letter_pos[bounds[:, 1] - 1] + 1, window_starts)

@@ -439,16 +439,28 @@ def _level(count, n, p, width, q):
 _level = compile_kernel(_level, inline=True)
 
 
-def _window_keys(letters, bounds, reference, width, q, exact, offset):
+def _level_table(reference, width, q):
+    """``table[n, i, c]``: the level of letter i seen c times in a window of n letters, for
+    windows of up to ``_MEMO`` letters."""
+    table = np.zeros((_MEMO + 1, _LETTERS, _MEMO + 1), np.uint8)
+    for n in range(1, _MEMO + 1):
+        for i in range(_LETTERS):
+            for c in range(n + 1):
+                table[n, i, c] = _level(c, float(n), reference[i], width, q)
+    return table
+
+
+level_table = compile_kernel(_level_table)
+
+
+def _window_keys(letters, bounds, reference, width, q, exact, offset, table):
     """dna key of each window (``pinyin.window_levels`` then ``pinyin.dna_keys``): per letter
     the binomial z-score of its count, binned by ``width`` and clamped to [0, q - 1], read as
     a base-q number when ``exact``, else hashed as ``hashing.hash_rows`` hashes the row.
 
-    Levels of windows up to ``_MEMO`` letters are computed once per (length, letter, count)."""
+    ``table``: the levels of windows up to ``_MEMO`` letters (:func:`level_table`)."""
     keys = np.empty(len(bounds), np.uint64)
     counts = np.zeros(_LETTERS, np.int64)
-    memo = np.empty((_MEMO + 1, _LETTERS, _MEMO + 1), np.uint8)
-    ready = np.zeros(_MEMO + 1, np.bool_)
     base = np.uint64(q)
     for w in range(len(bounds)):
         counts[:] = 0
@@ -456,15 +468,10 @@ def _window_keys(letters, bounds, reference, width, q, exact, offset):
             counts[letters[i]] += 1
         size = bounds[w, 1] - bounds[w, 0]
         n = float(size)
-        if size <= _MEMO and not ready[size]:
-            for i in range(_LETTERS):
-                for c in range(size + 1):
-                    memo[size, i, c] = _level(c, n, reference[i], width, q)
-            ready[size] = True
         key = np.uint64(0) if exact else offset + np.uint64(_LETTERS)
         for i in range(_LETTERS):
             if size <= _MEMO:
-                level = np.uint64(memo[size, i, counts[i]])
+                level = np.uint64(table[size, i, counts[i]])
             else:
                 level = np.uint64(_level(counts[i], n, reference[i], width, q))
             key = key * base + level if exact else _fmix(key * _G + level)

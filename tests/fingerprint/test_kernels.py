@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from fingerprint import kernels
 from fingerprint.anchors import AnchorParams, anchors_from_codes
 from fingerprint.batch import normalize_many
+from fingerprint.compiled import _levels
 from fingerprint.document import (
     DocumentParams,
     fingerprint_and_anchors,
@@ -175,6 +176,7 @@ def test_pinyin_windows_equal_the_reference(docs, levels, granule, overlap, widt
             levels,
             exact,
             kernels.seed_offset(levels),
+            _levels(params.reference, params.width, levels),
         )
         for d, doc in enumerate(docs):
             doc = np.array(doc, dtype=np.uint8)
