@@ -21,12 +21,12 @@ import numpy as np
 from fingerprint import kernels
 from fingerprint.anchors import AnchorParams, Anchors, Channel
 from fingerprint.hashing import hash64
-from fingerprint.minhash import MinHash, minhash_of_hashes
+from fingerprint.minhash import MinHash, MinHashParams, minhash_of_hashes
 from fingerprint.normalize import Normalized
 from fingerprint.pinyin import ALPHABET, PinyinFingerprint, PinyinParams, initial_table
-from fingerprint.sentences import SentenceSignature, sentence_end_table
-from fingerprint.shingles import WinnowFingerprint
-from fingerprint.simhash import Simhash
+from fingerprint.sentences import SentenceParams, SentenceSignature, sentence_end_table
+from fingerprint.shingles import WinnowFingerprint, WinnowParams
+from fingerprint.simhash import Simhash, SimhashParams
 from fingerprint.tokens import codepoints, content_mask, content_table, from_codepoints
 
 _BMP = 0x10000
@@ -276,3 +276,38 @@ def fingerprint_many(
     anchors = _anchors(t, anchor_params, wp)
     positions = _cut(t.local(t.positions, t.content_starts), t.content_starts)
     return out, anchors, positions
+
+
+# --- one method on one text (the benchmark's stage rows) ------------------------------------
+def pinyin_fingerprint(text: str, params: PinyinParams | None = None) -> PinyinFingerprint:
+    """``pinyin.pinyin_fingerprint`` through the kernels."""
+    return _pinyin(_Texts([text]), params or PinyinParams())[0]
+
+
+def simhash(text: str, params: SimhashParams | None = None) -> Simhash:
+    """``simhash.simhash`` (character n-grams, tf weights) through the kernels."""
+    params = params or SimhashParams()
+    if params.features != "char" or params.weighting != "tf":
+        raise ValueError("the compiled simhash takes character n-grams with tf weights")
+    hashes, _, starts = _Texts([text]).grams(params.ngram, params.seed)
+    value = kernels.simhash_oph(hashes, starts, 1, kernels.seed_offset(0), 0)[0]
+    return Simhash(int(value[0]), params)
+
+
+def minhash(text: str, params: MinHashParams | None = None) -> MinHash:
+    """``minhash.minhash`` through the kernels (one-permutation; affine32 stays numpy)."""
+    return _minhashes(_Texts([text]), params or MinHashParams(), None)[0]
+
+
+def winnow(text: str, params: WinnowParams | None = None) -> WinnowFingerprint:
+    """``shingles.winnow`` through the kernels."""
+    params = params or WinnowParams()
+    t = _Texts([text])
+    chosen, _ = t.winnowed(params.k, params.window, params.seed)
+    hashes, first, _ = t.grams(params.k, params.seed)
+    return WinnowFingerprint(params, hashes[chosen], t.positions[first[chosen]])
+
+
+def sentence_signature(text: str, params: SentenceParams | None = None) -> SentenceSignature:
+    """``sentences.sentence_signature`` through the kernels."""
+    return _sentences(_Texts([text]), params or SentenceParams())[0]

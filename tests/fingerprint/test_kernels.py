@@ -313,3 +313,23 @@ def test_without_the_kernels_the_reference_runs(classical, monkeypatch):
     assert [dumped(f) for f in fingerprint_documents(texts)] == want
     with pytest.raises(RuntimeError):
         use_compiled(True)
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_single_methods_equal_their_modules(classical, seed):
+    from fingerprint import compiled, minhash, pinyin, sentences, shingles, simhash
+
+    pool = list("".join(classical.values())) + NOISY
+    for text in random_docs(seed, pool, 40) + list(classical.values()):
+        text = normalize(text).text
+        for params in (PinyinParams(), PinyinParams(anchored=True)):
+            got = compiled.pinyin_fingerprint(text, params)
+            assert dumped(got) == dumped(pinyin.pinyin_fingerprint(text, params))
+        assert compiled.simhash(text) == simhash.simhash(text)
+        for params in (MinHashParams(scheme="oph"), MinHashParams()):
+            assert dumped(compiled.minhash(text, params)) == dumped(minhash.minhash(text, params))
+        got, want = compiled.winnow(text), shingles.winnow(text)
+        assert dumped(got) == dumped(want)
+        assert dumped(compiled.sentence_signature(text)) == dumped(
+            sentences.sentence_signature(text)
+        )
