@@ -162,7 +162,12 @@ def fingerprint_document(
     params = params or DocumentParams()
     if isinstance(text, bytes):
         text = decode(text).text
-    return fingerprint_normalized(normalize(text, params.normalize), params, compiled=compiled)
+    if use_compiled(compiled):
+        from fingerprint.batch import normalize_many
+
+        normalized = normalize_many([text], params.normalize, compiled=True)[0]
+        return fingerprint_normalized(normalized, params, compiled=True)
+    return fingerprint_normalized(normalize(text, params.normalize), params, compiled=False)
 
 
 def fingerprint_documents(
