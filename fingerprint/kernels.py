@@ -40,15 +40,14 @@ _LETTERS = 23
 _MEMO = 128  # window lengths whose levels window_keys tabulates
 
 
-def compile_kernel(fn, inline: bool = False):
+def compile_kernel(fn):
     """``numba.njit`` with an on-disk cache when some cache folder is writable."""
     if numba is None:
         return fn
-    options = {"inline": "always"} if inline else {}
     try:
-        return numba.njit(cache=True, nogil=True, **options)(fn)
+        return numba.njit(cache=True, nogil=True)(fn)
     except RuntimeError:  # no writable cache location: compile in memory only
-        return numba.njit(nogil=True, **options)(fn)
+        return numba.njit(nogil=True)(fn)
 
 
 def seed_offset(seed: int) -> np.uint64:
@@ -122,7 +121,7 @@ def _fmix(x):
     return x ^ (x >> _S33)
 
 
-_fmix = compile_kernel(_fmix, inline=True)
+_fmix = compile_kernel(_fmix)
 
 
 def _gram(codes, at, n, bits, offset):
@@ -140,7 +139,7 @@ def _gram(codes, at, n, bits, offset):
     return h
 
 
-_gram = compile_kernel(_gram, inline=True)
+_gram = compile_kernel(_gram)
 
 
 def _packs(codes, a, b, length, bits, out):
@@ -156,7 +155,7 @@ def _packs(codes, a, b, length, bits, out):
         out[i - a - length + 1] = word
 
 
-_packs = compile_kernel(_packs, inline=True)
+_packs = compile_kernel(_packs)
 
 
 def _ngrams(codes, starts, n, bits, offset, short_whole):
@@ -436,7 +435,7 @@ def _level(count, n, p, width, q):
     return min(max(math.floor(z / width) + q // 2, 0), q - 1)
 
 
-_level = compile_kernel(_level, inline=True)
+_level = compile_kernel(_level)
 
 
 def _level_table(reference, width, q):
@@ -492,6 +491,7 @@ def _sentences(codes, mask, starts, ends_table, k, min_chars):
     count = len(starts) - 1
     n_codes = len(codes)
     chosen = np.empty((count * k, 2), np.int64)
+    chosen_len = np.empty(count * k, np.int64)
     out = np.empty(count + 1, np.int64)
     found_a = np.empty(n_codes + 1, np.int64)
     found_b = np.empty(n_codes + 1, np.int64)
@@ -513,12 +513,21 @@ def _sentences(codes, mask, starts, ends_table, k, min_chars):
             if length >= min_chars:
                 found_a[n], found_b[n], found_len[n] = a, i, length
                 n += 1
-        if n == 0:
-            continue
-        order = np.argsort(-found_len[:n], kind="mergesort")
-        for r in range(min(k, n)):
-            chosen[m, 0], chosen[m, 1] = found_a[order[r]], found_b[order[r]]
-            m += 1
+        for r in range(n):  # the k longest, longest first, the earlier first on ties
+            if r < k:
+                chosen_at = m + r
+            elif found_len[r] > chosen_len[m + k - 1]:
+                chosen_at = m + k - 1
+            else:
+                continue
+            while chosen_at > m and found_len[r] > chosen_len[chosen_at - 1]:
+                chosen[chosen_at, 0] = chosen[chosen_at - 1, 0]
+                chosen[chosen_at, 1] = chosen[chosen_at - 1, 1]
+                chosen_len[chosen_at] = chosen_len[chosen_at - 1]
+                chosen_at -= 1
+            chosen[chosen_at, 0], chosen[chosen_at, 1] = found_a[r], found_b[r]
+            chosen_len[chosen_at] = found_len[r]
+        m += min(k, n)
     out[count] = m
     spans = chosen[:m].copy()
     size = 0
