@@ -101,10 +101,18 @@ def normalize_many(
     ``compiled`` (:func:`fingerprint.kernels.use_compiled`): the per-character mapping and
     the folding run in :mod:`fingerprint.normalize_kernels`, with the same results.
     """
+    return normalize_joined(texts, config, compiled=compiled)[0]
+
+
+def normalize_joined(
+    texts: Sequence[str], config: NormalizeConfig | None = None, *, compiled: bool | None = None
+) -> tuple[list[Normalized], np.ndarray, np.ndarray]:
+    """:func:`normalize_many`, with the normalised texts' code points laid end to end and
+    where each text begins in them (one more entry than texts), for the next step."""
     config = config or NormalizeConfig()
     count = len(texts)
     if count == 0:
-        return []
+        return [], np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
     fast = use_compiled(compiled)
     text_starts = np.concatenate([[0], np.cumsum([len(t) for t in texts])])
     if fast:
@@ -140,10 +148,11 @@ def normalize_many(
         codes, doc, local = _fold(codes, doc, offsets[mapped_index] - text_starts[doc])
         cut = _bounds(doc, count)
     text = from_codepoints(codes)
-    return [
+    normalized = [
         Normalized(text[cut[d] : cut[d + 1]], local[cut[d] : cut[d + 1]], texts[d])
         for d in range(count)
     ]
+    return normalized, np.asarray(codes, dtype=np.uint32), np.asarray(cut, dtype=np.int64)
 
 
 # --- n-grams and winnowing across documents -------------------------------------------------

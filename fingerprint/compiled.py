@@ -48,11 +48,15 @@ def _owner(starts: np.ndarray) -> np.ndarray:
 class _Texts:
     """The intermediates every fingerprint of a batch shares, computed once."""
 
-    def __init__(self, texts: Sequence[str]) -> None:
+    def __init__(self, texts: Sequence[str], joined: tuple | None = None) -> None:
+        """``joined``: the texts' code points end to end and where each begins, if known."""
         self.count = len(texts)
-        self.text_starts = np.zeros(self.count + 1, dtype=np.int64)
-        np.cumsum([len(t) for t in texts], out=self.text_starts[1:])
-        self.all_codes = codepoints("".join(texts))
+        if joined is None:
+            self.text_starts = np.zeros(self.count + 1, dtype=np.int64)
+            np.cumsum([len(t) for t in texts], out=self.text_starts[1:])
+            self.all_codes = codepoints("".join(texts))
+        else:
+            self.all_codes, self.text_starts = joined
         astral = np.unique(self.all_codes[self.all_codes >= _BMP])
         (
             self.mask,
@@ -235,14 +239,18 @@ def _anchors(t: _Texts, params: AnchorParams, winnow_params) -> list[Anchors]:
 
 
 def fingerprint_many(
-    normalized: Sequence[Normalized], params, anchor_params: AnchorParams | None = None
+    normalized: Sequence[Normalized],
+    params,
+    anchor_params: AnchorParams | None = None,
+    joined: tuple[np.ndarray, np.ndarray] | None = None,
 ) -> tuple[list, list[Anchors] | None, list[np.ndarray] | None]:
     """Per text: its ``DocumentFingerprint``; when ``anchor_params`` is given, also its
     ``Anchors`` and the offsets of its content characters in its normalised text (else
-    None for both)."""
+    None for both). ``joined``: the texts' code points end to end and where each begins
+    (:func:`fingerprint.batch.normalize_joined` gives them), to save making them again."""
     from fingerprint.document import DocumentFingerprint
 
-    t = _Texts([n.text for n in normalized])
+    t = _Texts([n.text for n in normalized], joined)
     sp, mp, wp = params.simhash, params.minhash, params.winnow
     hashes, _, starts = t.grams(sp.ngram, sp.seed)
     shared = (mp.ngram, 0) == (sp.ngram, sp.seed) and mp.scheme == "oph"

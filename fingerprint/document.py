@@ -181,13 +181,13 @@ def fingerprint_documents(
     Steps run once over the whole batch (:mod:`fingerprint.batch`), which is several times
     faster than a loop for the short documents of web pages.
     """
-    from fingerprint.batch import fingerprint_many, normalize_many
+    from fingerprint.batch import fingerprint_many, normalize_joined
 
     params = params or DocumentParams()
     decoded = [decode(t).text if isinstance(t, bytes) else t for t in texts]
-    normalized = normalize_many(decoded, params.normalize, compiled=compiled)
+    normalized, *joined = normalize_joined(decoded, params.normalize, compiled=compiled)
     if use_compiled(compiled):
         from fingerprint import compiled as fast
 
-        return fast.fingerprint_many(normalized, params)[0]
+        return fast.fingerprint_many(normalized, params, joined=tuple(joined))[0]
     return fingerprint_many(normalized, params)
