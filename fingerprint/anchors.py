@@ -132,14 +132,25 @@ def anchors_from_codes(
     all_codes: np.ndarray, mask: np.ndarray | None = None, params: AnchorParams | None = None
 ) -> Anchors:
     """Anchors of a normalised text given as code points (``mask``: its content characters)."""
-    params = params or AnchorParams()
     mask = content_mask(all_codes) if mask is None else mask
     positions = np.flatnonzero(mask)
-    codes = all_codes[positions]
+    letters, letter_positions = initials(all_codes)
+    return anchors_from_parts(all_codes[positions], positions, letters, letter_positions, params)
+
+
+def anchors_from_parts(
+    codes: np.ndarray,
+    positions: np.ndarray,
+    letters: np.ndarray,
+    letter_positions: np.ndarray,
+    params: AnchorParams | None = None,
+) -> Anchors:
+    """Anchors from a text's content code points and their offsets, and its pinyin initials
+    and theirs (:func:`fingerprint.pinyin.initials`), so a caller computes those once."""
+    params = params or AnchorParams()
     hashes, starts = _winnowed(codes, params.char_k, params.char_window, params.seed, 21)
     chars = Channel(hashes, starts.astype(np.uint32), (starts + params.char_k).astype(np.uint32))
 
-    letters, letter_positions = initials(all_codes)
     # Every Han character with an initial is a content character, so this lookup is exact.
     letter_index = np.searchsorted(positions, letter_positions)
     k = params.pinyin_k

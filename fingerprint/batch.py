@@ -20,8 +20,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from fingerprint import normalize_kernels
 from fingerprint.document import DocumentFingerprint, DocumentParams
 from fingerprint.hashing import hash64, ngram_hashes
+from fingerprint.kernels import use_compiled
 from fingerprint.minhash import MinHash, densify, minhash_of_hashes, oph_bins
 from fingerprint.normalize import (
     NormalizeConfig,
@@ -91,36 +93,66 @@ def _fold(codes: np.ndarray, doc: np.ndarray, offsets: np.ndarray):
     return codes[keep], doc[keep], offsets[keep]
 
 
-def normalize_many(texts: Sequence[str], config: NormalizeConfig | None = None) -> list[Normalized]:
-    """``[normalize(t, config) for t in texts]``, computed in one pass."""
+def normalize_many(
+    texts: Sequence[str], config: NormalizeConfig | None = None, *, compiled: bool | None = None
+) -> list[Normalized]:
+    """``[normalize(t, config) for t in texts]``, computed in one pass.
+
+    ``compiled`` (:func:`fingerprint.kernels.use_compiled`): the per-character mapping and
+    the folding run in :mod:`fingerprint.normalize_kernels`, with the same results.
+    """
+    return normalize_joined(texts, config, compiled=compiled)[0]
+
+
+def normalize_joined(
+    texts: Sequence[str], config: NormalizeConfig | None = None, *, compiled: bool | None = None
+) -> tuple[list[Normalized], np.ndarray, np.ndarray]:
+    """:func:`normalize_many`, with the normalised texts' code points laid end to end and
+    where each text begins in them (one more entry than texts), for the next step."""
     config = config or NormalizeConfig()
     count = len(texts)
     if count == 0:
-        return []
+        return [], np.zeros(0, dtype=np.uint32), np.zeros(1, dtype=np.int64)
+    fast = use_compiled(compiled)
     text_starts = np.concatenate([[0], np.cumsum([len(t) for t in texts])])
-    mapped, offsets = map_chars("".join(texts), config.lowercase)
-    cut = _bounds(_segments(text_starts, offsets), count)
+    if fast:
+        mapped, offsets = normalize_kernels.map_chars("".join(texts), config.lowercase)
+        cut = np.searchsorted(offsets, text_starts)
+    else:
+        mapped, offsets = map_chars("".join(texts), config.lowercase)
+        cut = _bounds(_segments(text_starts, offsets), count)
     mapped_text = from_codepoints(mapped)
     parts = [mapped_text[cut[d] : cut[d + 1]] for d in range(count)]
     if config.t2s:
         parts = _simplified_parts(parts)
     joined = SEPARATOR.join(parts)
     lengths = np.array([len(p) for p in parts], dtype=np.int64)
-    labels = np.full(2 * count - 1, -1, dtype=np.int64)
-    labels[0::2] = np.arange(count)
-    runs = np.full(2 * count - 1, len(SEPARATOR), dtype=np.int64)
-    runs[0::2] = lengths
-    doc = np.repeat(labels, runs)
-    keep = (doc >= 0) & ~noise_mask(joined, config)
-    mapped_index = np.flatnonzero(keep) - doc[keep] * len(SEPARATOR)
-    codes, doc = codepoints(joined)[keep], doc[keep]
-    codes, doc, local = _fold(codes, doc, offsets[mapped_index] - text_starts[doc])
-    cut = _bounds(doc, count)
+    if fast:
+        codes, local, cut = normalize_kernels.fold(
+            codepoints(joined),
+            lengths,
+            len(SEPARATOR),
+            noise_mask(joined, config),
+            offsets,
+            text_starts,
+        )
+    else:
+        labels = np.full(2 * count - 1, -1, dtype=np.int64)
+        labels[0::2] = np.arange(count)
+        runs = np.full(2 * count - 1, len(SEPARATOR), dtype=np.int64)
+        runs[0::2] = lengths
+        doc = np.repeat(labels, runs)
+        keep = (doc >= 0) & ~noise_mask(joined, config)
+        mapped_index = np.flatnonzero(keep) - doc[keep] * len(SEPARATOR)
+        codes, doc = codepoints(joined)[keep], doc[keep]
+        codes, doc, local = _fold(codes, doc, offsets[mapped_index] - text_starts[doc])
+        cut = _bounds(doc, count)
     text = from_codepoints(codes)
-    return [
+    normalized = [
         Normalized(text[cut[d] : cut[d + 1]], local[cut[d] : cut[d + 1]], texts[d])
         for d in range(count)
     ]
+    return normalized, np.asarray(codes, dtype=np.uint32), np.asarray(cut, dtype=np.int64)
 
 
 # --- n-grams and winnowing across documents -------------------------------------------------

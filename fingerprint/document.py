@@ -13,7 +13,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fingerprint.anchors import AnchorParams, Anchors, anchors_from_parts
 from fingerprint.decode import decode
+from fingerprint.kernels import use_compiled
 from fingerprint.minhash import MinHash, MinHashParams, minhash_of_hashes
 from fingerprint.normalize import NormalizeConfig, Normalized, normalize
 from fingerprint.pinyin import PinyinFingerprint, PinyinParams, initials, pinyin_from_initials
@@ -61,16 +63,17 @@ class DocumentFingerprint:
         return {fp.method: fp.to_dict() for fp in members}
 
 
-def fingerprint_normalized(
-    normalized: Normalized, params: DocumentParams | None = None
+def _fingerprint_parts(
+    normalized: Normalized,
+    all_codes: np.ndarray,
+    mask: np.ndarray,
+    positions: np.ndarray,
+    letters: np.ndarray,
+    letter_positions: np.ndarray,
+    params: DocumentParams,
 ) -> DocumentFingerprint:
-    """All default fingerprints of already normalised text."""
-    params = params or DocumentParams()
-    all_codes = codepoints(normalized.text)
-    mask = content_mask(all_codes)
-    positions = np.flatnonzero(mask)
+    """The numpy reference, given the code points, content mask and pinyin initials."""
     codes = all_codes[positions]
-    letters, letter_positions = initials(all_codes)
     grams, _ = ngram_hashes_at(codes, positions, params.simhash.ngram, params.simhash.seed)
     distinct, tf = np.unique(grams, return_counts=True)
     if (params.minhash.ngram, 0) == (params.simhash.ngram, params.simhash.seed):
@@ -92,26 +95,99 @@ def fingerprint_normalized(
     )
 
 
+def fingerprint_normalized(
+    normalized: Normalized, params: DocumentParams | None = None, *, compiled: bool | None = None
+) -> DocumentFingerprint:
+    """All default fingerprints of already normalised text (``compiled``: :func:`use_compiled`)."""
+    params = params or DocumentParams()
+    if use_compiled(compiled):
+        from fingerprint.compiled import fingerprint_many
+
+        return fingerprint_many([normalized], params)[0][0]
+    all_codes = codepoints(normalized.text)
+    mask = content_mask(all_codes)
+    letters, letter_positions = initials(all_codes)
+    return _fingerprint_parts(
+        normalized, all_codes, mask, np.flatnonzero(mask), letters, letter_positions, params
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class Fingerprinted:
+    """A normalised text's default fingerprints, its anchors, and the offset in the
+    normalised text of each of its content characters."""
+
+    fingerprint: DocumentFingerprint
+    anchors: Anchors
+    positions: np.ndarray
+
+
+def fingerprint_and_anchors(
+    normalized: Normalized,
+    params: DocumentParams | None = None,
+    anchor_params: AnchorParams | None = None,
+    *,
+    compiled: bool | None = None,
+) -> Fingerprinted:
+    """The document fingerprint and the anchors of a normalised text, for matching.
+
+    Equal to ``fingerprint_normalized`` and ``anchors.anchors_from_codes``, but the code
+    points, the content mask, the pinyin initials, and the winnowed 8-grams both select
+    (when their parameters agree), are computed once.
+    """
+    params = params or DocumentParams()
+    anchor_params = anchor_params or AnchorParams()
+    if use_compiled(compiled):
+        from fingerprint.compiled import fingerprint_many
+
+        fps, anchors, positions = fingerprint_many([normalized], params, anchor_params)
+        return Fingerprinted(fps[0], anchors[0], positions[0])
+    all_codes = codepoints(normalized.text)
+    mask = content_mask(all_codes)
+    positions = np.flatnonzero(mask)
+    letters, letter_positions = initials(all_codes)
+    fp = _fingerprint_parts(
+        normalized, all_codes, mask, positions, letters, letter_positions, params
+    )
+    anchors = anchors_from_parts(
+        all_codes[positions], positions, letters, letter_positions, anchor_params
+    )
+    return Fingerprinted(fp, anchors, positions)
+
+
 def fingerprint_document(
-    text: str | bytes, params: DocumentParams | None = None
+    text: str | bytes, params: DocumentParams | None = None, *, compiled: bool | None = None
 ) -> DocumentFingerprint:
     """Decode (bytes), normalise and fingerprint a document with every default method."""
     params = params or DocumentParams()
     if isinstance(text, bytes):
         text = decode(text).text
-    return fingerprint_normalized(normalize(text, params.normalize), params)
+    if use_compiled(compiled):
+        from fingerprint.batch import normalize_many
+
+        normalized = normalize_many([text], params.normalize, compiled=True)[0]
+        return fingerprint_normalized(normalized, params, compiled=True)
+    return fingerprint_normalized(normalize(text, params.normalize), params, compiled=False)
 
 
 def fingerprint_documents(
-    texts: Sequence[str | bytes], params: DocumentParams | None = None
+    texts: Sequence[str | bytes],
+    params: DocumentParams | None = None,
+    *,
+    compiled: bool | None = None,
 ) -> list[DocumentFingerprint]:
     """Fingerprint many documents: equal to ``[fingerprint_document(t) for t in texts]``.
 
     Steps run once over the whole batch (:mod:`fingerprint.batch`), which is several times
     faster than a loop for the short documents of web pages.
     """
-    from fingerprint.batch import fingerprint_many, normalize_many
+    from fingerprint.batch import fingerprint_many, normalize_joined
 
     params = params or DocumentParams()
     decoded = [decode(t).text if isinstance(t, bytes) else t for t in texts]
-    return fingerprint_many(normalize_many(decoded, params.normalize), params)
+    normalized, *joined = normalize_joined(decoded, params.normalize, compiled=compiled)
+    if use_compiled(compiled):
+        from fingerprint import compiled as fast
+
+        return fast.fingerprint_many(normalized, params, joined=tuple(joined))[0]
+    return fingerprint_many(normalized, params)

@@ -37,7 +37,7 @@ def from_codepoints(codes: np.ndarray) -> str:
 
 
 @cache
-def _content_table() -> np.ndarray:
+def content_table() -> np.ndarray:
     """BMP code point -> True for letters and digits (Unicode categories L* and N*)."""
     table = np.zeros(_BMP, dtype=bool)
     for cp in range(_BMP):
@@ -49,7 +49,7 @@ def _content_table() -> np.ndarray:
 def content_mask(codes: np.ndarray) -> np.ndarray:
     """True where a code point is a content character (letter or digit of any script)."""
     codes = np.asarray(codes, dtype=np.uint32)
-    mask = _content_table()[np.minimum(codes, _BMP - 1)]
+    mask = content_table()[np.minimum(codes, _BMP - 1)]
     astral = np.flatnonzero(codes >= _BMP)
     for i in astral:
         mask[i] = unicodedata.category(chr(int(codes[i])))[0] in "LN"

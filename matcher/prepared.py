@@ -15,10 +15,10 @@ from functools import cached_property
 
 import numpy as np
 
-from fingerprint.anchors import AnchorParams, Anchors, anchors_from_codes
+from fingerprint.anchors import AnchorParams, Anchors
 from fingerprint.base import CorruptFingerprint, array_to_hex, header
 from fingerprint.decode import decode
-from fingerprint.document import DocumentFingerprint, DocumentParams, fingerprint_normalized
+from fingerprint.document import DocumentFingerprint, DocumentParams, fingerprint_and_anchors
 from fingerprint.normalize import Normalized, normalize
 from fingerprint.tokens import codepoints, content_mask
 from matcher.errors import UnusableText
@@ -224,12 +224,11 @@ def prepare(text: str | bytes, max_chars: int = 4_000_000, what: str = "text") -
     if len(text) > max_chars:
         raise UnusableText(f"{what} has {len(text):,} characters, more than {max_chars:,}")
     normalized = normalize(text, DOCUMENT_PARAMS.normalize)
-    all_codes = codepoints(normalized.text)
-    mask = content_mask(all_codes)
+    done = fingerprint_and_anchors(normalized, DOCUMENT_PARAMS, ANCHOR_PARAMS)
     return Prepared(
         normalized=normalized,
-        positions=np.flatnonzero(mask),
-        fingerprint=fingerprint_normalized(normalized, DOCUMENT_PARAMS),
-        anchors=anchors_from_codes(all_codes, mask, ANCHOR_PARAMS),
+        positions=done.positions,
+        fingerprint=done.fingerprint,
+        anchors=done.anchors,
         content_hash=content_hash(text),
     )

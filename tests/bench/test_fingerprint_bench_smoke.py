@@ -20,6 +20,12 @@ HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦�
 TOP_KEYS = (
     "fptrack_mb_s",
     "fptrack_per_doc_mb_s",
+    "fptrack_numpy_mb_s",
+    "fptrack_numpy_per_doc_mb_s",
+    "numpy_ratio",
+    "compiled",
+    "compiled_over_numpy",
+    "first_call",
     "peer_pipeline_mb_s",
     "ratio",
     "stages",
@@ -69,6 +75,7 @@ def test_quick_run_writes_every_key(tmp_path: Path, capsys: pytest.CaptureFixtur
     out = tmp_path / "result.json"
     docs = _synthetic_docs(count=12, chars=300)
     argv = ["--quick", "--repeat", "1", "--batch", "5", "--peer-size-mb", "0.002"]
+    argv.append("--no-first-call")  # fresh processes compiling the kernels: seconds
     returned = bench.main([*argv, "--json", str(out)], docs=docs)
 
     result = json.loads(out.read_text(encoding="utf-8"))
@@ -82,9 +89,12 @@ def test_quick_run_writes_every_key(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert result["python"] and result["machine"]
     assert result["peers_on_prefix"] and 0 < result["peer_documents"] < len(docs)
     assert set(result["stages"]) == set(STAGES)
+    assert result["first_call"] is None
     for name, stage in result["stages"].items():
-        assert {"mb_s", "peer_mb_s", "ratio"} <= set(stage), name
-        assert stage["mb_s"] > 0, name
+        assert {"mb_s", "peer_mb_s", "ratio", "numpy_mb_s", "compiled_mb_s"} <= set(stage), name
+        assert stage["mb_s"] > 0 and stage["numpy_mb_s"] > 0, name
+        if result["compiled"] and name not in ("pinyin_initials", "minhash_affine32", "bloom"):
+            assert stage["compiled_mb_s"] > 0, name
         if stage["peer_mb_s"] is None:
             assert stage["ratio"] is None, name
         else:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from fingerprint import kernels
 from fingerprint.batch import SEPARATOR, normalize_many
 from fingerprint.document import DocumentParams, fingerprint_document, fingerprint_documents
 from fingerprint.minhash import MinHashParams
@@ -35,10 +36,16 @@ EDGE_CASES = [
 
 
 def assert_same(docs: list[str], params: DocumentParams | None = None) -> None:
-    batch = fingerprint_documents(docs, params)
+    """Batch equals per document, in the numpy reference and in the compiled path."""
+    for compiled in (False, True) if kernels.available() else (False,):
+        assert_same_path(docs, params, compiled)
+
+
+def assert_same_path(docs: list[str], params: DocumentParams | None, compiled: bool) -> None:
+    batch = fingerprint_documents(docs, params, compiled=compiled)
     assert len(batch) == len(docs)
     for doc, got in zip(docs, batch, strict=True):
-        want = fingerprint_document(doc, params)
+        want = fingerprint_document(doc, params, compiled=False)
         assert got.normalized.text == want.normalized.text
         assert np.array_equal(got.normalized.offsets, want.normalized.offsets)
         assert json.dumps(got.to_dict(), sort_keys=True) == json.dumps(

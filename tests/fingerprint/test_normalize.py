@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 import numpy as np
@@ -9,7 +10,13 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from fingerprint.normalize import NormalizeConfig, normalize, to_simplified
+from fingerprint.normalize import (
+    _LINK_PARTS,
+    LINK_PATTERN,
+    NormalizeConfig,
+    normalize,
+    to_simplified,
+)
 
 NO_NOISE = NormalizeConfig(ad_patterns=(), links=False, microblog=False)
 
@@ -238,3 +245,20 @@ def test_offsets_skip_microblog_noise(original):
             assert char_image(original[o]) == ch
     for marker in "[]@#/":
         assert marker not in n.text
+
+
+def covered(patterns: list[str], sample: str) -> set[int]:
+    out: set[int] = set()
+    for pattern in patterns:
+        for match in re.finditer(pattern, sample):
+            out.update(range(match.start(), match.end()))
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(["http", "s", "://", "www", ".", "x", " ", "\n", "中"]), max_size=30)
+)
+def test_link_parts_drop_what_the_link_pattern_drops(pieces):
+    sample = "".join(pieces)
+    assert covered(list(_LINK_PARTS), sample) == covered([LINK_PATTERN], sample)
