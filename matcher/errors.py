@@ -38,10 +38,24 @@ class SettingsError(MatcherError, ValueError):
     """A setting (environment variable or argument) has an invalid value."""
 
 
+OUTAGES = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.ClusterDownError,
+    redis.exceptions.SlotNotCoveredError,
+    redis.exceptions.TryAgainError,
+    redis.exceptions.AskError,
+)
+"""What redis-py raises when a server or a cluster's slots cannot be reached, once its own
+retries are spent (a cluster client retries MOVED, ASK and failovers itself; ``AskError``
+covers ``MovedError``)."""
+
+
 @contextmanager
 def redis_errors(what: str) -> Iterator[None]:
-    """Turn redis-py connection and timeout errors into :class:`IndexUnavailable`."""
+    """Turn redis-py connection, timeout and cluster outage errors into
+    :class:`IndexUnavailable`."""
     try:
         yield
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
+    except OUTAGES as exc:
         raise IndexUnavailable(f"Redis unavailable while {what}: {exc}") from exc

@@ -203,7 +203,7 @@ def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_redi
 
 def test_corrupt_stored_fingerprint_is_reported_not_compared(engine: Engine, works, caplog) -> None:
     owner = segment_owner(engine.store.get_work(works["lighthouse.txt"])["seq"], 0)
-    key = f"fptrack-test:works:anchors:{owner}"
+    key = engine.keys.segment(owner)
     engine.redis.set(key, engine.redis.get(key)[:-3])
     assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
     assert any(f"segment {owner}" in p for p in engine.problems)

@@ -11,6 +11,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from matcher.errors import IndexUnavailable
+from matcher.keys import glob_escape
 from matcher.packed import (
     MISMATCH,
     STALE,
@@ -18,16 +19,12 @@ from matcher.packed import (
     RecordFormat,
     as_ids,
     as_values,
-    bucket_sizes,
-    delete_matching,
     expand_ranges,
-    fetch,
-    glob_escape,
     group_bytes,
     payload_buffer,
     script_args,
-    set_buckets,
 )
+from matcher.redis_io import bucket_sizes, delete_matching, mget, set_buckets
 
 PARAMS = '{"test":1}'
 
@@ -146,8 +143,8 @@ def test_set_fetch_sizes_and_delete(redis_client: redis.Redis) -> None:
         sum(i % 7 + 1 for i in range(2500)),
     )
     redis_client.set("other", "kept")
-    payloads, extra = fetch(redis_client, [b"q:b:3", b"q:b:none"], ["other"], "testing")
-    assert payloads == [bytes(4), None] and extra == [b"kept"]
+    payloads, _ = mget(redis_client, [b"q:b:3", b"q:b:none", "other"], "testing")
+    assert payloads == [bytes(4), None, b"kept"]
     sizes = bucket_sizes(redis_client, "q:b:*", "testing")
     assert len(sizes) == 2500 and sizes[b"q:b:6"] == 7
     assert delete_matching(redis_client, "q:*", "testing") == 2500
@@ -157,7 +154,7 @@ def test_set_fetch_sizes_and_delete(redis_client: redis.Redis) -> None:
 def test_outage_is_index_unavailable(dead_redis: redis.Redis) -> None:
     dead_redis.set_retry(Retry(NoBackoff(), 0))  # fail at once instead of backing off 10 times
     with pytest.raises(IndexUnavailable, match="Redis unavailable while testing"):
-        fetch(dead_redis, [b"a"], [], "testing")
+        mget(dead_redis, [b"a"], "testing")
     with pytest.raises(IndexUnavailable):
         set_buckets(dead_redis, [(b"a", b"b")], "testing")
     with pytest.raises(IndexUnavailable):

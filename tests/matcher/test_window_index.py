@@ -78,7 +78,7 @@ def test_add_is_idempotent_and_remove_works(redis_client: redis.Redis) -> None:
         index.add(owner, np.r_[keys, keys[:3]])
     query = query_keys(docs, seed=5)
     assert as_dict(index.hits(query)) == brute(docs, query, MAX_DF)
-    assert int(redis_client.get("w:win:records")) == sum(len(k) for k in docs.values())
+    assert index.records() == sum(len(k) for k in docs.values())
     for owner in list(docs)[::2]:
         index.remove(owner, docs[owner][:100])
         index.remove(owner, docs[owner][:100])  # absent now: no-op
