@@ -42,6 +42,10 @@ def free_ports(count: int) -> list[int]:
     return ports
 
 
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
 def _free(port: int) -> bool:
     with socket.socket() as s:
         try:
@@ -131,6 +135,40 @@ class LocalCluster:
                 last = exc
             time.sleep(0.1)
         raise RuntimeError(f"the local Redis Cluster did not come up: {last}")
+
+    def primaries(self) -> dict[int, redis.Redis]:
+        """A plain client of each master, by port."""
+        return {port: self.node(port) for port in self.ports}
+
+    def owner(self, slot: int) -> int:
+        """The port of the master serving ``slot``."""
+        for start, end, (_, port, *_rest), *_ in self.node(self.ports[0]).cluster("SLOTS"):
+            if start <= slot <= end:
+                return int(port)
+        raise LookupError(f"slot {slot} is not served")
+
+    def migrate_slot(self, slot: int, to_port: int, finish: bool = True) -> int:
+        """Move ``slot`` and its keys to the master at ``to_port`` the way ``redis-cli
+        --cluster reshard`` does (SETSLOT IMPORTING / MIGRATING, MIGRATE, SETSLOT NODE).
+
+        With ``finish=False`` the keys are moved but the slot stays MIGRATING / IMPORTING, so
+        its old master answers ASK for each of them; call again to finish. Returns the number
+        of keys moved.
+        """
+        from_port = self.owner(slot)
+        source, target = self.node(from_port), self.node(to_port)
+        source_id, target_id = (_text(node.cluster("MYID")) for node in (source, target))
+        moved = 0
+        if from_port != to_port:
+            target.execute_command("CLUSTER SETSLOT", slot, "IMPORTING", source_id)
+            source.execute_command("CLUSTER SETSLOT", slot, "MIGRATING", target_id)
+            while keys := source.execute_command("CLUSTER GETKEYSINSLOT", slot, 1000):
+                source.execute_command("MIGRATE", "127.0.0.1", to_port, "", 0, 10000, "KEYS", *keys)
+                moved += len(keys)
+        if finish:
+            for port in self.ports:
+                self.node(port).execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
+        return moved
 
     def stop(self) -> None:
         for proc in self._procs:

@@ -30,8 +30,9 @@ import numpy as np
 import redis
 from redis.cluster import ClusterNode, RedisCluster
 from redis.commands.core import Script
+from redis.exceptions import RedisClusterException
 
-from matcher.errors import redis_errors
+from matcher.errors import IndexUnavailable, redis_errors
 from matcher.keys import key_slot
 from matcher.settings import IndexRedis
 
@@ -45,11 +46,19 @@ SCAN_COUNT = 1000
 
 def connect(target: IndexRedis) -> IndexClient:
     """The index client of ``target``: a cluster client with all its startup nodes, or a
-    client of one server."""
-    if target.cluster:
-        nodes = [ClusterNode(host, port) for host, port in target.nodes]
-        return RedisCluster(startup_nodes=nodes)
-    return redis.Redis.from_url(target.url)
+    client of one server (which connects on first use).
+
+    A cluster client asks its startup nodes for the slot table at once: none answering is
+    :class:`~matcher.errors.IndexUnavailable`, an outage to retry like any other.
+    """
+    if not target.cluster:
+        return redis.Redis.from_url(target.url)
+    nodes = [ClusterNode(host, port) for host, port in target.nodes]
+    try:
+        with redis_errors("connecting to the Redis Cluster"):
+            return RedisCluster(startup_nodes=nodes)
+    except RedisClusterException as exc:  # no startup node reachable
+        raise IndexUnavailable(f"Redis Cluster unavailable at {target.url}: {exc}") from exc
 
 
 def is_cluster(client: Any) -> bool:

@@ -1,4 +1,5 @@
-"""Fixtures of the matcher suite: an engine on the real Redis server, and pirate pages.
+"""Fixtures of the matcher suite: an engine on the real Redis server (and on the 3-master
+cluster in the modules that set ``INDEX_BACKENDS``), and pirate pages.
 
 Pages reach the engine as crawled pages do: :func:`crawl` stores them through
 :class:`matcher.ingest.Ingest` and runs the ``process_page`` task's work
@@ -12,11 +13,11 @@ from pathlib import Path
 
 import mongomock
 import pytest
-import redis
 
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
+from matcher.redis_io import IndexClient
 from matcher.settings import Settings
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -66,9 +67,10 @@ def novel(chapters: int, chapter_chars: int, seed: int = 0) -> tuple[str, list[s
 
 
 @pytest.fixture
-def engine(redis_client: redis.Redis) -> Engine:
+def engine(index_client: IndexClient) -> Engine:
+    """An engine on mongomock and the test's index client (a module's ``INDEX_BACKENDS``)."""
     settings = Settings(redis_prefix="fptrack-test")
-    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=redis_client)
+    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=index_client)
 
 
 @pytest.fixture

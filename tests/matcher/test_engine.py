@@ -19,6 +19,7 @@ from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, UnusableText
 from matcher.keys import segment_owner
 from matcher.maintenance import drop_indexes, rebuild_indexes
+from tests.conftest import all_keys
 from tests.matcher.conftest import (
     UNRELATED,
     crawl,
@@ -27,6 +28,8 @@ from tests.matcher.conftest import (
     paragraphs,
     sample,
 )
+
+INDEX_BACKENDS = ("server", "cluster")
 
 
 def test_exact_copy_in_new_chrome_matches_with_evidence(engine: Engine, works) -> None:
@@ -148,12 +151,12 @@ def test_rebuild_from_store_gives_identical_answers(engine: Engine, works) -> No
     before = {u: engine.match_text(t) for u, t in pages.items()}
     for url, text in pages.items():
         crawl(engine, url, text)
-    keys_before = sorted(engine.redis.keys("fptrack-test:*"))
+    keys_before = all_keys(engine.redis, "fptrack-test:*")
     drop_indexes(engine)
-    assert engine.redis.keys("fptrack-test:*") == []
+    assert all_keys(engine.redis, "fptrack-test:*") == []
     assert rebuild_indexes(engine) == {"work": 4, "page": 2}
     after = {u: engine.match_text(t) for u, t in pages.items()}
-    assert sorted(engine.redis.keys("fptrack-test:*")) == keys_before
+    assert all_keys(engine.redis, "fptrack-test:*") == keys_before
     for url in pages:
         assert [(r["work_id"], r["score"], r["evidence"]) for r in before[url]] == [
             (r["work_id"], r["score"], r["evidence"]) for r in after[url]

@@ -21,6 +21,8 @@ from tests.matcher.conftest import (
     sample,
 )
 
+INDEX_BACKENDS = ("server", "cluster")
+
 
 def records_of(engine: Engine, url: str) -> list[dict]:
     page = engine.store.page_by_url(url)
