@@ -41,21 +41,29 @@ class SettingsError(MatcherError, ValueError):
 OUTAGES = (
     redis.ConnectionError,
     redis.TimeoutError,
-    redis.exceptions.ClusterDownError,
+    redis.exceptions.ClusterError,
     redis.exceptions.SlotNotCoveredError,
     redis.exceptions.TryAgainError,
-    redis.exceptions.AskError,
 )
 """What redis-py raises when a server or a cluster's slots cannot be reached, once its own
-retries are spent (a cluster client retries MOVED, ASK and failovers itself; ``AskError``
-covers ``MovedError``)."""
+retries are spent (a cluster client follows MOVED and ASK and waits out failovers itself;
+``ClusterError`` covers ``ClusterDownError`` and an exhausted redirection budget)."""
 
 
 @contextmanager
 def redis_errors(what: str) -> Iterator[None]:
     """Turn redis-py connection, timeout and cluster outage errors into
-    :class:`IndexUnavailable`."""
+    :class:`IndexUnavailable`.
+
+    A MOVED reply reaching the caller comes from a plain client of one cluster node: a
+    :class:`SettingsError` naming the cluster URL to use instead.
+    """
     try:
         yield
     except OUTAGES as exc:
         raise IndexUnavailable(f"Redis unavailable while {what}: {exc}") from exc
+    except redis.exceptions.MovedError as exc:
+        raise SettingsError(
+            f"the index Redis is a Redis Cluster node (MOVED {exc}); set FPTRACK_INDEX_REDIS_URL"
+            " to redis+cluster://host:port[,host:port...]"
+        ) from exc
