@@ -62,6 +62,12 @@ def redis_errors(what: str) -> Iterator[None]:
         yield
     except OUTAGES as exc:
         raise IndexUnavailable(f"Redis unavailable while {what}: {exc}") from exc
+    except redis.exceptions.RedisClusterException as exc:
+        # "Redis Cluster cannot be connected": no node answers while the slot table is
+        # reloaded; other RedisClusterExceptions (cross-slot commands) are bugs, raised
+        if not isinstance(exc.__cause__, OUTAGES):
+            raise
+        raise IndexUnavailable(f"Redis Cluster unavailable while {what}: {exc}") from exc
     except redis.exceptions.MovedError as exc:
         raise SettingsError(
             f"the index Redis is a Redis Cluster node (MOVED {exc}); set FPTRACK_INDEX_REDIS_URL"

@@ -160,20 +160,21 @@ def set_buckets(
     cluster = is_cluster(client)
     with redis_errors(what):
         pipe = client.pipeline(transaction=False)
-        pending: dict[int, tuple[list[Key | bytes], list[int]]] = defaultdict(lambda: ([], [0]))
+        pending: dict[int, list[Key | bytes]] = defaultdict(list)
+        sizes: dict[int, int] = defaultdict(int)
         for key, payload in items:
-            args, size = pending[_slot(key) if cluster else 0]
+            slot = _slot(key) if cluster else 0
+            args = pending[slot]
             args += (key, payload)
-            size[0] += len(payload)
+            sizes[slot] += len(payload)
             keys += 1
             nbytes += len(payload)
-            if len(args) >= 2 * SET_CHUNK_KEYS or size[0] >= SET_CHUNK_BYTES:
+            if len(args) >= 2 * SET_CHUNK_KEYS or sizes[slot] >= SET_CHUNK_BYTES:
                 pipe.execute_command("MSET", *args)
-                args.clear()
-                size[0] = 0
+                pending[slot], sizes[slot] = [], 0
                 if len(pipe) >= PIPELINE_COMMANDS:
                     pipe.execute()
-        for args, _ in pending.values():
+        for args in pending.values():
             if args:
                 pipe.execute_command("MSET", *args)
         if len(pipe):

@@ -86,6 +86,16 @@ def index_client(index_backend: str, request: pytest.FixtureRequest) -> IndexCli
     return request.getfixturevalue(name)
 
 
+@pytest.fixture
+def dead_index_client(index_backend: str, dead_redis: redis.Redis) -> IndexClient:
+    """An index client whose server (or whole cluster) is gone: every command fails."""
+    if index_backend == "server":
+        return dead_redis
+    with LocalCluster(masters=1) as cluster:  # a cluster of its own, stopped on leaving
+        client = connect(IndexRedis.parse(cluster.url))
+    return client
+
+
 def another_client(client: IndexClient) -> IndexClient:
     """A second, independent client of the same server or cluster."""
     if isinstance(client, RedisCluster):

@@ -17,6 +17,7 @@ from bench.local_cluster import LocalCluster
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, SettingsError
 from matcher.keys import TAG_GROUPS, group_tags, key_slot, simhash_keys
+from matcher.maintenance import drop_indexes
 from matcher.redis_io import connect, is_cluster, mget
 from matcher.settings import IndexRedis, Settings
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
@@ -172,3 +173,12 @@ def test_settings_and_factory() -> None:
     assert not is_cluster(connect(IndexRedis.parse("redis://127.0.0.1:1/0")))
     with pytest.raises(IndexUnavailable, match="Redis Cluster unavailable"):
         connect(IndexRedis.parse("redis+cluster://127.0.0.1:1"))
+
+
+def test_indexes_of_the_untagged_layout_are_reported(redis_client: redis.Redis, caplog) -> None:
+    redis_client.set(f"{PREFIX}:works:sh:params", '{"layout":1}')  # as layout 1 left it
+    engine = _engine(redis_client)
+    assert any("older key layout" in p for p in engine.problems)
+    assert "fptrack index rebuild" in caplog.text
+    drop_indexes(engine)  # what a rebuild starts with: the old keys go too
+    assert not _engine(redis_client).problems

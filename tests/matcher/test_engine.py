@@ -191,9 +191,9 @@ def test_bytes_in_legacy_encodings_are_decoded(engine: Engine, works) -> None:
     assert matched(engine.process_page("http://x/big5", big5)) == {works["river-town.txt"]}
 
 
-def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_redis) -> None:
-    broken = Engine(engine.settings, engine.store, dead_redis)
-    with pytest.raises(IndexUnavailable, match="Redis unavailable"):
+def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_index_client) -> None:
+    broken = Engine(engine.settings, engine.store, dead_index_client)
+    with pytest.raises(IndexUnavailable, match="unavailable while"):
         crawl(broken, "http://x/1", page_of(sample("lighthouse.txt")))
     # The crawler stored the page; its task wrote nothing and left it pending for a retry.
     assert [p["pending"] for p in engine.store.db.pages.find()] == [True]
