@@ -314,8 +314,8 @@ class SimhashIndex:
         residual = np.stack([gather(values, t.residual) for t in tables]).ravel()
         top = ((np.arange(len(tables), dtype=np.int64)[:, None] << 32) | keys).ravel()
         uniq, inv = np.unique(top, return_inverse=True)
-        names = self._top_names(uniq)
         groups = (uniq & 0xFFFFFFFF) % TAG_GROUPS
+        names = self._top_names(uniq, groups)
         flags = [True] * len(names)
         pairs = np.arange(len(top), dtype=np.int64)
         hot = np.zeros(len(uniq), dtype=bool)
@@ -368,11 +368,11 @@ class SimhashIndex:
             out += self._expand(child, child_free, residual, counted and j == 0)
         return out
 
-    def _top_names(self, tops: np.ndarray) -> list[bytes]:
-        """Names of top-level buckets (table << 32 | key): tag and fixed-width hex, by numpy."""
+    def _top_names(self, tops: np.ndarray, groups: np.ndarray) -> list[bytes]:
+        """Names of top-level buckets (table << 32 | key, in tag ``groups``): fixed-width hex."""
         t_digits, k_digits = self._layout.name_digits
         keys = tops & 0xFFFFFFFF
-        return self._keys.buckets(keys % TAG_GROUPS, [(tops >> 32, t_digits), (keys, k_digits)])
+        return self._keys.buckets(groups, [(tops >> 32, t_digits), (keys, k_digits)])
 
     def _group_of(self, name: bytes) -> int:
         """The tag group of a bucket or leaf: its table key mod the number of groups."""
@@ -597,8 +597,9 @@ class SimhashIndex:
             starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
             ends = np.append(starts[1:], len(keys)).tolist()
             tops = keys[starts].astype(np.int64)
-            names = self._top_names(tops | (t << 32))
-            groups = (tops % TAG_GROUPS).tolist()
+            groups = tops % TAG_GROUPS
+            names = self._top_names(tops | (t << 32), groups)
+            groups = groups.tolist()
             for name, g, a, b in zip(names, groups, starts.tolist(), ends, strict=True):
                 limit = limits[g]
                 if b - a <= limit:
