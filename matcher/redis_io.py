@@ -86,7 +86,7 @@ def mget(
     if groups is None:
         groups = np.fromiter((_slot(k) for k in keys), np.int64, len(keys))
     groups = np.asarray(groups, dtype=np.int64)
-    touched = np.unique(groups).tolist()
+    touched = sorted(set(groups.tolist())) if len(groups) <= 64 else np.unique(groups).tolist()
     extras = {g: list(extra(g)) if extra else [] for g in touched}
     with redis_errors(what):
         if not is_cluster(client):

@@ -158,6 +158,10 @@ class SimhashIndex:
             sort_keys=True,
             separators=(",", ":"),
         )
+        self._params_bytes = self._params_json.encode()
+        self._query_meta = [
+            (self._keys.version(g), self._keys.params(g)) for g in range(TAG_GROUPS)
+        ]
         self._scripts = BucketScripts(client)
         self._refused: dict[bytes, int] = {}
         self._claimed = False
@@ -232,7 +236,6 @@ class SimhashIndex:
         values = as_values(values, self._params.bits)
         if len(values) == 0:
             return []
-        keys = self._keys
         for _ in range(RETRIES):
             plan = self._route(values)
             payloads, meta = mget(
@@ -240,7 +243,7 @@ class SimhashIndex:
                 plan.names,
                 "querying the simhash index",
                 plan.groups,
-                lambda g: [keys.version(g), keys.params(g)],
+                self._query_meta.__getitem__,
             )
             stale, empty = [], {}
             for g, (version, stored) in meta.items():
@@ -655,7 +658,7 @@ class SimhashIndex:
         )
 
     def _check_params(self, stored: bytes | None) -> None:
-        if stored is not None and stored != self._params_json.encode():
+        if stored is not None and stored != self._params_bytes:
             raise self._mismatch(stored)
 
     def _mismatch(self, stored: bytes) -> IndexParamsMismatch:
