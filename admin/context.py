@@ -21,6 +21,7 @@ from admin.errors import CommandError
 from matcher.engine import Engine
 from matcher.errors import SettingsError
 from matcher.operations import Operations
+from matcher.redis_io import IndexClient, connect
 from matcher.settings import Settings
 
 if TYPE_CHECKING:
@@ -74,11 +75,12 @@ class Context:
             raise SettingsError(f"FPTRACK_MONGO_URI {self.settings.mongo_uri!r}: {exc}") from exc
 
     @cached_property
-    def redis_client(self) -> redis.Redis:
-        """A client of the indexes' Redis (``settings.redis_url``), quick to give up."""
+    def redis_client(self) -> IndexClient:
+        """A client of the indexes' Redis (``settings.index_redis``: a server or a cluster),
+        quick to give up."""
         if "engine" in self.__dict__:
             return self.engine.redis
-        return redis_client(self.settings.redis_url, "FPTRACK_REDIS_URL")
+        return connect(self.settings.index_redis, CONNECT_TIMEOUT_S)
 
     @cached_property
     def engine(self) -> Engine:

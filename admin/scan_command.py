@@ -24,7 +24,8 @@ from admin import outage
 from admin.context import Context, redis_client
 from admin.errors import CommandError
 from matcher.engine import Engine
-from matcher.packed import delete_matching, glob_escape
+from matcher.keys import Keys
+from matcher.redis_io import delete_matching
 
 
 @contextmanager
@@ -43,7 +44,7 @@ def sigterm_interrupts() -> Iterator[None]:
 
 def drop_keys(client: redis.Redis, prefix: str) -> None:
     """Delete every key under ``prefix:`` (the scan's indexes, whatever state they are in)."""
-    delete_matching(client, glob_escape(prefix) + ":*", "deleting the scan's keys")
+    delete_matching(client, Keys(prefix).everything, "deleting the scan's keys")
 
 
 def _check_arguments(args: argparse.Namespace) -> None:

@@ -31,6 +31,15 @@ Datasketch indexes MinHashes, not simhashes: each window's fptrack OPH MinHash, 
 ``datasketch.MinHash`` outside the timing. Neither peer batches queries: they have only a
 one-by-one rate (single queries in a loop), which is also measured for fptrack.
 
+Redis Cluster (``--cluster``): in the same run, the real-text set is loaded into a
+cluster of one master and a cluster of three (:class:`bench.local_cluster.LocalCluster`,
+``redis-server`` processes on free ports of 127.0.0.1, started and stopped by the benchmark)
+through the cluster client of :func:`matcher.redis_io.connect`, and the same queries are
+timed: queries/s on three nodes against one. Memory is the growth of ``used_memory`` summed
+over the masters. All the servers and this process share the machine's cores, so on a
+machine of a few cores the figure measures the cost of cutting a batch per node, not a
+speed-up.
+
 Every measurement is repeated ``--repeat`` times in rounds; medians are reported.
 """
 
@@ -60,6 +69,8 @@ from fingerprint.hashing import fmix64
 from fingerprint.minhash import oph_signature
 from fingerprint.normalize import normalize
 from fingerprint.tokens import ngram_hash_array
+from matcher.redis_io import IndexClient, connect
+from matcher.settings import IndexRedis
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 
 PREFIX = "fptrack-bench"
@@ -279,6 +290,51 @@ def run_ours(
     return {name: summary(runs, name, args.n) | {"stats": stats[name]} for name in indexes}
 
 
+def cluster_memory(client: IndexClient) -> int:
+    """used_memory summed over a cluster's masters (or of one server)."""
+    nodes = client.get_primaries() if hasattr(client, "get_primaries") else None
+    if nodes is None:
+        return used_memory(client)
+    return sum(used_memory(client.get_redis_connection(node)) for node in nodes)
+
+
+def run_cluster(work: Workload, args: argparse.Namespace, runs: Runs, say) -> dict[str, Any]:
+    """The real-text set on a cluster of one master and one of three, the same queries."""
+    from bench.local_cluster import LocalCluster
+
+    ids = np.arange(args.n, dtype=np.uint32)
+    out = {}
+    for masters in (1, 3):
+        name = f"cluster{masters}"
+        with LocalCluster(masters) as cluster:
+            client = connect(IndexRedis.parse(cluster.url))
+            index = SimhashIndex(client, f"{PREFIX}:{name}", SimhashIndexParams())
+            for r in range(args.repeat):
+                say(f"round {r + 1}/{args.repeat}: {name}: loading {args.n} ...")
+                index.clear()
+                before = cluster_memory(client)
+                runs.add(f"{name}.load_s", timed(lambda i=index: i.bulk_load(ids, work.values)))
+                runs.add(f"{name}.bytes", (cluster_memory(client) - before) / args.n)
+                index.query_many(work.queries[: args.batch])
+                say(f"round {r + 1}/{args.repeat}: {name}: queries ...")
+
+                def batched(i=index, q=work.queries) -> None:
+                    for a in range(0, len(q), args.batch):
+                        i.query_many(q[a : a + args.batch])
+
+                runs.add(f"{name}.qps", len(work.queries) / timed(batched))
+                lat = latencies(index.query, work.queries[: args.latency_queries])
+                runs.add(f"{name}.single_qps", len(lat) / sum(lat))
+                runs.add(f"{name}.p50", percentile_ms(lat, 50))
+                runs.add(f"{name}.p99", percentile_ms(lat, 99))
+                hits = index.query_many(work.queries[: args.batch])
+                runs.add(f"{name}.hits", float(np.mean([len(h) for h in hits])))
+            stats = index.stats()
+            out[name] = summary(runs, name, args.n) | {"stats": stats, "masters": masters}
+            client.close()
+    return out
+
+
 def summary(runs: Runs, name: str, n: int) -> dict[str, Any]:
     return {
         "n": n,
@@ -403,6 +459,8 @@ LABELS = {
     "simhash": "PyPI simhash.SimhashIndex (in memory)",
     "simhash_skewed": "PyPI simhash.SimhashIndex (skewed set)",
     "datasketch": "datasketch MinHashLSH (redis storage)",
+    "cluster1": "fptrack SimhashIndex on a 1-master Redis Cluster",
+    "cluster3": "fptrack SimhashIndex on a 3-master Redis Cluster",
 }
 
 
@@ -450,6 +508,13 @@ def report(result: dict[str, Any]) -> str:
     for peer, ratio in result["ratios"].items():
         parts = [f"{k} {_fmt(v, 1)}x" for k, v in ratio.items()]
         lines.append(f"  vs {LABELS[peer]}: " + ", ".join(parts))
+    if result.get("cluster"):
+        c = result["cluster"]
+        lines.append(
+            f"  3-master / 1-master cluster: batched queries/s {_fmt(c['batched_ratio'], 2)}x,"
+            f" one-by-one {_fmt(c['single_ratio'], 2)}x (every server and this process share"
+            f" {os.cpu_count()} cores: this measures the cost of cutting batches per node)"
+        )
     lines += [
         f"  skew cost (query time per query, skewed / real-text set): "
         f"{_fmt(result['skew_cost_ratio'], 2)}"
@@ -510,6 +575,17 @@ def run(texts: Sequence[str] | None, args: argparse.Namespace, say) -> dict[str,
     if not args.no_peers:
         rows |= run_simhash_peer(work, args, runs, say)
         rows |= run_datasketch_peer(corpus, work, args, runs, say)
+    cluster = None
+    if args.cluster:
+        rows |= run_cluster(work, args, runs, say)
+        one, three = rows["cluster1"], rows["cluster3"]
+        cluster = {
+            "one_node": one,
+            "three_nodes": three,
+            "batched_ratio": _div(three["queries_per_s"], one["queries_per_s"]),
+            "single_ratio": _div(three["single_queries_per_s"], one["single_queries_per_s"]),
+            "cpus": os.cpu_count(),
+        }
     uniform, skewed = rows["uniform"], rows["skewed"]
     skew_ratio = _div(uniform["queries_per_s"], skewed["queries_per_s"])
     peer_skew = None
@@ -540,6 +616,7 @@ def run(texts: Sequence[str] | None, args: argparse.Namespace, say) -> dict[str,
         "peers": peers,
         "peer_n": None if args.no_peers else args.peer_n,
         "peer_skew_cost_ratio": peer_skew,
+        "cluster": cluster,
         "rows": rows,
         "ratios": _ratios(rows),
         "targets": checked,
@@ -609,6 +686,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--redis-url", default=DEFAULT_URL, help=f"default {DEFAULT_URL}")
     parser.add_argument("--permuted", action="store_true", help="also the permuted tables")
     parser.add_argument("--no-peers", action="store_true", help="skip the peer indexes")
+    parser.add_argument(
+        "--cluster",
+        action="store_true",
+        help="also a local Redis Cluster of 1 and of 3 masters (started by the benchmark)",
+    )
     parser.add_argument("--seed", type=int, default=1, help="default %(default)s")
     parser.add_argument(
         "--json", type=Path, default=None, metavar="OUT", help="write JSON here (default: none)"

@@ -51,6 +51,7 @@ from matcher.prepared import (
     locate,
     prepare,
 )
+from matcher.redis_io import IndexClient, connect, mget
 from matcher.registry import Registry
 from matcher.settings import Settings
 from matcher.store import Store
@@ -67,11 +68,12 @@ LOCK_WAIT_SECONDS = 60
 
 @dataclass
 class Engine:
-    """Matching over one store and one Redis server, with one set of settings."""
+    """Matching over one store and the index client (one Redis server or a Redis Cluster,
+    :func:`matcher.redis_io.connect`), with one set of settings."""
 
     settings: Settings
     store: Store
-    redis: redis.Redis
+    redis: IndexClient
     problems: deque[str] = field(default_factory=lambda: deque(maxlen=PROBLEMS_KEPT))
 
     def __post_init__(self) -> None:
@@ -86,14 +88,28 @@ class Engine:
         cls,
         settings: Settings,
         mongo_client: Any = None,
-        redis_client: redis.Redis | None = None,
+        redis_client: IndexClient | None = None,
     ) -> Engine:
-        """An engine on the given clients (or new ones from the settings), indexes ensured."""
+        """An engine on the given clients (or new ones from the settings), indexes ensured.
+
+        The index client comes from ``settings.index_redis`` (``FPTRACK_INDEX_REDIS_URL``,
+        else ``FPTRACK_REDIS_URL``). Indexes of an older key layout are reported as a problem
+        (``fptrack index rebuild`` converts them).
+        """
         store = Store.connect(settings.mongo_uri, settings.mongo_db, mongo_client)
         store.ensure_indexes()
         if redis_client is None:
-            redis_client = redis.Redis.from_url(settings.redis_url)
-        return cls(settings, store, redis_client)
+            redis_client = connect(settings.index_redis)
+        engine = cls(settings, store, redis_client)
+        engine._check_layout()
+        return engine
+
+    def _check_layout(self) -> None:
+        """Report indexes left in key layout 1 (no hash tags), which this code cannot read."""
+        sides = (self.keys.works, self.keys.pages)
+        with suppress(IndexUnavailable), redis_errors("checking the index layout"):
+            if any(self.redis.exists(self.keys.simhash(side).legacy_params) for side in sides):
+                self._problem("the Redis indexes were built with an older key layout")
 
     def _problem(self, message: str) -> None:
         log.error("%s (run `fptrack index rebuild`)", message)
@@ -136,8 +152,8 @@ class Engine:
         batch = self.settings.candidate_batch
         for i in range(0, len(ranked), batch):
             chunk = ranked[i : i + batch]
-            with redis_errors("reading work fingerprints"):
-                blobs = self.redis.mget([self.keys.segment(o) for o, _ in chunk])
+            keys = [self.keys.segment(o) for o, _ in chunk]
+            blobs, _ = mget(self.redis, keys, "reading work fingerprints")
             for (owner, count), blob in zip(chunk, blobs, strict=True):
                 if blob is None:
                     self._problem(f"work segment {owner} is in the index but its data is missing")
@@ -400,8 +416,8 @@ class Engine:
         for i in range(0, len(stored), self.settings.candidate_batch):
             chunk = stored[i : i + self.settings.candidate_batch]
             owners = [int(fp["seq"]) for fp in chunk]
+            blobs, _ = mget(self.redis, [self.keys.segment(o) for o in owners], "reading works")
             with redis_errors("reading work fingerprints"):
-                blobs = self.redis.mget([self.keys.segment(o) for o in owners])
                 simhashes = [int(fp["value"]["simhash"], 16) for fp in chunk]
                 near = self.pages.simhash.query_many(simhashes, policy.simhash_k)
             for fp, blob, close in zip(chunk, blobs, near, strict=True):

@@ -38,10 +38,38 @@ class SettingsError(MatcherError, ValueError):
     """A setting (environment variable or argument) has an invalid value."""
 
 
+OUTAGES = (
+    redis.ConnectionError,
+    redis.TimeoutError,
+    redis.exceptions.ClusterError,
+    redis.exceptions.SlotNotCoveredError,
+    redis.exceptions.TryAgainError,
+)
+"""What redis-py raises when a server or a cluster's slots cannot be reached, once its own
+retries are spent (a cluster client follows MOVED and ASK and waits out failovers itself;
+``ClusterError`` covers ``ClusterDownError`` and an exhausted redirection budget)."""
+
+
 @contextmanager
 def redis_errors(what: str) -> Iterator[None]:
-    """Turn redis-py connection and timeout errors into :class:`IndexUnavailable`."""
+    """Turn redis-py connection, timeout and cluster outage errors into
+    :class:`IndexUnavailable`.
+
+    A MOVED reply reaching the caller comes from a plain client of one cluster node: a
+    :class:`SettingsError` naming the cluster URL to use instead.
+    """
     try:
         yield
-    except (redis.ConnectionError, redis.TimeoutError) as exc:
+    except OUTAGES as exc:
         raise IndexUnavailable(f"Redis unavailable while {what}: {exc}") from exc
+    except redis.exceptions.RedisClusterException as exc:
+        # "Redis Cluster cannot be connected": no node answers while the slot table is
+        # reloaded; other RedisClusterExceptions (cross-slot commands) are bugs, raised
+        if not isinstance(exc.__cause__, OUTAGES):
+            raise
+        raise IndexUnavailable(f"Redis Cluster unavailable while {what}: {exc}") from exc
+    except redis.exceptions.MovedError as exc:
+        raise SettingsError(
+            f"the index Redis is a Redis Cluster node (MOVED {exc}); set FPTRACK_INDEX_REDIS_URL"
+            " to redis+cluster://host:port[,host:port...]"
+        ) from exc

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import redis
 
+from matcher.redis_io import IndexClient
 from matcher.settings import Settings
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.window_index import WindowIndex
@@ -24,7 +24,7 @@ class Side:
     windows: WindowIndex
 
     @classmethod
-    def open(cls, client: redis.Redis, prefix: str, settings: Settings) -> Side:
+    def open(cls, client: IndexClient, prefix: str, settings: Settings) -> Side:
         """Both indexes under ``prefix``, with the settings' parameters."""
         params = SimhashIndexParams(permuted=settings.simhash_permuted)
         return cls(

@@ -1,8 +1,43 @@
-"""Redis key names of the matcher, and the owner ids its indexes pack into their records.
+"""Redis key names and layout of the matcher, and the owner ids its indexes pack into records.
 
 Every key starts with the settings' ``redis_prefix``. The indexes of one kind of owner live
-under ``{prefix}:works`` and ``{prefix}:pages`` (their own modules name the keys below
-those); this module names the rest.
+under ``{prefix}:works`` and ``{prefix}:pages``; each holds a simhash index (``:sh``) and a
+postings index (``:win``), named by :class:`IndexKeys`.
+
+Hash tags (layout 2; layout 1 had none and lived on one server). On a Redis Cluster a
+Lua script, an ``MGET``, an ``MSET`` and a ``MULTI`` may only touch keys of one hash slot,
+and the slot of a key is CRC16 of its hash tag (the text between its first ``{`` and the
+next ``}``) modulo 16384. Every key of an index therefore carries the tag of one of
+:data:`TAG_GROUPS` groups, and each group has its own copies of the index's metadata:
+
+====================================  ==============================================
+``{base}:{tag}:params``               the index's parameters (JSON), checked by every script
+``{base}:{tag}:records``              records filed in the group's buckets
+``{base}:{tag}:ver``, ``:split``      the group's split directory and its version (simhash)
+``{base}:{tag}:b:{table}:{key}``      a simhash bucket (``/{j}:{subkey}`` for split leaves)
+``{base}:{tag}:b:{bucket}``           a postings bucket
+``{prefix}:works:anchors:{tag}:{o}``  verification data of work segment ``o``
+====================================  ==============================================
+
+A simhash bucket is in group ``key mod 32`` (``key``: the table's bucket bits), a postings
+bucket in group ``bucket mod 32``, a segment's data in group ``fmix64(owner) mod 32``; a
+split leaf inherits its bucket's tag, so a split rewrites one slot. A script call edits
+buckets of one group with that group's metadata; a query reads each group's buckets and
+metadata in one ``MGET``. Group ``g``'s tag is the first four-hex-digit string whose slot
+lies in the ``g``-th 32nd of the slot range (:func:`group_tags`): groups sit at evenly spaced
+slots, so any split of the slots into contiguous ranges (what ``redis-cli --cluster create``
+and resharding by ranges make) gives every master its share of the groups, hence of the
+data: 11, 11 and 10 of them on three masters.
+
+The trade-off is round trips against spread. A query batch touches every group, and groups
+are sent as one pipeline per node, so a batch costs one round trip per master whatever the
+number of groups; a page's postings add is one script call per group (pipelined likewise).
+More groups cost more commands per batch and more metadata keys (4 per group and index, a
+few kilobytes in all) and spread the data over more masters in finer steps: with 32 groups
+a cluster can usefully grow to about 16 masters before whole groups make shares uneven.
+One tag for everything (``{prefix}``) would keep one command per batch but put every key
+on one master. On a single server the groups cost nothing: a query is one ``MGET`` of all
+its buckets, as before.
 
 Owner ids are uint32. A page's is its ``seq``. A work is indexed by segments
 (:mod:`fingerprint.segments`), and a segment's owner id is ``work seq << SEGMENT_BITS |
@@ -12,14 +47,27 @@ key needs no lookup.
 >>> owner = segment_owner(5, 3)
 >>> owner, owner_work(owner), owner_segment(owner)
 (20483, 5, 3)
+>>> IndexKeys("fptrack:works:sh").params(0)
+'fptrack:works:sh:{000d}:params'
 """
 
 from __future__ import annotations
 
+from binascii import crc_hqx
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
+from fingerprint.hashing import fmix64
+
+LAYOUT_VERSION = 2
+"""Layout 2: every index key carries a group's hash tag (layout 1: no tags)."""
+TAG_GROUPS = 32
+HASH_SLOTS = 16384
+SMALL_BATCH = 16
+TAG_CHARS = 6
+"""A tag is ``{`` + four hex digits + ``}``."""
 SEGMENT_BITS = 12
 MAX_SEGMENTS = 1 << SEGMENT_BITS
 MAX_WORK_SEQ = (1 << (32 - SEGMENT_BITS)) - 1
@@ -47,6 +95,145 @@ def owner_segment(owner: int) -> int:
     return int(owner) & (MAX_SEGMENTS - 1)
 
 
+def key_slot(key: bytes) -> int:
+    """The Redis Cluster hash slot of ``key``: CRC16 (XMODEM) of its hash tag, mod 16384."""
+    start = key.find(b"{")
+    if start >= 0:
+        end = key.find(b"}", start + 1)
+        if end > start + 1:
+            key = key[start + 1 : end]
+    return crc_hqx(key, 0) % HASH_SLOTS
+
+
+@cache
+def group_tags(groups: int = TAG_GROUPS) -> tuple[str, ...]:
+    """The hash tag of each group: the first four hex digits whose slot lies in the group's
+    ``1 / groups`` of the slot range (so group ``g`` sits near slot ``g * 16384 / groups``)."""
+    tags = []
+    for g in range(groups):
+        low, high = g * HASH_SLOTS // groups, (g + 1) * HASH_SLOTS // groups
+        tag = next(f"{n:04x}" for n in range(1 << 16) if low <= key_slot(b"%04x" % n) < high)
+        tags.append("{" + tag + "}")
+    return tuple(tags)
+
+
+@cache
+def _tag_bytes() -> np.ndarray:
+    """The tags as a (groups, 6) uint8 array, for building names with numpy."""
+    joined = "".join(group_tags()).encode()
+    return np.frombuffer(joined, dtype=np.uint8).reshape(TAG_GROUPS, TAG_CHARS)
+
+
+_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
+
+
+def hex_names(
+    head: str, groups: np.ndarray, tail: str, fields: list[tuple[np.ndarray, int]]
+) -> list[bytes]:
+    """``head + tag(group) + tail`` and the fields in fixed-width hex joined by ``:``.
+
+    Built with numpy, one row per name (a query batch names thousands of buckets).
+
+    >>> hex_names("i:", np.array([0]), ":b:", [(np.array([1]), 1), (np.array([0xBEEF]), 4)])
+    [b'i:{000d}:b:1:beef']
+    """
+    head_b, tail_b = head.encode(), tail.encode()
+    if len(groups) <= SMALL_BATCH:  # a single query's few names: bytes formatting is faster
+        tags = [t.encode() for t in group_tags()]
+        columns = [np.asarray(v).tolist() for v, _ in fields]
+        return [
+            head_b
+            + tags[g]
+            + tail_b
+            + b":".join(b"%0*x" % (d, row[i]) for row, (_, d) in zip(columns, fields, strict=True))
+            for i, g in enumerate(np.asarray(groups).tolist())
+        ]
+    width = len(head_b) + TAG_CHARS + len(tail_b) + sum(d for _, d in fields) + len(fields) - 1
+    chars = np.empty((len(groups), width), dtype=np.uint8)
+    at = len(head_b)
+    chars[:, :at] = np.frombuffer(head_b, dtype=np.uint8)
+    chars[:, at : at + TAG_CHARS] = _tag_bytes()[np.asarray(groups, dtype=np.int64)]
+    at += TAG_CHARS
+    chars[:, at : at + len(tail_b)] = np.frombuffer(tail_b, dtype=np.uint8)
+    at += len(tail_b)
+    for i, (values, digits) in enumerate(fields):
+        if i:
+            chars[:, at] = ord(":")
+            at += 1
+        values = np.asarray(values).astype(np.uint64)
+        for d in range(digits):
+            chars[:, at + d] = _HEX[(values >> np.uint64(4 * (digits - 1 - d))) & np.uint64(15)]
+        at += digits
+    return chars.view(f"S{width}").ravel().tolist()
+
+
+def glob_escape(text: str) -> str:
+    """``text`` with the glob characters of Redis MATCH patterns escaped."""
+    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
+
+
+@dataclass(frozen=True)
+class IndexKeys:
+    """The keys of one index (``base``: ``{prefix}:works:sh`` ...), per tag group."""
+
+    base: str
+
+    def tagged(self, group: int) -> str:
+        """The head every key of ``group`` starts with."""
+        return f"{self.base}:{group_tags()[group]}"
+
+    def params(self, group: int) -> str:
+        return f"{self.tagged(group)}:params"
+
+    def records(self, group: int) -> str:
+        return f"{self.tagged(group)}:records"
+
+    def version(self, group: int) -> str:
+        return f"{self.tagged(group)}:ver"
+
+    def split(self, group: int) -> str:
+        return f"{self.tagged(group)}:split"
+
+    def buckets(self, groups: np.ndarray, fields: list[tuple[np.ndarray, int]]) -> list[bytes]:
+        """Bucket names: ``{base}:{tag}:b:`` and the fields in fixed-width hex."""
+        return hex_names(f"{self.base}:", groups, ":b:", fields)
+
+    @property
+    def bucket_head_chars(self) -> int:
+        """Length of ``{base}:{tag}:b:``, the same for every group."""
+        return len(self.base) + 1 + TAG_CHARS + 3
+
+    @property
+    def everything(self) -> str:
+        """A SCAN pattern of every key of the index."""
+        return f"{glob_escape(self.base)}:*"
+
+    @property
+    def bucket_pattern(self) -> str:
+        """A SCAN pattern of every bucket of the index."""
+        return f"{glob_escape(self.base)}:*:b:*"
+
+    @property
+    def legacy_params(self) -> str:
+        """The parameters key of layout 1 (no tags): present means a rebuild is due."""
+        return f"{self.base}:params"
+
+
+def simhash_keys(prefix: str) -> IndexKeys:
+    """The keys of the simhash index under ``prefix`` (:mod:`matcher.simhash_index`)."""
+    return IndexKeys(f"{prefix}:sh")
+
+
+def window_keys(prefix: str) -> IndexKeys:
+    """The keys of the postings index under ``prefix`` (:mod:`matcher.window_index`)."""
+    return IndexKeys(f"{prefix}:win")
+
+
+def segment_group(owner: int) -> int:
+    """The tag group of a segment's verification data: spread by a hash of the owner id."""
+    return int(fmix64(np.array([owner], dtype=np.uint64))[0] % np.uint64(TAG_GROUPS))
+
+
 @dataclass(frozen=True)
 class Keys:
     """The key names under one prefix."""
@@ -63,9 +250,17 @@ class Keys:
         """Prefix of the pages' simhash and postings indexes."""
         return f"{self.prefix}:pages"
 
+    def simhash(self, side: str) -> IndexKeys:
+        """The simhash index of one side (``self.works`` or ``self.pages``)."""
+        return simhash_keys(side)
+
+    def windows(self, side: str) -> IndexKeys:
+        """The postings index of one side."""
+        return window_keys(side)
+
     def segment(self, owner: int) -> str:
         """A work segment's verification data (:func:`matcher.prepared.segment_blob`)."""
-        return f"{self.prefix}:works:anchors:{owner}"
+        return f"{self.prefix}:works:anchors:{group_tags()[segment_group(owner)]}:{owner}"
 
     @property
     def segment_pattern(self) -> str:

@@ -16,8 +16,8 @@ from fingerprint.base import array_from_hex
 from matcher.engine import Engine
 from matcher.errors import redis_errors
 from matcher.indexes import Side
-from matcher.packed import delete_matching
 from matcher.prepared import INDEX_KEYS
+from matcher.redis_io import delete_matching
 
 BATCH_KEYS = 1000
 

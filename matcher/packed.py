@@ -12,14 +12,16 @@ A script call edits every bucket it is given atomically and idempotently (a reco
 present is not added again; removing an absent one does nothing), and refuses to write
 unless the index's stored parameters, and optionally its directory version, are the ones
 the caller expects. Bulk loads build the buckets client-side and SET them in pipelined
-chunks (:func:`set_buckets`); reads fetch many buckets with one MGET and parse all of them
-in a few numpy passes (:func:`fetch`, :meth:`RecordFormat.unpack`).
+chunks (:func:`matcher.redis_io.set_buckets`); reads fetch many buckets with one MGET per
+tag group (:func:`matcher.redis_io.mget`) and parse all of them in a few numpy passes
+(:meth:`RecordFormat.unpack`). Every script call's keys share one hash slot: the buckets of
+one tag group and that group's metadata (:mod:`matcher.keys`).
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 
@@ -27,13 +29,8 @@ import numpy as np
 import redis
 
 from fingerprint.base import IncompatibleFingerprints
-from matcher.errors import redis_errors
 
 ID_BYTES = 4
-SET_CHUNK_KEYS = 1000
-SET_CHUNK_BYTES = 2 << 20
-PIPELINE_COMMANDS = 8
-SCAN_COUNT = 1000
 _U64 = np.uint64
 _FIND_RECORD = """
 local function find_record(data, rec, width)
@@ -253,9 +250,10 @@ def _record_dtype(value_bytes: int) -> np.dtype:
 
 
 class BucketScripts:
-    """The add and remove scripts, registered on one client (usable in its pipelines)."""
+    """The add and remove scripts, registered on one client (run by
+    :func:`matcher.redis_io.run_script`)."""
 
-    def __init__(self, client: redis.Redis) -> None:
+    def __init__(self, client: redis.Redis | redis.RedisCluster) -> None:
         self.add = client.register_script(ADD_LUA)
         self.remove = client.register_script(REMOVE_LUA)
 
@@ -303,84 +301,3 @@ def payload_buffer(payloads: Sequence[bytes | None]) -> tuple[np.ndarray, bytes]
     """Byte length of each fetched payload (0 when absent) and all of them concatenated."""
     lengths = np.fromiter((len(p) if p else 0 for p in payloads), np.int64, len(payloads))
     return lengths, b"".join(p for p in payloads if p)
-
-
-def fetch(
-    client: redis.Redis, names: Sequence[bytes], extra: Sequence[bytes | str], what: str
-) -> tuple[list[bytes | None], list[bytes | None]]:
-    """GET ``names`` and ``extra`` keys in one round trip: one MGET, ``extra`` keys last.
-
-    MGET is atomic, so the extra keys (a directory version, the stored parameters) are read
-    in the same instant as the buckets.
-    """
-    with redis_errors(what):
-        values = client.mget([*names, *extra])
-    cut = len(names)
-    return values[:cut], values[cut:]
-
-
-def set_buckets(
-    client: redis.Redis, items: Iterable[tuple[bytes, bytes]], what: str
-) -> tuple[int, int]:
-    """SET every (key, payload): MSETs of a few thousand keys, pipelined; (keys, bytes) written."""
-    keys = nbytes = 0
-    with redis_errors(what):
-        pipe = client.pipeline(transaction=False)
-        args: list[bytes] = []
-        pending_bytes = 0
-        for key, payload in items:
-            args += (key, payload)
-            pending_bytes += len(payload)
-            keys += 1
-            nbytes += len(payload)
-            if len(args) >= 2 * SET_CHUNK_KEYS or pending_bytes >= SET_CHUNK_BYTES:
-                pipe.execute_command("MSET", *args)
-                args, pending_bytes = [], 0
-                if len(pipe) >= PIPELINE_COMMANDS:
-                    pipe.execute()
-        if args:
-            pipe.execute_command("MSET", *args)
-        if len(pipe):
-            pipe.execute()
-    return keys, nbytes
-
-
-def glob_escape(text: str) -> str:
-    """``text`` with the glob characters of Redis MATCH patterns escaped."""
-    return "".join("\\" + ch if ch in "*?[]\\" else ch for ch in text)
-
-
-def delete_matching(client: redis.Redis, pattern: str, what: str) -> int:
-    """UNLINK every key matching ``pattern`` (SCAN, UNLINKs pipelined); returns the count."""
-    deleted = 0
-    with redis_errors(what):
-        pipe = client.pipeline(transaction=False)
-        batch: list[bytes] = []
-        for key in client.scan_iter(match=pattern, count=SCAN_COUNT):
-            batch.append(key)
-            if len(batch) >= SCAN_COUNT:
-                pipe.unlink(*batch)
-                deleted += len(batch)
-                batch = []
-                if len(pipe) >= 16:
-                    pipe.execute()
-        if batch:
-            pipe.unlink(*batch)
-            deleted += len(batch)
-        if len(pipe):
-            pipe.execute()
-    return deleted
-
-
-def bucket_sizes(client: redis.Redis, pattern: str, what: str) -> dict[bytes, int]:
-    """Byte length of every key matching ``pattern`` (SCAN, STRLENs pipelined)."""
-    out: dict[bytes, int] = {}
-    with redis_errors(what):
-        keys = list(client.scan_iter(match=pattern, count=SCAN_COUNT))
-        pipe = client.pipeline(transaction=False)
-        for start in range(0, len(keys), SET_CHUNK_KEYS):
-            chunk = keys[start : start + SET_CHUNK_KEYS]
-            for key in chunk:
-                pipe.strlen(key)
-            out.update(zip(chunk, pipe.execute(), strict=True))
-    return out

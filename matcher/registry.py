@@ -18,7 +18,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
-import redis
 from bson import ObjectId
 
 from fingerprint.base import array_from_hex
@@ -35,6 +34,7 @@ from matcher.prepared import (
     prepare,
     segment_blob,
 )
+from matcher.redis_io import IndexClient, unlink
 from matcher.settings import Settings
 from matcher.store import Store
 
@@ -47,7 +47,7 @@ class Registry:
 
     settings: Settings
     store: Store
-    redis: redis.Redis
+    redis: IndexClient
     works: Side
     keys: Keys
 
@@ -126,8 +126,8 @@ class Registry:
                 value = fp["value"]
                 keys = array_from_hex(value["windows"], "<u8", np.uint64)
                 self.works.remove(int(fp["seq"]), int(value["simhash"], 16), keys)
-            if stored:
-                self.redis.delete(*(self.keys.segment(int(fp["seq"])) for fp in stored))
+        segments = [self.keys.segment(int(fp["seq"])) for fp in stored]
+        unlink(self.redis, segments, "removing a work's segments")
 
     def _index(self, doc: dict, text: str, segments: list[Segment], cores: list[int]) -> None:
         """Store, fingerprint and index the segments one at a time."""

@@ -11,9 +11,53 @@ import dataclasses
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from matcher.errors import SettingsError
+
+CLUSTER_SCHEME = "redis+cluster://"
+DEFAULT_REDIS_PORT = 6379
+
+
+@dataclass(frozen=True)
+class IndexRedis:
+    """Where the indexes live: one Redis server (``url``) or a Redis Cluster (``nodes``).
+
+    ``FPTRACK_INDEX_REDIS_URL`` takes either a redis-py URL (``redis://``, ``rediss://``,
+    ``unix://``) or ``redis+cluster://host:port[,host:port...]``: the startup nodes of a
+    cluster, any of its masters (the client learns the rest from ``CLUSTER SLOTS``).
+
+    >>> IndexRedis.parse("redis+cluster://10.0.0.1:7000,10.0.0.2").nodes
+    (('10.0.0.1', 7000), ('10.0.0.2', 6379))
+    >>> IndexRedis.parse("redis://cache:6379/3").cluster
+    False
+    """
+
+    url: str
+    nodes: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def cluster(self) -> bool:
+        return bool(self.nodes)
+
+    @classmethod
+    def parse(cls, url: str) -> IndexRedis:
+        """A validated target; :class:`SettingsError` on a malformed cluster URL."""
+        if not url.startswith(CLUSTER_SCHEME):
+            if not url.startswith(("redis://", "rediss://", "unix://")):
+                raise SettingsError(f"not a Redis URL: {url!r}")
+            return cls(url)
+        nodes = []
+        for part in url[len(CLUSTER_SCHEME) :].rstrip("/").split(","):
+            host, sep, port = part.strip().rpartition(":")
+            if not sep:
+                host, port = part.strip(), ""
+            host = host.strip("[]")
+            if not host or (port and not port.isdigit()) or not 0 < int(port or 1) < 65536:
+                raise SettingsError(f"{url!r}: {part!r} is not host:port")
+            nodes.append((host, int(port or DEFAULT_REDIS_PORT)))
+        return cls(url, tuple(nodes))
 
 
 @dataclass(frozen=True)
@@ -61,6 +105,7 @@ class Settings:
     mongo_uri: str = "mongodb://127.0.0.1:27017"
     mongo_db: str = "fptrack"
     redis_url: str = "redis://127.0.0.1:6379/0"
+    index_redis_url: str = ""
     redis_prefix: str = "fptrack"
     simhash_permuted: bool = False
     window_bucket_bits: int = 20
@@ -79,12 +124,24 @@ class Settings:
 
     @property
     def celery_broker(self) -> str:
-        """The Celery broker: ``broker_url``, else the indexes' Redis server."""
+        """The Celery broker: ``broker_url``, else the standalone Redis of ``redis_url``."""
         return self.broker_url or self.redis_url
 
+    @cached_property
+    def index_redis(self) -> IndexRedis:
+        """The indexes' Redis: ``index_redis_url`` (a server or a cluster), else ``redis_url``."""
+        return IndexRedis.parse(self.index_redis_url or self.redis_url)
+
     def __post_init__(self) -> None:
-        if not self.redis_prefix or any(c in self.redis_prefix for c in " *?[]"):
+        if not self.redis_prefix or any(c in self.redis_prefix for c in " *?[]{}"):
             raise SettingsError(f"redis_prefix must be a plain word, got {self.redis_prefix!r}")
+        for name in ("redis_url", "broker_url"):
+            if getattr(self, name).startswith(CLUSTER_SCHEME):
+                raise SettingsError(
+                    f"{name} must be a standalone Redis (the Celery broker, redbeat and locks"
+                    " cannot use Redis Cluster); put the cluster in FPTRACK_INDEX_REDIS_URL"
+                )
+        self.index_redis  # noqa: B018 - validates the URL once, at the entry point
         if not 8 <= self.window_bucket_bits <= 28:
             raise SettingsError("window_bucket_bits must be in 8..28")
         for name in (

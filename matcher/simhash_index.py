@@ -36,16 +36,25 @@ bucket's records) and are never undone; a rebuild (:meth:`SimhashIndex.clear` an
 :meth:`SimhashIndex.bulk_load`) re-plans them, in one level where incremental adds, which
 split a bucket each time it outgrows the limit, may have made several.
 
-Consistency: the split directory (a Redis hash: split bucket -> s) is cached client-side
-with a version token, rewritten (a random token, never reused) by every split. A query is
-one MGET of its buckets plus the token and the stored parameters; MGET is atomic, so the
-buckets match the token, and only when the token changed is the directory reloaded and the
-query redone. Edits run the scripts of :mod:`matcher.packed`, which refuse to write against
-a stale token; an add or remove is one script call per group of whole owners, so atomic per
-owner. When an add pushes a bucket over the limit, the client splits it in a WATCH / MULTI
-transaction on the bucket, the token and the record count (the numpy code of bulk loads);
-until then the bucket is merely large, and a crash in between leaves it for the next add to
-split. A :class:`SimhashIndex` object caches the directory: one per thread.
+Layout (:mod:`matcher.keys`): the top-level bucket of table t and key ``key`` is in tag
+group ``key mod 32``, and its split leaves carry the same tag; each group has its own
+parameters, record count, split directory and version, so every script, ``MGET`` and
+transaction stays in one hash slot of a Redis Cluster while the buckets spread over all
+masters. The split limit is taken over the group's own mean bucket size.
+
+Consistency: each group's split directory (a Redis hash: split bucket -> s) is cached
+client-side with its version token, rewritten (a random token, never reused) by every split
+in the group. A query reads each group's buckets with that group's token and stored
+parameters in one MGET (one MGET of everything on a single server; one round trip per node
+on a cluster); MGET is atomic, so a group's buckets match its token, and only the groups
+whose token changed are reloaded and the query redone. Edits run the scripts of
+:mod:`matcher.packed`, which refuse to write against a stale token; an add or remove is one
+script call per group and chunk of whole owners (all pipelined), so atomic per owner within
+a group and idempotent overall (an interrupted add is completed by running it again). When
+an add pushes a bucket over the limit, the client splits it in a WATCH / MULTI transaction
+on the bucket, the group's token and record count (the numpy code of bulk loads); until then
+the bucket is merely large, and a crash in between leaves it for the next add to split. A
+:class:`SimhashIndex` object caches the directory: one per thread.
 """
 
 from __future__ import annotations
@@ -61,6 +70,7 @@ import redis
 
 from fingerprint.base import params_dict
 from matcher.errors import IndexUnavailable, redis_errors
+from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, simhash_keys
 from matcher.packed import (
     MISMATCH,
     STALE,
@@ -68,15 +78,21 @@ from matcher.packed import (
     IndexParamsMismatch,
     as_ids,
     as_values,
-    bucket_sizes,
-    delete_matching,
     expand_ranges,
-    fetch,
-    glob_escape,
     group_bytes,
     payload_buffer,
     script_args,
+)
+from matcher.redis_io import (
+    IndexClient,
+    bucket_sizes,
+    claim,
+    delete_matching,
+    mget,
+    pipelined,
+    run_script,
     set_buckets,
+    unlink,
 )
 from matcher.simhash_layout import (
     Layout,
@@ -86,13 +102,11 @@ from matcher.simhash_layout import (
     gather_int,
 )
 
-LAYOUT_VERSION = 1
 MAX_KEYS_PER_CALL = 1024
 RETRIES = 8
 REFUSED_GROWTH = 1.25
 """A bucket refused for splitting is reconsidered once it has grown by this factor."""
 _U64 = np.uint64
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 
 
 @dataclass
@@ -100,6 +114,7 @@ class _Plan:
     """Where a batch of fingerprints lives: edges from (table, value) pairs to leaf buckets."""
 
     names: list[bytes]
+    groups: np.ndarray  # the tag group of each leaf
     flags: list[bool]  # a leaf's new records count toward the record counter
     edge_pair: np.ndarray  # pair = table * n + value index
     edge_leaf: np.ndarray  # index into names
@@ -113,14 +128,15 @@ class _Plan:
 class SimhashIndex:
     """Near-duplicate lookup of 64-bit simhashes: (id, distance) within Hamming distance k.
 
-    Keys: ``{prefix}:sh:params`` (the parameters, JSON), ``:sh:records`` (record count over
-    all tables), ``:sh:ver`` and ``:sh:split`` (the split directory), ``:sh:b:{table}:{key}``
-    and ``.../{j}:{subkey}`` (buckets and split buckets).
+    Keys (:class:`matcher.keys.IndexKeys` under ``{prefix}:sh``), per tag group:
+    ``params`` (the parameters, JSON), ``records`` (records of the group's buckets over all
+    tables), ``ver`` and ``split`` (the group's split directory), ``b:{table}:{key}`` and
+    ``.../{j}:{subkey}`` (buckets and split buckets).
     """
 
     def __init__(
         self,
-        client: redis.Redis,
+        client: IndexClient,
         prefix: str,
         params: SimhashIndexParams | None = None,
     ) -> None:
@@ -130,20 +146,28 @@ class SimhashIndex:
         self._params = params
         self._layout = Layout(params)
         self._fmt = self._layout.fmt
-        base = f"{prefix}:sh:"
-        self._params_key = base + "params"
-        self._records_key = base + "records"
-        self._version_key = base + "ver"
-        self._split_key = base + "split"
-        self._bucket_base = (base + "b:").encode()
+        self._keys = simhash_keys(prefix)
+        self._head = self._keys.bucket_head_chars
+        self._group_buckets = self._layout.bucket_count / TAG_GROUPS
         self._params_json = json.dumps(
-            {"layout": LAYOUT_VERSION, "simhash_index": params_dict(params)},
+            {
+                "layout": LAYOUT_VERSION,
+                "simhash_index": params_dict(params),
+                "tag_groups": TAG_GROUPS,
+            },
             sort_keys=True,
             separators=(",", ":"),
         )
+        self._params_bytes = self._params_json.encode()
+        self._query_meta = [
+            (self._keys.version(g), self._keys.params(g)) for g in range(TAG_GROUPS)
+        ]
         self._scripts = BucketScripts(client)
         self._refused: dict[bytes, int] = {}
-        self._set_directory(b"", {})
+        self._claimed = False
+        self._versions = [b""] * TAG_GROUPS
+        self._splits: list[dict[bytes, int]] = [{} for _ in range(TAG_GROUPS)]
+        self._set_directory({g: (b"", {}) for g in range(TAG_GROUPS)})
 
     @property
     def params(self) -> SimhashIndexParams:
@@ -164,36 +188,42 @@ class SimhashIndex:
     def bulk_load(
         self, ids: Sequence[int] | np.ndarray, values: Sequence[int] | np.ndarray
     ) -> None:
-        """Fill an empty index: buckets built with numpy, split as needed, SET in chunks.
+        """Fill an empty index: buckets built with numpy, split as needed, SET slot by slot.
 
-        Not atomic: the parameters and record count are written first, so an interrupted
+        Not atomic: the parameters and record counts are written first, so an interrupted
         load leaves an index that refuses another bulk load until it is cleared. Loading
         nothing (a new deployment's empty store) writes nothing.
         """
         ids, values = self._pairs(ids, values)
         what = "bulk-loading the simhash index"
-        with redis_errors(what):
-            stored, total, version = self._client.mget(
-                self._params_key, self._records_key, self._version_key
-            )
-        self._check_params(stored)
-        if int(total or 0) or version:
+        counts, versions = self._group_meta(what)
+        if sum(counts) or any(versions):
             raise ValueError(f"bulk_load needs an empty index; clear {self._prefix!r} first")
         if not len(ids):
             return
-        records = len(ids) * len(self._layout.tables)
-        with redis_errors(what):
-            self._client.mset({self._params_key: self._params_json, self._records_key: records})
+        per_group = np.zeros(TAG_GROUPS, dtype=np.int64)
+        for table in self._layout.tables:
+            keys = gather(values, table.bucket)
+            per_group += np.bincount(keys % _U64(TAG_GROUPS), minlength=TAG_GROUPS)
+        k = self._keys
+        meta = [(k.params(g), self._params_json) for g in range(TAG_GROUPS)]
+        meta += [(k.records(g), str(n)) for g, n in enumerate(per_group.tolist()) if n]
+        set_buckets(self._client, meta, what)
         splits: dict[bytes, int] = {}
-        set_buckets(self._client, self._bulk_buckets(ids, values, records, splits), what)
-        if splits:
-            token = _token()
-            with redis_errors(what):
-                pipe = self._client.pipeline(transaction=True)
-                pipe.hset(self._split_key, mapping=splits)
-                pipe.set(self._version_key, token)
-                pipe.execute()
-            self._set_directory(token, splits)
+        limits = [self._limit(int(n)) for n in per_group]
+        set_buckets(self._client, self._bulk_buckets(ids, values, limits, splits), what)
+        if not splits:
+            return
+        by_group: dict[int, dict[bytes, int]] = {}
+        for name, s in splits.items():
+            by_group.setdefault(self._group_of(name), {})[name] = s
+        tokens = {g: _token() for g in by_group}
+        commands: list[tuple] = []
+        for g, mapping in by_group.items():  # the directory first, then its version
+            commands.append(("HSET", k.split(g), *itertools.chain(*mapping.items())))
+            commands.append(("SET", k.version(g), tokens[g]))
+        pipelined(self._client, commands, what)
+        self._set_directory({g: (tokens[g], mapping) for g, mapping in by_group.items()})
 
     def query(self, value: int, k: int | None = None) -> list[tuple[int, int]]:
         """(id, distance) of the fingerprints within distance k, by distance then id."""
@@ -202,7 +232,7 @@ class SimhashIndex:
     def query_many(
         self, values: Sequence[int] | np.ndarray, k: int | None = None
     ) -> list[list[tuple[int, int]]]:
-        """:meth:`query` of each value, in one round trip (two if the directory changed)."""
+        """:meth:`query` of each value, in one round trip per node (two if a directory changed)."""
         k = self._params.k if k is None else k
         if not 0 <= k <= self._params.k:
             raise ValueError(f"k must be 0..{self._params.k} for this index, got {k}")
@@ -211,44 +241,55 @@ class SimhashIndex:
             return []
         for _ in range(RETRIES):
             plan = self._route(values)
-            payloads, (version, stored) = fetch(
+            payloads, meta = mget(
                 self._client,
                 plan.names,
-                [self._version_key, self._params_key],
                 "querying the simhash index",
+                plan.groups,
+                self._query_meta.__getitem__,
             )
-            if stored is None:  # empty or cleared
-                self._set_directory(b"", {})
-                return [[] for _ in range(len(values))]
-            self._check_params(stored)
-            if (version or b"") == self._version:
+            stale, empty = [], {}
+            for g, (version, stored) in meta.items():
+                if stored is None:  # nothing filed in the group, or cleared
+                    empty[g] = (b"", {})
+                    continue
+                self._check_params(stored)
+                if (version or b"") != self._versions[g]:
+                    stale.append(g)
+            if empty:
+                self._set_directory({g: d for g, d in empty.items() if self._versions[g]})
+                gone = np.isin(plan.groups, list(empty))
+                payloads = [None if out else p for p, out in zip(payloads, gone, strict=True)]
+            if not stale:
                 return self._answers(len(values), plan, payloads, k)
-            self._sync()
+            self._sync(stale)
         raise IndexUnavailable("the simhash index's split directory kept changing; retry")
 
     def clear(self) -> None:
-        """Delete every key of the index (the directory first, then SCAN + UNLINK)."""
+        """Delete every key of the index (the directories first, then SCAN + UNLINK)."""
         what = "clearing the simhash index"
-        with redis_errors(what):
-            self._client.unlink(self._version_key, self._split_key)
-        delete_matching(self._client, glob_escape(self._prefix) + ":sh:*", what)
-        self._set_directory(b"", {})
+        k = self._keys
+        directories = [n for g in range(TAG_GROUPS) for n in (k.version(g), k.split(g))]
+        unlink(self._client, directories, what)
+        delete_matching(self._client, self._keys.everything, what)
+        self._set_directory({g: (b"", {}) for g in range(TAG_GROUPS)})
         self._refused.clear()
+        self._claimed = False
 
     def entries(self) -> int:
-        """How many fingerprints the index holds (two reads; the parameters are checked)."""
-        with redis_errors("counting the simhash index"):
-            stored, total = self._client.mget(self._params_key, self._records_key)
-        self._check_params(stored)
-        return int(total or 0) // len(self._layout.tables)
+        """How many fingerprints the index holds (its groups' record counts; the parameters
+        are checked)."""
+        counts, _ = self._group_meta("counting the simhash index")
+        return sum(counts) // len(self._layout.tables)
 
     def stats(self) -> dict:
         """Buckets, records, split buckets, largest bucket, bytes (SCANs the whole index)."""
         what = "reading simhash index statistics"
-        sizes = bucket_sizes(self._client, glob_escape(self._prefix) + ":sh:b:*", what)
-        with redis_errors(what):
-            total = int(self._client.get(self._records_key) or 0)
-            split = int(self._client.hlen(self._split_key))
+        sizes = bucket_sizes(self._client, self._keys.bucket_pattern, what)
+        counts_by_group, _ = self._group_meta(what)
+        total = sum(counts_by_group)
+        hlens = [("HLEN", self._keys.split(g)) for g in range(TAG_GROUPS)]
+        split = sum(pipelined(self._client, hlens, what))
         counts = np.fromiter(sizes.values(), np.int64, len(sizes)) // self._fmt.width
         tables = len(self._layout.tables)
         return {
@@ -259,10 +300,22 @@ class SimhashIndex:
             "split_buckets": split,
             "largest_bucket": int(counts.max()) if len(counts) else 0,
             "mean_bucket": total / self._layout.bucket_count,
-            "split_limit": self._limit(total),
+            "split_limit": self._limit(total / TAG_GROUPS),
             "record_bytes": self._fmt.width,
             "bytes": int(counts.sum()) * self._fmt.width,
         }
+
+    def _group_meta(self, what: str) -> tuple[list[int], list[bytes]]:
+        """Each group's record count and directory version (parameters checked)."""
+        k = self._keys
+        groups = np.arange(TAG_GROUPS)
+        names = [k.records(g) for g in range(TAG_GROUPS)]
+        counts, meta = mget(
+            self._client, names, what, groups, lambda g: [k.version(g), k.params(g)]
+        )
+        for _, stored in meta.values():
+            self._check_params(stored)
+        return [int(c or 0) for c in counts], [meta[g][0] or b"" for g in range(TAG_GROUPS)]
 
     # -- routing ---------------------------------------------------------------------------
 
@@ -273,7 +326,8 @@ class SimhashIndex:
         residual = np.stack([gather(values, t.residual) for t in tables]).ravel()
         top = ((np.arange(len(tables), dtype=np.int64)[:, None] << 32) | keys).ravel()
         uniq, inv = np.unique(top, return_inverse=True)
-        names = self._top_names(uniq)
+        groups = (uniq & 0xFFFFFFFF) % TAG_GROUPS
+        names = self._top_names(uniq, groups)
         flags = [True] * len(names)
         pairs = np.arange(len(top), dtype=np.int64)
         hot = np.zeros(len(uniq), dtype=bool)
@@ -282,23 +336,27 @@ class SimhashIndex:
             hot = self._split_top[at] == uniq
         hot = hot[inv]
         if not hot.any():
-            return _Plan(names, flags, pairs, inv, residual)
+            return _Plan(names, groups, flags, pairs, inv, residual)
         index: dict[bytes, int] = {}
         extra_pair: list[int] = []
         extra_leaf: list[int] = []
+        leaf_groups = groups.tolist()
         for p in np.flatnonzero(hot).tolist():
             root = tables[p // n].root
-            for name, counted in self._expand(names[inv[p]], root, int(residual[p]), True):
+            parent = inv[p]
+            for name, counted in self._expand(names[parent], root, int(residual[p]), True):
                 if name not in index:
                     index[name] = len(names)
                     names.append(name)
                     flags.append(counted)
+                    leaf_groups.append(leaf_groups[parent])
                 extra_pair.append(p)
                 extra_leaf.append(index[name])
         edge_leaf = np.concatenate([inv[~hot], np.array(extra_leaf, dtype=np.int64)])
         used, leaf = np.unique(edge_leaf, return_inverse=True)
         return _Plan(
             [names[i] for i in used.tolist()],
+            np.array(leaf_groups, dtype=np.int64)[used],
             [flags[i] for i in used.tolist()],
             np.concatenate([pairs[~hot], np.array(extra_pair, dtype=np.int64)]),
             leaf,
@@ -322,27 +380,22 @@ class SimhashIndex:
             out += self._expand(child, child_free, residual, counted and j == 0)
         return out
 
-    def _top_names(self, tops: np.ndarray) -> list[bytes]:
-        """Names of top-level buckets (table << 32 | key): fixed-width hex, built with numpy."""
-        base = np.frombuffer(self._bucket_base, dtype=np.uint8)
+    def _top_names(self, tops: np.ndarray, groups: np.ndarray) -> list[bytes]:
+        """Names of top-level buckets (table << 32 | key, in tag ``groups``): fixed-width hex."""
         t_digits, k_digits = self._layout.name_digits
-        width = len(base) + t_digits + 1 + k_digits
-        chars = np.empty((len(tops), width), dtype=np.uint8)
-        chars[:, : len(base)] = base
-        chars[:, len(base) + t_digits] = ord(":")
-        for field, start, digits in (
-            (tops >> 32, len(base), t_digits),
-            (tops, width - k_digits, k_digits),
-        ):
-            for i in range(digits):
-                chars[:, start + i] = _HEX[(field >> (4 * (digits - 1 - i))) & 15]
-        return chars.view(f"S{width}").ravel().tolist()
+        keys = tops & 0xFFFFFFFF
+        return self._keys.buckets(groups, [(tops >> 32, t_digits), (keys, k_digits)])
+
+    def _group_of(self, name: bytes) -> int:
+        """The tag group of a bucket or leaf: its table key mod the number of groups."""
+        head = name[self._head :].split(b"/", 1)[0]
+        return int(head.split(b":")[1], 16) % TAG_GROUPS
 
     def _locate(self, name: bytes) -> tuple[int, tuple[Run, ...]] | None:
         """(depth, free bits) of a bucket, from the cached directory; None if unknown."""
-        head, *subs = name[len(self._bucket_base) :].split(b"/")
+        head, *subs = name[self._head :].split(b"/")
         free = self._layout.tables[int(head.split(b":")[0], 16)].root
-        parent = name[: len(self._bucket_base) + len(head)]
+        parent = name[: self._head + len(head)]
         for sub in subs:
             s = self._split.get(parent)
             if s is None:
@@ -382,55 +435,62 @@ class SimhashIndex:
         return ids[first], values[first]
 
     def _edit(self, script, ids: np.ndarray, values: np.ndarray, what: str) -> dict[bytes, int]:
-        """Run ``script`` over the pairs, one call per group of owners; returns oversized leaves."""
+        """Run ``script`` over the pairs, one call per tag group and chunk of owners, all in one
+        pipeline; returns the oversized leaves. Pairs refused for a stale directory are redone
+        (in every group: adding twice changes nothing)."""
+        if not self._claimed:  # the parameters into every group, as WindowIndex._claim does
+            names = [self._keys.params(g) for g in range(TAG_GROUPS)]
+            for stored in claim(self._client, names, self._params_json, what):
+                self._check_params(stored)
+            self._claimed = True
         pending = np.arange(len(ids))
         over: dict[bytes, int] = {}
         for _ in range(RETRIES):
             if len(pending) == 0:
                 return over
             calls = self._calls(ids[pending], values[pending])
-            with redis_errors(what):
-                pipe = self._client.pipeline(transaction=False)
-                for names, flags, payloads, _ in calls:
-                    keys = [self._params_key, self._records_key, self._version_key, *names]
-                    split = (self._params.split_floor, self._params.split_mu)
-                    args = script_args(
-                        self._params_json,
-                        self._version,
-                        self._fmt.width,
-                        flags,
-                        payloads,
-                        (*split, self._layout.bucket_count),
-                    )
-                    script(keys=keys, args=args, client=pipe)
-                results = pipe.execute()
-            stale = []
-            for (names, _, _, members), result in zip(calls, results, strict=True):
+            split = (self._params.split_floor, self._params.split_mu, self._group_buckets)
+            k = self._keys
+            scripted = []
+            for g, names, flags, payloads, _ in calls:
+                keys = [k.params(g), k.records(g), k.version(g), *names]
+                args = script_args(
+                    self._params_json, self._versions[g], self._fmt.width, flags, payloads, split
+                )
+                scripted.append((keys, args))
+            results = run_script(self._client, script, scripted, what)
+            stale, stale_groups = [], set()
+            for (g, names, _, _, members), result in zip(calls, results, strict=True):
                 if result[0] == MISMATCH:
                     raise self._mismatch(result[1])
                 if result[0] == STALE:
                     stale.append(members)
+                    stale_groups.add(g)
                     continue
                 sizes = result[2]
                 for i in range(0, len(sizes), 2):
                     over[names[sizes[i] - 1]] = int(sizes[i + 1])
-            pending = pending[np.concatenate(stale)] if stale else pending[:0]
+            pending = pending[np.unique(np.concatenate(stale))] if stale else pending[:0]
             if stale:
-                self._sync()
+                self._sync(sorted(stale_groups))
         raise IndexUnavailable(f"the split directory kept changing while {what}; retry")
 
     def _calls(self, ids: np.ndarray, values: np.ndarray):
-        """Script calls: (leaf names, count flags, payloads, pair indices), whole owners each."""
+        """Script calls: (group, leaf names, count flags, payloads, pair indices); each call
+        holds leaves of one tag group and whole owners' records in it."""
         n = len(ids)
         plan = self._route(values)
         q = plan.edge_pair % n
-        order = np.argsort(q, kind="stable")
+        edge_group = plan.groups[plan.edge_leaf]
+        order = np.lexsort((q, edge_group))
         records = self._fmt.records(plan.residual[plan.edge_pair], ids[q])
-        owner = ids[q[order]]
-        ends = [*(np.flatnonzero(owner[1:] != owner[:-1]) + 1).tolist(), len(order)]
+        owner, group = ids[q[order]], edge_group[order]
+        change = (owner[1:] != owner[:-1]) | (group[1:] != group[:-1])
+        ends = [*(np.flatnonzero(change) + 1).tolist(), len(order)]
         cuts, prev = [0], 0
         for end in ends:
-            if end - cuts[-1] > MAX_KEYS_PER_CALL and prev > cuts[-1]:
+            new_group = prev > cuts[-1] and group[prev] != group[cuts[-1]]
+            if prev > cuts[-1] and (new_group or end - cuts[-1] > MAX_KEYS_PER_CALL):
                 cuts.append(prev)
             prev = end
         cuts.append(len(order))
@@ -441,32 +501,35 @@ class SimhashIndex:
             leaves = leaves.tolist()
             names = [plan.names[i] for i in leaves]
             flags = "".join("1" if plan.flags[i] else "0" for i in leaves)
-            calls.append((names, flags, payloads, np.unique(q[edges])))
+            calls.append((int(group[a]), names, flags, payloads, np.unique(q[edges])))
         return calls
 
     # -- splits ----------------------------------------------------------------------------
 
-    def _limit(self, records: int) -> float:
-        """Records a bucket may hold before it is split: max(floor, (1 + mu) x mean)."""
-        mean = records / self._layout.bucket_count
+    def _limit(self, records: float) -> float:
+        """Records a bucket may hold before it is split: max(floor, (1 + mu) x mean), the mean
+        over the buckets of a tag group holding ``records``."""
+        mean = records / self._group_buckets
         return max(float(self._params.split_floor), (1.0 + self._params.split_mu) * mean)
 
     def _split_bucket(self, name: bytes, size: int) -> None:
         """Split an oversized leaf in a WATCH / MULTI transaction (retried on conflict)."""
-        watched = (name, self._version_key, self._records_key)
-        with redis_errors("splitting a simhash bucket"), self._client.pipeline() as pipe:
+        g = self._group_of(name)
+        watched = (name, self._keys.version(g), self._keys.records(g))  # one slot
+        what = "splitting a simhash bucket"
+        with redis_errors(what), self._client.pipeline(transaction=True) as pipe:
             for _ in range(RETRIES):
                 place = self._locate(name)
                 if place is None or size < self._refused.get(name, 0) * REFUSED_GROWTH:
                     return
                 try:
                     pipe.watch(*watched)
-                    data, version, total = pipe.mget(*watched)
+                    data, version, total = pipe.execute_command("MGET", *watched)
                     if not data:
                         return
-                    if (version or b"") != self._version:
+                    if (version or b"") != self._versions[g]:
                         pipe.unwatch()
-                        self._sync()
+                        self._sync([g])
                         continue
                     residual, ids = self._fmt.unpack(data)
                     splits: dict[bytes, int] = {}
@@ -481,12 +544,12 @@ class SimhashIndex:
                     pipe.unlink(name)
                     for leaf, payload in leaves:
                         pipe.set(leaf, payload)
-                    pipe.hset(self._split_key, mapping=splits)
-                    pipe.set(self._version_key, token)
+                    pipe.hset(self._keys.split(g), mapping=splits)
+                    pipe.set(self._keys.version(g), token)
                     pipe.execute()
                 except redis.WatchError:
                     continue
-                self._set_directory(token, {**self._split, **splits})
+                self._set_directory({g: (token, {**self._splits[g], **splits})})
                 return
 
     def _split_leaves(
@@ -529,11 +592,11 @@ class SimhashIndex:
         return leaves
 
     def _bulk_buckets(
-        self, ids: np.ndarray, values: np.ndarray, records: int, splits: dict[bytes, int]
+        self, ids: np.ndarray, values: np.ndarray, limits: list[float], splits: dict[bytes, int]
     ) -> Iterator[tuple[bytes, bytes]]:
-        """(name, payload) of every leaf of a bulk load; split buckets are added to ``splits``."""
+        """(name, payload) of every leaf of a bulk load (``limits``: the split limit of each
+        tag group); split buckets are added to ``splits``."""
         width = self._fmt.width
-        limit = self._limit(records)
         for t, table in enumerate(self._layout.tables):
             keys = gather(values, table.bucket)
             residual = gather(values, table.residual)
@@ -545,8 +608,12 @@ class SimhashIndex:
                 return
             starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
             ends = np.append(starts[1:], len(keys)).tolist()
-            names = self._top_names((keys[starts].astype(np.int64)) | (t << 32))
-            for name, a, b in zip(names, starts.tolist(), ends, strict=True):
+            tops = keys[starts].astype(np.int64)
+            groups = tops % TAG_GROUPS
+            names = self._top_names(tops | (t << 32), groups)
+            groups = groups.tolist()
+            for name, g, a, b in zip(names, groups, starts.tolist(), ends, strict=True):
+                limit = limits[g]
                 if b - a <= limit:
                     yield name, blob[a * width : b * width]
                 else:
@@ -557,30 +624,50 @@ class SimhashIndex:
 
     # -- directory and parameters ----------------------------------------------------------
 
-    def _sync(self) -> None:
-        """Reload the split directory and its token (one MULTI round trip)."""
-        with redis_errors("reading the simhash index's split directory"):
-            pipe = self._client.pipeline(transaction=True)
-            pipe.get(self._params_key)
-            pipe.get(self._version_key)
-            pipe.hgetall(self._split_key)
-            stored, version, split = pipe.execute()
-        self._check_params(stored)
-        if not version:
-            split = {}
-        self._set_directory(version or b"", {name: int(s) for name, s in split.items()})
+    def _sync(self, groups: Sequence[int]) -> None:
+        """Reload the split directories of ``groups`` (one round trip per node).
 
-    def _set_directory(self, version: bytes, split: dict[bytes, int]) -> None:
-        self._version = version
-        self._split = split
-        tops = [name[len(self._bucket_base) :] for name in split if b"/" not in name]
-        tops = [top.split(b":") for top in tops]
+        Each group's version is read before and after its directory: splits rewrite both in
+        one MULTI with a fresh token, so equal versions mean the directory read between them
+        is the one of that version; a group caught mid-change is read again.
+        """
+        k = self._keys
+        pending = list(groups)
+        what = "reading the simhash index's split directory"
+        for _ in range(RETRIES):
+            commands = []
+            for g in pending:
+                commands += [("GET", k.params(g)), ("GET", k.version(g))]
+                commands += [("HGETALL", k.split(g)), ("GET", k.version(g))]
+            replies = pipelined(self._client, commands, what)
+            fresh, again = {}, []
+            for i, g in enumerate(pending):
+                stored, before, split, after = replies[4 * i : 4 * i + 4]
+                self._check_params(stored)
+                if before != after:
+                    again.append(g)
+                    continue
+                split = split if before else {}
+                fresh[g] = (before or b"", {name: int(s) for name, s in split.items()})
+            self._set_directory(fresh)
+            if not again:
+                return
+            pending = again
+        raise IndexUnavailable("the simhash index's split directory kept changing; retry")
+
+    def _set_directory(self, directories: dict[int, tuple[bytes, dict[bytes, int]]]) -> None:
+        """Cache the (version, split directory) of each of the given groups."""
+        for g, (version, split) in directories.items():
+            self._versions[g] = version
+            self._splits[g] = split
+        self._split = {name: s for split in self._splits for name, s in split.items()}
+        tops = [name[self._head :].split(b":") for name in self._split if b"/" not in name]
         self._split_top = np.array(
             sorted((int(t, 16) << 32) | int(key, 16) for t, key in tops), dtype=np.int64
         )
 
     def _check_params(self, stored: bytes | None) -> None:
-        if stored is not None and stored != self._params_json.encode():
+        if stored is not None and stored != self._params_bytes:
             raise self._mismatch(stored)
 
     def _mismatch(self, stored: bytes) -> IndexParamsMismatch:

@@ -13,6 +13,12 @@ a query key meets a foreign key with probability about D / 2**52: 2e-7 for a bil
 
 Keys that more than ``max_df`` owners share (boilerplate windows: licences, "上一章 下一章")
 are stop keys: :meth:`WindowIndex.hits` ignores them, as a search engine ignores stop words.
+
+Layout (:mod:`matcher.keys`): bucket ``b`` is in tag group ``b mod 32``, which holds its own
+copy of the parameters and its own posting count, so that every script call and every
+``MGET`` stays in one hash slot of a Redis Cluster. A lookup is one ``MGET`` per group, sent
+as one round trip per node; an add or remove is one script call per group, pipelined,
+atomic per group and idempotent (an interrupted add is completed by running it again).
 """
 
 from __future__ import annotations
@@ -21,10 +27,9 @@ import json
 from dataclasses import dataclass
 
 import numpy as np
-import redis
 
 from fingerprint.hashing import fmix64
-from matcher.errors import redis_errors
+from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
 from matcher.packed import (
     MISMATCH,
     BucketScripts,
@@ -32,16 +37,18 @@ from matcher.packed import (
     RecordFormat,
     as_ids,
     as_values,
-    delete_matching,
-    fetch,
-    glob_escape,
     group_bytes,
     payload_buffer,
     script_args,
+)
+from matcher.redis_io import (
+    IndexClient,
+    claim,
+    delete_matching,
+    mget,
+    run_script,
     set_buckets,
 )
-
-LAYOUT_VERSION = 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -59,19 +66,20 @@ class Postings:
         return self.df[np.searchsorted(self.keys, np.asarray(keys, dtype=np.uint64))]
 
 
-_HEX = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)
 _U64 = np.uint64
+_GROUPS = _U64(TAG_GROUPS)
 
 
 class WindowIndex:
     """Postings of window keys: which owners hold each key; atomic and idempotent per owner.
 
-    Keys: ``{prefix}:win:params``, ``:win:records`` (number of postings) and
-    ``:win:b:{bucket}`` (the buckets, fixed-width hex names).
+    Keys (:class:`matcher.keys.IndexKeys` under ``{prefix}:win``), per tag group:
+    ``params``, ``records`` (number of postings) and ``b:{bucket}`` (the buckets,
+    fixed-width hex names).
     """
 
     def __init__(
-        self, client: redis.Redis, prefix: str, bucket_bits: int = 20, max_df: int = 1000
+        self, client: IndexClient, prefix: str, bucket_bits: int = 20, max_df: int = 1000
     ) -> None:
         if not 1 <= bucket_bits <= 32 or max_df < 1:
             raise ValueError("bucket_bits must be 1..32 and max_df >= 1")
@@ -79,25 +87,27 @@ class WindowIndex:
         self._prefix = prefix
         self._bits = bucket_bits
         self.max_df = max_df
-        base = f"{prefix}:win:"
-        self._params_key = base + "params"
-        self._records_key = base + "records"
-        self._unused_key = base + "ver"  # the scripts' version slot; never checked here
-        self._bucket_base = np.frombuffer((base + "b:").encode(), dtype=np.uint8)
+        self._keys = window_keys(prefix)
         self._fmt = RecordFormat(4)
         self._params_json = json.dumps(
-            {"layout": LAYOUT_VERSION, "window_index": {"bucket_bits": bucket_bits}},
+            {
+                "layout": LAYOUT_VERSION,
+                "tag_groups": TAG_GROUPS,
+                "window_index": {"bucket_bits": bucket_bits},
+            },
             sort_keys=True,
             separators=(",", ":"),
         )
         self._scripts = BucketScripts(client)
+        self._claimed = False
 
     def add(self, owner: int, keys: np.ndarray) -> None:
-        """Post ``owner`` under each key (one atomic script call; already posted: no change)."""
+        """Post ``owner`` under each key (a script call per tag group, atomic per group;
+        already posted: no change)."""
         self._edit(self._scripts.add, owner, keys, "adding to the window index")
 
     def remove(self, owner: int, keys: np.ndarray) -> None:
-        """Remove ``owner``'s postings of ``keys`` (one atomic script call)."""
+        """Remove ``owner``'s postings of ``keys`` (a script call per tag group)."""
         self._edit(self._scripts.remove, owner, keys, "removing from the window index")
 
     def bulk_load(self, owners: np.ndarray, keys: np.ndarray) -> None:
@@ -111,10 +121,7 @@ class WindowIndex:
         if len(owners) != len(keys):
             raise ValueError(f"{len(owners)} owners but {len(keys)} keys")
         what = "bulk-loading the window index"
-        with redis_errors(what):
-            stored, total = self._client.mget(self._params_key, self._records_key)
-        self._check_params(stored)
-        if int(total or 0):
+        if self.records(what):
             raise ValueError(f"bulk_load needs an empty index; clear {self._prefix!r} first")
         if not len(keys):
             return
@@ -123,10 +130,21 @@ class WindowIndex:
         sig, owners = sig[order], owners[order]
         first = np.r_[True, (sig[1:] != sig[:-1]) | (owners[1:] != owners[:-1])]
         sig, owners = sig[first], owners[first]
-        with redis_errors(what):
-            self._client.mset({self._params_key: self._params_json, self._records_key: len(sig)})
+        per_group = np.bincount((sig >> _U64(32)) % _GROUPS, minlength=TAG_GROUPS).tolist()
+        meta = [(self._keys.params(g), self._params_json) for g in range(TAG_GROUPS)]
+        meta += [(self._keys.records(g), str(n)) for g, n in enumerate(per_group) if n]
+        set_buckets(self._client, meta, what)
         buckets, payloads = group_bytes(self._fmt.records(sig, owners), sig >> _U64(32))
         set_buckets(self._client, zip(self._names(buckets), payloads, strict=True), what)
+
+    def records(self, what: str = "counting window postings") -> int:
+        """Postings in the index (the groups' counts added up); checks the parameters."""
+        groups = np.arange(TAG_GROUPS)
+        names = [self._keys.records(g) for g in range(TAG_GROUPS)]
+        counts, meta = mget(self._client, names, what, groups, lambda g: [self._keys.params(g)])
+        for (stored,) in meta.values():
+            self._check_params(stored)
+        return sum(int(c or 0) for c in counts)
 
     def hits(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(owners, number of distinct query keys each holds), by owner; one round trip.
@@ -137,7 +155,8 @@ class WindowIndex:
         return found.owners, found.counts
 
     def lookup(self, keys: np.ndarray, group_shift: int = 0) -> Postings:
-        """Owners holding the query keys, and each key's document frequency; one round trip.
+        """Owners holding the query keys, and each key's document frequency; one round trip
+        (one per node on a cluster).
 
         The frequency of a key counts distinct owner groups, ``owner >> group_shift`` (the
         works of segment owners, see :mod:`matcher.keys`), stop keys included.
@@ -155,13 +174,19 @@ class WindowIndex:
         if not len(sig):
             return empty
         buckets = np.unique(sig_sorted >> _U64(32))
-        payloads, (stored,) = fetch(
-            self._client, self._names(buckets), [self._params_key], "reading the window index"
+        groups = (buckets % _GROUPS).astype(np.int64)
+        payloads, meta = mget(
+            self._client,
+            self._names(buckets),
+            "reading the window index",
+            groups,
+            lambda g: [self._keys.params(g)],
         )
-        if stored is None:
-            return empty
-        self._check_params(stored)
+        for stored in meta.values():
+            self._check_params(stored[0])
         lengths, buffer = payload_buffer(payloads)
+        if not len(buffer):
+            return empty
         checks, owners = self._fmt.unpack(buffer)
         found = (np.repeat(buckets, lengths // self._fmt.width) << _U64(32)) | checks
         at = np.minimum(np.searchsorted(sig_sorted, found), len(sig_sorted) - 1)
@@ -191,10 +216,11 @@ class WindowIndex:
 
     def clear(self) -> None:
         """Delete every key of the index (SCAN + UNLINK, pipelined)."""
-        pattern = glob_escape(self._prefix) + ":win:*"
-        delete_matching(self._client, pattern, "clearing the window index")
+        delete_matching(self._client, self._keys.everything, "clearing the window index")
+        self._claimed = False
 
     def _edit(self, script, owner: int, keys: np.ndarray, what: str) -> None:
+        self._claim(what)
         owner_id = as_ids([owner])
         sig = np.unique(self._signature(as_values(keys)))
         if not len(sig):
@@ -203,27 +229,42 @@ class WindowIndex:
             self._fmt.records(sig, np.repeat(owner_id, len(sig))), sig >> _U64(32)
         )
         names = self._names(buckets)
-        args = script_args(self._params_json, None, self._fmt.width, "1" * len(names), payloads)
-        with redis_errors(what):
-            result = script(
-                keys=[self._params_key, self._records_key, self._unused_key, *names], args=args
+        groups = (buckets % _GROUPS).astype(np.int64)
+        calls = []
+        for g in np.unique(groups).tolist():
+            chosen = np.flatnonzero(groups == g).tolist()
+            k = self._keys  # the version slot of the scripts is never checked here
+            keys = [k.params(g), k.records(g), k.version(g), *(names[i] for i in chosen)]
+            args = script_args(
+                self._params_json,
+                None,
+                self._fmt.width,
+                "1" * len(chosen),
+                [payloads[i] for i in chosen],
             )
-        if result[0] == MISMATCH:
-            self._check_params(result[1])
+            calls.append((keys, args))
+        for result in run_script(self._client, script, calls, what):
+            if result[0] == MISMATCH:
+                self._check_params(result[1])
+
+    def _claim(self, what: str) -> None:
+        """Before this object's first edit: the parameters into every group that has none
+        (a script writes them only into its own group), checked where present, so that
+        a client with other parameters is refused whichever groups it reads or writes."""
+        if not self._claimed:
+            names = [self._keys.params(g) for g in range(TAG_GROUPS)]
+            for stored in claim(self._client, names, self._params_json, what):
+                self._check_params(stored)
+            self._claimed = True
 
     def _signature(self, keys: np.ndarray) -> np.ndarray:
         """bucket << 32 | check: the top bucket_bits + 32 bits of fmix64(key)."""
         return fmix64(keys) >> _U64(32 - self._bits)
 
     def _names(self, buckets: np.ndarray) -> list[bytes]:
-        """Bucket names: the prefix and the bucket number in fixed-width hex, built with numpy."""
-        digits = (self._bits + 3) // 4
-        base = len(self._bucket_base)
-        chars = np.empty((len(buckets), base + digits), dtype=np.uint8)
-        chars[:, :base] = self._bucket_base
-        for i in range(digits):
-            chars[:, base + i] = _HEX[(buckets >> _U64(4 * (digits - 1 - i))) & _U64(15)]
-        return chars.view(f"S{base + digits}").ravel().tolist()
+        """Bucket names: the group's head and the bucket number in fixed-width hex."""
+        groups = (buckets % _GROUPS).astype(np.int64)
+        return self._keys.buckets(groups, [(buckets, (self._bits + 3) // 4)])
 
     def _check_params(self, stored: bytes | None) -> None:
         if stored is not None and stored != self._params_json.encode():

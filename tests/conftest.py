@@ -9,6 +9,13 @@
   per test, dropped afterwards, and ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB`` name it
   for the test's subprocesses (workers, crawls, servers).
 
+- Redis Cluster: a real 3-master cluster (:class:`bench.local_cluster.LocalCluster`: three
+  ``redis-server --cluster-enabled yes`` on free ports of 127.0.0.1, joined by
+  ``redis-cli --cluster create``) starts the first time a test asks for it and stops at the
+  end of the session. ``index_client`` is the index client a test runs on: the server, or
+  the cluster flushed before and after the test; a module sets ``INDEX_BACKENDS =
+  ("server", "cluster")`` to run its tests on both (default: the server only).
+
 The ``FPTRACK_*`` variables of the product are set here, before :mod:`matcher.celery_app` is
 first imported (it reads them once).
 """
@@ -23,7 +30,11 @@ import pymongo
 import pytest
 import redis
 from pymongo.database import Database
+from redis.cluster import ClusterNode, RedisCluster
 
+from bench.local_cluster import LocalCluster
+from matcher.redis_io import IndexClient, connect, scan
+from matcher.settings import IndexRedis
 from tests import servers
 from tests.servers import ServerUnavailable
 
@@ -97,3 +108,58 @@ def mongo_db(
     monkeypatch.setenv("FPTRACK_MONGO_DB", name)
     yield mongo_client[name]
     mongo_client.drop_database(name)
+
+
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[LocalCluster]:
+    """A 3-master Redis Cluster of this test session."""
+    with LocalCluster(masters=3) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def cluster_client(redis_cluster: LocalCluster) -> Iterator[RedisCluster]:
+    """A cluster client (every master as a startup node), every master flushed around it."""
+    client = connect(IndexRedis.parse(redis_cluster.url))
+    assert isinstance(client, RedisCluster)
+    client.flushdb(target_nodes=RedisCluster.PRIMARIES)
+    yield client
+    client.flushdb(target_nodes=RedisCluster.PRIMARIES)
+    client.close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "index_backend" in metafunc.fixturenames:
+        backends = getattr(metafunc.module, "INDEX_BACKENDS", ("server",))
+        metafunc.parametrize("index_backend", backends)
+
+
+@pytest.fixture
+def index_client(index_backend: str, request: pytest.FixtureRequest) -> IndexClient:
+    """The index client of the test's backend: ``redis_client`` or ``cluster_client``."""
+    name = {"server": "redis_client", "cluster": "cluster_client"}[index_backend]
+    return request.getfixturevalue(name)
+
+
+@pytest.fixture
+def dead_index_client(index_backend: str, dead_redis: redis.Redis) -> IndexClient:
+    """An index client whose server (or whole cluster) is gone: every command fails."""
+    if index_backend == "server":
+        return dead_redis
+    with LocalCluster(masters=1) as cluster:  # a cluster of its own, stopped on leaving
+        client = connect(IndexRedis.parse(cluster.url))
+    return client
+
+
+def another_client(client: IndexClient) -> IndexClient:
+    """A second, independent client of the same server or cluster."""
+    if isinstance(client, RedisCluster):
+        nodes = [ClusterNode(n.host, n.port) for n in client.get_primaries()]
+        return RedisCluster(startup_nodes=nodes)
+    kw = client.connection_pool.connection_kwargs
+    return redis.Redis(host=kw["host"], port=kw["port"], db=kw["db"])
+
+
+def all_keys(client: IndexClient, pattern: str = "*") -> list[bytes]:
+    """Every key matching ``pattern``, sorted (SCAN of every master of a cluster)."""
+    return sorted(scan(client, pattern))

@@ -59,7 +59,7 @@ def test_tiny_run_writes_every_key(
     argv = [
         *("--n", "1500", "--peer-n", "300", "--repeat", "1", "--queries", "200"),
         *("--latency-queries", "40", "--peer-queries", "40", "--batch", "50"),
-        *("--redis-url", url, "--permuted", "--json", str(out)),
+        *("--redis-url", url, "--permuted", "--cluster", "--json", str(out)),
     ]
     returned = bench.main(argv, texts=_texts(30, 600))
 
@@ -73,10 +73,14 @@ def test_tiny_run_writes_every_key(
     for name, row in result["rows"].items():
         for key in ROW_KEYS:
             assert row[key] is not None, (name, key)
-    assert set(result["rows"]) >= {"uniform", "skewed", "permuted"}
+    assert set(result["rows"]) >= {"uniform", "skewed", "permuted", "cluster1", "cluster3"}
+    cluster = result["cluster"]
+    assert cluster["one_node"]["stats"]["entries"] == cluster["three_nodes"]["stats"]["entries"]
+    assert cluster["batched_ratio"] > 0 and cluster["three_nodes"]["masters"] == 3
     assert all(result["rows"][name]["queries_per_s"] > 0 for name in ("uniform", "skewed"))
     assert result["rows"]["uniform"]["stats"]["entries"] > 0
     assert redis_client.keys("fptrack-bench*") == []  # the benchmark cleans up after itself
     printed = capsys.readouterr().out
     assert "PASS" in printed or "MISS" in printed
     assert "datasketch MinHashLSH" in printed
+    assert "3-master / 1-master cluster" in printed

@@ -1,4 +1,5 @@
-"""Fixtures of the matcher suite: an engine on the test servers, and pirate pages.
+"""Fixtures of the matcher suite: an engine on the test servers (its indexes on the
+3-master cluster too in the modules that set ``INDEX_BACKENDS``), and pirate pages.
 
 Pages reach the engine as crawled pages do: :func:`crawl` stores them through
 :class:`matcher.ingest.Ingest` and runs the ``process_page`` task's work
@@ -11,12 +12,12 @@ import random
 from pathlib import Path
 
 import pytest
-import redis
 from pymongo.database import Database
 
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
+from matcher.redis_io import IndexClient
 from matcher.settings import Settings
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -66,10 +67,11 @@ def novel(chapters: int, chapter_chars: int, seed: int = 0) -> tuple[str, list[s
 
 
 @pytest.fixture
-def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
-    """An engine on the test Redis database and a fresh database of the MongoDB server."""
+def engine(index_client: IndexClient, mongo_db: Database) -> Engine:
+    """An engine on a fresh database of the MongoDB server and the test's index client (the
+    server, or the cluster in a module's ``INDEX_BACKENDS``)."""
     settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
-    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
+    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
 
 
 @pytest.fixture

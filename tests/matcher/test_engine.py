@@ -19,6 +19,7 @@ from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, UnusableText
 from matcher.keys import segment_owner
 from matcher.maintenance import drop_indexes, rebuild_indexes
+from tests.conftest import all_keys
 from tests.matcher.conftest import (
     UNRELATED,
     crawl,
@@ -27,6 +28,8 @@ from tests.matcher.conftest import (
     paragraphs,
     sample,
 )
+
+INDEX_BACKENDS = ("server", "cluster")
 
 
 def test_exact_copy_in_new_chrome_matches_with_evidence(engine: Engine, works) -> None:
@@ -148,12 +151,12 @@ def test_rebuild_from_store_gives_identical_answers(engine: Engine, works) -> No
     before = {u: engine.match_text(t) for u, t in pages.items()}
     for url, text in pages.items():
         crawl(engine, url, text)
-    keys_before = sorted(engine.redis.keys("fptrack-test:*"))
+    keys_before = all_keys(engine.redis, "fptrack-test:*")
     drop_indexes(engine)
-    assert engine.redis.keys("fptrack-test:*") == []
+    assert all_keys(engine.redis, "fptrack-test:*") == []
     assert rebuild_indexes(engine) == {"work": 4, "page": 2}
     after = {u: engine.match_text(t) for u, t in pages.items()}
-    assert sorted(engine.redis.keys("fptrack-test:*")) == keys_before
+    assert all_keys(engine.redis, "fptrack-test:*") == keys_before
     for url in pages:
         assert [(r["work_id"], r["score"], r["evidence"]) for r in before[url]] == [
             (r["work_id"], r["score"], r["evidence"]) for r in after[url]
@@ -188,9 +191,9 @@ def test_bytes_in_legacy_encodings_are_decoded(engine: Engine, works) -> None:
     assert matched(engine.process_page("http://x/big5", big5)) == {works["river-town.txt"]}
 
 
-def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_redis) -> None:
-    broken = Engine(engine.settings, engine.store, dead_redis)
-    with pytest.raises(IndexUnavailable, match="Redis unavailable"):
+def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_index_client) -> None:
+    broken = Engine(engine.settings, engine.store, dead_index_client)
+    with pytest.raises(IndexUnavailable, match="unavailable while"):
         crawl(broken, "http://x/1", page_of(sample("lighthouse.txt")))
     # The crawler stored the page; its task wrote nothing and left it pending for a retry.
     assert [p["pending"] for p in engine.store.db.pages.find()] == [True]
@@ -203,7 +206,7 @@ def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_redi
 
 def test_corrupt_stored_fingerprint_is_reported_not_compared(engine: Engine, works, caplog) -> None:
     owner = segment_owner(engine.store.get_work(works["lighthouse.txt"])["seq"], 0)
-    key = f"fptrack-test:works:anchors:{owner}"
+    key = engine.keys.segment(owner)
     engine.redis.set(key, engine.redis.get(key)[:-3])
     assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
     assert any(f"segment {owner}" in p for p in engine.problems)

@@ -21,6 +21,8 @@ from tests.matcher.conftest import (
     sample,
 )
 
+INDEX_BACKENDS = ("server", "cluster")
+
 
 def records_of(engine: Engine, url: str) -> list[dict]:
     page = engine.store.page_by_url(url)
@@ -154,7 +156,7 @@ def test_segments_are_indexed_and_removed_with_their_work(engine: Engine) -> Non
     text, _ = novel(40, 2000, seed=2)
     work_id = engine.add_work(text, title="长篇")
     seq = engine.store.get_work(work_id)["seq"]
-    keys = [f"fptrack-test:works:anchors:{segment_owner(seq, i)}" for i in range(40)]
+    keys = [engine.keys.segment(segment_owner(seq, i)) for i in range(40)]
     assert all(engine.redis.exists(k) for k in keys)
     # Registering a shorter version drops the segments it no longer has.
     shorter, _ = novel(10, 2000, seed=2)

@@ -15,9 +15,12 @@ from redis.retry import Retry
 from fingerprint.base import IncompatibleFingerprints
 from fingerprint.simhash import hamming_many
 from matcher.errors import IndexUnavailable
+from matcher.redis_io import IndexClient
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.simhash_layout import blocks, gather, take
+from tests.conftest import all_keys, another_client
 
+INDEX_BACKENDS = ("server", "cluster")
 DEFAULT = SimhashIndexParams()
 PERMUTED = SimhashIndexParams(permuted=True, bucket_bits=12)
 LOW_FLOOR = SimhashIndexParams(split_floor=16)
@@ -72,10 +75,10 @@ def assert_exact(index, ids, values, qs, ks=(0, 1, 2, 3)) -> None:
 
 @pytest.mark.parametrize("name", PARAMS)
 @pytest.mark.parametrize("make", [random_values, skewed_values])
-def test_bulk_load_is_exact(redis_client: redis.Redis, name: str, make) -> None:
+def test_bulk_load_is_exact(index_client: IndexClient, name: str, make) -> None:
     values = make(3000, seed=1)
     ids = np.arange(len(values), dtype=np.uint32) + 7
-    index = SimhashIndex(redis_client, "t", PARAMS[name])
+    index = SimhashIndex(index_client, "t", PARAMS[name])
     index.bulk_load(ids, values)
     assert index.stats()["entries"] == len(values)
     assert_exact(index, ids, values, queries(values, 120, seed=2))
@@ -83,11 +86,11 @@ def test_bulk_load_is_exact(redis_client: redis.Redis, name: str, make) -> None:
 
 @pytest.mark.parametrize("name", ["default", "low_floor"])
 def test_incremental_adds_split_hot_buckets_and_stay_exact(
-    redis_client: redis.Redis, name: str
+    index_client: IndexClient, name: str
 ) -> None:
     values = skewed_values(2000, seed=3)
     ids = np.arange(len(values), dtype=np.uint32)
-    index = SimhashIndex(redis_client, "t", PARAMS[name])
+    index = SimhashIndex(index_client, "t", PARAMS[name])
     for start in range(0, len(values), 250):
         index.add(ids[start : start + 250], values[start : start + 250])
     stats = index.stats()
@@ -96,10 +99,10 @@ def test_incremental_adds_split_hot_buckets_and_stay_exact(
     assert_exact(index, ids, values, queries(values, 100, seed=4))
 
 
-def test_split_bounds_the_scan_of_a_hot_bucket(redis_client: redis.Redis) -> None:
+def test_split_bounds_the_scan_of_a_hot_bucket(index_client: IndexClient) -> None:
     values = random_values(4000, seed=5)
     values[:3000] = (values[:3000] & ~TOP16) | np.uint64(0xBEEF << 48)  # 3/4 in one bucket
-    index = SimhashIndex(redis_client, "t", SimhashIndexParams(split_floor=64))
+    index = SimhashIndex(index_client, "t", SimhashIndexParams(split_floor=64))
     index.bulk_load(np.arange(4000), values)
     stats = index.stats()
     assert stats["split_buckets"] >= 1
@@ -107,9 +110,9 @@ def test_split_bounds_the_scan_of_a_hot_bucket(redis_client: redis.Redis) -> Non
     assert_exact(index, np.arange(4000), values, queries(values, 60, seed=6), ks=(3,))
 
 
-def test_one_repeated_value_is_not_split(redis_client: redis.Redis) -> None:
+def test_one_repeated_value_is_not_split(index_client: IndexClient) -> None:
     values = np.full(300, 0x0123456789ABCDEF, dtype=np.uint64)
-    index = SimhashIndex(redis_client, "t", SimhashIndexParams(split_floor=16))
+    index = SimhashIndex(index_client, "t", SimhashIndexParams(split_floor=16))
     index.add(np.arange(300), values)
     index.add([300], [0x0123456789ABCDEE])
     assert index.stats()["split_buckets"] == 0  # splitting could not shorten any scan
@@ -117,9 +120,9 @@ def test_one_repeated_value_is_not_split(redis_client: redis.Redis) -> None:
     assert got == [(i, 0) for i in range(300)] + [(300, 1)]
 
 
-def test_add_is_idempotent(redis_client: redis.Redis) -> None:
+def test_add_is_idempotent(index_client: IndexClient) -> None:
     values = random_values(500, seed=7)
-    index = SimhashIndex(redis_client, "t", LOW_FLOOR)
+    index = SimhashIndex(index_client, "t", LOW_FLOOR)
     index.add(np.arange(500), values)
     before = index.stats()
     index.add(np.arange(500), values)
@@ -128,10 +131,10 @@ def test_add_is_idempotent(redis_client: redis.Redis) -> None:
     assert index.query(int(values[3]), 0) == [(3, 0)]
 
 
-def test_remove(redis_client: redis.Redis) -> None:
+def test_remove(index_client: IndexClient) -> None:
     values = skewed_values(1200, seed=8)
     ids = np.arange(1200, dtype=np.uint32)
-    index = SimhashIndex(redis_client, "t", LOW_FLOOR)
+    index = SimhashIndex(index_client, "t", LOW_FLOOR)
     index.add(ids, values)
     gone = np.arange(0, 1200, 3)
     index.remove(ids[gone], values[gone])
@@ -142,18 +145,18 @@ def test_remove(redis_client: redis.Redis) -> None:
     assert_exact(index, ids[keep], values[keep], queries(values, 80, seed=9))
 
 
-def test_several_values_per_id_report_the_nearest(redis_client: redis.Redis) -> None:
-    index = SimhashIndex(redis_client, "t")
+def test_several_values_per_id_report_the_nearest(index_client: IndexClient) -> None:
+    index = SimhashIndex(index_client, "t")
     index.add([1, 1, 2], [0b1111, 0b0111, 0b1011_0000])
     assert index.query(0b0011) == [(1, 1)]
     assert index.query(0b0011, 0) == []
     assert index.query(0b1011_0111) == [(1, 3), (2, 3)]
 
 
-def test_bulk_load_then_edits_agree_with_brute_force(redis_client: redis.Redis) -> None:
+def test_bulk_load_then_edits_agree_with_brute_force(index_client: IndexClient) -> None:
     values = skewed_values(3000, seed=10)
     ids = np.arange(3000, dtype=np.uint32)
-    index = SimhashIndex(redis_client, "t", LOW_FLOOR)
+    index = SimhashIndex(index_client, "t", LOW_FLOOR)
     index.bulk_load(ids[:2000], values[:2000])
     index.add(ids[2000:], values[2000:])
     index.remove(ids[:500], values[:500])
@@ -163,25 +166,25 @@ def test_bulk_load_then_edits_agree_with_brute_force(redis_client: redis.Redis) 
 
 
 @pytest.mark.parametrize("name", ["low_floor", "permuted"])
-def test_rebuild_answers_like_incremental_adds(redis_client: redis.Redis, name: str) -> None:
+def test_rebuild_answers_like_incremental_adds(index_client: IndexClient, name: str) -> None:
     values = skewed_values(1500, seed=12)
     ids = np.arange(1500, dtype=np.uint32)
-    index = SimhashIndex(redis_client, "t", PARAMS[name])
+    index = SimhashIndex(index_client, "t", PARAMS[name])
     for start in range(0, 1500, 300):
         index.add(ids[start : start + 300], values[start : start + 300])
     qs = queries(values, 150, seed=13)
     incremental = index.query_many(qs)
     index.clear()
-    assert redis_client.keys("t:sh:*") == []
+    assert all_keys(index_client, "t:sh:*") == []
     index.bulk_load(ids, values)
     assert index.query_many(qs) == incremental
 
 
-def test_a_second_client_follows_splits(redis_client: redis.Redis) -> None:
+def test_a_second_client_follows_splits(index_client: IndexClient) -> None:
     values = skewed_values(1000, seed=14)
     ids = np.arange(1000, dtype=np.uint32)
-    writer = SimhashIndex(redis_client, "t", LOW_FLOOR)
-    reader = SimhashIndex(redis.Redis.from_url(_url(redis_client)), "t", LOW_FLOOR)
+    writer = SimhashIndex(index_client, "t", LOW_FLOOR)
+    reader = SimhashIndex(another_client(index_client), "t", LOW_FLOOR)
     writer.add(ids[:10], values[:10])
     qs = queries(values, 40, seed=15)
     reader.query_many(qs)  # caches the (empty) split directory
@@ -191,19 +194,19 @@ def test_a_second_client_follows_splits(redis_client: redis.Redis) -> None:
     assert_exact(writer, ids, values, qs, ks=(3,))
 
 
-def test_clear_leaves_other_prefixes(redis_client: redis.Redis) -> None:
-    redis_client.set("t2:sh:params", "x")
-    redis_client.set("other", "y")
-    index = SimhashIndex(redis_client, "t")
+def test_clear_leaves_other_prefixes(index_client: IndexClient) -> None:
+    index_client.set("t2:sh:params", "x")
+    index_client.set("other", "y")
+    index = SimhashIndex(index_client, "t")
     index.add([1], [42])
     index.clear()
-    assert sorted(redis_client.keys("*")) == [b"other", b"t2:sh:params"]
+    assert all_keys(index_client, "*") == [b"other", b"t2:sh:params"]
     assert index.query(42) == []
 
 
-def test_parameters_are_checked(redis_client: redis.Redis) -> None:
-    SimhashIndex(redis_client, "t").add([1], [42])
-    other = SimhashIndex(redis_client, "t", SimhashIndexParams(k=2))
+def test_parameters_are_checked(index_client: IndexClient) -> None:
+    SimhashIndex(index_client, "t").add([1], [42])
+    other = SimhashIndex(index_client, "t", SimhashIndexParams(k=2))
     for call in (
         lambda: other.query(42),
         lambda: other.add([2], [43]),
@@ -212,19 +215,19 @@ def test_parameters_are_checked(redis_client: redis.Redis) -> None:
     ):
         with pytest.raises(IncompatibleFingerprints, match="was built with"):
             call()
-    index = SimhashIndex(redis_client, "t")
+    index = SimhashIndex(index_client, "t")
     with pytest.raises(ValueError):
         index.query(42, k=4)
     with pytest.raises(ValueError):
         index.add([1, 2], [3])
     with pytest.raises(ValueError):
-        SimhashIndex(redis_client, "s", SimhashIndexParams(bits=32)).add([1], [2**32])
+        SimhashIndex(index_client, "s", SimhashIndexParams(bits=32)).add([1], [2**32])
     with pytest.raises(ValueError):
         SimhashIndexParams(bits=3, k=3)
 
 
-def test_empty_inputs(redis_client: redis.Redis) -> None:
-    index = SimhashIndex(redis_client, "t")
+def test_empty_inputs(index_client: IndexClient) -> None:
+    index = SimhashIndex(index_client, "t")
     assert index.query_many([]) == []
     assert index.query(5) == []
     index.add([], [])
@@ -233,12 +236,12 @@ def test_empty_inputs(redis_client: redis.Redis) -> None:
     assert index.stats()["entries"] == 0
 
 
-def test_short_fingerprints(redis_client: redis.Redis) -> None:
+def test_short_fingerprints(index_client: IndexClient) -> None:
     params = SimhashIndexParams(bits=32, k=2, split_floor=8)
     values = random_values(800, seed=16) >> np.uint64(32)
     values[:300] &= np.uint64(0xFFFF)  # 300 share a zero top block
     ids = np.arange(800, dtype=np.uint32)
-    index = SimhashIndex(redis_client, "t", params)
+    index = SimhashIndex(index_client, "t", params)
     index.add(ids, values)
     qs = values[:50] ^ np.uint64(0b101)
     assert_exact(index, ids, values, qs, ks=(0, 2))
@@ -265,11 +268,6 @@ def test_bit_helpers() -> None:
     assert take([(48, 16), (0, 8)], 20) == ([(48, 16), (4, 4)], [(0, 4)])
     v = np.array([0xABCD_0000_0000_1234], dtype=np.uint64)
     assert gather(v, [(48, 16), (0, 8)]).tolist() == [0xABCD34]
-
-
-def _url(client: redis.Redis) -> str:
-    kw = client.connection_pool.connection_kwargs
-    return f"redis://{kw['host']}:{kw['port']}/{kw['db']}"
 
 
 def test_bulk_load_of_nothing_writes_nothing(redis_client: redis.Redis) -> None:

@@ -10,8 +10,11 @@ from redis.retry import Retry
 
 from fingerprint.base import IncompatibleFingerprints
 from matcher.errors import IndexUnavailable
+from matcher.redis_io import IndexClient
 from matcher.window_index import WindowIndex
+from tests.conftest import all_keys
 
+INDEX_BACKENDS = ("server", "cluster")
 MAX_DF = 25
 
 
@@ -46,9 +49,9 @@ def query_keys(docs: dict[int, np.ndarray], seed: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("load", ["add", "bulk"])
-def test_hits_match_brute_force(redis_client: redis.Redis, load: str) -> None:
+def test_hits_match_brute_force(index_client: IndexClient, load: str) -> None:
     docs = documents(120, seed=1)
-    index = WindowIndex(redis_client, "w", bucket_bits=10, max_df=MAX_DF)
+    index = WindowIndex(index_client, "w", bucket_bits=10, max_df=MAX_DF)
     if load == "add":
         for owner, keys in docs.items():
             index.add(owner, keys)
@@ -60,8 +63,8 @@ def test_hits_match_brute_force(redis_client: redis.Redis, load: str) -> None:
         assert as_dict(index.hits(query)) == brute(docs, query, MAX_DF)
 
 
-def test_stop_keys_are_ignored(redis_client: redis.Redis) -> None:
-    index = WindowIndex(redis_client, "w", max_df=3)
+def test_stop_keys_are_ignored(index_client: IndexClient) -> None:
+    index = WindowIndex(index_client, "w", max_df=3)
     for owner in range(4):
         index.add(owner, np.array([100, 200 + owner], np.uint64))  # 100: held by 4 > 3 owners
     for owner in range(3):
@@ -70,15 +73,15 @@ def test_stop_keys_are_ignored(redis_client: redis.Redis) -> None:
     assert got == {0: 1, 1: 2, 2: 1}
 
 
-def test_add_is_idempotent_and_remove_works(redis_client: redis.Redis) -> None:
+def test_add_is_idempotent_and_remove_works(index_client: IndexClient) -> None:
     docs = documents(40, seed=4)
-    index = WindowIndex(redis_client, "w", bucket_bits=8, max_df=MAX_DF)
+    index = WindowIndex(index_client, "w", bucket_bits=8, max_df=MAX_DF)
     for owner, keys in docs.items():
         index.add(owner, keys)
         index.add(owner, np.r_[keys, keys[:3]])
     query = query_keys(docs, seed=5)
     assert as_dict(index.hits(query)) == brute(docs, query, MAX_DF)
-    assert int(redis_client.get("w:win:records")) == sum(len(k) for k in docs.values())
+    assert index.records() == sum(len(k) for k in docs.values())
     for owner in list(docs)[::2]:
         index.remove(owner, docs[owner][:100])
         index.remove(owner, docs[owner][:100])  # absent now: no-op
@@ -89,26 +92,26 @@ def test_add_is_idempotent_and_remove_works(redis_client: redis.Redis) -> None:
         index.bulk_load(np.array([1]), np.array([5], np.uint64))
 
 
-def test_clear_empty_and_bad_input(redis_client: redis.Redis) -> None:
-    redis_client.set("w2:win:records", "9")
-    index = WindowIndex(redis_client, "w")
+def test_clear_empty_and_bad_input(index_client: IndexClient) -> None:
+    index_client.set("w2:win:records", "9")
+    index = WindowIndex(index_client, "w")
     assert as_dict(index.hits(np.array([1, 2], np.uint64))) == {}
     index.add(5, np.array([1, 2], np.uint64))
     index.add(5, np.array([], np.uint64))
     assert as_dict(index.hits(np.array([], np.uint64))) == {}
     index.clear()
-    assert redis_client.keys("*") == [b"w2:win:records"]
+    assert all_keys(index_client, "*") == [b"w2:win:records"]
     with pytest.raises(ValueError):
         index.add(-1, np.array([1], np.uint64))
     with pytest.raises(ValueError):
         index.bulk_load(np.array([1, 2]), np.array([1], np.uint64))
     with pytest.raises(ValueError):
-        WindowIndex(redis_client, "w", bucket_bits=40)
+        WindowIndex(index_client, "w", bucket_bits=40)
 
 
-def test_parameters_are_checked(redis_client: redis.Redis) -> None:
-    WindowIndex(redis_client, "w", bucket_bits=20).add(1, np.array([5], np.uint64))
-    other = WindowIndex(redis_client, "w", bucket_bits=16)
+def test_parameters_are_checked(index_client: IndexClient) -> None:
+    WindowIndex(index_client, "w", bucket_bits=20).add(1, np.array([5], np.uint64))
+    other = WindowIndex(index_client, "w", bucket_bits=16)
     for call in (
         lambda: other.hits(np.array([5], np.uint64)),
         lambda: other.add(2, np.array([5], np.uint64)),
@@ -117,7 +120,7 @@ def test_parameters_are_checked(redis_client: redis.Redis) -> None:
         with pytest.raises(IncompatibleFingerprints, match="was built with"):
             call()
     # max_df is a query-time setting, not part of the layout
-    assert as_dict(WindowIndex(redis_client, "w", max_df=1).hits(np.array([5], np.uint64))) == {
+    assert as_dict(WindowIndex(index_client, "w", max_df=1).hits(np.array([5], np.uint64))) == {
         1: 1
     }
 
