@@ -32,11 +32,13 @@ from typing import Any
 
 from crawler import reactor as shared_reactor
 from crawler.extract import SelectorError, check_selector
+from crawler.frontier import CrawlLease, LeaseCallback, RedisFrontiers, frontier_settings
 from crawler.settings import crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
 from matcher.sites import SiteConfig, SiteConfigError
 
 Stats = dict[str, Any]
+BUSY = "crawlers_busy"
 
 
 class CrawlFailed(RuntimeError):
@@ -56,6 +58,8 @@ def crawl_in_process(
     sites: Sequence[SiteConfig],
     settings_overrides: dict[str, Any] | None = None,
     timeout: float | None = None,
+    frontiers: RedisFrontiers | None = None,
+    on_lease: LeaseCallback | None = None,
 ) -> dict[str, Stats]:
     """Crawl ``sites`` together on the shared reactor; ``{site name: stats}``.
 
@@ -64,6 +68,13 @@ def crawl_in_process(
     gracefully (finish reason ``shutdown``): no new request starts, downloads in flight end
     within ``DOWNLOAD_TIMEOUT``, and the stats are returned. Raises
     :class:`CrawlFailed` when a crawler could not run, after the others finished.
+
+    Without ``frontiers`` (the default) each crawl keeps its queue and dupefilter in this
+    process (Scrapy's scheduler): nothing outlives the call. With ``frontiers`` each site is
+    crawled on its shared frontier in Redis (:mod:`crawler.frontier`), under a lease
+    (``on_lease`` is called with it before the crawl starts); a site whose
+    ``crawlers`` slots are all held is not crawled (finish reason :data:`BUSY`). Either way
+    the stats hold ``fptrack/frontier/...`` facts only for frontier crawls.
     """
     names = [site.name for site in sites]
     if len(set(names)) != len(names):
@@ -72,6 +83,44 @@ def crawl_in_process(
         check_selector(site.content_selector)
     reactor_path = shared_reactor.reactor_setting()
     runs: dict[str, Any] = {}
+    leases: dict[str, CrawlLease] = {}
+    try:
+        for site in sites if frontiers is not None else ():
+            lease = frontiers.lease(site)  # type: ignore[union-attr]
+            if lease is not None:
+                leases[site.name] = lease
+                if on_lease is not None:
+                    on_lease(site, lease)
+        crawled = [s for s in sites if frontiers is None or s.name in leases]
+        results = _crawl(crawled, settings_overrides, timeout, leases, reactor_path, runs)
+    finally:
+        for lease in leases.values():
+            lease.release()
+    stats = {
+        site.name: jsonable_stats(runs[site.name]) if site.name in runs else _busy(site)
+        for site in sites
+    }
+    errors = {
+        site.name: f"{type(result.value).__name__}: {result.value}"
+        for site, (ok, result) in zip(crawled, results, strict=True)
+        if not ok
+    }
+    if errors:
+        raise CrawlFailed(errors, stats)
+    return stats
+
+
+def _crawl(
+    sites: Sequence[SiteConfig],
+    settings_overrides: dict[str, Any] | None,
+    timeout: float | None,
+    leases: dict[str, CrawlLease],
+    reactor_path: str | None,
+    runs: dict[str, Any],
+) -> list[tuple[bool, Any]]:
+    """Run one crawler per site on the reactor; their results (``DeferredList``'s)."""
+    if not sites:
+        return []
 
     def start() -> Any:
         from scrapy.crawler import Crawler, CrawlerRunner
@@ -81,7 +130,10 @@ def crawl_in_process(
         runs["runner"] = runner
         deferreds = []
         for site in sites:
-            settings = crawl_settings(site, settings_overrides)
+            overrides = dict(settings_overrides or {})
+            if site.name in leases:
+                overrides.update(frontier_settings(leases[site.name]))
+            settings = crawl_settings(site, overrides)
             settings.set("TWISTED_REACTOR", reactor_path, priority="cmdline")
             crawler = Crawler(SiteSpider, settings)
             runs[site.name] = crawler
@@ -90,21 +142,17 @@ def crawl_in_process(
 
     done = shared_reactor.call_in_reactor(start)
     try:
-        results = done.result(timeout)
+        return done.result(timeout)
     except FutureTimeout:
-        results = _stop_and_wait(runs, done)
+        return _stop_and_wait(runs, done)
     except KeyboardInterrupt:
         _stop_and_wait(runs, done)
         raise
-    stats = {site.name: jsonable_stats(runs[site.name]) for site in sites}
-    errors = {
-        site.name: f"{type(result.value).__name__}: {result.value}"
-        for site, (ok, result) in zip(sites, results, strict=True)
-        if not ok
-    }
-    if errors:
-        raise CrawlFailed(errors, stats)
-    return stats
+
+
+def _busy(site: SiteConfig) -> Stats:
+    """The stats of a site not crawled because its crawler slots were all held."""
+    return {"finish_reason": BUSY, "fptrack/frontier/crawlers": site.crawlers}
 
 
 def _stop_and_wait(runs: dict[str, Any], done: Any) -> Any:

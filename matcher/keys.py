@@ -2,7 +2,8 @@
 
 Every key starts with the settings' ``redis_prefix``. The indexes of one kind of owner live
 under ``{prefix}:works`` and ``{prefix}:pages`` (their own modules name the keys below
-those); this module names the rest.
+those); this module names the rest, the crawl frontiers of the sites included
+(:class:`CrawlKeys`).
 
 Owner ids are uint32. A page's is its ``seq``. A work is indexed by segments
 (:mod:`fingerprint.segments`), and a segment's owner id is ``work seq << SEGMENT_BITS |
@@ -86,6 +87,49 @@ class Keys:
         """Prefix of the beat schedule entries (redbeat's ``redbeat_key_prefix``)."""
         return f"{self.prefix}:redbeat:"
 
-    def crawl_lock(self, site: str) -> str:
-        """Held while a site is crawled."""
-        return f"{self.prefix}:lock:crawl:{site}"
+    def crawl(self, site: str) -> CrawlKeys:
+        """The keys of one site's crawl frontier (:mod:`crawler.frontier`)."""
+        return CrawlKeys(f"{self.prefix}:crawl:{site}", f"{self.prefix}:lock:crawl:{site}")
+
+    @property
+    def crawl_frontiers(self) -> str:
+        """A set of the sites whose crawl frontier holds an unfinished run."""
+        return f"{self.prefix}:crawl-runs"
+
+
+@dataclass(frozen=True)
+class CrawlKeys:
+    """The keys of one site's crawl frontier, shared by every crawler process of the site.
+
+    >>> keys = Keys("fptrack").crawl("pirate")
+    >>> keys.queue, keys.seen, keys.run
+    ('fptrack:crawl:pirate:queue', 'fptrack:crawl:pirate:seen', 'fptrack:crawl:pirate:run')
+    >>> keys.inflight(1), keys.slot_lock(1)
+    ('fptrack:crawl:pirate:inflight:1', 'fptrack:lock:crawl:pirate:1')
+    """
+
+    base: str
+    lock_base: str
+
+    @property
+    def queue(self) -> str:
+        """Requests waiting to be fetched (a sorted set, scrapy-redis' priority queue)."""
+        return f"{self.base}:queue"
+
+    @property
+    def seen(self) -> str:
+        """Fingerprints of every request scheduled in this run (scrapy-redis' dupefilter)."""
+        return f"{self.base}:seen"
+
+    @property
+    def run(self) -> str:
+        """The current run: its id, start time, and which process holds each slot."""
+        return f"{self.base}:run"
+
+    def inflight(self, slot: int) -> str:
+        """Requests the process in ``slot`` took from the queue and has not finished."""
+        return f"{self.base}:inflight:{slot}"
+
+    def slot_lock(self, slot: int) -> str:
+        """The lease of crawler slot ``slot`` (a redis-py ``Lock``), held by one process."""
+        return f"{self.lock_base}:{slot}"
