@@ -11,18 +11,29 @@ The command line crawls one site with the production pipeline (MongoDB store, Ce
 task launches it in a subprocess::
 
     python -m crawler.run --site-json '{"name": "demo", "start_urls": ["https://..."]}' \\
-        [--stats-json PATH] [--log-level INFO] [--timeout SECONDS]
+        [--stats-json PATH] [--log-level INFO] [--timeout SECONDS] \\
+        [--frontier redis|memory] [--announce]
 
-It prints the stats as JSON (or writes them to ``--stats-json``). Exit status: 0 when the
-crawl ran, 1 when it failed or no page could be fetched (the error on one line on stderr),
-2 for a bad configuration or bad arguments (one line on stderr). Defaults: ``--log-level``
-INFO, no ``--timeout``.
+It prints the stats as JSON (or writes them to ``--stats-json``). ``--frontier redis`` (the
+default) crawls on the site's shared frontier in the Redis of ``FPTRACK_REDIS_URL``, under
+``FPTRACK_REDIS_PREFIX``, with leases of ``FPTRACK_CRAWL_LEASE`` seconds (settings read
+once, here): the process joins the crawl under way, or resumes the one a crash left, or
+starts a new one; ``memory`` keeps the frontier in this process. ``--announce`` prints one
+JSON line (run id, slot, token, host, pid) on stdout when the crawl starts. SIGTERM stops
+the crawl gracefully, like ``--timeout``. Exit status: 0 when the crawl ran, 1 when it
+failed or no page could be fetched (the error on one line on stderr), 2 for a bad
+configuration or bad arguments (one line on stderr), 3 when every crawler slot of the site
+(its ``crawlers``) is held by another process. Defaults: ``--log-level`` INFO, no
+``--timeout``, ``--frontier redis``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import socket
 import sys
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -30,11 +41,14 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from crawler import reactor as shared_reactor
 from crawler.extract import SelectorError, check_selector
 from crawler.frontier import CrawlLease, LeaseCallback, RedisFrontiers, frontier_settings
 from crawler.settings import crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
+from matcher.errors import MatcherError
 from matcher.sites import SiteConfig, SiteConfigError
 
 Stats = dict[str, Any]
@@ -206,6 +220,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, help="stop gracefully after this many seconds (default: none)"
     )
+    parser.add_argument(
+        "--frontier",
+        choices=("redis", "memory"),
+        default="redis",
+        help="the site's shared frontier in Redis, or one in this process (default: redis)",
+    )
+    parser.add_argument(
+        "--announce",
+        action="store_true",
+        help="print the crawl's lease (one JSON line) on stdout when it starts",
+    )
     return parser
 
 
@@ -225,11 +250,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from scrapy.utils.log import configure_logging
 
     configure_logging({"LOG_LEVEL": args.log_level})
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        all_stats = crawl_in_process([site], {}, timeout=args.timeout)
+        frontiers = _frontiers() if args.frontier == "redis" else None
+        on_lease = _announce if args.announce else None
+        all_stats = crawl_in_process([site], {}, args.timeout, frontiers, on_lease)
+        if all_stats[site.name].get("finish_reason") == BUSY:
+            print(
+                f"crawler.run: site {site.name}: all {site.crawlers} crawler slot(s) are held",
+                file=sys.stderr,
+            )
+            return 3
         error = crawl_problem(all_stats[site.name])
     except CrawlFailed as exc:
         all_stats, error = exc.stats, str(exc)
+    except (MatcherError, redis.RedisError) as exc:
+        print(f"crawler.run: site {site.name}: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("crawler.run: interrupted", file=sys.stderr)
         return 130
@@ -242,6 +279,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"crawler.run: site {site.name}: {_one_line(error)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _frontiers() -> RedisFrontiers:
+    """The frontiers of this deployment, from the ``FPTRACK_*`` settings (read here, once)."""
+    from matcher.settings import Settings
+
+    settings = Settings.from_env()
+    client = redis.Redis.from_url(settings.redis_url)
+    return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
+
+
+def _announce(site: SiteConfig, lease: CrawlLease) -> None:
+    line = {
+        "site": site.name,
+        "run_id": lease.run_id,
+        "run_started_at": lease.run_started_at,
+        "slot": lease.slot,
+        "token": lease.token,
+        "resumed": lease.resumed,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+    }
+    print(json.dumps(line), flush=True)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _one_line(error: object) -> str:

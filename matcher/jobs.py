@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -21,8 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from matcher.engine import Engine
-from matcher.errors import MatcherError, redis_errors
-from matcher.keys import Keys
+from matcher.errors import MatcherError
 from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.store import STATUSES, now
@@ -88,79 +89,145 @@ def match_new_works(
 def crawl_site(
     settings: Settings,
     ops: Operations,
-    redis_client: Any,
     site_name: str,
     environ: Mapping[str, str] | None = None,
+    fan_out: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Crawl one site in a subprocess (Scrapy's reactor cannot restart in a worker).
+    """Run one crawler process of a site's crawl (Scrapy's reactor cannot restart in a worker).
 
-    The subprocess (``python -m crawler.run``) stores pages and enqueues their tasks itself;
-    this records the run in ``crawls`` (start, end, outcome, Scrapy's stats). A lock in Redis
-    (expiring after ``settings.crawl_timeout``) keeps a site to one crawl at a time, so a
-    redelivered or doubly scheduled crawl does not run twice at once.
+    The subprocess (``python -m crawler.run``) takes one of the site's ``crawlers`` slots
+    on its shared frontier in Redis (a lease renewed while it runs, expiring
+    ``settings.crawl_lease`` seconds after a crash), joins the run under way or starts one,
+    stores pages and enqueues their tasks itself, and stops gracefully after
+    ``settings.crawl_timeout`` seconds (it is killed a minute later if it has not). This
+    records its part of the run in ``crawls`` when it starts and when it ends. When every
+    slot is held the crawl is skipped. ``fan_out`` (the scheduled crawl's task) is called
+    ``crawlers - 1`` times once this process has its slot, to start the site's other
+    processes (on any worker).
     """
     site = ops.get_site(site_name)
     if site is None:
         raise CrawlFailed(f"no site named {site_name!r}")
-    run_id = uuid.uuid4().hex
-    lock = Keys(settings.redis_prefix).crawl_lock(site.name)
-    with redis_errors("taking the crawl lock"):
-        if not redis_client.set(lock, run_id, nx=True, ex=settings.crawl_timeout):
-            return {"site": site.name, "skipped": "a crawl of this site is running"}
-    ops.record_crawl(run_id, site.name, started_at=now(), outcome="running")
-    try:
-        stats = _run_crawler(site.to_dict(), settings.crawl_timeout, environ)
-    except CrawlFailed as exc:
-        ops.record_crawl(
-            run_id, site.name, finished_at=now(), outcome="failed", error=str(exc), stats=exc.stats
-        )
-        raise
-    finally:
-        with redis_errors("releasing the crawl lock"):
-            if redis_client.get(lock) == run_id.encode():
-                redis_client.delete(lock)
-    ops.record_crawl(run_id, site.name, finished_at=now(), outcome="finished", stats=stats)
-    return {"site": site.name, "run_id": run_id, "pages": stats.get("fptrack/pages", 0)}
-
-
-def _run_crawler(
-    site: dict[str, Any], timeout: int, environ: Mapping[str, str] | None
-) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fptrack-crawl-") as tmp:
-        stats_path = Path(tmp) / "stats.json"
+        crawl = _CrawlProcess(site.to_dict(), Path(tmp), settings.crawl_timeout, environ)
+        lease = crawl.lease()
+        if lease is not None:
+            process = {"slot": lease["slot"], "host": lease["host"], "pid": lease["pid"]}
+            ops.record_crawl_process(
+                lease["run_id"],
+                site.name,
+                lease["token"],
+                run_started_at=_parse_time(lease["run_started_at"]),
+                started_at=now(),
+                outcome="running",
+                **process,
+            )
+            for _ in range(site.crawlers - 1 if fan_out is not None else 0):
+                fan_out()
+        returncode, stats, error = crawl.wait()
+    if returncode == 3:
+        return {"site": site.name, "skipped": f"all {site.crawlers} crawler slot(s) are held"}
+    if lease is None:  # it failed before taking a slot: recorded as a run of its own
+        run_id = uuid.uuid4().hex
+        ops.record_crawl(
+            run_id, site.name, started_at=now(), finished_at=now(), outcome="failed",
+            error=error, stats=stats,
+        )  # fmt: skip
+        raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
+    frontier = "fptrack/frontier/"
+    ops.record_crawl_process(
+        lease["run_id"],
+        site.name,
+        lease["token"],
+        lost=tuple(stats.get(frontier + "lost_processes") or ()),
+        finished_at=now(),
+        outcome="lost" if returncode < 0 else ("failed" if error else "finished"),
+        ended_run=bool(stats.get(frontier + "ended_run")),
+        error=error,
+        stats=stats,
+    )
+    if error and returncode >= 0:
+        raise CrawlFailed(error, stats)
+    return {
+        "site": site.name,
+        "run_id": lease["run_id"],
+        "slot": lease["slot"],
+        "pages": stats.get("fptrack/pages", 0),
+        "ended_run": bool(stats.get(frontier + "ended_run")),
+    }
+
+
+class _CrawlProcess:
+    """A ``python -m crawler.run --announce`` subprocess: its lease line, then its end."""
+
+    GRACE = 60
+
+    def __init__(
+        self, site: dict[str, Any], tmp: Path, timeout: int, environ: Mapping[str, str] | None
+    ) -> None:
+        self.site = site["name"]
+        self.stats_path = tmp / "stats.json"
+        self.stderr_path = tmp / "stderr.txt"
+        self.deadline = time.monotonic() + timeout + self.GRACE
         command = [
-            sys.executable,
-            "-m",
-            "crawler.run",
-            "--site-json",
-            json.dumps(site, ensure_ascii=False),
-            "--stats-json",
-            str(stats_path),
-        ]
-        try:
-            done = subprocess.run(
+            sys.executable, "-m", "crawler.run", "--site-json",
+            json.dumps(site, ensure_ascii=False), "--stats-json", str(self.stats_path),
+            "--timeout", str(timeout), "--announce",
+        ]  # fmt: skip
+        with self.stderr_path.open("w", encoding="utf-8") as stderr:
+            self.process = subprocess.Popen(
                 command,
                 env=dict(os.environ if environ is None else environ),
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
                 text=True,
-                timeout=timeout,
-                check=False,
             )
-        except subprocess.TimeoutExpired as exc:
-            raise CrawlFailed(f"crawl of {site['name']} ran over {timeout} s") from exc
+
+    def lease(self) -> dict[str, Any] | None:
+        """The lease the crawl announced, or None if it ended (or hung) without one."""
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], self._left())
+        line = self.process.stdout.readline() if ready else ""
         try:
-            stats = json.loads(stats_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            stats, missing = {}, exc
-        else:
-            missing = None
-        if done.returncode != 0:
-            tail = (done.stderr or "").strip().splitlines()[-1:] or ["no output"]
-            message = f"crawl of {site['name']} exited {done.returncode}: {tail[0]}"
-            raise CrawlFailed(message, stats)
-        if missing is not None:
-            raise CrawlFailed(f"crawl of {site['name']} wrote no stats: {missing}")
-        return stats
+            return json.loads(line) if line.strip() else None
+        except ValueError:
+            return None
+
+    def wait(self) -> tuple[int, dict[str, Any], str]:
+        """Exit status, stats and a one-line error ("" if none) of the ended crawl."""
+        try:
+            returncode = self.process.wait(self._left())
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            returncode = self.process.wait()
+            error = f"crawl of {self.site} ran over its time and was killed"
+            return returncode, self._stats(), error
+        finally:
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+        if returncode == 0:
+            stats = self._stats()
+            if not stats:
+                return returncode, stats, f"crawl of {self.site} wrote no stats"
+            return returncode, stats, ""
+        lines = self.stderr_path.read_text(encoding="utf-8", errors="replace").strip()
+        tail = (lines.splitlines()[-1:] or ["no output"])[0]
+        if returncode < 0:
+            tail = f"killed by signal {-returncode}"
+        return returncode, self._stats(), f"crawl of {self.site} exited {returncode}: {tail}"
+
+    def _stats(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.stats_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+def _parse_time(value: str) -> datetime:
+    return datetime.fromisoformat(value)
 
 
 def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:

@@ -96,10 +96,20 @@ def match_new_works() -> dict[str, Any]:
 
 
 @app.task(base=FptrackTask, name="fptrack.crawl_site")
-def crawl_site(site_name: str) -> dict[str, Any]:
-    """Crawl one configured site in a subprocess; pages flow to ``process_page``."""
-    engine = runtime.engine()
-    return jobs.crawl_site(runtime.settings, Operations(engine.store), engine.redis, site_name)
+def crawl_site(site_name: str, fan_out: bool = True) -> dict[str, Any]:
+    """One crawler process of a site's crawl, in a subprocess; pages flow to ``process_page``.
+
+    With ``fan_out`` (a scheduled or requested crawl) it sends this task again, without
+    ``fan_out``, for each other crawler process the site wants (``crawlers``).
+    """
+
+    def helper() -> None:
+        crawl_site.apply_async(args=[site_name], kwargs={"fan_out": False})
+
+    store = runtime.engine().store
+    return jobs.crawl_site(
+        runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
+    )
 
 
 @app.task(base=FptrackTask, name="fptrack.daily_report")

@@ -1,9 +1,11 @@
-"""The ``crawl_site`` job: a real ``python -m crawler.run`` subprocess, its run recorded in
-``crawls``, one crawl per site at a time (a lock in the real Redis)."""
+"""The ``crawl_site`` job: a real ``python -m crawler.run`` subprocess on the site's Redis
+frontier, its part of the run recorded in ``crawls``, at most ``crawlers`` processes per site
+at a time (slot leases in the real Redis)."""
 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import mongomock
@@ -11,13 +13,18 @@ import pytest
 import redis
 
 from matcher import jobs
+from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = Settings(redis_prefix="fptrack-test", crawl_timeout=120, visibility_timeout=300)
+SETTINGS = Settings(
+    redis_prefix="fptrack-test", crawl_timeout=120, visibility_timeout=300, crawl_lease=10
+)
+KEYS = Keys("fptrack-test").crawl("pirate")
 
 
 @pytest.fixture
@@ -25,36 +32,73 @@ def ops() -> Operations:
     store = Store(mongomock.MongoClient()["fptrack"])
     store.ensure_indexes()
     ops = Operations(store)
-    ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",)))
+    ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), crawlers=2))
     return ops
 
 
-def test_unknown_site(ops: Operations, redis_client: redis.Redis) -> None:
-    with pytest.raises(jobs.CrawlFailed, match="no site named"):
-        jobs.crawl_site(SETTINGS, ops, redis_client, "nobody")
-
-
-def test_one_crawl_per_site_at_a_time(ops: Operations, redis_client: redis.Redis) -> None:
-    redis_client.set("fptrack-test:lock:crawl:pirate", "another-run")
-    result = jobs.crawl_site(SETTINGS, ops, redis_client, "pirate")
-    assert result["skipped"] == "a crawl of this site is running"
-    assert ops.last_crawls("pirate") == []
-    assert redis_client.get("fptrack-test:lock:crawl:pirate") == b"another-run"
-
-
-def test_failed_crawl_is_recorded_and_the_lock_released(
-    ops: Operations, redis_client: redis.Redis
-) -> None:
-    env = {
+def environ() -> dict[str, str]:
+    return {
         **os.environ,
         "PYTHONPATH": str(ROOT),
+        "FPTRACK_REDIS_URL": TEST_REDIS_URL,
+        "FPTRACK_REDIS_PREFIX": "fptrack-test",
+        "FPTRACK_CRAWL_LEASE": "10",
         "FPTRACK_MONGO_URI": "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300",
     }
+
+
+def test_unknown_site(ops: Operations) -> None:
+    with pytest.raises(jobs.CrawlFailed, match="no site named"):
+        jobs.crawl_site(SETTINGS, ops, "nobody")
+
+
+def test_at_most_crawlers_processes_per_site(ops: Operations, redis_client: redis.Redis) -> None:
+    held = [redis_client.lock(KEYS.slot_lock(slot), timeout=60) for slot in (0, 1)]
+    assert all(lock.acquire(blocking=False) for lock in held)
+    result = jobs.crawl_site(SETTINGS, ops, "pirate", environ=environ())
+    assert result["skipped"] == "all 2 crawler slot(s) are held"
+    assert ops.last_crawls("pirate") == []
+    assert all(lock.owned() for lock in held)  # the other processes' leases are untouched
+
+
+def test_failed_crawl_is_recorded_and_its_slot_freed(
+    ops: Operations, redis_client: redis.Redis
+) -> None:
+    helpers: list[str] = []
     with pytest.raises(jobs.CrawlFailed) as failed:
-        jobs.crawl_site(SETTINGS, ops, redis_client, "pirate", environ=env)
+        jobs.crawl_site(
+            SETTINGS, ops, "pirate", environ=environ(), fan_out=lambda: helpers.append("x")
+        )
     assert "exited 1" in str(failed.value) and "\n" not in str(failed.value)
+    assert helpers == ["x"]  # the site wants two crawlers: one more was started
     [run] = ops.last_crawls("pirate")
     assert run["outcome"] == "failed" and run["error"] == str(failed.value)
-    assert run["finished_at"] >= run["started_at"]
-    assert run["stats"]["finish_reason"]  # what the crawl wrote before failing is kept
-    assert redis_client.get("fptrack-test:lock:crawl:pirate") is None
+    [process] = run["processes"].values()
+    assert process["outcome"] == "failed" and process["slot"] == 0
+    assert process["finished_at"] >= process["started_at"] >= run["started_at"]
+    assert run["stats"]["fptrack/errors/DownloadConnectionRefusedError"] == 1
+    assert run["stats"]["finish_reason"] == "finished"  # what the crawl wrote is kept
+    assert process["ended_run"] is True  # nothing was left to crawl: the run is over
+    assert redis_client.keys("fptrack-test:*") == []  # slot free, frontier cleared
+
+
+def test_a_run_of_two_processes_one_lost(ops: Operations) -> None:
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    alive, dead = "a1" * 16, "b2" * 16
+    for token, slot in ((alive, 0), (dead, 1)):
+        ops.record_crawl_process(
+            "run-1", "pirate", token, run_started_at=start, started_at=start, outcome="running",
+            slot=slot,
+        )  # fmt: skip
+    assert ops.last_crawls("pirate")[0]["outcome"] == "running"
+    stats = {"fptrack/pages": 7, "fptrack/frontier/reclaimed": 3, "finish_reason": "finished"}
+    ops.record_crawl_process(
+        "run-1", "pirate", alive, lost=(dead,), finished_at=start + timedelta(minutes=5),
+        outcome="finished", ended_run=True, error="", stats=stats,
+    )  # fmt: skip
+    [run] = ops.last_crawls("pirate")
+    assert (run["outcome"], run["crawlers"], run["lost"]) == ("finished", 2, 1)
+    assert run["processes"][dead]["outcome"] == "lost"
+    assert run["stats"]["fptrack/pages"] == 7 and run["stats"]["fptrack/frontier/reclaimed"] == 3
+    naive = start.replace(tzinfo=None)  # MongoDB keeps UTC times without a zone
+    assert run["started_at"] == naive and run["finished_at"] == naive + timedelta(minutes=5)
