@@ -37,6 +37,7 @@ Redis must not be able to run code in the crawlers.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import socket
@@ -306,12 +307,13 @@ class CrawlLease:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
-        try:
-            self.frontier.requeue(self.slot)
-            self.frontier.leave(self.slot, self.token)
-            self.lock.release()
-        except LockError:
+        if not self.lock.owned():  # expired: whoever took the slot put the requests back
             logger.warning("crawl lease of %s slot %d had expired", self.frontier.site, self.slot)
+            return
+        self.frontier.requeue(self.slot)
+        self.frontier.leave(self.slot, self.token)
+        with contextlib.suppress(LockError):  # it expired just now
+            self.lock.release()
 
     def facts(self) -> dict[str, Any]:
         """The lease as crawl stats (``fptrack/frontier/...``)."""
@@ -445,7 +447,9 @@ class FrontierScheduler(Scheduler):
 
     def has_pending_requests(self) -> bool:
         """Requests wait in the shared queue (other processes may take them first)."""
-        return not self.run_over and self.frontier.queued() > 0
+        if self.run_over or self.lease.lost_lease.is_set():
+            return False
+        return self.frontier.queued() > 0
 
     def enqueue_request(self, request: Request) -> bool:
         """Add the request to the dupefilter and the queue at once (False: seen, or over)."""
