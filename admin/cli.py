@@ -22,9 +22,10 @@ from admin.context import Context
 from admin.reading import DEFAULT_MAX_BYTES, ReadError, read_text_file
 from admin.scan import DEFAULT_MAX_PAGES
 from fingerprint.document import DocumentParams, fingerprint_document
+from matcher import jobs
 from matcher.errors import MatcherError
 from matcher.maintenance import drop_indexes
-from matcher.sites import SiteConfigError
+from matcher.sites import SiteConfig, SiteConfigError
 from matcher.store import STATUSES
 
 
@@ -197,17 +198,41 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
             ctx.send("fptrack.process_page", page_id)
         bar.update(1)
 
+    leases: list[dict[str, Any]] = []
+
+    def started(site: SiteConfig, lease: Any) -> None:
+        leases.append(lease.describe())
+        jobs.record_crawler_started(ctx.ops, site.name, leases[0])
+
+    frontiers = _shared_frontier(ctx) if args.here else None
     try:
-        stats = crawl_in_process([site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)})
+        stats = crawl_in_process(
+            [site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)}, None, frontiers, started
+        )
     finally:
         bar.close()
     s = stats.get(site.name, {})
+    if s.get("finish_reason") == "crawlers_busy":
+        raise CommandError(f"all {site.crawlers} crawler slot(s) of {site.name} are held")
+    if leases:
+        jobs.record_crawler_ended(ctx.ops, site.name, leases[0], "finished", s)
     print(
         f"{site.name}: {s.get('fptrack/pages', 0)} page(s), "
         f"{s.get('response_received_count', 0)} response(s), "
         f"{sum(v for k, v in s.items() if k.startswith('fptrack/errors/'))} error(s)"
     )
     return 0
+
+
+def _shared_frontier(ctx: Context) -> Any:
+    """The sites' frontiers in the Redis of ``FPTRACK_REDIS_URL``."""
+    import redis
+
+    from crawler.frontier import RedisFrontiers
+
+    settings = ctx.settings
+    client = redis.Redis.from_url(settings.redis_url)
+    return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
 
 
 def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
@@ -359,7 +384,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--depth", type=int, default=5, help="link depth at most (default: 5)")
     p.add_argument(
-        "--max-pages", type=int, default=0, help="pages per crawl at most (default: 0, no limit)"
+        "--max-pages",
+        type=int,
+        default=0,
+        help="pages per crawl (per crawler process) at most (default: 0, no limit)",
+    )
+    p.add_argument(
+        "--crawlers",
+        type=int,
+        default=1,
+        help="crawler processes crawling the site at once, on any workers, sharing one "
+        "frontier in Redis (default: 1; at most 16)",
     )
     p.add_argument(
         "--include", action="append", default=[], help="follow only URLs matching this regex"
@@ -399,13 +434,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.set_defaults(func=c.cmd_schedules)
 
-    p = sub.add_parser("crawl", help="crawl a site now (default: enqueued for the workers)")
+    p = sub.add_parser(
+        "crawl",
+        help="crawl a site now (default: enqueued for the workers, which start the site's "
+        "crawlers processes on its shared Redis frontier)",
+    )
     p.add_argument("site", help="site name")
     p.add_argument(
-        "--here", action="store_true", help="crawl in this process; pages go to the workers"
+        "--here",
+        action="store_true",
+        help="crawl in this process, as one more crawler of the site's shared Redis frontier "
+        "(joining or resuming its crawl); pages go to the workers",
     )
     p.add_argument(
-        "--inline", action="store_true", help="crawl and match in this process (no worker)"
+        "--inline",
+        action="store_true",
+        help="crawl and match in this process (no worker, frontier in memory: nothing shared "
+        "or resumed)",
     )
     p.set_defaults(func=cmd_crawl)
 

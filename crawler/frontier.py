@@ -40,6 +40,7 @@ import base64
 import contextlib
 import json
 import logging
+import os
 import socket
 import threading
 from collections.abc import Callable
@@ -314,6 +315,18 @@ class CrawlLease:
         self.frontier.leave(self.slot, self.token)
         with contextlib.suppress(LockError):  # it expired just now
             self.lock.release()
+
+    def describe(self) -> dict[str, Any]:
+        """Who holds the lease, for the run's record: run, slot, token, host, pid."""
+        return {
+            "run_id": self.run_id,
+            "run_started_at": self.run_started_at,
+            "slot": self.slot,
+            "token": self.token,
+            "resumed": self.resumed,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
 
     def facts(self) -> dict[str, Any]:
         """The lease as crawl stats (``fptrack/frontier/...``)."""

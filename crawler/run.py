@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
-import socket
 import sys
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -291,17 +289,7 @@ def _frontiers() -> RedisFrontiers:
 
 
 def _announce(site: SiteConfig, lease: CrawlLease) -> None:
-    line = {
-        "site": site.name,
-        "run_id": lease.run_id,
-        "run_started_at": lease.run_started_at,
-        "slot": lease.slot,
-        "token": lease.token,
-        "resumed": lease.resumed,
-        "host": socket.gethostname(),
-        "pid": os.getpid(),
-    }
-    print(json.dumps(line), flush=True)
+    print(json.dumps({"site": site.name, **lease.describe()}), flush=True)
 
 
 def _interrupt(signum: int, frame: Any) -> None:

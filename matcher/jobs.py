@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 NEW_WORKS_STATE = "match_new_works.since"
 NEW_WORKS_OVERLAP = timedelta(minutes=5)
+FRONTIER_STATS = "fptrack/frontier/"
 
 
 class CrawlFailed(MatcherError):
@@ -112,16 +113,7 @@ def crawl_site(
         crawl = _CrawlProcess(site.to_dict(), Path(tmp), settings.crawl_timeout, environ)
         lease = crawl.lease()
         if lease is not None:
-            process = {"slot": lease["slot"], "host": lease["host"], "pid": lease["pid"]}
-            ops.record_crawl_process(
-                lease["run_id"],
-                site.name,
-                lease["token"],
-                run_started_at=_parse_time(lease["run_started_at"]),
-                started_at=now(),
-                outcome="running",
-                **process,
-            )
+            record_crawler_started(ops, site.name, lease)
             for _ in range(site.crawlers - 1 if fan_out is not None else 0):
                 fan_out()
         returncode, stats, error = crawl.wait()
@@ -134,18 +126,8 @@ def crawl_site(
             error=error, stats=stats,
         )  # fmt: skip
         raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
-    frontier = "fptrack/frontier/"
-    ops.record_crawl_process(
-        lease["run_id"],
-        site.name,
-        lease["token"],
-        lost=tuple(stats.get(frontier + "lost_processes") or ()),
-        finished_at=now(),
-        outcome="lost" if returncode < 0 else ("failed" if error else "finished"),
-        ended_run=bool(stats.get(frontier + "ended_run")),
-        error=error,
-        stats=stats,
-    )
+    outcome = "lost" if returncode < 0 else ("failed" if error else "finished")
+    record_crawler_ended(ops, site.name, lease, outcome, stats, error)
     if error and returncode >= 0:
         raise CrawlFailed(error, stats)
     return {
@@ -153,8 +135,34 @@ def crawl_site(
         "run_id": lease["run_id"],
         "slot": lease["slot"],
         "pages": stats.get("fptrack/pages", 0),
-        "ended_run": bool(stats.get(frontier + "ended_run")),
+        "ended_run": bool(stats.get(FRONTIER_STATS + "ended_run")),
     }
+
+
+def record_crawler_started(ops: Operations, site: str, lease: Mapping[str, Any]) -> None:
+    """Record that a crawler process (``lease``: ``CrawlLease.describe()``) started its part."""
+    ops.record_crawl_process(
+        lease["run_id"], site, lease["token"],
+        run_started_at=datetime.fromisoformat(lease["run_started_at"]), started_at=now(),
+        outcome="running", slot=lease["slot"], host=lease["host"], pid=lease["pid"],
+    )  # fmt: skip
+
+
+def record_crawler_ended(
+    ops: Operations,
+    site: str,
+    lease: Mapping[str, Any],
+    outcome: str,
+    stats: dict[str, Any],
+    error: str = "",
+) -> None:
+    """Record the end of a crawler process's part, and the processes it found dead."""
+    ops.record_crawl_process(
+        lease["run_id"], site, lease["token"],
+        lost=tuple(stats.get(FRONTIER_STATS + "lost_processes") or ()), finished_at=now(),
+        outcome=outcome, ended_run=bool(stats.get(FRONTIER_STATS + "ended_run")), error=error,
+        stats=stats,
+    )  # fmt: skip
 
 
 class _CrawlProcess:
@@ -224,10 +232,6 @@ class _CrawlProcess:
 
     def _left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
-
-
-def _parse_time(value: str) -> datetime:
-    return datetime.fromisoformat(value)
 
 
 def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
