@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from matcher.engine import Engine
-from matcher.errors import MatcherError
+from matcher.errors import MatcherError, redis_errors
+from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
+from matcher.sites import MAX_CRAWLERS
 from matcher.store import STATUSES, now
 
 log = logging.getLogger(__name__)
@@ -232,6 +234,30 @@ class _CrawlProcess:
 
     def _left(self) -> float:
         return max(0.0, self.deadline - time.monotonic())
+
+
+def resume_crawls(redis_client: Any, keys: Keys, enqueue_crawl: Callable[[str], None]) -> list[str]:
+    """Start a crawl of every site whose frontier holds an unfinished run and no process.
+
+    A crawl whose every process died (a lost worker machine) keeps its frontier; once their
+    leases have expired (``FPTRACK_CRAWL_LEASE``), this sends ``crawl_site`` for the site,
+    and the new process puts the dead ones' requests back and resumes the run. Beat runs it
+    every lease, so a crawl resumes within two leases of the crash instead of waiting for
+    the site's next schedule or the task's redelivery (``FPTRACK_VISIBILITY_TIMEOUT``).
+    Returns the sites it started.
+    """
+    with redis_errors("looking for abandoned crawls"):
+        sites = sorted(s.decode() for s in redis_client.smembers(keys.crawl_frontiers))
+        started = []
+        for site in sites:
+            crawl = keys.crawl(site)
+            locks = [crawl.slot_lock(slot) for slot in range(MAX_CRAWLERS)]
+            if redis_client.exists(crawl.run) and not redis_client.exists(*locks):
+                enqueue_crawl(site)
+                started.append(site)
+            elif not redis_client.exists(crawl.run):
+                redis_client.srem(keys.crawl_frontiers, site)
+    return started
 
 
 def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from celery import Task
 from matcher import jobs
 from matcher.celery_app import app, runtime
 from matcher.errors import Retryable
+from matcher.keys import Keys
 from matcher.operations import Operations
 
 log = logging.getLogger(__name__)
@@ -110,6 +111,19 @@ def crawl_site(site_name: str, fan_out: bool = True) -> dict[str, Any]:
     return jobs.crawl_site(
         runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
     )
+
+
+@app.task(base=FptrackTask, name="fptrack.resume_crawls")
+def resume_crawls() -> list[str]:
+    """Every lease: restart the crawls that every crawler process abandoned (crashed)."""
+    settings = runtime.settings
+    client = redis.Redis.from_url(settings.redis_url)  # the frontiers' standalone server
+    try:
+        return jobs.resume_crawls(
+            client, Keys(settings.redis_prefix), lambda site: crawl_site.delay(site)
+        )
+    finally:
+        client.close()
 
 
 @app.task(base=FptrackTask, name="fptrack.daily_report")

@@ -102,3 +102,15 @@ def test_a_run_of_two_processes_one_lost(ops: Operations) -> None:
     assert run["stats"]["fptrack/pages"] == 7 and run["stats"]["fptrack/frontier/reclaimed"] == 3
     naive = start.replace(tzinfo=None)  # MongoDB keeps UTC times without a zone
     assert run["started_at"] == naive and run["finished_at"] == naive + timedelta(minutes=5)
+
+
+def test_abandoned_crawls_are_resumed(redis_client: redis.Redis) -> None:
+    keys = Keys("fptrack-test")
+    for site in ("dead", "alive", "done"):
+        redis_client.sadd(keys.crawl_frontiers, site)
+    for site in ("dead", "alive"):
+        redis_client.hset(keys.crawl(site).run, "id", "run-1")
+    redis_client.set(keys.crawl("alive").slot_lock(1), "token", ex=60)  # a live crawler
+    started: list[str] = []
+    assert jobs.resume_crawls(redis_client, keys, started.append) == ["dead"] == started
+    assert redis_client.smembers(keys.crawl_frontiers) == {b"dead", b"alive"}  # done: gone
