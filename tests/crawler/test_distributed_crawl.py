@@ -80,7 +80,7 @@ class Crawler:
 
     def __init__(self, site: FixtureSite, tmp: Path, name: str) -> None:
         config = {"name": "big", "start_urls": [site.url("/")], "obey_robots": False}
-        config |= {"max_depth": 3, "crawlers": 2}
+        config |= {"max_depth": 3, "crawlers": 2, "content_selector": "#content"}
         self.stats_path = tmp / f"{name}.json"
         self.stderr: IO[str] = (tmp / f"{name}.log").open("w")
         self.process = subprocess.Popen(
@@ -171,3 +171,27 @@ def test_two_processes_one_killed_mid_crawl(
     assert stats["fptrack/frontier/reclaimed"] == len(in_flight)
     assert stats["fptrack/frontier/lost_processes"] == [leases[0]["token"]]
     assert redis_client.keys(f"{PREFIX}:*") == []  # the finished run left nothing behind
+
+
+def test_two_processes_share_the_crawl(
+    site: FixtureSite, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    site.requests.clear()
+    crawlers = [Crawler(site, tmp_path, "one"), Crawler(site, tmp_path, "two")]
+    try:
+        runs = {c.announced()["run_id"] for c in crawlers}
+        stats = [c.finish(120) for c in crawlers]
+    finally:
+        for crawler in crawlers:
+            crawler.stop()
+    fetched = Counter(site.requested())
+    stored = Counter(m.decode() for m in redis_client.lrange("items", 0, -1))
+    shares = [s["fptrack/pages"] for s in stats]
+    print(f"\n2,001-page site, 2 processes: pages stored by each {shares}")
+    assert len(runs) == 1
+    assert set(fetched) == expected_paths() and set(fetched.values()) == {1}  # once each
+    assert len(stored) == sum(shares) == HUBS * BOOKS * 3 and set(stored.values()) == {1}
+    assert min(shares) > sum(shares) / 10  # both crawled (the second starts later)
+    assert sorted(s["fptrack/frontier/ended_run"] for s in stats) == [0, 1]
+    assert all(s["finish_reason"] == "finished" for s in stats)
+    assert redis_client.keys(f"{PREFIX}:*") == []
