@@ -236,27 +236,32 @@ class _CrawlProcess:
         return max(0.0, self.deadline - time.monotonic())
 
 
-def resume_crawls(redis_client: Any, keys: Keys, enqueue_crawl: Callable[[str], None]) -> list[str]:
+def resume_crawls(
+    redis_client: Any, keys: Keys, sites: set[str], enqueue_crawl: Callable[[str], None]
+) -> list[str]:
     """Start a crawl of every site whose frontier holds an unfinished run and no process.
 
-    A crawl whose every process died (a lost worker machine) keeps its frontier; once their
-    leases have expired (``FPTRACK_CRAWL_LEASE``), this sends ``crawl_site`` for the site,
-    and the new process puts the dead ones' requests back and resumes the run. Beat runs it
-    every lease, so a crawl resumes within two leases of the crash instead of waiting for
-    the site's next schedule or the task's redelivery (``FPTRACK_VISIBILITY_TIMEOUT``).
-    Returns the sites it started.
+    A crawl whose every process stopped early (``FPTRACK_CRAWL_TIMEOUT``, a worker shut
+    down) or died (a lost machine) keeps its frontier; once their leases have expired
+    (``FPTRACK_CRAWL_LEASE``), this sends ``crawl_site`` for the site, and the new process
+    puts the dead ones' requests back and resumes the run. Beat runs it every lease, so a
+    crawl resumes within two leases of a crash instead of waiting for the site's next
+    schedule or the task's redelivery (``FPTRACK_VISIBILITY_TIMEOUT``). The frontier of a
+    site no longer in ``sites`` (removed) is deleted. Returns the sites it started.
     """
+    started = []
     with redis_errors("looking for abandoned crawls"):
-        sites = sorted(s.decode() for s in redis_client.smembers(keys.crawl_frontiers))
-        started = []
-        for site in sites:
+        for site in sorted(s.decode() for s in redis_client.smembers(keys.crawl_frontiers)):
             crawl = keys.crawl(site)
-            locks = [crawl.slot_lock(slot) for slot in range(MAX_CRAWLERS)]
-            if redis_client.exists(crawl.run) and not redis_client.exists(*locks):
+            inflight = [crawl.inflight(slot) for slot in range(MAX_CRAWLERS)]
+            if site not in sites:
+                redis_client.delete(crawl.queue, crawl.seen, crawl.run, *inflight)
+            if site not in sites or not redis_client.exists(crawl.run):
+                redis_client.srem(keys.crawl_frontiers, site)
+                continue
+            if not redis_client.exists(*(crawl.slot_lock(s) for s in range(MAX_CRAWLERS))):
                 enqueue_crawl(site)
                 started.append(site)
-            elif not redis_client.exists(crawl.run):
-                redis_client.srem(keys.crawl_frontiers, site)
     return started
 
 

@@ -117,10 +117,11 @@ def crawl_site(site_name: str, fan_out: bool = True) -> dict[str, Any]:
 def resume_crawls() -> list[str]:
     """Every lease: restart the crawls that every crawler process abandoned (crashed)."""
     settings = runtime.settings
+    sites = {site.name for site in Operations(runtime.engine().store).list_sites()}
     client = redis.Redis.from_url(settings.redis_url)  # the frontiers' standalone server
     try:
         return jobs.resume_crawls(
-            client, Keys(settings.redis_prefix), lambda site: crawl_site.delay(site)
+            client, Keys(settings.redis_prefix), sites, lambda site: crawl_site.delay(site)
         )
     finally:
         client.close()

@@ -106,11 +106,14 @@ def test_a_run_of_two_processes_one_lost(ops: Operations) -> None:
 
 def test_abandoned_crawls_are_resumed(redis_client: redis.Redis) -> None:
     keys = Keys("fptrack-test")
-    for site in ("dead", "alive", "done"):
+    for site in ("dead", "alive", "done", "removed"):
         redis_client.sadd(keys.crawl_frontiers, site)
-    for site in ("dead", "alive"):
+    for site in ("dead", "alive", "removed"):
         redis_client.hset(keys.crawl(site).run, "id", "run-1")
+        redis_client.zadd(keys.crawl(site).queue, {"request": 0})
     redis_client.set(keys.crawl("alive").slot_lock(1), "token", ex=60)  # a live crawler
     started: list[str] = []
-    assert jobs.resume_crawls(redis_client, keys, started.append) == ["dead"] == started
-    assert redis_client.smembers(keys.crawl_frontiers) == {b"dead", b"alive"}  # done: gone
+    sites = {"dead", "alive", "done"}
+    assert jobs.resume_crawls(redis_client, keys, sites, started.append) == ["dead"] == started
+    assert redis_client.smembers(keys.crawl_frontiers) == {b"dead", b"alive"}
+    assert redis_client.keys("fptrack-test:crawl:removed:*") == []  # a removed site's frontier
