@@ -101,8 +101,8 @@ def crawl_site(
     The subprocess (``python -m crawler.run``) takes one of the site's ``crawlers`` slots
     on its shared frontier in Redis (a lease renewed while it runs, expiring
     ``settings.crawl_lease`` seconds after a crash), joins the run under way or starts one,
-    stores pages and enqueues their tasks itself, and stops gracefully after
-    ``settings.crawl_timeout`` seconds (it is killed a minute later if it has not). This
+    stores pages and enqueues their tasks itself, and stops gracefully a minute before
+    ``settings.crawl_timeout`` seconds (it is killed at the timeout if it has not). This
     records its part of the run in ``crawls`` when it starts and when it ends. When every
     slot is held the crawl is skipped. ``fan_out`` (the scheduled crawl's task) is called
     ``crawlers - 1`` times once this process has its slot, to start the site's other
@@ -178,11 +178,12 @@ class _CrawlProcess:
         self.site = site["name"]
         self.stats_path = tmp / "stats.json"
         self.stderr_path = tmp / "stderr.txt"
-        self.deadline = time.monotonic() + timeout + self.GRACE
+        self.deadline = time.monotonic() + timeout
+        graceful = max(timeout - self.GRACE, timeout / 2)  # time to finish the downloads
         command = [
             sys.executable, "-m", "crawler.run", "--site-json",
             json.dumps(site, ensure_ascii=False), "--stats-json", str(self.stats_path),
-            "--timeout", str(timeout), "--announce",
+            "--timeout", str(graceful), "--announce",
         ]  # fmt: skip
         with self.stderr_path.open("w", encoding="utf-8") as stderr:
             self.process = subprocess.Popen(
