@@ -228,7 +228,7 @@ def _shared_frontier(ctx: Context) -> Any:
     """The sites' frontiers in the Redis of ``FPTRACK_REDIS_URL``."""
     import redis
 
-    from crawler.frontier import RedisFrontiers
+    from crawler.lease import RedisFrontiers
 
     settings = ctx.settings
     client = redis.Redis.from_url(settings.redis_url)

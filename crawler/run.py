@@ -43,7 +43,8 @@ import redis
 
 from crawler import reactor as shared_reactor
 from crawler.extract import SelectorError, check_selector
-from crawler.frontier import CrawlLease, LeaseCallback, RedisFrontiers, frontier_settings
+from crawler.lease import CrawlLease, LeaseCallback, RedisFrontiers
+from crawler.scheduler import frontier_settings
 from crawler.settings import crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
 from matcher.errors import MatcherError

@@ -31,7 +31,7 @@ Defaults:
   Scrapy's deep copy of its settings keeps the very same object (a mongomock store must not
   be copied).
 - ``SCHEDULER``: Scrapy's own, in memory. A crawl on a shared Redis frontier
-  (:mod:`crawler.frontier`) sets ``crawler.frontier.FrontierScheduler`` and puts its lease in
+  (:mod:`crawler.frontier`) sets ``crawler.scheduler.FrontierScheduler`` and puts its lease in
   ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
 - ``FPTRACK_MIN_TEXT_CHARS``: 20 letters or CJK characters of main text (outside links)
   make a page worth storing.

@@ -20,7 +20,7 @@ from typing import Any
 import redis
 
 from crawler import reactor
-from crawler.frontier import CrawlLease, RedisFrontiers
+from crawler.lease import CrawlLease, RedisFrontiers
 from crawler.run import crawl_in_process
 from matcher.pages import CrawledPage
 from matcher.sites import SiteConfig

@@ -13,7 +13,8 @@ import redis
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 
-from crawler.frontier import REQUEST_CODEC, CrawlLease, RedisFrontiers
+from crawler.frontier import REQUEST_CODEC
+from crawler.lease import CrawlLease, RedisFrontiers
 from crawler.run import BUSY, crawl_in_process
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.keys import Keys
