@@ -26,7 +26,7 @@ logger = logging.getLogger(__name__)
 
 
 class FrontierScheduler(Scheduler):
-    """scrapy-redis' scheduler on one site's :class:`Frontier`, under a :class:`CrawlLease`.
+    """scrapy-redis' scheduler on a site's :class:`~crawler.frontier.Frontier`, under a lease.
 
     Read from the crawler's settings: ``FPTRACK_FRONTIER`` (the lease, by reference) and
     ``DUPEFILTER_DEBUG``.
