@@ -212,7 +212,17 @@ def add_sites(sub: Any) -> None:
     )
     p.add_argument("--depth", type=int, default=5, help="link depth at most (default: 5)")
     p.add_argument(
-        "--max-pages", type=int, default=0, help="pages per crawl at most (default: 0, no limit)"
+        "--max-pages",
+        type=int,
+        default=0,
+        help="pages per crawl (per crawler process) at most (default: 0, no limit)",
+    )
+    p.add_argument(
+        "--crawlers",
+        type=int,
+        default=1,
+        help="crawler processes crawling the site at once, on any workers, sharing one "
+        "frontier in Redis (default: 1; at most 16)",
     )
     p.add_argument(
         "--include",
@@ -287,20 +297,24 @@ def add_matching(sub: Any) -> None:
         "crawl",
         s.cmd_crawl,
         "crawl a site now (default: enqueued for the workers)",
-        "Crawl a site now. By default the crawl is a task for the workers; --here crawls in "
-        "this process and sends each page to the workers; --inline also matches each page "
-        "here, with no worker at all.",
+        "Crawl a site now. By default the crawl is a task for the workers, which start the "
+        "site's crawler processes on its shared Redis frontier; --here crawls in this process "
+        "as one more crawler of that frontier (joining or resuming its crawl) and sends each "
+        "page to the workers; --inline also matches each page here, with no worker at all "
+        "and the frontier in memory (nothing shared or resumed).",
     )
     p.add_argument("site", help="the site's name (see fptrack sites list)")
     p.add_argument(
         "--here",
         action="store_true",
-        help="crawl in this process; pages go to the workers (default: enqueue the crawl)",
+        help="crawl in this process, as one more crawler of the site's shared Redis frontier; "
+        "pages go to the workers (default: enqueue the crawl)",
     )
     p.add_argument(
         "--inline",
         action="store_true",
-        help="crawl and match in this process, no worker (default: enqueue the crawl)",
+        help="crawl and match in this process, no worker, frontier in memory (default: "
+        "enqueue the crawl)",
     )
     p = _command(
         sub,

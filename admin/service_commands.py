@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from tqdm import tqdm
 
 from admin.context import Context
 from admin.errors import CommandError
 from admin.health import checks, require_stores
+from matcher import jobs
+from matcher.sites import SiteConfig
 
 
 def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
@@ -38,17 +41,41 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
             ctx.send("fptrack.process_page", page_id)
         bar.update(1)
 
+    leases: list[dict[str, Any]] = []
+
+    def started(site: SiteConfig, lease: Any) -> None:
+        leases.append(lease.describe())
+        jobs.record_crawler_started(ctx.ops, site.name, leases[0])
+
+    frontiers = _shared_frontier(ctx) if args.here else None
     try:
-        stats = crawl_in_process([site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)})
+        stats = crawl_in_process(
+            [site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)}, None, frontiers, started
+        )
     finally:
         bar.close()
     s = stats.get(site.name, {})
+    if s.get("finish_reason") == "crawlers_busy":
+        raise CommandError(f"all {site.crawlers} crawler slot(s) of {site.name} are held")
+    if leases:
+        jobs.record_crawler_ended(ctx.ops, site.name, leases[0], "finished", s)
     print(
         f"{site.name}: {s.get('fptrack/pages', 0)} page(s), "
         f"{s.get('response_received_count', 0)} response(s), "
         f"{sum(v for k, v in s.items() if k.startswith('fptrack/errors/'))} error(s)"
     )
     return 0
+
+
+def _shared_frontier(ctx: Context) -> Any:
+    """The sites' frontiers in the Redis of ``FPTRACK_REDIS_URL``."""
+    import redis
+
+    from crawler.lease import RedisFrontiers
+
+    settings = ctx.settings
+    client = redis.Redis.from_url(settings.redis_url)
+    return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
 
 
 def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:

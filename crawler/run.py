@@ -11,18 +11,27 @@ The command line crawls one site with the production pipeline (MongoDB store, Ce
 task launches it in a subprocess::
 
     python -m crawler.run --site-json '{"name": "demo", "start_urls": ["https://..."]}' \\
-        [--stats-json PATH] [--log-level INFO] [--timeout SECONDS]
+        [--stats-json PATH] [--log-level INFO] [--timeout SECONDS] \\
+        [--frontier redis|memory] [--announce]
 
-It prints the stats as JSON (or writes them to ``--stats-json``). Exit status: 0 when the
-crawl ran, 1 when it failed or no page could be fetched (the error on one line on stderr),
-2 for a bad configuration or bad arguments (one line on stderr). Defaults: ``--log-level``
-INFO, no ``--timeout``.
+It prints the stats as JSON (or writes them to ``--stats-json``). ``--frontier redis`` (the
+default) crawls on the site's shared frontier in the Redis of ``FPTRACK_REDIS_URL``, under
+``FPTRACK_REDIS_PREFIX``, with leases of ``FPTRACK_CRAWL_LEASE`` seconds (settings read
+once, here): the process joins the crawl under way, or resumes the one a crash left, or
+starts a new one; ``memory`` keeps the frontier in this process. ``--announce`` prints one
+JSON line (run id, slot, token, host, pid) on stdout when the crawl starts. SIGTERM stops
+the crawl gracefully, like ``--timeout``. Exit status: 0 when the crawl ran, 1 when it
+failed or no page could be fetched (the error on one line on stderr), 2 for a bad
+configuration or bad arguments (one line on stderr), 3 when every crawler slot of the site
+(its ``crawlers``) is held by another process. Defaults: ``--log-level`` INFO, no
+``--timeout``, ``--frontier redis``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from collections.abc import Sequence
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -30,13 +39,19 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from crawler import reactor as shared_reactor
 from crawler.extract import SelectorError, check_selector
+from crawler.lease import CrawlLease, LeaseCallback, RedisFrontiers
+from crawler.scheduler import frontier_settings
 from crawler.settings import crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
+from matcher.errors import MatcherError
 from matcher.sites import SiteConfig, SiteConfigError
 
 Stats = dict[str, Any]
+BUSY = "crawlers_busy"
 
 
 class CrawlFailed(RuntimeError):
@@ -56,6 +71,8 @@ def crawl_in_process(
     sites: Sequence[SiteConfig],
     settings_overrides: dict[str, Any] | None = None,
     timeout: float | None = None,
+    frontiers: RedisFrontiers | None = None,
+    on_lease: LeaseCallback | None = None,
 ) -> dict[str, Stats]:
     """Crawl ``sites`` together on the shared reactor; ``{site name: stats}``.
 
@@ -64,6 +81,13 @@ def crawl_in_process(
     gracefully (finish reason ``shutdown``): no new request starts, downloads in flight end
     within ``DOWNLOAD_TIMEOUT``, and the stats are returned. Raises
     :class:`CrawlFailed` when a crawler could not run, after the others finished.
+
+    Without ``frontiers`` (the default) each crawl keeps its queue and dupefilter in this
+    process (Scrapy's scheduler): nothing outlives the call. With ``frontiers`` each site is
+    crawled on its shared frontier in Redis (:mod:`crawler.frontier`), under a lease
+    (``on_lease`` is called with it before the crawl starts); a site whose
+    ``crawlers`` slots are all held is not crawled (finish reason :data:`BUSY`). Either way
+    the stats hold ``fptrack/frontier/...`` facts only for frontier crawls.
     """
     names = [site.name for site in sites]
     if len(set(names)) != len(names):
@@ -72,6 +96,44 @@ def crawl_in_process(
         check_selector(site.content_selector)
     reactor_path = shared_reactor.reactor_setting()
     runs: dict[str, Any] = {}
+    leases: dict[str, CrawlLease] = {}
+    try:
+        for site in sites if frontiers is not None else ():
+            lease = frontiers.lease(site)  # type: ignore[union-attr]
+            if lease is not None:
+                leases[site.name] = lease
+                if on_lease is not None:
+                    on_lease(site, lease)
+        crawled = [s for s in sites if frontiers is None or s.name in leases]
+        results = _crawl(crawled, settings_overrides, timeout, leases, reactor_path, runs)
+    finally:
+        for lease in leases.values():
+            lease.release()
+    stats = {
+        site.name: jsonable_stats(runs[site.name]) if site.name in runs else _busy(site)
+        for site in sites
+    }
+    errors = {
+        site.name: f"{type(result.value).__name__}: {result.value}"
+        for site, (ok, result) in zip(crawled, results, strict=True)
+        if not ok
+    }
+    if errors:
+        raise CrawlFailed(errors, stats)
+    return stats
+
+
+def _crawl(
+    sites: Sequence[SiteConfig],
+    settings_overrides: dict[str, Any] | None,
+    timeout: float | None,
+    leases: dict[str, CrawlLease],
+    reactor_path: str | None,
+    runs: dict[str, Any],
+) -> list[tuple[bool, Any]]:
+    """Run one crawler per site on the reactor; their results (``DeferredList``'s)."""
+    if not sites:
+        return []
 
     def start() -> Any:
         from scrapy.crawler import Crawler, CrawlerRunner
@@ -81,7 +143,10 @@ def crawl_in_process(
         runs["runner"] = runner
         deferreds = []
         for site in sites:
-            settings = crawl_settings(site, settings_overrides)
+            overrides = dict(settings_overrides or {})
+            if site.name in leases:
+                overrides.update(frontier_settings(leases[site.name]))
+            settings = crawl_settings(site, overrides)
             settings.set("TWISTED_REACTOR", reactor_path, priority="cmdline")
             crawler = Crawler(SiteSpider, settings)
             runs[site.name] = crawler
@@ -90,21 +155,17 @@ def crawl_in_process(
 
     done = shared_reactor.call_in_reactor(start)
     try:
-        results = done.result(timeout)
+        return done.result(timeout)
     except FutureTimeout:
-        results = _stop_and_wait(runs, done)
+        return _stop_and_wait(runs, done)
     except KeyboardInterrupt:
         _stop_and_wait(runs, done)
         raise
-    stats = {site.name: jsonable_stats(runs[site.name]) for site in sites}
-    errors = {
-        site.name: f"{type(result.value).__name__}: {result.value}"
-        for site, (ok, result) in zip(sites, results, strict=True)
-        if not ok
-    }
-    if errors:
-        raise CrawlFailed(errors, stats)
-    return stats
+
+
+def _busy(site: SiteConfig) -> Stats:
+    """The stats of a site not crawled because its crawler slots were all held."""
+    return {"finish_reason": BUSY, "fptrack/frontier/crawlers": site.crawlers}
 
 
 def _stop_and_wait(runs: dict[str, Any], done: Any) -> Any:
@@ -158,6 +219,17 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--timeout", type=float, help="stop gracefully after this many seconds (default: none)"
     )
+    parser.add_argument(
+        "--frontier",
+        choices=("redis", "memory"),
+        default="redis",
+        help="the site's shared frontier in Redis, or one in this process (default: redis)",
+    )
+    parser.add_argument(
+        "--announce",
+        action="store_true",
+        help="print the crawl's lease (one JSON line) on stdout when it starts",
+    )
     return parser
 
 
@@ -177,11 +249,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     from scrapy.utils.log import configure_logging
 
     configure_logging({"LOG_LEVEL": args.log_level})
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
-        all_stats = crawl_in_process([site], {}, timeout=args.timeout)
+        frontiers = _frontiers() if args.frontier == "redis" else None
+        on_lease = _announce if args.announce else None
+        all_stats = crawl_in_process([site], {}, args.timeout, frontiers, on_lease)
+        if all_stats[site.name].get("finish_reason") == BUSY:
+            print(
+                f"crawler.run: site {site.name}: all {site.crawlers} crawler slot(s) are held",
+                file=sys.stderr,
+            )
+            return 3
         error = crawl_problem(all_stats[site.name])
     except CrawlFailed as exc:
         all_stats, error = exc.stats, str(exc)
+    except (MatcherError, redis.RedisError) as exc:
+        print(f"crawler.run: site {site.name}: {_one_line(exc)}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("crawler.run: interrupted", file=sys.stderr)
         return 130
@@ -194,6 +278,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"crawler.run: site {site.name}: {_one_line(error)}", file=sys.stderr)
         return 1
     return 0
+
+
+def _frontiers() -> RedisFrontiers:
+    """The frontiers of this deployment, from the ``FPTRACK_*`` settings (read here, once)."""
+    from matcher.settings import Settings
+
+    settings = Settings.from_env()
+    client = redis.Redis.from_url(settings.redis_url)
+    return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
+
+
+def _announce(site: SiteConfig, lease: CrawlLease) -> None:
+    print(json.dumps({"site": site.name, **lease.describe()}), flush=True)
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _one_line(error: object) -> str:

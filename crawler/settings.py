@@ -30,6 +30,9 @@ Defaults:
   ``.page(**fields)`` here; :func:`crawl_settings` wraps it in :class:`ByReference` so that
   Scrapy's deep copy of its settings keeps the very same object (a mongomock store must not
   be copied).
+- ``SCHEDULER``: Scrapy's own, in memory. A crawl on a shared Redis frontier
+  (:mod:`crawler.frontier`) sets ``crawler.scheduler.FrontierScheduler`` and puts its lease in
+  ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
 - ``FPTRACK_MIN_TEXT_CHARS``: 20 letters or CJK characters of main text (outside links)
   make a page worth storing.
 
@@ -74,6 +77,7 @@ ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
 FPTRACK_MIN_TEXT_CHARS = 20
 
 INGEST_SETTING = "FPTRACK_INGEST"
+FRONTIER_SETTING = "FPTRACK_FRONTIER"
 
 
 class ByReference:
@@ -97,7 +101,9 @@ def project_defaults() -> dict[str, Any]:
     return {
         name: value
         for name, value in globals().items()
-        if name.isupper() and name != "INGEST_SETTING" and not name.startswith("_")
+        if name.isupper()
+        and name not in ("INGEST_SETTING", "FRONTIER_SETTING")
+        and not name.startswith("_")
     }
 
 

@@ -10,9 +10,11 @@ from __future__ import annotations
 import json
 import logging
 import os
+import select
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -25,12 +27,14 @@ from matcher.errors import MatcherError, redis_errors
 from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
+from matcher.sites import MAX_CRAWLERS
 from matcher.store import STATUSES, now
 
 log = logging.getLogger(__name__)
 
 NEW_WORKS_STATE = "match_new_works.since"
 NEW_WORKS_OVERLAP = timedelta(minutes=5)
+FRONTIER_STATS = "fptrack/frontier/"
 
 
 class CrawlFailed(MatcherError):
@@ -88,79 +92,178 @@ def match_new_works(
 def crawl_site(
     settings: Settings,
     ops: Operations,
-    redis_client: Any,
     site_name: str,
     environ: Mapping[str, str] | None = None,
+    fan_out: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
-    """Crawl one site in a subprocess (Scrapy's reactor cannot restart in a worker).
+    """Run one crawler process of a site's crawl (Scrapy's reactor cannot restart in a worker).
 
-    The subprocess (``python -m crawler.run``) stores pages and enqueues their tasks itself;
-    this records the run in ``crawls`` (start, end, outcome, Scrapy's stats). A lock in Redis
-    (expiring after ``settings.crawl_timeout``) keeps a site to one crawl at a time, so a
-    redelivered or doubly scheduled crawl does not run twice at once.
+    The subprocess (``python -m crawler.run``) takes one of the site's ``crawlers`` slots
+    on its shared frontier in Redis (a lease renewed while it runs, expiring
+    ``settings.crawl_lease`` seconds after a crash), joins the run under way or starts one,
+    stores pages and enqueues their tasks itself, and stops gracefully a minute before
+    ``settings.crawl_timeout`` seconds (it is killed at the timeout if it has not). This
+    records its part of the run in ``crawls`` when it starts and when it ends. When every
+    slot is held the crawl is skipped. ``fan_out`` (the scheduled crawl's task) is called
+    ``crawlers - 1`` times once this process has its slot, to start the site's other
+    processes (on any worker).
     """
     site = ops.get_site(site_name)
     if site is None:
         raise CrawlFailed(f"no site named {site_name!r}")
-    run_id = uuid.uuid4().hex
-    lock = Keys(settings.redis_prefix).crawl_lock(site.name)
-    with redis_errors("taking the crawl lock"):
-        if not redis_client.set(lock, run_id, nx=True, ex=settings.crawl_timeout):
-            return {"site": site.name, "skipped": "a crawl of this site is running"}
-    ops.record_crawl(run_id, site.name, started_at=now(), outcome="running")
-    try:
-        stats = _run_crawler(site.to_dict(), settings.crawl_timeout, environ)
-    except CrawlFailed as exc:
-        ops.record_crawl(
-            run_id, site.name, finished_at=now(), outcome="failed", error=str(exc), stats=exc.stats
-        )
-        raise
-    finally:
-        with redis_errors("releasing the crawl lock"):
-            if redis_client.get(lock) == run_id.encode():
-                redis_client.delete(lock)
-    ops.record_crawl(run_id, site.name, finished_at=now(), outcome="finished", stats=stats)
-    return {"site": site.name, "run_id": run_id, "pages": stats.get("fptrack/pages", 0)}
-
-
-def _run_crawler(
-    site: dict[str, Any], timeout: int, environ: Mapping[str, str] | None
-) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="fptrack-crawl-") as tmp:
-        stats_path = Path(tmp) / "stats.json"
+        crawl = _CrawlProcess(site.to_dict(), Path(tmp), settings.crawl_timeout, environ)
+        lease = crawl.lease()
+        if lease is not None:
+            record_crawler_started(ops, site.name, lease)
+            for _ in range(site.crawlers - 1 if fan_out is not None else 0):
+                fan_out()
+        returncode, stats, error = crawl.wait()
+    if returncode == 3:
+        return {"site": site.name, "skipped": f"all {site.crawlers} crawler slot(s) are held"}
+    if lease is None:  # it failed before taking a slot: recorded as a run of its own
+        run_id = uuid.uuid4().hex
+        ops.record_crawl(
+            run_id, site.name, started_at=now(), finished_at=now(), outcome="failed",
+            error=error, stats=stats,
+        )  # fmt: skip
+        raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
+    outcome = "lost" if returncode < 0 else ("failed" if error else "finished")
+    record_crawler_ended(ops, site.name, lease, outcome, stats, error)
+    if error and returncode >= 0:
+        raise CrawlFailed(error, stats)
+    return {
+        "site": site.name,
+        "run_id": lease["run_id"],
+        "slot": lease["slot"],
+        "pages": stats.get("fptrack/pages", 0),
+        "ended_run": bool(stats.get(FRONTIER_STATS + "ended_run")),
+    }
+
+
+def record_crawler_started(ops: Operations, site: str, lease: Mapping[str, Any]) -> None:
+    """Record that a crawler process (``lease``: ``CrawlLease.describe()``) started its part."""
+    ops.record_crawl_process(
+        lease["run_id"], site, lease["token"],
+        run_started_at=datetime.fromisoformat(lease["run_started_at"]), started_at=now(),
+        outcome="running", slot=lease["slot"], host=lease["host"], pid=lease["pid"],
+    )  # fmt: skip
+
+
+def record_crawler_ended(
+    ops: Operations,
+    site: str,
+    lease: Mapping[str, Any],
+    outcome: str,
+    stats: dict[str, Any],
+    error: str = "",
+) -> None:
+    """Record the end of a crawler process's part, and the processes it found dead."""
+    ops.record_crawl_process(
+        lease["run_id"], site, lease["token"],
+        lost=tuple(stats.get(FRONTIER_STATS + "lost_processes") or ()), finished_at=now(),
+        outcome=outcome, ended_run=bool(stats.get(FRONTIER_STATS + "ended_run")), error=error,
+        stats=stats,
+    )  # fmt: skip
+
+
+class _CrawlProcess:
+    """A ``python -m crawler.run --announce`` subprocess: its lease line, then its end."""
+
+    GRACE = 60
+
+    def __init__(
+        self, site: dict[str, Any], tmp: Path, timeout: int, environ: Mapping[str, str] | None
+    ) -> None:
+        self.site = site["name"]
+        self.stats_path = tmp / "stats.json"
+        self.stderr_path = tmp / "stderr.txt"
+        self.deadline = time.monotonic() + timeout
+        graceful = max(timeout - self.GRACE, timeout / 2)  # time to finish the downloads
         command = [
-            sys.executable,
-            "-m",
-            "crawler.run",
-            "--site-json",
-            json.dumps(site, ensure_ascii=False),
-            "--stats-json",
-            str(stats_path),
-        ]
-        try:
-            done = subprocess.run(
+            sys.executable, "-m", "crawler.run", "--site-json",
+            json.dumps(site, ensure_ascii=False), "--stats-json", str(self.stats_path),
+            "--timeout", str(graceful), "--announce",
+        ]  # fmt: skip
+        with self.stderr_path.open("w", encoding="utf-8") as stderr:
+            self.process = subprocess.Popen(
                 command,
                 env=dict(os.environ if environ is None else environ),
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
                 text=True,
-                timeout=timeout,
-                check=False,
             )
-        except subprocess.TimeoutExpired as exc:
-            raise CrawlFailed(f"crawl of {site['name']} ran over {timeout} s") from exc
+
+    def lease(self) -> dict[str, Any] | None:
+        """The lease the crawl announced, or None if it ended (or hung) without one."""
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], self._left())
+        line = self.process.stdout.readline() if ready else ""
         try:
-            stats = json.loads(stats_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
-            stats, missing = {}, exc
-        else:
-            missing = None
-        if done.returncode != 0:
-            tail = (done.stderr or "").strip().splitlines()[-1:] or ["no output"]
-            message = f"crawl of {site['name']} exited {done.returncode}: {tail[0]}"
-            raise CrawlFailed(message, stats)
-        if missing is not None:
-            raise CrawlFailed(f"crawl of {site['name']} wrote no stats: {missing}")
-        return stats
+            return json.loads(line) if line.strip() else None
+        except ValueError:
+            return None
+
+    def wait(self) -> tuple[int, dict[str, Any], str]:
+        """Exit status, stats and a one-line error ("" if none) of the ended crawl."""
+        try:
+            returncode = self.process.wait(self._left())
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            returncode = self.process.wait()
+            error = f"crawl of {self.site} ran over its time and was killed"
+            return returncode, self._stats(), error
+        finally:
+            if self.process.stdout is not None:
+                self.process.stdout.close()
+        if returncode == 0:
+            stats = self._stats()
+            if not stats:
+                return returncode, stats, f"crawl of {self.site} wrote no stats"
+            return returncode, stats, ""
+        lines = self.stderr_path.read_text(encoding="utf-8", errors="replace").strip()
+        tail = (lines.splitlines()[-1:] or ["no output"])[0]
+        if returncode < 0:
+            tail = f"killed by signal {-returncode}"
+        return returncode, self._stats(), f"crawl of {self.site} exited {returncode}: {tail}"
+
+    def _stats(self) -> dict[str, Any]:
+        try:
+            return json.loads(self.stats_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+
+    def _left(self) -> float:
+        return max(0.0, self.deadline - time.monotonic())
+
+
+def resume_crawls(
+    redis_client: Any, keys: Keys, sites: set[str], enqueue_crawl: Callable[[str], None]
+) -> list[str]:
+    """Start a crawl of every site whose frontier holds an unfinished run and no process.
+
+    A crawl whose every process stopped early (``FPTRACK_CRAWL_TIMEOUT``, a worker shut
+    down) or died (a lost machine) keeps its frontier; once their leases have expired
+    (``FPTRACK_CRAWL_LEASE``), this sends ``crawl_site`` for the site, and the new process
+    puts the dead ones' requests back and resumes the run. Beat runs it every lease, so a
+    crawl resumes within two leases of a crash instead of waiting for the site's next
+    schedule or the task's redelivery (``FPTRACK_VISIBILITY_TIMEOUT``). The frontier of a
+    site no longer in ``sites`` (removed) is deleted. Returns the sites it started.
+    """
+    started = []
+    with redis_errors("looking for abandoned crawls"):
+        for site in sorted(s.decode() for s in redis_client.smembers(keys.crawl_frontiers)):
+            crawl = keys.crawl(site)
+            inflight = [crawl.inflight(slot) for slot in range(MAX_CRAWLERS)]
+            if site not in sites:
+                redis_client.delete(crawl.queue, crawl.seen, crawl.run, *inflight)
+            if site not in sites or not redis_client.exists(crawl.run):
+                redis_client.srem(keys.crawl_frontiers, site)
+                continue
+            if not redis_client.exists(*(crawl.slot_lock(s) for s in range(MAX_CRAWLERS))):
+                enqueue_crawl(site)
+                started.append(site)
+    return started
 
 
 def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:

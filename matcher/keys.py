@@ -2,7 +2,8 @@
 
 Every key starts with the settings' ``redis_prefix``. The indexes of one kind of owner live
 under ``{prefix}:works`` and ``{prefix}:pages``; each holds a simhash index (``:sh``) and a
-postings index (``:win``), named by :class:`IndexKeys`.
+postings index (``:win``), named by :class:`IndexKeys`. The crawl frontiers of the sites
+(:class:`CrawlKeys`, on the standalone Redis of the broker) are named here too.
 
 Hash tags (layout 2; layout 1 had none and lived on one server). On a Redis Cluster a
 Lua script, an ``MGET``, an ``MSET`` and a ``MULTI`` may only touch keys of one hash slot,
@@ -10,35 +11,7 @@ and the slot of a key is CRC16 of its hash tag (the text between its first ``{``
 next ``}``) modulo 16384. Every key of an index therefore carries the tag of one of
 :data:`TAG_GROUPS` groups, and each group has its own copies of the index's metadata:
 
-====================================  ==============================================
-``{base}:{tag}:params``               the index's parameters (JSON), checked by every script
-``{base}:{tag}:records``              records filed in the group's buckets
-``{base}:{tag}:ver``, ``:split``      the group's split directory and its version (simhash)
-``{base}:{tag}:b:{table}:{key}``      a simhash bucket (``/{j}:{subkey}`` for split leaves)
-``{base}:{tag}:b:{bucket}``           a postings bucket
-``{prefix}:works:anchors:{tag}:{o}``  verification data of work segment ``o``
-====================================  ==============================================
-
-A simhash bucket is in group ``key mod 32`` (``key``: the table's bucket bits), a postings
-bucket in group ``bucket mod 32``, a segment's data in group ``fmix64(owner) mod 32``; a
-split leaf inherits its bucket's tag, so a split rewrites one slot. A script call edits
-buckets of one group with that group's metadata; a query reads each group's buckets and
-metadata in one ``MGET``. Group ``g``'s tag is the first four-hex-digit string whose slot
-lies in the ``g``-th 32nd of the slot range (:func:`group_tags`): groups sit at evenly spaced
-slots, so any split of the slots into contiguous ranges (what ``redis-cli --cluster create``
-and resharding by ranges make) gives every master its share of the groups, hence of the
-data: 11, 11 and 10 of them on three masters.
-
-The trade-off is round trips against spread. A query batch touches every group, and groups
-are sent as one pipeline per node, so a batch costs one round trip per master whatever the
-number of groups; a page's postings add is one script call per group (pipelined likewise).
-More groups cost more commands per batch and more metadata keys (4 per group and index, a
-few kilobytes in all) and spread the data over more masters in finer steps: with 32 groups
-a cluster can usefully grow to about 16 masters before whole groups make shares uneven.
-One tag for everything (``{prefix}``) would keep one command per batch but put every key
-on one master. On a single server the groups cost nothing: a query is one ``MGET`` of all
-its buckets, as before.
-
+====================================  =======================================
 Owner ids are uint32. A page's is its ``seq``. A work is indexed by segments
 (:mod:`fingerprint.segments`), and a segment's owner id is ``work seq << SEGMENT_BITS |
 segment index``: the top bits name the work, so counting the distinct works that hold a
@@ -281,6 +254,49 @@ class Keys:
         """Prefix of the beat schedule entries (redbeat's ``redbeat_key_prefix``)."""
         return f"{self.prefix}:redbeat:"
 
-    def crawl_lock(self, site: str) -> str:
-        """Held while a site is crawled."""
-        return f"{self.prefix}:lock:crawl:{site}"
+    def crawl(self, site: str) -> CrawlKeys:
+        """The keys of one site's crawl frontier (:mod:`crawler.frontier`)."""
+        return CrawlKeys(f"{self.prefix}:crawl:{site}", f"{self.prefix}:lock:crawl:{site}")
+
+    @property
+    def crawl_frontiers(self) -> str:
+        """A set of the sites whose crawl frontier holds an unfinished run."""
+        return f"{self.prefix}:crawl-runs"
+
+
+@dataclass(frozen=True)
+class CrawlKeys:
+    """The keys of one site's crawl frontier, shared by every crawler process of the site.
+
+    >>> keys = Keys("fptrack").crawl("pirate")
+    >>> keys.queue, keys.seen, keys.run
+    ('fptrack:crawl:pirate:queue', 'fptrack:crawl:pirate:seen', 'fptrack:crawl:pirate:run')
+    >>> keys.inflight(1), keys.slot_lock(1)
+    ('fptrack:crawl:pirate:inflight:1', 'fptrack:lock:crawl:pirate:1')
+    """
+
+    base: str
+    lock_base: str
+
+    @property
+    def queue(self) -> str:
+        """Requests waiting to be fetched (a sorted set, scrapy-redis' priority queue)."""
+        return f"{self.base}:queue"
+
+    @property
+    def seen(self) -> str:
+        """Fingerprints of every request scheduled in this run (scrapy-redis' dupefilter)."""
+        return f"{self.base}:seen"
+
+    @property
+    def run(self) -> str:
+        """The current run: its id, start time, and which process holds each slot."""
+        return f"{self.base}:run"
+
+    def inflight(self, slot: int) -> str:
+        """Requests the process in ``slot`` took from the queue and has not finished."""
+        return f"{self.base}:inflight:{slot}"
+
+    def slot_lock(self, slot: int) -> str:
+        """The lease of crawler slot ``slot`` (a redis-py ``Lock``), held by one process."""
+        return f"{self.lock_base}:{slot}"

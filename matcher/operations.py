@@ -10,19 +10,21 @@ raised as :class:`matcher.errors.StoreUnavailable`.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 
-from matcher import tallies
+from matcher import crawl_runs, tallies
 from matcher.prepared import INDEX_KEYS
 from matcher.sites import NAME, SiteConfig, SiteConfigError
 from matcher.store import KINDS, STATUSES, Store, StoreError, mongo_errors, now, object_id
 
 MAX_LIST = 10_000
 TASK_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz_.")
+_TOKEN = re.compile(r"^[0-9a-f]{8,64}$")
 
 
 def site_name(value: Any) -> str:
@@ -97,6 +99,49 @@ class Operations:
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
+
+    @mongo_errors
+    def record_crawl_process(
+        self, run_id: str, site: str, process: str, *, lost: tuple[str, ...] = (), **fields: Any
+    ) -> dict:
+        """Set one crawler process's part of a crawl run, then the run's summary.
+
+        The run's record is created by its first process (``started_at``: the run's start,
+        given as ``run_started_at``). ``fields`` go under ``processes.<process>`` (see
+        :mod:`matcher.crawl_runs`); ``lost`` names processes this one found dead (their
+        requests put back), marked ``lost`` unless they recorded an end of their own. The
+        summary (outcome, merged stats...) is written only over the version it was computed
+        from, so processes ending at once cannot overwrite each other's part.
+        """
+        if not _TOKEN.match(process) or not all(_TOKEN.match(t) for t in lost):
+            raise StoreError(f"not a crawler process token: {process!r} {lost!r}")
+        started = fields.pop("run_started_at", None)
+        update: dict[str, Any] = {
+            "$set": {
+                "site": site_name(site),
+                **{f"processes.{process}.{k}": v for k, v in fields.items()},
+            },
+            "$inc": {"version": 1},
+        }
+        if started is not None:
+            update["$setOnInsert"] = {"started_at": started}
+        doc = self.db.crawls.find_one_and_update(
+            {"run_id": str(run_id)}, update, upsert=True, return_document=ReturnDocument.AFTER
+        )
+        for token in lost:
+            self.db.crawls.update_one(
+                {"run_id": str(run_id), f"processes.{token}.outcome": "running"},
+                {"$set": {f"processes.{token}.outcome": "lost"}, "$inc": {"version": 1}},
+            )
+        for _ in range(20):
+            doc = self.db.crawls.find_one({"run_id": str(run_id)})
+            done = self.db.crawls.update_one(
+                {"run_id": str(run_id), "version": doc["version"]},
+                {"$set": crawl_runs.summary(doc.get("processes") or {})},
+            )
+            if done.modified_count or done.matched_count:
+                return self.db.crawls.find_one({"run_id": str(run_id)})
+        raise StoreError(f"crawl run {run_id}: its summary kept changing under it")
 
     @mongo_errors
     def last_crawls(self, site: str | None = None, limit: int = 20) -> list[dict]:

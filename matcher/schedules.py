@@ -3,7 +3,9 @@
 Each site has one entry, ``crawl:<site>``, running ``fptrack.crawl_site``; two daily jobs run
 at ``FPTRACK_DAILY_AT`` (default 03:00 UTC): ``daily:match-new-works`` (works registered
 since the last run against all pages, the Daguan daily task) and, an hour later,
-``daily:report``. redbeat reads its entries from Redis on every tick, so an entry saved
+``daily:report``; and every ``FPTRACK_CRAWL_LEASE`` seconds ``crawls:resume`` restarts the
+crawls that every crawler process left unfinished (:func:`matcher.jobs.resume_crawls`).
+redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat.
 
 Site schedules (:attr:`matcher.sites.SiteConfig.schedule`): ``daily`` runs once a day at a
@@ -30,6 +32,7 @@ from matcher.sites import SiteConfig, SiteConfigError
 CRAWL_PREFIX = "crawl:"
 DAILY_MATCH = "daily:match-new-works"
 DAILY_REPORT = "daily:report"
+RESUME_CRAWLS = "crawls:resume"
 _UNITS = {"s": 1, "seconds": 1, "m": 60, "minutes": 60, "h": 3600, "hours": 3600}
 
 
@@ -96,11 +99,14 @@ class Schedules:
         return self._delete(CRAWL_PREFIX + name)
 
     def ensure_daily(self, settings: Settings) -> None:
-        """Save the two daily jobs at ``settings.daily_at`` (UTC) and an hour later."""
+        """Save the fixed jobs: the two daily ones at ``settings.daily_at`` (UTC) and an hour
+        later, and the resumption of abandoned crawls every ``settings.crawl_lease`` s."""
         hour, minute = (int(x) for x in settings.daily_at.split(":"))
         self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
         report = crontab(minute=minute, hour=(hour + 1) % 24)
         self._entry(DAILY_REPORT, "fptrack.daily_report", report)
+        resume = schedule(timedelta(seconds=settings.crawl_lease))
+        self._entry(RESUME_CRAWLS, "fptrack.resume_crawls", resume)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry: name, task, args, schedule and next due time."""

@@ -119,6 +119,7 @@ class Settings:
     visibility_timeout: int = 7200
     task_max_retries: int = 8
     crawl_timeout: int = 6000
+    crawl_lease: int = 120
     daily_at: str = "03:00"
     policy: MatchPolicy = field(default_factory=MatchPolicy)
 
@@ -154,6 +155,8 @@ class Settings:
             raise SettingsError("visibility_timeout must exceed crawl_timeout (seconds)")
         if self.task_max_retries < 0 or self.crawl_timeout < 1:
             raise SettingsError("task_max_retries must be >= 0 and crawl_timeout >= 1")
+        if not 3 <= self.crawl_lease <= self.crawl_timeout:
+            raise SettingsError("crawl_lease must be at least 3 s and at most crawl_timeout")
         hour, _, minute = self.daily_at.partition(":")
         if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
             raise SettingsError(f"daily_at must be HH:MM (UTC), got {self.daily_at!r}")

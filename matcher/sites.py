@@ -32,6 +32,9 @@ class SiteConfigError(MatcherError, ValueError):
     """A site configuration has a missing, unknown or invalid field."""
 
 
+MAX_CRAWLERS = 16
+
+
 @dataclass(frozen=True)
 class SiteConfig:
     """How to crawl one watched site.
@@ -44,7 +47,9 @@ class SiteConfig:
     ``join_next_pages`` records each page's "next page" and "previous page" links
     (``next_page_texts``, and 上一页 ...), so that a chapter split over several pages is
     matched as a whole too (:mod:`matcher.split`); every page is its own record either way.
-    ``obey_robots`` honours robots.txt.
+    ``obey_robots`` honours robots.txt. ``crawlers`` (1 to :data:`MAX_CRAWLERS`) is how
+    many crawler processes, on any machines, may crawl the site at once, sharing one frontier
+    in Redis (:mod:`crawler.frontier`); a scheduled crawl starts that many.
     ``schedule``: ``daily`` (at the hour beat chooses), ``daily@HH:MM`` (UTC), ``hourly``,
     ``every N m|h|s``, ``cron M H DOM MON DOW`` or ``never``. An ``authorised`` site is
     licensed to carry the works: its matches are recorded as authorised.
@@ -61,6 +66,7 @@ class SiteConfig:
     join_next_pages: bool = True
     next_page_texts: tuple[str, ...] = DEFAULT_NEXT_PAGE_TEXTS
     obey_robots: bool = True
+    crawlers: int = 1
     schedule: str = "daily"
     authorised: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -81,6 +87,8 @@ class SiteConfig:
             object.__setattr__(self, "allowed_domains", tuple(hosts))
         if self.max_depth < 0 or self.max_pages < 0:
             raise SiteConfigError(f"site {self.name}: max_depth and max_pages must be >= 0")
+        if not 1 <= self.crawlers <= MAX_CRAWLERS:
+            raise SiteConfigError(f"site {self.name}: crawlers must be in 1..{MAX_CRAWLERS}")
         for pattern in (*self.include, *self.exclude):
             try:
                 re.compile(pattern)

@@ -21,6 +21,7 @@ from celery import Task
 from matcher import jobs
 from matcher.celery_app import app, runtime
 from matcher.errors import Retryable
+from matcher.keys import Keys
 from matcher.operations import Operations
 
 log = logging.getLogger(__name__)
@@ -96,10 +97,34 @@ def match_new_works() -> dict[str, Any]:
 
 
 @app.task(base=FptrackTask, name="fptrack.crawl_site")
-def crawl_site(site_name: str) -> dict[str, Any]:
-    """Crawl one configured site in a subprocess; pages flow to ``process_page``."""
-    engine = runtime.engine()
-    return jobs.crawl_site(runtime.settings, Operations(engine.store), engine.redis, site_name)
+def crawl_site(site_name: str, fan_out: bool = True) -> dict[str, Any]:
+    """One crawler process of a site's crawl, in a subprocess; pages flow to ``process_page``.
+
+    With ``fan_out`` (a scheduled or requested crawl) it sends this task again, without
+    ``fan_out``, for each other crawler process the site wants (``crawlers``).
+    """
+
+    def helper() -> None:
+        crawl_site.apply_async(args=[site_name], kwargs={"fan_out": False})
+
+    store = runtime.engine().store
+    return jobs.crawl_site(
+        runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
+    )
+
+
+@app.task(base=FptrackTask, name="fptrack.resume_crawls")
+def resume_crawls() -> list[str]:
+    """Every lease: restart the crawls that every crawler process abandoned (crashed)."""
+    settings = runtime.settings
+    sites = {site.name for site in Operations(runtime.engine().store).list_sites()}
+    client = redis.Redis.from_url(settings.redis_url)  # the frontiers' standalone server
+    try:
+        return jobs.resume_crawls(
+            client, Keys(settings.redis_prefix), sites, lambda site: crawl_site.delay(site)
+        )
+    finally:
+        client.close()
 
 
 @app.task(base=FptrackTask, name="fptrack.daily_report")

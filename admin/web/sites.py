@@ -12,7 +12,7 @@ from matcher.sites import SiteConfig, SiteConfigError
 bp = Blueprint("sites", __name__, url_prefix="/sites")
 LINE_FIELDS = ("start_urls", "allowed_domains", "include", "exclude")
 FLAG_FIELDS = ("join_next_pages", "obey_robots", "authorised")
-INT_FIELDS = ("max_depth", "max_pages")
+INT_FIELDS = {"max_depth": 5, "max_pages": 0, "crawlers": 1}  # with their defaults
 
 
 def _services() -> Any:
@@ -50,9 +50,9 @@ def _form_site(form: Any, name: str | None) -> SiteConfig:
     data: dict[str, Any] = {"name": name or form.get("name", "").strip()}
     for field in LINE_FIELDS:
         data[field] = [x.strip() for x in form.get(field, "").splitlines() if x.strip()]
-    for field in INT_FIELDS:
+    for field, default in INT_FIELDS.items():
         try:
-            data[field] = int(form.get(field, "0") or 0)
+            data[field] = int(form.get(field, "") or default)
         except ValueError:
             raise SiteConfigError(f"{field} must be a whole number") from None
     for field in FLAG_FIELDS:

@@ -270,3 +270,35 @@ def test_crawl_inline_records_matches(capsys, ctx) -> None:
     assert works == ["lighthouse.txt", "lighthouse.txt", "tea-history.txt"]
     status, _, err = run(capsys, ctx, "crawl", "nowhere")
     assert status == 1 and one_line_error(err)
+
+
+def test_crawl_here_is_one_crawler_of_the_shared_frontier(
+    capsys, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    """`fptrack crawl SITE --here`: this process takes a slot of the site's Redis frontier,
+    sends its pages to the workers, and records its part of the run."""
+    from admin.scan import serve_directory
+
+    settings = Settings(
+        redis_prefix="fptrack-test",
+        redis_url=servers.session().redis_url(0),
+        crawl_lease=10,
+        mongo_db=mongo_db.name,
+    )
+    engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
+    ctx = Context(settings=settings, engine=engine)
+    sent: list[tuple[str, tuple]] = []
+    ctx.send = lambda task, *args: sent.append((task, args)) or "id"  # type: ignore[method-assign]
+    site_dir = Path(__file__).resolve().parents[2] / "samples" / "site"
+    with serve_directory(site_dir) as base:
+        run(capsys, ctx, "sites", "add", base + "index.html", "--name", "sample", "--crawlers", "2")
+        status, out, _ = run(capsys, ctx, "crawl", "sample", "--here")
+    assert status == 0 and "sample: 18 page(s)" in out
+    assert len(sent) == 18 and {task for task, _ in sent} == {"fptrack.process_page"}
+    [crawl] = ctx.ops.last_crawls("sample")
+    assert (crawl["outcome"], crawl["crawlers"]) == ("finished", 1)
+    assert crawl["stats"]["fptrack/pages"] == 18
+    [process] = crawl["processes"].values()
+    assert process["slot"] == 0 and process["ended_run"] is True
+    assert redis_client.keys("fptrack-test:crawl*") == []  # the finished run is cleared
+    assert ctx.ops.get_site("sample").crawlers == 2

@@ -7,8 +7,11 @@ this module checks what only a cluster has.
 
 from __future__ import annotations
 
-import mongomock
+import uuid
+from collections.abc import Callable, Iterator
+
 import numpy as np
+import pymongo
 import pytest
 import redis
 from redis.cluster import RedisCluster
@@ -27,9 +30,19 @@ PREFIX = "fptrack-test"
 NAMES = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
 
 
-def _engine(client) -> Engine:
-    settings = Settings(redis_prefix=PREFIX)
-    return Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
+@pytest.fixture
+def engine_on(mongo_client: pymongo.MongoClient) -> Iterator[Callable[..., Engine]]:
+    """Engines on an index client, each with a fresh database of the test MongoDB server."""
+    names: list[str] = []
+
+    def make(client) -> Engine:
+        names.append(f"fptrack_test_{uuid.uuid4().hex[:12]}")
+        settings = Settings(redis_prefix=PREFIX, mongo_db=names[-1])
+        return Engine.open(settings, mongo_client=mongo_client, redis_client=client)
+
+    yield make
+    for name in names:
+        mongo_client.drop_database(name)
 
 
 def _load(engine: Engine) -> dict[str, str]:
@@ -54,9 +67,12 @@ def test_group_tags_sit_at_evenly_spaced_slots(redis_cluster: LocalCluster) -> N
 
 
 def test_keys_spread_over_every_master_and_answers_equal_one_server(
-    redis_client: redis.Redis, cluster_client: RedisCluster, redis_cluster: LocalCluster
+    redis_client: redis.Redis,
+    cluster_client: RedisCluster,
+    redis_cluster: LocalCluster,
+    engine_on: Callable[..., Engine],
 ) -> None:
-    on_server, on_cluster = _engine(redis_client), _engine(cluster_client)
+    on_server, on_cluster = engine_on(redis_client), engine_on(cluster_client)
     works = {name: _load(e) for name, e in (("server", on_server), ("cluster", on_cluster))}
     per_master = {
         port: [k for k in node.scan_iter(f"{PREFIX}:*", count=1000)]
@@ -85,11 +101,13 @@ def test_keys_spread_over_every_master_and_answers_equal_one_server(
     assert matched(crawl(on_cluster, "http://x/d", page_of(sample("lighthouse.txt")))) == set()
 
 
-def test_one_startup_node_is_enough(cluster_client: RedisCluster, redis_cluster: LocalCluster):
+def test_one_startup_node_is_enough(
+    cluster_client: RedisCluster, redis_cluster: LocalCluster, engine_on: Callable[..., Engine]
+) -> None:
     """Pointed at any single node, the client learns the slot table and follows it."""
     for port in redis_cluster.ports:
         client = connect(IndexRedis.parse(f"redis+cluster://127.0.0.1:{port}"))
-        engine = _engine(client)
+        engine = engine_on(client)
         engine.add_work(sample(NAMES[port % 4]), title="w", source=f"s{port}")
         records = crawl(engine, f"http://x/{port}", page_of(sample(NAMES[port % 4])))
         assert len(records) == 1
@@ -175,10 +193,12 @@ def test_settings_and_factory() -> None:
         connect(IndexRedis.parse("redis+cluster://127.0.0.1:1"))
 
 
-def test_indexes_of_the_untagged_layout_are_reported(redis_client: redis.Redis, caplog) -> None:
+def test_indexes_of_the_untagged_layout_are_reported(
+    redis_client: redis.Redis, caplog, engine_on: Callable[..., Engine]
+) -> None:
     redis_client.set(f"{PREFIX}:works:sh:params", '{"layout":1}')  # as layout 1 left it
-    engine = _engine(redis_client)
+    engine = engine_on(redis_client)
     assert any("older key layout" in p for p in engine.problems)
     assert "fptrack index rebuild" in caplog.text
     drop_indexes(engine)  # what a rebuild starts with: the old keys go too
-    assert not _engine(redis_client).problems
+    assert not engine_on(redis_client).problems

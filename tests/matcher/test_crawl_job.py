@@ -1,9 +1,11 @@
-"""The ``crawl_site`` job: a real ``python -m crawler.run`` subprocess, its run recorded in
-``crawls``, one crawl per site at a time (a lock in the real Redis)."""
+"""The ``crawl_site`` job: a real ``python -m crawler.run`` subprocess on the site's Redis
+frontier, its part of the run recorded in ``crawls``, at most ``crawlers`` processes per site
+at a time (slot leases in the real Redis)."""
 
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -11,13 +13,18 @@ import redis
 from pymongo.database import Database
 
 from matcher import jobs
+from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = Settings(redis_prefix="fptrack-test", crawl_timeout=120, visibility_timeout=300)
+SETTINGS = Settings(
+    redis_prefix="fptrack-test", crawl_timeout=120, visibility_timeout=300, crawl_lease=10
+)
+KEYS = Keys("fptrack-test").crawl("pirate")
 
 
 @pytest.fixture
@@ -25,39 +32,90 @@ def ops(mongo_db: Database) -> Operations:
     store = Store(mongo_db)
     store.ensure_indexes()
     ops = Operations(store)
-    ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",)))
+    ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), crawlers=2))
     return ops
 
 
-def test_unknown_site(ops: Operations, redis_client: redis.Redis) -> None:
-    with pytest.raises(jobs.CrawlFailed, match="no site named"):
-        jobs.crawl_site(SETTINGS, ops, redis_client, "nobody")
-
-
-def test_one_crawl_per_site_at_a_time(ops: Operations, redis_client: redis.Redis) -> None:
-    redis_client.set("fptrack-test:lock:crawl:pirate", "another-run")
-    result = jobs.crawl_site(SETTINGS, ops, redis_client, "pirate")
-    assert result["skipped"] == "a crawl of this site is running"
-    assert ops.last_crawls("pirate") == []
-    assert redis_client.get("fptrack-test:lock:crawl:pirate") == b"another-run"
-
-
-def test_failed_crawl_is_recorded_and_the_lock_released(
-    ops: Operations, redis_client: redis.Redis
-) -> None:
-    env = {
+def environ() -> dict[str, str]:
+    return {
         **os.environ,
         "PYTHONPATH": str(ROOT),
+        "FPTRACK_REDIS_URL": TEST_REDIS_URL,
+        "FPTRACK_REDIS_PREFIX": "fptrack-test",
+        "FPTRACK_CRAWL_LEASE": "10",
         "FPTRACK_MONGO_URI": "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300",
     }
+
+
+def test_unknown_site(ops: Operations) -> None:
+    with pytest.raises(jobs.CrawlFailed, match="no site named"):
+        jobs.crawl_site(SETTINGS, ops, "nobody")
+
+
+def test_at_most_crawlers_processes_per_site(ops: Operations, redis_client: redis.Redis) -> None:
+    held = [redis_client.lock(KEYS.slot_lock(slot), timeout=60) for slot in (0, 1)]
+    assert all(lock.acquire(blocking=False) for lock in held)
+    result = jobs.crawl_site(SETTINGS, ops, "pirate", environ=environ())
+    assert result["skipped"] == "all 2 crawler slot(s) are held"
+    assert ops.last_crawls("pirate") == []
+    assert all(lock.owned() for lock in held)  # the other processes' leases are untouched
+
+
+def test_failed_crawl_is_recorded_and_its_slot_freed(
+    ops: Operations, redis_client: redis.Redis
+) -> None:
+    helpers: list[str] = []
     with pytest.raises(jobs.CrawlFailed) as failed:
-        jobs.crawl_site(SETTINGS, ops, redis_client, "pirate", environ=env)
+        jobs.crawl_site(
+            SETTINGS, ops, "pirate", environ=environ(), fan_out=lambda: helpers.append("x")
+        )
     assert "exited 1" in str(failed.value) and "\n" not in str(failed.value)
+    assert helpers == ["x"]  # the site wants two crawlers: one more was started
     [run] = ops.last_crawls("pirate")
     assert run["outcome"] == "failed" and run["error"] == str(failed.value)
-    assert run["finished_at"] >= run["started_at"]
-    assert run["stats"]["finish_reason"]  # what the crawl wrote before failing is kept
-    assert redis_client.get("fptrack-test:lock:crawl:pirate") is None
+    [process] = run["processes"].values()
+    assert process["outcome"] == "failed" and process["slot"] == 0
+    assert process["finished_at"] >= process["started_at"] >= run["started_at"]
+    assert run["stats"]["fptrack/errors/DownloadConnectionRefusedError"] == 1
+    assert run["stats"]["finish_reason"] == "finished"  # what the crawl wrote is kept
+    assert process["ended_run"] is True  # nothing was left to crawl: the run is over
+    assert redis_client.keys("fptrack-test:*") == []  # slot free, frontier cleared
+
+
+def test_a_run_of_two_processes_one_lost(ops: Operations) -> None:
+    start = datetime(2026, 11, 1, tzinfo=UTC)
+    alive, dead = "a1" * 16, "b2" * 16
+    for token, slot in ((alive, 0), (dead, 1)):
+        ops.record_crawl_process(
+            "run-1", "pirate", token, run_started_at=start, started_at=start, outcome="running",
+            slot=slot,
+        )  # fmt: skip
+    assert ops.last_crawls("pirate")[0]["outcome"] == "running"
+    stats = {"fptrack/pages": 7, "fptrack/frontier/reclaimed": 3, "finish_reason": "finished"}
+    ops.record_crawl_process(
+        "run-1", "pirate", alive, lost=(dead,), finished_at=start + timedelta(minutes=5),
+        outcome="finished", ended_run=True, error="", stats=stats,
+    )  # fmt: skip
+    [run] = ops.last_crawls("pirate")
+    assert (run["outcome"], run["crawlers"], run["lost"]) == ("finished", 2, 1)
+    assert run["processes"][dead]["outcome"] == "lost"
+    assert run["stats"]["fptrack/pages"] == 7 and run["stats"]["fptrack/frontier/reclaimed"] == 3
+    assert run["started_at"] == start and run["finished_at"] == start + timedelta(minutes=5)
+
+
+def test_abandoned_crawls_are_resumed(redis_client: redis.Redis) -> None:
+    keys = Keys("fptrack-test")
+    for site in ("dead", "alive", "done", "removed"):
+        redis_client.sadd(keys.crawl_frontiers, site)
+    for site in ("dead", "alive", "removed"):
+        redis_client.hset(keys.crawl(site).run, "id", "run-1")
+        redis_client.zadd(keys.crawl(site).queue, {"request": 0})
+    redis_client.set(keys.crawl("alive").slot_lock(1), "token", ex=60)  # a live crawler
+    started: list[str] = []
+    sites = {"dead", "alive", "done"}
+    assert jobs.resume_crawls(redis_client, keys, sites, started.append) == ["dead"] == started
+    assert redis_client.smembers(keys.crawl_frontiers) == {b"dead", b"alive"}
+    assert redis_client.keys("fptrack-test:crawl:removed:*") == []  # a removed site's frontier
 
 
 def test_the_crawl_subprocess_stores_into_the_shared_store(
@@ -76,7 +134,7 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
     try:
         with serve_directory(ROOT / "samples" / "site") as base:
             ops.save_site(SiteConfig(name="sample", start_urls=(base,), schedule="never"))
-            result = jobs.crawl_site(SETTINGS, ops, redis_client, "sample", environ=env)
+            result = jobs.crawl_site(SETTINGS, ops, "sample", environ=env)
         pages = ops.store.count("pages")
         assert result["pages"] == pages >= 17  # samples/site/README.md ("/" and its index.html)
         assert broker.llen(PAGE_QUEUE) == pages == len(list(ops.store.pending_pages()))

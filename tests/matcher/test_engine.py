@@ -1,4 +1,4 @@
-"""The matching engine end to end on the real Redis server and mongomock.
+"""The matching engine end to end on the test servers (and its indexes on the cluster).
 
 Works are the shipped sample works (``samples/works``); pages are built from them with the
 edits pirates make and reach the engine as crawled pages do (``crawl``: the ingest, then

@@ -43,6 +43,8 @@ def test_overrides_win() -> None:
         {"FPTRACK_POLICY_MIN_WORK_SHARE": "1.5"},
         {"FPTRACK_REDIS_PREFIX": "a b"},
         {"FPTRACK_WINDOW_BUCKET_BITS": "40"},
+        {"FPTRACK_CRAWL_LEASE": "1"},
+        {"FPTRACK_CRAWL_LEASE": "7000"},
     ],
 )
 def test_bad_values_give_a_clear_error(env: dict[str, str]) -> None:

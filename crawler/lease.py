@@ -1,0 +1,180 @@
+"""Leases: a crawler process's slot in a site's crawl (:mod:`crawler.frontier`).
+
+A process crawls a site only while it holds one of the site's ``crawlers`` slots: a
+redis-py :class:`~redis.lock.Lock` of ``lease_seconds`` (``FPTRACK_CRAWL_LEASE``) renewed by
+a thread every third of that. With every renewal the thread also looks for slots whose
+lease expired while requests were in flight there (their process died) and puts those
+requests back in the queue.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+from redis.exceptions import LockError
+
+from crawler.frontier import STAT, Frontier
+from matcher.keys import Keys
+from matcher.sites import SiteConfig
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass
+class CrawlLease:
+    """One process's slot in a site's crawl: a renewed redis-py ``Lock`` and the run it joined.
+
+    :meth:`acquire` takes the first free slot of ``site.crawlers``; :meth:`release` gives
+    it back. While held, a thread renews the lock every ``lease_seconds / 3`` and puts back
+    in the queue the in-flight requests of any process whose lease has expired
+    (``reclaimed``, and the tokens of those processes in ``lost``). If the lock cannot be
+    renewed (it expired: Redis was unreachable longer than the lease), ``lost_lease`` is set
+    and the crawl stops.
+    """
+
+    frontier: Frontier
+    lock: Any
+    slot: int
+    token: str
+    lease_seconds: float
+    run_id: str
+    run_started_at: str
+    resumed: bool
+    requeued: int
+    reclaimed: int = 0
+    lost: list[str] = field(default_factory=list)
+    lost_lease: threading.Event = field(default_factory=threading.Event)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def acquire(
+        cls, client: redis.Redis, prefix: str, site: SiteConfig, lease_seconds: float
+    ) -> CrawlLease | None:
+        """A slot of ``site``'s crawl, or None when all ``site.crawlers`` slots are held."""
+        keys = Keys(prefix)
+        frontier = Frontier(client, keys.crawl(site.name), keys.crawl_frontiers, site.name)
+        for slot in range(site.crawlers):
+            lock = client.lock(
+                frontier.keys.slot_lock(slot), timeout=lease_seconds, thread_local=False
+            )
+            if lock.acquire(blocking=False):
+                break
+        else:
+            return None
+        token = lock.local.token.decode()
+        requeued = frontier.requeue(slot)  # left by the slot's last holder, which died
+        run_id, started_at, resumed = frontier.join(slot, token)
+        lease = cls(
+            frontier, lock, slot, token, lease_seconds, run_id, started_at, resumed, requeued
+        )
+        lease._thread = threading.Thread(
+            target=lease._renew, name=f"fptrack-lease-{site.name}-{slot}", daemon=True
+        )
+        lease._thread.start()
+        return lease
+
+    def release(self) -> None:
+        """Stop renewing; put unfinished requests back; free the slot."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        if not self.lock.owned():  # expired: whoever took the slot put the requests back
+            logger.warning("crawl lease of %s slot %d had expired", self.frontier.site, self.slot)
+            return
+        self.frontier.requeue(self.slot)
+        self.frontier.leave(self.slot, self.token)
+        with contextlib.suppress(LockError):  # it expired just now
+            self.lock.release()
+
+    def describe(self) -> dict[str, Any]:
+        """Who holds the lease, for the run's record: run, slot, token, host, pid."""
+        return {
+            "run_id": self.run_id,
+            "run_started_at": self.run_started_at,
+            "slot": self.slot,
+            "token": self.token,
+            "resumed": self.resumed,
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+        }
+
+    def facts(self) -> dict[str, Any]:
+        """The lease as crawl stats (``fptrack/frontier/...``)."""
+        return {
+            STAT + "run_id": self.run_id,
+            STAT + "run_started_at": self.run_started_at,
+            STAT + "token": self.token,
+            STAT + "slot": self.slot,
+            STAT + "host": socket.gethostname(),
+            STAT + "resumed": int(self.resumed),
+            STAT + "requeued": self.requeued,
+            STAT + "reclaimed": self.reclaimed,
+            STAT + "lost_processes": list(self.lost),
+        }
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.lease_seconds / 3):
+            try:
+                self.lock.reacquire()
+            except LockError:
+                logger.error("crawl lease of %s lost", self.frontier.site)
+                self.lost_lease.set()
+                return
+            except redis.RedisError as exc:
+                logger.warning("could not renew the crawl lease (will retry): %s", exc)
+                continue
+            try:
+                self.reclaim()
+            except redis.RedisError as exc:
+                logger.warning("could not look for abandoned crawl slots: %s", exc)
+
+    def reclaim(self) -> int:
+        """Put back the in-flight requests of processes whose lease expired; how many."""
+        count = 0
+        for slot, token in self.frontier.abandoned(self.slot):
+            lock = self.frontier.client.lock(
+                self.frontier.keys.slot_lock(slot), timeout=self.lease_seconds, thread_local=False
+            )
+            if not lock.acquire(blocking=False):
+                continue  # a process just took the slot: it puts them back itself
+            try:
+                moved = self.frontier.requeue(slot)
+                if token:
+                    self.frontier.leave(slot, token)
+                    self.lost.append(token)
+            finally:
+                lock.release()
+            count += moved
+            logger.warning(
+                "crawl of %s: slot %d's lease expired; %d request(s) put back in the queue",
+                self.frontier.site,
+                slot,
+                moved,
+            )
+        self.reclaimed += count
+        return count
+
+
+@dataclass(frozen=True)
+class RedisFrontiers:
+    """Where the sites' frontiers live: a Redis client, the key prefix, the lease length."""
+
+    client: redis.Redis
+    prefix: str
+    lease_seconds: float
+
+    def lease(self, site: SiteConfig) -> CrawlLease | None:
+        """A slot of ``site``'s crawl (see :meth:`CrawlLease.acquire`)."""
+        return CrawlLease.acquire(self.client, self.prefix, site, self.lease_seconds)
+
+
+LeaseCallback = Callable[[SiteConfig, CrawlLease], None]

@@ -1,0 +1,93 @@
+"""A crawl run crawled by several processes: its outcome and stats from theirs (pure).
+
+A run of a site's crawl (one frontier, from its start URLs until its queue is drained) may
+be crawled by several processes, each recording its part in the run's ``crawls`` record
+under ``processes.<token>`` (:meth:`matcher.operations.Operations.record_crawl_process`):
+``slot``, ``host``, ``pid``, ``started_at``, ``finished_at``, ``outcome``, ``ended_run``,
+``error`` and Scrapy's ``stats``. :func:`summary` gives the run's own fields from them.
+
+A process's outcome: ``running``; ``finished`` (it stopped normally: it ended the run, or
+saw it ended, or ran out of time and left the frontier to the next crawl, as its stats'
+``finish_reason`` says); ``failed`` (an error, in ``error``); ``lost`` (killed, or its lease
+expired: another process put its requests back in the queue).
+
+>>> processes = {
+...     "a": {"outcome": "finished", "ended_run": True, "finished_at": 2,
+...           "stats": {"fptrack/pages": 3, "finish_reason": "finished"}},
+...     "b": {"outcome": "lost", "stats": {}},
+... }
+>>> s = summary(processes)
+>>> s["outcome"], s["stats"]["fptrack/pages"], s["crawlers"], s["lost"]
+('finished', 3, 2, 1)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+FRONTIER = "fptrack/frontier/"
+SUMMED_FRONTIER_STATS = frozenset({FRONTIER + "reclaimed", FRONTIER + "requeued"})
+LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds"})
+
+
+def summary(processes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The run's ``outcome``, ``finished_at``, ``error``, merged ``stats`` and counts.
+
+    The outcome is ``running`` while a process runs; else ``failed`` if one failed;
+    else ``finished`` if a process ended the run (its frontier drained, or ``max_pages``
+    reached); else ``interrupted``: every process stopped or was lost before the frontier
+    drained, which the next crawl of the site resumes.
+    """
+    parts = list(processes.values())
+    outcomes = [p.get("outcome") for p in parts]
+    if "running" in outcomes:
+        outcome = "running"
+    elif "failed" in outcomes:
+        outcome = "failed"
+    elif any(p.get("ended_run") for p in parts):
+        outcome = "finished"
+    else:
+        outcome = "interrupted"
+    ends = [p["finished_at"] for p in parts if p.get("finished_at") is not None]
+    errors = [p["error"] for p in parts if p.get("error")]
+    return {
+        "outcome": outcome,
+        "finished_at": max(ends) if ends and outcome != "running" else None,
+        "error": "; ".join(errors),
+        "stats": merge_stats([p.get("stats") or {} for p in parts]),
+        "crawlers": len(parts),
+        "lost": outcomes.count("lost"),
+    }
+
+
+def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several processes' Scrapy stats as one: counts added up, times spanned.
+
+    Counts are summed (pages, responses, errors...); ``start_time`` is the earliest,
+    ``finish_time`` the latest, ``memusage/*`` and ``elapsed_time_seconds`` the largest;
+    ``finish_reason`` lists the distinct reasons. A process's own frontier facts (slot,
+    token...) are left out, but requests ``reclaimed`` and ``requeued`` are summed.
+
+    >>> merge_stats([{"fptrack/pages": 2, "start_time": "2026-01-02", "finish_reason": "a"},
+    ...              {"fptrack/pages": 5, "start_time": "2026-01-01", "finish_reason": "b"}])
+    {'fptrack/pages': 7, 'start_time': '2026-01-01', 'finish_reason': 'a,b'}
+    """
+    out: dict[str, Any] = {}
+    reasons: list[str] = []
+    for part in stats:
+        for key, value in part.items():
+            if key.startswith(FRONTIER) and key not in SUMMED_FRONTIER_STATS:
+                continue
+            if key == "finish_reason":
+                reasons.append(str(value))
+            elif key == "start_time":
+                out[key] = min(out.get(key, value), value)
+            elif key == "finish_time" or key in LARGEST:
+                out[key] = max(out.get(key, value), value)
+            elif isinstance(value, int | float) and not isinstance(value, bool):
+                out[key] = out.get(key, 0) + value
+            else:
+                out.setdefault(key, value)
+    if reasons:
+        out["finish_reason"] = ",".join(dict.fromkeys(reasons))
+    return out
