@@ -95,7 +95,7 @@ class Context:
     @cached_property
     def app(self) -> Celery:
         """A Celery app of this context's settings (broker and redbeat), to send tasks by
-        name and edit schedules; the workers' own app is :mod:`matcher.celery_app`'s."""
+        name and edit schedules; ``fptrack worker`` and ``beat`` run it."""
         from matcher.celery_app import make_app
 
         return make_app(self.settings)

@@ -128,8 +128,7 @@ def run_scan(
     (``matcher.maintenance.drop_indexes``).
     """
     from crawler.run import crawl_in_process
-    from matcher import tasks
-    from matcher.celery_app import app, runtime
+    from matcher.celery_app import make_app
 
     settings = settings or scan_settings()
     engine = scan_engine(settings, redis_url)
@@ -147,23 +146,20 @@ def run_scan(
             continue
         result.works += 1
 
-    runtime.use(engine, settings)
-    eager = app.conf.task_always_eager
+    app = make_app(settings)  # the scan's own app: its tasks run eagerly, on this engine
     app.conf.task_always_eager = True
+    app.fptrack.use(engine)
+    process_page = app.tasks["fptrack.process_page"]
 
     def enqueue(page_id: str) -> None:
-        tasks.process_page.delay(page_id)
+        process_page.delay(page_id)
         doc = engine.store.get_page(page_id, {"url": 1})
         on_page(doc["url"] if doc else page_id)
 
-    try:
-        sites = [site_config(url, i, max_pages) for i, url in enumerate(site_urls, 1)]
-        ingest = Ingest(engine.store, enqueue)
-        overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
-        result.crawl_stats = crawl_in_process(sites, overrides)
-    finally:
-        app.conf.task_always_eager = eager
-        runtime.use(None)
+    sites = [site_config(url, i, max_pages) for i, url in enumerate(site_urls, 1)]
+    ingest = Ingest(engine.store, enqueue)
+    overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
+    result.crawl_stats = crawl_in_process(sites, overrides)
     for site, url in zip(sites, site_urls, strict=True):
         problem = unreachable(result.crawl_stats.get(site.name, {}))
         if problem:

@@ -227,8 +227,6 @@ class Pipeline:
         from matcher.celery_app import make_app
         from matcher.ingest import Ingest
 
-        # An app of the bench's own settings: the process's default app may have been built
-        # for another broker before this ran (in a test session, say).
         sender = make_app(self.settings)
 
         def enqueue(page_id: str) -> None:

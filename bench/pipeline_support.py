@@ -140,11 +140,13 @@ def run_worker(profile: Path | None) -> None:
     import redis
     from celery.signals import worker_ready
 
-    from matcher.celery_app import app, runtime
+    from matcher.celery_app import make_app
+    from matcher.settings import Settings
 
-    settings = runtime.settings
+    settings = Settings.from_env()
+    app = make_app(settings)
     client = redis.Redis.from_url(settings.redis_url)
-    runtime.engine()  # connect before taking tasks
+    app.fptrack.engine()  # connect before taking tasks
 
     def on_ready(**_: Any) -> None:
         client.set(ready_key(settings.redis_prefix, os.getpid()), "1", ex=3600)

@@ -6,11 +6,13 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
 
 - In-process runs (tests, the embedded scan) put their ingest in the ``FPTRACK_INGEST``
   setting; the pipeline uses it as is and never closes it.
-- Otherwise (production) :meth:`IngestPipeline.open_spider` builds one from
-  :meth:`matcher.settings.Settings.from_env`: a :class:`matcher.store.Store` on
-  ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB``, and an enqueue that sends the Celery task
-  ``fptrack.process_page`` by name through :mod:`matcher.celery_app` (the worker code is
-  never imported). :meth:`IngestPipeline.close_spider` closes the MongoDB client.
+- Otherwise (production) :meth:`IngestPipeline.open_spider` builds one from the
+  :class:`matcher.settings.Settings` that the crawl's entry point read and put in the
+  ``FPTRACK_SETTINGS`` setting (:mod:`crawler.run`): a :class:`matcher.store.Store` on
+  ``mongo_uri`` / ``mongo_db``, and an enqueue that sends the Celery task
+  ``fptrack.process_page`` by name through an app of :func:`matcher.celery_app.make_app`
+  (the worker code is never imported). :meth:`IngestPipeline.close_spider` closes the
+  MongoDB client.
 
 Stats: ``fptrack/ingested/<state>`` per page; ``fptrack/ingest_errors`` when the store is
 unavailable (:class:`matcher.errors.Retryable`: the page is dropped and crawled again next
@@ -31,7 +33,7 @@ from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 
 from crawler.items import PageItem
-from crawler.settings import INGEST_SETTING, ByReference
+from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
 from matcher.errors import MatcherError, Retryable
 
 logger = logging.getLogger(__name__)
@@ -52,25 +54,35 @@ class IngestUnavailable(RuntimeError):
 class IngestPipeline:
     """Stores each page through an ingest (see the module docstring)."""
 
-    def __init__(self, stats: Any, ingest: PageIngest | None = None) -> None:
+    def __init__(self, stats: Any, ingest: PageIngest | None = None, settings: Any = None) -> None:
         self.stats = stats
         self.ingest = ingest
+        self.settings = settings
         self._owned_client: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IngestPipeline:
-        """The pipeline, with the in-process ingest (if any) read once from the settings."""
+        """The pipeline, with the in-process ingest or the deployment's settings, read once
+        from the crawl's settings."""
         ingest = crawler.settings.get(INGEST_SETTING)
         if isinstance(ingest, ByReference):
             ingest = ingest.value
         if ingest is not None and not callable(getattr(ingest, "page", None)):
             raise TypeError(f"{INGEST_SETTING} must have a .page(...) method, got {ingest!r}")
-        return cls(crawler.stats, ingest)
+        settings = crawler.settings.get(SETTINGS_SETTING)
+        if isinstance(settings, ByReference):
+            settings = settings.value
+        return cls(crawler.stats, ingest, settings)
 
     def open_spider(self) -> None:
         """Build the production ingest unless one was given."""
         if self.ingest is None:
-            self.ingest, self._owned_client = production_ingest(self.stats)
+            if self.settings is None:
+                raise IngestUnavailable(
+                    f"neither {INGEST_SETTING} nor {SETTINGS_SETTING} is set: nothing to store"
+                    " pages in"
+                )
+            self.ingest, self._owned_client = production_ingest(self.stats, self.settings)
 
     def close_spider(self) -> None:
         """Close the MongoDB client the pipeline opened (never a given ingest's)."""
@@ -98,26 +110,26 @@ class IngestPipeline:
         return item
 
 
-def production_ingest(stats: Any) -> tuple[PageIngest, Any]:
-    """The ingest of a production crawl and the MongoDB client to close after it."""
+def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
+    """The ingest of a production crawl on ``settings`` (:class:`matcher.settings.Settings`)
+    and the MongoDB client to close after it."""
     from matcher.ingest import Ingest
-    from matcher.settings import Settings
     from matcher.store import Store
 
-    enqueue = celery_enqueue(stats)
-    settings = Settings.from_env()
+    enqueue = celery_enqueue(stats, settings)
     store = Store.connect(settings.mongo_uri, settings.mongo_db)
     return Ingest(store, enqueue), store.db.client
 
 
-def celery_enqueue(stats: Any) -> Callable[[str], None]:
+def celery_enqueue(stats: Any, settings: Any) -> Callable[[str], None]:
     """An enqueue sending ``fptrack.process_page`` by name; failures are logged and counted."""
     try:
-        from matcher.celery_app import app
+        from matcher.celery_app import make_app
     except ImportError as exc:
         raise IngestUnavailable(
             f"cannot send {PROCESS_PAGE_TASK} tasks: matcher.celery_app is not importable ({exc})"
         ) from exc
+    app = make_app(settings)
 
     def enqueue(page_id: str) -> None:
         try:

@@ -17,7 +17,8 @@ task launches it in a subprocess::
 It prints the stats as JSON (or writes them to ``--stats-json``). ``--frontier redis`` (the
 default) crawls on the site's shared frontier in the Redis of ``FPTRACK_REDIS_URL``, under
 ``FPTRACK_REDIS_PREFIX``, with leases of ``FPTRACK_CRAWL_LEASE`` seconds (settings read
-once, here): the process joins the crawl under way, or resumes the one a crash left, or
+once, here, with the store's and the broker's, and passed to the pipeline in
+``FPTRACK_SETTINGS``): the process joins the crawl under way, or resumes the one a crash left, or
 starts a new one; ``memory`` keeps the frontier in this process. ``--announce`` prints one
 JSON line (run id, slot, token, host, pid) on stdout when the crawl starts. SIGTERM stops
 the crawl gracefully, like ``--timeout``. Exit status: 0 when the crawl ran, 1 when it
@@ -45,7 +46,7 @@ from crawler import reactor as shared_reactor
 from crawler.extract import SelectorError, check_selector
 from crawler.lease import CrawlLease, LeaseCallback, RedisFrontiers
 from crawler.scheduler import frontier_settings
-from crawler.settings import crawl_settings
+from crawler.settings import SETTINGS_SETTING, crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
 from matcher.errors import MatcherError
 from matcher.sites import SiteConfig, SiteConfigError
@@ -248,12 +249,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from scrapy.utils.log import configure_logging
 
+    from matcher.settings import Settings
+
     configure_logging({"LOG_LEVEL": args.log_level})
     signal.signal(signal.SIGTERM, _interrupt)
     try:
-        frontiers = _frontiers() if args.frontier == "redis" else None
+        settings = Settings.from_env()
+        frontiers = _frontiers(settings) if args.frontier == "redis" else None
         on_lease = _announce if args.announce else None
-        all_stats = crawl_in_process([site], {}, args.timeout, frontiers, on_lease)
+        overrides = {SETTINGS_SETTING: settings}
+        all_stats = crawl_in_process([site], overrides, args.timeout, frontiers, on_lease)
         if all_stats[site.name].get("finish_reason") == BUSY:
             print(
                 f"crawler.run: site {site.name}: all {site.crawlers} crawler slot(s) are held",
@@ -280,11 +285,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _frontiers() -> RedisFrontiers:
-    """The frontiers of this deployment, from the ``FPTRACK_*`` settings (read here, once)."""
-    from matcher.settings import Settings
-
-    settings = Settings.from_env()
+def _frontiers(settings: Any) -> RedisFrontiers:
+    """The frontiers of this deployment, on its :class:`matcher.settings.Settings`."""
     client = redis.Redis.from_url(settings.redis_url)
     return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
 

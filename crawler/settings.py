@@ -30,6 +30,9 @@ Defaults:
   ``.page(**fields)`` here; :func:`crawl_settings` wraps it in :class:`ByReference` so that
   Scrapy's deep copy of its settings keeps the very same object (a mongomock store must not
   be copied).
+- ``FPTRACK_SETTINGS``: unset; a production crawl's entry point (``python -m crawler.run``)
+  puts the :class:`matcher.settings.Settings` it read here (by reference), and the pipeline
+  builds its store and Celery app from them.
 - ``SCHEDULER``: Scrapy's own, in memory. A crawl on a shared Redis frontier
   (:mod:`crawler.frontier`) sets ``crawler.scheduler.FrontierScheduler`` and puts its lease in
   ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
@@ -77,6 +80,7 @@ ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
 FPTRACK_MIN_TEXT_CHARS = 20
 
 INGEST_SETTING = "FPTRACK_INGEST"
+SETTINGS_SETTING = "FPTRACK_SETTINGS"
 FRONTIER_SETTING = "FPTRACK_FRONTIER"
 
 
@@ -102,7 +106,7 @@ def project_defaults() -> dict[str, Any]:
         name: value
         for name, value in globals().items()
         if name.isupper()
-        and name not in ("INGEST_SETTING", "FRONTIER_SETTING")
+        and name not in ("INGEST_SETTING", "SETTINGS_SETTING", "FRONTIER_SETTING")
         and not name.startswith("_")
     }
 
@@ -125,7 +129,8 @@ def crawl_settings(site: SiteConfig, overrides: dict[str, Any] | None = None) ->
         values["CLOSESPIDER_PAGECOUNT"] = site.max_pages
         values["CLOSESPIDER_ITEMCOUNT"] = site.max_pages
     values.update(overrides or {})
-    ingest = values.get(INGEST_SETTING)
-    if ingest is not None and not isinstance(ingest, ByReference):
-        values[INGEST_SETTING] = ByReference(ingest)
+    for name in (INGEST_SETTING, SETTINGS_SETTING):
+        value = values.get(name)
+        if value is not None and not isinstance(value, ByReference):
+            values[name] = ByReference(value)
     return Settings(values, priority="project")

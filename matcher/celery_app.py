@@ -1,8 +1,9 @@
 """The Celery app: broker on Redis, reliability options, redbeat for schedules.
 
-This module is the workers' and beat's entry point (``celery -A matcher.celery_app worker``,
-or ``fptrack worker`` / ``fptrack beat``), so it reads :class:`Settings` from the
-environment once, here. Options (Celery's names):
+:func:`make_app` builds an app from :class:`Settings` read at an entry point (``fptrack
+worker`` / ``beat``, the admin, a crawl, :mod:`matcher.worker` for ``celery -A``); nothing is
+read at import. The tasks (:mod:`matcher.tasks`) are shared tasks: every app has them.
+Options (Celery's names):
 
 - ``task_acks_late`` and ``task_reject_on_worker_lost``: a message is acknowledged only after
   its task finished, so a worker that dies mid-task (even by SIGKILL) leaves it to be
@@ -17,14 +18,17 @@ environment once, here. Options (Celery's names):
   with a lock (60 s) so that exactly one beat runs; beat looks at Redis at least every
   5 s, so a schedule created or changed at run time takes effect within seconds.
 
-The tasks get their :class:`Engine` from :data:`runtime`: built lazily in each worker
-process from the same settings; tests and the embedded scan hand it a ready one.
+- ``max_retries`` of every task: ``FPTRACK_TASK_MAX_RETRIES`` (default 8), through Celery's
+  task annotations.
+
+The tasks get their settings and :class:`Engine` from their app's :class:`Runtime`
+(``app.fptrack``): the engine is built lazily in each worker process from the app's
+settings; tests and the embedded scan hand it a ready one.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
 from typing import Any
 
 from celery import Celery
@@ -61,23 +65,18 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "redbeat_lock_timeout": 60,
         "beat_max_loop_interval": BEAT_INTERVAL,
         "worker_hijack_root_logger": False,
+        "task_annotations": {"*": {"max_retries": settings.task_max_retries}},
     }
 
 
 class Runtime:
-    """The settings and engine of this process, for the tasks (built on first use)."""
+    """The settings and engine of one app's tasks in this process (the engine built on
+    first use)."""
 
-    def __init__(self, settings_factory: Callable[[], Settings] = Settings.from_env) -> None:
-        self._settings_factory = settings_factory
-        self._settings: Settings | None = None
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
         self._engine: Engine | None = None
         self._lock = threading.Lock()
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = self._settings_factory()
-        return self._settings
 
     def engine(self) -> Engine:
         with self._lock:
@@ -85,19 +84,18 @@ class Runtime:
                 self._engine = Engine.open(self.settings)
             return self._engine
 
-    def use(self, engine: Engine | None, settings: Settings | None = None) -> None:
-        """Make the tasks of this process use ``engine`` (``None``: build one again)."""
+    def use(self, engine: Engine | None) -> None:
+        """Make the tasks use ``engine`` (``None``: build one from the settings again)."""
         with self._lock:
             self._engine = engine
-            self._settings = settings or (engine.settings if engine is not None else None)
 
 
 def make_app(settings: Settings) -> Celery:
-    """A configured Celery app; its tasks are in :mod:`matcher.tasks` (loaded by workers)."""
+    """A configured Celery app with its :class:`Runtime` as ``app.fptrack``; the tasks of
+    :mod:`matcher.tasks` are shared (loaded by workers through ``include``)."""
+    import matcher.tasks  # noqa: F401 - defines the shared tasks every app gets
+
     celery = Celery("fptrack", include=["matcher.tasks"])
     celery.conf.update(celery_config(settings))
+    celery.fptrack = Runtime(settings)  # type: ignore[attr-defined]
     return celery
-
-
-runtime = Runtime()
-app = make_app(runtime.settings)

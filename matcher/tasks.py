@@ -16,10 +16,10 @@ from typing import Any
 
 import pymongo.errors
 import redis
-from celery import Task
+from celery import Task, shared_task
 
 from matcher import jobs
-from matcher.celery_app import app, runtime
+from matcher.celery_app import Runtime
 from matcher.errors import Retryable
 from matcher.keys import Keys
 from matcher.operations import Operations
@@ -38,7 +38,11 @@ class FptrackTask(Task):
     retry_backoff = 2
     retry_backoff_max = 600
     retry_jitter = True
-    max_retries = runtime.settings.task_max_retries
+
+    @property
+    def runtime(self) -> Runtime:
+        """The settings and engine of this task's app (``app.fptrack``)."""
+        return self.app.fptrack
 
     def _ref(self, args: tuple, kwargs: dict) -> str:
         values = [*args, *kwargs.values()]
@@ -48,7 +52,7 @@ class FptrackTask(Task):
         ref = self._ref(tuple(args), dict(kwargs))
         log.error("task %s(%s) failed for good: %s", self.name, ref, exc)
         try:
-            ops = Operations(runtime.engine().store)
+            ops = Operations(self.runtime.engine().store)
             ops.record_failure(self.name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)
         except Exception as record_exc:  # the store may be what is down
             log.error("could not record the failure of %s(%s): %s", self.name, ref, record_exc)
@@ -56,48 +60,49 @@ class FptrackTask(Task):
     def on_success(self, retval, task_id, args, kwargs) -> None:
         if self.request.retries:
             try:
-                Operations(runtime.engine().store).clear_failure(
+                Operations(self.runtime.engine().store).clear_failure(
                     self.name, self._ref(tuple(args), dict(kwargs))
                 )
             except Exception as exc:
                 log.warning("could not clear the failure record of %s: %s", self.name, exc)
 
 
-@app.task(base=FptrackTask, name="fptrack.process_page")
-def process_page(page_id: str) -> dict[str, Any]:
+@shared_task(bind=True, base=FptrackTask, name="fptrack.process_page")
+def process_page(self: FptrackTask, page_id: str) -> dict[str, Any]:
     """Fingerprint a stored page, match it against the works, record its matches."""
-    return jobs.process_page(runtime.engine(), page_id)
+    return jobs.process_page(self.runtime.engine(), page_id)
 
 
-@app.task(base=FptrackTask, name="fptrack.index_work")
-def index_work(work_id: str) -> dict[str, Any]:
+@shared_task(bind=True, base=FptrackTask, name="fptrack.index_work")
+def index_work(self: FptrackTask, work_id: str) -> dict[str, Any]:
     """Fingerprint and index a stored work, then match it against the pages crawled before."""
-    result = jobs.index_work(runtime.engine(), work_id)
-    match_work_against_pages.delay(work_id)
+    result = jobs.index_work(self.runtime.engine(), work_id)
+    self.app.tasks["fptrack.match_work_against_pages"].delay(work_id)
     return result
 
 
-@app.task(base=FptrackTask, name="fptrack.match_work_against_pages")
-def match_work_against_pages(work_id: str) -> dict[str, Any]:
+@shared_task(bind=True, base=FptrackTask, name="fptrack.match_work_against_pages")
+def match_work_against_pages(self: FptrackTask, work_id: str) -> dict[str, Any]:
     """Find pages already crawled that copy a work."""
-    return jobs.match_work_against_pages(runtime.engine(), work_id)
+    return jobs.match_work_against_pages(self.runtime.engine(), work_id)
 
 
-@app.task(base=FptrackTask, name="fptrack.match_new_works")
-def match_new_works() -> dict[str, Any]:
+@shared_task(bind=True, base=FptrackTask, name="fptrack.match_new_works")
+def match_new_works(self: FptrackTask) -> dict[str, Any]:
     """Daily: works registered since the last run against all pages; pending pages again."""
-    ops = Operations(runtime.engine().store)
+    ops = Operations(self.runtime.engine().store)
+    tasks = self.app.tasks
     result = jobs.match_new_works(
         ops,
-        lambda work_id: match_work_against_pages.delay(work_id),
-        lambda page_id: process_page.delay(page_id),
+        lambda work_id: tasks["fptrack.match_work_against_pages"].delay(work_id),
+        lambda page_id: tasks["fptrack.process_page"].delay(page_id),
     )
     result["since"] = result["since"].isoformat() if result["since"] else None
     return result
 
 
-@app.task(base=FptrackTask, name="fptrack.crawl_site")
-def crawl_site(site_name: str, fan_out: bool = True) -> dict[str, Any]:
+@shared_task(bind=True, base=FptrackTask, name="fptrack.crawl_site")
+def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[str, Any]:
     """One crawler process of a site's crawl, in a subprocess; pages flow to ``process_page``.
 
     With ``fan_out`` (a scheduled or requested crawl) it sends this task again, without
@@ -105,33 +110,34 @@ def crawl_site(site_name: str, fan_out: bool = True) -> dict[str, Any]:
     """
 
     def helper() -> None:
-        crawl_site.apply_async(args=[site_name], kwargs={"fan_out": False})
+        self.apply_async(args=[site_name], kwargs={"fan_out": False})
 
-    store = runtime.engine().store
+    store = self.runtime.engine().store
     return jobs.crawl_site(
-        runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
+        self.runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
     )
 
 
-@app.task(base=FptrackTask, name="fptrack.resume_crawls")
-def resume_crawls() -> list[str]:
+@shared_task(bind=True, base=FptrackTask, name="fptrack.resume_crawls")
+def resume_crawls(self: FptrackTask) -> list[str]:
     """Every lease: restart the crawls that every crawler process abandoned (crashed)."""
-    settings = runtime.settings
-    sites = {site.name for site in Operations(runtime.engine().store).list_sites()}
+    settings = self.runtime.settings
+    sites = {site.name for site in Operations(self.runtime.engine().store).list_sites()}
     client = redis.Redis.from_url(settings.redis_url)  # the frontiers' standalone server
+    crawl = self.app.tasks["fptrack.crawl_site"]
     try:
         return jobs.resume_crawls(
-            client, Keys(settings.redis_prefix), sites, lambda site: crawl_site.delay(site)
+            client, Keys(settings.redis_prefix), sites, lambda site: crawl.delay(site)
         )
     finally:
         client.close()
 
 
-@app.task(base=FptrackTask, name="fptrack.daily_report")
-def daily_report(day: str | None = None) -> dict[str, Any]:
+@shared_task(bind=True, base=FptrackTask, name="fptrack.daily_report")
+def daily_report(self: FptrackTask, day: str | None = None) -> dict[str, Any]:
     """Totals of one UTC day (ISO date; default yesterday), stored in ``reports``."""
     report = jobs.daily_report(
-        Operations(runtime.engine().store), date.fromisoformat(day) if day else None
+        Operations(self.runtime.engine().store), date.fromisoformat(day) if day else None
     )
     report["generated_at"] = report["generated_at"].isoformat()
     report.pop("_id", None)

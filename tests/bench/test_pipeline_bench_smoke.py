@@ -30,8 +30,8 @@ def databases() -> None:
 
 
 def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_path: Path) -> None:
-    # The suite's own Celery app (another broker) is imported first, as in a full run.
-    import matcher.celery_app  # noqa: F401
+    # The suite's own Celery app (another broker) is built first, as in a full run.
+    import tests.e2e.e2e_support  # noqa: F401
 
     out = tmp_path / "pipeline.json"
     argv = [

@@ -18,6 +18,7 @@ from crawler.pipelines import PROCESS_PAGE_TASK, IngestPipeline, IngestUnavailab
 from crawler.settings import crawl_settings
 from crawler.spiders.site import SiteSpider
 from matcher.errors import StoreUnavailable, UnusableText
+from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
 from tests.crawler.support import RecordingIngest
@@ -95,11 +96,15 @@ class FakeCeleryApp:
     def __init__(self, fail: bool = False) -> None:
         self.sent: list[tuple[str, list[Any]]] = []
         self.fail = fail
+        self.apps: list[Settings] = []
 
     def send_task(self, name: str, args: list[Any]) -> None:
         if self.fail:
             raise ConnectionError("broker unreachable")
         self.sent.append((name, args))
+
+
+PRODUCTION = Settings(mongo_uri="mongodb://db.test:27017", mongo_db="fptrack_prod")
 
 
 @pytest.fixture
@@ -110,7 +115,13 @@ def production(
     import matcher.celery_app
 
     app = FakeCeleryApp()
-    monkeypatch.setattr(matcher.celery_app, "app", app)
+    apps: list[Settings] = []
+
+    def make_app(settings: Settings) -> FakeCeleryApp:
+        apps.append(settings)
+        return app
+
+    monkeypatch.setattr(matcher.celery_app, "make_app", make_app)
     # A client of its own: the pipeline closes the client of the store it opened.
     client = pymongo.MongoClient(os.environ["FPTRACK_MONGO_URI"], tz_aware=True)
     store = Store(client[mongo_db.name])
@@ -121,8 +132,7 @@ def production(
         return store
 
     monkeypatch.setattr(Store, "connect", staticmethod(connect))
-    monkeypatch.setenv("FPTRACK_MONGO_URI", "mongodb://db.test:27017")
-    monkeypatch.setenv("FPTRACK_MONGO_DB", "fptrack_prod")
+    app.apps = apps
     return app, store, connects
 
 
@@ -130,10 +140,11 @@ def test_production_ingest_stores_and_sends_tasks_by_name(
     production: tuple[FakeCeleryApp, Store, list[Any]],
 ) -> None:
     app, store, connects = production
-    pipeline = pipeline_for({})
-    assert pipeline.ingest is None
+    pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION})
+    assert pipeline.ingest is None and pipeline.settings is PRODUCTION
     pipeline.open_spider()
     assert connects == [("mongodb://db.test:27017", "fptrack_prod")]
+    assert app.apps == [PRODUCTION]  # the crawl's settings, not the environment's
     pipeline.process_item(item())
     first = store.page_by_url("http://novels.test/book/17/3.html")
     assert first is not None
@@ -155,7 +166,7 @@ def test_broker_outage_keeps_the_page_pending(
 ) -> None:
     app, store, _ = production
     app.fail = True
-    pipeline = pipeline_for({})
+    pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION})
     pipeline.open_spider()
     pipeline.process_item(item())
     assert pipeline.stats.get_value("fptrack/enqueue_errors") == 1
@@ -164,6 +175,12 @@ def test_broker_outage_keeps_the_page_pending(
 
 def test_missing_celery_app_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matcher.celery_app", None)  # import fails
-    pipeline = pipeline_for({})
+    pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION})
     with pytest.raises(IngestUnavailable, match=r"matcher\.celery_app is not importable"):
+        pipeline.open_spider()
+
+
+def test_no_ingest_and_no_settings_is_a_clear_error() -> None:
+    pipeline = pipeline_for({})
+    with pytest.raises(IngestUnavailable, match="neither FPTRACK_INGEST nor FPTRACK_SETTINGS"):
         pipeline.open_spider()

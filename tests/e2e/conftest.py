@@ -11,9 +11,9 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from matcher.celery_app import app, runtime
 from matcher.engine import Engine
 from matcher.settings import Settings
+from tests.e2e.e2e_support import app
 
 TEST_BROKER_URL = os.environ["FPTRACK_BROKER_URL"]  # set by tests/conftest.py
 
@@ -37,6 +37,6 @@ def engine(redis_client: redis.Redis, mongo_db: Database) -> Iterator[Engine]:
         mongo_client=mongo_db.client,
         redis_client=redis_client,
     )
-    runtime.use(engine)
+    app.fptrack.use(engine)
     yield engine
-    runtime.use(None)
+    app.fptrack.use(None)

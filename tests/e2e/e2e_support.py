@@ -1,4 +1,5 @@
-"""Helpers of the end-to-end tests: sample texts in pirate-site chrome, polling."""
+"""Helpers of the end-to-end tests: the Celery app of this process, sample texts in
+pirate-site chrome, polling."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+from matcher.celery_app import make_app
+from matcher.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples" / "works"
@@ -17,6 +21,12 @@ UNRELATED = (
     "改造工程进入收尾阶段，人行道拓宽后增加了自行车停放区。不少市民反映，施工期间的噪音"
     "问题已经得到改善，但部分路口的信号灯配时仍需调整。"
 )
+
+
+# The tests' entry point reads the settings (tests/conftest.py set the FPTRACK_* variables),
+# once; the default app, so that the shared tasks' ``.delay`` go through it.
+app = make_app(Settings.from_env())
+app.set_default()
 
 
 def sample(name: str) -> str:

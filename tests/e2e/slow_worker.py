@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from matcher import jobs
-from matcher.celery_app import app
+from matcher.worker import app
 
 
 def blocking_process_page(engine: object, page_id: str) -> dict:

@@ -9,10 +9,10 @@ import time
 
 import redis
 
-from matcher.celery_app import CRAWL_QUEUE, app
+from matcher.celery_app import CRAWL_QUEUE
 from matcher.schedules import Schedules
 from matcher.sites import SiteConfig
-from tests.e2e.e2e_support import ROOT, wait_until
+from tests.e2e.e2e_support import ROOT, app, wait_until
 
 
 def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:
@@ -26,7 +26,7 @@ def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:
             "-m",
             "celery",
             "-A",
-            "matcher.celery_app",
+            "matcher.worker",
             "beat",
             "-S",
             "redbeat.RedBeatScheduler",

@@ -11,10 +11,9 @@ from celery.contrib.testing.worker import start_worker
 
 from admin.scan import serve_directory, site_config
 from crawler.run import crawl_in_process
-from matcher.celery_app import app
 from matcher.engine import Engine
 from matcher.ingest import Ingest
-from tests.e2e.e2e_support import ROOT, wait_until
+from tests.e2e.e2e_support import ROOT, app, wait_until
 
 WORKS = ROOT / "samples" / "works"
 SITE = ROOT / "samples" / "site"

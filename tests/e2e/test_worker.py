@@ -26,13 +26,12 @@ from celery.signals import task_success
 from pymongo.database import Database
 
 from matcher import tasks
-from matcher.celery_app import app, runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
-from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, sample, wait_until
+from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, app, sample, wait_until
 
 
 def enqueue(page_id: str) -> None:
@@ -250,14 +249,14 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
     )
     down = Engine(settings, up.store, dead_redis)
     monkeypatch.setattr(tasks.process_page, "max_retries", 2)
-    runtime.use(down)
+    app.fptrack.use(down)
     eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
     app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
     try:
         result = tasks.process_page.delay(page.page_id)
     finally:
         app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
-        runtime.use(None)
+        app.fptrack.use(None)
     assert result.failed()
     [failure] = Operations(up.store).failures()
     assert failure["ref"] == page.page_id and "IndexUnavailable" in failure["error"]
@@ -266,10 +265,10 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
     assert up.store.db.matches.count_documents({}) == 0
     assert up.store.db.fingerprints.count_documents({"owner_kind": "page"}) == 0
     # Redis is back: the same task now completes and clears the failure record
-    runtime.use(up)
+    app.fptrack.use(up)
     try:
         tasks.process_page.apply(args=[page.page_id], retries=1).get()
     finally:
-        runtime.use(None)
+        app.fptrack.use(None)
     assert up.store.db.matches.count_documents({}) == 1
     assert Operations(up.store).failures() == []
