@@ -53,7 +53,7 @@ class Context:
     def mongo_client(self) -> Any:
         """A pymongo client of ``settings.mongo_uri`` that gives up after about a second."""
         if "engine" in self.__dict__:
-            return self.engine.store.db.client
+            return self.engine.store.client
         timeout_ms = int(CONNECT_TIMEOUT_S * 1000)
         uri = self.settings.mongo_uri
         try:

@@ -29,6 +29,7 @@ from admin.reading import WorkFile, iter_work_files
 from matcher.engine import Engine
 from matcher.errors import MatcherError
 from matcher.ingest import Ingest
+from matcher.operations import MAX_LIST, Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 
@@ -164,7 +165,7 @@ def run_scan(
         problem = unreachable(result.crawl_stats.get(site.name, {}))
         if problem:
             result.errors.append(f"site {url} could not be crawled: {problem}")
-    for failure in engine.store.db.failures.find({}):
+    for failure in Operations(engine.store).failures(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")
     result.pages = engine.store.count("pages")
     result.matches = contract_matches(engine)
@@ -183,10 +184,10 @@ def unreachable(stats: dict[str, Any]) -> str:
 
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     """Every active match in the contract's form, by page URL then work."""
-    db = engine.store.db
-    works = {d["_id"]: d.get("source", "") for d in db.works.find({}, {"source": 1})}
+    ops = Operations(engine.store)
+    works = ops.work_sources()
     out = []
-    for m in db.matches.find({"active": True}):
+    for m in ops.active_matches():
         methods = list(m.get("methods", []))
         out.append(
             {

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import sys
 from collections.abc import Iterator
@@ -25,6 +24,7 @@ from admin.context import Context, redis_client
 from admin.errors import CommandError
 from matcher.engine import Engine
 from matcher.keys import Keys
+from matcher.operations import Operations
 from matcher.redis_io import delete_matching
 
 
@@ -74,7 +74,8 @@ def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
 
     _check_arguments(args)
     settings = scan_settings()
-    redis_url = os.environ.get("FPTRACK_REDIS_URL") or None
+    # Only a Redis named in the environment: the scan's default is fakeredis, in process.
+    redis_url = ctx.settings.redis_url if "redis_url" in ctx.settings.explicit else None
     with ExitStack() as stack:
         stack.enter_context(sigterm_interrupts())
         if redis_url:
@@ -138,7 +139,7 @@ def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[s
 
     folders = {base: str(folder) for base, folder in site_dirs.items()}
     page = report_html.render(
-        engine.store.db.matches.find({"active": True}),
+        Operations(engine.store).active_matches(),
         texts,
         title="fptrack scan",
         counts=report_html.Counts(works=result.works, pages=result.pages),

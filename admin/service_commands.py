@@ -122,9 +122,7 @@ def cmd_admin_create_user(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_admin_recount(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.tallies import recount
-
-    written = recount(ctx.engine.store.db)
+    written = ctx.ops.recount()
     print(f"dashboard counters rebuilt: {written} document(s)")
     return 0
 

@@ -118,7 +118,7 @@ def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
 
     enqueue = celery_enqueue(stats, settings)
     store = Store.connect(settings.mongo_uri, settings.mongo_db)
-    return Ingest(store, enqueue), store.db.client
+    return Ingest(store, enqueue), store.client
 
 
 def celery_enqueue(stats: Any, settings: Any) -> Callable[[str], None]:

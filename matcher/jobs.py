@@ -279,9 +279,8 @@ def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
         by_site[m.get("site", "")] += 1
         by_work[m.get("work_title", "") or str(m["work_id"])] += 1
         by_status[m.get("status", "new")] += 1
-    db = ops.db
-    pages = db.pages.count_documents({"fetched_at": {"$gte": start, "$lt": end}})
-    crawls = list(db.crawls.find({"started_at": {"$gte": start, "$lt": end}}))
+    pages = ops.pages_fetched(since=start, until=end)
+    crawls = ops.crawls_started(since=start, until=end)
     report = {
         "day": day.isoformat(),
         "matches": sum(by_site.values()),
@@ -291,7 +290,7 @@ def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
         "pages_fetched": pages,
         "crawls": len(crawls),
         "crawls_failed": sum(c.get("outcome") == "failed" for c in crawls),
-        "failures": db.failures.count_documents({"failed_at": {"$gte": start, "$lt": end}}),
+        "failures": ops.failure_count(since=start, until=end),
         "generated_at": now(),
     }
     ops.save_report(report["day"], report)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -186,12 +186,58 @@ class Operations:
         cursor = self.db.failures.find({}).sort("failed_at", DESCENDING)
         return list(cursor.limit(min(int(limit), MAX_LIST)))
 
+    @mongo_errors
+    def failure_count(self, *, since: datetime | None = None, until: datetime | None = None) -> int:
+        """Failure records, all or those of ``[since, until)``."""
+        return self.db.failures.count_documents(_period("failed_at", since, until))
+
+    @mongo_errors
+    def crawls_started(self, *, since: datetime, until: datetime) -> list[dict]:
+        """The crawl runs started in ``[since, until)``."""
+        return list(self.db.crawls.find(_period("started_at", since, until)))
+
+    @mongo_errors
+    def pages_fetched(self, *, since: datetime, until: datetime) -> int:
+        """Pages whose last fetch is in ``[since, until)``."""
+        return self.db.pages.count_documents(_period("fetched_at", since, until))
+
     # accounts --------------------------------------------------------------------------
 
     @mongo_errors
     def has_users(self) -> bool:
         """Whether the admin platform has at least one account."""
         return self.db.users.find_one({}, {"_id": 1}) is not None
+
+    @mongo_errors
+    def user_record(self, *, username: str, fields: dict[str, int] | None = None) -> dict | None:
+        """The account document of ``username`` (a validated name), or None."""
+        return self.db.users.find_one({"username": _plain_str(username, "username")}, fields)
+
+    @mongo_errors
+    def user_records(self) -> list[dict]:
+        """Every account (no password hashes), by username."""
+        fields = {"username": 1, "role": 1, "created_at": 1, "last_login": 1, "locked_until": 1}
+        return list(self.db.users.find({}, fields).sort("username", ASCENDING))
+
+    @mongo_errors
+    def save_user(self, *, username: str, fields: dict[str, Any]) -> None:
+        """Create or update the account ``username`` with ``fields`` (plain values)."""
+        stamp = now()
+        self.db.users.update_one(
+            {"username": _plain_str(username, "username")},
+            {
+                "$set": {**_plain_fields(fields), "updated_at": stamp},
+                "$setOnInsert": {"created_at": stamp},
+            },
+            upsert=True,
+        )
+
+    @mongo_errors
+    def update_user(self, *, username: str, fields: dict[str, Any]) -> None:
+        """Set ``fields`` (plain values) on the existing account ``username``."""
+        self.db.users.update_one(
+            {"username": _plain_str(username, "username")}, {"$set": _plain_fields(fields)}
+        )
 
     # index health ----------------------------------------------------------------------
 
@@ -217,6 +263,43 @@ class Operations:
     def set_state(self, key: str, value: Any) -> None:
         self.db.state.update_one({"_id": str(key)}, {"$set": {"value": value}}, upsert=True)
 
+    @mongo_errors
+    def state_once(self, *, key: str, value: Any) -> Any:
+        """The value kept under ``key``, setting it to ``value`` first if there is none
+        (atomic: concurrent callers all get the first value written)."""
+        self.db.state.update_one({"_id": str(key)}, {"$setOnInsert": {"value": value}}, upsert=True)
+        return self.get_state(key)
+
+    # dashboard counters ------------------------------------------------------------------
+
+    @mongo_errors
+    def tally_total(self) -> dict:
+        """The deployment-wide counters (works, pages, matches by status, infringing)."""
+        return self.db[tallies.COLLECTION].find_one({"_id": "total"}) or {}
+
+    @mongo_errors
+    def tally_days(self, *, first: str) -> list[dict[str, Any]]:
+        """The per-day counters from day ``first`` (ISO date) on."""
+        return tallies.days(self.db, first)
+
+    @mongo_errors
+    def tally_top(self, *, scope: str, limit: int) -> list[dict[str, Any]]:
+        """The ``limit`` sites or works (``scope``) with the most infringing matches."""
+        return tallies.top(self.db, scope, limit)
+
+    @mongo_errors
+    def infringing_by_work(self, *, work_ids: list[Any]) -> dict[Any, int]:
+        """Infringing match counts of the works ``work_ids`` (0 for those without)."""
+        keys = [f"work|{object_id(str(w), 'work id')}" for w in work_ids]
+        found = self.db[tallies.WORKS_COLLECTION].find({"_id": {"$in": keys}}, {"infringing": 1})
+        by_key = {d["_id"]: int(d.get("infringing", 0)) for d in found}
+        return {w: by_key.get(f"work|{w}", 0) for w in work_ids}
+
+    @mongo_errors
+    def recount(self) -> int:
+        """Rebuild every dashboard counter from the matches; the documents written."""
+        return tallies.recount(self.db)
+
     # works and matches for operators ----------------------------------------------------
 
     @mongo_errors
@@ -224,6 +307,23 @@ class Operations:
         query = {} if since is None else {"registered_at": {"$gt": _when(since)}}
         cursor = self.db.works.find(query, {"_id": 1}).sort("registered_at", ASCENDING)
         return [str(d["_id"]) for d in cursor]
+
+    @mongo_errors
+    def search_works(self, *, text: str = "", limit: int) -> list[dict]:
+        """Works whose title or source contains ``text`` (a literal substring, never a
+        pattern), newest first; all works when ``text`` is empty."""
+        query: dict[str, Any] = {}
+        if text:
+            pattern = re.escape(_plain_str(text, "search text"))
+            query = {"$or": [{"title": {"$regex": pattern}}, {"source": {"$regex": pattern}}]}
+        fields = {"title": 1, "author": 1, "source": 1, "registered_at": 1}
+        cursor = self.db.works.find(query, fields).sort("registered_at", DESCENDING)
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    @mongo_errors
+    def work_sources(self) -> dict[Any, str]:
+        """Work id -> the work's source (file name)."""
+        return {d["_id"]: d.get("source", "") for d in self.db.works.find({}, {"source": 1})}
 
     @mongo_errors
     def list_works(self, limit: int = MAX_LIST) -> list[dict]:
@@ -250,9 +350,16 @@ class Operations:
         since: datetime | None = None,
         until: datetime | None = None,
         status: str | None = None,
+        statuses: Sequence[str] | None = None,
+        min_score: float | None = None,
+        after: tuple[datetime, Any] | None = None,
         active_only: bool = True,
     ) -> dict[str, Any]:
-        """A ``matches`` filter from typed values only (each validated, none an operator)."""
+        """A ``matches`` filter from typed values only (each validated, none an operator).
+
+        ``statuses`` admits any of several statuses (``status`` one); ``min_score`` a lowest
+        score; ``after`` = ``(first_seen, id)`` of the last match of a page of matches sorted
+        newest first: the filter then selects the matches after it (keyset paging)."""
         query: dict[str, Any] = {}
         if site is not None:
             query["site"] = site_name(site)
@@ -266,8 +373,20 @@ class Operations:
                 query["first_seen"]["$lt"] = _when(until)
         if status is not None:
             query["status"] = status_name(status)
+        elif statuses is not None:
+            query["status"] = {"$in": [status_name(s) for s in statuses]}
+        if min_score is not None:
+            if isinstance(min_score, bool) or not isinstance(min_score, int | float):
+                raise StoreError(f"a score is a number, got {min_score!r}")
+            query["score"] = {"$gte": float(min_score)}
         if active_only:
             query["active"] = True
+        if after is not None:
+            when, last = _when(after[0]), object_id(str(after[1]), "match id")
+            query["$or"] = [
+                {"first_seen": {"$lt": when}},
+                {"first_seen": when, "_id": {"$lt": last}},
+            ]
         return query
 
     @mongo_errors
@@ -275,6 +394,42 @@ class Operations:
         """Matches by filter (see :meth:`match_filter`), newest first, evidence included."""
         cursor = self.db.matches.find(self.match_filter(**filters))
         return list(cursor.sort("first_seen", DESCENDING).limit(min(int(limit), MAX_LIST)))
+
+    @mongo_errors
+    def find_matches(
+        self,
+        *,
+        limit: int,
+        fields: Sequence[str] = (),
+        without: Sequence[str] = (),
+        **filters: Any,
+    ) -> Iterator[dict]:
+        """Up to ``limit`` matches of a filter (:meth:`match_filter`), newest first then by
+        id (the keyset order of ``after``): only the fields ``fields`` (with ``_id``) when
+        given, else all but ``without``."""
+        projection = {name: 1 for name in fields} or {name: 0 for name in without} or None
+        cursor = self.db.matches.find(self.match_filter(**filters), projection)
+        cursor = cursor.sort([("first_seen", DESCENDING), ("_id", DESCENDING)])
+        yield from cursor.limit(int(limit))
+
+    @mongo_errors
+    def match_ids(self, *, limit: int | None, **filters: Any) -> list[str]:
+        """The ids of the matches of a filter (:meth:`match_filter`), up to ``limit``
+        (``None``: all)."""
+        cursor = self.db.matches.find(self.match_filter(**filters), {"_id": 1})
+        if limit is not None:
+            cursor = cursor.limit(int(limit))
+        return [str(d["_id"]) for d in cursor]
+
+    @mongo_errors
+    def match(self, *, match_id: str) -> dict | None:
+        """One match record by id (a validated ObjectId string), or None."""
+        return self.db.matches.find_one({"_id": object_id(match_id, "match id")})
+
+    @mongo_errors
+    def active_matches(self) -> Iterator[dict]:
+        """Every active match record, in storage order."""
+        yield from self.db.matches.find({"active": True})
 
     @mongo_errors
     def iter_matches(self, **filters: Any) -> Iterator[dict]:
@@ -309,6 +464,29 @@ class Operations:
     @mongo_errors
     def save_report(self, day: str, report: dict[str, Any]) -> None:
         self.db.reports.update_one({"day": str(day)}, {"$set": report}, upsert=True)
+
+
+def _period(field: str, since: datetime | None, until: datetime | None) -> dict[str, Any]:
+    clause: dict[str, Any] = {}
+    if since is not None:
+        clause["$gte"] = _when(since)
+    if until is not None:
+        clause["$lt"] = _when(until)
+    return {field: clause} if clause else {}
+
+
+def _plain_str(value: Any, what: str) -> str:
+    if not isinstance(value, str):
+        raise StoreError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _plain_fields(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` when no name is an operator or a path (they are set as given)."""
+    for name in fields:
+        if not isinstance(name, str) or not name or name[0] == "$" or "." in name:
+            raise StoreError(f"not a field name: {name!r}")
+    return dict(fields)
 
 
 def _when(value: datetime) -> datetime:

@@ -121,7 +121,10 @@ class Settings:
     crawl_timeout: int = 6000
     crawl_lease: int = 120
     daily_at: str = "03:00"
+    admin_secret: str = field(default="", repr=False)
     policy: MatchPolicy = field(default_factory=MatchPolicy)
+    explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
+    """The fields that :meth:`from_env` found in the environment (not defaults)."""
 
     @property
     def celery_broker(self) -> str:
@@ -171,7 +174,7 @@ class Settings:
         environ = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for f in dataclasses.fields(cls):
-            if f.name != "policy" and f"FPTRACK_{f.name.upper()}" in environ:
+            if f.name not in ("policy", "explicit") and f"FPTRACK_{f.name.upper()}" in environ:
                 values[f.name] = _parse(f.name, environ[f"FPTRACK_{f.name.upper()}"], f.type)
         policy: dict[str, Any] = {}
         for f in dataclasses.fields(MatchPolicy):
@@ -179,6 +182,7 @@ class Settings:
             if key in environ:
                 policy[f.name] = _parse(f.name, environ[key], f.type)
         values["policy"] = MatchPolicy(**policy)
+        values["explicit"] = frozenset(values) - {"policy"}
         values.update(overrides)
         return cls(**values)
 

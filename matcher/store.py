@@ -195,6 +195,15 @@ class Store:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    @property
+    def client(self) -> Any:
+        """The pymongo client of this store's database (shared; close it with :meth:`close`)."""
+        return self.db.client
+
+    def close(self) -> None:
+        """Close the client of this store's database."""
+        self.db.client.close()
+
     @classmethod
     def connect(cls, uri: str, db_name: str, client: Any = None) -> Store:
         """A store on ``client`` (a pymongo or mongomock client), or a new pymongo client."""

@@ -49,19 +49,13 @@ def services() -> Services:
 
 
 def session_secret(ctx: Context) -> str:
-    """``FPTRACK_ADMIN_SECRET``, else the random one kept in the store."""
-    import os
-
-    if os.environ.get("FPTRACK_ADMIN_SECRET"):
-        return os.environ["FPTRACK_ADMIN_SECRET"]
+    """``FPTRACK_ADMIN_SECRET`` (``Settings.admin_secret``), else the random one kept in the
+    store."""
+    if ctx.settings.admin_secret:
+        return ctx.settings.admin_secret
     kept = ctx.ops.get_state(SECRET_STATE_KEY)
     if not kept:
-        ctx.engine.store.db.state.update_one(
-            {"_id": SECRET_STATE_KEY},
-            {"$setOnInsert": {"value": secrets.token_hex(32)}},
-            upsert=True,
-        )
-        kept = ctx.ops.get_state(SECRET_STATE_KEY)
+        kept = ctx.ops.state_once(key=SECRET_STATE_KEY, value=secrets.token_hex(32))
     return kept
 
 

@@ -24,14 +24,13 @@ SITE_TRENDS = 4
 
 def summary(ops: Any) -> dict[str, Any]:
     """The dashboard's figures (also what the benchmark times)."""
-    db = ops.db
-    total = db[tallies.COLLECTION].find_one({"_id": "total"}) or {}
+    total = ops.tally_total()
     today = now().date()
     days = [(today - timedelta(days=TREND_DAYS - 1 - i)).isoformat() for i in range(TREND_DAYS)]
-    daily = tallies.days(db, days[0])
+    daily = ops.tally_days(first=days[0])
     matches_by_day = tallies.each(daily, "matches")
     pages_by_day = tallies.each(daily, "pages")
-    top_sites = tallies.top(db, "site", TOP)
+    top_sites = ops.tally_top(scope="site", limit=TOP)
     per_site = []
     for doc in top_sites[:SITE_TRENDS]:
         counts = doc.get("days", {})
@@ -54,10 +53,10 @@ def summary(ops: Any) -> dict[str, Any]:
         "top_sites": [(d["key"], int(d.get("infringing", 0))) for d in top_sites],
         "top_works": [
             (d.get("label") or d["key"], int(d.get("infringing", 0)), d["key"])
-            for d in tallies.top(db, "work", TOP)
+            for d in ops.tally_top(scope="work", limit=TOP)
         ],
         "health": health,
-        "failures": db.failures.count_documents({}),
+        "failures": ops.failure_count(),
     }
 
 

@@ -22,7 +22,7 @@ from bson import ObjectId
 from bson.errors import InvalidId
 
 from matcher.errors import MatcherError
-from matcher.operations import Operations, site_name, status_name
+from matcher.operations import site_name, status_name
 
 PAGE_SIZE = 50
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -74,19 +74,18 @@ class MatchFilters:
                 raise FilterError("min_score must be a number from 0 to 1")
         return cls(site, work, since, until, min_score, status)
 
-    def query(self, ops: Operations) -> dict[str, Any]:
-        """The MongoDB filter (active matches only)."""
+    def criteria(self) -> dict[str, Any]:
+        """The filters as arguments of the store's match queries
+        (:meth:`matcher.operations.Operations.match_filter`; active matches only)."""
         until = _day(self.until, "until") + timedelta(days=1) if self.until else None
-        query = ops.match_filter(
-            site=self.site,
-            work_id=self.work,
-            since=_day(self.since, "since") if self.since else None,
-            until=until,
-            status=self.status,
-        )
-        if self.min_score is not None:
-            query["score"] = {"$gte": float(self.min_score)}
-        return query
+        return {
+            "site": self.site,
+            "work_id": self.work,
+            "since": _day(self.since, "since") if self.since else None,
+            "until": until,
+            "status": self.status,
+            "min_score": None if self.min_score is None else float(self.min_score),
+        }
 
     def args(self) -> dict[str, str]:
         """The filters as request arguments (for links to other pages of the list)."""
@@ -101,17 +100,17 @@ def _day(value: str, name: str) -> datetime:
     return day.replace(tzinfo=UTC)
 
 
-def cursor_clause(after: str | None) -> dict[str, Any]:
-    """The keyset clause of the page after ``after`` (``<first_seen ms>-<id>``)."""
+def parse_cursor(after: str | None) -> tuple[datetime, ObjectId] | None:
+    """The ``(first_seen, id)`` of a page cursor ``<first_seen ms>-<id>`` (None: none)."""
     if not after:
-        return {}
+        return None
     stamp, _, oid = after.partition("-")
     try:
         when = EPOCH + timedelta(milliseconds=int(stamp))
         last = ObjectId(oid)
     except (ValueError, InvalidId, OverflowError, OSError):
         raise FilterError("bad page cursor") from None
-    return {"$or": [{"first_seen": {"$lt": when}}, {"first_seen": when, "_id": {"$lt": last}}]}
+    return when, last
 
 
 def cursor_of(match: dict[str, Any]) -> str:

@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
-from pymongo import DESCENDING
 
-from admin.web.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_clause, cursor_of
+from admin.web.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_of, parse_cursor
 from admin.web.highlight import excerpt, highlight
 from admin.web.security import requires
 from matcher.store import STATUSES, object_id
@@ -33,16 +32,13 @@ def _filters() -> MatchFilters:
 def index() -> Any:
     filters = _filters()
     ops = _ops()
-    query = filters.query(ops)
     try:
-        page_query = {**query, **cursor_clause(request.args.get("after"))}
+        after = parse_cursor(request.args.get("after"))
     except FilterError as exc:
         abort(400, str(exc))
-    fields = {"evidence": 0, "scores": 0}
-    cursor = ops.db.matches.find(page_query, fields).sort(
-        [("first_seen", DESCENDING), ("_id", DESCENDING)]
+    rows = ops.find_matches(
+        limit=PAGE_SIZE + 1, without=("evidence", "scores"), after=after, **filters.criteria()
     )
-    rows = list(cursor.limit(PAGE_SIZE + 1))
     more = len(rows) > PAGE_SIZE
     rows = rows[:PAGE_SIZE]
     next_args = {**filters.args(), "after": cursor_of(rows[-1])} if more and rows else None
@@ -60,12 +56,12 @@ def index() -> Any:
 @bp.get("/<match_id>")
 def detail(match_id: str) -> Any:
     ops = _ops()
-    match = ops.db.matches.find_one({"_id": object_id(match_id, "match id")})
+    match = ops.match(match_id=match_id)
     if match is None:
         abort(404, "no such match")
-    work = ops.db.works.find_one({"_id": match["work_id"]}, {"title": 1, "source": 1})
-    page = ops.db.pages.find_one(
-        {"_id": match["page_id"]},
+    work = ops.store.get_work(str(match["work_id"]), {"title": 1, "source": 1})
+    page = ops.store.get_page(
+        str(match["page_id"]),
         {"text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1},
     )
     evidence = match.get("evidence", [])
@@ -130,8 +126,7 @@ def bulk() -> Any:
     except FilterError as exc:
         abort(400, str(exc))
     if request.form.get("scope") == "filtered":
-        query = filters.query(ops)
-        ids = [str(m["_id"]) for m in ops.db.matches.find(query, {"_id": 1}).limit(MAX_BULK + 1)]
+        ids = ops.match_ids(limit=MAX_BULK + 1, **filters.criteria())
         if len(ids) > MAX_BULK:
             abort(400, f"more than {MAX_BULK:,} matches: narrow the filters")
     else:

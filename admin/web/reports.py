@@ -64,7 +64,6 @@ from flask import (
 from jinja2 import StrictUndefined, nodes
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
-from pymongo import DESCENDING
 
 from admin.report import XLSX_MIMETYPE, to_csv, to_xlsx
 from admin.web.filters import FilterError, MatchFilters
@@ -168,11 +167,12 @@ class Selection:
     def status_arg(self) -> str:
         return self.filters.status or (EVERY_STATUS if self.every_status else "")
 
-    def query(self, ops: Any) -> dict[str, Any]:
-        query = self.filters.query(ops)
+    def criteria(self) -> dict[str, Any]:
+        """The selection as arguments of the store's match queries."""
+        criteria = self.filters.criteria()
         if self.filters.status is None and not self.every_status:
-            query["status"] = {"$in": list(INFRINGING_STATUSES)}
-        return query
+            criteria["statuses"] = list(INFRINGING_STATUSES)
+        return criteria
 
     def args(self, **changes: str | None) -> dict[str, str]:
         """The selection as request arguments, with ``changes`` (``None`` drops one)."""
@@ -202,13 +202,14 @@ def _ops() -> Any:
     return services().ctx.ops
 
 
-def _find(ops: Any, selection: Selection, limit: int, fields: dict[str, int] | None = None) -> Any:
-    cursor = ops.db.matches.find(selection.query(ops), fields)
-    return cursor.sort([("first_seen", DESCENDING), ("_id", DESCENDING)]).limit(limit)
+def _find(ops: Any, selection: Selection, limit: int, fields: tuple[str, ...] = ()) -> Any:
+    """The selected matches, newest first: ``fields`` only, else all but their scores."""
+    without = () if fields else ("scores",)
+    return ops.find_matches(limit=limit, fields=fields, without=without, **selection.criteria())
 
 
 def _export_rows(ops: Any, selection: Selection) -> list[dict[str, Any]]:
-    rows = list(_find(ops, selection, MAX_EXPORT_ROWS + 1, {"scores": 0}))
+    rows = list(_find(ops, selection, MAX_EXPORT_ROWS + 1))
     if len(rows) > MAX_EXPORT_ROWS:
         abort(400, f"more than {MAX_EXPORT_ROWS:,} matches: narrow the selection")
     return rows
@@ -224,7 +225,7 @@ class Summary:
 
 def summarise(ops: Any, selection: Selection) -> Summary:
     """Counts by site and by work of the first :data:`MAX_SUMMARY_MATCHES` selected matches."""
-    fields = {"site": 1, "work_id": 1, "work_title": 1}
+    fields = ("site", "work_id", "work_title")
     sites: Counter[str] = Counter()
     works: Counter[str] = Counter()
     titles: dict[str, str] = {}
@@ -327,14 +328,14 @@ def export_xlsx() -> Response:
 def printable() -> Any:
     ops = _ops()
     selection = Selection.parse(request.args)
-    rows = list(_find(ops, selection, MAX_PRINT_MATCHES + 1, {"scores": 0}))
+    rows = list(_find(ops, selection, MAX_PRINT_MATCHES + 1))
     more = len(rows) > MAX_PRINT_MATCHES
     entries = []
     for match in rows[:MAX_PRINT_MATCHES]:
         evidence = match.get("evidence", [])
         spans = [e["work_span"] for e in evidence[:PRINT_PASSAGES]]
         work_text = ops.store.work_window(match["work_id"], spans)
-        page = ops.db.pages.find_one({"_id": match.get("page_id")}, {"text": 1, "title": 1}) or {}
+        page = ops.store.get_page(str(match.get("page_id")), {"text": 1, "title": 1}) or {}
         page_text = page.get("text", "")
         entries.append(
             {
@@ -416,7 +417,7 @@ def notice_details(ops: Any) -> dict[str, str]:
 
 def notice_items(ops: Any, selection: Selection) -> tuple[list[dict[str, str]], bool]:
     """The notice's lines (newest :data:`MAX_NOTICE_ITEMS`, by URL) and whether more exist."""
-    fields = {"url": 1, "work_title": 1, "work_source": 1, "first_seen": 1, "evidence": 1}
+    fields = ("url", "work_title", "work_source", "first_seen", "evidence")
     rows = list(_find(ops, selection, MAX_NOTICE_ITEMS + 1, fields))
     items = []
     for match in rows[:MAX_NOTICE_ITEMS]:

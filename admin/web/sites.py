@@ -102,7 +102,7 @@ def mark_authorised(site: str) -> int:
     from flask import g
 
     ops = _services().ctx.ops
-    ids = [str(m["_id"]) for m in ops.db.matches.find(ops.match_filter(site=site, status="new"))]
+    ids = ops.match_ids(limit=None, site=site, status="new")
     return sum(
         ops.set_status(i, "authorised", "site marked authorised", g.user.username) for i in ids
     )

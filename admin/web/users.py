@@ -18,6 +18,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from matcher.errors import MatcherError
+from matcher.operations import Operations
 from matcher.store import Store, now
 
 ROLES = ("viewer", "reviewer", "admin")
@@ -50,7 +51,7 @@ class Users:
     """Create, check and list accounts."""
 
     def __init__(self, store: Store) -> None:
-        self.db = store.db
+        self.ops = Operations(store)
 
     @staticmethod
     def _name(username: Any) -> str:
@@ -65,33 +66,25 @@ class Users:
             raise UserError(f"role must be one of {', '.join(ROLES)}")
         if not isinstance(password, str) or len(password) < MIN_PASSWORD_CHARS:
             raise UserError(f"a password has at least {MIN_PASSWORD_CHARS} characters")
-        if not replace and self.db.users.find_one({"username": name}, {"_id": 1}):
+        if not replace and self.ops.user_record(username=name, fields={"_id": 1}):
             raise UserError(f"user {name!r} exists (use --replace to reset it)")
-        self.db.users.update_one(
-            {"username": name},
-            {
-                "$set": {
-                    "password_hash": _hasher.hash(password),
-                    "role": role,
-                    "failures": 0,
-                    "locked_until": None,
-                    "updated_at": now(),
-                },
-                "$setOnInsert": {"created_at": now()},
-            },
-            upsert=True,
-        )
+        fields = {
+            "password_hash": _hasher.hash(password),
+            "role": role,
+            "failures": 0,
+            "locked_until": None,
+        }
+        self.ops.save_user(username=name, fields=fields)
         return User(name, role)
 
     def get(self, username: Any) -> User | None:
         if not isinstance(username, str) or not USERNAME.match(username):
             return None
-        doc = self.db.users.find_one({"username": username}, {"role": 1})
+        doc = self.ops.user_record(username=username, fields={"role": 1})
         return User(username, doc["role"]) if doc and doc.get("role") in ROLES else None
 
     def list(self) -> list[dict[str, Any]]:
-        fields = {"username": 1, "role": 1, "created_at": 1, "last_login": 1, "locked_until": 1}
-        return list(self.db.users.find({}, fields).sort("username", 1))
+        return self.ops.user_records()
 
     def authenticate(self, username: Any, password: Any) -> tuple[User | None, str]:
         """``(user, "")`` on success, else ``(None, reason)`` with a reason safe to show."""
@@ -99,7 +92,7 @@ class Users:
         if not isinstance(username, str) or not USERNAME.match(username):
             _verify(_DUMMY_HASH, str(password))
             return None, refused
-        doc = self.db.users.find_one({"username": username})
+        doc = self.ops.user_record(username=username)
         if doc is None:
             _verify(_DUMMY_HASH, str(password))
             return None, refused
@@ -112,12 +105,12 @@ class Users:
             update: dict[str, Any] = {"failures": failures}
             if failures >= MAX_FAILURES:
                 update = {"failures": 0, "locked_until": stamp + timedelta(minutes=LOCK_MINUTES)}
-            self.db.users.update_one({"_id": doc["_id"]}, {"$set": update})
+            self.ops.update_user(username=username, fields=update)
             return None, refused
         update = {"failures": 0, "locked_until": None, "last_login": stamp}
         if _hasher.check_needs_rehash(doc["password_hash"]):
             update["password_hash"] = _hasher.hash(password)
-        self.db.users.update_one({"_id": doc["_id"]}, {"$set": update})
+        self.ops.update_user(username=username, fields=update)
         return User(username, doc["role"]), ""
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import tempfile
 from pathlib import Path, PurePath
 from typing import Any
@@ -17,11 +16,9 @@ from flask import (
     request,
     url_for,
 )
-from pymongo import DESCENDING
 
 from admin.reading import DEFAULT_MAX_BYTES, iter_work_files
 from admin.web.security import requires
-from matcher import tallies
 from matcher.errors import MatcherError
 from matcher.store import object_id
 
@@ -40,25 +37,15 @@ def _services() -> Any:
 def index() -> Any:
     ops = _services().ctx.ops
     q = request.args.get("q", "").strip()[:MAX_SEARCH_CHARS]
-    query: dict[str, Any] = {}
-    if q:
-        pattern = re.escape(q)  # the search is a literal substring, never a user regex
-        query = {"$or": [{"title": {"$regex": pattern}}, {"source": {"$regex": pattern}}]}
-    fields = {"title": 1, "author": 1, "source": 1, "registered_at": 1}
-    works = list(
-        ops.db.works.find(query, fields).sort("registered_at", DESCENDING).limit(LIST_LIMIT)
-    )
-    ids = [f"work|{w['_id']}" for w in works]
-    found = ops.db[tallies.WORKS_COLLECTION].find({"_id": {"$in": ids}}, {"infringing": 1})
-    by_id = {d["_id"]: d.get("infringing", 0) for d in found}
-    counts = {w["_id"]: by_id.get(f"work|{w['_id']}", 0) for w in works}
+    works = ops.search_works(text=q, limit=LIST_LIMIT)
+    counts = ops.infringing_by_work(work_ids=[w["_id"] for w in works])
     return render_template("works.html", works=works, q=q, counts=counts, limit=LIST_LIMIT)
 
 
 @bp.get("/<work_id>")
 def detail(work_id: str) -> Any:
     ops = _services().ctx.ops
-    work = ops.db.works.find_one({"_id": object_id(work_id, "work id")}, {"text": 0})
+    work = ops.store.get_work(work_id, {"text": 0})
     if work is None:
         abort(404, "no such work")
     matches = ops.list_matches(limit=500, work_id=work_id)

@@ -30,22 +30,6 @@ def sample(name: str) -> str:
     return (SAMPLES / name).read_text(encoding="utf-8")
 
 
-@pytest.fixture
-def ctx(redis_client: redis.Redis, mongo_db: Database) -> Context:
-    settings = Settings(
-        redis_prefix="fptrack-test",
-        mongo_db=mongo_db.name,
-        redis_url=servers.session().redis_url(0),
-        broker_url=servers.session().redis_url(1),
-    )
-    engine = Engine.open(
-        settings,
-        mongo_client=mongo_db.client,
-        redis_client=redis_client,
-    )
-    return Context(engine=engine)
-
-
 def run(capsys, ctx: Context, *argv: str) -> tuple[int, str, str]:
     status = main(list(argv), ctx)
     out, err = capsys.readouterr()

@@ -1,0 +1,102 @@
+"""The seams hold: MongoDB is reached only through the store modules, the ``FPTRACK_*``
+settings are read only at entry points, and Redis key names are built only in
+:mod:`matcher.keys`. Read from the source (its syntax tree), so that a new raw use anywhere
+fails here."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("admin", "crawler", "fingerprint", "matcher")
+
+STORE_MODULES = {"matcher/store.py", "matcher/operations.py", "matcher/tallies.py"}
+"""The store: the only modules that hold a pymongo database or collection."""
+
+ENTRY_POINTS = {"admin/context.py", "crawler/run.py", "matcher/worker.py"}
+"""Where :meth:`Settings.from_env` may run: the command line's context, the crawl
+subprocess, and the app of ``celery -A matcher.worker``."""
+
+ENVIRON_READERS = {"matcher/settings.py", "matcher/jobs.py"}
+"""``os.environ`` is read by the settings, and handed on whole to the crawl subprocess."""
+
+
+def modules() -> Iterator[tuple[str, ast.Module]]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            name = path.relative_to(ROOT).as_posix()
+            yield name, ast.parse(path.read_text(encoding="utf-8"), filename=name)
+
+
+def uses(tree: ast.Module, test) -> list[int]:
+    return sorted(node.lineno for node in ast.walk(tree) if test(node))
+
+
+def is_db_attribute(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "db"
+
+
+def is_from_env(node: ast.AST) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "from_env"
+    )
+
+
+def is_environ(node: ast.AST) -> bool:
+    return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+
+def is_prefixed_key(node: ast.AST) -> bool:
+    """An f-string ``f"{...prefix}:..."``: a Redis key name under the configured prefix."""
+    if not isinstance(node, ast.JoinedStr):
+        return False
+    named = [
+        getattr(part.value, "id", "") or getattr(part.value, "attr", "")
+        for part in node.values
+        if isinstance(part, ast.FormattedValue)
+    ]
+    colon = any(isinstance(p, ast.Constant) and str(p.value).startswith(":") for p in node.values)
+    return colon and any(name.endswith("prefix") for name in named)
+
+
+@pytest.mark.parametrize(
+    ("what", "test", "allowed"),
+    [
+        ("a raw MongoDB database (.db)", is_db_attribute, STORE_MODULES),
+        ("Settings.from_env()", is_from_env, ENTRY_POINTS),
+        ("os.environ", is_environ, ENVIRON_READERS),
+    ],
+)
+def test_only_the_home_of_a_concern_touches_it(what: str, test, allowed: set[str]) -> None:
+    found = {
+        name: lines
+        for name, tree in modules()
+        if name not in allowed and (lines := uses(tree, test))
+    }
+    assert found == {}, f"{what} outside {sorted(allowed)}: {found}"
+
+
+def test_the_rules_see_what_they_forbid() -> None:
+    source = "store.db.pages.find({})\nSettings.from_env()\nos.environ['X']\nf'{s.prefix}:win'\n"
+    tree = ast.parse(source)
+    assert uses(tree, is_db_attribute) == [1]
+    assert uses(tree, is_from_env) == [2]
+    assert uses(tree, is_environ) == [3]
+    assert uses(tree, is_prefixed_key) == [4]
+
+
+def test_redis_key_names_are_built_in_keys_only() -> None:
+    """No module but :mod:`matcher.keys` formats a name under the key prefix
+    (``f"{prefix}:..."``)."""
+    found = {
+        name: lines
+        for name, tree in modules()
+        if name != "matcher/keys.py" and (lines := uses(tree, is_prefixed_key))
+    }
+    assert found == {}, f"Redis key names built outside matcher/keys.py: {found}"
