@@ -36,8 +36,10 @@ def index() -> Any:
         after = parse_cursor(request.args.get("after"))
     except FilterError as exc:
         abort(400, str(exc))
-    rows = ops.find_matches(
-        limit=PAGE_SIZE + 1, without=("evidence", "scores"), after=after, **filters.criteria()
+    rows = list(
+        ops.find_matches(
+            limit=PAGE_SIZE + 1, without=("evidence", "scores"), after=after, **filters.criteria()
+        )
     )
     more = len(rows) > PAGE_SIZE
     rows = rows[:PAGE_SIZE]
