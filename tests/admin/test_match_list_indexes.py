@@ -3,7 +3,8 @@
 The list form (``admin/web/templates/matches.html``) offers a site, a work, a status, a
 first day (``since``), a last day (``until``) and a minimum score; the list always keeps
 active matches only and is sorted by ``first_seen`` (newest first). For every combination
-the test builds the real MongoDB filter with :meth:`admin.web.filters.MatchFilters.query`,
+the test builds the real MongoDB filter with :meth:`admin.web.filters.MatchFilters.criteria` and
+:meth:`matcher.operations.Operations.match_filter`,
 reads the equality fields off it (every field compared to a plain value, ``active`` aside)
 and looks in :data:`matcher.store.INDEXES` for an index whose leading keys are exactly those
 fields, in any order, followed by ``first_seen`` descending: the index then finds the rows
@@ -102,7 +103,7 @@ def test_the_form_offers_the_filters_enumerated() -> None:
 def test_every_filter_combination_is_served_by_an_index(
     ops: Operations, filters: dict[str, Any]
 ) -> None:
-    query = MatchFilters(**filters).query(ops)
+    query = ops.match_filter(**MatchFilters(**filters).criteria())
     equality, ranges = split(query)
     assert equality == {EQUALITY[n] for n in filters if n in EQUALITY}
     assert ranges <= RANGE_FIELDS
@@ -189,7 +190,7 @@ SAMPLED = [
 def test_filters_select_the_right_matches(
     ops: Operations, recorded: list[dict[str, Any]], filters: dict[str, Any]
 ) -> None:
-    query = MatchFilters(**filters).query(ops)
+    query = ops.match_filter(**MatchFilters(**filters).criteria())
     cursor = ops.db.matches.find(query).sort([("first_seen", DESCENDING), ("_id", DESCENDING)])
     got = [d["_id"] for d in cursor]
     want = expected(recorded, filters)

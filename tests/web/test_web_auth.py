@@ -83,7 +83,7 @@ def test_security_headers(as_viewer: FlaskClient, client: FlaskClient) -> None:
 
 def test_a_removed_account_loses_access_at_once(app, as_viewer: FlaskClient) -> None:
     assert as_viewer.get("/").status_code == 200
-    app.extensions["fptrack"].users.db.users.delete_one({"username": "victor"})
+    app.extensions["fptrack"].users.ops.db.users.delete_one({"username": "victor"})
     assert as_viewer.get("/").status_code == 302
 
 
@@ -97,7 +97,7 @@ def test_user_rules(app) -> None:
         users.create("bob$ne", "long-enough-password", "viewer")
     with pytest.raises(UserError, match="exists"):
         users.create("alice", "long-enough-password", "viewer")
-    stored = users.db.users.find_one({"username": "alice"})
+    stored = users.ops.db.users.find_one({"username": "alice"})
     assert stored["password_hash"].startswith("$argon2id$")
     assert PASSWORDS["alice"][1] not in str(stored)
     # operator-shaped usernames are refused before reaching MongoDB
