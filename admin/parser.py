@@ -474,6 +474,21 @@ def add_services(sub: Any) -> None:
         "schedules, one line each. Exit status 0 only when all are healthy.",
     )
     _json(p)
+    p = _command(
+        sub,
+        "migrate",
+        s.cmd_migrate,
+        "convert the database to the current (shardable) layout",
+        "Convert a database of an earlier layout: pages get ids derived from their URLs, the "
+        "id counters and dashboard tallies are striped, indexes that would stop sharding are "
+        "replaced. Safe to run again; stop the workers first. With --shard-commands, print "
+        "the mongosh commands that shard every collection instead (nothing is changed).",
+    )
+    p.add_argument(
+        "--shard-commands",
+        action="store_true",
+        help="print the sh.shardCollection commands of the database (default: migrate)",
+    )
 
 
 def add_fingerprint(sub: Any) -> None:

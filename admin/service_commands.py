@@ -127,6 +127,22 @@ def cmd_admin_recount(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def cmd_migrate(args: argparse.Namespace, ctx: Context) -> int:
+    from matcher.migration import migrate
+    from matcher.store import shard_commands
+
+    if args.shard_commands:
+        print(shard_commands(ctx.settings.mongo_db), end="")
+        return 0
+    done = migrate(ctx.engine.store)
+    print(
+        f"migrated: {done.pages} page id(s) ({done.matches} match record(s),"
+        f" {done.fingerprints} fingerprint document(s)), {done.counters} counter stripe(s),"
+        f" {done.tallies} tally document(s) rebuilt"
+    )
+    return 0
+
+
 def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
     if args.concurrency < 0:
         args.parser.error("--concurrency must be 0 (one per core) or more")

@@ -275,7 +275,7 @@ class Operations:
     @mongo_errors
     def tally_total(self) -> dict:
         """The deployment-wide counters (works, pages, matches by status, infringing)."""
-        return self.db[tallies.COLLECTION].find_one({"_id": "total"}) or {}
+        return tallies.total(self.db)
 
     @mongo_errors
     def tally_days(self, *, first: str) -> list[dict[str, Any]]:

@@ -28,7 +28,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
 from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, DuplicateKeyError
 
-from matcher import tallies
+from matcher import ids, tallies
 from matcher.errors import MatcherError, StoreUnavailable
 from matcher.pages import CrawledPage
 
@@ -45,13 +45,12 @@ LIST_ORDER = (("first_seen", DESCENDING), ("_id", DESCENDING))
 INDEXES: dict[str, list[IndexModel]] = {
     "works": [
         IndexModel([("key", ASCENDING)], unique=True, name="key_unique"),
-        IndexModel([("seq", ASCENDING)], unique=True, name="seq_unique"),
+        IndexModel([("seq", ASCENDING)], name="seq"),
         IndexModel([("registered_at", DESCENDING)], name="registered_at"),
         IndexModel([("title", ASCENDING)], name="title"),
     ],
     "pages": [
-        IndexModel([("url", ASCENDING)], unique=True, name="url_unique"),
-        IndexModel([("seq", ASCENDING)], unique=True, name="seq_unique"),
+        IndexModel([("seq", ASCENDING)], name="seq"),
         IndexModel([("site", ASCENDING), ("last_seen", DESCENDING)], name="site_last_seen"),
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
@@ -64,9 +63,9 @@ INDEXES: dict[str, list[IndexModel]] = {
     ],
     "fingerprints": [
         IndexModel(
-            [("owner_kind", ASCENDING), ("owner_id", ASCENDING), ("segment", ASCENDING)],
+            [("owner_id", ASCENDING), ("owner_kind", ASCENDING), ("segment", ASCENDING)],
             unique=True,
-            name="owner_segment_unique",
+            name="owner_kind_segment_unique",
         ),
         IndexModel([("owner_kind", ASCENDING), ("seq", ASCENDING)], name="kind_seq"),
     ],
@@ -108,10 +107,59 @@ INDEXES: dict[str, list[IndexModel]] = {
     "reports": [IndexModel([("day", ASCENDING)], unique=True, name="day_unique")],
     tallies.COLLECTION: tallies.INDEXES,
     tallies.WORKS_COLLECTION: tallies.WORKS_INDEXES,
+    "counters": [],
 }
 
+SHARD_KEYS: dict[str, dict[str, Any]] = {
+    "works": {"key": ASCENDING},
+    "pages": {"_id": ASCENDING},
+    "work_segments": {"work_id": ASCENDING},
+    "fingerprints": {"owner_id": ASCENDING},
+    "matches": {"page_id": ASCENDING},
+    "sites": {"name": ASCENDING},
+    "users": {"username": ASCENDING},
+    "crawls": {"run_id": ASCENDING},
+    "failures": {"task": ASCENDING, "ref": ASCENDING},
+    "state": {"_id": "hashed"},
+    "reports": {"day": ASCENDING},
+    tallies.COLLECTION: {"_id": "hashed"},
+    tallies.WORKS_COLLECTION: {"_id": "hashed"},
+    "counters": {"_id": "hashed"},
+}
+"""The shard key of every collection (``sh.shardCollection``; ``deploy/mongodb-shards.js``).
 
-LEGACY_INDEXES = (("fingerprints", "owner_unique"),)
+MongoDB enforces a unique index on a sharded collection only when the collection's shard
+key is ranged and a prefix of the index, so every unique index here starts with its
+collection's shard key, and those keys are ranged. A page's ``_id`` is derived from its URL
+(:mod:`matcher.ids`), uniform over 63 bits: ``pages`` and ``matches`` (by ``page_id``)
+spread evenly on ranged keys, and the URL needs no unique index of its own; ``seq`` is
+unique by construction (counter stripes). Collections without a unique index of their own
+use a hashed ``_id``."""
+
+
+def shard_commands(db_name: str = "fptrack") -> str:
+    """The mongosh commands that shard every collection of database ``db_name`` on its
+    :data:`SHARD_KEYS` (run once, on a mongos, before the first ``fptrack`` process starts)."""
+    import json
+
+    lines = [
+        f"// The shard keys of fptrack's database {db_name!r} (matcher/store.py SHARD_KEYS).",
+        "// Run once with mongosh on a mongos, before the first fptrack process starts.",
+        f"sh.enableSharding({json.dumps(db_name)});",
+    ]
+    for name, key in SHARD_KEYS.items():
+        lines.append(f"sh.shardCollection({json.dumps(f'{db_name}.{name}')}, {json.dumps(key)});")
+    return "\n".join(lines) + "\n"
+
+
+LEGACY_INDEXES = (
+    ("fingerprints", "owner_unique"),
+    ("fingerprints", "owner_segment_unique"),
+    ("pages", "url_unique"),
+    ("pages", "seq_unique"),
+    ("works", "seq_unique"),
+    *tallies.LEGACY_INDEXES,
+)
 
 
 @dataclass(frozen=True)
@@ -171,6 +219,23 @@ def object_id(value: str | ObjectId, what: str = "id") -> ObjectId:
         raise StoreError(f"{what} {value!r} is not a valid id") from exc
 
 
+def page_key(value: str | int | ObjectId) -> int | ObjectId:
+    """A page's ``_id`` from its string form (decimal digits, :mod:`matcher.ids`), or as
+    given; a page stored before ``fptrack migrate`` keeps its ObjectId. Anything else is a
+    :class:`StoreError`."""
+    if isinstance(value, ObjectId):
+        return value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= ids.ID_MASK:
+        return value
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+        number = int(value)
+        if number <= ids.ID_MASK:
+            return number
+    if isinstance(value, str) and len(value) == 24:
+        return object_id(value, "page id")
+    raise StoreError(f"page id {value!r} is not a valid id")
+
+
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise StoreError(f"{what} must be a string, got {type(value).__name__}")
@@ -215,9 +280,10 @@ class Store:
     def ensure_indexes(self) -> None:
         """Create every collection's indexes; running it again changes nothing.
 
-        An index of an earlier layout that would refuse the current documents is dropped
-        first (``fingerprints.owner_unique``: one fingerprint document per owner, before
-        works had segments).
+        The indexes of earlier layouts (:data:`LEGACY_INDEXES`) are dropped first: unique
+        indexes that do not start with their collection's shard key, and
+        ``fingerprints.owner_unique`` (one fingerprint document per owner, before works had
+        segments).
         """
         for name, index in LEGACY_INDEXES:
             if index in self.db[name].index_information():
@@ -226,15 +292,19 @@ class Store:
             self.db[name].create_indexes(models)
 
     @mongo_errors
-    def next_seq(self, kind: str) -> int:
-        """A new integer id for a work or page (atomic ``$inc`` on ``counters``)."""
+    def next_seq(self, kind: str, stripe: int) -> int:
+        """A new integer id for a work or page, from counter stripe ``stripe``
+        (:mod:`matcher.ids`: an atomic ``$inc`` on one of the ``counters`` documents)."""
         doc = self.db.counters.find_one_and_update(
-            {"_id": _check_kind(kind)},
-            {"$inc": {"seq": 1}},
+            {"_id": f"{_check_kind(kind)}|{int(stripe)}"},
+            {"$inc": {"n": 1}},
             upsert=True,
             return_document=ReturnDocument.AFTER,
         )
-        return int(doc["seq"])
+        try:
+            return ids.seq_of(stripe=stripe, n=int(doc["n"]))
+        except ids.SeqExhausted as exc:
+            raise StoreError(f"no {kind} ids left: {exc}") from exc
 
     def _upsert_with_seq(
         self,
@@ -243,17 +313,23 @@ class Store:
         key: dict[str, Any],
         fields: dict[str, Any],
         on_insert: dict[str, Any] | None = None,
+        *,
+        stripe: int,
+        existing: dict[str, Any] | None = None,
     ) -> tuple[dict[str, Any], bool]:
-        """Upsert by ``key``; a new document gets ``first_seen``, ``on_insert`` and a ``seq``."""
+        """Upsert by ``key``; a new document gets ``first_seen``, ``on_insert`` and a ``seq``
+        from counter stripe ``stripe``. ``existing``: the stored document, when the caller
+        already read it (else it is read here)."""
         coll = self.db[collection]
-        existing = coll.find_one(key, {"_id": 1, "seq": 1})
+        if existing is None:
+            existing = coll.find_one(key, {"_id": 1, "seq": 1})
         stamp = fields.pop("_stamp", now())
         if existing is not None:
             doc = coll.find_one_and_update(
                 key, {"$set": fields}, return_document=ReturnDocument.AFTER
             )
             return doc, False
-        seq = self.next_seq(kind)
+        seq = self.next_seq(kind, stripe)
         try:
             doc = coll.find_one_and_update(
                 key,
@@ -304,8 +380,14 @@ class Store:
             "updated_at": stamp,
             "_stamp": stamp,
         }
+        key = _text(key, "key")
         doc, created = self._upsert_with_seq(
-            "works", "work", {"key": _text(key, "key")}, fields, {"registered_at": stamp}
+            "works",
+            "work",
+            {"key": key},
+            fields,
+            {"registered_at": stamp},
+            stripe=ids.key_stripe(key),
         )
         if created:
             changes = tallies.Changes()
@@ -422,12 +504,29 @@ class Store:
     # pages -----------------------------------------------------------------------------
 
     @mongo_errors
-    def get_page(self, page_id: str, projection: dict[str, int] | None = None) -> dict | None:
-        return self.db.pages.find_one({"_id": object_id(page_id, "page id")}, projection)
+    def get_page(self, page_id: str | int, projection: dict[str, int] | None = None) -> dict | None:
+        return self.db.pages.find_one({"_id": page_key(page_id)}, projection)
 
     @mongo_errors
     def page_by_url(self, url: str, projection: dict[str, int] | None = None) -> dict | None:
-        return self.db.pages.find_one({"url": _text(url, "url")}, projection)
+        return self._page_slot(_text(url, "url"), projection)[0]
+
+    def _page_slot(
+        self, url: str, projection: dict[str, int] | None = None
+    ) -> tuple[dict | None, int]:
+        """``(the stored page of url or None, its _id or the free slot for it)``: one read
+        of the URL's candidate ids (:mod:`matcher.ids`)."""
+        slots = list(ids.candidates(ids.page_id(url)))
+        wanted = None if projection is None else {**projection, "url": 1}
+        found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": slots}}, wanted)}
+        for slot in slots:
+            doc = found.get(slot)
+            if doc is not None and doc.get("url") == url:
+                return doc, slot
+        for slot in slots:
+            if slot not in found:
+                return None, slot
+        raise StoreError(f"every id slot of {url!r} holds another URL")
 
     def pages_by_seq(
         self, seqs: Iterable[int], projection: dict[str, int] | None = None
@@ -443,7 +542,7 @@ class Store:
         ``pending`` until :meth:`mark_processed` records that this very text was matched.
         """
         url = _text(page.url, "url")
-        before = self.db.pages.find_one({"url": url}, {"content_hash": 1, **_LINKS})
+        before, slot = self._page_slot(url, {"content_hash": 1, "seq": 1, **_LINKS})
         stamp = now()
         fields = {
             "site": _text(page.site, "site"),
@@ -458,15 +557,27 @@ class Store:
             "prev_url": _text(page.prev_url, "previous url"),
             "_stamp": stamp,
         }
-        doc, created = self._upsert_with_seq("pages", "page", {"url": url}, fields)
+        try:
+            doc, created = self._upsert_with_seq(
+                "pages",
+                "page",
+                {"_id": slot, "url": url},
+                fields,
+                stripe=ids.stripe_of(slot),
+                existing=before,
+            )
+        except DuplicateKeyError:  # another URL took the slot first: look again
+            return self.store_crawled_page(page, content_hash)
         changes = tallies.Changes()
         changes.page(doc.get("site", ""), doc["fetched_at"], created)
         changes.apply(self.db)
-        if created or before is None:
+        if created:
             state = "new"
-        elif before.get("content_hash") != content_hash or any(
-            before.get(k, "") != fields[k] for k in _LINKS
-        ):
+        elif (
+            before is None
+            or before.get("content_hash") != content_hash
+            or any(before.get(k, "") != fields[k] for k in _LINKS)
+        ):  # a concurrent writer stored it first: match this text again
             state = "changed"
         else:
             state = "unchanged"
@@ -483,8 +594,11 @@ class Store:
         self, urls: Iterable[str], projection: dict[str, int] | None = None
     ) -> dict[str, dict]:
         """Stored pages by URL (those not stored are absent)."""
-        wanted = [_text(u, "url") for u in urls]
-        return {d["url"]: d for d in self.db.pages.find({"url": {"$in": wanted}}, projection)}
+        wanted = {_text(u, "url") for u in urls}
+        slots = [slot for u in wanted for slot in ids.candidates(ids.page_id(u))]
+        fields = None if projection is None else {**projection, "url": 1}
+        found = self.db.pages.find({"_id": {"$in": slots}}, fields)
+        return {d["url"]: d for d in found if d.get("url") in wanted}
 
     @mongo_errors
     def pages_linking_to(self, url: str, projection: dict[str, int] | None = None) -> list[dict]:
@@ -507,7 +621,7 @@ class Store:
         fields: dict[str, Any] = {"processed_hash": content_hash, "pending": False}
         fields.update(processed_at=now(), considered=considered or [], split=split or [])
         result = self.db.pages.update_one(
-            {"_id": object_id(page_id, "page id"), "content_hash": _text(content_hash, "hash")},
+            {"_id": page_key(page_id), "content_hash": _text(content_hash, "hash")},
             {"$set": fields},
         )
         return result.matched_count == 1
@@ -630,7 +744,7 @@ class Store:
         if initial_status not in STATUSES:
             raise StoreError(f"unknown status {initial_status!r}")
         key = {
-            "page_id": object_id(record["page_id"], "page id"),
+            "page_id": page_key(record["page_id"]),
             "work_id": object_id(record["work_id"], "work id"),
         }
         stamp = record.get("last_seen") or now()
@@ -686,7 +800,8 @@ class Store:
     def matches_for(self, field: str, owner_id: str, active_only: bool = True) -> list[dict]:
         if field not in ("page_id", "work_id"):
             raise StoreError(f"cannot list matches by {field!r}")
-        query: dict[str, Any] = {field: object_id(owner_id, field)}
+        key = page_key(owner_id) if field == "page_id" else object_id(owner_id, field)
+        query: dict[str, Any] = {field: key}
         if active_only:
             query["active"] = True
         return list(self.db.matches.find(query).sort("first_seen", ASCENDING))

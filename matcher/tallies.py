@@ -5,7 +5,7 @@ not grow with the data. Each write of the store that
 changes a figure sends the matching ``$inc`` (upserts, atomic per document in
 MongoDB) right after its own write. Documents (``_id``: what they count):
 
-In ``tallies`` (one document per site and per day, so a few hundred in all):
+In ``tallies`` (one document per site and per day, so a few hundred in all, each in stripes):
 
 - ``total``: ``works``, ``pages``, ``matches_seen`` (match records ever created),
   ``active.<status>`` (active match records per review status) and ``infringing`` (active
@@ -17,12 +17,20 @@ In ``tallies`` (one document per site and per day, so a few hundred in all):
 In ``tallies_works`` (one document per work): ``work|<id>`` with ``active.<status>``,
 ``infringing``, ``matches_seen``, ``key`` and ``label`` (the title).
 
+The documents of ``tallies`` take a write for every page and match, so each is kept as
+:data:`STRIPES` stripes: ``<id>#<k>`` (with ``base``: ``<id>``), and a write goes to one
+stripe chosen at random, so that concurrent writers rarely update the same document (no
+write hot spot, on one server or sharded by ``_id``). Readers add the stripes up
+(:func:`total`, :func:`days`, :func:`top`); a stripe alone may hold negative counts. The
+per-work documents are many and each takes few writes: they are not striped.
+
 A crash between a write and its tally leaves the figures slightly off until
 :func:`recount` (``fptrack admin recount``) rebuilds them from the data.
 """
 
 from __future__ import annotations
 
+import random
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
@@ -34,10 +42,12 @@ COLLECTION = "tallies"
 WORKS_COLLECTION = "tallies_works"
 COLLECTIONS = (COLLECTION, WORKS_COLLECTION)
 NOT_INFRINGING = frozenset({"false_positive", "authorised"})
+STRIPES = 16
 INDEXES = [
-    IndexModel([("scope", 1), ("infringing", DESCENDING)], name="scope_infringing"),
+    IndexModel([("base", 1)], name="base"),
     IndexModel([("scope", 1), ("day", 1)], name="scope_day"),
 ]
+LEGACY_INDEXES = ((COLLECTION, "scope_infringing"),)
 WORKS_INDEXES = [IndexModel([("infringing", DESCENDING)], name="infringing")]
 
 
@@ -94,12 +104,14 @@ class Changes:
     def work(self, by: int) -> None:
         self.add("total", "works", by)
 
-    def apply(self, db: Any) -> None:
-        """Send every increment, upserting the documents.
+    def apply(self, db: Any, stripe: int | None = None) -> None:
+        """Send every increment, upserting the documents (those of ``tallies`` in stripe
+        ``stripe``, by default one chosen at random).
 
         One ``update_one`` per document (a handful per write): mongomock's ``bulk_write``
         does not take the current pymongo's ``UpdateOne``.
         """
+        stripe = random.randrange(STRIPES) if stripe is None else int(stripe) % STRIPES
         for doc_id, counts in self.incs.items():
             inc = {f: n for f, n in counts.items() if n}
             labels = self.labels.get(doc_id, {})
@@ -110,8 +122,11 @@ class Changes:
                 update["$inc"] = inc
             if labels:
                 update["$set"] = labels
-            target = WORKS_COLLECTION if doc_id.startswith("work|") else COLLECTION
-            db[target].update_one({"_id": doc_id}, update, upsert=True)
+            if doc_id.startswith("work|"):
+                db[WORKS_COLLECTION].update_one({"_id": doc_id}, update, upsert=True)
+                continue
+            update.setdefault("$set", {})["base"] = doc_id
+            db[COLLECTION].update_one({"_id": f"{doc_id}#{stripe}"}, update, upsert=True)
         self.incs.clear()
         self.labels.clear()
 
@@ -146,18 +161,47 @@ def counts(doc: Mapping[str, Any] | None) -> dict[str, int]:
     return {s: int(active.get(s, 0)) for s in STATUSES}
 
 
+def total(db: Any) -> dict[str, Any]:
+    """The deployment-wide tally (its stripes added up; ``{}`` before the first write)."""
+    merged = merge(db[COLLECTION].find({"base": "total"}))
+    return merged[0] if merged else {}
+
+
 def top(db: Any, scope: str, limit: int = 10) -> list[dict[str, Any]]:
     """The ``site`` or ``work`` tallies with the most infringing matches."""
     if scope == "work":
         cursor = db[WORKS_COLLECTION].find({"infringing": {"$gt": 0}})
-    else:
-        cursor = db[COLLECTION].find({"scope": scope, "infringing": {"$gt": 0}})
-    return list(cursor.sort("infringing", DESCENDING).limit(limit))
+        return list(cursor.sort("infringing", DESCENDING).limit(limit))
+    found = [d for d in merge(db[COLLECTION].find({"scope": scope})) if d.get("infringing", 0) > 0]
+    return sorted(found, key=lambda d: (-d["infringing"], d.get("key", "")))[:limit]
 
 
 def days(db: Any, first: str) -> list[dict[str, Any]]:
     """The daily tallies from ``first`` (``YYYY-MM-DD``) on."""
-    return list(db[COLLECTION].find({"scope": "day", "day": {"$gte": first}}).sort("day", 1))
+    found = merge(db[COLLECTION].find({"scope": "day", "day": {"$gte": first}}))
+    return sorted(found, key=lambda d: d["day"])
+
+
+def merge(stripes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Stripe documents added up into one document per ``base`` (``_id`` = the base): the
+    numbers summed, nested ones too, the labels kept."""
+    merged: dict[str, dict[str, Any]] = {}
+    for doc in stripes:
+        base = doc.get("base") or str(doc["_id"]).split("#", 1)[0]
+        _add(merged.setdefault(base, {"_id": base}), doc)
+    return list(merged.values())
+
+
+def _add(into: dict[str, Any], doc: Mapping[str, Any]) -> None:
+    for name, value in doc.items():
+        if name in ("_id", "base"):
+            continue
+        if isinstance(value, Mapping):
+            _add(into.setdefault(name, {}), value)
+        elif isinstance(value, int | float) and not isinstance(value, bool):
+            into[name] = into.get(name, 0) + value
+        else:
+            into.setdefault(name, value)
 
 
 def each(docs: Iterable[Mapping[str, Any]], field: str) -> dict[str, int]:

@@ -46,6 +46,7 @@ DOWN: dict[str, tuple[str, ...]] = {
     "worker": (),
     "beat": (),
     "check": (),
+    "migrate": (),
 }
 """Arguments of each command that needs a store, run with every store down."""
 NO_STORE = {"fingerprint"}

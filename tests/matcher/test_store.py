@@ -7,6 +7,7 @@ import pytest
 from bson import ObjectId
 from pymongo.database import Database
 
+from matcher import ids
 from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
 from matcher.store import INDEXES, Store, StoreError
@@ -42,7 +43,7 @@ def test_ensure_indexes_is_idempotent_and_declares_unique_keys(store: Store) -> 
         info = store.db[name].index_information()
         for model in models:
             assert model.document["name"] in info
-    assert store.db.pages.index_information()["url_unique"]["unique"]
+    assert store.db.works.index_information()["key_unique"]["unique"]
     assert store.db.matches.index_information()["pair_unique"]["unique"]
 
 
@@ -69,9 +70,13 @@ def test_work_text_is_kept_by_segments(store: Store) -> None:
 
 
 def test_sequences_are_distinct_per_kind(store: Store) -> None:
-    seqs = [add_work(store, key=f"k{i}")[0]["seq"] for i in range(5)]
-    assert seqs == [1, 2, 3, 4, 5]
-    assert add_page(store)["seq"] == 1
+    works = [add_work(store, key=f"k{i}")[0] for i in range(5)]
+    seqs = [w["seq"] for w in works]
+    assert len(set(seqs)) == 5 and all(s >= ids.STRIPES for s in seqs)
+    assert [ids.stripe_of(s) for s in seqs] == [ids.key_stripe(f"k{i}") for i in range(5)]
+    page = add_page(store)
+    assert ids.stripe_of(page["seq"]) == ids.stripe_of(page["_id"])
+    assert page["seq"] == ids.seq_of(stripe=ids.stripe_of(page["_id"]), n=1)  # its own counter
 
 
 def test_page_upsert_keeps_first_seen_and_moves_last_seen(store: Store) -> None:

@@ -1,0 +1,17 @@
+// The shard keys of fptrack's database 'fptrack' (matcher/store.py SHARD_KEYS).
+// Run once with mongosh on a mongos, before the first fptrack process starts.
+sh.enableSharding("fptrack");
+sh.shardCollection("fptrack.works", {"key": 1});
+sh.shardCollection("fptrack.pages", {"_id": 1});
+sh.shardCollection("fptrack.work_segments", {"work_id": 1});
+sh.shardCollection("fptrack.fingerprints", {"owner_id": 1});
+sh.shardCollection("fptrack.matches", {"page_id": 1});
+sh.shardCollection("fptrack.sites", {"name": 1});
+sh.shardCollection("fptrack.users", {"username": 1});
+sh.shardCollection("fptrack.crawls", {"run_id": 1});
+sh.shardCollection("fptrack.failures", {"task": 1, "ref": 1});
+sh.shardCollection("fptrack.state", {"_id": "hashed"});
+sh.shardCollection("fptrack.reports", {"day": 1});
+sh.shardCollection("fptrack.tallies", {"_id": "hashed"});
+sh.shardCollection("fptrack.tallies_works", {"_id": "hashed"});
+sh.shardCollection("fptrack.counters", {"_id": "hashed"});

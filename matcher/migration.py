@@ -1,0 +1,104 @@
+"""``fptrack migrate``: bring a database of the earlier layout to the shardable one.
+
+The earlier layout gave pages ObjectId ``_id`` s with unique ``url`` and ``seq`` indexes,
+took every ``seq`` from one counter document per kind, and kept one tally document per
+figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.ids`):
+
+1. indexes: the unique indexes that do not start with their collection's shard key are
+   dropped and the current ones created (:meth:`Store.ensure_indexes`);
+2. pages: each page with an ObjectId ``_id`` is copied under the id derived from its URL,
+   its match records and fingerprints are pointed at the new id, then the old document is
+   deleted. A page keeps its ``seq``, so the Redis indexes stay valid as they are;
+3. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
+   the single counter documents are deleted;
+4. tallies: rebuilt from the data, in stripes (:func:`matcher.tallies.recount`).
+
+Each step can run again: a migration stopped half-way (a crash, an outage) is finished by
+running it again, and running it on a migrated database changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bson import ObjectId
+from pymongo.errors import DuplicateKeyError
+
+from matcher import ids, tallies
+from matcher.store import KINDS, Store, StoreError, mongo_errors
+
+BATCH = 500
+
+
+@dataclass
+class Migrated:
+    """What one run changed."""
+
+    pages: int = 0
+    matches: int = 0
+    fingerprints: int = 0
+    counters: int = 0
+    tallies: int = 0
+
+
+@mongo_errors
+def migrate(store: Store) -> Migrated:
+    """Run every step (see the module docstring); returns what changed."""
+    done = Migrated()
+    store.ensure_indexes()
+    while True:
+        batch = list(store.db.pages.find({"_id": {"$type": "objectId"}}).limit(BATCH))
+        if not batch:
+            break
+        for doc in batch:
+            _move_page(store, doc, done)
+    done.counters = _stripe_counters(store)
+    done.tallies = tallies.recount(store.db)
+    return done
+
+
+def _move_page(store: Store, doc: dict, done: Migrated) -> None:
+    old: ObjectId = doc["_id"]
+    url = doc.get("url")
+    if not isinstance(url, str):
+        raise StoreError(f"page {old} has no URL: cannot derive its id")
+    existing, slot = store._page_slot(url, {"_id": 1})
+    if existing is None:
+        try:
+            store.db.pages.insert_one({**doc, "_id": slot})
+        except DuplicateKeyError:  # another process moved it meanwhile
+            existing, slot = store._page_slot(url, {"_id": 1})
+    new = slot
+    done.matches += store.db.matches.update_many(
+        {"page_id": old}, {"$set": {"page_id": new}}
+    ).modified_count
+    done.fingerprints += store.db.fingerprints.update_many(
+        {"owner_kind": "page", "owner_id": old}, {"$set": {"owner_id": new}}
+    ).modified_count
+    store.db.pages.delete_one({"_id": old})
+    done.pages += 1
+
+
+def _stripe_counters(store: Store) -> int:
+    """Start every counter stripe above the single counters' ``seq`` (and above any seq in
+    use); returns the stripe documents raised."""
+    raised = 0
+    for kind in KINDS:
+        collection = "works" if kind == "work" else "pages"
+        highest = 0
+        single = store.db.counters.find_one({"_id": kind})
+        if single is not None:
+            highest = int(single.get("seq", 0))
+        top = store.db[collection].find_one({}, {"seq": 1}, sort=[("seq", -1)])
+        if top is not None:
+            highest = max(highest, int(top.get("seq", 0)))
+        if highest == 0:
+            continue
+        start = ids.first_n_after(highest)
+        for stripe in range(ids.STRIPES):
+            result = store.db.counters.update_one(
+                {"_id": f"{kind}|{stripe}"}, {"$max": {"n": start}}, upsert=True
+            )
+            raised += int(bool(result.modified_count or result.upserted_id))
+        store.db.counters.delete_one({"_id": kind})
+    return raised

@@ -1,0 +1,92 @@
+"""``fptrack migrate`` converts a database of the earlier layout (ObjectId page ids, unique
+``url`` and ``seq`` indexes, one counter per kind, one document per tally) on the test
+MongoDB server, and running it again changes nothing."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from bson import ObjectId
+
+from admin.cli import main
+from admin.context import Context
+from matcher import ids, tallies
+from matcher.pages import CrawledPage
+from matcher.store import SHARD_KEYS, page_key
+
+WHEN = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
+
+
+def old_layout(db) -> dict[str, ObjectId]:
+    """Three pages, one work, matches and fingerprints as the earlier layout wrote them."""
+    db.pages.create_index("url", unique=True, name="url_unique")
+    db.pages.create_index("seq", unique=True, name="seq_unique")
+    work = ObjectId()
+    db.works.insert_one({"_id": work, "key": "w", "seq": 1, "title": "灯塔", "source": "w.txt"})
+    pages = {}
+    for seq in (1, 2, 3):
+        oid = ObjectId()
+        url = f"http://pirate.test/{seq}.html"
+        pages[url] = oid
+        db.pages.insert_one(
+            {"_id": oid, "url": url, "seq": seq, "site": "pirate", "text": "正文",
+             "content_hash": "h", "fetched_at": WHEN, "first_seen": WHEN}
+        )  # fmt: skip
+        db.fingerprints.insert_one(
+            {"owner_kind": "page", "owner_id": oid, "segment": 0, "seq": seq, "methods": {}}
+        )
+        db.matches.insert_one(
+            {"page_id": oid, "work_id": work, "url": url, "site": "pirate", "status": "new",
+             "active": True, "first_seen": WHEN, "work_title": "灯塔"}
+        )  # fmt: skip
+    db.counters.insert_many([{"_id": "page", "seq": 3}, {"_id": "work", "seq": 1}])
+    db.tallies.insert_one({"_id": "total", "pages": 3, "works": 1})
+    return pages
+
+
+def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
+    db = ctx.engine.store.db
+    before = old_layout(db)
+    assert main(["migrate"], ctx) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("migrated: 3 page id(s) (3 match record(s), 3 fingerprint")
+
+    for url, old in before.items():
+        doc = ctx.engine.store.page_by_url(url)
+        assert doc["_id"] == ids.page_id(url) and doc["seq"] == int(url[-6])  # seq kept
+        assert db.pages.count_documents({"_id": old}) == 0
+        assert db.matches.find_one({"url": url})["page_id"] == doc["_id"]
+        fp = db.fingerprints.find_one({"owner_kind": "page", "seq": doc["seq"]})
+        assert fp["owner_id"] == doc["_id"]
+    info = db.pages.index_information()
+    assert "url_unique" not in info and "seq_unique" not in info
+    for name in SHARD_KEYS:
+        for index in db[name].index_information().values():
+            if index.get("unique"):
+                assert [k for k, _ in index["key"]][: len(SHARD_KEYS[name])] == list(
+                    SHARD_KEYS[name]
+                )
+    assert db.counters.find_one({"_id": "page"}) is None
+    assert tallies.total(db)["pages"] == 3 and tallies.total(db)["infringing"] == 3
+
+    # a new page gets a seq above every old one, from its own stripe
+    new, state = ctx.engine.store.store_crawled_page(
+        CrawledPage(url="http://pirate.test/4.html", site="pirate", title="", text="新"), "h4"
+    )
+    assert (
+        state == "new" and new["seq"] > 3 and ids.stripe_of(new["seq"]) == ids.stripe_of(new["_id"])
+    )
+    assert ctx.engine.store.get_page(str(new["_id"]))["url"] == "http://pirate.test/4.html"
+    assert page_key(str(new["_id"])) == new["_id"]
+
+    assert main(["migrate"], ctx) == 0
+    assert capsys.readouterr().out.startswith("migrated: 0 page id(s) (0 match record(s)")
+    assert db.pages.count_documents({}) == 4
+
+
+def test_shard_commands_name_the_database(ctx: Context, capsys) -> None:
+    assert main(["migrate", "--shard-commands"], ctx) == 0
+    out = capsys.readouterr().out
+    name = ctx.settings.mongo_db
+    assert f'sh.enableSharding("{name}");' in out
+    assert f'sh.shardCollection("{name}.pages", {{"_id": 1}});' in out
