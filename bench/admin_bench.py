@@ -466,11 +466,11 @@ def flat(doc: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def check_recount(db: Any) -> tuple[bool, int, float]:
     """Whether ``recount`` finds the tallies the writes kept; differing documents; seconds."""
-    kept = {d["_id"]: flat(d) for name in tallies.COLLECTIONS for d in db[name].find({})}
+    kept = {key: flat(d) for key, d in tallies.snapshot(db).items()}
     started = time.perf_counter()
     tallies.recount(db)
     seconds = time.perf_counter() - started
-    rebuilt = {d["_id"]: flat(d) for name in tallies.COLLECTIONS for d in db[name].find({})}
+    rebuilt = {key: flat(d) for key, d in tallies.snapshot(db).items()}
     differing = sum(1 for key in kept.keys() | rebuilt.keys() if kept.get(key) != rebuilt.get(key))
     return differing == 0, differing, seconds
 

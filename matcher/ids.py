@@ -9,7 +9,9 @@
   uint32). Seqs come from :data:`STRIPES` counter documents instead of one: stripe ``s``
   hands out ``s + STRIPES * n`` for ``n = 1, 2, ...`` (its own ``$inc``), and a writer uses
   the stripe of its page id or work key, so concurrent writers rarely touch the same
-  counter. Each stripe has ``2**32 / STRIPES`` (67 million) seqs: 4.29 billion in all.
+  counter. Each stripe has ``2**32 / STRIPES`` (67 million) seqs: 4.29 billion pages in
+  all; a work's seq leaves 12 bits of the owner id to its segments
+  (:data:`matcher.keys.MAX_WORK_SEQ`): about a million works.
 
 Pure functions; the store does the IO.
 
@@ -59,10 +61,10 @@ def key_stripe(key: str) -> int:
     return stripe_of(xxhash.xxh3_64_intdigest(key.encode("utf-8", "surrogatepass")))
 
 
-def seq_of(*, stripe: int, n: int) -> int:
-    """The ``n``-th seq (from 1) of counter stripe ``stripe``."""
+def seq_of(*, stripe: int, n: int, limit: int = MAX_SEQ) -> int:
+    """The ``n``-th seq (from 1) of counter stripe ``stripe``, at most ``limit``."""
     seq = stripe + STRIPES * n
-    if not 0 <= stripe < STRIPES or n < 1 or seq > MAX_SEQ:
+    if not 0 <= stripe < STRIPES or n < 1 or seq > limit:
         raise SeqExhausted(f"counter stripe {stripe} has no seq number {n}")
     return seq
 

@@ -30,6 +30,7 @@ from pymongo.errors import ConnectionFailure, DuplicateKeyError
 
 from matcher import ids, tallies
 from matcher.errors import MatcherError, StoreUnavailable
+from matcher.keys import MAX_WORK_SEQ
 from matcher.pages import CrawledPage
 
 P = ParamSpec("P")
@@ -295,16 +296,24 @@ class Store:
     def next_seq(self, kind: str, stripe: int) -> int:
         """A new integer id for a work or page, from counter stripe ``stripe``
         (:mod:`matcher.ids`: an atomic ``$inc`` on one of the ``counters`` documents)."""
-        doc = self.db.counters.find_one_and_update(
-            {"_id": f"{_check_kind(kind)}|{int(stripe)}"},
-            {"$inc": {"n": 1}},
-            upsert=True,
-            return_document=ReturnDocument.AFTER,
-        )
-        try:
-            return ids.seq_of(stripe=stripe, n=int(doc["n"]))
-        except ids.SeqExhausted as exc:
-            raise StoreError(f"no {kind} ids left: {exc}") from exc
+        limit = MAX_WORK_SEQ if _check_kind(kind) == "work" else ids.MAX_SEQ
+        for _ in range(5):
+            try:
+                doc = self.db.counters.find_one_and_update(
+                    {"_id": f"{kind}|{int(stripe)}"},
+                    {"$inc": {"n": 1}},
+                    upsert=True,
+                    return_document=ReturnDocument.AFTER,
+                )
+            except DuplicateKeyError:  # two first upserts of one stripe raced: again
+                continue
+            if doc is None:  # the same race, as some servers report it
+                continue
+            try:
+                return ids.seq_of(stripe=stripe, n=int(doc["n"]), limit=limit)
+            except ids.SeqExhausted as exc:
+                raise StoreError(f"no {kind} ids left: {exc}") from exc
+        raise StoreUnavailable(f"counter {kind}|{stripe} could not be incremented")
 
     def _upsert_with_seq(
         self,

@@ -182,6 +182,12 @@ def days(db: Any, first: str) -> list[dict[str, Any]]:
     return sorted(found, key=lambda d: d["day"])
 
 
+def snapshot(db: Any) -> dict[str, dict[str, Any]]:
+    """Every tally by ``_id``, its stripes added up (the per-work tallies as stored)."""
+    merged = merge(db[COLLECTION].find({}))
+    return {d["_id"]: d for d in [*merged, *db[WORKS_COLLECTION].find({})]}
+
+
 def merge(stripes: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Stripe documents added up into one document per ``base`` (``_id`` = the base): the
     numbers summed, nested ones too, the labels kept."""

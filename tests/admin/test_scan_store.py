@@ -24,7 +24,7 @@ from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import Store
+from matcher.store import Store, page_key
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,7 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
     t.step("links", lambda: crawled("二", "p2", next_url=url + "?page=2")[1])
     t.step("linking", lambda: [d["url"] for d in store.pages_linking_to(url + "?page=2")])
     t.step("stale mark", lambda: store.mark_processed(page["_id"], "p1"))
-    t.step("pending", lambda: [ObjectId(i) for i in store.pending_pages()])
+    t.step("pending", lambda: [page_key(i) for i in store.pending_pages()])
     record = {
         "page_id": page["_id"],
         "work_id": work["_id"],

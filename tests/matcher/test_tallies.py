@@ -48,10 +48,7 @@ def _match(store: Store, page: Any, work: Any, status: str = "new") -> Any:
 
 
 def _snapshot(store: Store) -> dict[str, dict]:
-    """Every tally, its stripes added up (the per-work tallies are not striped)."""
-    merged = tallies.merge(store.db[tallies.COLLECTION].find({}))
-    works = list(store.db[tallies.WORKS_COLLECTION].find({}))
-    return {d["_id"]: d for d in [*merged, *works]}
+    return tallies.snapshot(store.db)
 
 
 def _figures(store: Store) -> dict[str, Any]:

@@ -193,7 +193,7 @@ def test_bulk_review_of_ticked_and_filtered_matches(
     assert filtered.status_code == 302
     assert db.matches.count_documents({"site": "pirate", "status": "takedown_sent"}) == 2
     assert db.matches.count_documents({"site": "other", "status": "new"}) == 1
-    total = db.tallies.find_one({"_id": "total"})
+    total = tallies.total(db)
     assert tallies.counts(total)["takedown_sent"] == 2 and tallies.counts(total)["new"] == 1
     assert post(as_reviewer, "/matches/bulk", {"new_status": "gone"}).status_code == 400
     assert (

@@ -1,0 +1,28 @@
+"""``bench/scale_sim.py --quick`` runs on a 3-master cluster and the test MongoDB server,
+finds the copies it planted, and writes measured and extrapolated figures as JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from bench import scale_sim
+
+
+def test_quick_run_measures_and_extrapolates(tmp_path: Path) -> None:
+    out = tmp_path / "scale.json"
+    argv = ["--quick", "--mongo-uri", os.environ["FPTRACK_MONGO_URI"], "--json", str(out)]
+    result = scale_sim.main(argv)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data == json.loads(json.dumps(result))
+    m, t = data["measured"], data["target"]
+    assert m["copies"] > 0 and m["matches"] >= m["copies"]  # every planted copy found
+    assert m["work_chars"] >= 3 * 30_000 and m["masters"] == 3
+    for key in ("redis_bytes_per_work_char", "redis_bytes_per_page", "mongo_bytes_per_page"):
+        assert m[key] > 0, key
+    assert 0 < m["page_p50_ms"] <= m["page_p99_ms"]
+    # the extrapolation is the measured costs times the target's items
+    expected = m["redis_bytes_per_work_char"] * 2e10 + m["redis_bytes_per_page"] * 1e9
+    assert abs(t["redis_gib"] * 2**30 - expected) < 1e-6 * expected
+    assert t["redis_nodes"] >= 1 and t["mongo_shards"] >= 1 and t["worker_machines"] >= 1
