@@ -101,6 +101,18 @@ def redis_memory(client: Any) -> int:
     return sum(int(node["used_memory"]) for node in info.values())
 
 
+def families(client: Any, prefix: str) -> dict[str, int]:
+    """Redis bytes (``MEMORY USAGE``) of the index keys by family: the works' and pages'
+    simhash (``sh``) and postings (``win``) indexes, the rest as ``other``."""
+    out: dict[str, int] = {}
+    for key in client.scan_iter(match=f"{prefix}:*", count=1000):
+        name = key.decode() if isinstance(key, bytes) else key
+        parts = name.split(":")
+        family = ":".join(parts[1:3]) if len(parts) > 2 else "other"
+        out[family] = out.get(family, 0) + int(client.memory_usage(key, samples=0) or 0)
+    return dict(sorted(out.items()))
+
+
 def bson_bytes(db: Any, collection: str, query: dict[str, Any] | None = None) -> int:
     """The logical size of a collection's documents (their BSON encoding)."""
     return sum(len(bson.encode(doc)) for doc in db[collection].find(query or {}))
@@ -188,6 +200,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
             + bson_bytes(db, "matches")
         )
         matches = db.matches.count_documents({"active": True})
+        by_family = families(index, settings.redis_prefix)
         say(f"{args.pages} pages ({copies} copies, {matches} matches)")
         client.drop_database(settings.mongo_db)
     finally:
@@ -209,6 +222,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
         "register_s_per_million_chars": sum(register_s) / chars * 1e6,
         "page_p50_ms": statistics.median(page_ms),
         "page_p99_ms": percentile(page_ms, 99),
+        "redis_bytes_by_family": by_family,
     }
     return {"measured": measured, "target": extrapolate(measured, args)}
 
@@ -274,6 +288,8 @@ def report(result: dict[str, Any]) -> str:
             f" {m['redis_bytes_per_page']:,.0f} B per page",
             f"  MongoDB {m['mongo_bytes_per_work_char']:.2f} B per work char,"
             f" {m['mongo_bytes_per_page']:,.0f} B per page (BSON)",
+            "  Redis keys by family: "
+            + ", ".join(f"{k} {v / 2**20:.1f} MiB" for k, v in m["redis_bytes_by_family"].items()),
             f"  register {m['register_s_per_million_chars']:.2f} s per million chars;"
             f" page p50 {m['page_p50_ms']:.1f} ms, p99 {m['page_p99_ms']:.1f} ms",
             f"target: {t['works']:,} works, {t['work_chars']:.3g} chars, {t['pages']:.3g} pages",
