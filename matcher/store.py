@@ -339,21 +339,26 @@ class Store:
             )
             return doc, False
         seq = self.next_seq(kind, stripe)
-        try:
-            doc = coll.find_one_and_update(
-                key,
-                {
-                    "$set": fields,
-                    "$setOnInsert": {"seq": seq, "first_seen": stamp, **(on_insert or {})},
-                },
-                upsert=True,
-                return_document=ReturnDocument.AFTER,
-            )
-        except DuplicateKeyError:  # a concurrent writer inserted the same key first
-            doc = coll.find_one_and_update(
-                key, {"$set": fields}, return_document=ReturnDocument.AFTER
-            )
-        return doc, doc["seq"] == seq
+        insert = {"seq": seq, "first_seen": stamp, **(on_insert or {})}
+        for _ in range(3):
+            try:
+                doc = coll.find_one_and_update(
+                    key,
+                    {"$set": fields, "$setOnInsert": insert},
+                    upsert=True,
+                    return_document=ReturnDocument.AFTER,
+                )
+            except DuplicateKeyError:  # a concurrent writer inserted the same key first
+                doc = None
+            if doc is None:  # (some servers answer a lost upsert race with no document)
+                doc = coll.find_one_and_update(
+                    key, {"$set": fields}, return_document=ReturnDocument.AFTER
+                )
+            if doc is not None:
+                return doc, doc["seq"] == seq
+        # The key's unique field is held by a document that does not match ``key`` (a
+        # page's id slot taken by another URL): the caller looks again.
+        raise DuplicateKeyError(f"{collection}: {sorted(key)} taken by another document")
 
     # works -----------------------------------------------------------------------------
 
@@ -543,7 +548,9 @@ class Store:
         return self._by_seq("pages", seqs, projection)
 
     @mongo_errors
-    def store_crawled_page(self, page: CrawledPage, content_hash: str) -> tuple[dict, str]:
+    def store_crawled_page(
+        self, page: CrawledPage, content_hash: str, _attempt: int = 0
+    ) -> tuple[dict, str]:
         """Store a fetched page under its unique URL; returns ``(document, state)``.
 
         ``state`` is ``"new"``, ``"changed"`` (its text or its next / previous page links
@@ -576,7 +583,9 @@ class Store:
                 existing=before,
             )
         except DuplicateKeyError:  # another URL took the slot first: look again
-            return self.store_crawled_page(page, content_hash)
+            if _attempt >= ids.PROBES:
+                raise StoreError(f"no id slot of {url!r} could be taken") from None
+            return self.store_crawled_page(page, content_hash, _attempt=_attempt + 1)
         changes = tallies.Changes()
         changes.page(doc.get("site", ""), doc["fetched_at"], created)
         changes.apply(self.db)
