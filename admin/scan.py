@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 import mongomock
 import redis
 
+from admin.memory_store import by_id_lookups
 from admin.reading import WorkFile, iter_work_files
 from matcher.engine import Engine
 from matcher.errors import MatcherError
@@ -108,7 +109,10 @@ def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
         import fakeredis
 
         client = fakeredis.FakeRedis()
-    return Engine.open(settings, mongo_client=scan_mongo_client(), redis_client=client)
+    mongo = scan_mongo_client()
+    if isinstance(mongo, mongomock.MongoClient):
+        by_id_lookups(mongo[settings.mongo_db])
+    return Engine.open(settings, mongo_client=mongo, redis_client=client)
 
 
 def run_scan(
@@ -121,20 +125,27 @@ def run_scan(
     on_work: Callable[[WorkFile], None] = lambda w: None,
     on_page: Callable[[str], None] = lambda url: None,
     crawl_overrides: dict[str, Any] | None = None,
+    index_pages: bool = False,
 ) -> tuple[ScanResult, Engine]:
     """Register the works, crawl the sites, match every page; returns the result and engine.
 
     The engine (with its in-memory store) is returned so the caller can render reports or
     serve the admin over it; its Redis keys are the caller's to drop
-    (``matcher.maintenance.drop_indexes``).
+    (``matcher.maintenance.drop_indexes``). The pages are added to the pages' index only
+    with ``index_pages`` (an admin served over the result registers works later, and those
+    are matched against the pages crawled).
     """
     from crawler.run import crawl_in_process
     from matcher.celery_app import make_app
+    from matcher.maintenance import load_side
 
     settings = settings or scan_settings()
     engine = scan_engine(settings, redis_url)
     result = ScanResult()
     files = list(iter_work_files([works])) if isinstance(works, Path) else works
+    # Every work is registered before the crawl: their index entries go in one bulk load,
+    # and the pages' (for works registered later, in the served admin) after the crawl.
+    engine.registry.index_now = False
     for work in files:
         on_work(work)
         if work.error:
@@ -146,6 +157,9 @@ def run_scan(
             result.errors.append(f"{work.name}: {exc}")
             continue
         result.works += 1
+    load_side(engine, "work")
+    engine.registry.index_now = True
+    engine.index_pages = False
 
     app = make_app(settings)  # the scan's own app: its tasks run eagerly, on this engine
     app.conf.task_always_eager = True
@@ -161,6 +175,9 @@ def run_scan(
     ingest = Ingest(engine.store, enqueue)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)
+    if index_pages:
+        load_side(engine, "page")
+        engine.index_pages = True
     for site, url in zip(sites, site_urls, strict=True):
         problem = unreachable(result.crawl_stats.get(site.name, {}))
         if problem:

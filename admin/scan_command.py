@@ -108,6 +108,7 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
             settings=settings,
             on_work=lambda w: works_bar.update(1),
             on_page=lambda u: pages_bar.update(1),
+            index_pages=args.serve is not None,
         )
     finally:
         works_bar.close()

@@ -75,6 +75,10 @@ class Engine:
     store: Store
     redis: IndexClient
     problems: deque[str] = field(default_factory=lambda: deque(maxlen=PROBLEMS_KEPT))
+    index_pages: bool = True
+    """Add each processed page to the pages' indexes (the reverse direction: works
+    registered later); ``False`` leaves that to a bulk load
+    (:func:`matcher.maintenance.load_side`), as the embedded scan does."""
 
     def __post_init__(self) -> None:
         self.keys = Keys(self.settings.redis_prefix)
@@ -360,10 +364,12 @@ class Engine:
     ) -> list[dict[str, Any]]:
         """Write a matched page's fingerprints, index entries, records and processed mark."""
         seq = int(doc["seq"])
-        self._unindex_page(doc["_id"], seq)
+        if self.index_pages:
+            self._unindex_page(doc["_id"], seq)
         self.store.save_fingerprints("page", doc["_id"], seq, page.stored_fingerprints())
-        with redis_errors("indexing a page"):
-            self.pages.add(seq, page.simhash, page.window_keys)
+        if self.index_pages:
+            with redis_errors("indexing a page"):
+                self.pages.add(seq, page.simhash, page.window_keys)
         initial = "authorised" if authorised else "new"
         written = [self.store.upsert_match(r, initial) for r in records]
         self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in written])

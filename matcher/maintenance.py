@@ -33,15 +33,27 @@ def rebuild_indexes(engine: Engine) -> dict[str, int]:
             side.clear()
             if kind == "work":
                 delete_matching(engine.redis, engine.keys.segment_pattern, "clearing segments")
-        counts[kind] = _load(engine, kind, side)
-    with redis_errors("rebuilding the index"):
-        pipe = engine.redis.pipeline(transaction=False)
-        for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
-            pipe.set(engine.keys.segment(int(fp["seq"])), bytes(fp["value"]))
-            if i % BATCH_KEYS == 0:
-                pipe.execute()
-        pipe.execute()
+        counts[kind] = load_side(engine, kind)
     return counts
+
+
+def load_side(engine: Engine, kind: str) -> int:
+    """Bulk-load the works' (``work``: with each segment's verification data) or the
+    pages' (``page``) indexes from the fingerprints stored in MongoDB, into an empty side;
+    returns the owners loaded. Registering many works, or matching many pages, with their
+    index writes deferred (``Registry.index_now``, ``Engine.index_pages``) and loading them
+    once after is the embedded scan's way: one bulk write instead of a script call each."""
+    side = engine.works if kind == "work" else engine.pages
+    count = _load(engine, kind, side)
+    if kind == "work":
+        with redis_errors("loading the index"):
+            pipe = engine.redis.pipeline(transaction=False)
+            for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
+                pipe.set(engine.keys.segment(int(fp["seq"])), bytes(fp["value"]))
+                if i % BATCH_KEYS == 0:
+                    pipe.execute()
+            pipe.execute()
+    return count
 
 
 def _load(engine: Engine, kind: str, side: Side) -> int:

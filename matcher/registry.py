@@ -50,6 +50,9 @@ class Registry:
     redis: IndexClient
     works: Side
     keys: Keys
+    index_now: bool = True
+    """Write each registered segment to the Redis indexes at once; ``False`` leaves that to
+    a bulk load (:func:`matcher.maintenance.load_side`) after many registrations."""
 
     def add(
         self,
@@ -149,6 +152,8 @@ class Registry:
             stored = prepared.stored_fingerprints()
             stored["anchors"]["value"] = blob
             self.store.save_fingerprints("work", doc["_id"], owner, stored, segment=s.index)
+            if not self.index_now:
+                continue
             with redis_errors("indexing a work"):
                 self.works.add(owner, prepared.simhash, prepared.window_keys)
                 self.redis.set(self.keys.segment(owner), blob)

@@ -182,3 +182,26 @@ def test_command_line_exit_codes(tmp_path) -> None:
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("fptrack scan: error: --works")
+
+
+@pytest.mark.parametrize("index_pages", [True, False])
+def test_pages_are_indexed_for_works_added_later_only_when_served(index_pages: bool) -> None:
+    """The scan bulk-loads the pages' index after its crawl when an admin is served over its
+    result (``--serve``): a work registered there then finds the pages crawled before."""
+    from admin.reading import iter_work_files
+    from admin.scan import run_scan, serve_directory
+    from matcher.maintenance import drop_indexes
+
+    works = [w for w in iter_work_files([WORKS]) if w.name != "chef-diary.txt"]
+    with serve_directory(SITE) as base:
+        result, engine = run_scan(works, [base + "index.html"], index_pages=index_pages)
+    try:
+        urls = {urlsplit(m["url"]).path for m in result.matches}
+        assert "/book/1025/1.html" not in urls and "/book/1021/1.html" in urls
+        later = engine.add_work(
+            (WORKS / "chef-diary.txt").read_text(encoding="utf-8"), title="chef"
+        )
+        found = {urlsplit(r["url"]).path for r in engine.match_work_against_pages(later)}
+        assert found == ({"/book/1025/1.html"} if index_pages else set())
+    finally:
+        drop_indexes(engine)

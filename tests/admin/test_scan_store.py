@@ -19,6 +19,7 @@ from bson import ObjectId
 from pymongo.database import Database
 
 from admin import scan
+from admin.memory_store import by_id_lookups
 from matcher import tallies
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
@@ -122,7 +123,9 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
 
 
 def test_the_scan_store_answers_like_the_server(mongo_db: Database) -> None:
-    memory = exercise(Store(scan.scan_mongo_client()["fptrack"]))
+    database = scan.scan_mongo_client()["fptrack"]
+    by_id_lookups(database)
+    memory = exercise(Store(database))
     server = exercise(Store(mongo_db))
     assert [name for name, _ in memory] == [name for name, _ in server]
     for (name, got), (_, expected) in zip(memory, server, strict=True):
@@ -151,3 +154,30 @@ def test_the_same_scan_on_either_store(mongo_db: Database, monkeypatch: pytest.M
     assert on_server["pages"] == in_memory["pages"] >= 15
     assert len(in_memory["matches"]) == 9
     assert on_server == in_memory
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"_id": 2},
+        {"_id": 2, "url": "u2"},
+        {"_id": 2, "url": "other"},
+        {"_id": {"$in": [3, 1, 99, 3]}},
+        {"_id": {"$in": []}},
+        {"_id": "2"},
+        {"_id": {"$gt": 1}},
+        {"_id": True},
+        {"url": "u1"},
+        {},
+    ],
+    ids=str,
+)
+def test_lookups_by_id_find_what_the_scan_would(spec: dict) -> None:
+    plain = scan.scan_mongo_client()["fptrack"]
+    fast = scan.scan_mongo_client()["fptrack"]
+    by_id_lookups(fast, ["pages"])
+    for db in (plain, fast):
+        db.pages.insert_many([{"_id": i, "url": f"u{i}"} for i in (1, 2, 3)])
+        db.pages.insert_one({"_id": "2", "url": "text id"})
+    assert sorted(map(str, fast.pages.find(spec))) == sorted(map(str, plain.pages.find(spec)))
+    assert fast.pages.count_documents(spec) == plain.pages.count_documents(spec)
