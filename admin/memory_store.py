@@ -8,6 +8,8 @@ crawl. :func:`by_id_lookups` makes each collection of a mongomock database answe
 whose ``_id`` is one plain value or an ``$in`` of plain values (ints, strings, ObjectIds) by
 taking those documents from its store, then applying the whole filter to them as before:
 the same documents, found without the scan. Any other filter goes the usual way.
+:func:`bulk_upserts` makes ``bulk_write`` take the current pymongo's ``UpdateOne`` (which
+mongomock's does not), applying each as ``update_one``; :func:`as_server` does both.
 ``tests/admin/test_scan_store.py`` checks that the scan's store answers as the server does.
 """
 
@@ -20,10 +22,31 @@ from typing import Any
 from bson import ObjectId
 from mongomock.collection import Collection
 from mongomock.filtering import filter_applies
+from pymongo import UpdateOne
 
 from matcher.store import INDEXES
 
 _PLAIN = (int, str, ObjectId)
+
+
+def as_server(database: Any) -> None:
+    """Every collection of the store on a mongomock ``database``: both of the above."""
+    by_id_lookups(database)
+    bulk_upserts(database)
+
+
+def bulk_upserts(database: Any, names: Iterable[str] = INDEXES) -> None:
+    """Give the collections ``names`` a ``bulk_write`` of ``UpdateOne`` requests."""
+    for name in names:
+        collection = database[name]
+        collection.bulk_write = MethodType(_bulk_write, collection)
+
+
+def _bulk_write(self: Collection, requests: Iterable[Any], ordered: bool = True) -> None:
+    for op in requests:
+        if not isinstance(op, UpdateOne):
+            raise TypeError(f"the scan's store takes UpdateOne requests only, not {op!r}")
+        self.update_one(op._filter, op._doc, upsert=op._upsert)
 
 
 def by_id_lookups(database: Any, names: Iterable[str] = INDEXES) -> None:

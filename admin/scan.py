@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 import mongomock
 import redis
 
-from admin.memory_store import by_id_lookups
+from admin.memory_store import as_server
 from admin.reading import WorkFile, iter_work_files
 from matcher.engine import Engine
 from matcher.errors import MatcherError
@@ -111,7 +111,7 @@ def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
         client = fakeredis.FakeRedis()
     mongo = scan_mongo_client()
     if isinstance(mongo, mongomock.MongoClient):
-        by_id_lookups(mongo[settings.mongo_db])
+        as_server(mongo[settings.mongo_db])
     return Engine.open(settings, mongo_client=mongo, redis_client=client)
 
 
@@ -157,7 +157,7 @@ def run_scan(
             result.errors.append(f"{work.name}: {exc}")
             continue
         result.works += 1
-    load_side(engine, "work")
+    load_side(engine, "work", fill_cache=True)
     engine.registry.index_now = True
     engine.index_pages = False
 

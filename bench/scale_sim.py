@@ -2,7 +2,8 @@
 server, measure what each item costs, and extrapolate to a deployment's size.
 
     python -m bench.scale_sim [--works 20] [--work-chars 200000] [--pages 2000]
-        [--copy-share 0.1] [--masters 3] [--mongo-uri URI] [--json OUT] [--quick]
+        [--copy-share 0.1] [--masters 3] [--bucket-bits 14] [--mongo-uri URI] [--json OUT]
+        [--quick]
         [--target-works 100000] [--target-chars 2e10] [--target-pages 1e9]
 
 What it does, in one process:
@@ -30,7 +31,10 @@ The figures are measured on a sample far smaller than the target: per-item costs
 indexes and documents do not grow with the catalogue (fixed-width records, bounded
 postings per key), the cost of a page on the hot path does grow with candidate counts; the
 JSON says which size was measured. ``--quick`` is a small run for the smoke test.
-Defaults: 20 works of 200,000 characters, 2,000 pages, 10 % copies, 3 masters.
+Defaults: 20 works of 200,000 characters, 2,000 pages, 10 % copies, 3 masters, 2^14
+postings buckets (``--bucket-bits``): per-item costs depend on how full the buckets are
+(each bucket key costs Redis about 100 bytes besides its records), so the sample's buckets
+are sized to hold about as many postings as a deployment's sized by the README's rule.
 """
 
 from __future__ import annotations
@@ -147,6 +151,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
             mongo_db=f"fptrack_scale_{int(time.time())}",
             index_redis_url=cluster.url,
             redis_prefix="fptrack-scale",
+            window_bucket_bits=args.bucket_bits,
         )
         client = pymongo.MongoClient(uri, tz_aware=True)
         engine = Engine.open(settings, mongo_client=client)
@@ -215,6 +220,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
         "copies": copies,
         "matches": matches,
         "masters": args.masters,
+        "bucket_bits": args.bucket_bits,
         "redis_bytes_per_work_char": works_redis / chars,
         "redis_bytes_per_page": pages_redis / args.pages,
         "mongo_bytes_per_work_char": works_mongo / chars,
@@ -252,8 +258,9 @@ def extrapolate(m: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def start_mongo() -> tuple[Any, str]:
-    """SecantusDB in memory on a free port (``secantusd-py``, the test extra)."""
+def start_mongo(storage: str = ":memory:") -> tuple[Any, str]:
+    """SecantusDB on a free port (``secantusd-py``, the test extra), in memory or in the
+    directory ``storage``."""
     import shutil
     import socket
     import subprocess
@@ -264,7 +271,7 @@ def start_mongo() -> tuple[Any, str]:
     if binary is None:
         raise SystemExit("secantusd-py not found: pip install -e '.[test]', or give --mongo-uri")
     port = free_port()
-    argv = [binary, "--host", "127.0.0.1", "--port", str(port), "--storage-path", ":memory:"]
+    argv = [binary, "--host", "127.0.0.1", "--port", str(port), "--storage-path", storage]
     server = subprocess.Popen([*argv, "--standalone", "--log-level", "WARNING"])
     deadline = time.monotonic() + 30
     while True:
@@ -316,6 +323,13 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--masters", type=int, default=3, help="(default: %(default)s)")
     p.add_argument("--mongo-uri", default="", help="(default: a SecantusDB started here)")
     p.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    p.add_argument(
+        "--bucket-bits",
+        type=int,
+        default=14,
+        help="FPTRACK_WINDOW_BUCKET_BITS: buckets about as full as a deployment's"
+        " (default: %(default)s)",
+    )
     p.add_argument("--target-works", type=int, default=100_000, help="(default: %(default)s)")
     p.add_argument("--target-chars", type=float, default=2e10, help="(default: %(default)s)")
     p.add_argument("--target-pages", type=float, default=1e9, help="(default: %(default)s)")
@@ -328,6 +342,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     args = parser().parse_args(argv)
     if args.quick:
         args.works, args.work_chars, args.pages, args.copy_share = 3, 30_000, 60, 0.3
+        args.bucket_bits = 12
     result = run(args, lambda line: print(line, file=sys.stderr, flush=True))
     print(report(result))
     if args.json:

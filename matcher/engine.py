@@ -2,7 +2,8 @@
 
 A crawled page is looked up in the index of registered works (:meth:`Engine.find_works`):
 its simhash and postings keys give candidate work segments, ranked by postings hits and
-verified in batches (one ``MGET`` of their compact fingerprints each), never truncated; the
+verified in batches (their verification data from :mod:`matcher.segment_cache`: references
+in Redis, blobs cached in the process or read from the store), never truncated; the
 aligned segments go to :func:`matcher.verify.judge` with the corpus document frequency of
 the page's anchors. A page that is one part of a chapter split over several pages
 (:mod:`matcher.split`) is matched alone and as part of the joined chapter
@@ -47,12 +48,12 @@ from matcher.prepared import (
     as_text,
     content_hash,
     from_blob,
-    from_segment_blob,
     locate,
     prepare,
 )
-from matcher.redis_io import IndexClient, connect, mget
+from matcher.redis_io import IndexClient, connect
 from matcher.registry import Registry
+from matcher.segment_cache import SegmentCache, SegmentData
 from matcher.settings import Settings
 from matcher.store import Store
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
@@ -86,6 +87,8 @@ class Engine:
         self.pages = Side.open(self.redis, self.keys.pages, self.settings)
         self.evidence = Evidence(self.store)
         self.registry = Registry(self.settings, self.store, self.redis, self.works, self.keys)
+        cache = SegmentCache(self.settings.segment_cache_mb << 20)
+        self.segments = SegmentData(self.redis, self.store, self.keys, cache, self._problem)
 
     @classmethod
     def open(
@@ -156,17 +159,11 @@ class Engine:
         batch = self.settings.candidate_batch
         for i in range(0, len(ranked), batch):
             chunk = ranked[i : i + batch]
-            keys = [self.keys.segment(o) for o, _ in chunk]
-            blobs, _ = mget(self.redis, keys, "reading work fingerprints")
-            for (owner, count), blob in zip(chunk, blobs, strict=True):
-                if blob is None:
-                    self._problem(f"work segment {owner} is in the index but its data is missing")
+            loaded = self.segments.load([o for o, _ in chunk])
+            for owner, count in chunk:
+                if owner not in loaded:
                     continue
-                try:
-                    header, anchors = from_segment_blob(blob)
-                except FingerprintError as exc:
-                    self._problem(f"work segment {owner}: stored fingerprint unusable: {exc}")
-                    continue
+                header, anchors = loaded[owner]
                 alignment = align(anchors, page.anchors, ALIGN_PARAMS)
                 if alignment.passages:
                     yield SegmentHit(header, anchors, alignment, count)
@@ -174,7 +171,7 @@ class Engine:
     def find_works(self, page: Prepared) -> list[Verdict]:
         """The verdict of every work that shares passages with ``page``, matches first.
 
-        Reads Redis only.
+        Reads the index, and the store for candidate segments not in the segment cache.
         """
         if not page.length:
             return []
@@ -421,16 +418,14 @@ class Engine:
         stored = self.store.owner_fingerprints("work", work_id, INDEX_KEYS)
         for i in range(0, len(stored), self.settings.candidate_batch):
             chunk = stored[i : i + self.settings.candidate_batch]
-            owners = [int(fp["seq"]) for fp in chunk]
-            blobs, _ = mget(self.redis, [self.keys.segment(o) for o in owners], "reading works")
+            loaded = self.segments.load([int(fp["seq"]) for fp in chunk])
             with redis_errors("reading work fingerprints"):
                 simhashes = [int(fp["value"]["simhash"], 16) for fp in chunk]
                 near = self.pages.simhash.query_many(simhashes, policy.simhash_k)
-            for fp, blob, close in zip(chunk, blobs, near, strict=True):
-                if blob is None:
-                    self._problem(f"work segment {fp['seq']} has no verification data")
+            for fp, close in zip(chunk, near, strict=True):
+                if int(fp["seq"]) not in loaded:
                     continue
-                _, anchors = from_segment_blob(blob)
+                _, anchors = loaded[int(fp["seq"])]
                 keys = array_from_hex(fp["value"]["windows"], "<u8", np.uint64)
                 with redis_errors("looking up candidate pages"):
                     found = self.pages.windows.lookup(keys)
@@ -447,7 +442,7 @@ class Engine:
         found = set()
         min_chars = self.settings.policy.min_chars
         for i in range(0, len(seqs), PAGE_BATCH):
-            for fp in self.store.page_fingerprints_by_seq(seqs[i : i + PAGE_BATCH], "anchors"):
+            for fp in self.store.fingerprints_by_seq("page", seqs[i : i + PAGE_BATCH], "anchors"):
                 try:
                     _, page = from_blob(bytes(fp["value"]))
                 except FingerprintError as exc:

@@ -36,6 +36,15 @@ class Side:
         self.simhash.add([owner], [simhash])
         self.windows.add(owner, keys)
 
+    def add_many(self, owners: list[int], simhashes: list[int], keys: list[np.ndarray]) -> None:
+        """Several owners at once: one simhash call, one postings script call per group."""
+        if not owners:
+            return
+        self.simhash.add(owners, simhashes)
+        lengths = [len(k) for k in keys]
+        owner_ids = np.repeat(np.asarray(owners, np.uint32), lengths)
+        self.windows.add_many(owner_ids, np.concatenate(keys))
+
     def remove(self, owner: int, simhash: int, keys: np.ndarray) -> None:
         self.simhash.remove([owner], [simhash])
         self.windows.remove(owner, keys)

@@ -16,7 +16,7 @@ from fingerprint.base import array_from_hex
 from matcher.engine import Engine
 from matcher.errors import redis_errors
 from matcher.indexes import Side
-from matcher.prepared import INDEX_KEYS
+from matcher.prepared import INDEX_KEYS, segment_ref
 from matcher.redis_io import delete_matching
 
 BATCH_KEYS = 1000
@@ -37,19 +37,24 @@ def rebuild_indexes(engine: Engine) -> dict[str, int]:
     return counts
 
 
-def load_side(engine: Engine, kind: str) -> int:
-    """Bulk-load the works' (``work``: with each segment's verification data) or the
-    pages' (``page``) indexes from the fingerprints stored in MongoDB, into an empty side;
-    returns the owners loaded. Registering many works, or matching many pages, with their
-    index writes deferred (``Registry.index_now``, ``Engine.index_pages``) and loading them
-    once after is the embedded scan's way: one bulk write instead of a script call each."""
+def load_side(engine: Engine, kind: str, *, fill_cache: bool = False) -> int:
+    """Bulk-load the works' (``work``: with each segment's reference to its verification
+    data) or the pages' (``page``) indexes from the fingerprints stored in MongoDB, into an
+    empty side; returns the owners loaded. ``fill_cache`` also keeps the segments' parsed
+    data in the engine's segment cache, as far as it holds them. Registering many works, or
+    matching many pages, with their index writes deferred (``Registry.index_now``,
+    ``Engine.index_pages``) and loading them once after is the embedded scan's way: one bulk
+    write instead of a script call each."""
     side = engine.works if kind == "work" else engine.pages
     count = _load(engine, kind, side)
     if kind == "work":
         with redis_errors("loading the index"):
             pipe = engine.redis.pipeline(transaction=False)
             for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
-                pipe.set(engine.keys.segment(int(fp["seq"])), bytes(fp["value"]))
+                blob = bytes(fp["value"])
+                pipe.set(engine.keys.segment(int(fp["seq"])), segment_ref(blob))
+                if fill_cache:
+                    engine.segments.remember(blob)
                 if i % BATCH_KEYS == 0:
                     pipe.execute()
             pipe.execute()

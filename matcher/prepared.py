@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+import xxhash
 
 from fingerprint.anchors import AnchorParams, Anchors
 from fingerprint.base import CorruptFingerprint, array_to_hex, header
@@ -28,6 +29,8 @@ ANCHOR_PARAMS = AnchorParams()
 _SIMHASH = struct.Struct("<Q")
 _SEGMENT = struct.Struct("<4sIIIIIIQ")  # tag, then the SegmentHeader fields in order
 _SEGMENT_TAG = b"FPS1"
+_REF = struct.Struct("<4sQ")  # tag, xxh3-64 of the segment blob
+_REF_TAG = b"FPR1"
 SAMPLE_M = 8
 INDEX_KEYS = "index_keys"
 INDEX_KEYS_VERSION = 1
@@ -167,6 +170,19 @@ def from_segment_blob(
         raise CorruptFingerprint("segment blob does not start with its header")
     _, *fields = _SEGMENT.unpack_from(data)
     return SegmentHeader(*fields), Anchors.from_bytes(data[_SEGMENT.size :], params)
+
+
+def segment_ref(blob: bytes) -> bytes:
+    """What the index keeps of a work segment's verification data: a tag and the blob's
+    xxh3-64 digest (12 bytes). The blob itself stays in MongoDB, read for candidate segments
+    only (:class:`matcher.segment_cache.SegmentData`)."""
+    return _REF.pack(_REF_TAG, xxhash.xxh3_64_intdigest(blob))
+
+
+def is_segment_ref(value: bytes) -> bool:
+    """Whether an index value is a :func:`segment_ref` (else it is a whole segment blob,
+    as indexes built before references kept it)."""
+    return len(value) == _REF.size and value[:4] == _REF_TAG
 
 
 @dataclass(frozen=True, eq=False)

@@ -3,8 +3,9 @@
 A work is cut into segments (:func:`fingerprint.segments.segment`); each is stored with its
 text (and its overlap with the next), fingerprinted with the same steps as a page
 (:func:`matcher.prepared.prepare`), and indexed as an owner of the works' side
-(:class:`matcher.indexes.Side`) with its verification blob
-(:func:`matcher.prepared.segment_blob`). Memory stays flat in the length of the work: a
+(:class:`matcher.indexes.Side`); its verification blob (:func:`matcher.prepared.segment_blob`)
+is stored with its fingerprints and the index holds a reference to it
+(:mod:`matcher.segment_cache`). Memory stays flat in the length of the work: a
 first pass counts each segment's content characters (the blobs place each segment in its
 work), a second prepares, writes and drops one segment at a time.
 
@@ -14,8 +15,9 @@ longer has are deleted) and its index entries.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
 
 import numpy as np
 from bson import ObjectId
@@ -33,12 +35,16 @@ from matcher.prepared import (
     locate,
     prepare,
     segment_blob,
+    segment_ref,
 )
-from matcher.redis_io import IndexClient, unlink
+from matcher.redis_io import IndexClient, set_buckets, unlink
 from matcher.settings import Settings
 from matcher.store import Store
 
 SEGMENT_PARAMS = SegmentParams()
+BATCH_SEGMENTS = 64
+BATCH_CHARS = 1_000_000
+"""Segments written together: one bulk write per collection, one index call per tag group."""
 
 
 @dataclass
@@ -133,13 +139,37 @@ class Registry:
         unlink(self.redis, segments, "removing a work's segments")
 
     def _index(self, doc: dict, text: str, segments: list[Segment], cores: list[int]) -> None:
-        """Store, fingerprint and index the segments one at a time."""
+        """Store, fingerprint and index the segments, a batch at a time: each batch is
+        written (store, then index) while the next is prepared."""
         work_seq = int(doc["seq"])
         try:
             owners = [segment_owner(work_seq, s.index) for s in segments]
         except ValueError as exc:
             raise UnusableText(f"work {doc.get('title', '')!r}: {exc}") from exc
         offsets = np.cumsum([0, *cores[:-1]]).tolist()
+        with ThreadPoolExecutor(1, thread_name_prefix="fptrack-register") as writer:
+            writing: Future | None = None
+            for batch in self._batches(doc, text, segments, cores, owners, offsets):
+                if writing is not None:
+                    writing.result()
+                writing = writer.submit(self._write, doc["_id"], batch)
+            if writing is not None:
+                writing.result()
+        self.store.drop_work_segments(doc["_id"], from_index=len(segments))
+
+    def _batches(
+        self,
+        doc: dict,
+        text: str,
+        segments: list[Segment],
+        cores: list[int],
+        owners: list[int],
+        offsets: list[int],
+    ) -> Iterator[_Batch]:
+        """The segments prepared, in batches of at most ``BATCH_SEGMENTS`` segments or
+        ``BATCH_CHARS`` characters (the last may be empty)."""
+        work_seq = int(doc["seq"])
+        batch = _Batch()
         for s, owner, offset, core in zip(segments, owners, offsets, cores, strict=True):
             part = text[s.start : s.stop]
             prepared = prepare(part, len(part) + 1, f"work {doc.get('title', '')!r}")
@@ -147,17 +177,42 @@ class Registry:
                 work_seq, s.index, offset, core, sum(cores), s.start, prepared.simhash
             )
             blob = segment_blob(header, prepared.anchors)
-            segment_doc = {"index": s.index, "start": s.start, "end": s.end, "title": s.title}
-            self.store.save_work_segment(doc["_id"], {**segment_doc, "text": part})
             stored = prepared.stored_fingerprints()
             stored["anchors"]["value"] = blob
-            self.store.save_fingerprints("work", doc["_id"], owner, stored, segment=s.index)
-            if not self.index_now:
-                continue
+            segment_doc = {"index": s.index, "start": s.start, "end": s.end, "title": s.title}
+            batch.segments.append({**segment_doc, "text": part})
+            batch.fingerprints.append((owner, s.index, stored))
+            batch.owners.append(owner)
+            batch.simhashes.append(prepared.simhash)
+            batch.keys.append(prepared.window_keys)
+            batch.refs.append((self.keys.segment(owner), segment_ref(blob)))
+            batch.chars += len(part)
+            if len(batch.owners) >= BATCH_SEGMENTS or batch.chars >= BATCH_CHARS:
+                yield batch
+                batch = _Batch()
+        yield batch
+
+    def _write(self, work_id: ObjectId, batch: _Batch) -> None:
+        """A batch of segments into the store, then (``index_now``) into the index."""
+        self.store.save_work_segments(work_id, batch.segments)
+        self.store.save_fingerprints_many("work", work_id, batch.fingerprints)
+        if self.index_now and batch.owners:
             with redis_errors("indexing a work"):
-                self.works.add(owner, prepared.simhash, prepared.window_keys)
-                self.redis.set(self.keys.segment(owner), blob)
-        self.store.drop_work_segments(doc["_id"], from_index=len(segments))
+                self.works.add_many(batch.owners, batch.simhashes, batch.keys)
+            set_buckets(self.redis, batch.refs, "indexing a work")
+
+
+@dataclass
+class _Batch:
+    """Segments prepared and not yet written."""
+
+    segments: list[dict] = field(default_factory=list)
+    fingerprints: list[tuple[int, int, dict]] = field(default_factory=list)
+    owners: list[int] = field(default_factory=list)
+    simhashes: list[int] = field(default_factory=list)
+    keys: list[np.ndarray] = field(default_factory=list)
+    refs: list[tuple[str, bytes]] = field(default_factory=list)
+    chars: int = 0
 
 
 def _content_chars(text: str) -> int:

@@ -115,6 +115,8 @@ class Settings:
     min_work_chars: int = 50
     max_split_parts: int = 50
     candidate_batch: int = 64
+    segment_cache_mb: int = 256
+    """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
     broker_url: str = ""
     visibility_timeout: int = 7200
     task_max_retries: int = 8
@@ -150,7 +152,7 @@ class Settings:
             raise SettingsError("window_bucket_bits must be in 8..28")
         for name in (
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
-            "max_split_parts", "candidate_batch",
+            "max_split_parts", "candidate_batch", "segment_cache_mb",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")

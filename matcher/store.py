@@ -24,7 +24,7 @@ from typing import Any, ParamSpec, TypeVar
 import pymongo
 from bson import Binary, ObjectId
 from bson.errors import InvalidId
-from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, DuplicateKeyError
 
@@ -409,20 +409,27 @@ class Store:
             changes.apply(self.db)
         return doc, created
 
-    @mongo_errors
     def save_work_segment(self, work_id: ObjectId, segment: dict[str, Any]) -> None:
-        """Store one segment of a work: ``index``, ``start``, ``end`` (its place in the
-        work's text), ``title`` and ``text`` (the segment and its overlap with the next)."""
-        index = int(segment["index"])
-        fields = {
-            "start": int(segment["start"]),
-            "end": int(segment["end"]),
-            "title": _text(segment["title"], "segment title"),
-            "text": _text(segment["text"], "segment text"),
-        }
-        self.db.work_segments.update_one(
-            {"work_id": work_id, "index": index}, {"$set": fields}, upsert=True
-        )
+        """Store one segment of a work (see :meth:`save_work_segments`)."""
+        self.save_work_segments(work_id, [segment])
+
+    @mongo_errors
+    def save_work_segments(self, work_id: ObjectId, segments: Iterable[dict[str, Any]]) -> None:
+        """Store segments of a work, one unordered bulk write: each with ``index``,
+        ``start``, ``end`` (its place in the work's text), ``title`` and ``text`` (the
+        segment and its overlap with the next); idempotent upserts."""
+        ops = []
+        for segment in segments:
+            fields = {
+                "start": int(segment["start"]),
+                "end": int(segment["end"]),
+                "title": _text(segment["title"], "segment title"),
+                "text": _text(segment["text"], "segment text"),
+            }
+            key = {"work_id": work_id, "index": int(segment["index"])}
+            ops.append(UpdateOne(key, {"$set": fields}, upsert=True))
+        if ops:
+            self.db.work_segments.bulk_write(ops, ordered=False)
 
     @mongo_errors
     def drop_work_segments(self, work_id: ObjectId, from_index: int = 0) -> None:
@@ -666,7 +673,6 @@ class Store:
 
     # fingerprints ----------------------------------------------------------------------
 
-    @mongo_errors
     def save_fingerprints(
         self,
         kind: str,
@@ -675,26 +681,40 @@ class Store:
         fingerprints: dict[str, dict[str, Any]],
         segment: int = 0,
     ) -> None:
-        """Store an owner's fingerprints, ``{method: {"version", "params", "value"}}``.
+        """Store an owner's fingerprints (see :meth:`save_fingerprints_many`)."""
+        self.save_fingerprints_many(kind, owner_id, [(seq, segment, fingerprints)])
+
+    @mongo_errors
+    def save_fingerprints_many(
+        self,
+        kind: str,
+        owner_id: ObjectId,
+        items: Iterable[tuple[int, int, dict[str, dict[str, Any]]]],
+    ) -> None:
+        """Store an owner's fingerprints, ``(seq, segment, {method: {"version", "params",
+        "value"}})`` per page or work segment, in one unordered bulk write.
 
         One document per page, or per segment of a work, holds every method
         (``methods.<method>``), replaced as a whole, so a re-fingerprinted owner never mixes
         old and new values; ``bytes`` values are stored as BSON binary. ``seq`` is the id the
         Redis indexes use (a work segment's owner id, :mod:`matcher.keys`).
         """
-        methods = {}
-        for method, fp in fingerprints.items():
-            value = fp["value"]
-            methods[_method(method)] = {
-                "version": int(fp["version"]),
-                "params": fp.get("params", {}),
-                "value": Binary(value) if isinstance(value, bytes) else value,
-            }
-        self.db.fingerprints.update_one(
-            {"owner_kind": _check_kind(kind), "owner_id": owner_id, "segment": int(segment)},
-            {"$set": {"seq": int(seq), "methods": methods, "updated_at": now()}},
-            upsert=True,
-        )
+        kind = _check_kind(kind)
+        ops = []
+        for seq, segment, fingerprints in items:
+            methods = {}
+            for method, fp in fingerprints.items():
+                value = fp["value"]
+                methods[_method(method)] = {
+                    "version": int(fp["version"]),
+                    "params": fp.get("params", {}),
+                    "value": Binary(value) if isinstance(value, bytes) else value,
+                }
+            key = {"owner_kind": kind, "owner_id": owner_id, "segment": int(segment)}
+            fields = {"seq": int(seq), "methods": methods, "updated_at": now()}
+            ops.append(UpdateOne(key, {"$set": fields}, upsert=True))
+        if ops:
+            self.db.fingerprints.bulk_write(ops, ordered=False)
 
     @staticmethod
     def _flatten(doc: dict, method: str) -> dict | None:
@@ -734,9 +754,10 @@ class Store:
         return [fp for fp in (self._flatten(d, method) for d in found) if fp is not None]
 
     @mongo_errors
-    def page_fingerprints_by_seq(self, seqs: Iterable[int], method: str) -> list[dict]:
-        """Stored fingerprints of one method for the pages of ``seqs``."""
-        query = {"owner_kind": "page", "seq": {"$in": [int(s) for s in seqs]}}
+    def fingerprints_by_seq(self, kind: str, seqs: Iterable[int], method: str) -> list[dict]:
+        """Stored fingerprints of one method for the pages (or work segments) of ``seqs``,
+        the owner ids of the Redis indexes."""
+        query = {"owner_kind": _check_kind(kind), "seq": {"$in": [int(s) for s in seqs]}}
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}
         found = (self._flatten(d, method) for d in self.db.fingerprints.find(query, projection))
         return [fp for fp in found if fp is not None]

@@ -3,13 +3,17 @@
 A window key is any stable 64-bit hash of a window (a pinyin-window "dna", a shingle hash).
 Postings are packed like the simhash index's buckets (:mod:`matcher.packed`): the key is
 mixed with ``fmix64`` (MurmurHash3's finaliser, a bijection), the top ``bucket_bits`` bits of
-the mix name the bucket, and a record is the next 32 bits of the mix (the key's check) and
-the owner: 8 bytes. Containment is then counted from the index alone: :meth:`WindowIndex.hits`
+the mix name the bucket, and a record is the next 24 bits of the mix (the key's check) and
+the owner: 7 bytes. Containment is then counted from the index alone: :meth:`WindowIndex.hits`
 returns, per owner, how many distinct query keys it holds.
 
 False positives: a record answers a query key when bucket and check agree, i.e. on
-bucket_bits + 32 bits of a bijective mix (52 bits by default). For D distinct keys stored,
-a query key meets a foreign key with probability about D / 2**52: 2e-7 for a billion keys.
+bucket_bits + 24 bits of a bijective mix (44 bits with the default 2**20 buckets). For D
+distinct keys stored, a query key meets a foreign key with probability about
+D / 2**(bucket_bits + 24): 4e-6 for 70 million keys in 2**20 buckets (a catalogue of 400
+million characters), and as little for a larger catalogue whose buckets are sized by the
+README's rule (about 70 postings each). A candidate needs ``min_window_hits`` keys, and every
+candidate is verified, so a false posting costs a little time, never a false match.
 
 Keys that more than ``max_df`` owners share (boilerplate windows: licences, "上一章 下一章")
 are stop keys: :meth:`WindowIndex.hits` ignores them, as a search engine ignores stop words.
@@ -24,6 +28,7 @@ atomic per group and idempotent (an interrupted add is completed by running it a
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,6 +55,23 @@ from matcher.redis_io import (
     set_buckets,
 )
 
+POSTINGS_PER_CHAR = 0.18
+"""Postings keys per content character of a text (pinyin-window dnas and sampled anchors,
+:func:`matcher.prepared.window_keys`), measured on Chinese prose."""
+POSTINGS_PER_BUCKET = 70
+
+
+def bucket_bits_for(chars: float) -> int:
+    """``FPTRACK_WINDOW_BUCKET_BITS`` for about ``chars`` indexed characters: buckets of about
+    :data:`POSTINGS_PER_BUCKET` postings, within 8..28. Fuller buckets make every lookup read
+    more bytes; emptier ones cost Redis about 100 bytes of key overhead each.
+
+    >>> bucket_bits_for(1e8), bucket_bits_for(2e10)
+    (18, 26)
+    """
+    buckets = max(chars, 1.0) * POSTINGS_PER_CHAR / POSTINGS_PER_BUCKET
+    return min(28, max(8, round(math.log2(buckets))))
+
 
 @dataclass(frozen=True, eq=False)
 class Postings:
@@ -68,6 +90,9 @@ class Postings:
 
 _U64 = np.uint64
 _GROUPS = _U64(TAG_GROUPS)
+CHECK_BITS = 24
+"""Bits of the mixed key a record keeps besides its bucket (3 bytes; with the owner, 7)."""
+_CHECK = _U64(CHECK_BITS)
 
 
 class WindowIndex:
@@ -88,12 +113,12 @@ class WindowIndex:
         self._bits = bucket_bits
         self.max_df = max_df
         self._keys = window_keys(prefix)
-        self._fmt = RecordFormat(4)
+        self._fmt = RecordFormat(CHECK_BITS // 8)
         self._params_json = json.dumps(
             {
                 "layout": LAYOUT_VERSION,
                 "tag_groups": TAG_GROUPS,
-                "window_index": {"bucket_bits": bucket_bits},
+                "window_index": {"bucket_bits": bucket_bits, "check_bits": CHECK_BITS},
             },
             sort_keys=True,
             separators=(",", ":"),
@@ -104,11 +129,17 @@ class WindowIndex:
     def add(self, owner: int, keys: np.ndarray) -> None:
         """Post ``owner`` under each key (a script call per tag group, atomic per group;
         already posted: no change)."""
-        self._edit(self._scripts.add, owner, keys, "adding to the window index")
+        self.add_many(np.repeat(as_ids([owner]), len(keys)), keys)
+
+    def add_many(self, owners: np.ndarray, keys: np.ndarray) -> None:
+        """Post ``owners[i]`` under ``keys[i]`` for every i: several owners in the same
+        script calls, one per tag group (a work's segments registered together)."""
+        self._edit(self._scripts.add, owners, keys, "adding to the window index")
 
     def remove(self, owner: int, keys: np.ndarray) -> None:
         """Remove ``owner``'s postings of ``keys`` (a script call per tag group)."""
-        self._edit(self._scripts.remove, owner, keys, "removing from the window index")
+        owners = np.repeat(as_ids([owner]), len(keys))
+        self._edit(self._scripts.remove, owners, keys, "removing from the window index")
 
     def bulk_load(self, owners: np.ndarray, keys: np.ndarray) -> None:
         """Fill an empty index from parallel arrays: buckets built with numpy, SET in chunks.
@@ -130,11 +161,11 @@ class WindowIndex:
         sig, owners = sig[order], owners[order]
         first = np.r_[True, (sig[1:] != sig[:-1]) | (owners[1:] != owners[:-1])]
         sig, owners = sig[first], owners[first]
-        per_group = np.bincount((sig >> _U64(32)) % _GROUPS, minlength=TAG_GROUPS).tolist()
+        per_group = np.bincount((sig >> _CHECK) % _GROUPS, minlength=TAG_GROUPS).tolist()
         meta = [(self._keys.params(g), self._params_json) for g in range(TAG_GROUPS)]
         meta += [(self._keys.records(g), str(n)) for g, n in enumerate(per_group) if n]
         set_buckets(self._client, meta, what)
-        buckets, payloads = group_bytes(self._fmt.records(sig, owners), sig >> _U64(32))
+        buckets, payloads = group_bytes(self._fmt.records(sig, owners), sig >> _CHECK)
         set_buckets(self._client, zip(self._names(buckets), payloads, strict=True), what)
 
     def records(self, what: str = "counting window postings") -> int:
@@ -173,7 +204,7 @@ class WindowIndex:
         )
         if not len(sig):
             return empty
-        buckets = np.unique(sig_sorted >> _U64(32))
+        buckets = np.unique(sig_sorted >> _CHECK)
         groups = (buckets % _GROUPS).astype(np.int64)
         payloads, meta = mget(
             self._client,
@@ -188,7 +219,7 @@ class WindowIndex:
         if not len(buffer):
             return empty
         checks, owners = self._fmt.unpack(buffer)
-        found = (np.repeat(buckets, lengths // self._fmt.width) << _U64(32)) | checks
+        found = (np.repeat(buckets, lengths // self._fmt.width) << _CHECK) | checks
         at = np.minimum(np.searchsorted(sig_sorted, found), len(sig_sorted) - 1)
         match = sig_sorted[at] == found
         found, owners = found[match], owners[match]
@@ -219,15 +250,19 @@ class WindowIndex:
         delete_matching(self._client, self._keys.everything, "clearing the window index")
         self._claimed = False
 
-    def _edit(self, script, owner: int, keys: np.ndarray, what: str) -> None:
+    def _edit(self, script, owners: np.ndarray, keys: np.ndarray, what: str) -> None:
         self._claim(what)
-        owner_id = as_ids([owner])
-        sig = np.unique(self._signature(as_values(keys)))
-        if not len(sig):
+        owners, keys = as_ids(owners), as_values(keys)
+        if len(owners) != len(keys):
+            raise ValueError(f"{len(owners)} owners but {len(keys)} keys")
+        if not len(keys):
             return
-        buckets, payloads = group_bytes(
-            self._fmt.records(sig, np.repeat(owner_id, len(sig))), sig >> _U64(32)
-        )
+        sig = self._signature(keys)
+        order = np.lexsort((owners, sig))
+        sig, owners = sig[order], owners[order]
+        distinct = np.r_[True, (sig[1:] != sig[:-1]) | (owners[1:] != owners[:-1])]
+        sig, owners = sig[distinct], owners[distinct]
+        buckets, payloads = group_bytes(self._fmt.records(sig, owners), sig >> _CHECK)
         names = self._names(buckets)
         groups = (buckets % _GROUPS).astype(np.int64)
         calls = []
@@ -258,8 +293,8 @@ class WindowIndex:
             self._claimed = True
 
     def _signature(self, keys: np.ndarray) -> np.ndarray:
-        """bucket << 32 | check: the top bucket_bits + 32 bits of fmix64(key)."""
-        return fmix64(keys) >> _U64(32 - self._bits)
+        """bucket << 24 | check: the top bucket_bits + 24 bits of fmix64(key)."""
+        return fmix64(keys) >> _U64(64 - CHECK_BITS - self._bits)
 
     def _names(self, buckets: np.ndarray) -> list[bytes]:
         """Bucket names: the group's head and the bucket number in fixed-width hex."""

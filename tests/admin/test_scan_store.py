@@ -19,7 +19,7 @@ from bson import ObjectId
 from pymongo.database import Database
 
 from admin import scan
-from admin.memory_store import by_id_lookups
+from admin.memory_store import as_server, by_id_lookups
 from matcher import tallies
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
@@ -76,6 +76,19 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
     segment = {"index": 0, "start": 0, "end": 2, "title": "", "text": "正文"}
     t.step("segment", lambda: store.save_work_segment(work["_id"], segment))
     t.step("work text", lambda: store.work_text(work["_id"]))
+    more = [{**segment, "index": i, "start": 2 * i, "end": 2 * i + 2} for i in (1, 2)]
+    t.step("segments", lambda: store.save_work_segments(work["_id"], [*more, more[0]]))
+    t.step("longer text", lambda: store.work_text(work["_id"]))
+    fps = [(4096 + i, i, {"anchors": {"version": 1, "value": bytes([i])}}) for i in (0, 1, 2)]
+    t.step("fingerprints", lambda: store.save_fingerprints_many("work", work["_id"], fps))
+    t.step("again", lambda: store.save_fingerprints_many("work", work["_id"], fps[1:]))
+    t.step(
+        "by seq",
+        lambda: sorted(
+            (f["seq"], bytes(f["value"]))
+            for f in store.fingerprints_by_seq("work", [4097, 4098, 1], "anchors")
+        ),
+    )
     url = "http://127.0.0.1:1/book/1.html"
 
     def crawled(text: str, digest: str, **links: str) -> tuple[dict, str]:
@@ -124,7 +137,7 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
 
 def test_the_scan_store_answers_like_the_server(mongo_db: Database) -> None:
     database = scan.scan_mongo_client()["fptrack"]
-    by_id_lookups(database)
+    as_server(database)
     memory = exercise(Store(database))
     server = exercise(Store(mongo_db))
     assert [name for name, _ in memory] == [name for name, _ in server]

@@ -1,0 +1,112 @@
+"""Work segments' verification data: a reference in Redis, the data in MongoDB, a cache here.
+
+The works' index holds, per segment, only a 12-byte reference (:func:`matcher.prepared.
+segment_ref`: the digest of the segment's blob); the blob (header and anchors,
+:func:`matcher.prepared.segment_blob`) is the ``anchors`` fingerprint the store keeps anyway.
+Verifying a page reads the references of its candidate segments (one ``MGET``), takes the
+blobs it has already parsed from a bounded least-recently-used cache keyed by digest, and
+reads the others from the store in one query. Redis then holds no per-character
+verification data, and a re-registered work can never be verified against stale data: a
+new text has a new digest.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from fingerprint.anchors import Anchors
+from fingerprint.base import FingerprintError
+from matcher.keys import Keys
+from matcher.prepared import SegmentHeader, from_segment_blob, is_segment_ref, segment_ref
+from matcher.redis_io import IndexClient, mget
+from matcher.store import Store
+
+log = logging.getLogger(__name__)
+
+Parsed = tuple[SegmentHeader, Anchors]
+
+
+@dataclass
+class SegmentCache:
+    """Parsed segment blobs by reference, least recently used dropped first, at most
+    ``max_bytes`` of blob in all (the parsed arrays take about as much)."""
+
+    max_bytes: int
+    _items: OrderedDict[bytes, tuple[Parsed, int]] = field(default_factory=OrderedDict)
+    size: int = 0
+
+    def get(self, ref: bytes) -> Parsed | None:
+        item = self._items.get(ref)
+        if item is None:
+            return None
+        self._items.move_to_end(ref)
+        return item[0]
+
+    def put(self, ref: bytes, parsed: Parsed, size: int) -> None:
+        if size > self.max_bytes or ref in self._items:
+            return
+        self._items[ref] = (parsed, size)
+        self.size += size
+        while self.size > self.max_bytes:
+            _, (_, dropped) = self._items.popitem(last=False)
+            self.size -= dropped
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+@dataclass
+class SegmentData:
+    """Reads candidate segments' verification data (see the module docstring)."""
+
+    redis: IndexClient
+    store: Store
+    keys: Keys
+    cache: SegmentCache
+    problem: Callable[[str], None]
+
+    def load(self, owners: Sequence[int]) -> dict[int, Parsed]:
+        """The parsed blob of each of ``owners`` (segment owner ids) that the index holds;
+        a segment whose data is missing or unusable is reported and left out."""
+        refs, _ = mget(self.redis, [self.keys.segment(o) for o in owners], "reading work segments")
+        found: dict[int, Parsed] = {}
+        wanted: dict[int, bytes] = {}
+        for owner, ref in zip(owners, refs, strict=True):
+            if ref is None:
+                self.problem(f"work segment {owner} is in the index but its data is missing")
+            elif not is_segment_ref(ref):  # an index built before references: the blob itself
+                parsed = self._parse(owner, ref)
+                if parsed is not None:
+                    found[owner] = parsed
+            elif (hit := self.cache.get(ref)) is not None:
+                found[owner] = hit
+            else:
+                wanted[owner] = ref
+        if wanted:
+            for fp in self.store.fingerprints_by_seq("work", wanted, "anchors"):
+                owner, blob = int(fp["seq"]), bytes(fp["value"])
+                parsed = self._parse(owner, blob)
+                if parsed is None:
+                    continue
+                found[owner] = parsed
+                self.cache.put(segment_ref(blob), parsed, len(blob))
+            for owner in wanted.keys() - found.keys():
+                self.problem(f"work segment {owner} is in the index but not in the store")
+        return found
+
+    def remember(self, blob: bytes) -> None:
+        """Parse and cache a blob read in bulk (the embedded scan's index load)."""
+        if len(blob) + self.cache.size <= self.cache.max_bytes:
+            parsed = self._parse(-1, blob)
+            if parsed is not None:
+                self.cache.put(segment_ref(blob), parsed, len(blob))
+
+    def _parse(self, owner: int, blob: bytes) -> Parsed | None:
+        try:
+            return from_segment_blob(blob)
+        except FingerprintError as exc:
+            self.problem(f"work segment {owner}: stored fingerprint unusable: {exc}")
+            return None
