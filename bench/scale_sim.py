@@ -98,11 +98,10 @@ def novel(rng: random.Random, words: Sequence[str], chars: int) -> list[str]:
 
 
 def redis_memory(client: Any) -> int:
-    """``used_memory`` summed over the masters of a cluster (or one server)."""
-    info = client.info("memory")
-    if isinstance(info, dict) and "used_memory" in info:
-        return int(info["used_memory"])
-    return sum(int(node["used_memory"]) for node in info.values())
+    """``used_memory`` summed over the masters of a cluster (or of one server)."""
+    from bench.index_bench import cluster_memory
+
+    return cluster_memory(client)
 
 
 def families(client: Any, prefix: str) -> dict[str, int]:

@@ -52,9 +52,9 @@ def load_side(engine: Engine, kind: str, *, fill_cache: bool = False) -> int:
             pipe = engine.redis.pipeline(transaction=False)
             for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
                 blob = bytes(fp["value"])
-                pipe.set(engine.keys.segment(int(fp["seq"])), segment_ref(blob))
+                pipe.set(engine.keys.segment(int(fp["seq"])), segment_ref(blob, fp["owner_id"]))
                 if fill_cache:
-                    engine.segments.remember(blob)
+                    engine.segments.remember(blob, fp["owner_id"])
                 if i % BATCH_KEYS == 0:
                     pipe.execute()
             pipe.execute()

@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 import xxhash
+from bson import ObjectId
 
 from fingerprint.anchors import AnchorParams, Anchors
 from fingerprint.base import CorruptFingerprint, array_to_hex, header
@@ -29,7 +30,7 @@ ANCHOR_PARAMS = AnchorParams()
 _SIMHASH = struct.Struct("<Q")
 _SEGMENT = struct.Struct("<4sIIIIIIQ")  # tag, then the SegmentHeader fields in order
 _SEGMENT_TAG = b"FPS1"
-_REF = struct.Struct("<4sQ")  # tag, xxh3-64 of the segment blob
+_REF = struct.Struct("<4sQ12s")  # tag, xxh3-64 of the segment blob, the work's ObjectId
 _REF_TAG = b"FPR1"
 SAMPLE_M = 8
 INDEX_KEYS = "index_keys"
@@ -172,17 +173,23 @@ def from_segment_blob(
     return SegmentHeader(*fields), Anchors.from_bytes(data[_SEGMENT.size :], params)
 
 
-def segment_ref(blob: bytes) -> bytes:
-    """What the index keeps of a work segment's verification data: a tag and the blob's
-    xxh3-64 digest (12 bytes). The blob itself stays in MongoDB, read for candidate segments
-    only (:class:`matcher.segment_cache.SegmentData`)."""
-    return _REF.pack(_REF_TAG, xxhash.xxh3_64_intdigest(blob))
+def segment_ref(blob: bytes, work_id: ObjectId) -> bytes:
+    """What the index keeps of a work segment's verification data (24 bytes): a tag, the
+    blob's xxh3-64 digest and the work's id. The blob itself stays in MongoDB, read for
+    candidate segments only (:class:`matcher.segment_cache.SegmentData`), by the work's id:
+    the fingerprints' shard key, so a sharded store answers from the shards holding it."""
+    return _REF.pack(_REF_TAG, xxhash.xxh3_64_intdigest(blob), work_id.binary)
 
 
 def is_segment_ref(value: bytes) -> bool:
     """Whether an index value is a :func:`segment_ref` (else it is a whole segment blob,
     as indexes built before references kept it)."""
     return len(value) == _REF.size and value[:4] == _REF_TAG
+
+
+def ref_work(ref: bytes) -> ObjectId:
+    """The work id of a :func:`segment_ref`."""
+    return ObjectId(_REF.unpack(ref)[2])
 
 
 @dataclass(frozen=True, eq=False)

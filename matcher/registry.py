@@ -185,7 +185,7 @@ class Registry:
             batch.owners.append(owner)
             batch.simhashes.append(prepared.simhash)
             batch.keys.append(prepared.window_keys)
-            batch.refs.append((self.keys.segment(owner), segment_ref(blob)))
+            batch.refs.append((self.keys.segment(owner), segment_ref(blob, doc["_id"])))
             batch.chars += len(part)
             if len(batch.owners) >= BATCH_SEGMENTS or batch.chars >= BATCH_CHARS:
                 yield batch

@@ -1,11 +1,12 @@
 """Work segments' verification data: a reference in Redis, the data in MongoDB, a cache here.
 
-The works' index holds, per segment, only a 12-byte reference (:func:`matcher.prepared.
-segment_ref`: the digest of the segment's blob); the blob (header and anchors,
+The works' index holds, per segment, only a 24-byte reference (:func:`matcher.prepared.
+segment_ref`: the digest of the segment's blob and its work's id); the blob (header and anchors,
 :func:`matcher.prepared.segment_blob`) is the ``anchors`` fingerprint the store keeps anyway.
 Verifying a page reads the references of its candidate segments (one ``MGET``), takes the
 blobs it has already parsed from a bounded least-recently-used cache keyed by digest, and
-reads the others from the store in one query. Redis then holds no per-character
+reads the others from the store in one query by work id and segment (the fingerprints'
+shard key). Redis then holds no per-character
 verification data, and a re-registered work can never be verified against stale data: a
 new text has a new digest.
 """
@@ -17,10 +18,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from bson import ObjectId
+
 from fingerprint.anchors import Anchors
 from fingerprint.base import FingerprintError
-from matcher.keys import Keys
-from matcher.prepared import SegmentHeader, from_segment_blob, is_segment_ref, segment_ref
+from matcher.keys import Keys, owner_segment
+from matcher.prepared import (
+    SegmentHeader,
+    from_segment_blob,
+    is_segment_ref,
+    ref_work,
+    segment_ref,
+)
 from matcher.redis_io import IndexClient, mget
 from matcher.store import Store
 
@@ -86,23 +95,26 @@ class SegmentData:
             else:
                 wanted[owner] = ref
         if wanted:
-            for fp in self.store.fingerprints_by_seq("work", wanted, "anchors"):
+            pairs = [(ref_work(ref), owner_segment(owner)) for owner, ref in wanted.items()]
+            for fp in self.store.work_fingerprints(pairs, "anchors"):
                 owner, blob = int(fp["seq"]), bytes(fp["value"])
+                if owner not in wanted:
+                    continue
                 parsed = self._parse(owner, blob)
                 if parsed is None:
                     continue
                 found[owner] = parsed
-                self.cache.put(segment_ref(blob), parsed, len(blob))
+                self.cache.put(segment_ref(blob, fp["owner_id"]), parsed, len(blob))
             for owner in wanted.keys() - found.keys():
                 self.problem(f"work segment {owner} is in the index but not in the store")
         return found
 
-    def remember(self, blob: bytes) -> None:
+    def remember(self, blob: bytes, work_id: ObjectId) -> None:
         """Parse and cache a blob read in bulk (the embedded scan's index load)."""
         if len(blob) + self.cache.size <= self.cache.max_bytes:
             parsed = self._parse(-1, blob)
             if parsed is not None:
-                self.cache.put(segment_ref(blob), parsed, len(blob))
+                self.cache.put(segment_ref(blob, work_id), parsed, len(blob))
 
     def _parse(self, owner: int, blob: bytes) -> Parsed | None:
         try:

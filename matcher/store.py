@@ -763,6 +763,24 @@ class Store:
         return [fp for fp in found if fp is not None]
 
     @mongo_errors
+    def work_fingerprints(
+        self, segments: Iterable[tuple[ObjectId, int]], method: str
+    ) -> list[dict]:
+        """Stored fingerprints of one method for the work segments ``(work id, segment
+        index)``: one query on the shard key (``owner_id``)."""
+        wanted = {(oid, int(index)) for oid, index in segments}
+        if not wanted:
+            return []
+        query = {
+            "owner_kind": "work",
+            "owner_id": {"$in": sorted({oid for oid, _ in wanted})},
+            "segment": {"$in": sorted({index for _, index in wanted})},
+        }
+        projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}
+        found = (self._flatten(d, method) for d in self.db.fingerprints.find(query, projection))
+        return [fp for fp in found if fp is not None and (fp["owner_id"], fp["segment"]) in wanted]
+
+    @mongo_errors
     def iter_fingerprints(self, kind: str, method: str) -> Iterator[dict]:
         """Every stored fingerprint of one method and owner kind, in ``seq`` order."""
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}

@@ -89,6 +89,13 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
             for f in store.fingerprints_by_seq("work", [4097, 4098, 1], "anchors")
         ),
     )
+    t.step(
+        "by work",
+        lambda: sorted(
+            (f["seq"], bytes(f["value"]))
+            for f in store.work_fingerprints([(work["_id"], 2), (work["_id"], 5)], "anchors")
+        ),
+    )
     url = "http://127.0.0.1:1/book/1.html"
 
     def crawled(text: str, digest: str, **links: str) -> tuple[dict, str]:

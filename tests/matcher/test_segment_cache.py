@@ -6,6 +6,7 @@ The engine runs on the test servers; what Redis and MongoDB hold is read back di
 from __future__ import annotations
 
 import numpy as np
+from bson import ObjectId
 
 from fingerprint.anchors import AnchorParams, Anchors, Channel
 from matcher.engine import Engine
@@ -33,8 +34,8 @@ def test_redis_holds_a_reference_per_segment_and_the_store_the_blob(engine: Engi
     assert len(stored) == 12
     for key, fp in zip(segment_keys(engine, work_id, 12), stored, strict=True):
         ref = engine.redis.get(key)
-        assert is_segment_ref(ref) and len(ref) == 12
-        assert ref == segment_ref(bytes(fp["value"]))
+        assert is_segment_ref(ref) and len(ref) == 24
+        assert ref == segment_ref(bytes(fp["value"]), fp["owner_id"])
         assert len(fp["value"]) > 2500  # the anchors of a whole chapter live in the store
     reader = fresh(engine)
     assert matched(crawl(reader, "http://p/7", page_of(chapters[6]))) == {work_id}
@@ -103,17 +104,21 @@ def blob(n: int) -> bytes:
     return segment_blob(SegmentHeader(1, 0, 0, n + 8, n + 8, 0, 0), anchors)
 
 
+def ref(data: bytes) -> bytes:
+    return segment_ref(data, ObjectId(b"work-id-0001"))
+
+
 def test_the_cache_keeps_at_most_its_size_dropping_the_least_recently_used() -> None:
     blobs = [blob(100 + i) for i in range(5)]
     size = len(blobs[0])
     cache = SegmentCache(max_bytes=3 * size + 100)
     for b in blobs[:3]:
-        cache.put(segment_ref(b), ("parsed", b), len(b))  # type: ignore[arg-type]
-    assert cache.get(segment_ref(blobs[0])) is not None  # now the most recently used
-    cache.put(segment_ref(blobs[3]), ("parsed", blobs[3]), len(blobs[3]))  # type: ignore[arg-type]
-    assert cache.get(segment_ref(blobs[1])) is None
-    assert cache.get(segment_ref(blobs[0])) is not None
+        cache.put(ref(b), ("parsed", b), len(b))  # type: ignore[arg-type]
+    assert cache.get(ref(blobs[0])) is not None  # now the most recently used
+    cache.put(ref(blobs[3]), ("parsed", blobs[3]), len(blobs[3]))  # type: ignore[arg-type]
+    assert cache.get(ref(blobs[1])) is None
+    assert cache.get(ref(blobs[0])) is not None
     assert cache.size <= cache.max_bytes and len(cache) == 3
     huge = blob(10_000)
-    cache.put(segment_ref(huge), ("parsed", huge), len(huge))  # type: ignore[arg-type]
-    assert cache.get(segment_ref(huge)) is None and len(cache) == 3
+    cache.put(ref(huge), ("parsed", huge), len(huge))  # type: ignore[arg-type]
+    assert cache.get(ref(huge)) is None and len(cache) == 3
