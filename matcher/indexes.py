@@ -36,14 +36,22 @@ class Side:
         self.simhash.add([owner], [simhash])
         self.windows.add(owner, keys)
 
-    def add_many(self, owners: list[int], simhashes: list[int], keys: list[np.ndarray]) -> None:
-        """Several owners at once: one simhash call, one postings script call per group."""
+    def add_many(
+        self,
+        owners: list[int],
+        simhashes: list[int],
+        keys: list[np.ndarray],
+        *,
+        fresh: bool = False,
+    ) -> None:
+        """Several owners at once: one simhash call, one postings script call per group
+        (``fresh``: owners never indexed, see :meth:`WindowIndex.add_many`)."""
         if not owners:
             return
         self.simhash.add(owners, simhashes)
         lengths = [len(k) for k in keys]
         owner_ids = np.repeat(np.asarray(owners, np.uint32), lengths)
-        self.windows.add_many(owner_ids, np.concatenate(keys))
+        self.windows.add_many(owner_ids, np.concatenate(keys), fresh=fresh)
 
     def remove(self, owner: int, simhash: int, keys: np.ndarray) -> None:
         self.simhash.remove([owner], [simhash])

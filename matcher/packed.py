@@ -50,6 +50,18 @@ local width = tonumber(ARGV[3])
 local flags = ARGV[7]
 local counted = 0
 """
+_GROWN = """
+local total = tonumber(redis.call('INCRBY', KEYS[2], counted))
+local floor = tonumber(ARGV[4])
+local over = {}
+if floor > 0 then
+  local limit = math.max(floor, (1 + tonumber(ARGV[5])) * total / tonumber(ARGV[6]))
+  for i, n in ipairs(sizes) do
+    if n > limit then over[#over + 1] = i; over[#over + 1] = n end
+  end
+end
+return {0, counted, over}
+"""
 ADD_LUA = (
     _FIND_RECORD
     + _CHECK
@@ -71,17 +83,8 @@ for i = 4, #KEYS do
   end
   sizes[i - 3] = #data / width
 end
-local total = tonumber(redis.call('INCRBY', KEYS[2], counted))
-local floor = tonumber(ARGV[4])
-local over = {}
-if floor > 0 then
-  local limit = math.max(floor, (1 + tonumber(ARGV[5])) * total / tonumber(ARGV[6]))
-  for i, n in ipairs(sizes) do
-    if n > limit then over[#over + 1] = i; over[#over + 1] = n end
-  end
-end
-return {0, counted, over}
 """
+    + _GROWN
 )
 """KEYS: params, record counter, directory version, buckets...; ARGV: params, ``'='`` + the
 expected version (``''``: do not check), record width, split floor (0: no limit), split mu,
@@ -89,6 +92,26 @@ number of buckets the mean is taken over, count flags (``'1'`` per bucket whose 
 count), then one string of records per bucket. Returns ``{0, counted, {i, size, ...}}`` with
 the 1-based bucket indices over the split limit, ``{-1}`` on a stale directory version and
 ``{-2, stored_params}`` on a parameter mismatch."""
+
+APPEND_LUA = (
+    _CHECK
+    + """
+if not stored then redis.call('SET', KEYS[1], ARGV[1]) end
+local sizes = {}
+for i = 4, #KEYS do
+  local recs = ARGV[i + 4]
+  local data = (redis.call('GET', KEYS[i]) or '') .. recs
+  redis.call('SET', KEYS[i], data)
+  if string.byte(flags, i - 3) == 49 then counted = counted + #recs / width end
+  sizes[i - 3] = #data / width
+end
+"""
+    + _GROWN
+)
+"""Same KEYS, ARGV and answer as :data:`ADD_LUA`, for records that cannot be in the buckets
+yet (those of owners never indexed): appended without looking for them, one concatenation
+per bucket instead of a search per record. Not idempotent: the caller makes sure each
+record is sent once."""
 
 REMOVE_LUA = (
     _FIND_RECORD
@@ -250,11 +273,12 @@ def _record_dtype(value_bytes: int) -> np.dtype:
 
 
 class BucketScripts:
-    """The add and remove scripts, registered on one client (run by
+    """The add, append and remove scripts, registered on one client (run by
     :func:`matcher.redis_io.run_script`)."""
 
     def __init__(self, client: redis.Redis | redis.RedisCluster) -> None:
         self.add = client.register_script(ADD_LUA)
+        self.append = client.register_script(APPEND_LUA)
         self.remove = client.register_script(REMOVE_LUA)
 
 

@@ -104,7 +104,7 @@ class Registry:
         )
         if not created:
             self.unindex(doc["_id"])
-        self._index(doc, text, segments, cores)
+        self._index(doc, text, segments, cores, fresh=created)
         return str(doc["_id"])
 
     def reindex(self, work_id: str) -> None:
@@ -138,9 +138,18 @@ class Registry:
         segments = [self.keys.segment(int(fp["seq"])) for fp in stored]
         unlink(self.redis, segments, "removing a work's segments")
 
-    def _index(self, doc: dict, text: str, segments: list[Segment], cores: list[int]) -> None:
+    def _index(
+        self,
+        doc: dict,
+        text: str,
+        segments: list[Segment],
+        cores: list[int],
+        *,
+        fresh: bool = False,
+    ) -> None:
         """Store, fingerprint and index the segments, a batch at a time: each batch is
-        written (store, then index) while the next is prepared."""
+        written (store, then index) while the next is prepared. ``fresh``: the work was
+        just created, so none of its segments is in the index (its seq is new)."""
         work_seq = int(doc["seq"])
         try:
             owners = [segment_owner(work_seq, s.index) for s in segments]
@@ -152,7 +161,7 @@ class Registry:
             for batch in self._batches(doc, text, segments, cores, owners, offsets):
                 if writing is not None:
                     writing.result()
-                writing = writer.submit(self._write, doc["_id"], batch)
+                writing = writer.submit(self._write, doc["_id"], batch, fresh)
             if writing is not None:
                 writing.result()
         self.store.drop_work_segments(doc["_id"], from_index=len(segments))
@@ -192,13 +201,13 @@ class Registry:
                 batch = _Batch()
         yield batch
 
-    def _write(self, work_id: ObjectId, batch: _Batch) -> None:
+    def _write(self, work_id: ObjectId, batch: _Batch, fresh: bool) -> None:
         """A batch of segments into the store, then (``index_now``) into the index."""
         self.store.save_work_segments(work_id, batch.segments)
         self.store.save_fingerprints_many("work", work_id, batch.fingerprints)
         if self.index_now and batch.owners:
             with redis_errors("indexing a work"):
-                self.works.add_many(batch.owners, batch.simhashes, batch.keys)
+                self.works.add_many(batch.owners, batch.simhashes, batch.keys, fresh=fresh)
             set_buckets(self.redis, batch.refs, "indexing a work")
 
 

@@ -131,10 +131,15 @@ class WindowIndex:
         already posted: no change)."""
         self.add_many(np.repeat(as_ids([owner]), len(keys)), keys)
 
-    def add_many(self, owners: np.ndarray, keys: np.ndarray) -> None:
+    def add_many(self, owners: np.ndarray, keys: np.ndarray, *, fresh: bool = False) -> None:
         """Post ``owners[i]`` under ``keys[i]`` for every i: several owners in the same
-        script calls, one per tag group (a work's segments registered together)."""
-        self._edit(self._scripts.add, owners, keys, "adding to the window index")
+        script calls, one per tag group (a work's segments registered together).
+
+        ``fresh``: none of ``owners`` has a posting yet (a newly registered work's segments,
+        sent once each), so the records are appended without a search
+        (:data:`matcher.packed.APPEND_LUA`); a wrong ``fresh`` would store duplicates."""
+        script = self._scripts.append if fresh else self._scripts.add
+        self._edit(script, owners, keys, "adding to the window index")
 
     def remove(self, owner: int, keys: np.ndarray) -> None:
         """Remove ``owner``'s postings of ``keys`` (a script call per tag group)."""

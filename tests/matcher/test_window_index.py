@@ -48,13 +48,20 @@ def query_keys(docs: dict[int, np.ndarray], seed: int) -> np.ndarray:
     return np.concatenate([rng.choice(held, 300), fresh, held[:5]])  # repeats count once
 
 
-@pytest.mark.parametrize("load", ["add", "bulk"])
+@pytest.mark.parametrize("load", ["add", "bulk", "add_many", "fresh"])
 def test_hits_match_brute_force(index_client: IndexClient, load: str) -> None:
     docs = documents(120, seed=1)
     index = WindowIndex(index_client, "w", bucket_bits=10, max_df=MAX_DF)
     if load == "add":
         for owner, keys in docs.items():
             index.add(owner, keys)
+    elif load in ("add_many", "fresh"):  # in batches of owners, as a work's segments are
+        items = list(docs.items())
+        for i in range(0, len(items), 16):
+            batch = items[i : i + 16]
+            owners = np.concatenate([np.full(len(k), o) for o, k in batch])
+            keys = np.concatenate([k for _, k in batch])
+            index.add_many(owners, keys, fresh=load == "fresh")
     else:
         owners = np.concatenate([np.full(len(k), o) for o, k in docs.items()])
         index.bulk_load(owners, np.concatenate(list(docs.values())))
@@ -71,6 +78,24 @@ def test_stop_keys_are_ignored(index_client: IndexClient) -> None:
         index.add(owner, np.array([7], np.uint64))  # 7: held by exactly 3
     got = as_dict(index.hits(np.array([100, 7, 201], np.uint64)))
     assert got == {0: 1, 1: 2, 2: 1}
+
+
+def test_fresh_records_are_the_records_an_add_writes(index_client: IndexClient) -> None:
+    docs = documents(40, seed=4)
+    owners = np.concatenate([np.full(len(k), o) for o, k in docs.items()])
+    keys = np.concatenate(list(docs.values()))
+    searched = WindowIndex(index_client, "a", bucket_bits=8, max_df=MAX_DF)
+    appended = WindowIndex(index_client, "b", bucket_bits=8, max_df=MAX_DF)
+    searched.add_many(owners, keys)
+    appended.add_many(owners[::-1], keys[::-1], fresh=True)  # in any order
+    assert searched.records() == appended.records() == len(keys)
+    query = query_keys(docs, seed=5)
+    assert as_dict(searched.hits(query)) == as_dict(appended.hits(query))
+    # Removing an owner added fresh removes all of its postings.
+    first = next(iter(docs))
+    appended.remove(first, docs[first])
+    assert appended.records() == len(keys) - len(docs[first])
+    assert first not in as_dict(appended.hits(docs[first]))
 
 
 def test_add_is_idempotent_and_remove_works(index_client: IndexClient) -> None:
