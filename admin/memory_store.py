@@ -29,6 +29,16 @@ from matcher.store import INDEXES
 _PLAIN = (int, str, ObjectId)
 
 
+def memory_client(database: str) -> Any:
+    """A new mongomock client whose database ``database`` answers as :func:`as_server` makes
+    it (the benchmarks' in-process store)."""
+    import mongomock
+
+    client = mongomock.MongoClient(tz_aware=True)
+    as_server(client[database])
+    return client
+
+
 def as_server(database: Any) -> None:
     """Every collection of the store on a mongomock ``database``: both of the above."""
     by_id_lookups(database)

@@ -63,9 +63,9 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
     The engine keeps its indexes under a unique Redis key prefix; every key under it is
     deleted at the end, never the whole database.
     """
-    import mongomock
     import redis
 
+    from admin.memory_store import memory_client
     from matcher.engine import Engine
     from matcher.settings import Settings
 
@@ -73,7 +73,9 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
     client = redis.Redis.from_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=prefix)
     try:
-        engine = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
+        engine = Engine.open(
+            settings, mongo_client=memory_client(settings.mongo_db), redis_client=client
+        )
         ids = {str(engine.add_work(w.text, title=w.title, source=w.source)): w.id for w in works}
         return {
             (page.id, ids[str(record["work_id"])])

@@ -77,9 +77,9 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     scan's contract form (``admin.scan.contract_matches``), the pages stored, the daily
     job's summary and the seconds of each step.
     """
-    import mongomock
     import redis
 
+    from admin.memory_store import memory_client
     from admin.scan import contract_matches
     from crawler.run import crawl_in_process
     from matcher import jobs
@@ -92,7 +92,9 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
 
     client = redis.Redis.from_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=f"fptrack-eval-sites-{uuid.uuid4().hex}")
-    engine = Engine.open(settings, mongo_client=mongomock.MongoClient(), redis_client=client)
+    engine = Engine.open(
+        settings, mongo_client=memory_client(settings.mongo_db), redis_client=client
+    )
     seconds: dict[str, float] = {}
     try:
         started = time.perf_counter()
