@@ -154,7 +154,9 @@ def check_beat(ctx: Context) -> Check:
 
 
 def check_indexes(ctx: Context) -> Check:
-    """Every owner with stored fingerprints is in its Redis index, and only those."""
+    """Every owner with stored fingerprints is in its Redis index, and only those; both
+    sides' postings indexes hold the parameters of the settings (an index built by an
+    earlier version, or with another ``FPTRACK_WINDOW_BUCKET_BITS``, needs a rebuild)."""
     from matcher.operations import Operations
 
     try:
@@ -163,6 +165,8 @@ def check_indexes(ctx: Context) -> Check:
             "work": ctx.engine.works.simhash.entries(),
             "page": ctx.engine.pages.simhash.entries(),
         }
+        ctx.engine.works.windows.records()
+        ctx.engine.pages.windows.records()
     except (MatcherError, ValueError) as exc:
         return Check("indexes", False, f"{exc}: run fptrack index rebuild")
     detail = "; ".join(

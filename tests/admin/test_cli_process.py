@@ -72,6 +72,12 @@ def test_check_finds_indexes_out_of_step(mongo_db: Database, redis_client: redis
     assert "fptrack index rebuild" in line
     assert fptrack("index", "rebuild").status == 0
     assert check_lines(fptrack("check").out)["indexes"].startswith("ok")
+    # Another bucket count than the index was built with: found, and a rebuild mends it.
+    other = {"FPTRACK_WINDOW_BUCKET_BITS": "12"}
+    line = check_lines(fptrack("check", env=other).out)["indexes"]
+    assert line.startswith("FAIL") and "bucket_bits" in line and "fptrack index rebuild" in line
+    assert fptrack("index", "rebuild", env=other).status == 0
+    assert check_lines(fptrack("check", env=other).out)["indexes"].startswith("ok")
 
 
 def test_check_as_json(mongo_db: Database, redis_client: redis.Redis) -> None:
