@@ -15,6 +15,7 @@ longer has are deleted) and its index entries.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ SEGMENT_PARAMS = SegmentParams()
 BATCH_SEGMENTS = 64
 BATCH_CHARS = 1_000_000
 """Segments written together: one bulk write per collection, one index call per tag group."""
+IN_FLIGHT = 2
+"""Batches prepared and not yet indexed, at most (memory stays flat in the work's length)."""
 
 
 @dataclass
@@ -147,23 +150,30 @@ class Registry:
         *,
         fresh: bool = False,
     ) -> None:
-        """Store, fingerprint and index the segments, a batch at a time: each batch is
-        written (store, then index) while the next is prepared. ``fresh``: the work was
-        just created, so none of its segments is in the index (its seq is new)."""
+        """Store, fingerprint and index the segments, a batch at a time, in three stages
+        that overlap: this thread prepares a batch while one thread writes the previous
+        batch to the store and another indexes the batch before that once the store holds
+        it (a segment is in the index only after its verification data is in the store).
+        ``fresh``: the work was just created, so none of its segments is in the index (its
+        seq is new)."""
         work_seq = int(doc["seq"])
         try:
             owners = [segment_owner(work_seq, s.index) for s in segments]
         except ValueError as exc:
             raise UnusableText(f"work {doc.get('title', '')!r}: {exc}") from exc
         offsets = np.cumsum([0, *cores[:-1]]).tolist()
-        with ThreadPoolExecutor(1, thread_name_prefix="fptrack-register") as writer:
-            writing: Future | None = None
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="fptrack-store") as stores,
+            ThreadPoolExecutor(1, thread_name_prefix="fptrack-index") as indexes,
+        ):
+            pending: deque[Future] = deque()
             for batch in self._batches(doc, text, segments, cores, owners, offsets):
-                if writing is not None:
-                    writing.result()
-                writing = writer.submit(self._write, doc["_id"], batch, fresh)
-            if writing is not None:
-                writing.result()
+                stored = stores.submit(self._store_batch, doc["_id"], batch)
+                pending.append(indexes.submit(self._index_batch, stored, batch, fresh))
+                while len(pending) > IN_FLIGHT:
+                    pending.popleft().result()
+            for done in pending:
+                done.result()
         self.store.drop_work_segments(doc["_id"], from_index=len(segments))
 
     def _batches(
@@ -201,10 +211,14 @@ class Registry:
                 batch = _Batch()
         yield batch
 
-    def _write(self, work_id: ObjectId, batch: _Batch, fresh: bool) -> None:
-        """A batch of segments into the store, then (``index_now``) into the index."""
+    def _store_batch(self, work_id: ObjectId, batch: _Batch) -> None:
+        """A batch of segments into the store: their text and fingerprints."""
         self.store.save_work_segments(work_id, batch.segments)
         self.store.save_fingerprints_many("work", work_id, batch.fingerprints)
+
+    def _index_batch(self, stored: Future, batch: _Batch, fresh: bool) -> None:
+        """A batch of segments into the index (``index_now``), once ``stored`` is done."""
+        stored.result()
         if self.index_now and batch.owners:
             with redis_errors("indexing a work"):
                 self.works.add_many(batch.owners, batch.simhashes, batch.keys, fresh=fresh)
