@@ -119,6 +119,9 @@ def cmd_works_add(args: argparse.Namespace, ctx: Context) -> int:
             failed += 1
             continue
         added += 1
+        note = ctx.ops.same_text_note(work_id)
+        if note:
+            print(f"fptrack: {title}: {note}", file=sys.stderr)
         if not args.no_match:
             matches += len(engine.match_work_against_pages(work_id, ctx.ops.authorised_sites()))
         print(f"{work_id}\t{title}\t{source}")
@@ -130,10 +133,17 @@ def cmd_works_add(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_works_list(args: argparse.Namespace, ctx: Context) -> int:
     works = ctx.ops.list_works()
     if args.json:
-        dump_json([{**w, "_id": str(w["_id"])} for w in works])
+        dump_json(
+            [
+                {**w, "_id": str(w["_id"]), "same_text_as": str(w.get("same_text_as") or "")}
+                for w in works
+            ]
+        )
         return 0
     for w in works:
-        print(f"{w['_id']}\t{w.get('title', '')}\t{w.get('author', '')}\t{w.get('source', '')}")
+        twin = f"\tsame text as {w['same_text_as']}" if w.get("same_text_as") else ""
+        line = f"{w['_id']}\t{w.get('title', '')}\t{w.get('author', '')}\t{w.get('source', '')}"
+        print(line + twin)
     print(f"{len(works)} work(s)", file=sys.stderr)
     return 0
 

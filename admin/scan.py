@@ -47,6 +47,9 @@ class ScanResult:
     matches: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     crawl_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    duplicates: list[dict[str, str]] = field(default_factory=list)
+    """Works with the same text as an earlier one: ``{"work", "same_text_as"}`` (sources);
+    their copies are recorded under the earlier work."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -54,6 +57,7 @@ class ScanResult:
             "pages": self.pages,
             "matches": self.matches,
             "errors": self.errors,
+            "duplicates": self.duplicates,
         }
 
 
@@ -158,6 +162,10 @@ def run_scan(
             continue
         result.works += 1
     load_side(engine, "work", fill_cache=True)
+    result.duplicates = [
+        {"work": twin.get("source", ""), "same_text_as": first.get("source", "")}
+        for twin, first in Operations(engine.store).twin_pairs()
+    ]
     engine.registry.index_now = True
     engine.index_pages = False
 

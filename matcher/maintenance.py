@@ -50,7 +50,10 @@ def load_side(engine: Engine, kind: str, *, fill_cache: bool = False) -> int:
     if kind == "work":
         with redis_errors("loading the index"):
             pipe = engine.redis.pipeline(transaction=False)
+            twins = engine.store.twin_ids()
             for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
+                if fp["owner_id"] in twins:
+                    continue
                 blob = bytes(fp["value"])
                 pipe.set(engine.keys.segment(int(fp["seq"])), segment_ref(blob, fp["owner_id"]))
                 if fill_cache:
@@ -64,7 +67,10 @@ def load_side(engine: Engine, kind: str, *, fill_cache: bool = False) -> int:
 def _load(engine: Engine, kind: str, side: Side) -> int:
     """Bulk-load one side's simhash and postings indexes from the stored index keys."""
     owners, simhashes, posting_owners, keys = [], [], [], []
+    twins = engine.store.twin_ids() if kind == "work" else set()
     for fp in engine.store.iter_fingerprints(kind, INDEX_KEYS):
+        if fp["owner_id"] in twins:
+            continue
         owner = int(fp["seq"])
         value = fp["value"]
         window_keys = array_from_hex(value["windows"], "<u8", np.uint64)

@@ -20,7 +20,16 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from matcher import crawl_runs, tallies
 from matcher.prepared import INDEX_KEYS
 from matcher.sites import NAME, SiteConfig, SiteConfigError
-from matcher.store import KINDS, STATUSES, Store, StoreError, mongo_errors, now, object_id
+from matcher.store import (
+    KINDS,
+    REGISTRATION_ORDER,
+    STATUSES,
+    Store,
+    StoreError,
+    mongo_errors,
+    now,
+    object_id,
+)
 
 MAX_LIST = 10_000
 TASK_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz_.")
@@ -316,7 +325,7 @@ class Operations:
         if text:
             pattern = re.escape(_plain_str(text, "search text"))
             query = {"$or": [{"title": {"$regex": pattern}}, {"source": {"$regex": pattern}}]}
-        fields = {"title": 1, "author": 1, "source": 1, "registered_at": 1}
+        fields = {"title": 1, "author": 1, "source": 1, "registered_at": 1, "same_text_as": 1}
         cursor = self.db.works.find(query, fields).sort("registered_at", DESCENDING)
         return list(cursor.limit(min(int(limit), MAX_LIST)))
 
@@ -326,8 +335,34 @@ class Operations:
         return {d["_id"]: d.get("source", "") for d in self.db.works.find({}, {"source": 1})}
 
     @mongo_errors
+    def twin_pairs(self) -> list[tuple[dict, dict]]:
+        """Every work with the same text as an earlier one, with that work, earliest first
+        (:meth:`matcher.registry.Registry.add`)."""
+        fields = {"title": 1, "source": 1, "seq": 1, "same_text_as": 1}
+        found = self.db.works.find({"same_text_as": {"$ne": None}}, fields)
+        twins = list(found.sort(list(REGISTRATION_ORDER)))
+        ids = list({t["same_text_as"] for t in twins})
+        firsts = {d["_id"]: d for d in self.db.works.find({"_id": {"$in": ids}}, fields)}
+        return [(t, firsts[t["same_text_as"]]) for t in twins if t["same_text_as"] in firsts]
+
+    @mongo_errors
+    def same_text_note(self, work_id: Any) -> str:
+        """ "same text as work ID (TITLE) ..." for a twin, else ""."""
+        work = self.db.works.find_one({"_id": object_id(str(work_id), "work id")})
+        first = work and work.get("same_text_as")
+        if not first:
+            return ""
+        other = self.db.works.find_one({"_id": first}, {"title": 1}) or {}
+        return (
+            f"same text as work {first} ({other.get('title', '')!r}):"
+            " its copies are recorded under that work"
+        )
+
+    @mongo_errors
     def list_works(self, limit: int = MAX_LIST) -> list[dict]:
-        projection = {"title": 1, "author": 1, "source": 1, "registered_at": 1, "seq": 1}
+        projection = {
+            "title": 1, "author": 1, "source": 1, "registered_at": 1, "seq": 1, "same_text_as": 1,
+        }  # fmt: skip
         cursor = self.db.works.find({}, projection).sort("seq", ASCENDING)
         return list(cursor.limit(min(int(limit), MAX_LIST)))
 

@@ -77,7 +77,11 @@ class Registry:
         """Register (or update) a work, segment and index it; returns its id.
 
         The work's unique key is ``key``, else ``source`` (e.g. its file path), else the
-        hash of its text: registering the same work again updates it in place. Raises
+        hash of its text: registering the same work again updates it in place. A work whose
+        text is that of a work registered earlier is its twin (``same_text_as``, reported
+        by the CLI, the admin and the scan): it is stored but not indexed, so identical
+        works never count as text many works share (boilerplate), and its copies are
+        recorded under the earlier work, as the attribution of shared text would. Raises
         :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
         fewer than ``settings.min_work_chars`` content characters after normalisation.
         """
@@ -107,8 +111,26 @@ class Registry:
         )
         if not created:
             self.unindex(doc["_id"])
-        self._index(doc, text, segments, cores, fresh=created)
+            self._release_twins(doc["_id"], digest)
+        twin = self.store.twin_of(doc["_id"], digest)
+        self.store.set_same_text(doc["_id"], twin["_id"] if twin else None)
+        self._index(doc, text, segments, cores, fresh=created, indexed=twin is None)
         return str(doc["_id"])
+
+    def _release_twins(self, work_id: ObjectId, digest: str) -> None:
+        """The twins of a re-registered work whose text it no longer has are indexed again:
+        the earliest, with the others as its twins."""
+        released = [t for t in self.store.twins(work_id) if t.get("content_hash") != digest]
+        if released:
+            self._promote(released)
+
+    def _promote(self, twins: list[dict]) -> None:
+        """``twins`` (one text, earliest first) lost the work they were twins of."""
+        head, *rest = twins
+        self.store.set_same_text(head["_id"], None)
+        for twin in rest:
+            self.store.set_same_text(twin["_id"], head["_id"])
+        self.reindex(str(head["_id"]))
 
     def reindex(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
@@ -119,15 +141,19 @@ class Registry:
         segments = segment(text, SEGMENT_PARAMS)
         cores = [_content_chars(text[s.start : s.end]) for s in segments]
         self.unindex(doc["_id"])
-        self._index(doc, text, segments, cores)
+        self._index(doc, text, segments, cores, indexed=not doc.get("same_text_as"))
 
     def remove(self, work_id: str) -> bool:
-        """Remove a work, its segments, index entries and unreviewed matches."""
+        """Remove a work, its segments, index entries and unreviewed matches; its twins, if
+        any, are indexed in its place (the earliest, with the others as its twins)."""
         doc = self.store.get_work(work_id, {"seq": 1})
         if doc is None:
             return False
         self.unindex(doc["_id"])
+        twins = self.store.twins(doc["_id"])
         self.store.delete_work(work_id)
+        if twins:
+            self._promote(twins)
         return True
 
     def unindex(self, work_id: ObjectId) -> None:
@@ -149,13 +175,14 @@ class Registry:
         cores: list[int],
         *,
         fresh: bool = False,
+        indexed: bool = True,
     ) -> None:
-        """Store, fingerprint and index the segments, a batch at a time, in three stages
-        that overlap: this thread prepares a batch while one thread writes the previous
-        batch to the store and another indexes the batch before that once the store holds
-        it (a segment is in the index only after its verification data is in the store).
-        ``fresh``: the work was just created, so none of its segments is in the index (its
-        seq is new)."""
+        """Store, fingerprint and index (unless not ``indexed``: a twin) the segments, a
+        batch at a time, in three stages that overlap: this thread prepares a batch while
+        one thread writes the previous batch to the store and another indexes the batch
+        before that once the store holds it (a segment is in the index only after its
+        verification data is in the store). ``fresh``: the work was just created, so none of
+        its segments is in the index (its seq is new)."""
         work_seq = int(doc["seq"])
         try:
             owners = [segment_owner(work_seq, s.index) for s in segments]
@@ -169,7 +196,10 @@ class Registry:
             pending: deque[Future] = deque()
             for batch in self._batches(doc, text, segments, cores, owners, offsets):
                 stored = stores.submit(self._store_batch, doc["_id"], batch)
-                pending.append(indexes.submit(self._index_batch, stored, batch, fresh))
+                if indexed:
+                    pending.append(indexes.submit(self._index_batch, stored, batch, fresh))
+                else:
+                    pending.append(stored)
                 while len(pending) > IN_FLIGHT:
                     pending.popleft().result()
             for done in pending:

@@ -42,6 +42,8 @@ STATUSES = ("new", "confirmed", "false_positive", "authorised", "takedown_sent")
 
 LIST_ORDER = (("first_seen", DESCENDING), ("_id", DESCENDING))
 """The match list's sort order."""
+REGISTRATION_ORDER = (("registered_at", ASCENDING), ("_id", ASCENDING))
+"""Works in the order they were registered (seqs come from striped counters: not in order)."""
 
 INDEXES: dict[str, list[IndexModel]] = {
     "works": [
@@ -49,6 +51,8 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("seq", ASCENDING)], name="seq"),
         IndexModel([("registered_at", DESCENDING)], name="registered_at"),
         IndexModel([("title", ASCENDING)], name="title"),
+        IndexModel([("content_hash", ASCENDING), *REGISTRATION_ORDER], name="content_hash_order"),
+        IndexModel([("same_text_as", ASCENDING)], name="same_text_as", sparse=True),
     ],
     "pages": [
         IndexModel([("seq", ASCENDING)], name="seq"),
@@ -477,6 +481,36 @@ class Store:
     @mongo_errors
     def get_work(self, work_id: str, projection: dict[str, int] | None = None) -> dict | None:
         return self.db.works.find_one({"_id": object_id(work_id, "work id")}, projection)
+
+    @mongo_errors
+    def twin_of(self, work_id: ObjectId, content_hash: str) -> dict | None:
+        """The earliest registered other work with the same text that is indexed itself
+        (not a twin of another): the work ``work_id`` duplicates, if any."""
+        query = {
+            "content_hash": _text(content_hash, "content_hash"),
+            "_id": {"$ne": work_id},
+            "same_text_as": None,
+        }
+        found = self.db.works.find(query, {"title": 1, "source": 1, "seq": 1})
+        return next(iter(found.sort(list(REGISTRATION_ORDER)).limit(1)), None)
+
+    @mongo_errors
+    def set_same_text(self, work_id: ObjectId, twin: ObjectId | None) -> None:
+        """Mark a work as having the same text as ``twin`` (None: as no other work)."""
+        change = {"$set": {"same_text_as": twin}} if twin else {"$unset": {"same_text_as": ""}}
+        self.db.works.update_one({"_id": work_id}, change)
+
+    @mongo_errors
+    def twins(self, work_id: ObjectId) -> list[dict]:
+        """The works marked as having the same text as ``work_id``, earliest first."""
+        projection = {"title": 1, "seq": 1, "content_hash": 1}
+        found = self.db.works.find({"same_text_as": work_id}, projection)
+        return list(found.sort(list(REGISTRATION_ORDER)))
+
+    @mongo_errors
+    def twin_ids(self) -> set[ObjectId]:
+        """Every work that has the same text as an earlier one (and is not indexed)."""
+        return {d["_id"] for d in self.db.works.find({"same_text_as": {"$ne": None}}, {"_id": 1})}
 
     def works_by_seq(
         self, seqs: Iterable[int], projection: dict[str, int] | None = None

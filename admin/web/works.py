@@ -49,7 +49,10 @@ def detail(work_id: str) -> Any:
     if work is None:
         abort(404, "no such work")
     matches = ops.list_matches(limit=500, work_id=work_id)
-    return render_template("work.html", work=work, matches=matches)
+    first = work.get("same_text_as")
+    same_as = ops.store.get_work(str(first), {"title": 1}) if first else None
+    twins = ops.store.twins(work["_id"])
+    return render_template("work.html", work=work, matches=matches, same_as=same_as, twins=twins)
 
 
 @bp.post("/upload")
@@ -81,6 +84,9 @@ def upload() -> Any:
                 problems.append(f"{work.name}: {exc}")
                 continue
             added.append((work_id, title))
+            note = s.ctx.ops.same_text_note(work_id)
+            if note:
+                problems.append(f"{work.name}: {note}")
             s.dispatch.work_added(work_id)
     message = f"{len(added)} work(s) registered" + (
         f"; {len(problems)} skipped: " + "; ".join(problems) if problems else ""

@@ -83,6 +83,19 @@ class TestWorks:
         [work] = Operations(ctx.engine.store).list_works()
         assert (work["title"], work["author"]) == ("灯塔", "某人")
 
+    def test_add_the_same_text_twice_says_so(self, capsys, ctx, works_dir, tmp_path):
+        copy = tmp_path / "copy.txt"
+        copy.write_bytes((works_dir / "lighthouse.txt").read_bytes())
+        run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
+        status, _, err = run(capsys, ctx, "works", "add", str(copy))
+        first = next(w for w in Operations(ctx.engine.store).list_works() if w["title"] != "copy")
+        assert status == 0 and f"copy: same text as work {first['_id']} ('lighthouse')" in err
+        _, out, _ = run(capsys, ctx, "works", "list")
+        assert f"same text as {first['_id']}" in out
+        _, out, _ = run(capsys, ctx, "works", "list", "--json")
+        twins = {w["title"]: w["same_text_as"] for w in json.loads(out)}
+        assert twins == {"lighthouse": "", "copy": str(first["_id"])}
+
     def test_add_matches_pages_crawled_before(self, capsys, ctx, works_dir):
         ctx.engine.process_page("http://p/1", CHROME.format(sample("lighthouse.txt")), site="p")
         status, _, err = run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))

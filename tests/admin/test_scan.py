@@ -61,8 +61,8 @@ def sample_scan(tmp_path_factory) -> tuple[int, dict, str, set[bytes]]:
 def test_json_shape(sample_scan) -> None:
     status, result, _, _ = sample_scan
     assert status == 0
-    assert set(result) == {"works", "pages", "matches", "errors"}
-    assert result["works"] == 7 and result["errors"] == []
+    assert set(result) == {"works", "pages", "matches", "errors", "duplicates"}
+    assert result["works"] == 7 and result["errors"] == [] and result["duplicates"] == []
     assert result["pages"] >= 15
     for m in result["matches"]:
         assert set(m) >= {"url", "work", "score", "containment", "methods", "evidence"}
@@ -139,6 +139,27 @@ def test_unreadable_work_is_reported_and_the_rest_processed(capsys, tmp_path) ->
     assert result["works"] == 1
     assert {m["work"] for m in result["matches"]} == {"lighthouse.txt"}
     assert len(result["matches"]) == 2
+
+
+def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path) -> None:
+    """Three files with one text: its copies are found (the text is not boilerplate shared
+    by three works), recorded under the first, and the others are reported as duplicates."""
+    works = tmp_path / "works"
+    works.mkdir()
+    for name in ("a-lighthouse.txt", "b-copy.txt", "c-copy.txt"):
+        (works / name).write_bytes((WORKS / "lighthouse.txt").read_bytes())
+    out = tmp_path / "out.json"
+    status, _ = scan(capsys, "--works", str(works), "--site-dir", str(SITE), "--json", str(out))
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 0 and result["works"] == 3
+    assert {m["work"] for m in result["matches"]} == {"a-lighthouse.txt"}
+    assert {urlsplit(m["url"]).path for m in result["matches"]} == {
+        path for path, copied in EXPECTED.items() if "lighthouse.txt" in copied
+    }
+    assert result["duplicates"] == [
+        {"work": "b-copy.txt", "same_text_as": "a-lighthouse.txt"},
+        {"work": "c-copy.txt", "same_text_as": "a-lighthouse.txt"},
+    ]
 
 
 @pytest.mark.parametrize(

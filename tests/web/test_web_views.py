@@ -229,6 +229,28 @@ def test_upload_many_works_including_a_zip(web_ctx: Context, as_admin: FlaskClie
     assert "灯塔" not in _text(as_admin.get("/works/?q=.*"))  # literal search, not a regex
 
 
+def test_a_work_uploaded_twice_is_shown_as_the_same_text(
+    web_ctx: Context, as_admin: FlaskClient
+) -> None:
+    text = sample_text("lighthouse").encode()
+    for name in ("灯塔.txt", "灯塔副本.txt"):
+        response = post(
+            as_admin,
+            "/works/upload",
+            {"files": [(io.BytesIO(text), name)]},
+            headers={"Accept": "application/json"},
+        )
+    body = response.get_json()
+    assert len(body["added"]) == 1 and "same text as work" in body["problems"][0]
+    first = web_ctx.ops.db.works.find_one({"title": "灯塔"})
+    twin = web_ctx.ops.db.works.find_one({"title": "灯塔副本"})
+    assert twin["same_text_as"] == first["_id"]
+    assert "same text as an earlier work" in _text(as_admin.get("/works/"))
+    detail = _text(as_admin.get(f"/works/{twin['_id']}"))
+    assert 'id="same-text-as"' in detail and f"/works/{first['_id']}" in detail
+    assert "灯塔副本" in _text(as_admin.get(f"/works/{first['_id']}"))
+
+
 def test_upload_matches_the_new_work_against_pages_already_crawled(
     web_ctx: Context, as_admin: FlaskClient, dispatch: InlineDispatch
 ) -> None:
