@@ -5,8 +5,11 @@ say UTF-8 or ISO-8859-1) and another in the page (``<meta charset="gbk">``), and
 two is wrong. :func:`decode_body` decides as follows:
 
 1. A byte-order mark (UTF-8, UTF-16, UTF-32) wins.
-2. A body that looks binary (a NUL byte, or more than 10% control bytes in the first 4 KiB)
-   raises :class:`UndecodableBody`.
+2. A body that is markup (:func:`looks_like_html`) loses its NUL and other C0 control
+   bytes (tab, line feed, form feed, carriage return and escape stay), as a browser shows
+   such a page without them: no byte of those ranges is part of a multi-byte character in
+   UTF-8, GB18030 or Big5. Any other body that looks binary (a NUL byte, or more than 10%
+   control bytes in the first 4 KiB) raises :class:`UndecodableBody`.
 3. A body that is strict UTF-8 is UTF-8, whatever is declared: text in GBK or Big5 is
    practically never valid UTF-8, while UTF-8 bytes often decode as GB18030 (into nonsense).
 4. Otherwise the candidates are the declared charsets (``<meta>`` first, then the header),
@@ -61,6 +64,14 @@ _META_CHARSET = re.compile(
     rb"""<meta[^>]+?charset\s*=\s*["']?\s*([a-zA-Z0-9_:.+-]+)""", re.IGNORECASE
 )
 _CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\x1b") + b"\x7f"
+# WHATWG MIME Sniffing, "rules for identifying an unknown MIME type": the HTML patterns,
+# each followed by a tag-terminating byte (space or ">").
+_HTML_SNIFF = re.compile(
+    rb"\s*<(?:!doctype html|html|head|script|iframe|h1|div|font|table|a|style|title|b|body"
+    rb"|br|p)[ \t\n\f\r>]|\s*<!--",
+    re.IGNORECASE,
+)
+_MARKUP = re.compile(rb"<(?:html|head|body|div|p|br|table|title|meta)[\s>/]", re.IGNORECASE)
 
 
 class UndecodableBody(UndecodableText):
@@ -103,6 +114,24 @@ def meta_charset(body: bytes) -> str | None:
     return match.group(1).decode("ascii") if match else None
 
 
+def sniff_html(body: bytes) -> bool:
+    """Whether a response without a Content-Type is HTML, as a browser decides (the HTML
+    patterns of WHATWG MIME Sniffing at the start of the body)."""
+    return _HTML_SNIFF.match(body[:SNIFF_BYTES]) is not None
+
+
+def looks_like_html(body: bytes) -> bool:
+    """Whether ``body`` is markup: it sniffs as HTML, or an HTML tag appears in its first
+    4 KiB (control bytes or not)."""
+    head = body[:SNIFF_BYTES]
+    return sniff_html(head) or _MARKUP.search(head.translate(None, _CONTROL)) is not None
+
+
+def strip_control_bytes(body: bytes) -> bytes:
+    """``body`` without NUL and the other C0 control bytes (and DEL) that text never holds."""
+    return body.translate(None, _CONTROL)
+
+
 def check_not_binary(body: bytes) -> None:
     """Raise :class:`UndecodableBody` when ``body`` (without a byte-order mark) is binary."""
     head = body[:SNIFF_BYTES]
@@ -128,7 +157,10 @@ def decode_body(body: bytes, content_type: str | bytes | None = None) -> tuple[s
         raise UndecodableBody(str(exc)) from exc
     if marked is not None:
         return marked.text, marked.encoding
-    check_not_binary(body)
+    if looks_like_html(body):
+        body = strip_control_bytes(body)
+    else:
+        check_not_binary(body)
     declared = [
         name
         for name in (

@@ -104,9 +104,62 @@ def content_chars(text: str) -> int:
     return len(_NOT_LETTERS.sub("", text))
 
 
+MAX_NESTING = 400
+"""Container elements nested deeper than this lose their tags (:func:`flatten_deep`): far
+deeper than real pages nest, and shallow enough for the recursive walks below."""
+_NESTING = frozenset(
+    "div span font section article main aside nav header footer blockquote center b i u em"
+    " strong small big sub sup table tbody thead tr td th ul ol dl dd form label".split()
+)
+_TAG = re.compile(
+    r"<(?P<script>script|style)\b.*?</(?P=script)\s*>|<!--.*?-->"
+    r"|<(?P<close>/?)(?P<name>[a-zA-Z][a-zA-Z0-9]*)\b[^>]*>",
+    re.DOTALL | re.IGNORECASE,
+)
+
+
+def flatten_deep(html: str, limit: int = MAX_NESTING) -> str:
+    """``html`` with the tags of container elements nested more than ``limit`` deep
+    removed, their text kept. libxml2 stops building the tree at 2,048 levels and the rest
+    of the page is lost, while a browser shows all of it; pages nested that deep are built
+    to hide their text. One pass over the tags: linear in the page's size.
+
+    >>> flatten_deep("<div><div><b>雨</b></div>夜</div>", limit=1)
+    '<div>雨夜</div>'
+    """
+    if html.count("<") <= limit:
+        return html
+    depth, dropped, out, last = 0, dict.fromkeys(_NESTING, 0), [], 0
+    for tag in _TAG.finditer(html):
+        name = (tag.group("name") or "").lower()
+        if name not in _NESTING:
+            continue
+        drop = False
+        if tag.group("close"):
+            if dropped[name]:
+                dropped[name] -= 1
+                drop = True
+            else:
+                depth = max(0, depth - 1)
+        elif not tag.group(0).endswith("/>"):
+            if depth >= limit:
+                dropped[name] += 1
+                drop = True
+            else:
+                depth += 1
+        if drop:
+            out.append(html[last : tag.start()])
+            last = tag.end()
+    if not out:
+        return html
+    out.append(html[last:])
+    return "".join(out)
+
+
 def parse_html(html: str) -> Selector:
-    """A parsel selector over ``html``; never raises on malformed markup."""
-    return Selector(text=html or "<html></html>", type="html")
+    """A parsel selector over ``html`` (nested at most :data:`MAX_NESTING` deep, see
+    :func:`flatten_deep`); never raises on malformed markup."""
+    return Selector(text=flatten_deep(html) or "<html></html>", type="html")
 
 
 def check_selector(selector: str) -> None:
@@ -124,6 +177,7 @@ def extract(html: str, url: str, selector: str = "", page: Selector | None = Non
 
     ``page`` may pass the already parsed ``html``. ``url`` is only used by trafilatura.
     """
+    html = flatten_deep(html)
     page = page if page is not None else parse_html(html)
     title = page_title(page)
     links = link_texts(page)

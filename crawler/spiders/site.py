@@ -49,7 +49,7 @@ from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 from w3lib.url import canonicalize_url
 
-from crawler.encoding import UndecodableBody, decode_body
+from crawler.encoding import UndecodableBody, decode_body, sniff_html
 from crawler.extract import (
     PREV_PAGE_TEXTS,
     Extracted,
@@ -64,7 +64,6 @@ from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-HTML_STARTS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<meta", b"<title", b"<!--")
 _IGNORED_SUFFIX = re.compile(
     r"\.(?:" + "|".join(map(re.escape, IGNORED_EXTENSIONS)) + r")$", re.IGNORECASE
 )
@@ -181,7 +180,7 @@ class SiteSpider(scrapy.Spider):
         mime = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
         if mime:
             return mime in HTML_TYPES
-        return response.body[:1024].lstrip().lower().startswith(HTML_STARTS)
+        return sniff_html(response.body)
 
     def _page_link(self, page: Page, labels: tuple[str, ...]) -> str | None:
         url = find_page_link(page.selector, page.url, labels, page.encoding)

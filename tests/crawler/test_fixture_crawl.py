@@ -102,7 +102,7 @@ def novel_site(offsite: FixtureSite) -> FixtureSite:
         "/stream.html": (200, {"Content-Type": "text/html"}, stream),
         "/attachment/42": (200, {"Content-Type": "image/png"}, b"\x89PNG\r\n\x1a\n\x00\x00"),
         "/logo.png": (200, {"Content-Type": "image/png"}, b"\x89PNG\r\n\x1a\n\x00\x00"),
-        "/binary.html": (200, {"Content-Type": "text/html"}, b"<html>\x00\x01\x02\xff\xfe"),
+        "/binary.html": (200, {"Content-Type": "text/html"}, b"\x00\x01\x02\xff\xfe\x89PNG"),
         "/book/1/1.html": page(
             html("/book/1/1.html", [("下一页", "1_2.html"), ("下一章", "2.html")])
         ),

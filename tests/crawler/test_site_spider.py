@@ -154,7 +154,7 @@ def test_non_html_and_undecodable_bodies_are_skipped_and_counted() -> None:
         request=Request(BASE + "/cover", meta={DEPTH: 1}),
     )
     assert list(spider.parse(png)) == []
-    binary = response(BASE + "/fake.html", b"<html>\x00\x01\x02\x03 binary", depth=1)
+    binary = response(BASE + "/fake.html", b"\x00\x01\x02\x03\x89PNG binary", depth=1)
     assert list(spider.parse(binary)) == []
     assert stat(spider, "fptrack/non_html") == 1
     assert stat(spider, "fptrack/undecodable") == 1

@@ -1,0 +1,74 @@
+"""Pages built to hide their text from a crawler, crawled for real on 127.0.0.1: a browser
+shows all of their text, and so does fptrack (every page stored with its chapter)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crawler.encoding import decode_body, looks_like_html, sniff_html
+from crawler.extract import MAX_NESTING, extract, flatten_deep, parse_html
+from crawler.run import crawl_in_process
+from matcher.sites import SiteConfig
+from tests.crawler.fixture_site import FixtureSite, page
+from tests.crawler.support import RecordingIngest
+
+CHAPTER = (
+    "雨夜渡口，老船夫把灯挂在桅杆上，等待最后一位客人。江面上的雾越来越浓，"
+    "远处传来几声犬吠，他裹紧了蓑衣，心想今晚大概不会有人来了。"
+) * 6
+
+
+def chapter_html(body: str = CHAPTER) -> str:
+    return f"<html><head><title>第一章</title></head><body><div id='c'>{body}</div></body></html>"
+
+
+def hostile_pages() -> dict[str, Any]:
+    with_nul = chapter_html(f"<!-- \x00 -->{CHAPTER}").encode("utf-8")
+    noisy = "".join(f"{ch}\x01\x02" if i % 2 else ch for i, ch in enumerate(CHAPTER))
+    with_controls = chapter_html(noisy).encode("gb18030")
+    depth = 2100
+    deep = "<html><body>" + "<div>" * depth + CHAPTER + "</div>" * depth + "</body></html>"
+    links = "".join(
+        f'<a href="{p}">{n}</a> '
+        for n, p in (("一", "/nul.html"), ("二", "/controls.html"), ("三", "/deep.html"),
+                     ("四", "/untyped.html"))
+    )  # fmt: skip
+    return {
+        "/": page(f"<html><body>{links}</body></html>"),
+        "/nul.html": (200, {"Content-Type": "text/html; charset=utf-8"}, with_nul),
+        "/controls.html": (200, {"Content-Type": "text/html; charset=gbk"}, with_controls),
+        "/deep.html": page(deep),
+        "/untyped.html": (200, {}, f"<div>{CHAPTER}</div>".encode()),
+    }
+
+
+def test_every_hostile_page_is_stored_with_its_text(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    with FixtureSite(hostile_pages()) as site:
+        config = SiteConfig.from_dict({"name": "hostile", "start_urls": [site.url("/")]})
+        stats = crawl_in_process([config], test_overrides, timeout=60)["hostile"]
+        pages = ingest.by_url()
+        for path in ("/nul.html", "/controls.html", "/deep.html", "/untyped.html"):
+            text = pages[site.url(path)]["text"]
+            assert CHAPTER[:40] in text and CHAPTER[-40:] in text, path
+    assert stats["fptrack/pages"] == 4
+    assert not stats.get("fptrack/undecodable") and not stats.get("fptrack/non_html")
+
+
+def test_sniffing_and_sanitising_decide_as_a_browser() -> None:
+    assert sniff_html(b"  <div>x</div>") and sniff_html(b"<!DOCTYPE html>") and sniff_html(b"<p>")
+    assert not sniff_html(b"<bad>") and not sniff_html(b"\x89PNG\r\n") and not sniff_html(b"{}")
+    assert looks_like_html(b"\x00\x00<html><body>x") and not looks_like_html(b"%PDF-1.4\x00")
+    text, encoding = decode_body("<p>\x00雨\x01夜\x7f</p>".encode("gbk"), "text/html")
+    assert (text, encoding) == ("<p>雨夜</p>", "gb18030")
+
+
+def test_deep_nesting_is_flattened_in_one_pass() -> None:
+    depth = 5 * MAX_NESTING
+    html = "<div>" * depth + "<b>正文</b>" + "</div>" * depth + "<p>尾声</p>"
+    flat = flatten_deep(html)
+    assert flat.count("<div>") == flat.count("</div>") == MAX_NESTING
+    assert "正文" in extract(flat, "http://x/", page=parse_html(html)).text
+    shallow = "<div>" * 10 + "正文" + "</div>" * 10
+    assert flatten_deep(shallow) == shallow
