@@ -27,6 +27,7 @@ import redis
 
 from admin.memory_store import as_server
 from admin.reading import WorkFile, iter_work_files
+from matcher import crawl_runs
 from matcher.engine import Engine
 from matcher.errors import MatcherError
 from matcher.ingest import Ingest
@@ -187,24 +188,13 @@ def run_scan(
         load_side(engine, "page")
         engine.index_pages = True
     for site, url in zip(sites, site_urls, strict=True):
-        problem = unreachable(result.crawl_stats.get(site.name, {}))
-        if problem:
+        for problem in crawl_runs.problems(result.crawl_stats.get(site.name, {})):
             result.errors.append(f"site {url} could not be crawled: {problem}")
     for failure in Operations(engine.store).failures(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")
     result.pages = engine.store.count("pages")
     result.matches = contract_matches(engine)
     return result, engine
-
-
-def unreachable(stats: dict[str, Any]) -> str:
-    """Why a crawl got no response at all ("" when it got at least one)."""
-    if stats.get("response_received_count", 0):
-        return ""
-    errors = sorted(
-        k.rsplit("/", 1)[-1] for k in stats if k.startswith("downloader/exception_type_count/")
-    )
-    return ", ".join(errors) or "no response"
 
 
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:

@@ -91,3 +91,24 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     if reasons:
         out["finish_reason"] = ",".join(dict.fromkeys(reasons))
     return out
+
+
+def problems(stats: dict[str, Any]) -> list[str]:
+    """What kept a crawl from its pages, from its stats (empty when nothing did): no
+    response at all, or robots.txt forbidding the whole crawl.
+
+    >>> problems({"response_received_count": 1, "robotstxt/forbidden": 1})
+    ['robots.txt forbids fptrack to crawl it (1 request(s) not made)']
+    >>> problems({"response_received_count": 9, "fptrack/pages": 8, "robotstxt/forbidden": 2})
+    []
+    """
+    out = []
+    if not stats.get("response_received_count", 0):
+        errors = sorted(
+            k.rsplit("/", 1)[-1] for k in stats if k.startswith("downloader/exception_type_count/")
+        )
+        out.append("no response: " + (", ".join(errors) or "nothing answered"))
+    forbidden = int(stats.get("robotstxt/forbidden", 0))
+    if forbidden and not stats.get("fptrack/pages", 0):
+        out.append(f"robots.txt forbids fptrack to crawl it ({forbidden} request(s) not made)")
+    return out

@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from admin.cli import main
+from tests.crawler.fixture_site import FixtureSite, page
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"
@@ -124,6 +125,26 @@ def test_site_down_is_reported_and_the_rest_processed(capsys, tmp_path) -> None:
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["pages"] >= 15 and len(result["matches"]) == 9
     assert any("127.0.0.1:9" in e for e in result["errors"])
+
+
+def test_a_site_whose_robots_txt_forbids_fptrack_is_reported(capsys, tmp_path) -> None:
+    chapter = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    pages = {
+        "/robots.txt": (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /\n"),
+        "/": page(f"<html><body><p>{chapter}</p></body></html>"),
+    }
+    out = tmp_path / "out.json"
+    with FixtureSite(pages) as site:
+        status, err = scan(
+            capsys, "--works", str(WORKS), "--site", site.url("/"), "--json", str(out)
+        )
+        fetched = site.requested()
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 1 and fetched == ["/robots.txt"]
+    assert result["pages"] == 0 and result["matches"] == []
+    [error] = result["errors"]
+    assert "robots.txt forbids fptrack" in error and site.url("/") in error
+    assert "robots.txt forbids fptrack" in err
 
 
 def test_unreadable_work_is_reported_and_the_rest_processed(capsys, tmp_path) -> None:

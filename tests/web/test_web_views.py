@@ -298,6 +298,13 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert web_ctx.ops.get_site("pirate").authorised
     assert web_ctx.ops.db.matches.find_one({"_id": match["_id"]})["status"] == "authorised"
     assert "daily@04:30" in _text(as_admin.get("/sites/pirate"))
+    web_ctx.ops.record_crawl(
+        "run-robots", "pirate", outcome="finished",
+        stats={"robotstxt/forbidden": 3, "response_received_count": 1},
+    )  # fmt: skip
+    assert "robots.txt forbade 3 request(s): nothing crawled" in _text(
+        as_admin.get("/sites/pirate")
+    )
     assert post(as_admin, "/sites/pirate/remove").status_code == 302
     assert web_ctx.ops.get_site("pirate") is None
     assert as_admin.get("/sites/pirate").status_code == 404
