@@ -23,6 +23,7 @@ idempotent upsert; the parts of a split chapter are written under their pages' l
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import defaultdict, deque
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
@@ -36,7 +37,7 @@ from bson import ObjectId
 from fingerprint.align import align
 from fingerprint.base import FingerprintError, array_from_hex
 from matcher import split
-from matcher.errors import IndexUnavailable, UnusableText, redis_errors
+from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
 from matcher.indexes import Side
 from matcher.keys import SEGMENT_BITS, Keys
@@ -65,6 +66,7 @@ CONSIDERED_KEPT = 10
 PAGE_BATCH = 200
 LOCK_SECONDS = 300
 LOCK_WAIT_SECONDS = 60
+REBUILD_LOCK_SECONDS = 3600
 
 
 @dataclass
@@ -109,6 +111,7 @@ class Engine:
             redis_client = connect(settings.index_redis)
         engine = cls(settings, store, redis_client)
         engine._check_layout()
+        engine._start_epoch()
         return engine
 
     def _check_layout(self) -> None:
@@ -117,6 +120,57 @@ class Engine:
         with suppress(IndexUnavailable), redis_errors("checking the index layout"):
             if any(self.redis.exists(self.keys.simhash(side).legacy_params) for side in sides):
                 self._problem("the Redis indexes were built with an older key layout")
+
+    # the index's epoch -----------------------------------------------------------------
+
+    def _start_epoch(self) -> None:
+        """Write the index epoch if there is none and nothing was lost: a new deployment,
+        or indexes made before epochs (the first process to open them adopts them)."""
+        with suppress(IndexUnavailable), redis_errors("reading the index epoch"):
+            if self.redis.get(self.keys.epoch) is None and not self._lost():
+                self.redis.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
+
+    def _lost(self) -> bool:
+        """No index entry at all while the store holds fingerprints."""
+        empty = not self.works.simhash.entries() and not self.pages.simhash.entries()
+        return empty and self.store.count("fingerprints") > 0
+
+    def new_epoch(self) -> None:
+        """A new epoch, after the indexes were rebuilt."""
+        with redis_errors("writing the index epoch"):
+            self.redis.set(self.keys.epoch, uuid.uuid4().hex)
+
+    def check_epoch(self) -> None:
+        """Before the index is read or written: when its epoch is gone, Redis lost the
+        indexes (a restart without persistence, a flush, a failover to an empty replica)
+        and matching on what is left would miss copies silently. They are rebuilt from the
+        store first, by one process under a lock (the others wait for it)."""
+        with redis_errors("reading the index epoch"):
+            if self.redis.get(self.keys.epoch) is not None:
+                return
+        self.recover()
+
+    def recover(self) -> None:
+        """Rebuild lost indexes from the store (see :meth:`check_epoch`), unless another
+        process did it meanwhile; the pages' side too when this engine indexes pages."""
+        from matcher.maintenance import rebuild_indexes
+
+        kinds = ("work", "page") if self.index_pages else ("work",)
+        with redis_errors("rebuilding lost indexes"):
+            lock = self.redis.lock(
+                self.keys.rebuild_lock, timeout=REBUILD_LOCK_SECONDS,
+                blocking_timeout=REBUILD_LOCK_SECONDS,
+            )  # fmt: skip
+            if not lock.acquire():
+                raise IndexUnavailable("the indexes are being rebuilt elsewhere; try again")
+            try:
+                if self.redis.get(self.keys.epoch) is None:
+                    counts = rebuild_indexes(self, kinds)
+                    message = f"the Redis indexes were lost; rebuilt from the store: {counts}"
+                    log.warning(message)
+                    self.problems.append(message)
+            finally:
+                _release(lock)
 
     def _problem(self, message: str) -> None:
         log.error("%s (run `fptrack index rebuild`)", message)
@@ -128,7 +182,10 @@ class Engine:
         """Register (or update) a work; returns its id (:meth:`Registry.add
         <matcher.registry.Registry.add>`: ``source``, ``author``, ``owner``, ``tags``,
         ``key``)."""
-        return self.registry.add(text, title=title, **fields)
+        self.check_epoch()
+        work_id = self.registry.add(text, title=title, **fields)
+        self.check_epoch()  # lost meanwhile: rebuilt from the store, which holds it whole
+        return work_id
 
     def index_work(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
@@ -183,6 +240,7 @@ class Engine:
 
     def match_text(self, text: str | bytes) -> list[dict[str, Any]]:
         """What ``text`` copies, with evidence; stores nothing (the CLI's and admin's query)."""
+        self.check_epoch()
         page = prepare(text, self.settings.max_text_chars, "query text")
         matched = [v for v in self.find_works(page) if v.matched]
         return self.evidence.records(matched, page.located)
@@ -220,12 +278,19 @@ class Engine:
         ``active: False``. Matches on pages of ``authorised_sites`` are recorded with status
         ``authorised``.
         """
-        doc = self.store.get_page(page_id)
-        if doc is None:
-            raise UnusableText(f"no page with id {page_id}")
-        with self._locked(self._parts(doc)):
-            doc = self.store.get_page(page_id) or doc
-            return self._process(doc, self._parts(doc), set(authorised_sites))
+        for attempt in range(2):
+            self.check_epoch()
+            doc = self.store.get_page(page_id)
+            if doc is None:
+                raise UnusableText(f"no page with id {page_id}")
+            try:
+                with self._locked(self._parts(doc)):
+                    doc = self.store.get_page(page_id) or doc
+                    return self._process(doc, self._parts(doc), set(authorised_sites))
+            except IndexLost:
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
 
     def _parts(self, doc: dict) -> list[dict]:
         return split.chain(
@@ -261,6 +326,9 @@ class Engine:
             chapter, page.located, doc, {"split": urls, "via": "split"}
         )
         considered = self._considered(own, {r["work_id"] for r in records})
+        with redis_errors("reading the index epoch"):
+            if self.redis.get(self.keys.epoch) is None:
+                raise IndexLost("the Redis indexes were lost while the page was matched")
         written = self._record_page(
             doc, page, records, doc.get("site") in authorised, considered, urls
         )
@@ -396,6 +464,7 @@ class Engine:
         (:meth:`process_stored_page`), so that its text goes to the works that explain it
         best. Matches on pages of ``authorised_sites`` are recorded as ``authorised``.
         """
+        self.check_epoch()
         work = self.store.get_work(work_id, {"seq": 1})
         if work is None:
             raise UnusableText(f"no work with id {work_id}")

@@ -30,6 +30,11 @@ class StoreUnavailable(Retryable):
     """The MongoDB server did not answer."""
 
 
+class IndexLost(IndexUnavailable):
+    """The Redis indexes were lost while a page was being matched (their epoch is gone):
+    nothing was written; the page is matched again once they are rebuilt."""
+
+
 class UnusableText(MatcherError, ValueError):
     """A work or page has no text left to fingerprint after decoding and normalisation."""
 

@@ -245,6 +245,17 @@ class Keys:
         """A SCAN pattern of every key under the prefix."""
         return f"{self.prefix}:*"
 
+    @property
+    def epoch(self) -> str:
+        """A token written when the indexes are made or rebuilt: gone when Redis lost them
+        (:meth:`matcher.engine.Engine.check_epoch`)."""
+        return f"{self.prefix}:epoch"
+
+    @property
+    def rebuild_lock(self) -> str:
+        """Held while one process rebuilds lost indexes from the store."""
+        return f"{self.prefix}:lock:rebuild"
+
     def page_lock(self, seq: int) -> str:
         """Held while a page (and the split chapter it belongs to) is matched and written."""
         return f"{self.prefix}:lock:page:{seq}"

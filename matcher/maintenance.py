@@ -22,18 +22,22 @@ from matcher.redis_io import delete_matching
 BATCH_KEYS = 1000
 
 
-def rebuild_indexes(engine: Engine) -> dict[str, int]:
-    """Drop every Redis index and rebuild it from the fingerprints stored in MongoDB.
+def rebuild_indexes(engine: Engine, kinds: Iterable[str] = ("work", "page")) -> dict[str, int]:
+    """Drop the Redis indexes of ``kinds`` and rebuild them from the fingerprints stored in
+    MongoDB, then write a new index epoch (:meth:`Engine.check_epoch`).
 
     Returns the number of owners indexed per kind (``work`` counts segments).
     """
     counts = {}
     for kind, side in (("work", engine.works), ("page", engine.pages)):
+        if kind not in kinds:
+            continue
         with redis_errors("rebuilding the index"):
             side.clear()
             if kind == "work":
                 delete_matching(engine.redis, engine.keys.segment_pattern, "clearing segments")
         counts[kind] = load_side(engine, kind)
+    engine.new_epoch()
     return counts
 
 

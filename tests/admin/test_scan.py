@@ -247,3 +247,31 @@ def test_pages_are_indexed_for_works_added_later_only_when_served(index_pages: b
         assert found == ({"/book/1025/1.html"} if index_pages else set())
     finally:
         drop_indexes(engine)
+
+
+def test_redis_losing_the_index_mid_scan_loses_no_match() -> None:
+    """The scan's Redis restarts empty after the sixth page: the index is rebuilt from the
+    scan's store at the next page, and every copy is still found."""
+    from admin.scan import run_scan, scan_settings, serve_directory
+    from matcher.maintenance import drop_indexes
+
+    url = os.environ["FPTRACK_REDIS_URL"]
+    client = redis.Redis.from_url(url)
+    settings = scan_settings()
+    seen: list[str] = []
+
+    def on_page(page_url: str) -> None:
+        seen.append(page_url)
+        if len(seen) == 6:
+            for key in client.scan_iter(f"{settings.redis_prefix}:*", count=1000):
+                client.delete(key)
+
+    with serve_directory(SITE) as base:
+        result, engine = run_scan(
+            WORKS, [base + "index.html"], redis_url=url, settings=settings, on_page=on_page
+        )
+    drop_indexes(engine)
+    assert len(seen) > 6 and result.errors == []
+    assert any("were lost; rebuilt from the store" in p for p in engine.problems)
+    found = {(urlsplit(m["url"]).path, m["work"]) for m in result.matches}
+    assert found == {(path, work) for path, works in EXPECTED.items() for work in works}
