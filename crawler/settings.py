@@ -25,6 +25,8 @@ Defaults:
 - ``LOG_LEVEL``: ``INFO``; ``TELNETCONSOLE_ENABLED`` and ``REMOTE_CONTROL_ENABLED``:
   ``False`` (no console or control port is opened by a crawl).
 - ``ITEM_PIPELINES``: :class:`crawler.pipelines.IngestPipeline` only.
+- ``DOWNLOADER_MIDDLEWARES``: :class:`crawler.origin.SameOriginMiddleware` at 50 (before
+  robots.txt): no request to another port of a start URL's host.
 - ``FPTRACK_INGEST``: unset: the pipeline builds the production ingest (MongoDB store and
   Celery ``fptrack.process_page`` tasks). In-process runs put an object with
   ``.page(**fields)`` here; :func:`crawl_settings` wraps it in :class:`ByReference` so that
@@ -76,6 +78,7 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 
 ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
+DOWNLOADER_MIDDLEWARES = {"crawler.origin.SameOriginMiddleware": 50}
 
 FPTRACK_MIN_TEXT_CHARS = 20
 

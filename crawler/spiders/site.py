@@ -26,7 +26,8 @@ Stats (never fatal; every fetched page that yields no item is counted under its 
 ``fptrack/thin`` (HTML pages with too little main text: link lists), ``fptrack/non_html``,
 ``fptrack/undecodable``, ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``),
 ``fptrack/ignored`` (requests a middleware dropped, such as those robots.txt forbids;
-offsite links are Scrapy's ``offsite/filtered``),
+offsite links are Scrapy's ``offsite/filtered``), ``fptrack/other_port`` (links to, or
+redirects to, another port of a start URL's host: never followed),
 ``fptrack/errors/<ExceptionName>`` (timeouts, DNS, refused connections...),
 and ``fptrack/http_status/<code>`` (every final status the spider sees, errors included).
 """
@@ -60,6 +61,7 @@ from crawler.extract import (
     parse_html,
 )
 from crawler.items import PageItem
+from crawler.origin import Origins
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
@@ -122,6 +124,7 @@ class SiteSpider(scrapy.Spider):
         self.min_text_chars = min_text_chars
         self._include = [re.compile(p) for p in config.include]
         self._exclude = [re.compile(p) for p in config.exclude]
+        self._origins = Origins(self.start_urls)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -194,7 +197,8 @@ class SiteSpider(scrapy.Spider):
         """Requests for the page's links: its next and previous pages at its own depth."""
         same_level = {canonical(u) for u in neighbours if u}
         for url in neighbours:
-            if url and not _IGNORED_SUFFIX.search(url.split("?", 1)[0]):
+            suffix_ok = url and not _IGNORED_SUFFIX.search(url.split("?", 1)[0])
+            if suffix_ok and self._same_origin(url):
                 yield self._request(url, depth)
         if depth >= self.max_depth:
             return
@@ -205,9 +209,16 @@ class SiteSpider(scrapy.Spider):
     def _request(self, url: str, depth: int) -> scrapy.Request:
         return scrapy.Request(url, self.parse, errback=self.on_error, meta={DEPTH: depth})
 
+    def _same_origin(self, url: str) -> bool:
+        """Not another port of a start URL's host (:mod:`crawler.origin`)."""
+        return self._origins.admits(url)
+
     def _wanted(self, url: str) -> bool:
         path = url.split("?", 1)[0]
         if _IGNORED_SUFFIX.search(path):
+            return False
+        if not self._same_origin(url):
+            self._inc("fptrack/other_port")
             return False
         if self._include and not any(p.search(url) for p in self._include):
             return False

@@ -72,3 +72,22 @@ def test_deep_nesting_is_flattened_in_one_pass() -> None:
     assert "正文" in extract(flat, "http://x/", page=parse_html(html)).text
     shallow = "<div>" * 10 + "正文" + "</div>" * 10
     assert flatten_deep(shallow) == shallow
+
+
+def test_other_ports_of_the_host_are_never_crawled(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    with FixtureSite({"/": page(chapter_html())}) as internal:
+        inner = internal.url("/")  # another service on the same host
+        pages = {
+            "/": page(chapter_html(f'{CHAPTER}<a href="{inner}">内部</a>')),
+            "/jump": (302, {"Location": inner}, b""),
+        }
+        with FixtureSite(pages, redirects={"/go": (302, inner)}) as site:
+            outer = SiteConfig.from_dict({"name": "outer", "start_urls": [site.url("/")]})
+            body = f'<a href="{inner}">一</a><a href="/go">二</a>{CHAPTER}'
+            site.pages["/"] = page(chapter_html(body))
+            stats = crawl_in_process([outer], test_overrides, timeout=60)["outer"]
+            assert internal.requested() == []
+            assert sorted(ingest.by_url()) == [site.url("/")]
+    assert stats["fptrack/other_port"] >= 1
