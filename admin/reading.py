@@ -3,10 +3,17 @@
 Encodings are detected (:func:`fingerprint.decode.decode`: UTF-8/16/32, GB18030/GBK, Big5);
 HTML is reduced to its visible text. A file that cannot be read is reported as a
 :class:`WorkFile` with an ``error`` and never stops the others.
+
+Folders are walked without recursion, at most :data:`MAX_DEPTH` levels deep (deeper folders
+are reported); a work file that is not a regular file once its symbolic links are followed
+(a dangling link, a FIFO, a device such as ``/dev/zero``) is reported and never opened; a
+name that is not valid UTF-8 is shown with replacement characters (the file is still read).
 """
 
 from __future__ import annotations
 
+import os
+import stat
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -19,6 +26,7 @@ from fingerprint.decode import decode
 
 WORK_SUFFIXES = (".txt", ".md", ".html", ".htm")
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
+MAX_DEPTH = 64
 _SKIP = frozenset({"script", "style", "noscript", "template"})
 _BLOCKS = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section"})
 
@@ -48,9 +56,20 @@ class WorkFile:
 
     @property
     def source(self) -> str:
-        """Where the work came from: its absolute path (``archive.zip/member`` in a zip)."""
-        path = str(Path(self.path).resolve())
+        """Where the work came from: its absolute path (``archive.zip/member`` in a zip),
+        printable (:func:`printable`)."""
+        path = printable(str(Path(self.path).absolute()))
         return f"{path}/{self.member}" if self.member else path
+
+
+def printable(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (kept by Python as lone surrogates,
+    which no JSON, BSON or terminal takes) become U+FFFD.
+
+    >>> printable(os.fsdecode(b"\\xb5\\xc6\\xcb\\xfe.txt"))
+    '\ufffd\ufffd\ufffd\ufffd.txt'
+    """
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 class _Text(HTMLParser):
@@ -102,18 +121,22 @@ def text_of(data: bytes, name: str) -> tuple[str, str]:
 
 def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str, str]:
     """Read and decode one text or HTML file; returns ``(text, encoding)``."""
+    shown = printable(str(path))
     if path.is_dir():
-        raise ReadError(f"{path} is a directory, not a file", missing=True)
+        raise ReadError(f"{shown} is a directory, not a file", missing=True)
+    if path.is_symlink() and not path.exists():
+        raise ReadError(f"{shown} is a symbolic link to nothing", missing=True)
     if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
-        raise ReadError(f"{path} is not a regular file", missing=True)
+        raise ReadError(f"{shown} is not a regular file (a FIFO, device or socket)", missing=True)
     try:
         n = path.stat().st_size
         if n > max_bytes:
-            raise ReadError(f"{path} is {size(n)}, over the --max-bytes limit of {size(max_bytes)}")
+            limit = size(max_bytes)
+            raise ReadError(f"{shown} is {size(n)}, over the --max-bytes limit of {limit}")
         data = path.read_bytes()
     except OSError as exc:
-        raise ReadError(f"cannot read {path}: {exc.strerror or exc}", missing=True) from exc
-    return text_of(data, str(path))
+        raise ReadError(f"cannot read {shown}: {exc.strerror or exc}", missing=True) from exc
+    return text_of(data, shown)
 
 
 def iter_work_files(
@@ -125,24 +148,73 @@ def iter_work_files(
     member is ``archive.zip/member``). Files of other kinds inside folders are skipped.
     """
     for root in paths:
+        shown = printable(str(root))
         if root.is_dir():
-            found = sorted(
-                p
-                for p in root.rglob("*")
-                if p.is_file() and p.suffix.lower() in (*WORK_SUFFIXES, ".zip")
-            )
-            if not found:
+            found, problems = _walk(root)
+            yield from problems
+            if not found and not problems:
                 kinds = " ".join((*WORK_SUFFIXES, ".zip"))
-                yield WorkFile(str(root), str(root), error=f"{root}: no work file ({kinds}) there")
+                yield WorkFile(shown, str(root), error=f"{shown}: no work file ({kinds}) there")
             for path in found:
-                yield from _one(path, path.relative_to(root).as_posix(), max_bytes)
-        elif root.exists():
-            yield from _one(root, root.name, max_bytes)
+                yield from _one(path, printable(path.relative_to(root).as_posix()), max_bytes)
+        elif root.exists() or root.is_symlink():
+            yield from _one(root, printable(root.name), max_bytes)
         else:
-            yield WorkFile(str(root), str(root), error=f"{root}: no such file or directory")
+            yield WorkFile(shown, str(root), error=f"{shown}: no such file or directory")
+
+
+def _walk(root: Path) -> tuple[list[Path], list[WorkFile]]:
+    """The work files under ``root`` (sorted), and what was skipped there: folders deeper
+    than :data:`MAX_DEPTH`, unreadable folders, and work files that are not regular files.
+    Iterative (no recursion limit); symbolic links to folders are not followed."""
+    found: list[Path] = []
+    problems: list[WorkFile] = []
+    stack = [(root, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            shown = printable(str(folder))
+            problems.append(WorkFile(shown, str(folder), error=f"cannot list {shown}: {exc}"))
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_dir(follow_symlinks=False):
+                if depth + 1 > MAX_DEPTH:
+                    shown = printable(entry.path)
+                    error = f"{shown}: folders deeper than {MAX_DEPTH} levels are not read"
+                    problems.append(WorkFile(shown, entry.path, error=error))
+                else:
+                    stack.append((path, depth + 1))
+            elif path.suffix.lower() in (*WORK_SUFFIXES, ".zip"):
+                found.append(path)  # not a regular file: _one says so, without opening it
+    return sorted(found), problems
+
+
+def _not_regular(path: Path) -> str:
+    """Why ``path`` (its links followed) cannot be read as a file, or ""."""
+    shown = printable(str(path))
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        if path.is_symlink():
+            return f"{shown} is a symbolic link to nothing"
+        return f"{shown}: no such file"
+    except OSError as exc:
+        return f"cannot read {shown}: {exc.strerror or exc}"
+    if stat.S_ISDIR(mode):
+        return f"{shown} is a directory, not a file"
+    if not stat.S_ISREG(mode):
+        return f"{shown} is not a regular file (a FIFO, device or socket)"
+    return ""
 
 
 def _one(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:
+    problem = _not_regular(path)
+    if problem:
+        yield WorkFile(name, str(path), error=problem)
+        return
     if path.suffix.lower() == ".zip":
         yield from _zip(path, name, max_bytes)
         return
@@ -155,23 +227,40 @@ def _one(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:
 
 
 def _zip(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:
+    """The works of a zip archive. A member's bytes are read through a stream that stops
+    at ``max_bytes``, whatever size the archive declares for it (a member may lie); a
+    member whose name is absolute or climbs out (``..``) is refused."""
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
-        yield WorkFile(name, str(path), error=f"{path}: not a readable zip archive: {exc}")
+        shown = printable(str(path))
+        yield WorkFile(name, str(path), error=f"{shown}: not a readable zip archive: {exc}")
         return
+    limit = f"the --max-bytes limit of {size(max_bytes)}"
     with archive:
         for info in sorted(archive.infolist(), key=lambda i: i.filename):
             member = f"{name}/{info.filename}"
             if info.is_dir() or not info.filename.lower().endswith(WORK_SUFFIXES):
                 continue
+            parts = info.filename.replace("\\", "/").split("/")
+            if info.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
+                error = f"{member}: an absolute or climbing name (..) in the archive: refused"
+                yield WorkFile(member, str(path), error=error)
+                continue
             if info.file_size > max_bytes:
-                limit = f"the --max-bytes limit of {size(max_bytes)}"
                 yield WorkFile(member, str(path), error=f"{member} is over {limit}")
                 continue
             try:
-                text, encoding = text_of(archive.read(info), member)
-            except (ReadError, OSError, zipfile.BadZipFile, RuntimeError) as exc:
-                yield WorkFile(member, str(path), error=str(exc))
+                with archive.open(info) as stream:
+                    data = stream.read(max_bytes + 1)
+                if len(data) > max_bytes:
+                    error = (
+                        f"{member} is over {limit} (the archive declared {size(info.file_size)})"
+                    )
+                    yield WorkFile(member, str(path), error=error)
+                    continue
+                text, encoding = text_of(data, member)
+            except (ReadError, OSError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:
+                yield WorkFile(member, str(path), error=f"{member}: {exc}")
                 continue
             yield WorkFile(member, str(path), text, encoding, member=info.filename)

@@ -147,6 +147,18 @@ def test_a_site_whose_robots_txt_forbids_fptrack_is_reported(capsys, tmp_path) -
     assert "robots.txt forbids fptrack" in err
 
 
+def test_a_work_named_in_gbk_bytes_is_scanned_and_shown(capsys, tmp_path) -> None:
+    works = tmp_path / "works"
+    works.mkdir()
+    name = os.fsdecode("灯塔.txt".encode("gbk"))  # not UTF-8: a surrogate-escaped str
+    (works / name).write_bytes((WORKS / "lighthouse.txt").read_bytes())
+    out = tmp_path / "out.json"
+    status, _ = scan(capsys, "--works", str(works), "--site-dir", str(SITE), "--json", str(out))
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 0 and result["works"] == 1 and result["errors"] == []
+    assert {m["work"] for m in result["matches"]} == {"\ufffd\ufffd\ufffd\ufffd.txt"}
+
+
 def test_unreadable_work_is_reported_and_the_rest_processed(capsys, tmp_path) -> None:
     works = tmp_path / "works"
     works.mkdir()
