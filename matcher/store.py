@@ -801,22 +801,18 @@ class Store:
         self, segments: Iterable[tuple[ObjectId, int]], method: str
     ) -> list[dict]:
         """Stored fingerprints of one method for the work segments ``(work id, segment
-        index)``: one query, a branch per work on the shard key and the unique index
-        (``owner_id``, then its segments), so no other segment is read."""
+        index)``: a query per work, on the shard key and the unique index (``owner_id``,
+        then its segments), so no other segment is read and no other shard asked."""
         by_work: dict[ObjectId, set[int]] = {}
         for oid, index in segments:
             by_work.setdefault(oid, set()).add(int(index))
-        if not by_work:
-            return []
-        wanted = {(oid, index) for oid, indexes in by_work.items() for index in indexes}
-        branches = [
-            {"owner_id": oid, "segment": {"$in": sorted(indexes)}}
-            for oid, indexes in sorted(by_work.items())
-        ]
-        query = {"owner_kind": "work", "$or": branches}
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{_method(method)}": 1}
-        found = (self._flatten(d, method) for d in self.db.fingerprints.find(query, projection))
-        return [fp for fp in found if fp is not None and (fp["owner_id"], fp["segment"]) in wanted]
+        out = []
+        for oid, indexes in sorted(by_work.items()):
+            query = {"owner_id": oid, "owner_kind": "work", "segment": {"$in": sorted(indexes)}}
+            found = (self._flatten(d, method) for d in self.db.fingerprints.find(query, projection))
+            out += [fp for fp in found if fp is not None]
+        return out
 
     @mongo_errors
     def iter_fingerprints(self, kind: str, method: str) -> Iterator[dict]:
