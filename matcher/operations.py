@@ -225,7 +225,7 @@ class Operations:
     @mongo_errors
     def user_records(self) -> list[dict]:
         """Every account (no password hashes), by username."""
-        fields = {"username": 1, "role": 1, "created_at": 1, "last_login": 1, "locked_until": 1}
+        fields = {"username": 1, "role": 1, "created_at": 1, "last_login": 1}
         return list(self.db.users.find({}, fields).sort("username", ASCENDING))
 
     @mongo_errors

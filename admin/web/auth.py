@@ -19,18 +19,26 @@ def login() -> Any:
     if request.method == "GET":
         return render_template("login.html", next=target, error="")
     user, reason = services().users.authenticate(
-        request.form.get("username", ""), request.form.get("password", "")
+        request.form.get("username", ""),
+        request.form.get("password", ""),
+        client=request.remote_addr or "",
     )
     if user is None:
         return render_template("login.html", next=target, error=reason), 401
     session.clear()  # a new session: no fixation
     session.permanent = True
     session["user"] = user.username
+    session["epoch"] = user.epoch
     security.csrf_token()
     return redirect(security.safe_next(target))
 
 
 @bp.post("/logout")
 def logout() -> Any:
+    """End the session, and with it every session of the account (a copied cookie too)."""
+    from admin.web.app import services
+
+    if session.get("user"):
+        services().users.end_sessions(session["user"])
     session.clear()
     return redirect(url_for("auth.login"))

@@ -92,11 +92,17 @@ class MatchFilters:
         return {k: str(v) for k, v in asdict(self).items() if v is not None}
 
 
+FIRST_YEAR, LAST_YEAR = 1900, 9998
+"""The years a date filter takes (the day after the last must still be a date)."""
+
+
 def _day(value: str, name: str) -> datetime:
     try:
         day = datetime.strptime(value, "%Y-%m-%d")
     except ValueError:
         raise FilterError(f"{name} must be a date YYYY-MM-DD, got {value!r}") from None
+    if not FIRST_YEAR <= day.year <= LAST_YEAR:
+        raise FilterError(f"{name} must be a date from {FIRST_YEAR} to {LAST_YEAR}, got {value!r}")
     return day.replace(tzinfo=UTC)
 
 

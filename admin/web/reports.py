@@ -278,7 +278,7 @@ def _today() -> date:
 
 
 def _attachment(body: bytes, mimetype: str, filename: str) -> Response:
-    response = Response(body, mimetype=mimetype)
+    response = Response(body, content_type=mimetype)
     response.headers["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 

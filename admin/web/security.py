@@ -17,6 +17,7 @@ import hmac
 import secrets
 from collections.abc import Callable
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from flask import Response, abort, g, redirect, request, session, url_for
 
@@ -51,7 +52,7 @@ def check_csrf() -> None:
 
 def load_user(users: Users) -> Response | None:
     """Set ``g.user`` from the session; send anyone not logged in to the login page."""
-    g.user = users.get(session.get("user"))
+    g.user = users.get(session.get("user"), session.get("epoch"))
     if g.user is None and request.endpoint not in PUBLIC_ENDPOINTS:
         session.pop("user", None)
         if request.method == "GET":
@@ -90,8 +91,13 @@ def add_headers(response: Response) -> Response:
 
 
 def safe_next(target: str | None) -> str:
-    """A redirect target inside this site (else the dashboard)."""
-    if target and target.startswith("/") and not target.startswith(("//", "/\\")):
+    """A redirect target inside this site (else the dashboard): a path, with no control
+    character (browsers drop tabs and line breaks, so ``/<TAB>/evil.example`` would be
+    ``//evil.example``), no backslash, and nothing a URL parser reads as a host or scheme."""
+    if not target or any(ord(c) < 32 or c == "\x7f" for c in target) or "\\" in target:
+        return url_for("dashboard.index")
+    parts = urlsplit(target)
+    if target.startswith("/") and not target.startswith("//") and not parts.scheme + parts.netloc:
         return target
     return url_for("dashboard.index")
 

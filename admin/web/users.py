@@ -1,15 +1,20 @@
-"""Accounts of the admin platform: argon2-hashed passwords, roles and lock-out.
+"""Accounts of the admin platform: argon2-hashed passwords, roles, throttled logins and
+sessions that end server-side.
 
 Users live in the ``users`` collection (unique ``username``). A password is stored only as
 its argon2id hash (argon2-cffi's defaults, RFC 9106's second recommended parameter set).
-After :data:`MAX_FAILURES` failed logins in a row an account is locked for
-:data:`LOCK_MINUTES` minutes; a successful login resets the count. There is no default
-account: the first one is made with ``fptrack admin create-user``.
+Failed logins are throttled per client and account (:meth:`Users.authenticate`), never by
+locking the account; every refusal reads the same and takes the same time. A session holds
+its account's session epoch: logging out or setting a new password writes a new one, which
+ends every session of the account, a copied cookie included. There is no default account:
+the first one is made with ``fptrack admin create-user``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -24,7 +29,11 @@ from matcher.store import Store, now
 ROLES = ("viewer", "reviewer", "admin")
 """Each role may do what the roles before it may."""
 MAX_FAILURES = 5
-LOCK_MINUTES = 15
+"""Failed logins from one client to one account before it must wait."""
+FIRST_WAIT_SECONDS = 30
+MAX_WAIT_SECONDS = 15 * 60
+"""The wait doubles with each further failure, up to this."""
+REFUSED = "wrong username or password (after repeated failures, wait a few minutes)"
 MIN_PASSWORD_CHARS = 10
 USERNAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 
@@ -41,6 +50,8 @@ class UserError(MatcherError, ValueError):
 class User:
     username: str
     role: str
+    epoch: str | None = None
+    """The account's session epoch: a session made under another one has ended."""
 
     def can(self, role: str) -> bool:
         """Whether this user has ``role`` or a stronger one."""
@@ -71,47 +82,69 @@ class Users:
         fields = {
             "password_hash": _hasher.hash(password),
             "role": role,
-            "failures": 0,
-            "locked_until": None,
+            "throttle": {},
+            "session_epoch": secrets.token_hex(16),  # a new password ends every session
         }
         self.ops.save_user(username=name, fields=fields)
         return User(name, role)
 
-    def get(self, username: Any) -> User | None:
+    def get(self, username: Any, epoch: Any = None) -> User | None:
+        """The account of a session, if the session is still valid (its ``epoch`` is the
+        account's: no logout or password change since it was made)."""
         if not isinstance(username, str) or not USERNAME.match(username):
             return None
-        doc = self.ops.user_record(username=username, fields={"role": 1})
-        return User(username, doc["role"]) if doc and doc.get("role") in ROLES else None
+        doc = self.ops.user_record(username=username, fields={"role": 1, "session_epoch": 1})
+        if not doc or doc.get("role") not in ROLES or doc.get("session_epoch") != epoch:
+            return None
+        return User(username, doc["role"], epoch)
+
+    def end_sessions(self, username: str) -> None:
+        """Log the account out everywhere: every session made before now is refused."""
+        self.ops.update_user(
+            username=self._name(username), fields={"session_epoch": secrets.token_hex(16)}
+        )
 
     def list(self) -> list[dict[str, Any]]:
         return self.ops.user_records()
 
-    def authenticate(self, username: Any, password: Any) -> tuple[User | None, str]:
-        """``(user, "")`` on success, else ``(None, reason)`` with a reason safe to show."""
-        refused = "wrong username or password"
+    def authenticate(
+        self, username: Any, password: Any, client: str = ""
+    ) -> tuple[User | None, str]:
+        """``(user, "")`` on success, else ``(None, reason)``, one reason for every refusal.
+
+        Failures are counted per client (its address, hashed) and account: after
+        :data:`MAX_FAILURES`, that client waits :data:`FIRST_WAIT_SECONDS`, doubled at each
+        further failure up to :data:`MAX_WAIT_SECONDS`, while the account stays open to
+        everyone else (no one can lock another out). The password is always checked, also
+        for unknown or waiting accounts, so the time taken tells nothing.
+        """
         if not isinstance(username, str) or not USERNAME.match(username):
             _verify(_DUMMY_HASH, str(password))
-            return None, refused
+            return None, REFUSED
         doc = self.ops.user_record(username=username)
+        right = _verify(doc["password_hash"] if doc else _DUMMY_HASH, str(password))
         if doc is None:
-            _verify(_DUMMY_HASH, str(password))
-            return None, refused
+            return None, REFUSED
         stamp = now()
-        locked = doc.get("locked_until")
-        if locked is not None and _aware(locked) > stamp:
-            return None, "too many failed logins: this account is locked for a while"
-        if not isinstance(password, str) or not _verify(doc["password_hash"], password):
-            failures = int(doc.get("failures", 0)) + 1
-            update: dict[str, Any] = {"failures": failures}
-            if failures >= MAX_FAILURES:
-                update = {"failures": 0, "locked_until": stamp + timedelta(minutes=LOCK_MINUTES)}
-            self.ops.update_user(username=username, fields=update)
-            return None, refused
-        update = {"failures": 0, "locked_until": None, "last_login": stamp}
+        who = hashlib.sha256(client.encode("utf-8", "replace")).hexdigest()[:16]
+        throttle = dict(doc.get("throttle") or {})
+        mine = throttle.get(who) or {}
+        waiting = mine.get("until") is not None and _aware(mine["until"]) > stamp
+        if waiting or not right or not isinstance(password, str):
+            if not waiting:
+                failures = int(mine.get("failures", 0)) + 1
+                over = failures - MAX_FAILURES
+                wait = min(FIRST_WAIT_SECONDS * 2**over, MAX_WAIT_SECONDS) if over >= 0 else 0
+                until = stamp + timedelta(seconds=wait) if wait else None
+                throttle[who] = {"failures": failures, "until": until}
+                self.ops.update_user(username=username, fields={"throttle": throttle})
+            return None, REFUSED
+        throttle.pop(who, None)
+        update = {"throttle": throttle, "last_login": stamp}
         if _hasher.check_needs_rehash(doc["password_hash"]):
             update["password_hash"] = _hasher.hash(password)
         self.ops.update_user(username=username, fields=update)
-        return User(username, doc["role"]), ""
+        return User(username, doc["role"], doc.get("session_epoch")), ""
 
 
 def _verify(hashed: str, password: str) -> bool:

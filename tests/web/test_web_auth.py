@@ -39,19 +39,49 @@ def test_wrong_password_is_refused_without_saying_which_part(client: FlaskClient
     assert "wrong username or password" in unknown.get_data(as_text=True)
 
 
-def test_repeated_failures_lock_the_account(client: FlaskClient) -> None:
+def test_repeated_failures_make_that_client_wait_not_the_account(app) -> None:
+    attacker = app.test_client()
+    attacker.environ_base["REMOTE_ADDR"] = "203.0.113.9"
     for _ in range(users_module.MAX_FAILURES):
-        assert login(client, "rita", "bad-password").status_code == 401
-    locked = login(client, "rita")  # the right password, but locked
-    assert locked.status_code == 401 and "locked" in locked.get_data(as_text=True)
+        assert login(attacker, "rita", "bad-password").status_code == 401
+    waiting = login(attacker, "rita")  # the right password, but this client must wait
+    unknown = login(attacker, "nobody", "bad-password")
+    assert waiting.status_code == unknown.status_code == 401
+    assert waiting.get_data(as_text=True) == unknown.get_data(as_text=True)  # nothing told
+    owner = app.test_client()
+    owner.environ_base["REMOTE_ADDR"] = "198.51.100.7"
+    assert login(owner, "rita").status_code == 302  # no one can lock another out
+
+
+def test_logout_ends_every_session_of_the_account_a_copied_cookie_too(app) -> None:
+    first, second = app.test_client(), app.test_client()
+    assert login(first, "victor").status_code == 302
+    assert login(second, "victor").status_code == 302
+    stolen = first.get_cookie("fptrack_session").value
+    assert post(first, "/logout").status_code == 302
+    replay = app.test_client()
+    replay.set_cookie("fptrack_session", stolen)
+    assert replay.get("/").status_code == 302  # to the login page
+    assert second.get("/").status_code == 302
+    assert login(second, "victor").status_code == 302 and second.get("/").status_code == 200
+
+
+def test_a_new_password_ends_the_sessions(app, web_ctx) -> None:
+    c = app.test_client()
+    assert login(c, "victor").status_code == 302 and c.get("/").status_code == 200
+    Users(web_ctx.engine.store).create("victor", "another-long-password", "viewer", replace=True)
+    assert c.get("/").status_code == 302
 
 
 def test_login_redirects_only_inside_the_site(client: FlaskClient) -> None:
     token = csrf(client)
     data = {"username": "alice", "password": PASSWORDS["alice"][1], "csrf_token": token}
-    evil = client.post("/login", data={**data, "next": "//evil.example/x"})
-    assert evil.headers["Location"] == "/"
-    client.post("/logout", data={"csrf_token": csrf(client, "/")})
+    for target in ("//evil.example/x", "/\t/evil.example/x", "/\r\n/evil.example", "/\\evil",
+                   "https://evil.example/", "/x\r\nSet-Cookie: a=b"):  # fmt: skip
+        evil = client.post("/login", data={**data, "next": target})
+        assert evil.status_code == 302 and evil.headers["Location"] == "/", target
+        client.post("/logout", data={"csrf_token": csrf(client, "/")})
+        data["csrf_token"] = csrf(client)
     token = csrf(client)
     good = client.post("/login", data={**data, "csrf_token": token, "next": "/works/"})
     assert good.headers["Location"] == "/works/"
@@ -101,4 +131,4 @@ def test_user_rules(app) -> None:
     assert stored["password_hash"].startswith("$argon2id$")
     assert PASSWORDS["alice"][1] not in str(stored)
     # operator-shaped usernames are refused before reaching MongoDB
-    assert users.authenticate({"$ne": ""}, "x") == (None, "wrong username or password")
+    assert users.authenticate({"$ne": ""}, "x") == (None, users_module.REFUSED)

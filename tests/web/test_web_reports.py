@@ -42,6 +42,8 @@ BAD_FILTERS = (
     "work=not-an-id",
     "min_score=2",
     "status=stolen",
+    "until=9999-12-31",
+    "since=0001-01-01",
 )
 
 
@@ -180,6 +182,7 @@ class TestExports:
         response = as_viewer.get("/reports/export.csv")
         assert response.headers["Content-Disposition"].startswith("attachment;")
         assert response.mimetype == "text/csv"
+        assert response.headers["Content-Type"] == "text/csv; charset=utf-8"
         rows = csv_rows(response)
         assert len(rows) == 4
         assert tuple(rows[0].keys()) == CSV_FIELDS
