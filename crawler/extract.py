@@ -247,8 +247,11 @@ def densest_block_text(page: Selector) -> str:
     return _element_text(best) if best is not None else ""
 
 
-def page_links(page: Selector, base_url: str, encoding: str = "utf-8") -> list[str]:
-    """Absolute http(s) URLs of the page's ``<a>`` and ``<area>`` links, without fragments.
+def page_links(
+    page: Selector, base_url: str, encoding: str = "utf-8", limit: int | None = None
+) -> list[str]:
+    """Absolute http(s) URLs of the page's ``<a>`` and ``<area>`` links, without fragments,
+    at most ``limit`` distinct ones (the first in the page).
 
     Relative links are resolved against ``<base href>`` when the page has one.
     """
@@ -258,6 +261,8 @@ def page_links(page: Selector, base_url: str, encoding: str = "utf-8") -> list[s
         url = _absolute(base, href, encoding)
         if url:
             seen.setdefault(url)
+            if limit is not None and len(seen) >= limit:
+                break
     return list(seen)
 
 

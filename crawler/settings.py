@@ -40,6 +40,11 @@ Defaults:
   ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
 - ``FPTRACK_MIN_TEXT_CHARS``: 20 letters or CJK characters of main text (outside links)
   make a page worth storing.
+- ``FPTRACK_MAX_LINKS_PER_PAGE``: 5,000: links taken from one page (the first in it; a page
+  with more counts ``fptrack/links_capped``).
+- ``FPTRACK_MAX_REQUESTS``: 1,000,000 distinct URLs requested by one crawler process (new
+  links beyond it count ``fptrack/requests_capped``): the bound of its frontier, and of its
+  memory, against sites that generate links without end.
 
 ``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
 "2.7" implementation and no longer read the setting.
@@ -81,6 +86,8 @@ ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
 DOWNLOADER_MIDDLEWARES = {"crawler.origin.SameOriginMiddleware": 50}
 
 FPTRACK_MIN_TEXT_CHARS = 20
+FPTRACK_MAX_LINKS_PER_PAGE = 5000
+FPTRACK_MAX_REQUESTS = 1_000_000
 
 INGEST_SETTING = "FPTRACK_INGEST"
 SETTINGS_SETTING = "FPTRACK_SETTINGS"

@@ -42,6 +42,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import scrapy
+import xxhash
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.http import Response
@@ -110,6 +111,8 @@ class SiteSpider(scrapy.Spider):
         site: SiteConfig | dict[str, Any] | str | None = None,
         max_depth: int | None = None,
         min_text_chars: int = 20,
+        max_links: int = 5000,
+        max_requests: int = 1_000_000,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -122,6 +125,9 @@ class SiteSpider(scrapy.Spider):
         self.start_urls = list(config.start_urls)
         self.max_depth = config.max_depth if max_depth is None else max_depth
         self.min_text_chars = min_text_chars
+        self.max_links = max_links
+        self.max_requests = max_requests
+        self._requested: set[int] = set()
         self._include = [re.compile(p) for p in config.include]
         self._exclude = [re.compile(p) for p in config.exclude]
         self._origins = Origins(self.start_urls)
@@ -133,6 +139,8 @@ class SiteSpider(scrapy.Spider):
         if settings.get("FPTRACK_MAX_DEPTH") is not None:
             kwargs.setdefault("max_depth", settings.getint("FPTRACK_MAX_DEPTH"))
         kwargs.setdefault("min_text_chars", settings.getint("FPTRACK_MIN_TEXT_CHARS", 20))
+        kwargs.setdefault("max_links", settings.getint("FPTRACK_MAX_LINKS_PER_PAGE", 5000))
+        kwargs.setdefault("max_requests", settings.getint("FPTRACK_MAX_REQUESTS", 1_000_000))
         return super().from_crawler(crawler, *args, **kwargs)
 
     # requests -------------------------------------------------------------------------
@@ -140,7 +148,9 @@ class SiteSpider(scrapy.Spider):
     async def start(self) -> AsyncIterator[scrapy.Request]:
         """One request per start URL, at depth 0."""
         for url in self.start_urls:
-            yield self._request(url, 0)
+            request = self._request(url, 0)
+            if request is not None:
+                yield request
 
     def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
         """A fetched page: its links to follow, then its item when it has main text."""
@@ -199,14 +209,31 @@ class SiteSpider(scrapy.Spider):
         for url in neighbours:
             suffix_ok = url and not _IGNORED_SUFFIX.search(url.split("?", 1)[0])
             if suffix_ok and self._same_origin(url):
-                yield self._request(url, depth)
+                request = self._request(url, depth)
+                if request is not None:
+                    yield request
         if depth >= self.max_depth:
             return
-        for url in page_links(page.selector, page.url, page.encoding):
+        links = page_links(page.selector, page.url, page.encoding, limit=self.max_links + 1)
+        if len(links) > self.max_links:
+            self._inc("fptrack/links_capped")  # the page's links after the first max_links
+            links = links[: self.max_links]
+        for url in links:
             if canonical(url) not in same_level and self._wanted(url):
-                yield self._request(url, depth + 1)
+                request = self._request(url, depth + 1)
+                if request is not None:
+                    yield request
 
-    def _request(self, url: str, depth: int) -> scrapy.Request:
+    def _request(self, url: str, depth: int) -> scrapy.Request | None:
+        """A request, unless it is for a new URL and this process already asked for
+        ``max_requests`` distinct ones (the frontier's bound: a site generating links without
+        end cannot grow it, or this process's memory, without end)."""
+        key = xxhash.xxh3_64_intdigest(canonical(url).encode("utf-8", "surrogatepass"))
+        if key not in self._requested:
+            if len(self._requested) >= self.max_requests:
+                self._inc("fptrack/requests_capped")
+                return None
+            self._requested.add(key)
         return scrapy.Request(url, self.parse, errback=self.on_error, meta={DEPTH: depth})
 
     def _same_origin(self, url: str) -> bool:

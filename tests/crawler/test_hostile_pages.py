@@ -91,3 +91,30 @@ def test_other_ports_of_the_host_are_never_crawled(
             assert internal.requested() == []
             assert sorted(ingest.by_url()) == [site.url("/")]
     assert stats["fptrack/other_port"] >= 1
+
+
+def test_links_per_page_and_the_frontier_are_bounded(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    """A page with thousands of links and pages generating links without end: the crawl
+    takes the first links of a page, asks for a bounded number of URLs, and finishes."""
+    hub = "".join(f'<a href="/hub/{n}.html">{n}</a>' for n in range(3000))
+    pages = {"/": page(chapter_html(CHAPTER + hub))}
+    for n in range(3000):
+        more = "".join(f'<a href="/gen/{n}-{k}.html">下</a>' for k in range(3))
+        pages[f"/hub/{n}.html"] = page(chapter_html(CHAPTER + more))
+    overrides = {
+        **test_overrides,
+        "FPTRACK_MAX_LINKS_PER_PAGE": 40,
+        "FPTRACK_MAX_REQUESTS": 60,
+        "FPTRACK_MAX_DEPTH": 5,
+    }
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict({"name": "flood", "start_urls": [site.url("/")]})
+        stats = crawl_in_process([config], overrides, timeout=120)["flood"]
+        requested = [p for p in site.requested() if p != "/robots.txt"]
+    assert len(requested) == len(set(requested)) <= 60
+    hubs = [p for p in requested if p.startswith("/hub/")]
+    assert hubs and max(int(p[5:-5]) for p in hubs) < 40  # the first 40 links of the page
+    assert stats["fptrack/links_capped"] >= 1 and stats["fptrack/requests_capped"] >= 1
+    assert stats["finish_reason"] == "finished"
