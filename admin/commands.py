@@ -178,6 +178,7 @@ def cmd_sites_add(args: argparse.Namespace, ctx: Context) -> int:
             allowed_domains=tuple(args.domain),
             max_depth=args.depth,
             max_pages=args.max_pages,
+            deadline=args.deadline,
             crawlers=args.crawlers,
             include=tuple(args.include),
             exclude=tuple(args.exclude),

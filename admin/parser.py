@@ -18,7 +18,7 @@ from admin import commands as c
 from admin import service_commands as s
 from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
-from admin.scan import DEFAULT_MAX_PAGES
+from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_PAGES
 from admin.scan_command import cmd_scan
 from matcher.settings import Settings
 from matcher.store import STATUSES
@@ -121,6 +121,14 @@ def add_scan(sub: Any) -> None:
         default=DEFAULT_MAX_PAGES,
         help=f"pages per site at most (default: {DEFAULT_MAX_PAGES})",
     )
+    p.add_argument(
+        "--deadline",
+        type=int,
+        default=DEFAULT_DEADLINE,
+        metavar="SECONDS",
+        help="stop crawling a site after this long; pages not reached are reported "
+        f"(default: {DEFAULT_DEADLINE}; 0: none)",
+    )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
     p.add_argument(
         "--serve",
@@ -216,6 +224,14 @@ def add_sites(sub: Any) -> None:
         type=int,
         default=0,
         help="pages per crawl (per crawler process) at most (default: 0, no limit)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="stop a crawl after this long; the rest is left to the next crawl "
+        "(default: 0, none beyond FPTRACK_CRAWL_TIMEOUT)",
     )
     p.add_argument(
         "--crawlers",

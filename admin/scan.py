@@ -62,7 +62,12 @@ class ScanResult:
         }
 
 
-def site_config(url: str, index: int, max_pages: int) -> SiteConfig:
+DEFAULT_DEADLINE = 1800
+
+
+def site_config(
+    url: str, index: int, max_pages: int, deadline: int = DEFAULT_DEADLINE
+) -> SiteConfig:
     """A one-off site configuration for a scanned URL (links within its host)."""
     parts = urlsplit(url)
     host = (parts.hostname or "site").replace(":", "-")
@@ -72,6 +77,7 @@ def site_config(url: str, index: int, max_pages: int) -> SiteConfig:
         start_urls=(url,),
         max_pages=max_pages,
         max_depth=DEFAULT_MAX_DEPTH,
+        deadline=deadline,
         schedule="never",
     )
 
@@ -125,6 +131,7 @@ def run_scan(
     site_urls: list[str],
     *,
     max_pages: int = DEFAULT_MAX_PAGES,
+    deadline: int = DEFAULT_DEADLINE,
     redis_url: str | None = None,
     settings: Settings | None = None,
     on_work: Callable[[WorkFile], None] = lambda w: None,
@@ -180,7 +187,7 @@ def run_scan(
         doc = engine.store.get_page(page_id, {"url": 1})
         on_page(doc["url"] if doc else page_id)
 
-    sites = [site_config(url, i, max_pages) for i, url in enumerate(site_urls, 1)]
+    sites = [site_config(url, i, max_pages, deadline) for i, url in enumerate(site_urls, 1)]
     ingest = Ingest(engine.store, enqueue)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)

@@ -104,6 +104,7 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
             Path(args.works),
             urls,
             max_pages=args.max_pages,
+            deadline=args.deadline,
             redis_url=redis_url,
             settings=settings,
             on_work=lambda w: works_bar.update(1),

@@ -21,7 +21,8 @@ Defaults:
   itself, passed as ``FPTRACK_MAX_DEPTH``, because a page's "next page" and "previous page"
   links (下一页 / 上一页) are not a level deeper than the page itself.
 - ``CLOSESPIDER_PAGECOUNT`` and ``CLOSESPIDER_ITEMCOUNT``: ``SiteConfig.max_pages`` when it
-  is above 0, else unset (no limit).
+  is above 0, else unset (no limit); ``CLOSESPIDER_TIMEOUT``: ``SiteConfig.deadline`` when
+  above 0.
 - ``LOG_LEVEL``: ``INFO``; ``TELNETCONSOLE_ENABLED`` and ``REMOTE_CONTROL_ENABLED``:
   ``False`` (no console or control port is opened by a crawl).
 - ``ITEM_PIPELINES``: :class:`crawler.pipelines.IngestPipeline` only.
@@ -138,6 +139,8 @@ def crawl_settings(site: SiteConfig, overrides: dict[str, Any] | None = None) ->
     if site.max_pages > 0:
         values["CLOSESPIDER_PAGECOUNT"] = site.max_pages
         values["CLOSESPIDER_ITEMCOUNT"] = site.max_pages
+    if site.deadline > 0:
+        values["CLOSESPIDER_TIMEOUT"] = site.deadline
     values.update(overrides or {})
     for name in (INGEST_SETTING, SETTINGS_SETTING):
         value = values.get(name)

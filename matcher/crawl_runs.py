@@ -95,7 +95,8 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
 
 def problems(stats: dict[str, Any]) -> list[str]:
     """What kept a crawl from its pages, from its stats (empty when nothing did): no
-    response at all, or robots.txt forbidding the whole crawl.
+    response at all, robots.txt forbidding the whole crawl, requests that timed out, the
+    crawl's deadline.
 
     >>> problems({"response_received_count": 1, "robotstxt/forbidden": 1})
     ['robots.txt forbids fptrack to crawl it (1 request(s) not made)']
@@ -111,4 +112,13 @@ def problems(stats: dict[str, Any]) -> list[str]:
     forbidden = int(stats.get("robotstxt/forbidden", 0))
     if forbidden and not stats.get("fptrack/pages", 0):
         out.append(f"robots.txt forbids fptrack to crawl it ({forbidden} request(s) not made)")
+    timeouts = sum(
+        v
+        for k, v in stats.items()
+        if k.startswith("fptrack/errors/") and ("timeout" in k.lower() or "timedout" in k.lower())
+    )
+    if timeouts:
+        out.append(f"{timeouts} request(s) timed out")
+    if "closespider_timeout" in str(stats.get("finish_reason", "")):
+        out.append("the crawl reached its deadline: pages not reached were not crawled")
     return out

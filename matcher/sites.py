@@ -47,6 +47,9 @@ class SiteConfig:
     ``join_next_pages`` records each page's "next page" and "previous page" links
     (``next_page_texts``, and 上一页 ...), so that a chapter split over several pages is
     matched as a whole too (:mod:`matcher.split`); every page is its own record either way.
+    ``deadline`` (seconds, 0: none) stops a crawl that has run that long, as Scrapy's
+    ``CLOSESPIDER_TIMEOUT`` does: a site answering slowly on purpose cannot hold a crawl
+    open (the pages not reached are left to the next crawl, and the crawl says so).
     ``obey_robots`` honours robots.txt. ``crawlers`` (1 to :data:`MAX_CRAWLERS`) is how
     many crawler processes, on any machines, may crawl the site at once, sharing one frontier
     in Redis (:mod:`crawler.frontier`); a scheduled crawl starts that many.
@@ -60,6 +63,7 @@ class SiteConfig:
     allowed_domains: tuple[str, ...] = ()
     max_depth: int = 5
     max_pages: int = 0
+    deadline: int = 0
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
     content_selector: str = ""
@@ -85,8 +89,10 @@ class SiteConfig:
         if not self.allowed_domains:
             hosts = dict.fromkeys(urlsplit(u).hostname or "" for u in self.start_urls)
             object.__setattr__(self, "allowed_domains", tuple(hosts))
-        if self.max_depth < 0 or self.max_pages < 0:
-            raise SiteConfigError(f"site {self.name}: max_depth and max_pages must be >= 0")
+        if self.max_depth < 0 or self.max_pages < 0 or self.deadline < 0:
+            raise SiteConfigError(
+                f"site {self.name}: max_depth, max_pages and deadline must be >= 0"
+            )
         if not 1 <= self.crawlers <= MAX_CRAWLERS:
             raise SiteConfigError(f"site {self.name}: crawlers must be in 1..{MAX_CRAWLERS}")
         for pattern in (*self.include, *self.exclude):

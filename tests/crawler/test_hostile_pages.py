@@ -118,3 +118,48 @@ def test_links_per_page_and_the_frontier_are_bounded(
     assert hubs and max(int(p[5:-5]) for p in hubs) < 40  # the first 40 links of the page
     assert stats["fptrack/links_capped"] >= 1 and stats["fptrack/requests_capped"] >= 1
     assert stats["finish_reason"] == "finished"
+
+
+def test_a_slow_site_cannot_hold_a_crawl_past_its_deadline(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    import time
+
+    from matcher.crawl_runs import problems
+
+    def slowly() -> Any:
+        for _ in range(120):  # a byte a second: each request stays under its timeout
+            time.sleep(1)
+            yield b" "
+
+    links = "".join(f'<a href="/slow/{n}.html">{n}</a>' for n in range(4))
+    pages: dict[str, Any] = {"/": page(chapter_html(CHAPTER + links))}
+    for n in range(4):
+        pages[f"/slow/{n}.html"] = (200, {"Content-Type": "text/html"}, slowly)
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict(
+            {"name": "slow", "start_urls": [site.url("/")], "deadline": 3}
+        )
+        started = time.monotonic()
+        stats = crawl_in_process([config], test_overrides, timeout=60)["slow"]
+        took = time.monotonic() - started
+    assert stats["finish_reason"] == "closespider_timeout" and took < 30
+    assert list(ingest.by_url()) == [site.url("/")]
+    assert "the crawl reached its deadline" in " ".join(problems(stats))
+
+
+def test_timeouts_and_deadlines_are_problems_of_the_crawl() -> None:
+    from matcher.crawl_runs import problems
+
+    stats = {
+        "response_received_count": 3,
+        "fptrack/pages": 2,
+        "fptrack/errors/TimeoutError": 2,
+        "fptrack/errors/TCPTimedOutError": 1,
+        "finish_reason": "closespider_timeout",
+    }
+    assert problems(stats) == [
+        "3 request(s) timed out",
+        "the crawl reached its deadline: pages not reached were not crawled",
+    ]
+    assert problems({"response_received_count": 1, "fptrack/pages": 1}) == []
