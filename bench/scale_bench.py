@@ -40,6 +40,7 @@ import argparse
 import json
 import random
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -317,8 +318,13 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         args.novels, args.novel_chars, args.pages, args.repeat = 3, 100_000, 20, 2
         args.peer_works, args.peer_pages = 2, 10
     say = lambda line: print(line, file=sys.stderr, flush=True)  # noqa: E731
-    with Bench(args, say) as bench:
-        result = bench.bytes_per_char() | bench.pages()
+    # A terminated run still stops the servers it started (the context manager's exit).
+    previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    try:
+        with Bench(args, say) as bench:
+            result = bench.bytes_per_char() | bench.pages()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     result["bytes_ratio_to_peer"] = result["bytes_per_char"] / result["peer_bytes_per_char"]
     print(report(result))
     if args.json:
