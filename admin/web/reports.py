@@ -36,7 +36,11 @@ Routes (every role may read and export; only admins edit the takedown template):
 
 The template is Jinja2 run in an immutable sandbox (no attribute starting with ``_``, no
 changing the data, ranges of at most 100,000), with no loader (no ``include``/``import``),
-strict about undefined names. The page variant autoescapes every value and the sandbox has
+strict about undefined names, and bounded: no ``*`` or ``**`` whose result would exceed
+:data:`MAX_NOTICE_CHARS` characters, no call with an integer argument above it, output of at
+most that many characters, and a render of at most :data:`RENDER_SECONDS` seconds in a
+process of its own (killed when over), so that a template cannot take the server's memory
+or its time. The page variant autoescapes every value and the sandbox has
 neither the ``safe`` filter nor the ``autoescape`` tag, so page text (URLs, excerpts) is
 always escaped; the ``.txt`` variant is plain text. A template is tried on sample data
 before it is saved: one that does not parse or render is refused (400) and the previous one
@@ -46,6 +50,7 @@ notice a 500 naming the error.
 
 from __future__ import annotations
 
+import multiprocessing
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -62,6 +67,7 @@ from flask import (
     url_for,
 )
 from jinja2 import StrictUndefined, nodes
+from jinja2.exceptions import SecurityError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
@@ -86,6 +92,8 @@ MAX_NOTICE_ITEMS = 1_000
 EXCERPT_CHARS = 200
 MAX_WORK_CHOICES = 1_000
 MAX_TEMPLATE_CHARS = 20_000
+MAX_NOTICE_CHARS = 1_000_000
+RENDER_SECONDS = 5.0
 MAX_DETAIL_CHARS = 500
 TEMPLATE_STATE_KEY = "takedown_template"
 DETAILS_STATE_KEY = "takedown_details"
@@ -379,8 +387,32 @@ class NoticeError(ValueError):
     """A takedown template that cannot be used."""
 
 
+class _BoundedSandbox(ImmutableSandboxedEnvironment):
+    """The sandbox, with ``*`` and ``**`` and calls refused when they would build
+    something larger than :data:`MAX_NOTICE_CHARS`."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        if operator == "**" and isinstance(right, int) and abs(right) > 64:
+            raise SecurityError("unsafe: a power above 64")
+        if operator == "*":
+            sized = [v for v in (left, right) if isinstance(v, str | list | tuple)]
+            count = [v for v in (left, right) if isinstance(v, int)]
+            if sized and count and len(sized[0]) * count[0] > MAX_NOTICE_CHARS:
+                raise SecurityError(f"unsafe: a result over {MAX_NOTICE_CHARS:,} characters")
+        return super().call_binop(context, operator, left, right)
+
+    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
+        for value in (*args, *kwargs.values()):
+            integer = isinstance(value, int) and not isinstance(value, bool)
+            if integer and abs(value) > MAX_NOTICE_CHARS:
+                raise SecurityError(f"unsafe: an argument over {MAX_NOTICE_CHARS:,}")
+        return super().call(__context, __obj, *args, **kwargs)
+
+
 def _sandbox(html: bool) -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
+    env = _BoundedSandbox(
         autoescape=html,
         undefined=StrictUndefined,
         trim_blocks=True,
@@ -392,18 +424,51 @@ def _sandbox(html: bool) -> ImmutableSandboxedEnvironment:
 
 
 def render_notice(source: str, context: dict[str, Any], *, html: bool) -> str:
-    """``source`` rendered in the sandbox; any failure is a :class:`NoticeError`."""
-    env = _sandbox(html)
+    """``source`` rendered in the sandbox, in a forked process given :data:`RENDER_SECONDS`;
+    any failure is a :class:`NoticeError`."""
+    fork = multiprocessing.get_context("fork")
+    receive, send = fork.Pipe(duplex=False)
+    child = fork.Process(target=_render_in_child, args=(source, context, html, send))
+    child.start()
+    send.close()
     try:
-        tree = env.parse(source)
-        if any(True for _ in tree.find_all((nodes.EvalContextModifier,))):
-            raise NoticeError("the autoescape tag is not allowed in a takedown template")
-        return env.from_string(tree).render(context)
-    except NoticeError:
-        raise
+        if not receive.poll(RENDER_SECONDS):
+            raise NoticeError(f"the template took more than {RENDER_SECONDS:g} s to render")
+        try:
+            ok, value = receive.recv()
+        except EOFError:
+            raise NoticeError("the template could not be rendered (its process ended)") from None
+    finally:
+        child.kill()
+        child.join()
+        receive.close()
+    if not ok:
+        raise NoticeError(value)
+    return value
+
+
+def _render_in_child(source: str, context: dict[str, Any], html: bool, send: Any) -> None:
+    try:
+        send.send((True, _render(source, context, html=html)))
+    except NoticeError as exc:
+        send.send((False, str(exc)))
     except Exception as exc:
         where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
-        raise NoticeError(f"{type(exc).__name__}{where}: {exc}") from None
+        send.send((False, f"{type(exc).__name__}{where}: {exc}"))
+
+
+def _render(source: str, context: dict[str, Any], *, html: bool) -> str:
+    env = _sandbox(html)
+    tree = env.parse(source)
+    if any(True for _ in tree.find_all((nodes.EvalContextModifier,))):
+        raise NoticeError("the autoescape tag is not allowed in a takedown template")
+    out, size = [], 0
+    for chunk in env.from_string(tree).generate(context):
+        size += len(chunk)
+        if size > MAX_NOTICE_CHARS:
+            raise NoticeError(f"the notice would exceed {MAX_NOTICE_CHARS:,} characters")
+        out.append(chunk)
+    return "".join(out)
 
 
 def notice_template(ops: Any) -> str:

@@ -386,6 +386,21 @@ class TestTemplate:
             assert "&lt;class" not in text(response) and "<class" not in text(response)
             assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
 
+    def test_templates_that_would_take_memory_or_time_are_refused(self, as_admin, web_ctx):
+        for bomb in (
+            "{{ 'ab' * 200000000 }}",
+            "{{ 200000000 * 'ab' }}",
+            "{{ 'x'.center(400000000) }}",
+            "{{ 2 ** 100000 }}",
+            "{% for i in range(100000) %}{{ 'x' * 100 }}{% endfor %}",  # 10 MB of output
+            "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}",
+        ):
+            response = save_template(as_admin, bomb)
+            assert response.status_code == 400, bomb
+            assert "the previous one is kept" in text(response)
+            assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+        assert as_admin.get("/healthz").status_code == 200
+
     def test_page_text_cannot_be_unescaped(self, as_admin, web_ctx):
         for unescape in (
             "{% for item in items %}{{ item.url | safe }}{% endfor %}",
