@@ -253,32 +253,32 @@ def describe_schedule(text: str) -> str:
 # matching ------------------------------------------------------------------------------
 
 
-def fetch_url(url: str, timeout: float = 30.0) -> str:
-    """The main text of one web page (the crawler's decoding and extraction)."""
-    import urllib.error
-    import urllib.request
-
+def fetch_url(url: str, *, allow_private: bool = True, deadline: float = 30.0) -> str:
+    """The main text of one web page (:func:`admin.fetch.fetch`, then the crawler's decoding
+    and extraction); :class:`admin.fetch.FetchError` when it cannot be had. The command
+    line may fetch private addresses (its operator's own network); the admin may not unless
+    ``FPTRACK_QUERY_ALLOW_PRIVATE`` says so."""
+    from admin.fetch import FetchError, fetch
     from crawler.encoding import decode_body
     from crawler.extract import extract
 
-    request = urllib.request.Request(url, headers={"User-Agent": "fptrack/0.1 (match)"})
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
-            body = response.read(64 * 1024 * 1024)
-            header = response.headers.get("Content-Type", "")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        raise CommandError(f"cannot fetch {url}: {getattr(exc, 'reason', exc)}") from exc
+    body, header = fetch(url, allow_private=allow_private, deadline=deadline)
     try:
         text, _ = decode_body(body, header)
     except ValueError as exc:
-        raise CommandError(f"{url}: {exc}") from exc
+        raise FetchError(f"{url}: {exc}") from exc
     return extract(text, url).text
 
 
 def cmd_match(args: argparse.Namespace, ctx: Context) -> int:
     target = args.target
     if re.match(r"^https?://", target):
-        text = fetch_url(target)
+        from admin.fetch import FetchError
+
+        try:
+            text = fetch_url(target)
+        except FetchError as exc:
+            raise CommandError(exc.detail) from None
     else:
         try:
             text, _ = read_text_file(Path(target), args.max_bytes)

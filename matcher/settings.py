@@ -116,6 +116,8 @@ class Settings:
     max_split_parts: int = 50
     candidate_batch: int = 64
     segment_cache_mb: int = 256
+    query_allow_private: bool = False
+    """Let a query by URL fetch private, loopback and link-local addresses (admin/fetch.py)."""
     """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
     broker_url: str = ""
     visibility_timeout: int = 7200

@@ -20,7 +20,7 @@ PASSAGES_SHOWN = 10
 def index() -> Any:
     """Anyone logged in may query a text; fetching a URL needs the reviewer role."""
     from admin.commands import fetch_url
-    from admin.errors import CommandError
+    from admin.fetch import FetchError
     from admin.web.app import services
 
     if request.method == "GET":
@@ -33,10 +33,11 @@ def index() -> Any:
             abort(403, "fetching a URL needs the reviewer role")
         if not re.match(r"^https?://", url):
             abort(400, "the URL must start with http:// or https://")
+        allow = services().ctx.settings.query_allow_private
         try:
-            text = fetch_url(url, FETCH_TIMEOUT_S)
-        except CommandError as exc:
-            return render_template("query.html", text="", url=url, results=None, error=str(exc))
+            text = fetch_url(url, allow_private=allow, deadline=FETCH_TIMEOUT_S)
+        except FetchError as exc:  # one message for every failure: no probing of the network
+            return render_template("query.html", text="", url=url, results=None, error=exc.public)
     if not text.strip():
         abort(400, "paste a text or give a URL")
     if len(text) > MAX_QUERY_CHARS:
