@@ -44,6 +44,11 @@ def check_csrf() -> None:
     """Refuse a POST without the session's token."""
     if request.method != "POST":
         return
+    unread = request.mimetype == "multipart/form-data" and (request.content_length or 0) > 0
+    if unread and not request.form and not request.files:
+        # Werkzeug drops a whole multipart body it cannot parse, such as one whose file name
+        # is not UTF-8 (a GBK name from an older browser or tool): say that, not "expired".
+        abort(400, "the upload could not be read: is a file name not UTF-8? rename it and retry")
     sent = request.form.get("csrf_token") or request.headers.get("X-CSRF-Token") or ""
     expected = session.get("csrf") or ""
     if not expected or not hmac.compare_digest(str(sent), str(expected)):

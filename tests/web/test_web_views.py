@@ -251,6 +251,30 @@ def test_a_work_uploaded_twice_is_shown_as_the_same_text(
     assert "灯塔副本" in _text(as_admin.get(f"/works/{first['_id']}"))
 
 
+def test_an_upload_with_a_file_name_that_is_not_utf8_says_so(
+    web_ctx: Context, as_admin: FlaskClient
+) -> None:
+    from tests.web.web_support import csrf
+
+    token = csrf(as_admin, "/works/")
+    name = "灯塔.txt".encode("gbk")
+    body = (
+        b'--B\r\nContent-Disposition: form-data; name="csrf_token"\r\n\r\n'
+        + token.encode()
+        + b'\r\n--B\r\nContent-Disposition: form-data; name="files"; filename="'
+        + name
+        + b'"\r\nContent-Type: text/plain\r\n\r\n'
+        + sample_text("lighthouse").encode()
+        + b"\r\n--B--\r\n"
+    )
+    response = as_admin.post(
+        "/works/upload", data=body, content_type="multipart/form-data; boundary=B"
+    )
+    assert response.status_code == 400
+    assert "file name not UTF-8" in _text(response) and "expired" not in _text(response)
+    assert web_ctx.ops.db.works.count_documents({}) == 0
+
+
 def test_upload_matches_the_new_work_against_pages_already_crawled(
     web_ctx: Context, as_admin: FlaskClient, dispatch: InlineDispatch
 ) -> None:
