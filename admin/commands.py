@@ -10,6 +10,7 @@ import argparse
 import json
 import re
 import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from admin import report_html
 from admin.context import Context
 from admin.errors import CommandError
 from admin.human import duration
-from admin.reading import ReadError, iter_work_files, read_text_file
+from admin.reading import ReadError, WorkFile, iter_work_files, read_text_file
 from admin.report import row, to_csv
 from admin.report_html import when
 from fingerprint.document import DocumentParams, fingerprint_document
@@ -100,9 +101,11 @@ def cmd_fingerprint(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_works_add(args: argparse.Namespace, ctx: Context) -> int:
     paths = [Path(p) for p in args.paths]
-    files = list(iter_work_files(paths, args.max_bytes))
-    if args.title and len(files) != 1:
-        raise CommandError("--title needs exactly one work file", 2)
+    files: Iterable[WorkFile] = iter_work_files(paths, args.max_bytes)  # one at a time
+    if args.title:
+        files = list(files)
+        if len(files) != 1:
+            raise CommandError("--title needs exactly one work file", 2)
     engine = ctx.engine
     added, failed, matches = 0, 0, 0
     for work in tqdm(files, desc="works", unit="work", disable=None, file=sys.stderr):

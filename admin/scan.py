@@ -16,7 +16,7 @@ import functools
 import http.server
 import threading
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,7 +127,7 @@ def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
 
 
 def run_scan(
-    works: list[WorkFile] | Path,
+    works: Iterable[WorkFile] | Path,
     site_urls: list[str],
     *,
     max_pages: int = DEFAULT_MAX_PAGES,
@@ -154,7 +154,8 @@ def run_scan(
     settings = settings or scan_settings()
     engine = scan_engine(settings, redis_url)
     result = ScanResult()
-    files = list(iter_work_files([works])) if isinstance(works, Path) else works
+    # Read one at a time: memory stays flat in the number of works.
+    files = iter_work_files([works]) if isinstance(works, Path) else works
     # Every work is registered before the crawl: their index entries go in one bulk load,
     # and the pages' (for works registered later, in the served admin) after the crawl.
     engine.registry.index_now = False
