@@ -125,3 +125,22 @@ def _run(reactor: Any) -> None:
     if loop is not None:
         asyncio.set_event_loop(loop)
     reactor.run(installSignalHandlers=False)
+
+
+def deferred_from_future(future: Future[Any]) -> Any:
+    """A Deferred, fired in the reactor thread, with the result (or error) of ``future``, a
+    :class:`concurrent.futures.Future` settled in another thread."""
+    from twisted.internet import reactor
+    from twisted.internet.defer import Deferred
+
+    deferred: Deferred[Any] = Deferred()
+
+    def settle(done: Future[Any]) -> None:
+        error = done.exception() if not done.cancelled() else RuntimeError("cancelled")
+        if error is not None:
+            reactor.callFromThread(deferred.errback, error)
+        else:
+            reactor.callFromThread(deferred.callback, done.result())
+
+    future.add_done_callback(settle)
+    return deferred

@@ -46,6 +46,10 @@ Defaults:
 - ``FPTRACK_MAX_REQUESTS``: 1,000,000 distinct URLs requested by one crawler process (new
   links beyond it count ``fptrack/requests_capped``): the bound of its frontier, and of its
   memory, against sites that generate links without end.
+- ``FPTRACK_EXTRACT_WORKERS``: 2 reader processes per crawling process decode and extract
+  pages off the reactor thread (:mod:`crawler.reader_pool`).
+- ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
+  (the densest block, no trafilatura) and counted as ``fptrack/extract_timeout``.
 
 ``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
 "2.7" implementation and no longer read the setting.
@@ -89,6 +93,8 @@ DOWNLOADER_MIDDLEWARES = {"crawler.origin.SameOriginMiddleware": 50}
 FPTRACK_MIN_TEXT_CHARS = 20
 FPTRACK_MAX_LINKS_PER_PAGE = 5000
 FPTRACK_MAX_REQUESTS = 1_000_000
+FPTRACK_EXTRACT_WORKERS = 2
+FPTRACK_EXTRACT_SECONDS = 10.0
 
 INGEST_SETTING = "FPTRACK_INGEST"
 SETTINGS_SETTING = "FPTRACK_SETTINGS"

@@ -7,7 +7,10 @@ ignores, such as images and archives, are never requested), at most ``FPTRACK_MA
 links away from a start URL (the site's ``max_depth``; 0 crawls only the start URLs).
 
 Every HTML page is decoded (:mod:`crawler.encoding`) and its main text extracted
-(:mod:`crawler.extract`). A page with at least ``FPTRACK_MIN_TEXT_CHARS`` (20) letters or
+(:mod:`crawler.extract`) by a reader process (:mod:`crawler.reader_pool`,
+``FPTRACK_EXTRACT_WORKERS`` of them, 2), off the thread that drives the downloads, within
+``FPTRACK_EXTRACT_SECONDS`` (10 s) a page; a page that takes longer is read the quick way
+(the densest block) and counted. A page with at least ``FPTRACK_MIN_TEXT_CHARS`` (20) letters or
 CJK characters outside links yields a :class:`PageItem`; a page that is a list of links
 (a chapter index) yields nothing but its links are followed.
 
@@ -24,11 +27,13 @@ sit. Every other link, 下一章 (next chapter) included, is one level deeper.
 Stats (never fatal; every fetched page that yields no item is counted under its reason):
 ``fptrack/pages`` (items), ``fptrack/paged`` (items with a next or previous page link),
 ``fptrack/thin`` (HTML pages with too little main text: link lists), ``fptrack/non_html``,
-``fptrack/undecodable``, ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``),
+``fptrack/undecodable``, ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``, or decompressed beyond it),
 ``fptrack/ignored`` (requests a middleware dropped, such as those robots.txt forbids;
 offsite links are Scrapy's ``offsite/filtered``), ``fptrack/other_port`` (links to, or
 redirects to, another port of a start URL's host: never followed),
 ``fptrack/errors/<ExceptionName>`` (timeouts, DNS, refused connections...),
+``fptrack/extract_timeout`` and ``fptrack/extract_failed`` (pages read the quick way because
+their reader overran its time or died; they still yield their item),
 and ``fptrack/http_status/<code>`` (every final status the spider sees, errors included).
 """
 
@@ -37,7 +42,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -48,21 +52,17 @@ from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.http import Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.spidermiddlewares.httperror import HttpError
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.python.failure import Failure
 from w3lib.url import canonicalize_url
 
-from crawler.encoding import UndecodableBody, decode_body, sniff_html
-from crawler.extract import (
-    PREV_PAGE_TEXTS,
-    Extracted,
-    check_selector,
-    extract,
-    find_page_link,
-    page_links,
-    parse_html,
-)
+from crawler.encoding import sniff_html
+from crawler.extract import check_selector
 from crawler.items import PageItem
 from crawler.origin import Origins
+from crawler.reactor import deferred_from_future
+from crawler.reader_pool import ReaderPool, shared_pool
+from crawler.reading import Reading, ReadJob
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
@@ -70,16 +70,6 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _IGNORED_SUFFIX = re.compile(
     r"\.(?:" + "|".join(map(re.escape, IGNORED_EXTENSIONS)) + r")$", re.IGNORECASE
 )
-
-
-@dataclass(frozen=True)
-class Page:
-    """A decoded HTML response: its parsed tree, main text and encoding."""
-
-    url: str
-    selector: Any
-    extracted: Extracted
-    encoding: str
 
 
 def canonical(url: str) -> str:
@@ -113,6 +103,8 @@ class SiteSpider(scrapy.Spider):
         min_text_chars: int = 20,
         max_links: int = 5000,
         max_requests: int = 1_000_000,
+        extract_workers: int = 2,
+        extract_seconds: float = 10.0,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -127,6 +119,8 @@ class SiteSpider(scrapy.Spider):
         self.min_text_chars = min_text_chars
         self.max_links = max_links
         self.max_requests = max_requests
+        self.extract_seconds = extract_seconds
+        self.readers: ReaderPool = shared_pool(extract_workers)
         self._requested: set[int] = set()
         self._include = [re.compile(p) for p in config.include]
         self._exclude = [re.compile(p) for p in config.exclude]
@@ -141,6 +135,8 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("min_text_chars", settings.getint("FPTRACK_MIN_TEXT_CHARS", 20))
         kwargs.setdefault("max_links", settings.getint("FPTRACK_MAX_LINKS_PER_PAGE", 5000))
         kwargs.setdefault("max_requests", settings.getint("FPTRACK_MAX_REQUESTS", 1_000_000))
+        kwargs.setdefault("extract_workers", settings.getint("FPTRACK_EXTRACT_WORKERS", 2))
+        kwargs.setdefault("extract_seconds", settings.getfloat("FPTRACK_EXTRACT_SECONDS", 10.0))
         return super().from_crawler(crawler, *args, **kwargs)
 
     # requests -------------------------------------------------------------------------
@@ -152,18 +148,18 @@ class SiteSpider(scrapy.Spider):
             if request is not None:
                 yield request
 
-    def parse(self, response: Response, **kwargs: Any) -> Iterator[Any]:
+    async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         """A fetched page: its links to follow, then its item when it has main text."""
-        page = self._read(response)
-        if page is None:
-            return
         depth = response.meta.get(DEPTH, 0)
-        next_url = prev_url = None
-        if self.site.join_next_pages:
-            next_url = self._page_link(page, self.site.next_page_texts)
-            prev_url = self._page_link(page, PREV_PAGE_TEXTS)
-        yield from self._follow(page, depth, neighbours=(next_url, prev_url))
-        yield from self._item(response, page, next_url, prev_url)
+        reading = await self._read(response, depth)
+        if reading is None:
+            return
+        next_url = self._neighbour(reading.next_url)
+        prev_url = self._neighbour(reading.prev_url)
+        for request in self._follow(reading, depth, neighbours=(next_url, prev_url)):
+            yield request
+        for item in self._item(response, reading, next_url, prev_url):
+            yield item
 
     def on_error(self, failure: Failure) -> Iterator[Any]:
         """Count a failed request (never fatal)."""
@@ -172,20 +168,31 @@ class SiteSpider(scrapy.Spider):
 
     # helpers ----------------------------------------------------------------------------
 
-    def _read(self, response: Response) -> Page | None:
+    async def _read(self, response: Response, depth: int) -> Reading | None:
+        """The page's reading, done by a reader process (:mod:`crawler.reader_pool`)."""
         self._inc(f"fptrack/http_status/{response.status}")
         if not self._is_html(response):
             self._inc("fptrack/non_html")
             return None
-        try:
-            text, encoding = decode_body(response.body, response.headers.get("Content-Type"))
-        except UndecodableBody as exc:
+        content_type = response.headers.get("Content-Type") or b""
+        job = ReadJob(
+            body=response.body,
+            content_type=content_type.decode("latin-1"),
+            url=response.url,
+            content_selector=self.site.content_selector,
+            next_page_texts=self.site.next_page_texts if self.site.join_next_pages else (),
+            max_links=self.max_links + 1 if depth < self.max_depth else 0,
+        )
+        future = self.readers.submit(job, self.extract_seconds)
+        reading, problem = await maybe_deferred_to_future(deferred_from_future(future))
+        if problem:
+            self._inc(f"fptrack/extract_{problem}")
+            self.logger.info("page %s read the quick way (%s)", response.url, problem)
+        if reading.undecodable:
             self._inc("fptrack/undecodable")
-            self.logger.info("undecodable page %s: %s", response.url, exc)
+            self.logger.info("undecodable page %s: %s", response.url, reading.undecodable)
             return None
-        selector = parse_html(text)
-        extracted = extract(text, response.url, self.site.content_selector, page=selector)
-        return Page(response.url, selector, extracted, encoding)
+        return reading
 
     @staticmethod
     def _is_html(response: Response) -> bool:
@@ -195,14 +202,14 @@ class SiteSpider(scrapy.Spider):
             return mime in HTML_TYPES
         return sniff_html(response.body)
 
-    def _page_link(self, page: Page, labels: tuple[str, ...]) -> str | None:
-        url = find_page_link(page.selector, page.url, labels, page.encoding)
+    def _neighbour(self, url: str | None) -> str | None:
+        """A next or previous page link, unless ``exclude`` rules it out."""
         if url is None or any(p.search(url) for p in self._exclude):
             return None
         return url
 
     def _follow(
-        self, page: Page, depth: int, neighbours: tuple[str | None, str | None]
+        self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
     ) -> Iterator[scrapy.Request]:
         """Requests for the page's links: its next and previous pages at its own depth."""
         same_level = {canonical(u) for u in neighbours if u}
@@ -214,7 +221,7 @@ class SiteSpider(scrapy.Spider):
                     yield request
         if depth >= self.max_depth:
             return
-        links = page_links(page.selector, page.url, page.encoding, limit=self.max_links + 1)
+        links = reading.links
         if len(links) > self.max_links:
             self._inc("fptrack/links_capped")  # the page's links after the first max_links
             links = links[: self.max_links]
@@ -252,9 +259,9 @@ class SiteSpider(scrapy.Spider):
         return not any(p.search(url) for p in self._exclude)
 
     def _item(
-        self, response: Response, page: Page, next_url: str | None, prev_url: str | None
+        self, response: Response, page: Reading, next_url: str | None, prev_url: str | None
     ) -> Iterator[PageItem]:
-        if page.extracted.own_chars < self.min_text_chars:
+        if page.own_chars < self.min_text_chars:
             self._inc("fptrack/thin")
             return
         self._inc("fptrack/pages")
@@ -263,8 +270,8 @@ class SiteSpider(scrapy.Spider):
         yield PageItem(
             url=canonical(response.url),
             site=self.site.name,
-            title=page.extracted.title,
-            text=page.extracted.text,
+            title=page.title,
+            text=page.text,
             status=response.status,
             encoding=page.encoding,
             fetched_at=datetime.now(UTC),
@@ -275,9 +282,9 @@ class SiteSpider(scrapy.Spider):
     def _count_failure(self, failure: Failure) -> None:
         if failure.check(HttpError):
             self._inc(f"fptrack/http_status/{failure.value.response.status}")
-        elif failure.check(IgnoreRequest):
+        elif failure.check(IgnoreRequest) and "DOWNLOAD_MAXSIZE" not in str(failure.value):
             self._inc("fptrack/ignored")
-        elif failure.check(DownloadCancelledError):
+        elif failure.check(DownloadCancelledError, IgnoreRequest):  # over DOWNLOAD_MAXSIZE
             self._inc("fptrack/too_large")
         else:
             self._inc(f"fptrack/errors/{type(failure.value).__name__}")

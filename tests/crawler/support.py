@@ -40,3 +40,19 @@ class RecordingIngest:
         urls = [c["url"] for c in self.calls]
         assert len(urls) == len(set(urls)), f"a page was ingested twice: {urls}"
         return {c["url"]: c for c in self.calls}
+
+
+def parsed(callback_output: Any) -> list[Any]:
+    """Everything an (async) spider callback yields, driven on the shared reactor (the
+    spider's reads settle there)."""
+    from scrapy.utils.defer import deferred_from_coro
+
+    from crawler import reactor
+
+    if not hasattr(callback_output, "__aiter__"):
+        return list(callback_output)
+
+    async def collect() -> list[Any]:
+        return [out async for out in callback_output]
+
+    return reactor.run_in_reactor(lambda: deferred_from_coro(collect()), timeout=60)

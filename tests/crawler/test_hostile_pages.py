@@ -163,3 +163,18 @@ def test_timeouts_and_deadlines_are_problems_of_the_crawl() -> None:
         "the crawl reached its deadline: pages not reached were not crawled",
     ]
     assert problems({"response_received_count": 1, "fptrack/pages": 1}) == []
+
+
+def test_pages_over_the_extraction_time_are_read_the_quick_way_and_kept(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    """With a time limit no reader can meet, every page is still stored with its text."""
+    overrides = {**test_overrides, "FPTRACK_EXTRACT_SECONDS": 0.001}
+    with FixtureSite(hostile_pages()) as site:
+        config = SiteConfig.from_dict({"name": "hurried", "start_urls": [site.url("/")]})
+        stats = crawl_in_process([config], overrides, timeout=60)["hurried"]
+        pages = ingest.by_url()
+        for path in ("/nul.html", "/controls.html", "/deep.html", "/untyped.html"):
+            assert CHAPTER[:40] in pages[site.url(path)]["text"], path
+    assert stats["fptrack/pages"] == 4
+    assert stats["fptrack/extract_timeout"] == stats["response_received_count"] - 1  # robots

@@ -20,6 +20,7 @@ from crawler.settings import crawl_settings
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.sites import SiteConfig
 from matcher.split import Part, continues
+from tests.crawler.support import parsed
 
 SHAPES = Path(__file__).parent / "pages" / "shapes"
 HOST = "http://shape.test"
@@ -33,7 +34,7 @@ def parse(name: str, url: str, charset: str = "utf-8") -> tuple[PageItem, list[R
     body = (SHAPES / name).read_text(encoding="utf-8").encode(charset)
     headers = {"Content-Type": f"text/html; charset={charset}"}
     response = HtmlResponse(url, body=body, headers=headers, request=Request(url, meta={DEPTH: 1}))
-    out = list(spider.parse(response))
+    out = parsed(spider.parse(response))
     [item] = [o for o in out if isinstance(o, PageItem)]
     return item, [o for o in out if isinstance(o, Request)]
 

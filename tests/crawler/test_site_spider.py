@@ -20,6 +20,7 @@ from crawler.items import PageItem
 from crawler.settings import crawl_settings
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.sites import SiteConfig, SiteConfigError
+from tests.crawler.support import parsed
 
 PAGES = Path(__file__).parent / "pages"
 BASE = "http://novels.test"
@@ -59,7 +60,7 @@ def chapter(text: str, *links: tuple[str, str]) -> str:
 
 
 def split(results: Any) -> tuple[list[PageItem], list[Request]]:
-    out = list(results)
+    out = parsed(results)
     items = [o for o in out if isinstance(o, PageItem)]
     requests = [o for o in out if isinstance(o, Request)]
     assert len(items) + len(requests) == len(out)
@@ -153,9 +154,9 @@ def test_non_html_and_undecodable_bodies_are_skipped_and_counted() -> None:
         headers={"Content-Type": "image/png"},
         request=Request(BASE + "/cover", meta={DEPTH: 1}),
     )
-    assert list(spider.parse(png)) == []
+    assert parsed(spider.parse(png)) == []
     binary = response(BASE + "/fake.html", b"\x00\x01\x02\x03\x89PNG binary", depth=1)
-    assert list(spider.parse(binary)) == []
+    assert parsed(spider.parse(binary)) == []
     assert stat(spider, "fptrack/non_html") == 1
     assert stat(spider, "fptrack/undecodable") == 1
 

@@ -1,0 +1,208 @@
+"""Pages read in worker processes, each under a time limit, off the crawl's reactor thread.
+
+A :class:`ReaderPool` owns ``workers`` reader processes (``python -m crawler.reader_pool``,
+started on first use, one page at a time each) and as many threads, one per process. The
+spider submits a :class:`~crawler.reading.ReadJob`; a thread hands it to an idle process
+and waits at most ``seconds`` for its :class:`~crawler.reading.Reading`. A process that
+overruns is killed (and started again for the next page), one that dies or raises is
+replaced likewise, and the page is read in the thread the cheap way instead
+(``read_page(job, quick=True)``: the densest block, linear in the page's size), so a page
+built to be slow to extract costs at most ``seconds`` and is never lost.
+
+Frames on the pipes are an 8-byte big-endian length and a pickle; the pickles are this
+process's own jobs and its own reader's results. A reader exits when its input closes (its
+parent exited) and runs in a session of its own, so a Ctrl-C meant for the crawl does not
+reach it mid-page.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import queue
+import select
+import struct
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import BinaryIO
+
+from crawler.reading import Reading, ReadJob, read_page
+
+FRAME = struct.Struct("!Q")
+TIMEOUT = "timeout"
+FAILED = "failed"
+
+
+class ReaderLost(Exception):
+    """A reader process overran its time limit, died, or raised; it has been stopped."""
+
+    def __init__(self, outcome: str, detail: str) -> None:
+        super().__init__(detail)
+        self.outcome = outcome  # TIMEOUT or FAILED
+
+
+class ReaderProcess:
+    """One reader process, started when first needed and again after it is stopped."""
+
+    def __init__(self) -> None:
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    def read(self, job: ReadJob, seconds: float) -> Reading:
+        """``job``'s reading, or :class:`ReaderLost` after at most ``seconds`` (plus the time
+        to start the process when it is not running)."""
+        proc = self._running()
+        assert proc.stdin is not None and proc.stdout is not None
+        payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        try:
+            _write_all(proc.stdin, FRAME.pack(len(payload)) + payload)
+            deadline = time.monotonic() + seconds
+            (size,) = FRAME.unpack(_read_exact(proc.stdout, FRAME.size, deadline))
+            outcome = pickle.loads(_read_exact(proc.stdout, size, deadline))
+        except TimeoutError as exc:
+            self.stop()
+            raise ReaderLost(TIMEOUT, f"no reading within {seconds:g} s") from exc
+        except (OSError, EOFError, pickle.UnpicklingError) as exc:
+            self.stop()
+            raise ReaderLost(FAILED, f"the reader process died: {exc}") from exc
+        if isinstance(outcome, str):  # the reader's own error message
+            raise ReaderLost(FAILED, outcome)
+        return outcome
+
+    def stop(self) -> None:
+        """Kill the process, if running (the next :meth:`read` starts another)."""
+        proc, self._proc = self._proc, None
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+            for pipe in (proc.stdin, proc.stdout):
+                if pipe is not None:
+                    pipe.close()
+
+    def _running(self) -> subprocess.Popen[bytes]:
+        if self._proc is None or self._proc.poll() is not None:
+            self.stop()
+            self._proc = subprocess.Popen(
+                [sys.executable, "-m", "crawler.reader_pool"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                bufsize=0,
+                start_new_session=True,
+            )
+        return self._proc
+
+
+class ReaderPool:
+    """``workers`` reader processes and as many threads (see the module docstring)."""
+
+    def __init__(self, workers: int) -> None:
+        if workers < 1:
+            raise ValueError("a reader pool needs at least one worker")
+        self.workers = workers
+        self._idle: queue.SimpleQueue[ReaderProcess] = queue.SimpleQueue()
+        self._readers = [ReaderProcess() for _ in range(workers)]
+        for reader in self._readers:
+            self._idle.put(reader)
+        self._threads = ThreadPoolExecutor(workers, thread_name_prefix="fptrack-reader")
+
+    def submit(self, job: ReadJob, seconds: float) -> Future[tuple[Reading, str]]:
+        """A future of ``job``'s reading and ``""``, or of its cheap reading and why
+        (:data:`TIMEOUT` or :data:`FAILED`)."""
+        return self._threads.submit(self.read, job, seconds)
+
+    def read(self, job: ReadJob, seconds: float) -> tuple[Reading, str]:
+        """What :meth:`submit`'s future holds, in the calling thread."""
+        reader = self._idle.get()
+        try:
+            return reader.read(job, seconds), ""
+        except ReaderLost as exc:
+            lost = exc
+        finally:
+            self._idle.put(reader)
+        try:
+            return read_page(job, quick=True), lost.outcome
+        except Exception as exc:  # counted by the spider as undecodable, with the reason
+            return Reading(undecodable=f"unreadable ({lost}; then {exc})"), lost.outcome
+
+    def close(self) -> None:
+        """Stop every reader process; pages still queued are not read."""
+        self._threads.shutdown(wait=False, cancel_futures=True)
+        for reader in self._readers:
+            reader.stop()
+
+
+_pools: dict[int, ReaderPool] = {}
+_pools_lock = threading.Lock()
+
+
+def shared_pool(workers: int) -> ReaderPool:
+    """This process's pool of ``workers`` readers, shared by its crawls (stopped at exit)."""
+    with _pools_lock:
+        pool = _pools.get(workers)
+        if pool is None:
+            pool = _pools[workers] = ReaderPool(workers)
+            if len(_pools) == 1:
+                atexit.register(_close_all)
+        return pool
+
+
+def _close_all() -> None:
+    with _pools_lock:
+        for pool in _pools.values():
+            pool.close()
+        _pools.clear()
+
+
+def _write_all(stream: BinaryIO, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[stream.write(view) or 0 :]
+
+
+def _read_exact(stream: BinaryIO, size: int, deadline: float) -> bytes:
+    chunks, got, fd = [], 0, stream.fileno()
+    while got < size:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            raise TimeoutError
+        chunk = os.read(fd, min(size - got, 1 << 20))
+        if not chunk:
+            raise EOFError("the pipe closed")
+        chunks.append(chunk)
+        got += len(chunk)
+    return b"".join(chunks)
+
+
+def serve(source: BinaryIO, sink: BinaryIO) -> None:
+    """The reader process's loop: a job in, its reading (or an error message) out, until
+    ``source`` closes."""
+    while True:
+        header = source.read(FRAME.size)
+        if len(header) < FRAME.size:
+            return
+        (size,) = FRAME.unpack(header)
+        job = pickle.loads(source.read(size))
+        try:
+            outcome: Reading | str = read_page(job)
+        except Exception as exc:  # the parent reads the page the quick way
+            outcome = f"{type(exc).__name__}: {exc}"
+        payload = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)
+        sink.write(FRAME.pack(len(payload)) + payload)
+        sink.flush()
+
+
+def main() -> None:
+    """Serve on the real stdin and stdout; anything else printed goes to stderr."""
+    source = os.fdopen(os.dup(0), "rb")
+    sink = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    with contextlib.suppress(BrokenPipeError, KeyboardInterrupt):
+        serve(source, sink)
+
+
+if __name__ == "__main__":
+    main()

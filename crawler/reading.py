@@ -1,0 +1,69 @@
+"""What the spider learns from one response body, as one pure function of plain values.
+
+:func:`read_page` decodes a body (:mod:`crawler.encoding`), extracts its title and main
+text (:mod:`crawler.extract`) and finds its links and its "next page" and "previous page"
+links. It takes and returns only picklable values, so that it can run in another process
+(:mod:`crawler.reader_pool`) under a time limit: a page built to be slow to extract never
+holds the thread that drives the downloads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crawler.encoding import UndecodableBody, decode_body
+from crawler.extract import PREV_PAGE_TEXTS, extract, find_page_link, page_links, parse_html
+
+
+@dataclass(frozen=True)
+class ReadJob:
+    """One response body and what the site asks of it."""
+
+    body: bytes
+    content_type: str  # the Content-Type header, "" when absent
+    url: str
+    content_selector: str = ""
+    next_page_texts: Sequence[str] = ()  # empty: neither next nor previous page is looked for
+    max_links: int = 0  # links wanted (the first in the page); 0: none
+
+
+@dataclass(frozen=True)
+class Reading:
+    """A decoded page's title, main text, links and neighbours, or why it could not be read."""
+
+    title: str = ""
+    text: str = ""
+    method: str = "none"  # as :attr:`crawler.extract.Extracted.method`
+    own_chars: int = 0
+    encoding: str = ""
+    links: tuple[str, ...] = ()
+    next_url: str | None = None
+    prev_url: str | None = None
+    undecodable: str = ""  # why the body could not be decoded; "" when it was
+
+
+def read_page(job: ReadJob, quick: bool = False) -> Reading:
+    """The :class:`Reading` of ``job``'s body. ``quick`` extracts the cheap way (the
+    densest block, see :func:`crawler.extract.extract`)."""
+    try:
+        html, encoding = decode_body(job.body, job.content_type or None)
+    except UndecodableBody as exc:
+        return Reading(undecodable=str(exc))
+    page = parse_html(html)
+    extracted = extract(html, job.url, job.content_selector, page=page, quick=quick)
+    next_url = prev_url = None
+    if job.next_page_texts:
+        next_url = find_page_link(page, job.url, job.next_page_texts, encoding)
+        prev_url = find_page_link(page, job.url, PREV_PAGE_TEXTS, encoding)
+    links = page_links(page, job.url, encoding, limit=job.max_links) if job.max_links else []
+    return Reading(
+        title=extracted.title,
+        text=extracted.text,
+        method=extracted.method,
+        own_chars=extracted.own_chars,
+        encoding=encoding,
+        links=tuple(links),
+        next_url=next_url,
+        prev_url=prev_url,
+    )
