@@ -95,8 +95,8 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
 
 def problems(stats: dict[str, Any]) -> list[str]:
     """What kept a crawl from its pages, from its stats (empty when nothing did): no
-    response at all, robots.txt forbidding the whole crawl, requests that timed out, the
-    crawl's deadline.
+    response at all, robots.txt forbidding the whole crawl, requests that timed out,
+    responses over the size limit, the crawl's deadline.
 
     >>> problems({"response_received_count": 1, "robotstxt/forbidden": 1})
     ['robots.txt forbids fptrack to crawl it (1 request(s) not made)']
@@ -119,6 +119,9 @@ def problems(stats: dict[str, Any]) -> list[str]:
     )
     if timeouts:
         out.append(f"{timeouts} request(s) timed out")
+    too_large = int(stats.get("fptrack/too_large", 0))
+    if too_large:
+        out.append(f"{too_large} response(s) over the size limit (DOWNLOAD_MAXSIZE) not read")
     if "closespider_timeout" in str(stats.get("finish_reason", "")):
         out.append("the crawl reached its deadline: pages not reached were not crawled")
     return out
