@@ -13,10 +13,13 @@
   (its text nodes and those of its paragraph and inline children, links excluded) has the
   most letters and CJK characters, outside ``nav``, ``header``, ``footer``, ``aside``,
   ``script``, ``style``, forms and elements whose class or id names navigation, headers,
-  footers, ads or comments. Either way, lines that are exactly the text of one of the
+  footers, ads or comments; its descendant blocks that are mostly link text (under
+  :data:`MAX_LINK_SHARE` of their letters outside links: a chapter list under the chapter)
+  are left out. Either way, lines that are exactly the text of one of the
   page's links are dropped (navigation, which trafilatura keeps on short pages). Pages
   of more than :data:`FAST_ABOVE_ELEMENTS` elements skip trafilatura's quadratic
-  justext/readability comparison (its ``fast`` mode).
+  justext/readability comparison (its ``fast`` mode); pages of more than
+  :data:`QUICK_ABOVE_ELEMENTS` are read by the densest block alone (bounded memory).
 
 Characters are counted with :func:`content_chars` (letters and CJK characters: word
 characters other than digits and ``_``). :attr:`Extracted.own_chars` leaves out the text
@@ -33,7 +36,7 @@ the matching "previous page" links. Malformed HTML never raises: lxml repairs it
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
@@ -44,6 +47,9 @@ from parsel import Selector
 from w3lib.url import safe_url_string
 
 MIN_SHARE_OF_DENSEST = 0.5
+MAX_LINK_SHARE = 0.5
+"""A block inside the densest one whose letters are under this share outside links is a
+link list, left out of the text."""
 PREV_PAGE_TEXTS = ("上一页", "上页", "上一頁", "previous page", "prev page", "previous", "prev")
 
 BLOCK_CONTAINERS = frozenset({"div", "article", "section", "main", "td", "dd", "pre", "body"})
@@ -113,6 +119,10 @@ FAST_ABOVE_ELEMENTS = 5000
 """Pages with more elements than this are extracted by trafilatura without its justext and
 readability comparison (``fast=True``): justext's paragraph revision is quadratic in the
 number of paragraphs (a 20,000-paragraph page took 80 s); the densest block stands in."""
+QUICK_ABOVE_ELEMENTS = 50_000
+"""Pages with more elements than this (ten times a long forum thread) are read the quick way:
+trafilatura's copies of a 600,000-element tree took 550 MB for a 7 MB page (the densest
+block: 125 MB)."""
 
 MAX_NESTING = 400
 """Container elements nested deeper than this lose their tags (:func:`flatten_deep`): far
@@ -202,7 +212,8 @@ def extract(
             raise SelectorError(f"content_selector {selector!r} is not valid: {exc}") from exc
         text = "\n".join(filter(None, (_node_text(n) for n in nodes)))
         return Extracted(title, text, "selector", own_chars(text, links))
-    if quick:
+    elements = _element_count(page.root)
+    if quick or elements > QUICK_ABOVE_ELEMENTS:
         text = drop_link_lines(densest_block_text(page), links)
         return Extracted(title, text, "densest" if text else "none", own_chars(text, links))
     found = trafilatura.extract(
@@ -211,7 +222,7 @@ def extract(
         favor_recall=True,
         include_comments=False,
         include_tables=False,
-        fast=_element_count(page.root) > FAST_ABOVE_ELEMENTS,
+        fast=elements > FAST_ABOVE_ELEMENTS,
     )
     text = drop_link_lines(_clean_lines(found or ""), links)
     densest = drop_link_lines(densest_block_text(page), links)
@@ -289,21 +300,28 @@ def own_chars(text: str, links: Iterable[str]) -> int:
 
 
 def densest_block_text(page: Selector) -> str:
-    """The text, with paragraph breaks, of the container with the most own text.
+    """The text, with paragraph breaks, of the container with the most own text, without
+    its link lists (descendant blocks whose letters are mostly link text: a chapter list
+    under the chapter).
 
     Two passes over the elements outside chrome (a chrome element's subtree is never
-    entered): the letters outside links of every subtree are summed from the leaves up, then
-    each container is scored from its children's sums. Linear in the page's size.
+    entered): the letters of every subtree, all and outside links, are summed from the
+    leaves up, then each container is scored from its children's sums. Linear in the page's
+    size.
     """
     order = _outside_chrome(page.root)
     inline: dict[etree._Element, int] = {}
+    total: dict[etree._Element, int] = {}
     for element in reversed(order):
-        if _tag(element) in ("a", ""):
+        if not _tag(element):
             continue
-        count = content_chars(element.text or "")
+        all_chars = count = content_chars(element.text or "")
         for child in element:
-            count += inline.get(child, 0) + content_chars(child.tail or "")
-        inline[element] = count
+            tail = content_chars(child.tail or "")
+            all_chars += total.get(child, 0) + tail
+            count += inline.get(child, 0) + tail
+        total[element] = all_chars
+        inline[element] = 0 if _tag(element) == "a" else count
     best, best_score = None, 0
     for element in order:
         if _tag(element) not in BLOCK_CONTAINERS:
@@ -315,7 +333,14 @@ def densest_block_text(page: Selector) -> str:
             score += content_chars(child.tail or "")
         if score > best_score:
             best, best_score = element, score
-    return _element_text(best) if best is not None else ""
+    if best is None:
+        return ""
+    link_lists = {
+        e
+        for e, chars in total.items()
+        if chars and _tag(e) in LINE_BREAKING and inline[e] < MAX_LINK_SHARE * chars
+    }
+    return _element_text(best, link_lists)
 
 
 def page_links(
@@ -410,21 +435,23 @@ def _outside_chrome(root: etree._Element) -> list[etree._Element]:
     return order
 
 
-def _element_text(element: etree._Element) -> str:
+def _element_text(element: etree._Element, skipped: Set[etree._Element] = frozenset()) -> str:
     chunks: list[str] = []
-    _walk(element, chunks, root=True)
+    _walk(element, chunks, skipped, root=True)
     return _clean_lines("".join(chunks))
 
 
-def _walk(element: etree._Element, chunks: list[str], root: bool = False) -> None:
+def _walk(
+    element: etree._Element, chunks: list[str], skipped: Set[etree._Element], root: bool = False
+) -> None:
     tag = _tag(element)
-    if tag and (root or not _is_chrome(element)):
+    if tag and (root or (not _is_chrome(element) and element not in skipped)):
         breaks = tag in LINE_BREAKING
         if breaks:
             chunks.append("\n")
         chunks.append(element.text or "")
         for child in element:
-            _walk(child, chunks)
+            _walk(child, chunks, skipped)
         if breaks:
             chunks.append("\n")
     if not root:

@@ -27,7 +27,8 @@ sit. Every other link, 下一章 (next chapter) included, is one level deeper.
 Stats (never fatal; every fetched page that yields no item is counted under its reason):
 ``fptrack/pages`` (items), ``fptrack/paged`` (items with a next or previous page link),
 ``fptrack/thin`` (HTML pages with too little main text: link lists), ``fptrack/non_html``,
-``fptrack/undecodable``, ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``, or decompressed beyond it),
+``fptrack/undecodable``, ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``, or
+decompressed beyond it),
 ``fptrack/ignored`` (requests a middleware dropped, such as those robots.txt forbids;
 offsite links are Scrapy's ``offsite/filtered``), ``fptrack/other_port`` (links to, or
 redirects to, another port of a start URL's host: never followed),
