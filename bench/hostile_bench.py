@@ -1,0 +1,298 @@
+"""Peak memory and wall time of ``fptrack scan`` on every case of the hostile site.
+
+Issue 15. The hostile site (:mod:`bench.hostile_site`, copying ``samples/works``) is served
+on 127.0.0.1 by this process; for each case a site whose start page links only that case is
+scanned by ``fptrack scan --works samples/works --site URL`` (the console command, in a
+subprocess, as the README runs it; ``--max-pages 200``, ``--deadline 120``), ``--runs``
+times, and once more on the whole site (case ``all``). Per run: the wall time, the peak RSS
+of the scan process (``wait4``'s ``ru_maxrss``), and the peak RSS of the scan's process tree
+(the scan and its reader processes, sampled from ``/proc`` every 20 ms). Each run's JSON is
+checked: a copy case must be matched with its work, any other case must match nothing.
+
+Peers, same run: for each copy case whose page is one static body (decompressed when
+gzipped), the page's extraction by
+trafilatura alone (``trafilatura.extract`` with its defaults, the library fptrack uses for
+main text) beside fptrack's :func:`crawler.reading.read_page`, each in a fresh subprocess with
+a ``--peer-timeout`` (120 s) limit: wall time and peak RSS, and the ratio trafilatura /
+fptrack.
+
+Medians over the runs, with [min-max]. Target: every scan's tree under 1 GiB. ``--json OUT``
+writes ``cases`` (per case: ``outcome``, ``ok``, ``wall_s``, ``scan_rss_mb``,
+``tree_rss_mb``, and for copies ``peer``), ``max_tree_rss_mb``, ``target_rss_mb`` and
+``all_ok``. Defaults: 3 runs, every case. ``--quick``: 1 run, no peers, the cases
+``nul``, ``links``, ``gzip-bomb`` and ``huge-streamed`` and ``all`` (``--cases`` picks others).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.hostile_site import COPY, Case, HostileSite, build
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKS = ROOT / "samples" / "works"
+TARGET_RSS_MB = 1024
+QUICK_CASES = ("nul", "links", "gzip-bomb", "huge-streamed", "all")
+SAMPLE_S = 0.02
+PAGE_READER = """
+import pickle, resource, sys, time
+from crawler.reading import ReadJob, read_page
+body, url = pickle.load(sys.stdin.buffer)
+started = time.perf_counter()
+read_page(ReadJob(body, "text/html", url))
+took = time.perf_counter() - started
+print(took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+PEER_READER = """
+import pickle, resource, sys, time
+import trafilatura
+body, url = pickle.load(sys.stdin.buffer)
+started = time.perf_counter()
+trafilatura.extract(body, url=url)
+took = time.perf_counter() - started
+print(took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+"""
+
+
+def tree_rss_mb(pid: int) -> float:
+    """Resident memory of ``pid`` and its descendants now, in MiB (0 once gone)."""
+    total, stack = 0, [pid]
+    while stack:
+        current = stack.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            for task in Path(f"/proc/{current}/task").iterdir():
+                children = (task / "children").read_text().split()
+                stack.extend(int(c) for c in children)
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        for line in status.splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+def run_scan(url: str, out: Path) -> dict[str, Any]:
+    """One ``fptrack scan`` of ``url``: wall time, peak RSS of the process and of its tree."""
+    command = [
+        sys.executable, "-c", "import sys; from admin.cli import main; sys.exit(main())",
+        "scan", "--works", str(WORKS), "--site", url,
+        "--json", str(out), "--max-pages", "200", "--deadline", "120",
+    ]  # fmt: skip
+    started = time.perf_counter()
+    env = {k: v for k, v in os.environ.items() if k != "FPTRACK_REDIS_URL"}
+    proc = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    peak = [0.0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+            done.wait(SAMPLE_S)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    stderr = proc.stderr.read() if proc.stderr else ""
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.perf_counter() - started
+    done.set()
+    sampler.join()
+    return {
+        "wall_s": wall,
+        "scan_rss_mb": usage.ru_maxrss / 1024,
+        "tree_rss_mb": max(peak[0], usage.ru_maxrss / 1024),
+        "exit": proc.returncode,
+        "stderr": stderr.strip().splitlines()[-3:],
+    }
+
+
+def judge(case: Case | None, site: HostileSite, base: str, out: Path) -> bool:
+    """Whether a scan's JSON holds exactly what the case (None: the whole site) calls for."""
+    try:
+        data = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    from crawler.spiders.site import canonical
+
+    found = {(canonical(m["url"]), m["work"]) for m in data.get("matches", [])}
+    cases = site.cases if case is None else [case]
+    wanted = {(canonical(base + c.page_path), c.work) for c in cases if c.outcome == COPY}
+    return wanted <= found and all(url in {u for u, _ in wanted} for url, _ in found)
+
+
+def run_peer(script: str, body: bytes, url: str, timeout: float) -> dict[str, Any]:
+    """Extraction of one page in a fresh subprocess: seconds and peak RSS, or a timeout."""
+    import pickle
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            input=pickle.dumps((body, url)),
+            capture_output=True,
+            timeout=timeout,
+            cwd=ROOT,
+        )
+    except subprocess.TimeoutExpired:
+        return {"seconds": None, "rss_mb": None, "timed_out": True}
+    took, rss = done.stdout.decode().split()
+    return {"seconds": float(took), "rss_mb": float(rss), "timed_out": False}
+
+
+def summary(values: Sequence[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
+
+
+def measure(args: argparse.Namespace) -> dict[str, Any]:
+    from tests.crawler.fixture_site import FixtureSite
+
+    works = {p.name: p.read_text(encoding="utf-8") for p in sorted(WORKS.glob("*.txt"))}
+    site = build(works)
+    by_name = {c.name: c for c in site.cases}
+    names = args.cases or [c.name for c in site.cases] + ["all"]
+    unknown = [n for n in names if n != "all" and n not in by_name]
+    if unknown:
+        raise SystemExit(f"hostile_bench: error: unknown case(s): {', '.join(unknown)}")
+    results: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            case = by_name.get(name)
+            pages = dict(site.pages)
+            if case is not None:  # "/" links this case alone: the pages' home links too
+                pages["/"] = (
+                    200,
+                    {"Content-Type": "text/html; charset=utf-8"},
+                    f'<html><body><a href="{case.path}">{name}</a></body></html>'.encode(),
+                )
+            runs = []
+            with FixtureSite(pages, site.redirects) as server:
+                for n in range(args.runs):
+                    out = Path(tmp) / f"{name}-{n}.json"
+                    run = run_scan(server.url("/"), out)
+                    run["ok"] = judge(case, site, server.url(""), out)
+                    runs.append(run)
+                base = server.url("")
+            row: dict[str, Any] = {
+                "outcome": "copies and counted cases" if case is None else case.outcome,
+                "trick": "every case at once" if case is None else case.trick,
+                "ok": all(r["ok"] for r in runs),
+                "exit": sorted({r["exit"] for r in runs}),
+                "wall_s": summary([r["wall_s"] for r in runs]),
+                "scan_rss_mb": summary([r["scan_rss_mb"] for r in runs]),
+                "tree_rss_mb": summary([r["tree_rss_mb"] for r in runs]),
+            }
+            if not row["ok"]:
+                row["stderr"] = runs[-1]["stderr"]
+            _, headers, body = site.pages.get(case.path, (0, {}, b"")) if case else (0, {}, b"")
+            if isinstance(body, bytes) and headers.get("Content-Encoding") == "gzip":
+                body = gzip.decompress(body)  # as the crawler's middleware hands it over
+            if args.peers and case and case.outcome == COPY and isinstance(body, bytes):
+                url = base + case.path
+                ours = run_peer(PAGE_READER, body, url, args.peer_timeout)
+                peer = run_peer(PEER_READER, body, url, args.peer_timeout)
+                ratio = None
+                if ours["seconds"] and peer["seconds"]:
+                    ratio = peer["seconds"] / ours["seconds"]
+                row["peer"] = {"fptrack": ours, "trafilatura": peer, "time_ratio": ratio}
+            results[name] = row
+    worst = max(r["tree_rss_mb"]["max"] for r in results.values())
+    return {
+        "benchmark": "hostile_bench",
+        "machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
+        "runs": args.runs,
+        "cases": results,
+        "max_tree_rss_mb": worst,
+        "target_rss_mb": TARGET_RSS_MB,
+        "all_ok": all(r["ok"] for r in results.values()),
+    }
+
+
+def report(result: dict[str, Any]) -> str:
+    lines = [
+        f"hostile site: fptrack scan per case, medians of {result['runs']} run(s) [min-max]",
+        f"{'case':<18}{'ok':<4}{'wall s':>16}{'scan MB':>18}{'tree MB':>18}  peer",
+    ]
+
+    def cell(s: dict[str, float], fmt: str) -> str:
+        return f"{s['median']:{fmt}} [{s['min']:{fmt}}-{s['max']:{fmt}}]"
+
+    for name, row in result["cases"].items():
+        peer = row.get("peer")
+        note = ""
+        if peer:
+            theirs = peer["trafilatura"]
+            ours = peer["fptrack"]
+            their_s = "timeout" if theirs["timed_out"] else f"{theirs['seconds']:.2f} s"
+            note = f"read {ours['seconds']:.2f} s vs trafilatura {their_s}"
+            if peer["time_ratio"]:
+                note += f" (x{peer['time_ratio']:.2f})"
+        lines.append(
+            f"{name:<18}{'yes' if row['ok'] else 'NO':<4}{cell(row['wall_s'], '.1f'):>16}"
+            f"{cell(row['scan_rss_mb'], '.0f'):>18}{cell(row['tree_rss_mb'], '.0f'):>18}  {note}"
+        )
+    lines.append(
+        f"largest scan tree: {result['max_tree_rss_mb']:.0f} MB "
+        f"(target < {result['target_rss_mb']} MB); every case holds: {result['all_ok']}"
+    )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m bench.hostile_bench",
+        description="Peak RSS and wall time of fptrack scan on each hostile case.",
+    )
+    p.add_argument("--runs", type=int, default=None, help="scans per case (default 3; quick 1)")
+    p.add_argument(
+        "--cases", type=lambda s: s.split(","), default=None,
+        help="comma-separated case names, 'all' for the whole site (default: every case "
+        f"and all; quick: {','.join(QUICK_CASES)})",
+    )  # fmt: skip
+    p.add_argument(
+        "--peer-timeout", type=float, default=120.0, help="seconds (default %(default)s)"
+    )
+    p.add_argument("--no-peers", dest="peers", action="store_false", help="skip the peers")
+    p.add_argument("--quick", action="store_true", help="1 run, 5 cases, no peers")
+    p.add_argument("--json", type=Path, default=None, metavar="OUT", help="default: none")
+    args = p.parse_args(argv)
+    if args.quick:
+        args.runs = args.runs or 1
+        args.cases = args.cases or list(QUICK_CASES)
+        args.peers = False
+    args.runs = args.runs or 3
+    if args.runs < 1:
+        p.error("--runs must be at least 1")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    result = measure(args)
+    print(report(result))
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        print(f"wrote {args.json}")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""Smoke test of ``bench/hostile_bench.py``: real ``fptrack scan`` subprocesses on two cases
+of the hostile site, one with its peers; checks the JSON and the benchmark's own verdicts,
+never a speed or a memory figure."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import hostile_bench
+
+
+def test_two_cases_write_every_key(tmp_path: Path) -> None:
+    out = tmp_path / "hostile.json"
+    result = hostile_bench.main(["--runs", "1", "--cases", "gzip,gzip-bomb", "--json", str(out)])
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data == json.loads(json.dumps(result))
+    assert data["all_ok"] and set(data["cases"]) == {"gzip", "gzip-bomb"}
+    for row in data["cases"].values():
+        for key in ("wall_s", "scan_rss_mb", "tree_rss_mb"):
+            assert row[key]["min"] <= row[key]["median"] <= row[key]["max"], key
+        assert row["tree_rss_mb"]["max"] >= row["scan_rss_mb"]["max"] > 0
+    peer = data["cases"]["gzip"]["peer"]
+    assert peer["fptrack"]["seconds"] > 0 and peer["trafilatura"]["seconds"] > 0
+    assert "peer" not in data["cases"]["gzip-bomb"]  # not a copy: nothing to extract
+    assert data["cases"]["gzip-bomb"]["exit"] == [1]  # too large: an error of the scan
+    assert data["max_tree_rss_mb"] == max(r["tree_rss_mb"]["max"] for r in data["cases"].values())
