@@ -64,7 +64,6 @@ log = logging.getLogger(__name__)
 PROBLEMS_KEPT = 100
 CONSIDERED_KEPT = 10
 PAGE_BATCH = 200
-LOCK_SECONDS = 300
 LOCK_WAIT_SECONDS = 60
 REBUILD_LOCK_SECONDS = 3600
 
@@ -303,7 +302,7 @@ class Engine:
         with ExitStack() as stack, redis_errors("locking a page"):
             for seq in sorted({int(p["seq"]) for p in parts}):
                 lock = self.redis.lock(
-                    self.keys.page_lock(seq), timeout=LOCK_SECONDS,
+                    self.keys.page_lock(seq), timeout=self.settings.page_lock_seconds,
                     blocking_timeout=LOCK_WAIT_SECONDS,
                 )  # fmt: skip
                 if not lock.acquire():

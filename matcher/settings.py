@@ -116,9 +116,12 @@ class Settings:
     max_split_parts: int = 50
     candidate_batch: int = 64
     segment_cache_mb: int = 256
+    """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
     query_allow_private: bool = False
     """Let a query by URL fetch private, loopback and link-local addresses (admin/fetch.py)."""
-    """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
+    page_lock_seconds: int = 300
+    """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
+    the other parts of its chapter) this long before a redelivered task may match it."""
     broker_url: str = ""
     visibility_timeout: int = 7200
     task_max_retries: int = 8
@@ -154,7 +157,7 @@ class Settings:
             raise SettingsError("window_bucket_bits must be in 8..28")
         for name in (
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
-            "max_split_parts", "candidate_batch", "segment_cache_mb",
+            "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")

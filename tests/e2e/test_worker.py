@@ -1,10 +1,8 @@
 """Real Celery workers consuming from the test Redis broker turn stored pages into match
-records; failures leave records; a worker killed by SIGKILL mid-task loses nothing and
-duplicates nothing.
+records; failures leave records (workers killed mid-task: ``test_worker_kills.py``).
 
 Two ``fptrack worker`` processes share the test's store over the wire (the first test); the
-other tests run a worker in this process (``start_worker``), to count its tasks, next to a
-separate process that is killed (``slow_worker.py``).
+other tests run a worker in this process (``start_worker``), to count its tasks.
 """
 
 from __future__ import annotations
@@ -13,11 +11,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 import redis
@@ -171,54 +167,6 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
         wait_until(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
     [match] = engine.store.db.matches.find()
     assert str(match["page_id"]) == page.page_id and match["work_id"] == doc["_id"]
-
-
-def test_sigkilled_worker_loses_nothing_and_duplicates_nothing(
-    engine: Engine, broker: redis.Redis, tmp_path: Path
-) -> None:
-    work_id = engine.add_work(sample("tea-brewing.txt"), title="tea", source="tea.txt")
-    page = Ingest(engine.store, enqueue).page(
-        CrawledPage(
-            url="http://pirate/tea",
-            site="pirate",
-            title="",
-            text=CHROME.format(sample("tea-brewing.txt")),
-        )
-    )
-    marker = tmp_path / "started"
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    doomed = subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("slow_worker.py")), str(marker)],
-        env=env,
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_until(marker.exists, 60, "the doomed worker to start the task")
-        assert marker.read_text() == page.page_id
-        os.kill(doomed.pid, signal.SIGKILL)
-        doomed.wait(10)
-    finally:
-        if doomed.poll() is None:
-            doomed.kill()
-    assert doomed.returncode == -signal.SIGKILL
-    # the message was taken and never acknowledged: it waits in the unacked hash
-    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
-    assert engine.store.db.matches.count_documents({}) == 0
-
-    fast_restore = {
-        "visibility_timeout": 3,
-        "unacked_restore_interval": 1,
-        "unacked_restore_throttle": 1,
-    }
-    with count_successes() as done, worker(fast_restore):
-        wait_until(lambda: not list(engine.store.pending_pages()), 60, "the redelivered task")
-        time.sleep(5)  # longer than the visibility timeout: a second delivery would show now
-    assert done["fptrack.process_page"] == 1
-    [match] = engine.store.db.matches.find()
-    assert (str(match["page_id"]), str(match["work_id"])) == (page.page_id, work_id)
-    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
 
 
 @pytest.mark.parametrize("name", sorted(n for n in app.tasks if n.startswith("fptrack.")))

@@ -1,0 +1,86 @@
+"""A worker process that stops dead at a chosen point of ``process_page`` (test helper).
+
+Run by the worker tests as ``python doomed_worker.py MARKER POINT POOL``: an ordinary
+``fptrack`` worker on the test broker and store (``FPTRACK_*`` variables), with ``POOL``
+``solo`` or ``prefork`` (one child). The first page task to reach ``POINT`` writes the pid of
+the process running it to MARKER and sleeps, so that the test can kill that process (or the
+whole worker) with SIGKILL there; once MARKER exists, tasks run through. Points:
+
+- ``start``: before anything is written;
+- ``fingerprints``: after the page's fingerprints are saved in MongoDB;
+- ``index``: after the page's entries are written to the Redis pages index;
+- ``match``: after the first of the page's match records is written.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from matcher import jobs
+from matcher.indexes import Side
+from matcher.store import Store
+from matcher.worker import app
+
+MARKER = Path(sys.argv[1])
+POINT, POOL = sys.argv[2], sys.argv[3]
+
+
+def stop_here() -> None:
+    if MARKER.exists():
+        return
+    MARKER.write_text(str(os.getpid()), encoding="utf-8")
+    time.sleep(600)
+    raise AssertionError("the test should have killed this process")
+
+
+def stopping_after(method: Callable[..., Any], wanted: Callable[..., bool]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        if wanted(*args, **kwargs):
+            stop_here()
+        return result
+
+    return wrapper
+
+
+def stopping_before(function: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        stop_here()
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+if __name__ == "__main__":
+    if POINT == "start":
+        jobs.process_page = stopping_before(jobs.process_page)
+    elif POINT == "fingerprints":
+        Store.save_fingerprints = stopping_after(
+            Store.save_fingerprints, lambda store, kind, *a, **k: kind == "page"
+        )
+    elif POINT == "index":
+        Side.add = stopping_after(Side.add, lambda *a, **k: True)
+    elif POINT == "match":
+        Store.upsert_match = stopping_after(Store.upsert_match, lambda *a, **k: True)
+    else:
+        raise SystemExit(f"unknown point {POINT!r}")
+    pool = ["--pool=solo"] if POOL == "solo" else ["--pool=prefork", "--concurrency=1"]
+    app.worker_main(
+        [
+            "worker",
+            *pool,
+            "--queues=fptrack",
+            "--loglevel=WARNING",
+            "--without-heartbeat",
+            "--without-mingle",
+            "--without-gossip",
+        ]
+    )

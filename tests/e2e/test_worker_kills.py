@@ -1,0 +1,188 @@
+"""Workers killed with SIGKILL in the middle of a page leave the store and the indexes exactly
+as an undisturbed run does: nothing lost, nothing written twice.
+
+A page copying two works is matched by ``doomed_worker.py``, a real worker process on the
+test broker and the shared MongoDB-wire server, which stops dead at one point of the task
+(before writing, after the page's fingerprints, after its index entries, after the first of
+its two match records). The test then kills either the prefork child running the task (its
+parent lives on, the task is redelivered and matched by a new child) or the whole worker
+(a second worker takes the unacknowledged message once its visibility timeout passes).
+The resulting MongoDB collections and Redis keys, with ids and times replaced by what they
+name, equal those of the same page matched once, undisturbed, in a database and a key prefix
+of its own (of the works' index entries, written when the works are registered and packing
+the store's ids, only the names, kinds and sizes).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from bson import ObjectId
+from pymongo.database import Database
+
+from matcher.engine import Engine
+from matcher.ingest import Ingest
+from matcher.pages import CrawledPage
+from matcher.settings import Settings
+from tests.e2e.e2e_support import CHROME, ROOT, sample, wait_until
+from tests.e2e.test_worker import count_successes, enqueue, worker
+
+WORKS = ("lighthouse.txt", "river-town.txt", "tea-history.txt")
+TEXT = CHROME.format(sample("river-town.txt") + "\n" + sample("tea-history.txt"))
+LOCK_SECONDS = 5
+FAST_RESTORE = {"visibility_timeout": 3, "unacked_restore_interval": 1}
+
+
+def register_and_ingest(engine: Engine, enqueue_page: Any) -> str:
+    for name in WORKS:
+        engine.add_work(sample(name), title=name, source=name)
+    page = CrawledPage(url="http://pirate/two", site="pirate", title="", text=TEXT)
+    return Ingest(engine.store, enqueue_page).page(page).page_id
+
+
+def state(engine: Engine) -> dict[str, Any]:
+    """The store's collections and the index keys, ids and times replaced by what they name."""
+    db = engine.store.db
+    names: dict[ObjectId, str] = {}
+    for work in db.works.find({}, {"source": 1}):
+        names[work["_id"]] = f"work {work['source']}"
+    for page in db.pages.find({}, {"url": 1}):
+        names[page["_id"]] = f"page {page['url']}"
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, ObjectId):
+            return names.get(value, "an id")
+        if isinstance(value, datetime):
+            return "a time"
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items() if k != "_id"}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    out: dict[str, Any] = {}
+    for collection in ("works", "pages", "fingerprints", "matches", "work_segments"):
+        out[collection] = sorted((plain(d) for d in db[collection].find()), key=repr)
+    client, prefix = engine.redis, engine.settings.redis_prefix
+    readers = {
+        "string": client.get,
+        "hash": client.hgetall,
+        "set": lambda k: sorted(client.smembers(k)),
+        "zset": lambda k: client.zrange(k, 0, -1, withscores=True),
+        "list": lambda k: client.lrange(k, 0, -1),
+    }
+    for key in client.scan_iter(f"{prefix}:*", count=1000):
+        name = key.decode()[len(prefix) :]
+        if name == engine.keys.epoch[len(prefix) :]:
+            continue  # a token per index generation
+        kind = client.type(key).decode()
+        value = readers[kind](key)
+        if name.startswith(":works:"):  # packs store ids: only its size can be compared
+            value = len(value)
+        out[f"redis {name}"] = (kind, value)
+    return out
+
+
+@pytest.fixture
+def undisturbed(redis_client: redis.Redis, mongo_db: Database) -> Iterator[dict[str, Any]]:
+    """The state after the page is matched once, with nothing killed."""
+    name = f"{mongo_db.name}-ref"
+    prefix = f"fptrack-ref-{uuid.uuid4().hex[:8]}"
+    engine = Engine.open(
+        Settings(redis_prefix=prefix, mongo_db=name),
+        mongo_client=mongo_db.client,
+        redis_client=redis_client,
+    )
+    page_id = register_and_ingest(engine, lambda page_id: None)
+    assert len(engine.process_stored_page(page_id)) == 2
+    yield state(engine)
+    mongo_db.client.drop_database(name)
+
+
+def start_doomed(marker: Path, point: str, pool: str) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FPTRACK_PAGE_LOCK_SECONDS": str(LOCK_SECONDS),
+    }
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).with_name("doomed_worker.py")), str(marker), point,
+         pool],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def stop(process: subprocess.Popen[bytes], sig: int) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+@pytest.mark.parametrize("point", ["start", "fingerprints", "index", "match"])
+def test_a_whole_worker_killed_mid_page(
+    point: str,
+    engine: Engine,
+    broker: redis.Redis,
+    undisturbed: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    page_id = register_and_ingest(engine, enqueue)
+    marker = tmp_path / "stopped"
+    doomed = start_doomed(marker, point, "solo")
+    try:
+        wait_until(marker.exists, 60, f"the worker to stop at {point}")
+        stop(doomed, signal.SIGKILL)
+    finally:
+        stop(doomed, signal.SIGKILL)
+    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
+    with count_successes() as done, worker(FAST_RESTORE):
+        wait_until(lambda: not list(engine.store.pending_pages()), 90, "the redelivered task")
+        time.sleep(4)  # past the visibility timeout: a second delivery would run now
+    assert done["fptrack.process_page"] == 1
+    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
+    assert page_id
+    assert state(engine) == undisturbed
+
+
+@pytest.mark.parametrize("point", ["start", "fingerprints", "index", "match"])
+def test_a_prefork_child_killed_mid_page(
+    point: str,
+    engine: Engine,
+    broker: redis.Redis,
+    undisturbed: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    register_and_ingest(engine, enqueue)
+    marker = tmp_path / "stopped"
+    doomed = start_doomed(marker, point, "prefork")
+    try:
+        wait_until(marker.exists, 60, f"the child to stop at {point}")
+        child = int(marker.read_text(encoding="utf-8"))
+        assert child != doomed.pid
+        os.kill(child, signal.SIGKILL)
+        wait_until(lambda: not list(engine.store.pending_pages()), 90, "a new child's run")
+        assert doomed.poll() is None, "the parent died with its child"
+        time.sleep(2)
+        assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
+    finally:
+        stop(doomed, signal.SIGTERM)
+    assert state(engine) == undisturbed
