@@ -2,10 +2,13 @@
 
 The crawler's item pipeline calls :meth:`Ingest.page` for every page it extracts. The page
 is upserted by URL; its content hash says whether the text changed since it was last
-stored. Only a new or changed page is handed to ``enqueue`` (with its id, never the
-document). A page whose enqueue failed stays marked unprocessed (``processed_hash`` differs
-from ``content_hash``) and is enqueued again by :meth:`Ingest.requeue_pending`, which the
-daily job runs: a broker outage loses no page.
+stored. A new or changed page is handed to ``enqueue`` (with its id, never the document),
+and then marked as enqueued with that hash (``enqueued_hash``). An unchanged page is
+enqueued again only when its text was neither matched (``processed_hash``) nor enqueued:
+its crawler died between storing it and enqueueing it, so a crawl run again mends it, and a
+page fetched twice (a crawl killed and resumed) still gets one task. A page whose enqueue
+failed stays marked unprocessed (``pending``) and is enqueued again by
+:meth:`Ingest.requeue_pending`, which the daily job runs: a broker outage loses no page.
 """
 
 from __future__ import annotations
@@ -39,9 +42,10 @@ class Ingest:
         digest = content_hash(page.text)
         doc, state = self.store.store_crawled_page(page, digest)
         page_id = str(doc["_id"])
-        if state == UNCHANGED and doc.get("processed_hash") == digest:
+        if state == UNCHANGED and digest in (doc.get("processed_hash"), doc.get("enqueued_hash")):
             return Ingested(page_id, state, False)
         self.enqueue(page_id)
+        self.store.mark_enqueued(doc["_id"], digest)
         return Ingested(page_id, state, True)
 
     def requeue_pending(self, limit: int = 100_000) -> int:

@@ -686,6 +686,15 @@ class Store:
         return result.matched_count == 1
 
     @mongo_errors
+    def mark_enqueued(self, page_id: str | ObjectId, content_hash: str) -> None:
+        """Record that a task to match the page's text with ``content_hash`` was enqueued
+        (no-op if the text changed meanwhile)."""
+        self.db.pages.update_one(
+            {"_id": page_key(page_id), "content_hash": _text(content_hash, "hash")},
+            {"$set": {"enqueued_hash": content_hash}},
+        )
+
+    @mongo_errors
     def set_split(self, page_id: ObjectId, urls: list[str]) -> None:
         """Record the URLs of the split chapter a page was last matched with, on the page
         and on its active matches."""

@@ -1,0 +1,141 @@
+"""A production crawl process (``python -m crawler.run``) killed with SIGKILL mid-crawl and
+started again stores what an undisturbed crawl stores: every page once, with its text, and
+every page handed to a ``process_page`` task (or left pending for the daily
+``match_new_works``): none lost. A page gets a second task only when the crawler was killed
+between sending its first and recording it (``enqueued_hash``); the task is idempotent.
+
+Both crawls write to the shared MongoDB-wire server and the test broker, each in a database
+and a key prefix of its own.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+import pytest
+import redis
+from pymongo.database import Database
+
+from matcher.store import Store
+from tests.crawler.fixture_site import FixtureSite, Resource, page
+from tests.e2e.e2e_support import ROOT, sample, wait_until
+
+CHAPTERS = 120
+TEXTS = [sample(n) for n in ("lighthouse.txt", "river-town.txt", "star-voyage.txt")]
+
+
+def novel_site() -> dict[str, Resource]:
+    """A catalogue of 120 chapter pages, each with text of its own, ten to a list page."""
+
+    def html(body: str, links: list[tuple[str, str]]) -> Resource:
+        anchors = "".join(f'<a href="{href}">{label}</a> ' for label, href in links)
+        return page(f"<html><body><div id=c>{body}</div><p>{anchors}</p></body></html>")
+
+    lists = [(f"第{k}卷", f"/list/{k}.html") for k in range(CHAPTERS // 10)]
+    pages = {"/": html("", lists)}
+    for k in range(CHAPTERS // 10):
+        chapters = [(f"第{n}章", f"/c/{n}.html") for n in range(10 * k, 10 * k + 10)]
+        pages[f"/list/{k}.html"] = html("", chapters)
+    for n in range(CHAPTERS):
+        text = TEXTS[n % 3]
+        start = (n * 97) % (len(text) - 400)
+        body = f"<p>第{n}章</p><p>{text[start : start + 400]}</p>"
+        pages[f"/c/{n}.html"] = html(body, [("目录", f"/list/{n // 10}.html")])
+    return pages
+
+
+def crawl(site: FixtureSite, db: str, prefix: str) -> subprocess.Popen[str]:
+    config = {"name": "novels", "start_urls": [site.url("/")], "obey_robots": False}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "FPTRACK_MONGO_DB": db,
+        "FPTRACK_REDIS_PREFIX": prefix,
+        "FPTRACK_CRAWL_LEASE": "3",
+    }
+    return subprocess.Popen(
+        [sys.executable, "-m", "crawler.run", "--site-json", json.dumps(config),
+         "--log-level", "WARNING", "--announce"],
+        env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+
+def finish(process: subprocess.Popen[str]) -> int:
+    """Wait for the crawl; its exit status, 0 or 3 (its slot still held by a dead process)."""
+    _, err = process.communicate(timeout=240)
+    assert process.returncode in (0, 3), err[-2000:]
+    return process.returncode
+
+
+def tasks(broker: redis.Redis) -> Counter[str]:
+    """The page ids of the ``process_page`` messages waiting on the broker."""
+    out: Counter[str] = Counter()
+    for raw in broker.lrange("fptrack", 0, -1):
+        message = json.loads(raw)
+        assert message["headers"]["task"] == "fptrack.process_page"
+        [page_id] = ast.literal_eval(message["headers"]["argsrepr"])
+        out[str(page_id)] += 1
+    return out
+
+
+def stored(store: Store) -> dict[str, Any]:
+    pages = list(store.db.pages.find({}, {"url": 1, "text": 1, "content_hash": 1}))
+    return {
+        "pages": sorted((p["url"], p["text"], p["content_hash"]) for p in pages),
+        "ids": {str(p["_id"]) for p in pages},
+        "pending": {str(page_id) for page_id in store.pending_pages()},
+    }
+
+
+@pytest.fixture
+def site() -> Any:
+    with FixtureSite(novel_site()) as served:
+        yield served
+
+
+def test_a_crawl_killed_mid_way_and_run_again_stores_what_an_undisturbed_one_does(
+    site: FixtureSite, broker: redis.Redis, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    client = mongo_db.client
+    names = {run: f"{mongo_db.name}-{run}" for run in ("calm", "killed")}
+    try:
+        assert finish(crawl(site, names["calm"], f"fptrack-calm-{uuid.uuid4().hex[:6]}")) == 0
+        calm = stored(Store(client[names["calm"]]))
+        calm_tasks = tasks(broker)
+        broker.delete("fptrack")
+        assert len(calm["pages"]) == CHAPTERS and set(calm_tasks) == calm["ids"]
+
+        prefix = f"fptrack-killed-{uuid.uuid4().hex[:6]}"
+        killed_store = Store(client[names["killed"]])
+        first = crawl(site, names["killed"], prefix)
+        wait_until(lambda: killed_store.count("pages") >= CHAPTERS // 3, 120, "a third")
+        first.send_signal(signal.SIGKILL)
+        first.wait(10)
+        assert killed_store.count("pages") < CHAPTERS, "the crawl ended before the kill"
+        unmarked = {  # stored, their task maybe sent, the crawler killed before noting it
+            str(p["_id"])
+            for p in killed_store.db.pages.find({}, {"content_hash": 1, "enqueued_hash": 1})
+            if p.get("enqueued_hash") != p["content_hash"]
+        }
+        assert len(unmarked) < 20
+        while finish(crawl(site, names["killed"], prefix)) == 3:  # as resume_crawls does
+            time.sleep(1)
+        after = stored(killed_store)
+        after_tasks = tasks(broker)
+    finally:
+        for name in names.values():
+            client.drop_database(name)
+    assert after["pages"] == calm["pages"]  # every page once, with the same text
+    twice = {page_id for page_id, count in after_tasks.items() if count > 1}
+    assert max(after_tasks.values()) <= 2 and twice <= unmarked
+    assert set(after_tasks) | after["pending"] == after["ids"]  # none lost
+    assert set(after_tasks) <= after["ids"]
