@@ -5,8 +5,9 @@ on 127.0.0.1 by this process; for each case a site whose start page links only t
 scanned by ``fptrack scan --works samples/works --site URL`` (the console command, in a
 subprocess, as the README runs it; ``--max-pages 200``, ``--deadline 120``), ``--runs``
 times, and once more on the whole site (case ``all``). Per run: the wall time, the peak RSS
-of the scan process (``wait4``'s ``ru_maxrss``), and the peak RSS of the scan's process tree
-(the scan and its reader processes, sampled from ``/proc`` every 20 ms). Each run's JSON is
+of the scan process (its ``VmHWM``, read every 20 ms: ``ru_maxrss`` would count the pages it
+shared with this process when forked), and the peak RSS of the scan's process tree (the
+scan and its reader processes, ``VmRSS`` summed every 20 ms). Each run's JSON is
 checked: a copy case must be matched with its work, any other case must match nothing.
 
 Peers, same run: for each copy case whose page is one static body (decompressed when
@@ -51,28 +52,31 @@ TARGET_RSS_MB = 1024
 QUICK_CASES = ("nul", "links", "gzip-bomb", "huge-streamed", "all")
 SAMPLE_S = 0.02
 PAGE_READER = """
-import pickle, resource, sys, time
+import pickle, sys, time
 from crawler.reading import ReadJob, read_page
 body, url = pickle.load(sys.stdin.buffer)
 started = time.perf_counter()
 read_page(ReadJob(body, "text/html", url))
 took = time.perf_counter() - started
-print(took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]
+print(took, int(hwm) / 1024)
 """
 PEER_READER = """
-import pickle, resource, sys, time
+import pickle, sys, time
 import trafilatura
 body, url = pickle.load(sys.stdin.buffer)
 started = time.perf_counter()
 trafilatura.extract(body, url=url)
 took = time.perf_counter() - started
-print(took, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]
+print(took, int(hwm) / 1024)
 """
 
 
-def tree_rss_mb(pid: int) -> float:
-    """Resident memory of ``pid`` and its descendants now, in MiB (0 once gone)."""
-    total, stack = 0, [pid]
+def memory_mb(pid: int) -> tuple[float, float]:
+    """The peak resident memory of ``pid`` itself so far (``VmHWM``) and the resident memory
+    of ``pid`` and its descendants now (``VmRSS``), in MiB (0 once gone)."""
+    total, own, stack = 0, 0, [pid]
     while stack:
         current = stack.pop()
         try:
@@ -85,7 +89,9 @@ def tree_rss_mb(pid: int) -> float:
         for line in status.splitlines():
             if line.startswith("VmRSS:"):
                 total += int(line.split()[1])
-    return total / 1024
+            elif line.startswith("VmHWM:") and current == pid:
+                own = int(line.split()[1])
+    return own / 1024, total / 1024
 
 
 def run_scan(url: str, out: Path) -> dict[str, Any]:
@@ -100,26 +106,26 @@ def run_scan(url: str, out: Path) -> dict[str, Any]:
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    peak = [0.0]
+    peak = [0.0, 0.0]
     done = threading.Event()
 
     def sample() -> None:
         while not done.is_set():
-            peak[0] = max(peak[0], tree_rss_mb(proc.pid))
+            own, tree = memory_mb(proc.pid)
+            peak[0], peak[1] = max(peak[0], own), max(peak[1], tree)
             done.wait(SAMPLE_S)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
     stderr = proc.stderr.read() if proc.stderr else ""
-    _, status, usage = os.wait4(proc.pid, 0)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    proc.wait()
     wall = time.perf_counter() - started
     done.set()
     sampler.join()
     return {
         "wall_s": wall,
-        "scan_rss_mb": usage.ru_maxrss / 1024,
-        "tree_rss_mb": max(peak[0], usage.ru_maxrss / 1024),
+        "scan_rss_mb": peak[0],
+        "tree_rss_mb": max(peak),
         "exit": proc.returncode,
         "stderr": stderr.strip().splitlines()[-3:],
     }
@@ -202,9 +208,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             if not row["ok"]:
                 row["stderr"] = runs[-1]["stderr"]
             _, headers, body = site.pages.get(case.path, (0, {}, b"")) if case else (0, {}, b"")
-            if isinstance(body, bytes) and headers.get("Content-Encoding") == "gzip":
-                body = gzip.decompress(body)  # as the crawler's middleware hands it over
             if args.peers and case and case.outcome == COPY and isinstance(body, bytes):
+                if headers.get("Content-Encoding") == "gzip":
+                    body = gzip.decompress(body)  # as the crawler's middleware hands it over
                 url = base + case.path
                 ours = run_peer(PAGE_READER, body, url, args.peer_timeout)
                 peer = run_peer(PEER_READER, body, url, args.peer_timeout)
