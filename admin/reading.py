@@ -6,7 +6,8 @@ HTML is reduced to its visible text. A file that cannot be read is reported as a
 
 Folders are walked without recursion, at most :data:`MAX_DEPTH` levels deep (deeper folders
 are reported); a work file that is not a regular file once its symbolic links are followed
-(a dangling link, a FIFO, a device such as ``/dev/zero``) is reported and never opened; a
+(a dangling link, a FIFO, a device such as ``/dev/zero``), or that lies under ``/proc``,
+``/sys`` or ``/dev`` (a link to ``/proc/self/environ``), is reported and never opened; a
 name that is not valid UTF-8 is shown with replacement characters (the file is still read).
 """
 
@@ -27,6 +28,8 @@ from fingerprint.decode import decode
 WORK_SUFFIXES = (".txt", ".md", ".html", ".htm")
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 MAX_DEPTH = 64
+SYSTEM_ROOTS = (("proc",), ("sys",), ("dev",))
+SYSTEM_NOTE = "under /proc, /sys or /dev: not read"
 _SKIP = frozenset({"script", "style", "noscript", "template"})
 _BLOCKS = frozenset({"p", "div", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "section"})
 
@@ -128,6 +131,8 @@ def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str,
         raise ReadError(f"{shown} is a symbolic link to nothing", missing=True)
     if path.exists() and not path.is_file():  # a FIFO or a device would block or never end
         raise ReadError(f"{shown} is not a regular file (a FIFO, device or socket)", missing=True)
+    if _system_file(path):
+        raise ReadError(f"{shown} is a file of the system ({SYSTEM_NOTE})", missing=True)
     try:
         n = path.stat().st_size
         if n > max_bytes:
@@ -207,7 +212,16 @@ def _not_regular(path: Path) -> str:
         return f"{shown} is a directory, not a file"
     if not stat.S_ISREG(mode):
         return f"{shown} is not a regular file (a FIFO, device or socket)"
+    if _system_file(path):
+        return f"{shown} is a file of the system ({SYSTEM_NOTE})"
     return ""
+
+
+def _system_file(path: Path) -> bool:
+    """Whether ``path``, its links followed, lies in ``/proc``, ``/sys`` or ``/dev``: never a
+    work, and reading it would put the machine's secrets (``/proc/self/environ``) in a
+    report."""
+    return Path(os.path.realpath(path)).parts[1:2] in SYSTEM_ROOTS
 
 
 def _one(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:

@@ -4,10 +4,13 @@ Order of decisions: a byte-order mark (UTF-8, UTF-16, UTF-32) wins; then strict 
 then GB18030 (a superset of GB2312 and GBK) and Big5-HKSCS are both tried strictly and the
 one whose non-ASCII characters are more often *plausible* (frequent Han characters of GB2312
 level 1 or Big5's frequent block, CJK punctuation, full-width forms) wins, since a Big5 byte
-stream read as GBK (or the reverse) turns into rare characters, kana and symbols; last,
-charset-normalizer's guess, for inputs of at least 32 bytes (shorter ones give no evidence).
-Input that looks binary (NUL bytes without a UTF-16/32 mark) or that nothing decodes raises
-:class:`UndecodableText`.
+stream read as GBK (or the reverse) turns into rare characters, kana and symbols; then
+UTF-8 with its invalid sequences replaced by U+FFFD when they are few (at most
+:data:`MAX_STRAY_SHARE` of the bytes, or :data:`MIN_STRAY`: a text file with a few corrupt
+bytes, read as a browser or an editor shows it); last, charset-normalizer's guess, for
+inputs of at least 32 bytes (shorter ones give no evidence). NUL bytes without a UTF-16/32
+mark are dropped when they are at most :data:`MAX_STRAY_SHARE` of the bytes; more make the
+input binary. Input that is binary or that nothing decodes raises :class:`UndecodableText`.
 """
 
 from __future__ import annotations
@@ -28,6 +31,10 @@ BOMS = (
 )
 CHINESE_ENCODINGS = ("gb18030", "big5hkscs")
 """The Chinese encodings tried, each read as its superset (GB18030 for GB2312/GBK)."""
+MAX_STRAY_SHARE = 0.001
+"""Stray NUL bytes, or invalid UTF-8 sequences, tolerated per byte of input (one in 1,000;
+invalid sequences: at least :data:`MIN_STRAY` in any input)."""
+MIN_STRAY = 8
 _MIN_SCORE_MARGIN = 0.02
 _MIN_GUESS_BYTES = 32
 
@@ -107,14 +114,19 @@ def decode(data: bytes) -> Decoded:
     Decoded(text='中文', encoding='gb18030')
     >>> decode("中文".encode("big5")).text
     '中文'
+    >>> decode(("雨夜" * 600).encode() + bytes([0, 255])).text[-3:]  # a NUL, a bad byte
+    '雨夜�'
     """
     if not data:
         return Decoded("", "utf-8")
     marked = decode_bom(data)
     if marked is not None:
         return marked
-    if b"\x00" in data:
+    nuls = data.count(b"\x00")
+    if nuls > MAX_STRAY_SHARE * len(data):
         raise UndecodableText("binary data: NUL bytes and no UTF-16/UTF-32 byte-order mark")
+    if nuls:
+        data = data.replace(b"\x00", b"")
     try:
         return Decoded(data.decode("utf-8"), "utf-8")
     except UnicodeDecodeError:
@@ -133,6 +145,9 @@ def decode(data: bytes) -> Decoded:
             return Decoded(best[2], best[1])
         gb = next(c for c in candidates if c[1] == "gb18030")
         return Decoded(gb[2], gb[1])
+    mended = data.decode("utf-8", errors="replace")
+    if mended.count("\ufffd") <= max(MIN_STRAY, MAX_STRAY_SHARE * len(data)):
+        return Decoded(mended, "utf-8")
     return _guess(data)
 
 
