@@ -17,11 +17,13 @@ main text) beside fptrack's :func:`crawler.reading.read_page`, each in a fresh s
 a ``--peer-timeout`` (120 s) limit: wall time and peak RSS, and the ratio trafilatura /
 fptrack.
 
-Medians over the runs, with [min-max]. Target: every scan's tree under 1 GiB. ``--json OUT``
-writes ``cases`` (per case: ``outcome``, ``ok``, ``wall_s``, ``scan_rss_mb``,
-``tree_rss_mb``, and for copies ``peer``), ``max_tree_rss_mb``, ``target_rss_mb`` and
-``all_ok``. Defaults: 3 runs, every case. ``--quick``: 1 run, no peers, the cases
-``nul``, ``links``, ``gzip-bomb`` and ``huge-streamed`` and ``all`` (``--cases`` picks others).
+Then case ``bad-works``: the bad-works corpus (:mod:`bench.hostile_works`) scanned against
+the sample site (``--no-works`` skips it). Medians over the runs, with [min-max]. Target:
+every scan's tree under 1 GiB. ``--json OUT`` writes ``cases`` (per case: ``outcome``,
+``ok``, ``wall_s``, ``scan_rss_mb``, ``tree_rss_mb``, and for copies ``peer``),
+``max_tree_rss_mb``, ``target_rss_mb`` and ``all_ok``. Defaults: 3 runs, every case.
+``--quick``: 1 run, no peers, the cases ``nul``, ``links``, ``gzip-bomb``,
+``huge-streamed`` and ``all`` and the bad works (``--cases`` picks others).
 """
 
 from __future__ import annotations
@@ -44,12 +46,14 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import hostile_works
 from bench.hostile_site import COPY, Case, HostileSite, build
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKS = ROOT / "samples" / "works"
 TARGET_RSS_MB = 1024
 QUICK_CASES = ("nul", "links", "gzip-bomb", "huge-streamed", "all")
+WORKS_CASE = "bad-works"
 SAMPLE_S = 0.02
 PAGE_READER = """
 import pickle, sys, time
@@ -94,11 +98,13 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return own / 1024, total / 1024
 
 
-def run_scan(url: str, out: Path) -> dict[str, Any]:
-    """One ``fptrack scan`` of ``url``: wall time, peak RSS of the process and of its tree."""
+def run_scan(url: str, out: Path, works: Path = WORKS) -> dict[str, Any]:
+    """One ``fptrack scan`` of ``url`` (a URL, or a folder to serve) against ``works``: wall
+    time, peak RSS of the process and of its tree."""
+    site = ["--site", url] if "://" in url else ["--site-dir", url]
     command = [
         sys.executable, "-c", "import sys; from admin.cli import main; sys.exit(main())",
-        "scan", "--works", str(WORKS), "--site", url,
+        "scan", "--works", str(works), *site,
         "--json", str(out), "--max-pages", "200", "--deadline", "120",
     ]  # fmt: skip
     started = time.perf_counter()
@@ -219,6 +225,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     ratio = peer["seconds"] / ours["seconds"]
                 row["peer"] = {"fptrack": ours, "trafilatura": peer, "time_ratio": ratio}
             results[name] = row
+        if args.works_corpus:
+            results[WORKS_CASE] = works_corpus(args.runs, Path(tmp))
     worst = max(r["tree_rss_mb"]["max"] for r in results.values())
     return {
         "benchmark": "hostile_bench",
@@ -228,6 +236,35 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         "max_tree_rss_mb": worst,
         "target_rss_mb": TARGET_RSS_MB,
         "all_ok": all(r["ok"] for r in results.values()),
+    }
+
+
+def works_corpus(runs: int, tmp: Path) -> dict[str, Any]:
+    """The scan of the bad-works corpus (:mod:`bench.hostile_works`) against the sample site:
+    every error case named, every work registered."""
+    folder = tmp / "bad-works"
+    cases = hostile_works.build(folder)
+    try:
+        measured = []
+        for n in range(runs):
+            out = tmp / f"works-{n}.json"
+            run = run_scan(str(ROOT / "samples" / "site"), out, folder)
+            data = json.loads(out.read_text(encoding="utf-8")) if out.exists() else {}
+            errors = len([c for c in cases if c.outcome == hostile_works.ERROR])
+            run["ok"] = len(data.get("errors", ())) == errors and data.get("works") == len(
+                [c for c in cases if c.outcome == hostile_works.WORK]
+            )
+            measured.append(run)
+    finally:
+        hostile_works.remove(folder)
+    return {
+        "outcome": "works registered, the others named",
+        "trick": "the bad-works corpus",
+        "ok": all(r["ok"] for r in measured),
+        "exit": sorted({r["exit"] for r in measured}),
+        "wall_s": summary([r["wall_s"] for r in measured]),
+        "scan_rss_mb": summary([r["scan_rss_mb"] for r in measured]),
+        "tree_rss_mb": summary([r["tree_rss_mb"] for r in measured]),
     }
 
 
@@ -276,6 +313,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--peer-timeout", type=float, default=120.0, help="seconds (default %(default)s)"
     )
     p.add_argument("--no-peers", dest="peers", action="store_false", help="skip the peers")
+    p.add_argument(
+        "--no-works",
+        dest="works_corpus",
+        action="store_false",
+        help="skip the scan of the bad-works corpus",
+    )
     p.add_argument("--quick", action="store_true", help="1 run, 5 cases, no peers")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="default: none")
     args = p.parse_args(argv)

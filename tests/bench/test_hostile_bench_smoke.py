@@ -1,6 +1,6 @@
 """Smoke test of ``bench/hostile_bench.py``: real ``fptrack scan`` subprocesses on two cases
-of the hostile site, one with its peers; checks the JSON and the benchmark's own verdicts,
-never a speed or a memory figure."""
+of the hostile site, one with its peers, and on the bad-works corpus; checks the JSON and the
+benchmark's own verdicts, never a speed or a memory figure."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def test_two_cases_write_every_key(tmp_path: Path) -> None:
     result = hostile_bench.main(["--runs", "1", "--cases", "gzip,gzip-bomb", "--json", str(out)])
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data == json.loads(json.dumps(result))
-    assert data["all_ok"] and set(data["cases"]) == {"gzip", "gzip-bomb"}
+    assert data["all_ok"] and set(data["cases"]) == {"gzip", "gzip-bomb", "bad-works"}
     for row in data["cases"].values():
         for key in ("wall_s", "scan_rss_mb", "tree_rss_mb"):
             assert row[key]["min"] <= row[key]["median"] <= row[key]["max"], key

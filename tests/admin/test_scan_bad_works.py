@@ -1,0 +1,38 @@
+"""``fptrack scan`` of the bad-works corpus (:mod:`bench.hostile_works`) against the sample
+site, as a user runs it: every readable work registered and its copies found, every other
+file named in one error line, nothing else lost, no traceback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from bench.hostile_works import ERROR, WORK, build, remove
+from tests.admin.cli_support import fptrack
+from tests.admin.test_scan import EXPECTED, SITE
+
+
+def test_a_scan_of_the_bad_works_corpus(tmp_path: Path) -> None:
+    folder = tmp_path / "works"
+    cases = build(folder)
+    out = tmp_path / "scan.json"
+    try:
+        ran = fptrack(
+            "scan", "--works", str(folder), "--site-dir", str(SITE), "--json", str(out),
+            timeout=300,
+        )  # fmt: skip
+    finally:
+        remove(folder)
+    assert ran.status == 1 and "Traceback" not in ran.err, ran.err[-3000:]
+    result = json.loads(out.read_text(encoding="utf-8"))
+    errors = result["errors"]
+    for case in (c for c in cases if c.outcome == ERROR):
+        named = [e for e in errors if case.name.split("/")[-1] in e and case.expect in e]
+        assert len(named) == 1, (case.name, errors)
+    assert len(errors) == sum(c.outcome == ERROR for c in cases)
+    assert result["works"] == sum(c.outcome == WORK for c in cases)
+    found = {(urlsplit(m["url"]).path, m["work"]) for m in result["matches"]}
+    assert found == {(path, work) for path, works in EXPECTED.items() for work in works}
+    lines = [line for line in ran.err.splitlines() if line.startswith("fptrack: error: ")]
+    assert len(lines) == len(errors)
