@@ -211,8 +211,9 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "scan_rss_mb": summary([r["scan_rss_mb"] for r in runs]),
                 "tree_rss_mb": summary([r["tree_rss_mb"] for r in runs]),
             }
-            if not row["ok"]:
-                row["stderr"] = runs[-1]["stderr"]
+            failed = [r for r in runs if not r["ok"]]
+            if failed:
+                row["stderr"] = failed[0]["stderr"]
             _, headers, body = site.pages.get(case.path, (0, {}, b"")) if case else (0, {}, b"")
             if args.peers and case and case.outcome == COPY and isinstance(body, bytes):
                 if headers.get("Content-Encoding") == "gzip":

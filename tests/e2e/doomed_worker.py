@@ -27,14 +27,12 @@ from matcher.indexes import Side
 from matcher.store import Store
 from matcher.worker import app
 
-MARKER = Path(sys.argv[1])
-POINT, POOL = sys.argv[2], sys.argv[3]
-
 
 def stop_here() -> None:
-    if MARKER.exists():
+    marker = Path(sys.argv[1])
+    if marker.exists():
         return
-    MARKER.write_text(str(os.getpid()), encoding="utf-8")
+    marker.write_text(str(os.getpid()), encoding="utf-8")
     time.sleep(600)
     raise AssertionError("the test should have killed this process")
 
@@ -60,6 +58,7 @@ def stopping_before(function: Callable[..., Any]) -> Callable[..., Any]:
 
 
 if __name__ == "__main__":
+    POINT, POOL = sys.argv[2], sys.argv[3]
     if POINT == "start":
         jobs.process_page = stopping_before(jobs.process_page)
     elif POINT == "fingerprints":
