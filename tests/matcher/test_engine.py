@@ -199,8 +199,14 @@ def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_inde
     assert [p["pending"] for p in engine.store.db.pages.find()] == [True]
     assert engine.store.db.matches.count_documents({}) == 0
     assert engine.store.db.fingerprints.count_documents({"owner_kind": "page"}) == 0
-    records = crawl(engine, "http://x/1", page_of(sample("lighthouse.txt")))
-    assert len(records) == 1
+    # Refetched unchanged, it is not enqueued twice; the task's retry matches it.
+    assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
+    [page] = engine.store.db.pages.find()
+    engine.process_stored_page(str(page["_id"]))
+    assert (
+        engine.store.matches_for("page_id", str(page["_id"]))
+        and len(engine.store.matches_for("page_id", str(page["_id"]))) == 1
+    )
     assert [p["pending"] for p in engine.store.db.pages.find()] == [False]
 
 
