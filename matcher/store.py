@@ -686,12 +686,12 @@ class Store:
         return result.matched_count == 1
 
     @mongo_errors
-    def mark_enqueued(self, page_id: str | ObjectId, content_hash: str) -> None:
-        """Record that a task to match the page's text with ``content_hash`` was enqueued
-        (no-op if the text changed meanwhile)."""
+    def mark_enqueued(self, page_id: str | ObjectId, content_hash: str, at: datetime) -> None:
+        """Record that a task to match the page's text with ``content_hash`` was enqueued at
+        ``at`` (no-op if the text changed meanwhile)."""
         self.db.pages.update_one(
             {"_id": page_key(page_id), "content_hash": _text(content_hash, "hash")},
-            {"$set": {"enqueued_hash": content_hash}},
+            {"$set": {"enqueued_hash": content_hash, "enqueued_at": at}},
         )
 
     @mongo_errors

@@ -14,7 +14,7 @@ from pymongo.database import Database
 
 from matcher import jobs
 from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.ingest import REENQUEUE_AFTER, Ingest
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
@@ -46,11 +46,17 @@ def ops(engine: Engine) -> Operations:
 class TestIngest:
     def test_new_changed_unchanged(self, engine: Engine) -> None:
         queued: list[str] = []
-        ingest = Ingest(engine.store, queued.append)
+        clock = [datetime(2026, 11, 27, 3, 0, tzinfo=UTC)]
+        ingest = Ingest(engine.store, queued.append, clock=lambda: clock[0])
         first = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
         assert (first.state, first.enqueued) == ("new", True)
+        clock[0] += timedelta(minutes=5)
+        soon = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
+        # its task was sent five minutes ago: not sent twice
+        assert (soon.state, soon.enqueued) == ("unchanged", False)
+        clock[0] += REENQUEUE_AFTER
         same = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
-        # never processed yet: enqueued again, so a lost task is made good on the next crawl
+        # never processed an hour on: enqueued again, so a lost task is made good
         assert (same.state, same.enqueued) == ("unchanged", True)
         engine.store.mark_processed(
             first.page_id, engine.store.get_page(first.page_id)["content_hash"]
