@@ -1,0 +1,85 @@
+"""WARC records of an HTTP exchange, and the two archives that keep them (files on disk, and
+GridFS on the test MongoDB server)."""
+
+from __future__ import annotations
+
+import gzip
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from pymongo.database import Database
+
+from matcher.archive import (
+    ArchiveError,
+    DirectoryArchive,
+    Exchange,
+    GridFSArchive,
+    sha256_hex,
+    verify,
+    warc_bytes,
+)
+
+BODY = "<html><body><p>雨夜渡口，老船夫把灯挂在桅杆上。</p></body></html>".encode("gbk")
+EXCHANGE = Exchange(
+    url="http://pirate.test/book/1.html?p=2",
+    status=200,
+    reason="OK",
+    response_headers=(
+        ("Content-Type", "text/html; charset=gbk"),
+        ("Content-Encoding", "gzip"),
+        ("Content-Length", "40"),
+        ("Server", "nginx"),
+    ),
+    body=BODY,
+    fetched_at=datetime(2026, 11, 27, 4, 5, 6, 789000, tzinfo=UTC),
+    request_headers=(("User-Agent", "fptrack/0.1"), ("Accept-Encoding", "gzip")),
+)
+
+
+def test_an_exchange_is_a_response_and_a_request_record() -> None:
+    data = warc_bytes(EXCHANGE)
+    assert gzip.decompress(data).startswith(b"WARC/1.1\r\n")
+    response, request = verify(data, sha256_hex(data))
+    assert (response.kind, request.kind) == ("response", "request")
+    assert response.url == request.url == EXCHANGE.url
+    assert response.date == "2026-11-27T04:05:06.789000Z"
+    assert response.payload == BODY  # the bytes as fetched, never decoded
+    text = gzip.decompress(data).decode("latin-1")
+    assert "WARC-Payload-Digest: sha1:" in text and "WARC-Concurrent-To: <urn:uuid:" in text
+    assert "GET /book/1.html?p=2 HTTP/1.1" in text and "Host: pirate.test" in text
+    assert "X-Original-Content-Encoding: gzip" in text and "Content-Length: 40" not in text
+
+
+def test_a_damaged_or_misnamed_file_does_not_verify() -> None:
+    data = warc_bytes(EXCHANGE)
+    with pytest.raises(ArchiveError, match="SHA-256"):
+        verify(data, "0" * 64)
+    raw = gzip.decompress(data)
+    tampered = gzip.compress(raw.replace("雨夜".encode("gbk"), "晴天".encode("gbk")))
+    with pytest.raises(ArchiveError, match="does not validate"):
+        verify(tampered)
+
+
+@pytest.fixture(params=["directory", "gridfs"])
+def archive(request: pytest.FixtureRequest, tmp_path: Path) -> DirectoryArchive | GridFSArchive:
+    if request.param == "directory":
+        return DirectoryArchive(tmp_path / "archive")
+    mongo_db: Database = request.getfixturevalue("mongo_db")
+    return GridFSArchive(mongo_db)
+
+
+def test_archives_keep_each_file_once_under_its_hash(
+    archive: DirectoryArchive | GridFSArchive,
+) -> None:
+    data = warc_bytes(EXCHANGE)
+    key = archive.put(data)
+    assert key == sha256_hex(data) and archive.put(data) == key
+    assert archive.has(key) and archive.get(key) == data
+    verify(archive.get(key), key)
+    missing = "f" * 64
+    assert not archive.has(missing)
+    with pytest.raises(ArchiveError, match="no WARC file"):
+        archive.get(missing)
+    with pytest.raises(ArchiveError, match="not a SHA-256"):
+        archive.get("../../etc/passwd")
