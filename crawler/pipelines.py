@@ -11,7 +11,8 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
   ``FPTRACK_SETTINGS`` setting (:mod:`crawler.run`): a :class:`matcher.store.Store` on
   ``mongo_uri`` / ``mongo_db``, and an enqueue that sends the Celery task
   ``fptrack.process_page`` by name through an app of :func:`matcher.celery_app.make_app`
-  (the worker code is never imported). :meth:`IngestPipeline.close_spider` closes the
+  (the worker code is never imported), and the evidence archive ``FPTRACK_ARCHIVE`` names
+  (:func:`matcher.archive.open_archive`). :meth:`IngestPipeline.close_spider` closes the
   MongoDB client.
 
 Stats: ``fptrack/ingested/<state>`` per page; ``fptrack/ingest_errors`` when the store is
@@ -113,12 +114,14 @@ class IngestPipeline:
 def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
     """The ingest of a production crawl on ``settings`` (:class:`matcher.settings.Settings`)
     and the MongoDB client to close after it."""
+    from matcher.archive import open_archive
     from matcher.ingest import Ingest
     from matcher.store import Store
 
     enqueue = celery_enqueue(stats, settings)
     store = Store.connect(settings.mongo_uri, settings.mongo_db)
-    return Ingest(store, enqueue), store.client
+    archive = open_archive(settings.archive, store.db)
+    return Ingest(store, enqueue, archive=archive), store.client
 
 
 def celery_enqueue(stats: Any, settings: Any) -> Callable[[str], None]:

@@ -231,3 +231,15 @@ class GridFSArchive:
 
     def has(self, sha256: str) -> bool:
         return bool(self._fs.exists(_checked(sha256)))
+
+
+def open_archive(spec: str, db: object) -> Archive | None:
+    """The archive a deployment's ``FPTRACK_ARCHIVE`` names: ``gridfs`` (GridFS in its
+    MongoDB database ``db``), ``none``, or the absolute path of a folder."""
+    if spec == "gridfs":
+        return GridFSArchive(db)
+    if spec == "none":
+        return None
+    if spec.startswith("/"):
+        return DirectoryArchive(Path(spec))
+    raise ArchiveError(f"FPTRACK_ARCHIVE must be gridfs, none or an absolute folder, got {spec!r}")

@@ -84,6 +84,8 @@ class Evidence:
                 record.update(
                     page_id=page_doc["_id"], url=page_doc["url"], site=page_doc.get("site", "")
                 )
+                if page_doc.get("archive"):
+                    record["archive"] = page_doc["archive"]
             records.append(record)
         return records
 

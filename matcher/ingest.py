@@ -11,18 +11,29 @@ that died between storing a page and enqueueing it, or a task lost with a broker
 nothing on disk, is made good by the next crawl. A page whose enqueue failed stays marked
 unprocessed (``pending``) and is enqueued again by :meth:`Ingest.requeue_pending`, which the
 daily job runs: a broker outage loses no page.
+
+With an ``archive`` (:mod:`matcher.archive`), the HTTP exchange of every new or changed text
+(and of a stored page that has none yet) is kept there as a WARC file, and the page records
+which (``archive``: ``sha256``, ``fetched_at``, ``bytes``) before its task is sent, so a
+match always finds the exchange its text came from. An archive that fails is logged and
+the page stored without it: evidence never costs a page.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from pymongo.errors import PyMongoError
+
+from matcher.archive import Archive, ArchiveError, Exchange, warc_bytes
 from matcher.pages import CrawledPage
 from matcher.prepared import content_hash
 from matcher.store import Store, now
 
+logger = logging.getLogger(__name__)
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
 REENQUEUE_AFTER = timedelta(hours=1)
 """An unprocessed page's task is sent again on a refetch once this long has passed."""
@@ -42,6 +53,7 @@ class Ingest:
     store: Store
     enqueue: Callable[[str], None]
     clock: Callable[[], datetime] = now
+    archive: Archive | None = None
 
     def page(self, page: CrawledPage) -> Ingested:
         """Upsert one crawled page; enqueue it when its text is new, changed, or neither
@@ -49,6 +61,9 @@ class Ingest:
         digest = content_hash(page.text)
         doc, state = self.store.store_crawled_page(page, digest)
         page_id = str(doc["_id"])
+        wanted = state != UNCHANGED or not doc.get("archive")
+        if self.archive is not None and page.exchange is not None and wanted:
+            self._keep(doc, digest, page.exchange)
         if state == UNCHANGED and (
             doc.get("processed_hash") == digest or self._recently_enqueued(doc, digest)
         ):
@@ -56,6 +71,17 @@ class Ingest:
         self.enqueue(page_id)
         self.store.mark_enqueued(doc["_id"], digest, self.clock())
         return Ingested(page_id, state, True)
+
+    def _keep(self, doc: dict, digest: str, exchange: Exchange) -> None:
+        assert self.archive is not None
+        try:
+            data = warc_bytes(exchange)
+            sha256 = self.archive.put(data)
+        except (ArchiveError, OSError, PyMongoError) as exc:
+            logger.warning("evidence of %s not archived: %s", doc.get("url"), exc)
+            return
+        ref = {"sha256": sha256, "fetched_at": exchange.fetched_at, "bytes": len(data)}
+        self.store.set_page_archive(doc["_id"], digest, ref)
 
     def _recently_enqueued(self, doc: dict, digest: str) -> bool:
         sent = doc.get("enqueued_at")

@@ -9,12 +9,17 @@ to :class:`matcher.ingest.Ingest`, the store keeps its fields, and
 "previous page" links (下一页 / 上一页, as the site's configuration labels them), or "".
 They are recorded, not interpreted: :mod:`matcher.split` decides from them, the titles and
 the URLs whether neighbouring pages are parts of one split chapter.
+
+``exchange`` is the HTTP exchange as fetched (:class:`matcher.archive.Exchange`), which the
+ingest keeps as evidence when it has an archive; None for pages that were never fetched.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+from matcher.archive import Exchange
 
 
 @dataclass
@@ -30,3 +35,4 @@ class CrawledPage:
     fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     next_url: str = ""
     prev_url: str = ""
+    exchange: Exchange | None = field(default=None, repr=False)

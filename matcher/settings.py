@@ -119,6 +119,9 @@ class Settings:
     """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
     query_allow_private: bool = False
     """Let a query by URL fetch private, loopback and link-local addresses (admin/fetch.py)."""
+    archive: str = "gridfs"
+    """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
+    ``gridfs`` (the store's database), ``none``, or an absolute folder."""
     page_lock_seconds: int = 300
     """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
     the other parts of its chapter) this long before a redelivered task may match it."""
@@ -167,6 +170,10 @@ class Settings:
             raise SettingsError("task_max_retries must be >= 0 and crawl_timeout >= 1")
         if not 3 <= self.crawl_lease <= self.crawl_timeout:
             raise SettingsError("crawl_lease must be at least 3 s and at most crawl_timeout")
+        if self.archive not in ("gridfs", "none") and not self.archive.startswith("/"):
+            raise SettingsError(
+                f"archive must be gridfs, none or an absolute folder, got {self.archive!r}"
+            )
         hour, _, minute = self.daily_at.partition(":")
         if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
             raise SettingsError(f"daily_at must be HH:MM (UTC), got {self.daily_at!r}")

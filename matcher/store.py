@@ -686,6 +686,17 @@ class Store:
         return result.matched_count == 1
 
     @mongo_errors
+    def set_page_archive(
+        self, page_id: str | ObjectId, content_hash: str, ref: dict[str, Any]
+    ) -> None:
+        """Record where the exchange of the page's text with ``content_hash`` is archived
+        (no-op if the text changed meanwhile)."""
+        self.db.pages.update_one(
+            {"_id": page_key(page_id), "content_hash": _text(content_hash, "hash")},
+            {"$set": {"archive": dict(ref)}},
+        )
+
+    @mongo_errors
     def mark_enqueued(self, page_id: str | ObjectId, content_hash: str, at: datetime) -> None:
         """Record that a task to match the page's text with ``content_hash`` was enqueued at
         ``at`` (no-op if the text changed meanwhile)."""
@@ -840,6 +851,8 @@ class Store:
         """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays.
 
         ``initial_status`` is the status of a new record (``authorised`` for licensed sites).
+        The record's ``archive`` (the page's evidence when it was matched) is written once:
+        the first exchange found to copy the work is kept when the page changes later.
         """
         if initial_status not in STATUSES:
             raise StoreError(f"unknown status {initial_status!r}")
@@ -848,7 +861,10 @@ class Store:
             "work_id": object_id(record["work_id"], "work id"),
         }
         stamp = record.get("last_seen") or now()
-        fields = {k: v for k, v in record.items() if k not in ("page_id", "work_id", "status")}
+        archive = record.get("archive")
+        fields = {
+            k: v for k, v in record.items() if k not in ("page_id", "work_id", "status", "archive")
+        }
         fields.update(last_seen=stamp, active=True)
         before = self.db.matches.find_one_and_update(
             key,
@@ -857,6 +873,10 @@ class Store:
             return_document=ReturnDocument.BEFORE,
             projection={"active": 1},
         )
+        if archive is not None:  # the exchange it was first found in, kept ever after
+            self.db.matches.update_one(
+                {**key, "archive": {"$exists": False}}, {"$set": {"archive": dict(archive)}}
+            )
         doc = self.db.matches.find_one(key)
         if before is None or not before.get("active", True):
             changes = tallies.Changes()

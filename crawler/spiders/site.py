@@ -44,6 +44,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Any
 
 import scrapy
@@ -64,6 +65,7 @@ from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
 from crawler.reader_pool import ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob
+from matcher.archive import Exchange
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
@@ -76,6 +78,33 @@ _IGNORED_SUFFIX = re.compile(
 def canonical(url: str) -> str:
     """The URL the store keys pages by: canonical, without fragment."""
     return canonicalize_url(url, keep_fragments=False)
+
+
+def exchange_of(response: Response, fetched_at: datetime) -> Exchange:
+    """The response and its request as fetched, for the evidence archive."""
+    request = response.request
+
+    def pairs(headers: Any) -> list[tuple[str, str]]:
+        return [
+            (name.decode("latin-1"), value.decode("latin-1"))
+            for name, values in headers.items()
+            for value in values
+        ]
+
+    try:
+        reason = HTTPStatus(response.status).phrase
+    except ValueError:
+        reason = ""
+    return Exchange(
+        url=response.url,
+        status=response.status,
+        reason=reason,
+        response_headers=pairs(response.headers),
+        body=response.body,
+        fetched_at=fetched_at,
+        method=request.method if request is not None else "GET",
+        request_headers=pairs(request.headers) if request is not None else [],
+    )
 
 
 def site_config(site: SiteConfig | dict[str, Any] | str) -> SiteConfig:
@@ -268,6 +297,7 @@ class SiteSpider(scrapy.Spider):
         self._inc("fptrack/pages")
         if next_url or prev_url:
             self._inc("fptrack/paged")
+        fetched_at = datetime.now(UTC)
         yield PageItem(
             url=canonical(response.url),
             site=self.site.name,
@@ -275,9 +305,10 @@ class SiteSpider(scrapy.Spider):
             text=page.text,
             status=response.status,
             encoding=page.encoding,
-            fetched_at=datetime.now(UTC),
+            fetched_at=fetched_at,
             next_url=canonical(next_url) if next_url else "",
             prev_url=canonical(prev_url) if prev_url else "",
+            exchange=exchange_of(response, fetched_at),
         )
 
     def _count_failure(self, failure: Failure) -> None:

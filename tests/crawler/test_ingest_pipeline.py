@@ -64,6 +64,7 @@ def test_given_ingest_is_used_as_is_not_a_copy(ingest: RecordingIngest) -> None:
         "fetched_at": datetime(2024, 5, 12, 9, 30, tzinfo=UTC),
         "next_url": "http://novels.test/book/17/3_2.html",
         "prev_url": "",
+        "exchange": None,
     }
     assert pipeline.stats.get_value("fptrack/ingested/new") == 1
 

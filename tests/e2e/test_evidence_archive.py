@@ -1,0 +1,75 @@
+"""The evidence archive end to end: a real crawl keeps each page's HTTP exchange as a WARC
+file (GridFS on the test MongoDB server), its match points at it, and after the page changes
+and is crawled again the match still holds the original, which still verifies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crawler.run import crawl_in_process
+from matcher.archive import GridFSArchive, verify
+from matcher.engine import Engine
+from matcher.ingest import Ingest
+from matcher.sites import SiteConfig
+from tests.crawler.fixture_site import FixtureSite, page
+from tests.e2e.e2e_support import sample
+
+SETTINGS = {"AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "WARNING"}
+
+
+def chapter(text: str) -> str:
+    paragraphs = "".join(f"<p>{line}</p>" for line in text.splitlines() if line.strip())
+    return f"<html><head><title>第一章</title></head><body><div>{paragraphs}</div></body></html>"
+
+
+def crawl_and_match(engine: Engine, ingest: Ingest, site: FixtureSite, queued: list[str]) -> None:
+    config = SiteConfig.from_dict({"name": "pirate", "start_urls": [site.url("/1.html")]})
+    crawl_in_process([config], {"FPTRACK_INGEST": ingest, **SETTINGS}, timeout=60)
+    for page_id in queued:
+        engine.process_stored_page(page_id)
+    queued.clear()
+
+
+def test_a_match_keeps_the_exchange_it_was_found_in(engine: Engine) -> None:
+    work_id = engine.add_work(sample("lighthouse.txt"), title="灯塔", source="lighthouse.txt")
+    archive = GridFSArchive(engine.store.db)
+    queued: list[str] = []
+    ingest = Ingest(engine.store, queued.append, archive=archive)
+    first_body = chapter(sample("lighthouse.txt")).encode("gbk")
+    with FixtureSite({"/1.html": (200, {"Content-Type": "text/html"}, first_body)}) as site:
+        crawl_and_match(engine, ingest, site, queued)
+        [doc] = engine.store.db.pages.find()
+        [match] = engine.store.db.matches.find()
+        original: dict[str, Any] = doc["archive"]
+        assert str(match["work_id"]) == work_id and match["archive"] == original
+        response, request = verify(archive.get(original["sha256"]), original["sha256"])
+        assert response.kind == "response" and response.payload == first_body
+        assert response.url == request.url == site.url("/1.html")
+        assert original["bytes"] == len(archive.get(original["sha256"]))
+
+        crawl_and_match(engine, ingest, site, queued)  # unchanged: nothing new archived
+        assert engine.store.db.pages.find_one()["archive"] == original
+
+        changed = chapter(sample("lighthouse.txt") + "\n本章完，请收藏本站。").encode("gbk")
+        site.pages["/1.html"] = (200, {"Content-Type": "text/html"}, changed)
+        crawl_and_match(engine, ingest, site, queued)
+    latest = engine.store.db.pages.find_one()["archive"]
+    assert latest["sha256"] != original["sha256"]
+    [match] = engine.store.db.matches.find()
+    assert match["archive"] == original  # the original exchange, kept
+    assert verify(archive.get(original["sha256"]), original["sha256"])[0].payload == first_body
+    assert verify(archive.get(latest["sha256"]), latest["sha256"])[0].payload == changed
+
+
+def test_an_archive_that_fails_costs_no_page(engine: Engine, tmp_path: Any) -> None:
+    from matcher.archive import DirectoryArchive
+
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("a file where the archive's folder should be")
+    queued: list[str] = []
+    ingest = Ingest(engine.store, queued.append, archive=DirectoryArchive(blocked))
+    body = chapter(sample("river-town.txt")).encode()
+    with FixtureSite({"/1.html": page(body.decode())}) as site:
+        crawl_and_match(engine, ingest, site, queued)
+    [doc] = engine.store.db.pages.find()
+    assert "archive" not in doc and doc["pending"] is False
