@@ -131,6 +131,12 @@ def add_scan(sub: Any) -> None:
     )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
     p.add_argument(
+        "--warc",
+        metavar="OUT",
+        help="also write the evidence archive here: the HTTP exchange of every matched page "
+        "as fetched, WARC records, gzipped (OUT.warc.gz; default: none)",
+    )
+    p.add_argument(
         "--serve",
         nargs="?",
         const="127.0.0.1:8000",

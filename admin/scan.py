@@ -28,6 +28,7 @@ import redis
 from admin.memory_store import as_server
 from admin.reading import WorkFile, iter_work_files
 from matcher import crawl_runs
+from matcher.archive import Archive
 from matcher.engine import Engine
 from matcher.errors import MatcherError
 from matcher.ingest import Ingest
@@ -138,6 +139,7 @@ def run_scan(
     on_page: Callable[[str], None] = lambda url: None,
     crawl_overrides: dict[str, Any] | None = None,
     index_pages: bool = False,
+    archive: Archive | None = None,
 ) -> tuple[ScanResult, Engine]:
     """Register the works, crawl the sites, match every page; returns the result and engine.
 
@@ -145,7 +147,8 @@ def run_scan(
     serve the admin over it; its Redis keys are the caller's to drop
     (``matcher.maintenance.drop_indexes``). The pages are added to the pages' index only
     with ``index_pages`` (an admin served over the result registers works later, and those
-    are matched against the pages crawled).
+    are matched against the pages crawled). With an ``archive`` the pages' HTTP exchanges
+    are kept there (:mod:`matcher.archive`) and the matches point at them.
     """
     from crawler.run import crawl_in_process
     from matcher.celery_app import make_app
@@ -189,7 +192,7 @@ def run_scan(
         on_page(doc["url"] if doc else page_id)
 
     sites = [site_config(url, i, max_pages, deadline) for i, url in enumerate(site_urls, 1)]
-    ingest = Ingest(engine.store, enqueue)
+    ingest = Ingest(engine.store, enqueue, archive=archive)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)
     if index_pages:

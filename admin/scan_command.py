@@ -11,6 +11,7 @@ import argparse
 import json
 import signal
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -61,8 +62,9 @@ def _check_arguments(args: argparse.Namespace) -> None:
         error("--max-pages must be at least 1")
     if not Path(args.json).parent.is_dir():
         error(f"--json {args.json}: folder {Path(args.json).parent} does not exist")
-    if args.html and not Path(args.html).parent.is_dir():
-        error(f"--html {args.html}: folder {Path(args.html).parent} does not exist")
+    for flag, value in (("--html", args.html), ("--warc", args.warc)):
+        if value and not Path(value).parent.is_dir():
+            error(f"{flag} {value}: folder {Path(value).parent} does not exist")
     if args.serve is not None:
         host, _, port = args.serve.rpartition(":")
         if not host or not port.isdigit():
@@ -97,6 +99,11 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
         base = stack.enter_context(serve_directory(Path(folder)))
         site_dirs[base] = Path(folder)
         urls.append(base + "index.html")
+    archive = None
+    if args.warc:
+        from matcher.archive import DirectoryArchive
+
+        archive = DirectoryArchive(Path(stack.enter_context(tempfile.TemporaryDirectory())))
     works_bar = tqdm(desc="works", unit="work", disable=None, file=sys.stderr)
     pages_bar = tqdm(desc="pages", unit="page", disable=None, file=sys.stderr)
     try:
@@ -110,6 +117,7 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
             on_work=lambda w: works_bar.update(1),
             on_page=lambda u: pages_bar.update(1),
             index_pages=args.serve is not None,
+            archive=archive,
         )
     finally:
         works_bar.close()
@@ -120,6 +128,8 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
     )
     if args.html:
         write_html_report(engine, result, Path(args.html), site_dirs)
+    if archive is not None:
+        write_warc(engine, archive, Path(args.warc))
     print(
         f"{result.works} work(s), {result.pages} page(s), {len(result.matches)} match(es) -> {out}",
         file=sys.stderr,
@@ -129,6 +139,20 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
     if args.serve is not None:
         serve_scan(engine, args.serve)
     return 1 if result.errors else 0
+
+
+def write_warc(engine: Engine, archive: Any, path: Path) -> None:
+    """The WARC files of the scan's matches (each exchange once, by page URL), one after the
+    other: gzipped WARC files concatenate into one."""
+    from matcher.archive import bundle
+    from matcher.operations import Operations
+
+    refs = {}
+    for match in sorted(Operations(engine.store).active_matches(), key=lambda m: m["url"]):
+        if match.get("archive"):
+            refs.setdefault(match["archive"]["sha256"], match["url"])
+    with path.open("wb") as out:
+        bundle(archive, list(refs), out)
 
 
 def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[str, Path]) -> None:

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 from urllib.parse import urlsplit
 
 from warcio.archiveiterator import ArchiveIterator
@@ -243,3 +243,10 @@ def open_archive(spec: str, db: object) -> Archive | None:
     if spec.startswith("/"):
         return DirectoryArchive(Path(spec))
     raise ArchiveError(f"FPTRACK_ARCHIVE must be gridfs, none or an absolute folder, got {spec!r}")
+
+
+def bundle(archive: Archive, sha256s: Sequence[str], out: BinaryIO) -> None:
+    """The WARC files ``sha256s`` of ``archive`` written one after the other to ``out``:
+    gzipped WARC files concatenate into one WARC file."""
+    for sha256 in sha256s:
+        out.write(archive.get(sha256))

@@ -1,0 +1,36 @@
+"""``fptrack scan --warc OUT``: the evidence archive of every matched page, as fetched."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from matcher.archive import verify
+from tests.admin.cli_support import fptrack
+from tests.admin.test_scan import EXPECTED, SITE, WORKS
+
+
+def test_the_warc_holds_each_matched_page_as_served(tmp_path: Path) -> None:
+    out, warc = tmp_path / "scan.json", tmp_path / "evidence.warc.gz"
+    ran = fptrack(
+        "scan", "--works", str(WORKS), "--site-dir", str(SITE), "--json", str(out),
+        "--warc", str(warc), timeout=300,
+    )  # fmt: skip
+    assert ran.status == 0, ran.err
+    records = verify(warc.read_bytes())
+    responses = {urlsplit(r.url).path: r for r in records if r.kind == "response"}
+    requests = {urlsplit(r.url).path for r in records if r.kind == "request"}
+    assert set(responses) == requests == set(EXPECTED)  # each matched page once
+    for path, record in responses.items():
+        assert record.payload == (SITE / path.lstrip("/")).read_bytes(), path
+    matched = {urlsplit(m["url"]).path for m in json.loads(out.read_text())["matches"]}
+    assert matched == set(responses)
+
+
+def test_the_warc_folder_must_exist(tmp_path: Path) -> None:
+    ran = fptrack(
+        "scan", "--works", str(WORKS), "--site-dir", str(SITE), "--json",
+        str(tmp_path / "o.json"), "--warc", str(tmp_path / "missing" / "e.warc.gz"),
+    )  # fmt: skip
+    assert ran.status == 2 and ran.one_line_error() and "--warc" in ran.err
