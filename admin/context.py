@@ -27,6 +27,7 @@ from matcher.settings import Settings
 if TYPE_CHECKING:
     from celery import Celery
 
+    from matcher.archive import Archive
     from matcher.schedules import Schedules
 
 CONNECT_TIMEOUT_S = 1.0
@@ -36,10 +37,19 @@ CONNECT_TIMEOUT_S = 1.0
 class Context:
     """Settings (from ``FPTRACK_*`` unless given) and lazily opened connections."""
 
-    def __init__(self, settings: Settings | None = None, engine: Engine | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        engine: Engine | None = None,
+        archive: Archive | bool | None = True,
+    ) -> None:
+        """``archive``: True (the default) opens the one ``settings.archive`` names when
+        first needed; an archive, or None (no evidence archive), is used as given."""
         self._settings = settings
         if engine is not None:
             self.__dict__["engine"] = engine
+        if archive is not True:
+            self.__dict__["archive"] = archive or None
 
     @cached_property
     def settings(self) -> Settings:
@@ -87,6 +97,13 @@ class Context:
         return Engine.open(
             self.settings, mongo_client=self.mongo_client, redis_client=self.redis_client
         )
+
+    @cached_property
+    def archive(self) -> Archive | None:
+        """The evidence archive (:func:`matcher.archive.open_archive` of ``settings.archive``)."""
+        from matcher.archive import open_archive
+
+        return open_archive(self.settings.archive, self.engine.store.db)
 
     @cached_property
     def ops(self) -> Operations:

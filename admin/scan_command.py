@@ -137,7 +137,7 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
     for error in result.errors:
         print(f"fptrack: error: {error}", file=sys.stderr)
     if args.serve is not None:
-        serve_scan(engine, args.serve)
+        serve_scan(engine, args.serve, archive)
     return 1 if result.errors else 0
 
 
@@ -174,7 +174,7 @@ def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[s
     path.write_text(page, encoding="utf-8")
 
 
-def serve_scan(engine: Engine, bind: str) -> None:
+def serve_scan(engine: Engine, bind: str, archive: Any = None) -> None:
     """Serve the admin platform over the scan's in-memory results until interrupted.
 
     One account, ``admin``, with a random password printed once: there is no default one.
@@ -189,7 +189,7 @@ def serve_scan(engine: Engine, bind: str) -> None:
     from admin.web.users import Users
 
     host, _, port = bind.rpartition(":")
-    ctx = Context(engine=engine)
+    ctx = Context(engine=engine, archive=archive)
     password = secrets.token_urlsafe(12)
     Users(engine.store).create("admin", password, "admin", replace=True)
     lock = threading.RLock()

@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import (
+    Blueprint,
+    Response,
+    abort,
+    flash,
+    redirect,
+    render_template,
+    request,
+    url_for,
+)
 
 from admin.web.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_of, parse_cursor
 from admin.web.highlight import excerpt, highlight
@@ -64,8 +73,11 @@ def detail(match_id: str) -> Any:
     work = ops.store.get_work(str(match["work_id"]), {"title": 1, "source": 1})
     page = ops.store.get_page(
         str(match["page_id"]),
-        {"text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1},
-    )
+        {
+            "text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1,
+            "archive": 1,
+        },
+    )  # fmt: skip
     evidence = match.get("evidence", [])
     window = ops.store.work_window(match["work_id"], [e["work_span"] for e in evidence])
     work_text, shift = window.text, window.offset
@@ -84,15 +96,44 @@ def detail(match_id: str) -> Any:
         }
         for i, e in enumerate(evidence, 1)
     ]
+    kept = match.get("archive") or {}
+    latest = (page or {}).get("archive") or {}
     return render_template(
         "match.html",
         match=match,
+        kept=kept,
+        changed_since=bool(kept and latest and latest.get("sha256") != kept.get("sha256")),
         work=work,
         page=page,
         work_html=highlight(work_text, work_spans, "work"),
         page_html=highlight(page_text, page_spans, "page"),
         passages=passages,
         statuses=STATUSES,
+    )
+
+
+@bp.get("/<match_id>/archive.warc.gz")
+def archived(match_id: str) -> Any:
+    """The HTTP exchange the match was first found in, as a gzipped WARC file."""
+    from admin.web.app import services
+    from matcher.archive import ArchiveError
+
+    match = _ops().match(match_id=match_id)
+    if match is None:
+        abort(404, "no such match")
+    sha256 = (match.get("archive") or {}).get("sha256")
+    archive = services().ctx.archive
+    if not sha256 or archive is None:
+        abort(404, "no archived exchange for this match")
+    try:
+        data = archive.get(sha256)
+    except ArchiveError:
+        abort(404, "the archived exchange is missing")
+    name = f"fptrack-match-{match['_id']}-{sha256[:12]}.warc.gz"
+    return Response(
+        data,
+        mimetype="application/warc",
+        headers={"Content-Disposition": f'attachment; filename="{name}"', "X-SHA-256": sha256},
     )
 
 

@@ -1,0 +1,69 @@
+"""The match view's evidence archive: the exchange a match was first found in, downloadable
+as WARC, and the word when the page has changed since."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from flask.testing import FlaskClient
+
+from admin.context import Context
+from matcher.archive import Exchange, verify
+from matcher.ingest import Ingest
+from matcher.pages import CrawledPage
+from tests.web.web_support import sample_text, seed_match
+
+URL = "http://pirate.example/book/1.html"
+
+
+def fetched(text: str, when: datetime) -> CrawledPage:
+    body = f"<html><body><p>{text}</p></body></html>".encode("gbk", "replace")
+    exchange = Exchange(URL, 200, (("Content-Type", "text/html"),), body, when, reason="OK")
+    return CrawledPage(url=URL, site="pirate", title="", text=text, exchange=exchange)
+
+
+def test_a_match_offers_the_exchange_it_was_found_in(
+    web_ctx: Context, as_viewer: FlaskClient
+) -> None:
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
+    queued: list[str] = []
+    ingest = Ingest(web_ctx.engine.store, queued.append, archive=web_ctx.archive)
+    first = datetime(2026, 11, 27, 4, 0, tzinfo=UTC)
+    ingest.page(fetched("广告\n" + text, first))
+    web_ctx.engine.process_stored_page(queued.pop())
+    match = web_ctx.ops.db.matches.find_one({})
+    kept = match["archive"]
+    view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
+    assert kept["sha256"] in view and "download (WARC)" in view
+    assert "changed since" not in view
+
+    download = as_viewer.get(f"/matches/{match['_id']}/archive.warc.gz")
+    assert download.status_code == 200 and download.mimetype == "application/warc"
+    assert download.headers["X-SHA-256"] == kept["sha256"]
+    response, _ = verify(download.data, kept["sha256"])
+    assert response.url == URL and "广告".encode("gbk") in response.payload
+
+    ingest.page(fetched("新广告\n" + text, first + timedelta(days=1)))
+    web_ctx.engine.process_stored_page(queued.pop())
+    match = web_ctx.ops.db.matches.find_one({})
+    assert match["archive"] == kept  # the original, kept
+    view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
+    assert 'id="changed-since"' in view
+    again = as_viewer.get(f"/matches/{match['_id']}/archive.warc.gz")
+    assert again.data == download.data
+
+
+def test_a_match_without_an_archive_says_so(web_ctx: Context, as_viewer: FlaskClient) -> None:
+    match, _ = seed_match(web_ctx)
+    view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
+    assert 'id="match-archive">none' in view
+    assert as_viewer.get(f"/matches/{match['_id']}/archive.warc.gz").status_code == 404
+    assert as_viewer.get("/matches/0123456789abcdef01234567/archive.warc.gz").status_code == 404
+    assert as_viewer.get("/matches/not-an-id/archive.warc.gz").status_code == 400
+
+
+def test_logged_out_users_get_no_archive(web_ctx: Context, client: FlaskClient) -> None:
+    match, _ = seed_match(web_ctx)
+    response = client.get(f"/matches/{match['_id']}/archive.warc.gz")
+    assert response.status_code == 302 and "/login" in response.headers["Location"]
