@@ -15,6 +15,9 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
   (:func:`matcher.archive.open_archive`). :meth:`IngestPipeline.close_spider` closes the
   MongoDB client.
 
+A :class:`matcher.pages.GonePage` (a URL that answered 404 or 410) goes to the ingest's
+``gone`` when it has one: ``fptrack/gone`` counts the stored pages so found removed.
+
 Stats: ``fptrack/ingested/<state>`` per page; ``fptrack/ingest_errors`` when the store is
 unavailable (:class:`matcher.errors.Retryable`: the page is dropped and crawled again next
 run); ``fptrack/ingest_rejected`` when the backend refuses the page
@@ -36,6 +39,7 @@ from scrapy.exceptions import DropItem
 from crawler.items import PageItem
 from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
 from matcher.errors import MatcherError, Retryable
+from matcher.pages import GonePage
 
 logger = logging.getLogger(__name__)
 
@@ -92,10 +96,20 @@ class IngestPipeline:
             self._owned_client = None
             self.ingest = None
 
-    def process_item(self, item: PageItem) -> PageItem:
-        """Store one page; a store outage or a refused page drops it, counted."""
+    def process_item(self, item: PageItem | GonePage) -> PageItem | GonePage:
+        """Store one page (or that a stored one is gone); a store outage or a refused page
+        drops it, counted."""
         if self.ingest is None:  # pragma: no cover - open_spider always runs first
             raise RuntimeError("IngestPipeline.process_item before open_spider")
+        if isinstance(item, GonePage):
+            gone = getattr(self.ingest, "gone", None)
+            try:
+                if gone is not None and gone(item):
+                    self.stats.inc_value("fptrack/gone")
+            except Retryable as exc:
+                self.stats.inc_value("fptrack/ingest_errors")
+                logger.warning("store unavailable, removal not recorded: %s: %s", item.url, exc)
+            return item
         try:
             result = self.ingest.page(item)
         except Retryable as exc:

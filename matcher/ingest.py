@@ -29,7 +29,7 @@ from datetime import UTC, datetime, timedelta
 from pymongo.errors import PyMongoError
 
 from matcher.archive import Archive, ArchiveError, Exchange, warc_bytes
-from matcher.pages import CrawledPage
+from matcher.pages import CrawledPage, GonePage
 from matcher.prepared import content_hash
 from matcher.store import Store, now
 
@@ -89,6 +89,11 @@ class Ingest:
             return False
         sent = sent if sent.tzinfo else sent.replace(tzinfo=UTC)
         return self.clock() - sent < REENQUEUE_AFTER
+
+    def gone(self, page: GonePage) -> bool:
+        """Record that a stored page answered 404 or 410 (the match view says "removed
+        since"); False when nothing was stored at its URL."""
+        return self.store.mark_page_gone(page.url, page.status, page.fetched_at)
 
     def requeue_pending(self, limit: int = 100_000) -> int:
         """Enqueue every stored page whose current text was never processed."""

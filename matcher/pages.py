@@ -36,3 +36,12 @@ class CrawledPage:
     next_url: str = ""
     prev_url: str = ""
     exchange: Exchange | None = field(default=None, repr=False)
+
+
+@dataclass
+class GonePage:
+    """A URL that answered 404 or 410 Not Found / Gone: a stored page there was removed."""
+
+    url: str
+    status: int
+    fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))

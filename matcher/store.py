@@ -627,6 +627,9 @@ class Store:
             if _attempt >= ids.PROBES:
                 raise StoreError(f"no id slot of {url!r} could be taken") from None
             return self.store_crawled_page(page, content_hash, _attempt=_attempt + 1)
+        if doc.get("gone"):  # it answers again
+            self.db.pages.update_one({"_id": doc["_id"]}, {"$unset": {"gone": ""}})
+            doc.pop("gone")
         changes = tallies.Changes()
         changes.page(doc.get("site", ""), doc["fetched_at"], created)
         changes.apply(self.db)
@@ -695,6 +698,20 @@ class Store:
             {"_id": page_key(page_id), "content_hash": _text(content_hash, "hash")},
             {"$set": {"archive": dict(ref)}},
         )
+
+    @mongo_errors
+    def mark_page_gone(self, url: str, status: int, at: datetime) -> bool:
+        """Record that the stored page at ``url`` answered ``status`` (404, 410) at ``at``,
+        unless already recorded; False when no page is stored there. Storing the page again
+        (:meth:`store_crawled_page`) clears it."""
+        doc, _ = self._page_slot(_text(url, "url"), {"_id": 1})
+        if doc is None:
+            return False
+        self.db.pages.update_one(
+            {"_id": doc["_id"], "gone": {"$exists": False}},
+            {"$set": {"gone": {"status": int(status), "at": at}}},
+        )
+        return True
 
     @mongo_errors
     def mark_enqueued(self, page_id: str | ObjectId, content_hash: str, at: datetime) -> None:

@@ -75,7 +75,7 @@ def detail(match_id: str) -> Any:
         str(match["page_id"]),
         {
             "text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1,
-            "archive": 1,
+            "archive": 1, "gone": 1,
         },
     )  # fmt: skip
     evidence = match.get("evidence", [])

@@ -66,9 +66,11 @@ from crawler.reactor import deferred_from_future
 from crawler.reader_pool import ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob
 from matcher.archive import Exchange
+from matcher.pages import GonePage
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
+GONE_STATUSES = frozenset({404, 410})
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _IGNORED_SUFFIX = re.compile(
     r"\.(?:" + "|".join(map(re.escape, IGNORED_EXTENSIONS)) + r")$", re.IGNORECASE
@@ -192,8 +194,12 @@ class SiteSpider(scrapy.Spider):
             yield item
 
     def on_error(self, failure: Failure) -> Iterator[Any]:
-        """Count a failed request (never fatal)."""
+        """Count a failed request (never fatal); a 404 or 410 yields a :class:`GonePage`, so
+        that a page stored there before is known to be removed."""
         self._count_failure(failure)
+        if failure.check(HttpError) and failure.value.response.status in GONE_STATUSES:
+            response = failure.value.response
+            return iter([GonePage(canonical(response.url), response.status)])
         return iter(())
 
     # helpers ----------------------------------------------------------------------------

@@ -205,8 +205,11 @@ def test_http_errors_and_ignored_requests_are_counted() -> None:
     spider = make_spider()
     not_found = response(BASE + "/gone.html", "<h1>404</h1>", status=404)
     failures = [Failure(HttpError(not_found)), Failure(IgnoreRequest("robots.txt"))]
+    outputs = []
     for failure in failures:
         failure.request = not_found.request  # type: ignore[attr-defined]
-        assert list(spider.on_error(failure)) == []
+        outputs.append(list(spider.on_error(failure)))
+    [[gone], ignored] = outputs  # a 404 says a page stored there was removed
+    assert (gone.url, gone.status, ignored) == (BASE + "/gone.html", 404, [])
     assert stat(spider, "fptrack/http_status/404") == 1
     assert stat(spider, "fptrack/ignored") == 1

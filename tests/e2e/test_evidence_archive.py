@@ -73,3 +73,22 @@ def test_an_archive_that_fails_costs_no_page(engine: Engine, tmp_path: Any) -> N
         crawl_and_match(engine, ingest, site, queued)
     [doc] = engine.store.db.pages.find()
     assert "archive" not in doc and doc["pending"] is False
+
+
+def test_a_page_removed_since_keeps_its_evidence(engine: Engine) -> None:
+    engine.add_work(sample("star-voyage.txt"), title="星", source="star-voyage.txt")
+    archive = GridFSArchive(engine.store.db)
+    queued: list[str] = []
+    ingest = Ingest(engine.store, queued.append, archive=archive)
+    body = chapter(sample("star-voyage.txt")).encode()
+    with FixtureSite({"/1.html": (200, {"Content-Type": "text/html"}, body)}) as site:
+        crawl_and_match(engine, ingest, site, queued)
+        del site.pages["/1.html"]  # the pirate took it down: now a 404
+        crawl_and_match(engine, ingest, site, queued)
+        gone = engine.store.db.pages.find_one()["gone"]
+        assert gone["status"] == 404
+        [match] = engine.store.db.matches.find()
+        assert verify(archive.get(match["archive"]["sha256"]))[0].payload == body
+        site.pages["/1.html"] = (200, {"Content-Type": "text/html"}, body)  # back again
+        crawl_and_match(engine, ingest, site, queued)
+    assert "gone" not in engine.store.db.pages.find_one()

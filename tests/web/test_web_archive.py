@@ -53,6 +53,10 @@ def test_a_match_offers_the_exchange_it_was_found_in(
     again = as_viewer.get(f"/matches/{match['_id']}/archive.warc.gz")
     assert again.data == download.data
 
+    web_ctx.engine.store.mark_page_gone(URL, 410, first + timedelta(days=2))
+    view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
+    assert 'id="removed-since"' in view and "HTTP 410" in view
+
 
 def test_a_match_without_an_archive_says_so(web_ctx: Context, as_viewer: FlaskClient) -> None:
     match, _ = seed_match(web_ctx)
