@@ -50,7 +50,10 @@ notice a 500 naming the error.
 
 from __future__ import annotations
 
+import io
+import json
 import multiprocessing
+import zipfile
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
@@ -95,6 +98,8 @@ MAX_TEMPLATE_CHARS = 20_000
 MAX_NOTICE_CHARS = 1_000_000
 RENDER_SECONDS = 5.0
 MAX_DETAIL_CHARS = 500
+MAX_EVIDENCE_FILES = 500
+"""Archived exchanges bundled in one evidence zip at most (a larger selection is refused)."""
 TEMPLATE_STATE_KEY = "takedown_template"
 DETAILS_STATE_KEY = "takedown_details"
 PLACEHOLDERS = {
@@ -577,6 +582,74 @@ def takedown_text(site: str) -> Response:
     text, selection, _, _ = _notice(site, html=False)
     name = f"takedown-{selection.label()}.txt"
     return _attachment(text.encode("utf-8"), "text/plain; charset=utf-8", name)
+
+
+def evidence_zip(ops: Any, archive: Any, selection: Selection, notice: str = "") -> bytes:
+    """The selected matches' archived exchanges: one WARC file each (once per exchange),
+    ``manifest.txt`` (``sha256sum -c`` checks the files against it), ``manifest.json`` (each
+    file's page URL, works, fetch time and size) and, for a takedown, ``notice.txt``."""
+    from matcher.archive import ArchiveError
+
+    rows = _find(ops, selection, MAX_EXPORT_ROWS + 1, ("url", "site", "work_title", "archive"))
+    files: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        ref = row.get("archive")
+        if not ref:
+            continue
+        entry = files.setdefault(
+            ref["sha256"],
+            {
+                "file": f"{ref['sha256']}.warc.gz",
+                "sha256": ref["sha256"],
+                "url": row.get("url", ""),
+                "site": row.get("site", ""),
+                "fetched_at": ref.get("fetched_at"),
+                "bytes": ref.get("bytes"),
+                "works": [],
+            },
+        )
+        entry["works"].append(row.get("work_title", ""))
+        if len(files) > MAX_EVIDENCE_FILES:
+            abort(400, f"more than {MAX_EVIDENCE_FILES} archived pages: narrow the selection")
+    if archive is None:
+        abort(404, "no evidence archive is configured")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as bundle:
+        for entry in files.values():
+            try:
+                bundle.writestr(entry["file"], archive.get(entry["sha256"]))
+            except ArchiveError:
+                entry["missing"] = True
+        listed = [e for e in files.values() if not e.get("missing")]
+        bundle.writestr("manifest.txt", "".join(f"{e['sha256']}  {e['file']}\n" for e in listed))
+        manifest = [
+            {**e, "fetched_at": e["fetched_at"].isoformat() if e["fetched_at"] else None}
+            for e in files.values()
+        ]
+        bundle.writestr("manifest.json", json.dumps(manifest, ensure_ascii=False, indent=2) + "\n")
+        if notice:
+            bundle.writestr("notice.txt", notice)
+    return out.getvalue()
+
+
+def _archive() -> Any:
+    from admin.web.app import services
+
+    return services().ctx.archive
+
+
+@bp.get("/evidence.zip")
+def evidence() -> Response:
+    selection = Selection.parse(request.args)
+    body = evidence_zip(_ops(), _archive(), selection)
+    return _attachment(body, "application/zip", f"fptrack-evidence-{selection.label()}.zip")
+
+
+@bp.get("/takedown/<site>/evidence.zip")
+def takedown_evidence(site: str) -> Response:
+    text, selection, _, _ = _notice(site, html=False)
+    body = evidence_zip(_ops(), _archive(), selection, notice=text)
+    return _attachment(body, "application/zip", f"takedown-evidence-{selection.label()}.zip")
 
 
 @bp.route("/takedown-template", methods=["GET", "POST"])

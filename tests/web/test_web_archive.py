@@ -71,3 +71,36 @@ def test_logged_out_users_get_no_archive(web_ctx: Context, client: FlaskClient) 
     match, _ = seed_match(web_ctx)
     response = client.get(f"/matches/{match['_id']}/archive.warc.gz")
     assert response.status_code == 302 and "/login" in response.headers["Location"]
+
+
+def test_reports_and_notices_bundle_their_evidence(
+    web_ctx: Context, as_viewer: FlaskClient
+) -> None:
+    import hashlib
+    import io
+    import json
+    import zipfile
+
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
+    queued: list[str] = []
+    ingest = Ingest(web_ctx.engine.store, queued.append, archive=web_ctx.archive)
+    ingest.page(fetched("广告\n" + text, datetime(2026, 11, 27, 4, 0, tzinfo=UTC)))
+    web_ctx.engine.process_stored_page(queued.pop())
+    [match] = web_ctx.ops.db.matches.find({})
+    sha256 = match["archive"]["sha256"]
+    since = "since=2000-01-01&status=new"
+    for path in (
+        f"/reports/evidence.zip?{since}",
+        f"/reports/takedown/pirate/evidence.zip?{since}",
+    ):
+        response = as_viewer.get(path)
+        assert response.status_code == 200 and response.mimetype == "application/zip", path
+        bundle = zipfile.ZipFile(io.BytesIO(response.data))
+        warc = bundle.read(f"{sha256}.warc.gz")
+        assert hashlib.sha256(warc).hexdigest() == sha256
+        assert bundle.read("manifest.txt").decode() == f"{sha256}  {sha256}.warc.gz\n"
+        [entry] = json.loads(bundle.read("manifest.json"))
+        assert (entry["url"], entry["works"], entry["bytes"]) == (URL, ["茶史"], len(warc))
+        assert ("notice.txt" in bundle.namelist()) == ("takedown" in path)
+    assert verify(warc, sha256)[0].url == URL
