@@ -14,6 +14,7 @@ from matcher.pages import CrawledPage
 from tests.web.web_support import sample_text, seed_match
 
 URL = "http://pirate.example/book/1.html"
+FIRST = datetime(2026, 11, 27, 4, 0, tzinfo=UTC)
 
 
 def fetched(text: str, when: datetime) -> CrawledPage:
@@ -22,17 +23,23 @@ def fetched(text: str, when: datetime) -> CrawledPage:
     return CrawledPage(url=URL, site="pirate", title="", text=text, exchange=exchange)
 
 
+def archived_match(ctx: Context, queued: list[str]) -> tuple[Ingest, dict]:
+    """A work and a page copying it, fetched with its exchange at :data:`FIRST`, archived
+    and matched; the ingest (for later fetches) and the match."""
+    text = sample_text()
+    ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
+    ingest = Ingest(ctx.engine.store, queued.append, archive=ctx.archive)
+    ingest.page(fetched("广告\n" + text, FIRST))
+    ctx.engine.process_stored_page(queued.pop())
+    return ingest, ctx.ops.db.matches.find_one({})
+
+
 def test_a_match_offers_the_exchange_it_was_found_in(
     web_ctx: Context, as_viewer: FlaskClient
 ) -> None:
-    text = sample_text()
-    web_ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
     queued: list[str] = []
-    ingest = Ingest(web_ctx.engine.store, queued.append, archive=web_ctx.archive)
-    first = datetime(2026, 11, 27, 4, 0, tzinfo=UTC)
-    ingest.page(fetched("广告\n" + text, first))
-    web_ctx.engine.process_stored_page(queued.pop())
-    match = web_ctx.ops.db.matches.find_one({})
+    ingest, match = archived_match(web_ctx, queued)
+    text, first = sample_text(), FIRST
     kept = match["archive"]
     view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
     assert kept["sha256"] in view and "download (WARC)" in view
@@ -81,13 +88,7 @@ def test_reports_and_notices_bundle_their_evidence(
     import json
     import zipfile
 
-    text = sample_text()
-    web_ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
-    queued: list[str] = []
-    ingest = Ingest(web_ctx.engine.store, queued.append, archive=web_ctx.archive)
-    ingest.page(fetched("广告\n" + text, datetime(2026, 11, 27, 4, 0, tzinfo=UTC)))
-    web_ctx.engine.process_stored_page(queued.pop())
-    [match] = web_ctx.ops.db.matches.find({})
+    _, match = archived_match(web_ctx, [])
     sha256 = match["archive"]["sha256"]
     since = "since=2000-01-01&status=new"
     for path in (
