@@ -100,10 +100,8 @@ class Context:
 
     @cached_property
     def archive(self) -> Archive | None:
-        """The evidence archive (:func:`matcher.archive.open_archive` of ``settings.archive``)."""
-        from matcher.archive import open_archive
-
-        return open_archive(self.settings.archive, self.engine.store.db)
+        """The evidence archive ``settings.archive`` names (:mod:`matcher.archive`)."""
+        return self.engine.store.evidence_archive(self.settings.archive)
 
     @cached_property
     def ops(self) -> Operations:

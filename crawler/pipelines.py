@@ -12,7 +12,7 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
   ``mongo_uri`` / ``mongo_db``, and an enqueue that sends the Celery task
   ``fptrack.process_page`` by name through an app of :func:`matcher.celery_app.make_app`
   (the worker code is never imported), and the evidence archive ``FPTRACK_ARCHIVE`` names
-  (:func:`matcher.archive.open_archive`). :meth:`IngestPipeline.close_spider` closes the
+  (:meth:`matcher.store.Store.evidence_archive`). :meth:`IngestPipeline.close_spider` closes the
   MongoDB client.
 
 A :class:`matcher.pages.GonePage` (a URL that answered 404 or 410) goes to the ingest's
@@ -128,13 +128,12 @@ class IngestPipeline:
 def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
     """The ingest of a production crawl on ``settings`` (:class:`matcher.settings.Settings`)
     and the MongoDB client to close after it."""
-    from matcher.archive import open_archive
     from matcher.ingest import Ingest
     from matcher.store import Store
 
     enqueue = celery_enqueue(stats, settings)
     store = Store.connect(settings.mongo_uri, settings.mongo_db)
-    archive = open_archive(settings.archive, store.db)
+    archive = store.evidence_archive(settings.archive)
     return Ingest(store, enqueue, archive=archive), store.client
 
 

@@ -29,6 +29,7 @@ from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, DuplicateKeyError
 
 from matcher import ids, tallies
+from matcher.archive import Archive, open_archive
 from matcher.errors import MatcherError, StoreUnavailable
 from matcher.keys import MAX_WORK_SEQ
 from matcher.pages import CrawledPage
@@ -698,6 +699,12 @@ class Store:
             {"_id": page_key(page_id), "content_hash": _text(content_hash, "hash")},
             {"$set": {"archive": dict(ref)}},
         )
+
+    def evidence_archive(self, spec: str) -> Archive | None:
+        """The evidence archive ``spec`` names (``FPTRACK_ARCHIVE``, see
+        :func:`matcher.archive.open_archive`): GridFS in this store's database, a folder, or
+        None."""
+        return open_archive(spec, self.db)
 
     @mongo_errors
     def mark_page_gone(self, url: str, status: int, at: datetime) -> bool:
