@@ -102,7 +102,6 @@ class ReaderPool:
     def __init__(self, workers: int) -> None:
         if workers < 1:
             raise ValueError("a reader pool needs at least one worker")
-        self.workers = workers
         self._idle: queue.SimpleQueue[ReaderProcess] = queue.SimpleQueue()
         self._readers = [ReaderProcess() for _ in range(workers)]
         for reader in self._readers:

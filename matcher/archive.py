@@ -233,16 +233,21 @@ class GridFSArchive:
         return bool(self._fs.exists(_checked(sha256)))
 
 
+def spec_error(spec: str) -> str:
+    """Why ``spec`` names no archive (``gridfs``, ``none`` or an absolute folder), or ""."""
+    if spec in ("gridfs", "none") or spec.startswith("/"):
+        return ""
+    return f"archive must be gridfs, none or an absolute folder, got {spec!r}"
+
+
 def open_archive(spec: str, db: object) -> Archive | None:
     """The archive a deployment's ``FPTRACK_ARCHIVE`` names: ``gridfs`` (GridFS in its
     MongoDB database ``db``), ``none``, or the absolute path of a folder."""
+    if spec_error(spec):
+        raise ArchiveError(spec_error(spec))
     if spec == "gridfs":
         return GridFSArchive(db)
-    if spec == "none":
-        return None
-    if spec.startswith("/"):
-        return DirectoryArchive(Path(spec))
-    raise ArchiveError(f"FPTRACK_ARCHIVE must be gridfs, none or an absolute folder, got {spec!r}")
+    return None if spec == "none" else DirectoryArchive(Path(spec))
 
 
 def bundle(archive: Archive, sha256s: Sequence[str], out: BinaryIO) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
+from matcher.archive import spec_error
 from matcher.errors import SettingsError
 
 CLUSTER_SCHEME = "redis+cluster://"
@@ -170,10 +171,8 @@ class Settings:
             raise SettingsError("task_max_retries must be >= 0 and crawl_timeout >= 1")
         if not 3 <= self.crawl_lease <= self.crawl_timeout:
             raise SettingsError("crawl_lease must be at least 3 s and at most crawl_timeout")
-        if self.archive not in ("gridfs", "none") and not self.archive.startswith("/"):
-            raise SettingsError(
-                f"archive must be gridfs, none or an absolute folder, got {self.archive!r}"
-            )
+        if spec_error(self.archive):
+            raise SettingsError(spec_error(self.archive))
         hour, _, minute = self.daily_at.partition(":")
         if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
             raise SettingsError(f"daily_at must be HH:MM (UTC), got {self.daily_at!r}")

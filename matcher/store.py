@@ -875,8 +875,9 @@ class Store:
         """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays.
 
         ``initial_status`` is the status of a new record (``authorised`` for licensed sites).
-        The record's ``archive`` (the page's evidence when it was matched) is written once:
-        the first exchange found to copy the work is kept when the page changes later.
+        The record's ``archive`` (the page's evidence when it was matched) is written when
+        the match is created: the first exchange found to copy the work is kept when the
+        page changes later.
         """
         if initial_status not in STATUSES:
             raise StoreError(f"unknown status {initial_status!r}")
@@ -885,22 +886,20 @@ class Store:
             "work_id": object_id(record["work_id"], "work id"),
         }
         stamp = record.get("last_seen") or now()
-        archive = record.get("archive")
         fields = {
             k: v for k, v in record.items() if k not in ("page_id", "work_id", "status", "archive")
         }
         fields.update(last_seen=stamp, active=True)
+        first = {"status": initial_status, "first_seen": stamp}
+        if record.get("archive"):  # the exchange it was first found in, kept ever after
+            first["archive"] = dict(record["archive"])
         before = self.db.matches.find_one_and_update(
             key,
-            {"$set": fields, "$setOnInsert": {"status": initial_status, "first_seen": stamp}},
+            {"$set": fields, "$setOnInsert": first},
             upsert=True,
             return_document=ReturnDocument.BEFORE,
             projection={"active": 1},
         )
-        if archive is not None:  # the exchange it was first found in, kept ever after
-            self.db.matches.update_one(
-                {**key, "archive": {"$exists": False}}, {"$set": {"archive": dict(archive)}}
-            )
         doc = self.db.matches.find_one(key)
         if before is None or not before.get("active", True):
             changes = tallies.Changes()

@@ -590,6 +590,8 @@ def evidence_zip(ops: Any, archive: Any, selection: Selection, notice: str = "")
     file's page URL, works, fetch time and size) and, for a takedown, ``notice.txt``."""
     from matcher.archive import ArchiveError
 
+    if archive is None:
+        abort(404, "no evidence archive is configured")
     rows = _find(ops, selection, MAX_EXPORT_ROWS + 1, ("url", "site", "work_title", "archive"))
     files: dict[str, dict[str, Any]] = {}
     for row in rows:
@@ -611,8 +613,6 @@ def evidence_zip(ops: Any, archive: Any, selection: Selection, notice: str = "")
         entry["works"].append(row.get("work_title", ""))
         if len(files) > MAX_EVIDENCE_FILES:
             abort(400, f"more than {MAX_EVIDENCE_FILES} archived pages: narrow the selection")
-    if archive is None:
-        abort(404, "no evidence archive is configured")
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as bundle:
         for entry in files.values():
