@@ -26,6 +26,7 @@ from admin.report import row, to_csv
 from admin.report_html import when
 from fingerprint.document import DocumentParams, fingerprint_document
 from matcher.errors import MatcherError
+from matcher.jobs import prune_archive
 from matcher.maintenance import rebuild_indexes
 from matcher.sites import SiteConfig
 
@@ -363,6 +364,15 @@ def cmd_report(args: argparse.Namespace, ctx: Context) -> int:
         print(f"{len(matches)} match(es) written to {args.out}", file=sys.stderr)
     else:
         sys.stdout.write(output)
+    return 0
+
+
+def cmd_archive_prune(args: argparse.Namespace, ctx: Context) -> int:
+    if ctx.archive is None:
+        print("fptrack: no evidence archive (FPTRACK_ARCHIVE=none): nothing to prune")
+        return 0
+    deleted = prune_archive(ctx.engine, ctx.archive)["deleted"]
+    print(f"{deleted} archived exchange(s) deleted")
     return 0
 
 

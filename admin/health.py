@@ -178,20 +178,19 @@ def check_indexes(ctx: Context) -> Check:
 
 
 def check_schedules(ctx: Context) -> Check:
-    """The two daily jobs and one crawl entry per scheduled site are saved in redbeat."""
-    from matcher.schedules import CRAWL_PREFIX, DAILY_MATCH, DAILY_REPORT
+    """The daily jobs and one crawl entry per scheduled site are saved in redbeat."""
+    from matcher.schedules import CRAWL_PREFIX, DAILY_MATCH, DAILY_PRUNE, DAILY_REPORT
 
     try:
         sites = ctx.ops.list_sites()
         names = {e["name"] for e in ctx.schedules.entries()}
     except MatcherError as exc:
         return Check("schedules", False, str(exc))
-    wanted = {DAILY_MATCH, DAILY_REPORT} | {
-        CRAWL_PREFIX + s.name for s in sites if s.schedule != "never"
-    }
+    daily = {DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE}
+    wanted = daily | {CRAWL_PREFIX + s.name for s in sites if s.schedule != "never"}
     missing = sorted(wanted - names)
     if missing:
-        fix = "start fptrack beat (it saves the daily jobs)" if DAILY_MATCH in missing else ""
+        fix = "start fptrack beat (it saves the daily jobs)" if daily & set(missing) else ""
         fix = fix or "save the site again (fptrack sites add ... --name NAME)"
         return Check("schedules", False, f"missing {', '.join(missing)}: {fix}")
     crawls = len([n for n in names if n.startswith(CRAWL_PREFIX)])

@@ -311,7 +311,7 @@ def add_matching(sub: Any) -> None:
         c.cmd_schedules,
         "list the beat schedules (crawls, daily jobs)",
         "List the schedules beat runs, as saved in Redis (redbeat): each site's crawl and the "
-        "two daily jobs, with the next time each is due.",
+        "daily jobs, with the next time each is due.",
     )
     _json(p)
     p = _command(
@@ -404,6 +404,18 @@ def add_services(sub: Any) -> None:
         "rebuild every Redis index from MongoDB",
         "Delete the Redis indexes and rebuild them from the fingerprints stored in MongoDB. "
         "Safe on empty stores (a new deployment's first step).",
+    )
+    archive = _group(
+        sub, "archive", "the evidence archive", "The evidence archive (FPTRACK_ARCHIVE)."
+    )
+    p = _command(
+        archive,
+        "prune",
+        c.cmd_archive_prune,
+        "delete archived exchanges no page or match refers to",
+        "Delete the archived HTTP exchanges superseded by a page's later text that no match "
+        "refers to, stored more than a day before (the daily job daily:prune-archive does the "
+        "same). Each page's current exchange and every match's exchange are kept.",
     )
     admin = _group(
         sub,

@@ -14,7 +14,8 @@ after the ``Content-Encoding`` was undone, so that header is moved to
 Two archives behind one interface: :class:`DirectoryArchive` (files on disk, written to a
 temporary name and renamed: never seen half-written) and :class:`GridFSArchive` (MongoDB
 GridFS, bucket ``archive``). :func:`verify` reads a WARC file back and checks its SHA-256
-and every record's digests.
+and every record's digests. :func:`prune` deletes the files superseded by a page's later
+exchange that no match refers to.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import hashlib
 import io
 import os
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -156,6 +157,14 @@ class Archive(Protocol):
 
     def has(self, sha256: str) -> bool: ...
 
+    def stored_before(self, when: datetime) -> Iterator[str]:
+        """The SHA-256 of every file stored before ``when``."""
+        ...
+
+    def delete(self, sha256: str) -> None:
+        """Remove that file (nothing if there is none)."""
+        ...
+
 
 def _checked(sha256: str) -> str:
     if len(sha256) != 64 or any(c not in "0123456789abcdef" for c in sha256):
@@ -200,6 +209,16 @@ class DirectoryArchive:
     def has(self, sha256: str) -> bool:
         return self._path(sha256).exists()
 
+    def stored_before(self, when: datetime) -> Iterator[str]:
+        limit = when.timestamp()
+        for path in self.root.glob("??/*.warc.gz"):
+            with contextlib.suppress(FileNotFoundError):
+                if path.stat().st_mtime < limit:
+                    yield path.name.removesuffix(".warc.gz")
+
+    def delete(self, sha256: str) -> None:
+        self._path(sha256).unlink(missing_ok=True)
+
 
 class GridFSArchive:
     """WARC files in MongoDB GridFS (bucket ``archive``), each under its SHA-256."""
@@ -232,6 +251,13 @@ class GridFSArchive:
     def has(self, sha256: str) -> bool:
         return bool(self._fs.exists(_checked(sha256)))
 
+    def stored_before(self, when: datetime) -> Iterator[str]:
+        for grid_out in self._fs.find({"uploadDate": {"$lt": when}}):
+            yield str(grid_out._id)
+
+    def delete(self, sha256: str) -> None:
+        self._fs.delete(_checked(sha256))
+
 
 def spec_error(spec: str) -> str:
     """Why ``spec`` names no archive (``gridfs``, ``none`` or an absolute folder), or ""."""
@@ -255,3 +281,17 @@ def bundle(archive: Archive, sha256s: Sequence[str], out: BinaryIO) -> None:
     gzipped WARC files concatenate into one WARC file."""
     for sha256 in sha256s:
         out.write(archive.get(sha256))
+
+
+def prune(archive: Archive, kept: Callable[[], Collection[str]], before: datetime) -> int:
+    """Delete the files of ``archive`` stored before ``before`` whose SHA-256 is not among
+    ``kept()`` (those a page or a match refers to, asked for after the files are listed);
+    how many were deleted.
+
+    ``before`` leaves alone the files a crawl has just stored and not yet referred to."""
+    listed = list(archive.stored_before(before))
+    refs = kept()
+    unused = [sha256 for sha256 in listed if sha256 not in refs]
+    for sha256 in unused:
+        archive.delete(sha256)
+    return len(unused)

@@ -22,6 +22,7 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from matcher.archive import Archive, prune
 from matcher.engine import Engine
 from matcher.errors import MatcherError, redis_errors
 from matcher.keys import Keys
@@ -264,6 +265,21 @@ def resume_crawls(
                 enqueue_crawl(site)
                 started.append(site)
     return started
+
+
+ARCHIVE_GRACE = timedelta(days=1)
+"""Archive files younger than this are never pruned: a crawl may have stored one and not yet
+recorded it on its page."""
+
+
+def prune_archive(
+    engine: Engine, archive: Archive | None, grace: timedelta = ARCHIVE_GRACE
+) -> dict[str, Any]:
+    """Delete the archived exchanges superseded by a page's later text that no match refers
+    to (:func:`matcher.archive.prune`); each page's current exchange and every match's stay."""
+    if archive is None:
+        return {"deleted": 0}
+    return {"deleted": prune(archive, engine.store.archive_refs, now() - grace)}
 
 
 def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:

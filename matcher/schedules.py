@@ -1,10 +1,12 @@
 """Beat schedules kept in Redis (redbeat), editable while beat runs.
 
-Each site has one entry, ``crawl:<site>``, running ``fptrack.crawl_site``; two daily jobs run
+Each site has one entry, ``crawl:<site>``, running ``fptrack.crawl_site``; three daily jobs run
 at ``FPTRACK_DAILY_AT`` (default 03:00 UTC): ``daily:match-new-works`` (works registered
 since the last run against all pages, the Daguan daily task) and, an hour later,
-``daily:report``; and every ``FPTRACK_CRAWL_LEASE`` seconds ``crawls:resume`` restarts the
-crawls that every crawler process left unfinished (:func:`matcher.jobs.resume_crawls`).
+``daily:report``, and an hour after that ``daily:prune-archive`` (archived exchanges that
+no page or match refers to any more, :func:`matcher.jobs.prune_archive`); and every
+``FPTRACK_CRAWL_LEASE`` seconds ``crawls:resume`` restarts the crawls that every crawler
+process left unfinished (:func:`matcher.jobs.resume_crawls`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat.
 
@@ -32,6 +34,7 @@ from matcher.sites import SiteConfig, SiteConfigError
 CRAWL_PREFIX = "crawl:"
 DAILY_MATCH = "daily:match-new-works"
 DAILY_REPORT = "daily:report"
+DAILY_PRUNE = "daily:prune-archive"
 RESUME_CRAWLS = "crawls:resume"
 _UNITS = {"s": 1, "seconds": 1, "m": 60, "minutes": 60, "h": 3600, "hours": 3600}
 
@@ -99,12 +102,15 @@ class Schedules:
         return self._delete(CRAWL_PREFIX + name)
 
     def ensure_daily(self, settings: Settings) -> None:
-        """Save the fixed jobs: the two daily ones at ``settings.daily_at`` (UTC) and an hour
-        later, and the resumption of abandoned crawls every ``settings.crawl_lease`` s."""
+        """Save the fixed jobs: the daily ones at ``settings.daily_at`` (UTC), an hour later
+        and two hours later, and the resumption of abandoned crawls every
+        ``settings.crawl_lease`` s."""
         hour, minute = (int(x) for x in settings.daily_at.split(":"))
         self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
         report = crontab(minute=minute, hour=(hour + 1) % 24)
         self._entry(DAILY_REPORT, "fptrack.daily_report", report)
+        prune_at = crontab(minute=minute, hour=(hour + 2) % 24)
+        self._entry(DAILY_PRUNE, "fptrack.prune_archive", prune_at)
         resume = schedule(timedelta(seconds=settings.crawl_lease))
         self._entry(RESUME_CRAWLS, "fptrack.resume_crawls", resume)
 

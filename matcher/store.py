@@ -700,6 +700,16 @@ class Store:
             {"$set": {"archive": dict(ref)}},
         )
 
+    @mongo_errors
+    def archive_refs(self) -> set[str]:
+        """The SHA-256 of every archived exchange a page (its current text) or a match (the
+        text it was found in) refers to."""
+        refs: set[str] = set()
+        for coll in (self.db.pages, self.db.matches):
+            for doc in coll.find({"archive.sha256": {"$exists": True}}, {"archive.sha256": 1}):
+                refs.add(str(doc["archive"]["sha256"]))
+        return refs
+
     def evidence_archive(self, spec: str) -> Archive | None:
         """The evidence archive ``spec`` names (``FPTRACK_ARCHIVE``, see
         :func:`matcher.archive.open_archive`): GridFS in this store's database, a folder, or

@@ -142,3 +142,10 @@ def daily_report(self: FptrackTask, day: str | None = None) -> dict[str, Any]:
     report["generated_at"] = report["generated_at"].isoformat()
     report.pop("_id", None)
     return report
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.prune_archive")
+def prune_archive(self: FptrackTask) -> dict[str, Any]:
+    """Delete superseded archived exchanges that no match refers to."""
+    engine = self.runtime.engine()
+    return jobs.prune_archive(engine, engine.store.evidence_archive(self.runtime.settings.archive))

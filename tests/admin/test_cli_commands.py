@@ -6,6 +6,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import time
 import zipfile
 from pathlib import Path
 
@@ -243,6 +245,21 @@ class TestMatchingAndReports:
         status, out, _ = run(capsys, recorded, "index", "rebuild")
         assert status == 0 and "1 work segment(s), 1 page(s)" in out
         assert len(recorded.engine.match_text(CHROME.format(sample("tea-history.txt")))) == 1
+
+
+def test_archive_prune(capsys, ctx, tmp_path):
+    from matcher.archive import DirectoryArchive
+
+    folder = DirectoryArchive(tmp_path / "archive")
+    stale = folder.put(b"a WARC file no page or match refers to")
+    two_days = time.time() - 2 * 86400
+    os.utime(tmp_path / "archive" / stale[:2] / f"{stale}.warc.gz", (two_days, two_days))
+    fresh = folder.put(b"a WARC file a crawl has just stored")
+    status, out, _ = run(capsys, Context(engine=ctx.engine, archive=folder), "archive", "prune")
+    assert status == 0 and "1 archived exchange(s) deleted" in out
+    assert not folder.has(stale) and folder.has(fresh)
+    status, out, _ = run(capsys, Context(engine=ctx.engine, archive=None), "archive", "prune")
+    assert status == 0 and "nothing to prune" in out
 
 
 def test_store_outage_is_one_line(capsys, tmp_path):

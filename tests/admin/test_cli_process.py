@@ -60,6 +60,7 @@ def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis
     assert lines["beat"].startswith("FAIL") and "start fptrack beat" in lines["beat"]
     assert lines["indexes"].startswith("ok")  # nothing stored, nothing indexed
     assert lines["schedules"].startswith("FAIL") and "daily:match-new-works" in lines["schedules"]
+    assert "daily:prune-archive" in lines["schedules"]
 
 
 def test_check_finds_indexes_out_of_step(mongo_db: Database, redis_client: redis.Redis) -> None:

@@ -4,12 +4,14 @@ and is crawled again the match still holds the original, which still verifies.""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from crawler.run import crawl_in_process
 from matcher.archive import GridFSArchive, verify
 from matcher.engine import Engine
 from matcher.ingest import Ingest
+from matcher.jobs import prune_archive
 from matcher.sites import SiteConfig
 from tests.crawler.fixture_site import FixtureSite, page
 from tests.e2e.e2e_support import sample
@@ -92,3 +94,31 @@ def test_a_page_removed_since_keeps_its_evidence(engine: Engine) -> None:
         site.pages["/1.html"] = (200, {"Content-Type": "text/html"}, body)  # back again
         crawl_and_match(engine, ingest, site, queued)
     assert "gone" not in engine.store.db.pages.find_one()
+
+
+def test_pruning_keeps_the_current_and_the_matched_exchanges(engine: Engine) -> None:
+    """A page first unrelated to any work, then a copy, then a copy with an ad line: pruning
+    drops only the first exchange (no match, no longer the page's)."""
+    engine.add_work(sample("tea-history.txt"), title="茶史", source="tea-history.txt")
+    archive = GridFSArchive(engine.store.db)
+    queued: list[str] = []
+    ingest = Ingest(engine.store, queued.append, archive=archive)
+    versions = [
+        chapter(sample("chef-diary.txt")),
+        chapter(sample("tea-history.txt")),
+        chapter(sample("tea-history.txt") + "\n手机用户请访问本站。"),
+    ]
+    refs = []
+    with FixtureSite({}) as site:
+        for html in versions:
+            site.pages["/1.html"] = page(html)
+            crawl_and_match(engine, ingest, site, queued)
+            refs.append(engine.store.db.pages.find_one()["archive"]["sha256"])
+    unrelated, matched, current = refs
+    assert len(set(refs)) == 3 and all(archive.has(r) for r in refs)
+    [match] = engine.store.db.matches.find()
+    assert match["archive"]["sha256"] == matched
+    assert prune_archive(engine, archive) == {"deleted": 0}  # all younger than a day
+    assert prune_archive(engine, archive, grace=timedelta(0)) == {"deleted": 1}
+    assert not archive.has(unrelated) and archive.has(matched) and archive.has(current)
+    assert verify(archive.get(matched), matched)[0].url == site.url("/1.html")

@@ -4,7 +4,8 @@ GridFS on the test MongoDB server)."""
 from __future__ import annotations
 
 import gzip
-from datetime import UTC, datetime
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from matcher.archive import (
     DirectoryArchive,
     Exchange,
     GridFSArchive,
+    prune,
     sha256_hex,
     verify,
     warc_bytes,
@@ -83,3 +85,25 @@ def test_archives_keep_each_file_once_under_its_hash(
         archive.get(missing)
     with pytest.raises(ArchiveError, match="not a SHA-256"):
         archive.get("../../etc/passwd")
+
+
+def test_pruning_deletes_old_files_nothing_refers_to(
+    archive: DirectoryArchive | GridFSArchive,
+) -> None:
+    kept, old, other = (
+        archive.put(warc_bytes(replace(EXCHANGE, url=f"http://pirate.test/{n}.html")))
+        for n in range(3)
+    )
+    asked: list[str] = []
+
+    def refs() -> set[str]:
+        asked.append("refs")
+        return {kept}
+
+    earlier = datetime.now(UTC) - timedelta(hours=1)
+    assert prune(archive, refs, earlier) == 0  # every file is younger than the limit
+    assert all(archive.has(s) for s in (kept, old, other))
+    later = datetime.now(UTC) + timedelta(seconds=5)
+    assert prune(archive, refs, later) == 2 and asked == ["refs", "refs"]
+    assert archive.has(kept) and not archive.has(old) and not archive.has(other)
+    assert prune(archive, refs, later) == 0
