@@ -11,6 +11,7 @@ sh.shardCollection("fptrack.users", {"username": 1});
 sh.shardCollection("fptrack.crawls", {"run_id": 1});
 sh.shardCollection("fptrack.failures", {"task": 1, "ref": 1});
 sh.shardCollection("fptrack.state", {"_id": "hashed"});
+sh.shardCollection("fptrack.api_tokens", {"_id": "hashed"});
 sh.shardCollection("fptrack.reports", {"day": 1});
 sh.shardCollection("fptrack.tallies", {"_id": "hashed"});
 sh.shardCollection("fptrack.tallies_works", {"_id": "hashed"});

@@ -260,6 +260,10 @@ class Keys:
         """Held while a page (and the split chapter it belongs to) is matched and written."""
         return f"{self.prefix}:lock:page:{seq}"
 
+    def api_rate(self, who: str, window: int) -> str:
+        """API requests of one user in one rate window (:mod:`admin.web.rate_limit`)."""
+        return f"{self.prefix}:api-rate:{who}:{window}"
+
     @property
     def redbeat(self) -> str:
         """Prefix of the beat schedule entries (redbeat's ``redbeat_key_prefix``)."""

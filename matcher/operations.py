@@ -248,6 +248,42 @@ class Operations:
             {"username": _plain_str(username, "username")}, {"$set": _plain_fields(fields)}
         )
 
+    # API tokens ------------------------------------------------------------------------
+
+    @mongo_errors
+    def save_api_token(self, *, digest: str, fields: dict[str, Any]) -> None:
+        """Store a new API token under the SHA-256 ``digest`` of its secret."""
+        self.db.api_tokens.insert_one({**_plain_fields(fields), "_id": _plain_str(digest, "id")})
+
+    @mongo_errors
+    def api_token(self, *, digest: str) -> dict | None:
+        """The unrevoked token whose secret has SHA-256 ``digest``, or None."""
+        return self.db.api_tokens.find_one({"_id": _plain_str(digest, "token"), "revoked_at": None})
+
+    @mongo_errors
+    def api_tokens(self, *, username: str | None = None) -> list[dict]:
+        """Unrevoked tokens (of ``username``; of everyone when None), newest first."""
+        query: dict[str, Any] = {"revoked_at": None}
+        if username is not None:
+            query["username"] = _plain_str(username, "username")
+        return list(self.db.api_tokens.find(query).sort("created_at", DESCENDING))
+
+    @mongo_errors
+    def revoke_api_token(self, *, token_id: str, username: str | None = None) -> bool:
+        """Revoke the token whose id (its digest's first characters) is ``token_id``, of
+        ``username`` when given; whether one was revoked."""
+        query: dict[str, Any] = {"token_id": _plain_str(token_id, "token id"), "revoked_at": None}
+        if username is not None:
+            query["username"] = _plain_str(username, "username")
+        result = self.db.api_tokens.update_one(query, {"$set": {"revoked_at": now()}})
+        return result.modified_count == 1
+
+    @mongo_errors
+    def api_token_used(self, *, digest: str, at: datetime) -> None:
+        self.db.api_tokens.update_one(
+            {"_id": _plain_str(digest, "token")}, {"$set": {"last_used_at": _when(at)}}
+        )
+
     # index health ----------------------------------------------------------------------
 
     @mongo_errors
@@ -318,15 +354,24 @@ class Operations:
         return [str(d["_id"]) for d in cursor]
 
     @mongo_errors
-    def search_works(self, *, text: str = "", limit: int) -> list[dict]:
+    def search_works(
+        self, *, text: str = "", limit: int, keyset: bool = False, before: str | None = None
+    ) -> list[dict]:
         """Works whose title or source contains ``text`` (a literal substring, never a
-        pattern), newest first; all works when ``text`` is empty."""
+        pattern), newest first; all works when ``text`` is empty. ``keyset``: newest first
+        by id, those before the work id ``before`` when given (pages that hold however many
+        works are registered meanwhile)."""
         query: dict[str, Any] = {}
         if text:
             pattern = re.escape(_plain_str(text, "search text"))
             query = {"$or": [{"title": {"$regex": pattern}}, {"source": {"$regex": pattern}}]}
         fields = {"title": 1, "author": 1, "source": 1, "registered_at": 1, "same_text_as": 1}
-        cursor = self.db.works.find(query, fields).sort("registered_at", DESCENDING)
+        if not keyset:
+            cursor = self.db.works.find(query, fields).sort("registered_at", DESCENDING)
+        else:
+            if before is not None:
+                query = {"$and": [query, {"_id": {"$lt": object_id(before, "work id")}}]}
+            cursor = self.db.works.find(query, fields).sort("_id", DESCENDING)
         return list(cursor.limit(min(int(limit), MAX_LIST)))
 
     @mongo_errors

@@ -29,14 +29,13 @@ from redbeat.schedulers import ensure_conf, get_redis
 
 from matcher.errors import redis_errors
 from matcher.settings import Settings
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites import INTERVAL_UNITS, SiteConfig, SiteConfigError
 
 CRAWL_PREFIX = "crawl:"
 DAILY_MATCH = "daily:match-new-works"
 DAILY_REPORT = "daily:report"
 DAILY_PRUNE = "daily:prune-archive"
 RESUME_CRAWLS = "crawls:resume"
-_UNITS = {"s": 1, "seconds": 1, "m": 60, "minutes": 60, "h": 3600, "hours": 3600}
 
 
 def parse_schedule(spec: str, name: str = "") -> schedule | crontab | None:
@@ -61,12 +60,15 @@ def parse_schedule(spec: str, name: str = "") -> schedule | crontab | None:
         amount = spec[6:].strip()
         digits = amount.rstrip("abcdefghijklmnopqrstuvwxyz ")
         unit = amount[len(digits) :].strip()
-        if unit not in _UNITS or int(digits) < 1:
+        if unit not in INTERVAL_UNITS or int(digits) < 1:
             raise SiteConfigError(f"bad interval {spec!r}")
-        return schedule(timedelta(seconds=int(digits) * _UNITS[unit]))
+        return schedule(timedelta(seconds=int(digits) * INTERVAL_UNITS[unit]))
     if spec.startswith("cron "):
         minute, hour, dom, month, dow = spec[5:].split()
-        return crontab(minute, hour, dow, dom, month)
+        try:
+            return crontab(minute, hour, dow, dom, month)
+        except (ValueError, IndexError, OverflowError) as exc:
+            raise SiteConfigError(f"bad cron schedule {spec!r}: {exc}") from None
     raise SiteConfigError(f"unknown schedule {spec!r}")
 
 

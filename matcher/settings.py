@@ -120,6 +120,8 @@ class Settings:
     """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
     query_allow_private: bool = False
     """Let a query by URL fetch private, loopback and link-local addresses (admin/fetch.py)."""
+    api_rate_per_minute: int = 120
+    """Requests each API token may make per minute (:mod:`admin.web.rate_limit`)."""
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
@@ -162,6 +164,7 @@ class Settings:
         for name in (
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
+            "api_rate_per_minute",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")

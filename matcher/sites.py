@@ -33,6 +33,24 @@ class SiteConfigError(MatcherError, ValueError):
 
 
 MAX_CRAWLERS = 16
+MAX_INT = 2**31 - 1
+"""The largest whole number a site field takes."""
+MAX_INTERVAL_SECONDS = 366 * 86400
+INTERVAL_UNITS = {"s": 1, "seconds": 1, "m": 60, "minutes": 60, "h": 3600, "hours": 3600}
+"""Seconds per unit of an ``every N <unit>`` schedule."""
+
+
+def _in_range(schedule: str) -> bool:
+    """Whether a schedule that has the right form names a real time or a sane interval."""
+    if schedule.startswith("daily@"):
+        hour, minute = schedule[6:].split(":")
+        return int(hour) < 24 and int(minute) < 60
+    if schedule.startswith("every "):
+        amount = schedule[6:].strip()
+        digits = amount.rstrip("abcdefghijklmnopqrstuvwxyz ")
+        unit = amount[len(digits) :].strip()
+        return 1 <= int(digits) * INTERVAL_UNITS[unit] <= MAX_INTERVAL_SECONDS
+    return True
 
 
 @dataclass(frozen=True)
@@ -98,9 +116,9 @@ class SiteConfig:
         for pattern in (*self.include, *self.exclude):
             try:
                 re.compile(pattern)
-            except re.error as exc:
+            except (re.error, OverflowError, RecursionError) as exc:
                 raise SiteConfigError(f"site {self.name}: bad pattern {pattern!r}: {exc}") from exc
-        if not SCHEDULES.match(self.schedule):
+        if not SCHEDULES.match(self.schedule) or not _in_range(self.schedule):
             raise SiteConfigError(
                 f"site {self.name}: schedule {self.schedule!r} is not one of daily, "
                 "daily@HH:MM, hourly, every N m|h|s, cron M H DOM MON DOW, never"
@@ -133,6 +151,8 @@ class SiteConfig:
             elif isinstance(default, int):
                 if isinstance(value, bool) or not isinstance(value, int):
                     raise SiteConfigError(f"{name} must be an integer")
+                if not 0 <= value <= MAX_INT:
+                    raise SiteConfigError(f"{name} must be from 0 to {MAX_INT}")
             elif name == "extra":
                 if not isinstance(value, dict):
                     raise SiteConfigError("extra must be a mapping")

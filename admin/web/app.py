@@ -15,16 +15,18 @@ import threading
 from datetime import timedelta
 from typing import Any
 
-from flask import Flask, Response, g, render_template
+from flask import Flask, Response, g, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from admin.context import Context
-from admin.web import security
+from admin.web import api, security
 from admin.web.dispatch import CeleryDispatch, Dispatch
 from admin.web.users import Users
-from matcher.errors import MatcherError
+from matcher.errors import MatcherError, Retryable
 
-BLUEPRINTS = ("auth", "dashboard", "matches", "works", "sites", "query", "reports")
+BLUEPRINTS = (
+    "auth", "dashboard", "matches", "works", "sites", "query", "reports", "tokens", "api",
+)  # fmt: skip
 """Modules of :mod:`admin.web` each holding a ``bp`` blueprint."""
 SESSION_HOURS = 8
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -95,6 +97,8 @@ def create_app(
         if s.lock is not None:
             s.lock.acquire()
             g.locked = True
+        if api.serves(request.path):
+            return api.guard()
         security.check_csrf()
         return security.load_user(s.users)
 
@@ -122,10 +126,14 @@ def create_app(
 
     @app.errorhandler(HTTPException)
     def http_error(exc: HTTPException) -> Any:
+        if api.serves(request.path):
+            return api.error_response(exc.code or 500, str(exc.description), exc)
         return render_template("error.html", code=exc.code, message=exc.description), exc.code
 
     @app.errorhandler(MatcherError)
     def bad_input(exc: MatcherError) -> Any:
+        if api.serves(request.path):
+            return api.error_response(503 if isinstance(exc, Retryable) else 400, str(exc))
         return render_template("error.html", code=400, message=str(exc)), 400
 
     return app

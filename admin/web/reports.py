@@ -563,6 +563,13 @@ def _notice(site: str, html: bool) -> tuple[str, Selection, bool, int]:
     return text, selection, more, len(items)
 
 
+def takedown_text_of(site: str) -> tuple[str, int, bool]:
+    """The plain-text notice of the site's selected matches (request arguments), how many
+    matches it lists, and whether more were left out."""
+    text, _, more, count = _notice(site, html=False)
+    return text, count, more
+
+
 @bp.get("/takedown/<site>")
 def takedown(site: str) -> Any:
     text, selection, more, count = _notice(site, html=True)

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from admin.web.security import requires
+from matcher.schedules import parse_schedule
 from matcher.sites import SiteConfig, SiteConfigError
 
 bp = Blueprint("sites", __name__, url_prefix="/sites")
@@ -59,7 +60,9 @@ def _form_site(form: Any, name: str | None) -> SiteConfig:
         data[field] = form.get(field) == "on"
     data["content_selector"] = form.get("content_selector", "").strip()
     data["schedule"] = form.get("schedule", "daily").strip() or "daily"
-    return SiteConfig.from_dict(data)
+    config = SiteConfig.from_dict(data)
+    parse_schedule(config.schedule, config.name)  # a cron field out of range
+    return config
 
 
 @bp.route("/new", methods=["GET", "POST"])

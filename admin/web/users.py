@@ -98,6 +98,13 @@ class Users:
             return None
         return User(username, doc["role"], epoch)
 
+    def get_role(self, username: str) -> str | None:
+        """The role of the account ``username``, or None when there is no such account."""
+        if not isinstance(username, str) or not USERNAME.match(username):
+            return None
+        doc = self.ops.user_record(username=username, fields={"role": 1})
+        return doc["role"] if doc and doc.get("role") in ROLES else None
+
     def end_sessions(self, username: str) -> None:
         """Log the account out everywhere: every session made before now is refused."""
         self.ops.update_user(
@@ -129,7 +136,7 @@ class Users:
         who = hashlib.sha256(client.encode("utf-8", "replace")).hexdigest()[:16]
         throttle = dict(doc.get("throttle") or {})
         mine = throttle.get(who) or {}
-        waiting = mine.get("until") is not None and _aware(mine["until"]) > stamp
+        waiting = mine.get("until") is not None and aware(mine["until"]) > stamp
         if waiting or not right or not isinstance(password, str):
             if not waiting:
                 failures = int(mine.get("failures", 0)) + 1
@@ -154,7 +161,8 @@ def _verify(hashed: str, password: str) -> bool:
         return False
 
 
-def _aware(value: Any) -> Any:
+def aware(value: Any) -> Any:
+    """A datetime read back from a store without time zones, as UTC."""
     from datetime import UTC
 
     return value if value.tzinfo else value.replace(tzinfo=UTC)

@@ -59,10 +59,25 @@ def detail(work_id: str) -> Any:
 @requires("admin")
 def upload() -> Any:
     """Register every uploaded file (zip archives unpacked); JSON for the progress script."""
-    s = _services()
     files = request.files.getlist("files")
     if not files:
         abort(400, "choose at least one file")
+    added, problems = register_uploads(files)
+    message = f"{len(added)} work(s) registered" + (
+        f"; {len(problems)} skipped: " + "; ".join(problems) if problems else ""
+    )
+    if request.accept_mimetypes.best == "application/json":
+        return jsonify(
+            message=message, added=[{"id": i, "title": t} for i, t in added], problems=problems
+        ), (200 if added or not problems else 400)
+    flash(message, "error" if problems else "info")
+    return redirect(url_for("works.index"))
+
+
+def register_uploads(files: list[Any]) -> tuple[list[tuple[str, str]], list[str]]:
+    """Register every uploaded file (zip archives unpacked), each matched against the pages
+    already crawled; ``([(id, title)], [problem])``."""
+    s = _services()
     added, problems = [], []
     with tempfile.TemporaryDirectory(prefix="fptrack-upload-") as tmp:
         paths = []
@@ -88,15 +103,7 @@ def upload() -> Any:
             if note:
                 problems.append(f"{work.name}: {note}")
             s.dispatch.work_added(work_id)
-    message = f"{len(added)} work(s) registered" + (
-        f"; {len(problems)} skipped: " + "; ".join(problems) if problems else ""
-    )
-    if request.accept_mimetypes.best == "application/json":
-        return jsonify(
-            message=message, added=[{"id": i, "title": t} for i, t in added], problems=problems
-        ), (200 if added or not problems else 400)
-    flash(message, "error" if problems else "info")
-    return redirect(url_for("works.index"))
+    return added, problems
 
 
 @bp.post("/<work_id>/remove")

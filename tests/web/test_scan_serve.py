@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.cookiejar
+import json
 import os
 import re
 import signal
@@ -50,6 +51,18 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
         assert len(re.findall(r'<td class="status-new">new</td>', listing)) == 9
         dashboard = opener.open(base + "").read().decode()
         assert re.search(r'id="total-infringing">9<', dashboard)
+        # the API and its document: a token made in the admin reads the same matches
+        document = json.loads(urllib.request.urlopen(base + "api/v1/openapi.json").read())
+        assert "/api/v1/matches" in document["paths"]
+        tokens = opener.open(base + "tokens/").read().decode()
+        token = re.search(r'name="csrf_token" value="([^"]+)"', tokens).group(1)
+        form = {"name": "script", "role": "viewer", "csrf_token": token}
+        made = opener.open(base + "tokens/", urllib.parse.urlencode(form).encode()).read()
+        secret = re.search(r'id="token-secret">([^<]+)<', made.decode()).group(1)
+        request = urllib.request.Request(
+            base + "api/v1/matches?limit=200", headers={"Authorization": f"Bearer {secret}"}
+        )
+        assert len(json.loads(urllib.request.urlopen(request).read())["matches"]) == 9
     finally:
         proc.send_signal(signal.SIGINT)
         proc.wait(30)

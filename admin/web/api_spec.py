@@ -1,0 +1,255 @@
+"""The OpenAPI 3.0 document of the HTTP API, built from its routes (:data:`admin.web.api.
+OPERATIONS`) and the schemas below, so the document and the routes cannot drift apart.
+
+The site schema is derived from :class:`matcher.sites.SiteConfig`'s fields: a field added
+there is in the API at once. Every operation answers its declared success codes, and any
+other status with the ``Error`` schema (``default``); operations that need a token declare
+the bearer scheme.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from admin.web.api import MAX_NOTE_CHARS, MAX_TITLE_CHARS, OPERATIONS
+from matcher.sites import MAX_INT, SiteConfig
+from matcher.store import STATUSES
+
+VERSION = "1.0.0"
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "nullable": True}
+
+
+STRING = {"type": "string"}
+WHEN = _nullable({"type": "string", "format": "date-time"})
+STRINGS = {"type": "array", "items": STRING}
+SPAN = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
+
+
+def _obj(properties: dict[str, Any], required: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """An object schema; every property required unless ``required`` names them."""
+    names = list(properties) if required is None else list(required)
+    schema: dict[str, Any] = {"type": "object", "properties": properties}
+    if names:
+        schema["required"] = names
+    return schema
+
+
+def _ref(name: str) -> dict[str, Any]:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def site_schema(require_name: bool = True, output: bool = False) -> dict[str, Any]:
+    """The JSON schema of a site configuration (``output``: as the API returns it)."""
+    properties: dict[str, Any] = {}
+    for f in dataclasses.fields(SiteConfig):
+        default = f.default if f.default is not dataclasses.MISSING else None
+        if f.name == "extra":
+            if output:
+                properties["extra"] = {"type": "object"}
+            continue
+        if isinstance(default, tuple) or f.name == "start_urls":
+            properties[f.name] = STRINGS
+        elif isinstance(default, bool):
+            properties[f.name] = {"type": "boolean"}
+        elif isinstance(default, int):
+            properties[f.name] = {"type": "integer", "minimum": 0, "maximum": MAX_INT}
+        else:
+            properties[f.name] = STRING
+    if output:
+        return _obj(properties)
+    required = ("name", "start_urls") if require_name else ()
+    schema = _obj(properties, required)
+    schema["additionalProperties"] = False
+    return schema
+
+
+MATCH = {
+    "id": STRING,
+    "work_id": STRING,
+    "work_title": STRING,
+    "page_id": STRING,
+    "site": STRING,
+    "url": STRING,
+    "score": {"type": "number"},
+    "status": {"type": "string", "enum": list(STATUSES)},
+    "active": {"type": "boolean"},
+    "methods": STRINGS,
+    "first_seen": WHEN,
+    "last_seen": WHEN,
+    "archive": _nullable(
+        _obj({"sha256": STRING, "fetched_at": WHEN, "bytes": {"type": "integer"}})
+    ),
+}
+WORK = {
+    "id": STRING,
+    "title": STRING,
+    "author": STRING,
+    "source": STRING,
+    "registered_at": WHEN,
+    "same_text_as": _nullable(STRING),
+}
+
+SCHEMAS: dict[str, Any] = {
+    "Error": _obj({"error": STRING}),
+    "Any": {},
+    "Message": _obj({"message": STRING}),
+    "Work": _obj(WORK),
+    "WorkList": _obj(
+        {"works": {"type": "array", "items": _ref("Work")}, "next": _nullable(STRING)}
+    ),
+    "WorkFiles": _obj(
+        {"files": {"type": "array", "items": {"type": "string", "format": "binary"}}}
+    ),
+    "WorkText": {
+        **_obj(
+            {
+                "title": {"type": "string", "minLength": 1, "maxLength": MAX_TITLE_CHARS},
+                "text": {"type": "string", "minLength": 1},
+                "author": {"type": "string", "maxLength": MAX_TITLE_CHARS},
+                "source": {"type": "string", "maxLength": MAX_TITLE_CHARS},
+            },
+            ("title", "text"),
+        ),
+        "additionalProperties": False,
+    },
+    "Registered": _obj(
+        {
+            "added": {"type": "array", "items": _obj({"id": STRING, "title": STRING})},
+            "problems": STRINGS,
+        }
+    ),
+    "Site": site_schema(output=True),
+    "SiteCreate": site_schema(),
+    "SiteUpdate": site_schema(require_name=False),
+    "SiteList": _obj({"sites": {"type": "array", "items": _ref("Site")}}),
+    "Match": _obj(MATCH),
+    "MatchDetail": _obj(
+        {
+            **MATCH,
+            "evidence": {
+                "type": "array",
+                "items": _obj({"work_span": SPAN, "page_span": SPAN, "chars": {"type": "integer"}}),
+            },
+        }
+    ),
+    "MatchList": _obj(
+        {"matches": {"type": "array", "items": _ref("Match")}, "next": _nullable(STRING)}
+    ),
+    "StatusChange": {
+        **_obj(
+            {
+                "status": {"type": "string", "enum": list(STATUSES)},
+                "note": {"type": "string", "maxLength": MAX_NOTE_CHARS},
+            },
+            ("status",),
+        ),
+        "additionalProperties": False,
+    },
+    "QueryRequest": {
+        **_obj({"text": STRING, "url": STRING}, ()),
+        "additionalProperties": False,
+    },
+    "QueryResult": _obj(
+        {
+            "results": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "work_id": STRING,
+                        "title": STRING,
+                        "score": {"type": "number"},
+                        "containment_work": {"type": "number"},
+                        "containment_page": {"type": "number"},
+                        "methods": STRINGS,
+                        "passages": {
+                            "type": "array",
+                            "items": _obj({"page_span": SPAN, "chars": {"type": "integer"}}),
+                        },
+                    }
+                ),
+            }
+        }
+    ),
+    "Summary": _obj(
+        {
+            "total": {"type": "integer"},
+            "capped": {"type": "boolean"},
+            "by_site": {
+                "type": "array",
+                "items": _obj({"site": STRING, "matches": {"type": "integer"}}),
+            },
+            "by_work": {
+                "type": "array",
+                "items": _obj({"work_id": STRING, "title": STRING, "matches": {"type": "integer"}}),
+            },
+        }
+    ),
+    "Notice": _obj(
+        {
+            "site": STRING,
+            "notice": STRING,
+            "matches": {"type": "integer"},
+            "more": {"type": "boolean"},
+        }
+    ),
+}
+BODY_SCHEMAS = {"Site": "SiteCreate"}
+"""Request bodies that use another schema than the response of the same name."""
+
+
+def _response(schema: str | None, description: str) -> dict[str, Any]:
+    if schema is None:
+        return {"description": description}
+    return {"description": description, "content": {"application/json": {"schema": _ref(schema)}}}
+
+
+def document(server: str = "") -> dict[str, Any]:
+    """The OpenAPI document, with ``server`` (this server's URL) as its server."""
+    paths: dict[str, dict[str, Any]] = {}
+    for op in OPERATIONS:
+        operation: dict[str, Any] = {
+            "operationId": op.operation_id,
+            "summary": op.summary,
+            "responses": {
+                code: _response(schema, "success" if code.startswith("2") else "refused")
+                for code, schema in op.responses.items()
+            },
+        }
+        operation["responses"]["default"] = _response("Error", "an error, in one line")
+        if op.params:
+            operation["parameters"] = list(op.params)
+        if op.body:
+            operation["requestBody"] = {
+                "required": True,
+                "content": {
+                    mime: {"schema": _ref(BODY_SCHEMAS.get(name, name))}
+                    for mime, name in op.body.items()
+                },
+            }
+        if op.role is None:
+            operation["security"] = []
+        else:
+            operation["description"] = f"Needs a token with the {op.role} role or a stronger one."
+        paths.setdefault(f"/api/v1{op.path}", {})[op.method.lower()] = operation
+    doc: dict[str, Any] = {
+        "openapi": "3.0.3",
+        "info": {
+            "title": "fptrack API",
+            "version": VERSION,
+            "description": "Works, sites, matches, queries and reports of an fptrack "
+            "deployment. Tokens are made in the admin (API tokens).",
+        },
+        "paths": paths,
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+        },
+        "security": [{"bearer": []}],
+    }
+    if server:
+        doc["servers"] = [{"url": server}]
+    return doc
