@@ -1,0 +1,214 @@
+"""What the evidence archive costs per page: bytes kept and time to write, store and verify.
+
+Issue 16, part 1. The pages of the pipeline benchmark's imitation pirate site
+(:mod:`bench.pipeline_site`, built from the real corpus, or any texts given) are each turned
+into the :class:`matcher.archive.Exchange` the crawler records (an nginx-like response with
+the page as body, UTF-8, or GBK for every third page as on many pirate sites, and the
+crawler's request), then:
+
+- ``warc``: :func:`matcher.archive.warc_bytes` (two gzipped WARC records through warcio,
+  with their digests), its size and time per page;
+- ``verify``: :func:`matcher.archive.verify` of that file (SHA-256 and both digests);
+- ``store``: :meth:`DirectoryArchive.put` (temporary file, fsync, rename) and
+  :meth:`GridFSArchive.put` into SecantusDB (in memory, a separate process; skipped with
+  ``--no-gridfs``), per page.
+
+Peers, same pages and run: the least a kept copy of the body costs, ``gzip.compress`` of
+the body alone at level 6 (what warcio uses), its size and time; and the raw body. Ratios:
+WARC file / gzip of the body (bytes and time). Medians over ``--runs`` (3) runs, with
+[min-max]. ``--json OUT`` writes every figure. ``--quick``: 100 pages, 1 run (unless
+``--pages`` or ``--runs`` say otherwise).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # run as a script: make `bench` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.pipeline_site import build_site
+from bench.pipeline_support import Child
+from matcher.archive import DirectoryArchive, Exchange, GridFSArchive, verify, warc_bytes
+
+DEFAULT_PAGES = 1000
+DEFAULT_RUNS = 3
+REQUEST_HEADERS = (
+    ("User-Agent", "fptrack (+https://github.com/fptrack)"),
+    ("Accept", "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"),
+    ("Accept-Language", "zh-CN,zh;q=0.9"),
+    ("Accept-Encoding", "gzip, deflate, br, zstd"),
+)
+
+
+def exchanges(folder: Path, limit: int) -> list[Exchange]:
+    """The crawler's record of each page file of the site in ``folder``."""
+    out = []
+    for n, path in enumerate(sorted((folder / "p").glob("*.html"))[:limit]):
+        html = path.read_text(encoding="utf-8")
+        charset = "gbk" if n % 3 == 2 else "utf-8"
+        body = html.encode(charset, "replace")
+        headers = (
+            ("Server", "nginx/1.24.0"),
+            ("Date", "Fri, 27 Nov 2026 04:05:06 GMT"),
+            ("Content-Type", f"text/html; charset={charset}"),
+            ("Content-Encoding", "gzip"),
+            ("Vary", "Accept-Encoding"),
+            ("Cache-Control", "max-age=600"),
+        )
+        out.append(
+            Exchange(
+                url=f"http://pirate.example/p/{path.name}",
+                status=200,
+                reason="OK",
+                response_headers=headers,
+                body=body,
+                fetched_at=datetime(2026, 11, 27, 4, 5, 6, tzinfo=UTC),
+                request_headers=REQUEST_HEADERS,
+            )
+        )
+    return out
+
+
+def timed(items: Sequence[Any], work: Callable[[Any], Any]) -> tuple[float, list[Any]]:
+    """Seconds per item of ``work`` over ``items``, and its results."""
+    started = time.perf_counter()
+    results = [work(x) for x in items]
+    return (time.perf_counter() - started) / max(len(items), 1), results
+
+
+def one_run(pages: list[Exchange], gridfs_uri: str | None) -> dict[str, float]:
+    warc_s, files = timed(pages, warc_bytes)
+    gzip_s, gzipped = timed(pages, lambda x: gzip.compress(x.body, 6))
+    verify_s, _ = timed(files, verify)
+    with tempfile.TemporaryDirectory(prefix="fptrack-archive-bench-") as tmp:
+        folder = DirectoryArchive(Path(tmp))
+        put_dir_s, _ = timed(files, folder.put)
+    run = {
+        "pages": len(pages),
+        "body_bytes": statistics.median(len(x.body) for x in pages),
+        "warc_bytes": statistics.median(len(f) for f in files),
+        "gzip_bytes": statistics.median(len(g) for g in gzipped),
+        "warc_ms": warc_s * 1000,
+        "gzip_ms": gzip_s * 1000,
+        "verify_ms": verify_s * 1000,
+        "put_dir_ms": put_dir_s * 1000,
+    }
+    if gridfs_uri:
+        import pymongo
+
+        client = pymongo.MongoClient(gridfs_uri)
+        db = client[f"archive_bench_{time.time_ns()}"]
+        try:
+            put_gridfs_s, _ = timed(files, GridFSArchive(db).put)
+            run["put_gridfs_ms"] = put_gridfs_s * 1000
+        finally:
+            client.drop_database(db.name)
+            client.close()
+    return run
+
+
+def summarise(runs: list[dict[str, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs]
+        out[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    median = {k: v["median"] for k, v in out.items()}
+    out["ratios"] = {
+        "warc_over_gzip_bytes": median["warc_bytes"] / median["gzip_bytes"],
+        "warc_over_body_bytes": median["warc_bytes"] / median["body_bytes"],
+        "warc_over_gzip_time": median["warc_ms"] / median["gzip_ms"],
+    }
+    return out
+
+
+def report(summary: dict[str, Any]) -> str:
+    def row(label: str, key: str, unit: str) -> str:
+        s = summary[key]
+        return f"  {label:<34} {s['median']:>10.2f} {unit:<3} [{s['min']:.2f}-{s['max']:.2f}]"
+
+    lines = [
+        f"evidence archive, {int(summary['pages']['median'])} pages (medians per page)",
+        row("page body", "body_bytes", "B"),
+        row("WARC file (response + request)", "warc_bytes", "B"),
+        row("peer: gzip of the body alone", "gzip_bytes", "B"),
+        row("write the WARC file (warcio)", "warc_ms", "ms"),
+        row("peer: gzip.compress of the body", "gzip_ms", "ms"),
+        row("verify (SHA-256 and digests)", "verify_ms", "ms"),
+        row("store in a folder (fsync)", "put_dir_ms", "ms"),
+    ]
+    if "put_gridfs_ms" in summary:
+        lines.append(row("store in GridFS (SecantusDB)", "put_gridfs_ms", "ms"))
+    r = summary["ratios"]
+    lines.append(
+        f"  ratios: WARC / gzip of the body {r['warc_over_gzip_bytes']:.2f}x bytes, "
+        f"{r['warc_over_gzip_time']:.2f}x time; WARC / raw body {r['warc_over_body_bytes']:.2f}x"
+    )
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m bench.archive_bench", description=__doc__)
+    parser.add_argument("--pages", type=int, default=None,
+                        help=f"pages (default {DEFAULT_PAGES}; --quick: 100)")  # fmt: skip
+    parser.add_argument("--runs", type=int, default=None,
+                        help=f"runs (default {DEFAULT_RUNS}; --quick: 1)")  # fmt: skip
+    parser.add_argument("--seed", type=int, default=0, help="site seed (default 0)")
+    parser.add_argument("--no-gridfs", action="store_true", help="skip GridFS (default: on)")
+    parser.add_argument("--quick", action="store_true", help="100 pages, 1 run")
+    parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    args = parser.parse_args(argv)
+    args.pages = args.pages or (100 if args.quick else DEFAULT_PAGES)
+    args.runs = args.runs or (1 if args.quick else DEFAULT_RUNS)
+    return args
+
+
+def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
+    args = parse_args(argv)
+    if texts is None:
+        import math
+
+        from bench.corpus import load_texts
+
+        texts = load_texts(math.inf)
+    site = build_site(texts, 20, args.pages, args.seed)
+    with tempfile.TemporaryDirectory(prefix="fptrack-archive-site-") as tmp:
+        pages = exchanges(site.write(Path(tmp)), args.pages)
+    mongo = None
+    with tempfile.TemporaryDirectory(prefix="fptrack-archive-logs-") as logs:
+        if not args.no_gridfs:
+            mongo = Child("mongodb", ["mongo-server"], Path(logs) / "mongo.log")
+        try:
+            uri = mongo.wait_ready() if mongo else None
+            runs = [one_run(pages, uri) for _ in range(args.runs)]
+        finally:
+            if mongo is not None:
+                mongo.stop()
+    summary = summarise(runs)
+    print(report(summary))
+    result = {
+        "bench": "archive",
+        "machine": {"python": platform.python_version(), "platform": platform.platform()},
+        "args": {"pages": args.pages, "runs": args.runs, "seed": args.seed},
+        "summary": summary,
+        "runs": runs,
+    }
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2), encoding="utf-8")
+    return result
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""Smoke test of ``bench/archive_bench.py`` on synthetic text (no download): every page's
+WARC file is written, verified and stored (a folder, and GridFS in the SecantusDB server the
+benchmark starts); the JSON holds the figures and ratios. It never asserts a speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import archive_bench
+from bench.eval_corpus import synthetic_texts
+
+
+def test_quick_run_writes_the_figures(tmp_path: Path) -> None:
+    out = tmp_path / "archive.json"
+    archive_bench.main(
+        ["--quick", "--pages", "30", "--json", str(out)], texts=synthetic_texts(60, seed=3)
+    )
+    result = json.loads(out.read_text(encoding="utf-8"))
+    summary = result["summary"]
+    assert result["args"] == {"pages": 30, "runs": 1, "seed": 0}
+    assert summary["pages"]["median"] == 30
+    for key in ("warc_ms", "gzip_ms", "verify_ms", "put_dir_ms", "put_gridfs_ms"):
+        assert summary[key]["median"] > 0, key
+    # a WARC file holds the gzipped body and the headers of both records
+    assert summary["gzip_bytes"]["median"] < summary["warc_bytes"]["median"]
+    assert summary["ratios"]["warc_over_gzip_bytes"] > 1
