@@ -1,0 +1,81 @@
+"""Sites that load their chapter text by script, crawled for real on 127.0.0.1: without
+``render`` the text is not there; with it, Chromium runs the pages' scripts and every part of
+the chapter is stored with its text and its script-built 下一页 / 上一页 links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crawler.run import crawl_in_process
+from matcher.archive import RENDERED_FIELD, Exchange, warc_bytes
+from matcher.sites import SiteConfig
+from tests.crawler.fixture_site import FixtureSite
+from tests.crawler.script_site import ENDPOINTS, PARTS, chromium, halves, script_pages
+from tests.crawler.support import RecordingIngest
+
+
+def crawl(site: FixtureSite, overrides: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    config = SiteConfig.from_dict({"name": "script", "start_urls": [site.url("/")], **fields})
+    return crawl_in_process([config], overrides, timeout=120)["script"]
+
+
+def test_without_render_the_chapter_text_is_not_found_and_no_browser_starts(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    first, second = halves()
+    with FixtureSite(script_pages()) as site:
+        stats = crawl(site, {**test_overrides, "FPTRACK_CHROMIUM": chromium()})
+        fetched = site.requested()
+    assert PARTS[0] in fetched  # the shell was crawled...
+    assert PARTS[1] not in fetched and not set(ENDPOINTS) & set(fetched)  # ...its script not run
+    stored = squeezed(" ".join(call["text"] for call in ingest.calls))
+    assert squeezed(first)[10:40] not in stored and squeezed(second)[:30] not in stored
+    assert not [key for key in stats if key.startswith("playwright/")]  # no browser at all
+
+
+def test_with_render_every_part_is_stored_with_its_text_and_links(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    first, second = halves()
+    with FixtureSite(script_pages()) as site:
+        stats = crawl(site, {**test_overrides, "FPTRACK_CHROMIUM": chromium()}, render=True)
+        fetched = site.requested()
+        pages = ingest.by_url()
+        one, two = pages[site.url(PARTS[0])], pages[site.url(PARTS[1])]
+        assert one["next_url"] == site.url(PARTS[1]) and two["prev_url"] == site.url(PARTS[0])
+    assert set(ENDPOINTS) <= set(fetched)  # Chromium ran the scripts
+    for part, text in ((one, first), (two, second)):
+        assert squeezed(text) in squeezed(part["text"])  # the whole part, line breaks aside
+    assert fetched.count("/robots.txt") == 1  # robots.txt read once, by Scrapy itself
+    assert stats["fptrack/pages"] == 2 and stats["playwright/browser_count"] == 1
+    exchange: Exchange = Exchange(**one["exchange"])
+    paragraph = max(first.splitlines(), key=len)
+    assert exchange.rendered and exchange.status == 200 and paragraph.encode() in exchange.body
+    assert dict(exchange.response_headers)["Content-Type"].startswith("text/html")
+    assert RENDERED_FIELD.encode() in _gunzip(warc_bytes(exchange))
+
+
+def test_a_render_site_without_its_browser_is_a_one_line_problem_of_the_crawl(
+    ingest: RecordingIngest, test_overrides: dict[str, Any], tmp_path: Any
+) -> None:
+    from matcher.crawl_runs import problems
+
+    missing = str(tmp_path / "no-chromium")
+    with FixtureSite(script_pages()) as site:
+        stats = crawl(site, {**test_overrides, "FPTRACK_CHROMIUM": missing}, render=True)
+        fetched = site.requested()
+    assert fetched == [] and ingest.calls == []
+    assert problems(stats) == [
+        f"its pages cannot be rendered: no Chromium at {missing} (install Debian's chromium "
+        "package, or set FPTRACK_CHROMIUM)"
+    ]
+
+
+def squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def _gunzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.decompress(data)
