@@ -129,6 +129,13 @@ def add_scan(sub: Any) -> None:
         help="stop crawling a site after this long; pages not reached are reported "
         f"(default: {DEFAULT_DEADLINE}; 0: none)",
     )
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="open every page in headless Chromium (FPTRACK_CHROMIUM, default "
+        "/usr/bin/chromium) and read the text its scripts load, for sites that load their "
+        "text by script; needs the extra 'render' (default: off, pages read as served)",
+    )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
     p.add_argument(
         "--warc",
@@ -285,6 +292,14 @@ def add_sites(sub: Any) -> None:
         "--authorised",
         action="store_true",
         help="a licensed site: its matches are recorded as authorised (default: not)",
+    )
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help="open each page in headless Chromium (FPTRACK_CHROMIUM, default "
+        "/usr/bin/chromium) and read the text its scripts load; needs the extra 'render' "
+        "(pip install 'fptrack[render]'). A page waits at most 30 s for its load event, then "
+        "at most 10 s for its network to settle (default: off, pages read as served)",
     )
     p = _command(
         sites,

@@ -50,7 +50,14 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     frontiers = _shared_frontier(ctx) if args.here else None
     try:
         stats = crawl_in_process(
-            [site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)}, None, frontiers, started
+            [site],
+            {
+                "FPTRACK_INGEST": Ingest(engine.store, enqueue),
+                "FPTRACK_CHROMIUM": ctx.settings.chromium,
+            },
+            None,
+            frontiers,
+            started,
         )
     finally:
         bar.close()

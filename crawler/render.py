@@ -47,7 +47,9 @@ def unavailable(chromium: str) -> str | None:
     try:
         import scrapy_playwright.handler  # noqa: F401
     except ImportError as exc:
-        return f"scrapy-playwright is not installed ({INSTALL_HINT}): {exc}"
+        if (exc.name or "").startswith("scrapy_playwright"):
+            return f"scrapy-playwright is not installed ({INSTALL_HINT})"
+        return f"scrapy-playwright cannot be loaded: {exc} ({INSTALL_HINT})"
     if not (os.path.isfile(chromium) and os.access(chromium, os.X_OK)):
         return (
             f"no Chromium at {chromium} (install Debian's chromium package, "

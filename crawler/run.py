@@ -260,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
         frontiers = _frontiers(settings) if args.frontier == "redis" else None
         on_lease = _announce if args.announce else None
-        overrides = {SETTINGS_SETTING: settings}
+        overrides = {SETTINGS_SETTING: settings, "FPTRACK_CHROMIUM": settings.chromium}
         all_stats = crawl_in_process([site], overrides, args.timeout, frontiers, on_lease)
         if all_stats[site.name].get("finish_reason") == BUSY:
             print(

@@ -149,11 +149,14 @@ class TestSites:
             "daily@02:30",
             "--depth",
             "2",
+            "--render",
         )
         assert "updated site pirate" in out
         status, out, _ = run(capsys, ctx, "sites", "list", "--json")
         [site] = json.loads(out)
-        assert (site["max_depth"], site["schedule"]) == (2, "daily@02:30")
+        assert (site["max_depth"], site["schedule"], site["render"]) == (2, "daily@02:30", True)
+        _, out, _ = run(capsys, ctx, "sites", "list")
+        assert out.rstrip().endswith("http://127.0.0.1:8000/ render")
         _, out, _ = run(capsys, ctx, "schedules", "--json")
         assert (
             "30 2 * * *"
