@@ -20,6 +20,7 @@ from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
 from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_PAGES
 from admin.scan_command import cmd_scan
+from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
 from matcher.settings import Settings
 from matcher.store import STATUSES
 
@@ -132,8 +133,8 @@ def add_scan(sub: Any) -> None:
     p.add_argument(
         "--render",
         action="store_true",
-        help="open every page in headless Chromium (FPTRACK_CHROMIUM, default "
-        "/usr/bin/chromium) and read the text its scripts load, for sites that load their "
+        help=f"open every page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
+        "and read the text its scripts load, for sites that load their "
         "text by script; needs the extra 'render' (default: off, pages read as served)",
     )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
@@ -296,10 +297,11 @@ def add_sites(sub: Any) -> None:
     p.add_argument(
         "--render",
         action="store_true",
-        help="open each page in headless Chromium (FPTRACK_CHROMIUM, default "
-        "/usr/bin/chromium) and read the text its scripts load; needs the extra 'render' "
-        "(pip install 'fptrack[render]'). A page waits at most 30 s for its load event, then "
-        "at most 10 s for its network to settle (default: off, pages read as served)",
+        help=f"open each page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
+        "and read the text its scripts load; needs the extra 'render' (pip install "
+        f"'fptrack[render]'). A page waits at most {RENDER_SECONDS:g} s for its load event, "
+        f"then at most {SETTLE_SECONDS:g} s for its network to settle (default: off, pages "
+        "read as served)",
     )
     p = _command(
         sites,

@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import Any
-
-from scrapy import Request
-from scrapy.crawler import Crawler
+from typing import TYPE_CHECKING, Any
 
 from matcher.crawl_runs import RENDER_UNAVAILABLE
+
+if TYPE_CHECKING:  # the command line reads this module's defaults without loading Scrapy
+    from scrapy import Request
+    from scrapy.crawler import Crawler
 
 CHROMIUM = "/usr/bin/chromium"
 RENDER_SECONDS = 30.0

@@ -22,15 +22,25 @@ def crawl(site: FixtureSite, overrides: dict[str, Any], **fields: Any) -> dict[s
 def test_without_render_the_chapter_text_is_not_found_and_no_browser_starts(
     ingest: RecordingIngest, test_overrides: dict[str, Any]
 ) -> None:
+    """The same site twice in one crawl, ``plain`` without render and ``script`` with it:
+    only the latter's requests go through a browser."""
     first, second = halves()
-    with FixtureSite(script_pages()) as site:
-        stats = crawl(site, {**test_overrides, "FPTRACK_CHROMIUM": chromium()})
-        fetched = site.requested()
+    overrides = {**test_overrides, "FPTRACK_CHROMIUM": chromium()}
+    with FixtureSite(script_pages()) as plain, FixtureSite(script_pages()) as rendered:
+        sites = [
+            SiteConfig.from_dict({"name": "plain", "start_urls": [plain.url("/")]}),
+            SiteConfig.from_dict(
+                {"name": "script", "start_urls": [rendered.url("/")], "render": True}
+            ),
+        ]
+        stats = crawl_in_process(sites, overrides, timeout=120)
+        fetched = plain.requested()
+        stored = squeezed(" ".join(c["text"] for c in ingest.calls if c["site"] == "plain"))
     assert PARTS[0] in fetched  # the shell was crawled...
     assert PARTS[1] not in fetched and not set(ENDPOINTS) & set(fetched)  # ...its script not run
-    stored = squeezed(" ".join(call["text"] for call in ingest.calls))
     assert squeezed(first)[10:40] not in stored and squeezed(second)[:30] not in stored
-    assert not [key for key in stats if key.startswith("playwright/")]  # no browser at all
+    assert not [key for key in stats["plain"] if key.startswith("playwright/")]  # no browser
+    assert stats["script"]["playwright/browser_count"] == 1 and stats["script"]["fptrack/pages"]
 
 
 def test_with_render_every_part_is_stored_with_its_text_and_links(
