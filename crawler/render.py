@@ -41,6 +41,10 @@ UNAVAILABLE_SETTING = "FPTRACK_RENDER_UNAVAILABLE"
 UNAVAILABLE_STAT = RENDER_UNAVAILABLE
 SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
 INSTALL_HINT = "pip install 'fptrack[render]'"
+# Last before the download handler: it marks a request after every other middleware, and
+# sees the response (or error) first, before the retry and redirect middlewares copy it.
+MIDDLEWARE_ORDER = 950
+PAGE_METHODS = "playwright_page_methods"
 
 
 def unavailable(chromium: str) -> str | None:
@@ -73,7 +77,7 @@ def render_settings(values: dict[str, Any]) -> dict[str, Any]:
         return {UNAVAILABLE_SETTING: problem}
     seconds = float(values.get("FPTRACK_RENDER_SECONDS", RENDER_SECONDS))
     middlewares = dict(values.get("DOWNLOADER_MIDDLEWARES") or {})
-    middlewares["crawler.render.RenderMiddleware"] = 60
+    middlewares["crawler.render.RenderMiddleware"] = MIDDLEWARE_ORDER
     return {
         "DOWNLOAD_HANDLERS": {"http": HANDLER, "https": HANDLER},
         "DOWNLOADER_MIDDLEWARES": middlewares,
@@ -101,8 +105,11 @@ def skip_heavy(request: Any) -> bool:
 
 class RenderMiddleware:
     """Marks the spider's page requests to be rendered (robots.txt and other requests of the
-    crawl are downloaded as they are). The marks are added at download time, so requests
-    on a shared frontier (:mod:`crawler.frontier`) stay plain JSON."""
+    crawl are downloaded as they are). The marks hold a :class:`PageMethod`, which a shared
+    frontier (:mod:`crawler.frontier`, JSON) cannot store: they are added just before the
+    download and taken off the request as soon as its response or error comes back, so that
+    a retried request goes back to the frontier without them (and gets them again on its
+    next download)."""
 
     def __init__(self, settle_seconds: float) -> None:
         self.settle_seconds = settle_seconds
@@ -116,7 +123,14 @@ class RenderMiddleware:
 
         from crawler.spiders.site import DEPTH
 
-        if DEPTH in request.meta and not request.meta.get("playwright"):
+        if DEPTH in request.meta:
             request.meta["playwright"] = True
             request.meta["playwright_page_goto_kwargs"] = {"wait_until": "load"}
-            request.meta["playwright_page_methods"] = [PageMethod(settle, self.settle_seconds)]
+            request.meta[PAGE_METHODS] = [PageMethod(settle, self.settle_seconds)]
+
+    def process_response(self, request: Request, response: Any, spider: Any = None) -> Any:
+        request.meta.pop(PAGE_METHODS, None)
+        return response
+
+    def process_exception(self, request: Request, exception: Exception, spider: Any = None) -> None:
+        request.meta.pop(PAGE_METHODS, None)

@@ -9,7 +9,7 @@ from typing import Any
 from crawler.run import crawl_in_process
 from matcher.archive import RENDERED_FIELD, Exchange, warc_bytes
 from matcher.sites import SiteConfig
-from tests.crawler.fixture_site import FixtureSite
+from tests.crawler.fixture_site import FixtureSite, page
 from tests.crawler.script_site import ENDPOINTS, PARTS, chromium, halves, script_pages
 from tests.crawler.support import RecordingIngest
 
@@ -79,6 +79,29 @@ def test_a_render_site_without_its_browser_is_a_one_line_problem_of_the_crawl(
         f"its pages cannot be rendered: no Chromium at {missing} (install Debian's chromium "
         "package, or set FPTRACK_CHROMIUM)"
     ]
+
+
+def test_a_rendered_page_retried_goes_back_through_the_shared_frontier(
+    ingest: RecordingIngest, test_overrides: dict[str, Any], redis_client: Any
+) -> None:
+    """Requests on a Redis frontier are JSON: a rendered page that answers 503 is retried
+    (Scrapy's RETRY_TIMES, 2) through it like any page, its render marks left out."""
+    from crawler.lease import RedisFrontiers
+
+    pages = script_pages()
+    pages["/"] = page('<html><body><a href="/book/1.html">一</a> <a href="/busy.html">二</a>')
+    pages["/busy.html"] = (503, {"Content-Type": "text/html"}, b"<p>busy</p>")
+    frontiers = RedisFrontiers(redis_client, "fptrack-render-test", lease_seconds=30)
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict(
+            {"name": "script", "start_urls": [site.url("/")], "render": True}
+        )
+        overrides = {**test_overrides, "FPTRACK_CHROMIUM": chromium()}
+        stats = crawl_in_process([config], overrides, timeout=120, frontiers=frontiers)
+        fetched = site.requested()
+        stored = set(ingest.by_url())
+    assert fetched.count("/busy.html") == 3 and stats["script"]["retry/count"] == 2
+    assert stored == {site.url(path) for path in PARTS}
 
 
 def squeezed(text: str) -> str:
