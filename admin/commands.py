@@ -191,6 +191,7 @@ def cmd_sites_add(args: argparse.Namespace, ctx: Context) -> int:
             obey_robots=not args.ignore_robots,
             schedule=args.schedule,
             authorised=args.authorised,
+            render=args.render,
         )
     except ValueError as exc:
         raise CommandError(str(exc), 2) from exc
@@ -207,7 +208,7 @@ def cmd_sites_list(args: argparse.Namespace, ctx: Context) -> int:
         dump_json([s.to_dict() for s in sites])
         return 0
     for s in sites:
-        flags = " authorised" if s.authorised else ""
+        flags = (" authorised" if s.authorised else "") + (" render" if s.render else "")
         print(f"{s.name}\t{s.schedule}\t{' '.join(s.start_urls)}{flags}")
     print(f"{len(sites)} site(s)", file=sys.stderr)
     return 0

@@ -20,6 +20,7 @@ from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
 from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_PAGES
 from admin.scan_command import cmd_scan
+from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
 from matcher.settings import Settings
 from matcher.store import STATUSES
 
@@ -128,6 +129,13 @@ def add_scan(sub: Any) -> None:
         metavar="SECONDS",
         help="stop crawling a site after this long; pages not reached are reported "
         f"(default: {DEFAULT_DEADLINE}; 0: none)",
+    )
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help=f"open every page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
+        "and read the text its scripts load, for sites that load their "
+        "text by script; needs the extra 'render' (default: off, pages read as served)",
     )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
     p.add_argument(
@@ -285,6 +293,15 @@ def add_sites(sub: Any) -> None:
         "--authorised",
         action="store_true",
         help="a licensed site: its matches are recorded as authorised (default: not)",
+    )
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help=f"open each page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
+        "and read the text its scripts load; needs the extra 'render' (pip install "
+        f"'fptrack[render]'). A page waits at most {RENDER_SECONDS:g} s for its load event, "
+        f"then at most {SETTLE_SECONDS:g} s for its network to settle (default: off, pages "
+        "read as served)",
     )
     p = _command(
         sites,

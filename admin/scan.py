@@ -67,9 +67,10 @@ DEFAULT_DEADLINE = 1800
 
 
 def site_config(
-    url: str, index: int, max_pages: int, deadline: int = DEFAULT_DEADLINE
+    url: str, index: int, max_pages: int, deadline: int = DEFAULT_DEADLINE, render: bool = False
 ) -> SiteConfig:
-    """A one-off site configuration for a scanned URL (links within its host)."""
+    """A one-off site configuration for a scanned URL (links within its host; its pages
+    rendered in Chromium with ``render``)."""
     parts = urlsplit(url)
     host = (parts.hostname or "site").replace(":", "-")
     name = f"scan{index}-{host}" + (f"-{parts.port}" if parts.port else "")
@@ -80,6 +81,7 @@ def site_config(
         max_depth=DEFAULT_MAX_DEPTH,
         deadline=deadline,
         schedule="never",
+        render=render,
     )
 
 
@@ -140,6 +142,7 @@ def run_scan(
     crawl_overrides: dict[str, Any] | None = None,
     index_pages: bool = False,
     archive: Archive | None = None,
+    render: bool = False,
 ) -> tuple[ScanResult, Engine]:
     """Register the works, crawl the sites, match every page; returns the result and engine.
 
@@ -148,7 +151,9 @@ def run_scan(
     (``matcher.maintenance.drop_indexes``). The pages are added to the pages' index only
     with ``index_pages`` (an admin served over the result registers works later, and those
     are matched against the pages crawled). With an ``archive`` the pages' HTTP exchanges
-    are kept there (:mod:`matcher.archive`) and the matches point at them.
+    are kept there (:mod:`matcher.archive`) and the matches point at them. With ``render``
+    every page is opened in headless Chromium (:mod:`crawler.render`; ``FPTRACK_CHROMIUM``
+    in ``crawl_overrides`` names it).
     """
     from crawler.run import crawl_in_process
     from matcher.celery_app import make_app
@@ -191,7 +196,7 @@ def run_scan(
         doc = engine.store.get_page(page_id, {"url": 1})
         on_page(doc["url"] if doc else page_id)
 
-    sites = [site_config(url, i, max_pages, deadline) for i, url in enumerate(site_urls, 1)]
+    sites = [site_config(url, i, max_pages, deadline, render) for i, url in enumerate(site_urls, 1)]
     ingest = Ingest(engine.store, enqueue, archive=archive)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)

@@ -87,10 +87,12 @@ def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
             except redis.RedisError as exc:
                 raise CommandError(outage.line("Redis", redis_url, exc)) from exc
             stack.callback(drop_keys, client, settings.redis_prefix)
-        return _scan(args, settings, redis_url, stack)
+        return _scan(args, settings, redis_url, stack, ctx.settings.chromium)
 
 
-def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack: ExitStack) -> int:
+def _scan(
+    args: argparse.Namespace, settings: Any, redis_url: str | None, stack: ExitStack, chromium: str
+) -> int:
     from admin.scan import run_scan, serve_directory
 
     urls = list(args.site)
@@ -118,6 +120,8 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
             on_page=lambda u: pages_bar.update(1),
             index_pages=args.serve is not None,
             archive=archive,
+            render=args.render,
+            crawl_overrides={"FPTRACK_CHROMIUM": chromium},
         )
     finally:
         works_bar.close()
@@ -137,7 +141,7 @@ def _scan(args: argparse.Namespace, settings: Any, redis_url: str | None, stack:
     for error in result.errors:
         print(f"fptrack: error: {error}", file=sys.stderr)
     if args.serve is not None:
-        serve_scan(engine, args.serve, archive)
+        serve_scan(engine, args.serve, archive, {"FPTRACK_CHROMIUM": chromium})
     return 1 if result.errors else 0
 
 
@@ -174,7 +178,9 @@ def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[s
     path.write_text(page, encoding="utf-8")
 
 
-def serve_scan(engine: Engine, bind: str, archive: Any = None) -> None:
+def serve_scan(
+    engine: Engine, bind: str, archive: Any = None, crawl_overrides: dict[str, Any] | None = None
+) -> None:
     """Serve the admin platform over the scan's in-memory results until interrupted.
 
     One account, ``admin``, with a random password printed once: there is no default one.
@@ -195,7 +201,7 @@ def serve_scan(engine: Engine, bind: str, archive: Any = None) -> None:
     lock = threading.RLock()
     app = create_app(
         ctx,
-        dispatch=InlineDispatch(ctx, lock),
+        dispatch=InlineDispatch(ctx, lock, crawl_overrides),
         lock=lock,
         schedules=False,
         secret_key=secrets.token_hex(32),

@@ -17,6 +17,7 @@ from admin.context import Context
 from admin.errors import CommandError
 from admin.health import checks, require_stores
 from matcher import jobs
+from matcher.crawl_runs import RENDER_UNAVAILABLE
 from matcher.sites import SiteConfig
 
 
@@ -50,7 +51,14 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     frontiers = _shared_frontier(ctx) if args.here else None
     try:
         stats = crawl_in_process(
-            [site], {"FPTRACK_INGEST": Ingest(engine.store, enqueue)}, None, frontiers, started
+            [site],
+            {
+                "FPTRACK_INGEST": Ingest(engine.store, enqueue),
+                "FPTRACK_CHROMIUM": ctx.settings.chromium,
+            },
+            None,
+            frontiers,
+            started,
         )
     finally:
         bar.close()
@@ -59,6 +67,10 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
         raise CommandError(f"all {site.crawlers} crawler slot(s) of {site.name} are held")
     if leases:
         jobs.record_crawler_ended(ctx.ops, site.name, leases[0], "finished", s)
+    if s.get(RENDER_UNAVAILABLE):
+        raise CommandError(
+            f"site {site.name}: its pages cannot be rendered: {s[RENDER_UNAVAILABLE]}"
+        )
     print(
         f"{site.name}: {s.get('fptrack/pages', 0)} page(s), "
         f"{s.get('response_received_count', 0)} response(s), "

@@ -48,6 +48,7 @@ from crawler.lease import CrawlLease, LeaseCallback, RedisFrontiers
 from crawler.scheduler import frontier_settings
 from crawler.settings import SETTINGS_SETTING, crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
+from matcher.crawl_runs import RENDER_UNAVAILABLE
 from matcher.errors import MatcherError
 from matcher.sites import SiteConfig, SiteConfigError
 
@@ -199,6 +200,8 @@ def _jsonable(value: Any) -> Any:
 
 def crawl_problem(stats: Stats) -> str | None:
     """A one-line reason when a finished crawl fetched nothing at all, else None."""
+    if stats.get(RENDER_UNAVAILABLE):
+        return f"its pages cannot be rendered: {stats[RENDER_UNAVAILABLE]}"
     if stats.get("downloader/response_count", 0) > 0:
         return None
     errors = sorted(k.removeprefix("fptrack/errors/") for k in stats if "/errors/" in k)
@@ -257,7 +260,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
         frontiers = _frontiers(settings) if args.frontier == "redis" else None
         on_lease = _announce if args.announce else None
-        overrides = {SETTINGS_SETTING: settings}
+        overrides = {SETTINGS_SETTING: settings, "FPTRACK_CHROMIUM": settings.chromium}
         all_stats = crawl_in_process([site], overrides, args.timeout, frontiers, on_lease)
         if all_stats[site.name].get("finish_reason") == BUSY:
             print(

@@ -50,6 +50,11 @@ Defaults:
   pages off the reactor thread (:mod:`crawler.reader_pool`).
 - ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
   (the densest block, no trafilatura) and counted as ``fptrack/extract_timeout``.
+- For a site with ``render`` on (:mod:`crawler.render`): ``FPTRACK_CHROMIUM``
+  (``/usr/bin/chromium``), the browser; ``FPTRACK_RENDER_SECONDS`` (30 s) for a page's
+  ``load`` event, then ``FPTRACK_RENDER_SETTLE_SECONDS`` (10 s) at most for its network to
+  settle; ``FPTRACK_RENDER_PAGES`` (4) pages open at once. The render settings
+  (``DOWNLOAD_HANDLERS`` and ``PLAYWRIGHT_*``) are set after ``overrides``, from them.
 
 ``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
 "2.7" implementation and no longer read the setting.
@@ -61,6 +66,7 @@ from typing import Any
 
 from scrapy.settings import Settings
 
+from crawler import render
 from matcher.sites import SiteConfig
 
 BOT_NAME = "fptrack"
@@ -95,6 +101,10 @@ FPTRACK_MAX_LINKS_PER_PAGE = 5000
 FPTRACK_MAX_REQUESTS = 1_000_000
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
+FPTRACK_CHROMIUM = render.CHROMIUM
+FPTRACK_RENDER_SECONDS = render.RENDER_SECONDS
+FPTRACK_RENDER_SETTLE_SECONDS = render.SETTLE_SECONDS
+FPTRACK_RENDER_PAGES = render.RENDER_PAGES
 
 INGEST_SETTING = "FPTRACK_INGEST"
 SETTINGS_SETTING = "FPTRACK_SETTINGS"
@@ -148,6 +158,8 @@ def crawl_settings(site: SiteConfig, overrides: dict[str, Any] | None = None) ->
     if site.deadline > 0:
         values["CLOSESPIDER_TIMEOUT"] = site.deadline
     values.update(overrides or {})
+    if site.render:
+        values.update(render.render_settings(values))
     for name in (INGEST_SETTING, SETTINGS_SETTING):
         value = values.get(name)
         if value is not None and not isinstance(value, ByReference):

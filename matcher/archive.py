@@ -37,6 +37,10 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 Headers = Sequence[tuple[str, str]]
+RENDERED_FIELD = "Fptrack-Rendered"
+"""A named field of a rendered page's response record (WARC 1.1 allows fields of one's
+own): ``chromium; body is the DOM after the page's scripts ran``."""
+RENDERED_VALUE = "chromium; body is the DOM after the page's scripts ran"
 _DROPPED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
 
 
@@ -56,6 +60,9 @@ class Exchange:
     method: str = "GET"
     request_headers: Headers = field(default_factory=tuple)
     reason: str = ""
+    rendered: bool = False
+    """The body is the DOM a browser built from the document (its scripts run), not the
+    document's own bytes: the response record then says so (:data:`RENDERED_FIELD`)."""
 
 
 def sha256_hex(data: bytes) -> str:
@@ -76,13 +83,16 @@ def warc_bytes(exchange: Exchange) -> bytes:
     ]
     headers.append(("Content-Length", str(len(exchange.body))))
     status = f"{exchange.status} {exchange.reason}".strip()
+    warc_headers = {"WARC-Date": when}
+    if exchange.rendered:
+        warc_headers[RENDERED_FIELD] = RENDERED_VALUE
     response = writer.create_warc_record(
         exchange.url,
         "response",
         payload=io.BytesIO(exchange.body),
         length=len(exchange.body),
         http_headers=StatusAndHeaders(status, headers, protocol="HTTP/1.1"),
-        warc_headers_dict={"WARC-Date": when},
+        warc_headers_dict=warc_headers,
     )
     parts = urlsplit(exchange.url)
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -27,6 +27,7 @@ from typing import Any
 
 FRONTIER = "fptrack/frontier/"
 SUMMED_FRONTIER_STATS = frozenset({FRONTIER + "reclaimed", FRONTIER + "requeued"})
+RENDER_UNAVAILABLE = "fptrack/render_unavailable"
 LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds"})
 
 
@@ -94,7 +95,8 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def problems(stats: dict[str, Any]) -> list[str]:
-    """What kept a crawl from its pages, from its stats (empty when nothing did): no
+    """What kept a crawl from its pages, from its stats (empty when nothing did): a site
+    whose pages should be rendered in Chromium and cannot be (:mod:`crawler.render`), no
     response at all, robots.txt forbidding the whole crawl, requests that timed out,
     responses over the size limit, the crawl's deadline.
 
@@ -102,7 +104,12 @@ def problems(stats: dict[str, Any]) -> list[str]:
     ['robots.txt forbids fptrack to crawl it (1 request(s) not made)']
     >>> problems({"response_received_count": 9, "fptrack/pages": 8, "robotstxt/forbidden": 2})
     []
+    >>> problems({"fptrack/render_unavailable": "no Chromium at /x"})
+    ['its pages cannot be rendered: no Chromium at /x']
     """
+    unrendered = stats.get(RENDER_UNAVAILABLE)
+    if unrendered:  # nothing was requested: the crawl's only problem
+        return [f"its pages cannot be rendered: {unrendered}"]
     out = []
     if not stats.get("response_received_count", 0):
         errors = sorted(

@@ -133,6 +133,9 @@ class Settings:
     task_max_retries: int = 8
     crawl_timeout: int = 6000
     crawl_lease: int = 120
+    chromium: str = "/usr/bin/chromium"
+    """The headless browser that renders the pages of sites with ``render`` on
+    (:mod:`crawler.render`)."""
     daily_at: str = "03:00"
     admin_secret: str = field(default="", repr=False)
     policy: MatchPolicy = field(default_factory=MatchPolicy)

@@ -74,6 +74,8 @@ class SiteConfig:
     ``schedule``: ``daily`` (at the hour beat chooses), ``daily@HH:MM`` (UTC), ``hourly``,
     ``every N m|h|s``, ``cron M H DOM MON DOW`` or ``never``. An ``authorised`` site is
     licensed to carry the works: its matches are recorded as authorised.
+    ``render`` opens each page in headless Chromium and reads the DOM its scripts built
+    (:mod:`crawler.render`; extra ``render``), for sites that load their text by script.
     """
 
     name: str
@@ -91,6 +93,7 @@ class SiteConfig:
     crawlers: int = 1
     schedule: str = "daily"
     authorised: bool = False
+    render: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
 
     def __post_init__(self) -> None:

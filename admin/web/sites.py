@@ -12,7 +12,7 @@ from matcher.sites import SiteConfig, SiteConfigError
 
 bp = Blueprint("sites", __name__, url_prefix="/sites")
 LINE_FIELDS = ("start_urls", "allowed_domains", "include", "exclude")
-FLAG_FIELDS = ("join_next_pages", "obey_robots", "authorised")
+FLAG_FIELDS = ("join_next_pages", "obey_robots", "authorised", "render")
 INT_FIELDS = {"max_depth": 5, "max_pages": 0, "deadline": 0, "crawlers": 1}  # with their defaults
 
 

@@ -65,6 +65,7 @@ from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
 from crawler.reader_pool import ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob
+from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
 from matcher.pages import GonePage
 from matcher.sites import SiteConfig, SiteConfigError
@@ -83,7 +84,9 @@ def canonical(url: str) -> str:
 
 
 def exchange_of(response: Response, fetched_at: datetime) -> Exchange:
-    """The response and its request as fetched, for the evidence archive."""
+    """The response and its request as fetched, for the evidence archive. A page rendered
+    in Chromium (:mod:`crawler.render`) keeps its document's status and headers as fetched,
+    with the rendered DOM as its body, and is marked ``rendered``."""
     request = response.request
 
     def pairs(headers: Any) -> list[tuple[str, str]]:
@@ -106,6 +109,7 @@ def exchange_of(response: Response, fetched_at: datetime) -> Exchange:
         fetched_at=fetched_at,
         method=request.method if request is not None else "GET",
         request_headers=pairs(request.headers) if request is not None else [],
+        rendered="playwright" in response.flags,
     )
 
 
@@ -137,6 +141,7 @@ class SiteSpider(scrapy.Spider):
         max_requests: int = 1_000_000,
         extract_workers: int = 2,
         extract_seconds: float = 10.0,
+        render_unavailable: str = "",
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -152,6 +157,7 @@ class SiteSpider(scrapy.Spider):
         self.max_links = max_links
         self.max_requests = max_requests
         self.extract_seconds = extract_seconds
+        self.render_unavailable = render_unavailable if config.render else ""
         self.readers: ReaderPool = shared_pool(extract_workers)
         self._requested: set[int] = set()
         self._include = [re.compile(p) for p in config.include]
@@ -169,12 +175,20 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("max_requests", settings.getint("FPTRACK_MAX_REQUESTS", 1_000_000))
         kwargs.setdefault("extract_workers", settings.getint("FPTRACK_EXTRACT_WORKERS", 2))
         kwargs.setdefault("extract_seconds", settings.getfloat("FPTRACK_EXTRACT_SECONDS", 10.0))
+        kwargs.setdefault("render_unavailable", settings.get(UNAVAILABLE_SETTING) or "")
         return super().from_crawler(crawler, *args, **kwargs)
 
     # requests -------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        """One request per start URL, at depth 0."""
+        """One request per start URL, at depth 0; none when the site's pages should be
+        rendered and cannot be (the reason is recorded as ``fptrack/render_unavailable``)."""
+        if self.render_unavailable:
+            self.logger.error("pages cannot be rendered: %s", self.render_unavailable)
+            crawler = getattr(self, "crawler", None)
+            if crawler is not None:
+                crawler.stats.set_value(UNAVAILABLE_STAT, self.render_unavailable)
+            return
         for url in self.start_urls:
             request = self._request(url, 0)
             if request is not None:

@@ -151,11 +151,14 @@ class TestSites:
             "daily@02:30",
             "--depth",
             "2",
+            "--render",
         )
         assert "updated site pirate" in out
         status, out, _ = run(capsys, ctx, "sites", "list", "--json")
         [site] = json.loads(out)
-        assert (site["max_depth"], site["schedule"]) == (2, "daily@02:30")
+        assert (site["max_depth"], site["schedule"], site["render"]) == (2, "daily@02:30", True)
+        _, out, _ = run(capsys, ctx, "sites", "list")
+        assert out.rstrip().endswith("http://127.0.0.1:8000/ render")
         _, out, _ = run(capsys, ctx, "schedules", "--json")
         assert (
             "30 2 * * *"
@@ -286,6 +289,32 @@ def test_crawl_inline_records_matches(capsys, ctx) -> None:
     assert works == ["lighthouse.txt", "lighthouse.txt", "tea-history.txt"]
     status, _, err = run(capsys, ctx, "crawl", "nowhere")
     assert status == 1 and one_line_error(err)
+
+
+def test_crawl_inline_of_a_rendered_site_matches_the_text_its_scripts_load(
+    capsys, ctx: Context, tmp_path: Path
+) -> None:
+    """`fptrack sites add URL --render` then `fptrack crawl SITE --inline`: Chromium runs the
+    pages' scripts, and the work they load is matched on both parts of its chapter; with no
+    browser the crawl ends in one line."""
+    from dataclasses import replace
+
+    from tests.crawler.fixture_site import FixtureSite
+    from tests.crawler.script_site import PARTS, WORK, chromium, script_pages
+
+    ctx.engine.add_work(WORK.read_text(encoding="utf-8"), title=WORK.name, source=WORK.name)
+    browser = Context(engine=ctx.engine, settings=replace(ctx.settings, chromium=chromium()))
+    missing = str(tmp_path / "chromium")
+    none = Context(engine=ctx.engine, settings=replace(ctx.settings, chromium=missing))
+    with FixtureSite(script_pages()) as site:
+        run(capsys, browser, "sites", "add", site.url("/"), "--name", "script", "--render")
+        status, out, err = run(capsys, browser, "crawl", "script", "--inline")
+        assert status == 0 and "script: 2 page(s)" in out, err
+        _, out, _ = run(capsys, browser, "matches", "list", "--site", "script", "--json")
+        assert sorted(m["url"] for m in json.loads(out)) == [site.url(p) for p in PARTS]
+        status, _, err = run(capsys, none, "crawl", "script", "--inline")
+    assert status == 1 and one_line_error(err)
+    assert f"site script: its pages cannot be rendered: no Chromium at {missing}" in err
 
 
 def test_crawl_here_is_one_crawler_of_the_shared_frontier(

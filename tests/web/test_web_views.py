@@ -312,14 +312,16 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     site = web_ctx.ops.get_site("pirate")
     assert site.start_urls == ("http://pirate.example/", "http://pirate.example/list")
     assert (site.max_depth, site.schedule, site.authorised) == (3, "daily@04:30", False)
+    assert not site.render and 'name="render" >' in _text(as_admin.get("/sites/pirate/edit"))
     assert post(as_admin, "/sites/new", form).status_code == 400  # exists
     bad = post(as_admin, "/sites/new", {**form, "name": "x y", "schedule": "sometimes"})
     assert bad.status_code == 400 and 'id="form-error"' in _text(bad)
 
     match, _ = seed_match(web_ctx)
-    edit = post(as_admin, "/sites/pirate/edit", {**form, "authorised": "on"})
+    edit = post(as_admin, "/sites/pirate/edit", {**form, "authorised": "on", "render": "on"})
     assert edit.status_code == 302
-    assert web_ctx.ops.get_site("pirate").authorised
+    assert web_ctx.ops.get_site("pirate").authorised and web_ctx.ops.get_site("pirate").render
+    assert 'name="render" checked>' in _text(as_admin.get("/sites/pirate/edit"))
     assert web_ctx.ops.db.matches.find_one({"_id": match["_id"]})["status"] == "authorised"
     assert "daily@04:30" in _text(as_admin.get("/sites/pirate"))
     web_ctx.ops.record_crawl(

@@ -1,0 +1,75 @@
+"""``fptrack scan --render``: a site that loads its chapter text by script, scanned for real
+(Chromium runs its scripts), is matched against the work it copies; without ``--render``
+the copy is not seen; without scrapy-playwright the scan says so in one line."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from matcher.archive import RENDERED_FIELD, verify
+from tests.admin.test_scan import ROOT, WORKS, scan
+from tests.crawler.fixture_site import FixtureSite
+from tests.crawler.script_site import PARTS, WORK, chromium, halves, script_pages
+
+
+@pytest.fixture
+def browser_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FPTRACK_CHROMIUM", chromium())
+
+
+def test_a_rendered_site_is_matched_and_archived_as_rendered(
+    capsys, tmp_path: Path, browser_env: None
+) -> None:
+    out, warc = tmp_path / "out.json", tmp_path / "evidence.warc.gz"
+    with FixtureSite(script_pages()) as site:
+        argv = ["--works", str(WORKS), "--site", site.url("/"), "--json", str(out)]
+        status, err = scan(capsys, *argv, "--render", "--warc", str(warc))
+        result = json.loads(out.read_text(encoding="utf-8"))
+        matched = {(m["url"], m["work"]) for m in result["matches"]}
+        assert status == 0, err
+        assert matched == {(site.url(path), WORK.name) for path in PARTS}
+    records = [r for r in verify(warc.read_bytes()) if r.kind == "response"]
+    assert {r.url for r in records} == {site.url(path) for path in PARTS}
+    first, second = halves()
+    for record in records:
+        part = first if record.url.endswith(PARTS[0]) else second
+        assert max(part.splitlines(), key=len).encode() in record.payload  # the rendered DOM
+    assert gzip.decompress(warc.read_bytes()).count(RENDERED_FIELD.encode()) == 2
+
+
+def test_without_render_the_copy_is_not_seen(capsys, tmp_path: Path, browser_env: None) -> None:
+    out = tmp_path / "out.json"
+    with FixtureSite(script_pages()) as site:
+        argv = ["--works", str(WORKS), "--site", site.url("/"), "--json", str(out)]
+        status, err = scan(capsys, *argv)
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 0, err
+    assert result["matches"] == [] and result["pages"] == 0  # shells and a link list only
+
+
+def test_without_scrapy_playwright_the_scan_says_so_in_one_line(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    absent = "import sys; sys.modules['scrapy_playwright'] = None; from admin.cli import main"
+    with FixtureSite(script_pages()) as site:
+        argv = ["--works", str(WORKS), "--site", site.url("/"), "--json", str(out), "--render"]
+        done = subprocess.run(
+            [sys.executable, "-c", f"{absent}; sys.exit(main(sys.argv[1:]))", "scan", *argv],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            timeout=300,
+        )
+        fetched = site.requested()
+    errors = [line for line in done.stderr.splitlines() if "error" in line.lower()]
+    assert done.returncode == 1 and "Traceback" not in done.stderr and fetched == []
+    assert errors == [
+        f"fptrack: error: site {site.url('/')} could not be crawled: its pages cannot be "
+        "rendered: scrapy-playwright is not installed (pip install 'fptrack[render]')"
+    ]
+    assert json.loads(out.read_text(encoding="utf-8"))["errors"] == [errors[0].split(": ", 2)[2]]
