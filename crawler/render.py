@@ -12,7 +12,8 @@ taken as it is); the rendered DOM (``page.content()``) is the response body the 
 reads. Other requests of the crawl (robots.txt) go through the handler to Scrapy's own
 HTTP download, and sites without ``render`` never get the handler: they never start a
 browser. At most ``FPTRACK_RENDER_PAGES`` (4) pages are open at once per crawl; images,
-media and fonts are not fetched by the browser (:func:`skip_heavy`).
+media and fonts are not fetched by the browser, nor anything on another port of the page's
+host or on an internal address of another host (:func:`refused`).
 
 When rendering is not possible (scrapy-playwright not installed, no Chromium at
 ``FPTRACK_CHROMIUM``, a reactor other than asyncio's), :func:`render_settings` says why in
@@ -23,8 +24,10 @@ reason, a problem of the crawl (:func:`matcher.crawl_runs.problems`), one line.
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 from matcher.crawl_runs import RENDER_UNAVAILABLE
 
@@ -40,6 +43,7 @@ HANDLER = "scrapy_playwright.handler.ScrapyPlaywrightDownloadHandler"
 UNAVAILABLE_SETTING = "FPTRACK_RENDER_UNAVAILABLE"
 UNAVAILABLE_STAT = RENDER_UNAVAILABLE
 SKIPPED_RESOURCES = frozenset({"image", "media", "font"})
+DEFAULT_PORTS = {"http": 80, "https": 443}
 INSTALL_HINT = "pip install 'fptrack[render]'"
 # Last before the download handler: it marks a request after every other middleware, and
 # sees the response (or error) first, before the retry and redirect middlewares copy it.
@@ -85,7 +89,7 @@ def render_settings(values: dict[str, Any]) -> dict[str, Any]:
         "PLAYWRIGHT_LAUNCH_OPTIONS": {"executable_path": chromium, "headless": True},
         "PLAYWRIGHT_DEFAULT_NAVIGATION_TIMEOUT": seconds * 1000,
         "PLAYWRIGHT_MAX_PAGES_PER_CONTEXT": int(values.get("FPTRACK_RENDER_PAGES", RENDER_PAGES)),
-        "PLAYWRIGHT_ABORT_REQUEST": "crawler.render.skip_heavy",
+        "PLAYWRIGHT_ABORT_REQUEST": "crawler.render.refused",
     }
 
 
@@ -98,9 +102,57 @@ async def settle(page: Any, seconds: float) -> None:
         await page.wait_for_load_state("networkidle", timeout=seconds * 1000)
 
 
-def skip_heavy(request: Any) -> bool:
-    """Whether the browser skips a subresource: images, media and fonts carry no text."""
-    return request.resource_type in SKIPPED_RESOURCES
+def refused(request: Any) -> bool:
+    """Whether the browser is kept from a request a page's scripts or markup make: images,
+    media and fonts (they carry no text), and the requests :func:`internal_target` refuses
+    (a hostile page may not use the crawler's browser to reach the crawler's network)."""
+    if request.resource_type in SKIPPED_RESOURCES:
+        return True
+    try:
+        frame = request.frame
+        main_document = request.is_navigation_request() and frame.parent_frame is None
+        page_url = frame.url
+    except Exception:  # a service worker's request has no frame
+        main_document, page_url = False, ""
+    return not main_document and internal_target(request.url, page_url)
+
+
+def internal_target(url: str, page_url: str) -> bool:
+    """Whether a page at ``page_url`` may not have its browser request ``url``: another
+    scheme than http(s) (``data:`` and ``blob:`` aside), another port of the page's own host
+    (as the crawler never crawls one, :mod:`crawler.origin`), or, on another host, a
+    loopback, private, link-local or reserved address, or ``localhost``.
+
+    >>> internal_target("http://127.0.0.1:8080/api/1.json", "http://127.0.0.1:8080/book/1.html")
+    False
+    >>> internal_target("http://127.0.0.1:6379/", "http://127.0.0.1:8080/book/1.html")
+    True
+    >>> internal_target("http://169.254.169.254/latest/", "https://pirate.example/1.html")
+    True
+    >>> internal_target("https://cdn.example/app.js", "https://pirate.example/1.html")
+    False
+    """
+    target = urlsplit(url)
+    if target.scheme in ("data", "blob"):
+        return False
+    if target.scheme not in ("http", "https"):
+        return True
+    try:
+        host, port = (target.hostname or "").lower(), target.port or DEFAULT_PORTS[target.scheme]
+        page = urlsplit(page_url)
+        page_host = (page.hostname or "").lower()
+        page_port = page.port or DEFAULT_PORTS.get(page.scheme, 0)
+    except ValueError:  # a port out of range
+        return True
+    if host == page_host:
+        return port != page_port
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False  # a name: resolved by the browser, as the page's own host was
+    return not address.is_global
 
 
 class RenderMiddleware:

@@ -112,3 +112,30 @@ def _gunzip(data: bytes) -> bytes:
     import gzip
 
     return gzip.decompress(data)
+
+
+def test_a_rendered_page_cannot_reach_other_ports_or_internal_addresses(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    """The chapter's script also asks another service of the host, by address and by
+    ``localhost``, for a page and an image: the browser never sends those requests, and the
+    chapter is rendered all the same."""
+    first, _ = halves()
+    with FixtureSite({"/secret": page("<p>内部服务</p>")}) as internal:
+        probes = "".join(
+            f'fetch("{url}").catch(() => null);'
+            for url in (internal.url("/secret"), internal.url("/secret", host="localhost"))
+        )
+        image = f'<img src="{internal.url("/secret")}">'
+        pages = script_pages()
+        status, headers, body = pages[PARTS[0]]
+        pages[PARTS[0]] = (
+            status,
+            headers,
+            body.replace(b"<script>", f"{image}<script>{probes}".encode()),
+        )
+        with FixtureSite(pages) as site:
+            crawl(site, {**test_overrides, "FPTRACK_CHROMIUM": chromium()}, render=True)
+            text = ingest.by_url()[site.url(PARTS[0])]["text"]
+        assert internal.requested() == []
+    assert squeezed(first)[:40] in squeezed(text)
