@@ -1,19 +1,21 @@
 """API tokens in the admin: each user lists, makes and revokes their own (an admin: anyone's).
 
-A new token's secret is shown once, on the page that answers its creation, and never again
-(only its hash is kept, :mod:`admin.web.api_tokens`).
+A new token's secret is shown once and never again (only its hash is kept,
+:mod:`admin.web.api_tokens`): the form's answer redirects to the list (so reloading it
+makes no second token), which takes the secret out of the session as it shows it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, flash, g, redirect, render_template, request, url_for
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
 
 from admin.web.api_tokens import ApiTokens
 from admin.web.users import ROLES, UserError
 
 bp = Blueprint("tokens", __name__, url_prefix="/tokens")
+ISSUED_KEY = "issued_token"
 
 
 def _tokens() -> ApiTokens:
@@ -22,9 +24,10 @@ def _tokens() -> ApiTokens:
     return ApiTokens(services().ctx.engine.store)
 
 
-def _page(issued: Any = None, error: str = "", code: int = 200) -> Any:
+def _page(error: str = "", code: int = 200) -> Any:
     roles = [r for r in ROLES if g.user.can(r)]
     tokens = _tokens().list(g.user)
+    issued = session.pop(ISSUED_KEY, None)
     page = render_template("tokens.html", tokens=tokens, roles=roles, issued=issued, error=error)
     return page, code
 
@@ -42,7 +45,9 @@ def create() -> Any:
         )
     except UserError as exc:
         return _page(error=str(exc), code=400)
-    return _page(issued=issued)
+    record = issued.record
+    session[ISSUED_KEY] = {"secret": issued.secret, "name": record["name"], "role": record["role"]}
+    return redirect(url_for("tokens.index"))
 
 
 @bp.post("/<token_id>/revoke")

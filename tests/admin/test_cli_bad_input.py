@@ -40,6 +40,7 @@ DOWN: dict[str, tuple[str, ...]] = {
     "matches list": (),
     "report": (),
     "index rebuild": (),
+    "archive prune": (),
     "admin serve": (),
     "admin create-user": ("bob", "--password-stdin"),
     "admin recount": (),

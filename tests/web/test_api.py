@@ -29,8 +29,9 @@ def make_token(app: Flask, username: str, role: str | None = None) -> str:
     browser = app.test_client()
     assert login(browser, username).status_code == 302
     role = role or PASSWORDS[username][0]
-    page = post(browser, "/tokens/", {"name": f"{username}-script", "role": role})
-    assert page.status_code == 200, page.get_data(as_text=True)
+    made = post(browser, "/tokens/", {"name": f"{username}-script", "role": role})
+    assert made.status_code == 302, made.get_data(as_text=True)
+    page = browser.get(made.headers["Location"])
     found = SECRET.search(page.get_data(as_text=True))
     assert found, "the new token is not shown"
     return found.group(1)

@@ -58,6 +58,7 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
         token = re.search(r'name="csrf_token" value="([^"]+)"', tokens).group(1)
         form = {"name": "script", "role": "viewer", "csrf_token": token}
         made = opener.open(base + "tokens/", urllib.parse.urlencode(form).encode()).read()
+        # (the answer is the list, after the redirect: the secret shown once)
         secret = re.search(r'id="token-secret">([^<]+)<', made.decode()).group(1)
         request = urllib.request.Request(
             base + "api/v1/matches?limit=200", headers={"Authorization": f"Bearer {secret}"}
