@@ -24,7 +24,7 @@ from admin.web.dispatch import CeleryDispatch, Dispatch
 from admin.web.users import Users
 from matcher.errors import MatcherError
 
-BLUEPRINTS = ("auth", "dashboard", "matches", "works", "sites", "query", "reports")
+BLUEPRINTS = ("auth", "dashboard", "matches", "works", "sites", "query", "reports", "alerts")
 """Modules of :mod:`admin.web` each holding a ``bp`` blueprint."""
 SESSION_HOURS = 8
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
