@@ -68,6 +68,11 @@ class AlertStore:
         return [AlertRule.from_dict(d) for d in found]
 
     @mongo_errors
+    def any_enabled(self) -> bool:
+        """Whether any rule is enabled."""
+        return self.db[RULES].find_one({"enabled": True}, {"_id": 1}) is not None
+
+    @mongo_errors
     def rule(self, rule_id: str | ObjectId) -> AlertRule | None:
         doc = self.db[RULES].find_one({"_id": object_id(rule_id, "rule id")})
         return None if doc is None else AlertRule.from_dict(doc)

@@ -78,8 +78,9 @@ def process_page(self: FptrackTask, page_id: str) -> dict[str, Any]:
 
 
 def _alert_new(task: FptrackTask, result: dict[str, Any]) -> None:
-    """Send ``deliver_alerts`` when a job made new matches (beat's sweep covers a loss)."""
-    if result.get("new_matches"):
+    """Send ``deliver_alerts`` when a job made new matches and a rule may want them (with no
+    rule, beat's sweep clears their marks; it also covers a lost task)."""
+    if result.get("new_matches") and AlertStore(task.runtime.engine().store).any_enabled():
         task.app.tasks["fptrack.deliver_alerts"].delay()
 
 
