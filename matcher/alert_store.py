@@ -32,6 +32,8 @@ from matcher.store import Store, mongo_errors, now, object_id
 STATES = ("queued", "pending", "sending", "delivered", "failed", "dropped", "digested")
 LOG_KEPT = 200
 """Delivery log entries the admin shows."""
+DIGEST_MAX_MATCHES = 1000
+"""Matches in one digest message at most; a day with more sends several."""
 MATCH_FIELDS = {
     "work_id": 1, "work_title": 1, "site": 1, "url": 1, "page_id": 1, "score": 1,
     "containment": 1, "methods": 1, "first_seen": 1, "status": 1,
@@ -133,8 +135,9 @@ class AlertStore:
             )
 
     @mongo_errors
-    def make_digest(self, rule: AlertRule) -> ObjectId | None:
-        """Gather a daily rule's queued entries into one pending digest; its id, or None.
+    def make_digest(self, rule: AlertRule, limit: int = DIGEST_MAX_MATCHES) -> ObjectId | None:
+        """Gather a daily rule's oldest queued entries (``limit`` at most) into one pending
+        digest; its id, or None when none is queued.
 
         The digest's key is made from the oldest queued entry, so a run interrupted between
         the two writes makes the same digest again when run again.
@@ -144,6 +147,7 @@ class AlertStore:
             self.db[OUTBOX]
             .find({"rule_id": oid, "state": "queued"}, {"match_ids": 1})
             .sort("_id", ASCENDING)
+            .limit(int(limit))
         )
         if not queued:
             return None

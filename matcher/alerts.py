@@ -80,13 +80,13 @@ def deliver_due(
 def send_digests(
     alerts: AlertStore, settings: Settings, clock: Callable[[], float] = time.time
 ) -> dict[str, Any]:
-    """Daily: one message per daily rule with the matches queued for it, then send."""
+    """Daily: one message per daily rule with the matches queued for it (several when over
+    :data:`matcher.alert_store.DIGEST_MAX_MATCHES`), then send."""
     take_new_matches(alerts)
-    digests = sum(
-        alerts.make_digest(rule) is not None
-        for rule in alerts.rules(enabled_only=True)
-        if rule.mode == "daily"
-    )
+    digests = 0
+    for rule in alerts.rules(enabled_only=True):
+        while rule.mode == "daily" and alerts.make_digest(rule) is not None:
+            digests += 1
     return {"digests": digests, **deliver_due(alerts, settings, clock)}
 
 

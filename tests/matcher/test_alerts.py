@@ -165,6 +165,17 @@ def test_daily_rules_wait_for_the_digest(engine, store, settings, lighthouse, ri
         assert len(daily_hook.requests) == 1 and len(now_hook.requests) == 2
 
 
+def test_a_long_day_is_cut_into_several_digests(engine, store, settings, lighthouse, river):
+    with webhook_receiver(SECRET) as receiver:
+        rule = hook(store, receiver.url, mode="daily")
+        crawl(engine, "http://pirate.test/1", page_of(sample("lighthouse.txt")))
+        crawl(engine, "http://pirate.test/2", page_of(sample("river-town.txt")))
+        alerts.take_new_matches(store)
+        assert store.make_digest(rule, limit=1) is not None
+        assert alerts.send_digests(store, settings)["digests"] == 1  # the other one
+        assert sorted(len(r.data["matches"]) for r in receiver.requests) == [1, 1]
+
+
 def test_a_digest_interrupted_between_its_writes_is_made_again_once(engine, store, lighthouse):
     rule = hook(store, closed_port_url(), mode="daily")
     crawl(engine, "http://pirate.test/1", page_of(sample("lighthouse.txt")))
