@@ -178,15 +178,22 @@ def check_indexes(ctx: Context) -> Check:
 
 
 def check_schedules(ctx: Context) -> Check:
-    """The daily jobs and one crawl entry per scheduled site are saved in redbeat."""
-    from matcher.schedules import CRAWL_PREFIX, DAILY_MATCH, DAILY_PRUNE, DAILY_REPORT
+    """The fixed jobs and one crawl entry per scheduled site are saved in redbeat."""
+    from matcher.schedules import (
+        CRAWL_PREFIX,
+        DAILY_DIGEST,
+        DAILY_MATCH,
+        DAILY_PRUNE,
+        DAILY_REPORT,
+        DELIVER_ALERTS,
+    )
 
     try:
         sites = ctx.ops.list_sites()
         names = {e["name"] for e in ctx.schedules.entries()}
     except MatcherError as exc:
         return Check("schedules", False, str(exc))
-    daily = {DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE}
+    daily = {DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS}
     wanted = daily | {CRAWL_PREFIX + s.name for s in sites if s.schedule != "never"}
     missing = sorted(wanted - names)
     if missing:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from admin import alert_commands as a
 from admin import commands as c
 from admin import service_commands as s
 from admin.human import parse_duration, parse_size, size
@@ -321,6 +322,71 @@ def add_sites(sub: Any) -> None:
     p.add_argument("name", help="the site's name (see fptrack sites list)")
 
 
+def add_alerts(sub: Any) -> None:
+    group = _group(
+        sub,
+        "alerts",
+        "alert rules: who is told of new matches",
+        "Rules that tell of new matches, per work, per site or all, at once or in a daily "
+        "digest, by signed webhook or email (README: Alerts).",
+    )
+    p = _command(
+        group,
+        "add",
+        a.cmd_alerts_add,
+        "add a rule",
+        "Add an alert rule. A webhook rule prints its secret (the key of its signatures).",
+    )
+    p.add_argument("name", help="the rule's name")
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument(
+        "--work", metavar="WORK_ID", help="only this work's matches (default: every match)"
+    )
+    scope.add_argument("--site", help="only this site's matches (default: every match)")
+    p.add_argument(
+        "--mode",
+        choices=("immediate", "daily"),
+        default="immediate",
+        help="one message per new match, or one digest a day at FPTRACK_DIGEST_AT "
+        f"(default: immediate; digests at {DEFAULTS.digest_at} UTC)",
+    )
+    channel = p.add_mutually_exclusive_group(required=True)
+    channel.add_argument(
+        "--webhook", metavar="URL", help="POST to this http(s) URL (no default: this or --email)"
+    )
+    channel.add_argument(
+        "--email",
+        action="append",
+        metavar="ADDRESS",
+        help="mail this address (repeatable; no default: this or --webhook)",
+    )
+    p.add_argument("--secret", help="the webhook's secret (default: a random one)")
+    p = _command(
+        group,
+        "list",
+        a.cmd_alerts_list,
+        "list rules",
+        "List the alert rules: id, name, scope, mode, channel and where it sends (never a secret).",
+    )
+    _json(p)
+    p = _command(
+        group,
+        "remove",
+        a.cmd_alerts_remove,
+        "remove a rule",
+        "Remove an alert rule; its unsent messages are dropped.",
+    )
+    p.add_argument("id", help="the rule's id (see fptrack alerts list)")
+    p = _command(
+        group,
+        "test",
+        a.cmd_alerts_test,
+        "send a rule a test message",
+        "Send an alert rule a message about a made-up match now; exit status 1 if it fails.",
+    )
+    p.add_argument("id", help="the rule's id (see fptrack alerts list)")
+
+
 def add_matching(sub: Any) -> None:
     p = _command(
         sub,
@@ -565,7 +631,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"fptrack {fptrack_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in (add_scan, add_works, add_sites, add_matching, add_services, add_fingerprint):
+    for add in (
+        add_scan,
+        add_works,
+        add_sites,
+        add_alerts,
+        add_matching,
+        add_services,
+        add_fingerprint,
+    ):
         add(sub)
     return parser
 

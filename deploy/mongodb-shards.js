@@ -16,3 +16,6 @@ sh.shardCollection("fptrack.reports", {"day": 1});
 sh.shardCollection("fptrack.tallies", {"_id": "hashed"});
 sh.shardCollection("fptrack.tallies_works", {"_id": "hashed"});
 sh.shardCollection("fptrack.counters", {"_id": "hashed"});
+sh.shardCollection("fptrack.alert_rules", {"_id": "hashed"});
+sh.shardCollection("fptrack.alert_outbox", {"key": 1});
+sh.shardCollection("fptrack.alert_log", {"_id": "hashed"});

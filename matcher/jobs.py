@@ -50,7 +50,12 @@ def process_page(engine: Engine, page_id: str) -> dict[str, Any]:
     """Fingerprint and match one stored page; returns a summary."""
     authorised = engine.store.authorised_sites()
     records = engine.process_stored_page(page_id, authorised_sites=authorised)
-    return {"page_id": page_id, "matches": len(records)}
+    return {"page_id": page_id, "matches": len(records), "new_matches": _unalerted(records)}
+
+
+def _unalerted(records: list[dict[str, Any]]) -> int:
+    """How many of the match records wait to be handed to the alert rules (new ones)."""
+    return sum(r.get("alert") == "pending" for r in records)
 
 
 def index_work(engine: Engine, work_id: str) -> dict[str, Any]:
@@ -61,7 +66,7 @@ def index_work(engine: Engine, work_id: str) -> dict[str, Any]:
 def match_work_against_pages(engine: Engine, work_id: str) -> dict[str, Any]:
     authorised = engine.store.authorised_sites()
     records = engine.match_work_against_pages(work_id, authorised_sites=authorised)
-    return {"work_id": work_id, "matches": len(records)}
+    return {"work_id": work_id, "matches": len(records), "new_matches": _unalerted(records)}
 
 
 def match_new_works(

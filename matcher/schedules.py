@@ -4,9 +4,11 @@ Each site has one entry, ``crawl:<site>``, running ``fptrack.crawl_site``; three
 at ``FPTRACK_DAILY_AT`` (default 03:00 UTC): ``daily:match-new-works`` (works registered
 since the last run against all pages, the Daguan daily task) and, an hour later,
 ``daily:report``, and an hour after that ``daily:prune-archive`` (archived exchanges that
-no page or match refers to any more, :func:`matcher.jobs.prune_archive`); and every
+no page or match refers to any more, :func:`matcher.jobs.prune_archive`); ``daily:digest``
+at ``FPTRACK_DIGEST_AT`` (default 08:00 UTC) sends the alert digests; every
 ``FPTRACK_CRAWL_LEASE`` seconds ``crawls:resume`` restarts the crawls that every crawler
-process left unfinished (:func:`matcher.jobs.resume_crawls`).
+process left unfinished (:func:`matcher.jobs.resume_crawls`); and every minute
+``alerts:deliver`` sends the alerts due (retries, :mod:`matcher.alerts`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat.
 
@@ -27,6 +29,7 @@ from celery.schedules import crontab, schedule
 from redbeat import RedBeatSchedulerEntry
 from redbeat.schedulers import ensure_conf, get_redis
 
+from matcher.alerts import SWEEP_SECONDS
 from matcher.errors import redis_errors
 from matcher.settings import Settings
 from matcher.sites import INTERVAL_UNITS, SiteConfig, SiteConfigError
@@ -36,6 +39,8 @@ DAILY_MATCH = "daily:match-new-works"
 DAILY_REPORT = "daily:report"
 DAILY_PRUNE = "daily:prune-archive"
 RESUME_CRAWLS = "crawls:resume"
+DAILY_DIGEST = "daily:digest"
+DELIVER_ALERTS = "alerts:deliver"
 
 
 def parse_schedule(spec: str, name: str = "") -> schedule | crontab | None:
@@ -105,8 +110,9 @@ class Schedules:
 
     def ensure_daily(self, settings: Settings) -> None:
         """Save the fixed jobs: the daily ones at ``settings.daily_at`` (UTC), an hour later
-        and two hours later, and the resumption of abandoned crawls every
-        ``settings.crawl_lease`` s."""
+        and two hours later, the resumption of abandoned crawls every
+        ``settings.crawl_lease`` s, the alert digests at ``settings.digest_at`` and the
+        alerts' delivery sweep every minute."""
         hour, minute = (int(x) for x in settings.daily_at.split(":"))
         self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
         report = crontab(minute=minute, hour=(hour + 1) % 24)
@@ -115,6 +121,10 @@ class Schedules:
         self._entry(DAILY_PRUNE, "fptrack.prune_archive", prune_at)
         resume = schedule(timedelta(seconds=settings.crawl_lease))
         self._entry(RESUME_CRAWLS, "fptrack.resume_crawls", resume)
+        hour, minute = (int(x) for x in settings.digest_at.split(":"))
+        self._entry(DAILY_DIGEST, "fptrack.send_digests", crontab(minute=minute, hour=hour))
+        sweep = schedule(timedelta(seconds=SWEEP_SECONDS))
+        self._entry(DELIVER_ALERTS, "fptrack.deliver_alerts", sweep)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry: name, task, args, schedule and next due time."""

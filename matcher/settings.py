@@ -16,6 +16,7 @@ from typing import Any
 
 from matcher.archive import spec_error
 from matcher.errors import SettingsError
+from matcher.notify import SmtpConfig
 
 CLUSTER_SCHEME = "redis+cluster://"
 DEFAULT_REDIS_PORT = 6379
@@ -138,6 +139,20 @@ class Settings:
     (:mod:`crawler.render`)."""
     daily_at: str = "03:00"
     admin_secret: str = field(default="", repr=False)
+    admin_url: str = ""
+    """The admin platform's public base URL, for links in alerts ("": no links)."""
+    smtp_url: str = field(default="", repr=False)
+    """Where email alerts go out (:class:`matcher.notify.SmtpConfig`; "": no email)."""
+    smtp_from: str = ""
+    smtp_starttls: bool = False
+    digest_at: str = "08:00"
+    """When the daily alert digests are sent (UTC)."""
+    alert_max_attempts: int = 6
+    alert_backoff: float = 30.0
+    """Seconds before an alert's first retry, doubled at each further one."""
+    alert_backoff_max: float = 3600.0
+    alert_timeout: float = 10.0
+    """Seconds one webhook or SMTP attempt may take."""
     policy: MatchPolicy = field(default_factory=MatchPolicy)
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """The fields that :meth:`from_env` found in the environment (not defaults)."""
@@ -179,9 +194,22 @@ class Settings:
             raise SettingsError("crawl_lease must be at least 3 s and at most crawl_timeout")
         if spec_error(self.archive):
             raise SettingsError(spec_error(self.archive))
-        hour, _, minute = self.daily_at.partition(":")
-        if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
-            raise SettingsError(f"daily_at must be HH:MM (UTC), got {self.daily_at!r}")
+        for name in ("daily_at", "digest_at"):
+            hour, _, minute = getattr(self, name).partition(":")
+            if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
+                raise SettingsError(f"{name} must be HH:MM (UTC), got {getattr(self, name)!r}")
+        if self.alert_max_attempts < 1 or self.alert_timeout <= 0:
+            raise SettingsError("alert_max_attempts must be >= 1 and alert_timeout > 0")
+        if not 0 < self.alert_backoff <= self.alert_backoff_max:
+            raise SettingsError("alert_backoff must be > 0 and at most alert_backoff_max")
+        if self.admin_url and not self.admin_url.startswith(("http://", "https://")):
+            raise SettingsError(f"admin_url must be an http(s) URL, got {self.admin_url!r}")
+        self.smtp  # noqa: B018 - validates the SMTP settings once, at the entry point
+
+    @property
+    def smtp(self) -> SmtpConfig | None:
+        """Where email alerts go out, or None (``FPTRACK_SMTP_URL`` not set)."""
+        return SmtpConfig.parse(self.smtp_url, self.smtp_from, self.smtp_starttls)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:

@@ -28,7 +28,7 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.database import Database
 from pymongo.errors import ConnectionFailure, DuplicateKeyError
 
-from matcher import ids, tallies
+from matcher import alert_rules, ids, tallies
 from matcher.archive import Archive, open_archive
 from matcher.errors import MatcherError, StoreUnavailable
 from matcher.keys import MAX_WORK_SEQ
@@ -98,6 +98,7 @@ INDEXES: dict[str, list[IndexModel]] = {
                 ("site", "work_id", "status"),
             )
         ),
+        alert_rules.PENDING_MATCHES,
     ],
     "sites": [IndexModel([("name", ASCENDING)], unique=True, name="name_unique")],
     "users": [IndexModel([("username", ASCENDING)], unique=True, name="username_unique")],
@@ -115,6 +116,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     tallies.COLLECTION: tallies.INDEXES,
     tallies.WORKS_COLLECTION: tallies.WORKS_INDEXES,
     "counters": [],
+    **alert_rules.INDEXES,
 }
 
 SHARD_KEYS: dict[str, dict[str, Any]] = {
@@ -133,6 +135,7 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
     tallies.COLLECTION: {"_id": "hashed"},
     tallies.WORKS_COLLECTION: {"_id": "hashed"},
     "counters": {"_id": "hashed"},
+    **alert_rules.SHARD_KEYS,
 }
 """The shard key of every collection (``sh.shardCollection``; ``deploy/mongodb-shards.js``).
 
@@ -889,7 +892,9 @@ class Store:
         ``initial_status`` is the status of a new record (``authorised`` for licensed sites).
         The record's ``archive`` (the page's evidence when it was matched) is written when
         the match is created: the first exchange found to copy the work is kept when the
-        page changes later.
+        page changes later. A new ``new`` match is created with ``alert: "pending"``, in the
+        same write, until the alert rules have taken it (:mod:`matcher.alerts`): an alert is
+        neither lost nor sent twice, whatever fails in between.
         """
         if initial_status not in STATUSES:
             raise StoreError(f"unknown status {initial_status!r}")
@@ -905,6 +910,8 @@ class Store:
         first = {"status": initial_status, "first_seen": stamp}
         if record.get("archive"):  # the exchange it was first found in, kept ever after
             first["archive"] = dict(record["archive"])
+        if initial_status == "new":
+            first["alert"] = "pending"
         before = self.db.matches.find_one_and_update(
             key,
             {"$set": fields, "$setOnInsert": first},

@@ -18,7 +18,8 @@ import pymongo.errors
 import redis
 from celery import Task, shared_task
 
-from matcher import jobs
+from matcher import alerts, jobs
+from matcher.alert_store import AlertStore
 from matcher.celery_app import Runtime
 from matcher.errors import Retryable
 from matcher.keys import Keys
@@ -69,8 +70,18 @@ class FptrackTask(Task):
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.process_page")
 def process_page(self: FptrackTask, page_id: str) -> dict[str, Any]:
-    """Fingerprint a stored page, match it against the works, record its matches."""
-    return jobs.process_page(self.runtime.engine(), page_id)
+    """Fingerprint a stored page, match it against the works, record its matches; alert of
+    its new ones."""
+    result = jobs.process_page(self.runtime.engine(), page_id)
+    _alert_new(self, result)
+    return result
+
+
+def _alert_new(task: FptrackTask, result: dict[str, Any]) -> None:
+    """Send ``deliver_alerts`` when a job made new matches and a rule may want them (with no
+    rule, beat's sweep clears their marks; it also covers a lost task)."""
+    if result.get("new_matches") and AlertStore(task.runtime.engine().store).any_enabled():
+        task.app.tasks["fptrack.deliver_alerts"].delay()
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.index_work")
@@ -83,8 +94,10 @@ def index_work(self: FptrackTask, work_id: str) -> dict[str, Any]:
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.match_work_against_pages")
 def match_work_against_pages(self: FptrackTask, work_id: str) -> dict[str, Any]:
-    """Find pages already crawled that copy a work."""
-    return jobs.match_work_against_pages(self.runtime.engine(), work_id)
+    """Find pages already crawled that copy a work; alert of the new matches."""
+    result = jobs.match_work_against_pages(self.runtime.engine(), work_id)
+    _alert_new(self, result)
+    return result
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.match_new_works")
@@ -149,3 +162,24 @@ def prune_archive(self: FptrackTask) -> dict[str, Any]:
     """Delete superseded archived exchanges that no match refers to."""
     engine = self.runtime.engine()
     return jobs.prune_archive(engine, engine.store.evidence_archive(self.runtime.settings.archive))
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.deliver_alerts")
+def deliver_alerts(self: FptrackTask) -> dict[str, Any]:
+    """Hand new matches to the alert rules and send the messages due (webhooks, email).
+
+    When a message waits for a retry, the task sends itself again for that time; beat's
+    sweep (every minute) covers anything else.
+    """
+    result = alerts.deliver_due(AlertStore(self.runtime.engine().store), self.runtime.settings)
+    if result["more"]:
+        self.apply_async()
+    elif result["retry"] and result["next_due"] is not None:
+        self.apply_async(countdown=min(result["next_due"], alerts.SWEEP_SECONDS) + 0.1)
+    return result
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.send_digests")
+def send_digests(self: FptrackTask) -> dict[str, Any]:
+    """Daily: the digest of each daily alert rule."""
+    return alerts.send_digests(AlertStore(self.runtime.engine().store), self.runtime.settings)

@@ -19,6 +19,7 @@ STORE_MODULES = {
     "matcher/operations.py",
     "matcher/tallies.py",
     "matcher/migration.py",
+    "matcher/alert_store.py",
 }
 """The store: the only modules that hold a pymongo database or collection."""
 

@@ -25,7 +25,8 @@ from admin.web.users import Users
 from matcher.errors import MatcherError, Retryable
 
 BLUEPRINTS = (
-    "auth", "dashboard", "matches", "works", "sites", "query", "reports", "tokens", "api",
+    "auth", "dashboard", "matches", "works", "sites", "query", "reports", "alerts", "tokens",
+    "api",
 )  # fmt: skip
 """Modules of :mod:`admin.web` each holding a ``bp`` blueprint."""
 SESSION_HOURS = 8

@@ -1,0 +1,99 @@
+"""Alerts: the rules that tell of new matches (per work, per site or all; at once or as a
+daily digest; by signed webhook or email), and the log of every delivery attempt.
+
+Admins only: a rule holds its webhook's secret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+
+from admin.web.security import requires
+from matcher import alerts
+from matcher.alert_rules import CHANNELS, MODES, SCOPES, AlertRule, AlertRuleError
+from matcher.alert_store import AlertStore
+
+bp = Blueprint("alerts", __name__, url_prefix="/alerts")
+FORM_FIELDS = ("name", "scope", "target", "mode", "channel", "url", "secret", "emails")
+
+
+def _services() -> Any:
+    from admin.web.app import services
+
+    return services()
+
+
+def _store() -> AlertStore:
+    return AlertStore(_services().ctx.engine.store)
+
+
+def _rule(rule_id: str) -> AlertRule:
+    rule = _store().rule(rule_id)
+    if rule is None:
+        abort(404, "no such alert rule")
+    return rule
+
+
+@bp.get("/")
+@requires("admin")
+def index() -> Any:
+    store = _store()
+    settings = _services().ctx.settings
+    return render_template(
+        "alerts.html",
+        rules=store.rules(),
+        log=store.recent_log(),
+        counts=store.outbox_counts(),
+        settings=settings,
+        email_ready=settings.smtp is not None,
+    )
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@requires("admin")
+def new() -> Any:
+    choices = {"scopes": SCOPES, "modes": MODES, "channels": CHANNELS}
+    if request.method == "GET":
+        return render_template("alert_form.html", form={}, error="", **choices)
+    form = {name: request.form.get(name, "") for name in FORM_FIELDS}
+    try:
+        rule = _store().save_rule(AlertRule.from_dict(form))
+    except AlertRuleError as exc:
+        return render_template("alert_form.html", form=form, error=str(exc), **choices), 400
+    note = f"alert rule {rule.name} saved"
+    if rule.channel == "email" and _services().ctx.settings.smtp is None:
+        note += "; email is not configured (FPTRACK_SMTP_URL): its messages will fail"
+    flash(note)
+    return redirect(url_for("alerts.index"))
+
+
+@bp.post("/<rule_id>/enabled")
+@requires("admin")
+def enabled(rule_id: str) -> Any:
+    rule = _rule(rule_id)
+    _store().set_enabled(rule.id, not rule.enabled)
+    flash(f"alert rule {rule.name} {'disabled' if rule.enabled else 'enabled'}")
+    return redirect(url_for("alerts.index"))
+
+
+@bp.post("/<rule_id>/remove")
+@requires("admin")
+def remove(rule_id: str) -> Any:
+    rule = _rule(rule_id)
+    _store().remove_rule(rule.id)
+    flash(f"alert rule {rule.name} removed (its unsent messages too)")
+    return redirect(url_for("alerts.index"))
+
+
+@bp.post("/<rule_id>/test")
+@requires("admin")
+def test(rule_id: str) -> Any:
+    rule = _rule(rule_id)
+    outcome = alerts.send_test(_store(), _services().ctx.settings, rule)
+    if outcome.ok:
+        flash(f"test message to {rule.name} delivered")
+    else:
+        flash(f"test message to {rule.name} failed: {outcome.error}", "error")
+    return redirect(url_for("alerts.index"))

@@ -1,0 +1,252 @@
+"""Sending alerts: signed webhook POSTs and email over SMTP (the IO of :mod:`matcher.alerts`).
+
+A webhook receives JSON (:func:`payload`) with three headers:
+
+- ``X-Fptrack-Timestamp``: the send time, Unix seconds;
+- ``X-Fptrack-Signature``: ``sha256=`` and the hex HMAC-SHA256, keyed with the rule's
+  secret, of the timestamp, a ``.``, and the raw body (:func:`signature`): a receiver
+  recomputes it, compares in constant time, and refuses an old timestamp (a replay);
+- ``X-Fptrack-Delivery``: the outbox entry's id, the same on every attempt of one message,
+  so a receiver can drop a repeat (delivery is at least once).
+
+Only a 2xx answer counts as delivered; redirects are not followed. Email is one message
+with a plain-text part and an HTML part in which every value is escaped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import html
+import json
+import smtplib
+import ssl
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from matcher.errors import SettingsError
+
+USER_AGENT = "fptrack-alerts/1"
+MAX_ERROR_CHARS = 300
+NO_SMTP = "email alerts need FPTRACK_SMTP_URL (and FPTRACK_SMTP_FROM), which is not set"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one attempt came to: ``ok``, the HTTP status (webhooks) and a one-line error.
+    ``permanent``: retrying cannot help (the channel is not configured)."""
+
+    ok: bool
+    status: int | None = None
+    error: str = ""
+    permanent: bool = False
+
+
+@dataclass(frozen=True)
+class SmtpConfig:
+    """Where email alerts go out: ``FPTRACK_SMTP_URL`` (``smtp://[user:password@]host[:port]``,
+    port 25 by default, or ``smtps://`` for TLS from the start, port 465), the sender
+    ``FPTRACK_SMTP_FROM``, and ``FPTRACK_SMTP_STARTTLS`` (upgrade a ``smtp://`` connection).
+
+    >>> SmtpConfig.parse("smtp://bot:s%40cret@mail.example:2525", "fptrack@example.com").port
+    2525
+    >>> SmtpConfig.parse("", "") is None
+    True
+    """
+
+    host: str
+    port: int
+    sender: str
+    tls: bool = False
+    starttls: bool = False
+    user: str = ""
+    password: str = field(default="", repr=False)
+
+    @classmethod
+    def parse(cls, url: str, sender: str, starttls: bool = False) -> SmtpConfig | None:
+        """The configuration, None when ``url`` is empty; :class:`SettingsError` when bad."""
+        if not url:
+            return None
+        parts = urlsplit(url)
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise SettingsError(f"FPTRACK_SMTP_URL must be smtp:// or smtps://host, got {url!r}")
+        try:
+            port = parts.port or (465 if parts.scheme == "smtps" else 25)
+        except ValueError:
+            raise SettingsError(f"FPTRACK_SMTP_URL has a bad port: {url!r}") from None
+        if "@" not in sender:
+            raise SettingsError("FPTRACK_SMTP_FROM must be an email address for email alerts")
+        return cls(
+            parts.hostname, port, sender, parts.scheme == "smtps", bool(starttls),
+            unquote(parts.username or ""), unquote(parts.password or ""),
+        )  # fmt: skip
+
+
+def signature(secret: str, timestamp: str, body: bytes) -> str:
+    """``sha256=<hex>`` of HMAC-SHA256(secret, timestamp + "." + body).
+
+    >>> signature("s3cret", "1700000000", b'{}')[:15]
+    'sha256=97926816'
+    """
+    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
+    return "sha256=" + mac.hexdigest()
+
+
+def admin_link(admin_url: str, match_id: Any) -> str:
+    """The match's page on the admin platform, or "" when no base URL is configured."""
+    return f"{admin_url.rstrip('/')}/matches/{match_id}" if admin_url else ""
+
+
+def describe_match(match: dict[str, Any], admin_url: str) -> dict[str, Any]:
+    """What an alert says of one match."""
+    first_seen = match.get("first_seen")
+    return {
+        "id": str(match["_id"]),
+        "work_id": str(match.get("work_id", "")),
+        "work_title": str(match.get("work_title", "")),
+        "site": str(match.get("site", "")),
+        "url": str(match.get("url", "")),
+        "score": round(float(match.get("score") or 0.0), 4),
+        "containment": round(float(match.get("containment") or 0.0), 4),
+        "methods": [str(m) for m in match.get("methods") or ()],
+        "first_seen": first_seen.isoformat() if isinstance(first_seen, datetime) else None,
+        "admin_url": admin_link(admin_url, match["_id"]),
+    }
+
+
+def payload(
+    *, delivery: str, mode: str, rule: dict[str, str], matches: Sequence[dict[str, Any]],
+    sent_at: datetime,
+) -> dict[str, Any]:  # fmt: skip
+    """The JSON of one webhook message (``matches``: :func:`describe_match` values)."""
+    return {
+        "event": "fptrack.matches",
+        "delivery": delivery,
+        "mode": mode,
+        "rule": rule,
+        "sent_at": sent_at.isoformat(),
+        "matches": list(matches),
+    }
+
+
+def post_webhook(
+    url: str,
+    secret: str,
+    body: bytes,
+    delivery: str,
+    timeout: float,
+    clock: Callable[[], float] = time.time,
+) -> Outcome:
+    """POST a signed body; never raises."""
+    timestamp = str(int(clock()))
+    headers = {
+        "Content-Type": "application/json; charset=utf-8",
+        "User-Agent": USER_AGENT,
+        "X-Fptrack-Timestamp": timestamp,
+        "X-Fptrack-Signature": signature(secret, timestamp, body),
+        "X-Fptrack-Delivery": delivery,
+    }
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with _OPENER.open(request, timeout=timeout) as response:
+            status = response.status
+    except urllib.error.HTTPError as exc:
+        exc.close()
+        return Outcome(False, exc.code, f"HTTP {exc.code} {exc.reason}"[:MAX_ERROR_CHARS])
+    except (OSError, ValueError, urllib.error.URLError) as exc:
+        return Outcome(False, None, _line(exc))
+    if 200 <= status < 300:
+        return Outcome(True, status)
+    return Outcome(False, status, f"HTTP {status}")
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None  # a 3xx is an answer of its own, not followed
+
+
+_OPENER = urllib.request.build_opener(_NoRedirects)
+
+
+def email_message(
+    smtp: SmtpConfig, recipients: Sequence[str], rule_name: str, matches: Sequence[dict[str, Any]]
+) -> EmailMessage:
+    """One email listing ``matches`` (:func:`describe_match` values) grouped by work, then
+    site; plain text with an escaped HTML alternative."""
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for m in matches:
+        groups.setdefault((m["work_title"] or m["work_id"], m["site"]), []).append(m)
+    count = len(matches)
+    subject = f"fptrack: {count} new match{'es' if count != 1 else ''} ({rule_name})"
+    lines = [f"{count} new match(es) for the alert rule {rule_name!r}.", ""]
+    parts = [f"<p>{_h(lines[0])}</p>"]
+    for (work, site), items in groups.items():
+        lines.append(f"{work} on {site}: {len(items)}")
+        parts.append(f"<h3>{_h(work)} on {_h(site)}: {len(items)}</h3><ul>")
+        for m in items:
+            link = f" {m['admin_url']}" if m["admin_url"] else ""
+            lines.append(f"  - {m['url']} (score {m['score']:.2f}){link}")
+            review = f' (<a href="{_h(m["admin_url"])}">review</a>)' if m["admin_url"] else ""
+            parts.append(f"<li>{_h(m['url'])} (score {m['score']:.2f}){review}</li>")
+        lines.append("")
+        parts.append("</ul>")
+    message = EmailMessage()
+    message["Subject"] = _header(subject)
+    message["From"] = smtp.sender
+    message["To"] = ", ".join(recipients)
+    message["Date"] = formatdate(localtime=False)
+    message["Message-ID"] = make_msgid(domain=smtp.sender.rpartition("@")[2] or None)
+    message.set_content("\n".join(lines))
+    message.add_alternative("<html><body>" + "".join(parts) + "</body></html>", subtype="html")
+    return message
+
+
+def send_email(
+    smtp: SmtpConfig, recipients: Sequence[str], message: EmailMessage, timeout: float
+) -> Outcome:
+    """Send one message; never raises."""
+    try:
+        if smtp.tls:
+            context = ssl.create_default_context()
+            client: smtplib.SMTP = smtplib.SMTP_SSL(
+                smtp.host, smtp.port, timeout=timeout, context=context
+            )
+        else:
+            client = smtplib.SMTP(smtp.host, smtp.port, timeout=timeout)
+        with client:
+            if smtp.starttls:
+                client.starttls(context=ssl.create_default_context())
+            if smtp.user:
+                client.login(smtp.user, smtp.password)
+            refused = client.send_message(message, smtp.sender, list(recipients))
+    except (OSError, smtplib.SMTPException, ValueError) as exc:
+        return Outcome(False, None, _line(exc))
+    if refused:
+        return Outcome(True, None, f"refused by the server: {', '.join(sorted(refused))}")
+    return Outcome(True)
+
+
+def json_body(data: dict[str, Any]) -> bytes:
+    """The exact bytes sent (and signed)."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _h(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _header(value: str) -> str:
+    return " ".join(value.split())  # no line break from a work title into the headers
+
+
+def _line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return f"{type(exc).__name__}: {text}"[:MAX_ERROR_CHARS]
