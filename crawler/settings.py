@@ -51,6 +51,14 @@ Defaults:
 - ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
   (the densest block, no trafilatura) and counted as ``fptrack/extract_timeout``.
 
+- ``FPTRACK_RECRAWL_DEPTH``: 2: an incremental crawl (``SiteConfig.recrawl``,
+  :mod:`crawler.incremental`) follows links at most this far from a start page (and never
+  beyond the site's ``max_depth``); sitemap and feed entries are one link away.
+- ``FPTRACK_FEED_MAX_BYTES``: 5 MiB (5242880 bytes): a sitemap or feed bigger than this (after
+  gunzip) is skipped with one line (``fptrack/incremental/feed_problems``).
+- ``FPTRACK_FEED_MAX_ENTRIES``: 50,000 entries read from one sitemap or feed (the sitemap
+  protocol's own limit).
+
 ``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
 "2.7" implementation and no longer read the setting.
 """
@@ -95,6 +103,9 @@ FPTRACK_MAX_LINKS_PER_PAGE = 5000
 FPTRACK_MAX_REQUESTS = 1_000_000
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
+FPTRACK_RECRAWL_DEPTH = 2
+FPTRACK_FEED_MAX_BYTES = 5 * 1024 * 1024
+FPTRACK_FEED_MAX_ENTRIES = 50_000
 
 INGEST_SETTING = "FPTRACK_INGEST"
 SETTINGS_SETTING = "FPTRACK_SETTINGS"
