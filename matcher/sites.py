@@ -28,6 +28,11 @@ SCHEDULES = re.compile(
 )
 
 
+def _zero_interval(spec: str) -> bool:
+    """``every 0 m`` and the like: an interval that never elapses."""
+    return spec.startswith("every ") and int(re.sub(r"\D", "", spec) or 0) == 0
+
+
 class SiteConfigError(MatcherError, ValueError):
     """A site configuration has a missing, unknown or invalid field."""
 
@@ -107,7 +112,7 @@ class SiteConfig:
             except re.error as exc:
                 raise SiteConfigError(f"site {self.name}: bad pattern {pattern!r}: {exc}") from exc
         for label, spec in (("schedule", self.schedule), ("recrawl", self.recrawl)):
-            if not isinstance(spec, str) or not SCHEDULES.match(spec):
+            if not isinstance(spec, str) or not SCHEDULES.match(spec) or _zero_interval(spec):
                 raise SiteConfigError(
                     f"site {self.name}: {label} {spec!r} is not one of daily, "
                     "daily@HH:MM, hourly, every N m|h|s, cron M H DOM MON DOW, never"

@@ -130,12 +130,18 @@ class TestSites:
             "pirate",
             "--schedule",
             "every 10 m",
+            "--recrawl",
+            "every 2m",
         )
         assert status == 0 and "added site pirate" in out, _
+        assert "incremental crawl every 2m" in out
         status, out, _ = run(capsys, ctx, "schedules", "--json")
         [entry] = [e for e in json.loads(out) if e["name"] == "crawl:pirate"]
         assert entry["task"] == "fptrack.crawl_site" and entry["args"] == ["pirate"]
         assert "10.00 minutes" in entry["schedule"]
+        [quick] = [e for e in json.loads(out) if e["name"] == "recrawl:pirate"]
+        assert quick["task"] == "fptrack.recrawl_site" and quick["args"] == ["pirate"]
+        assert "2.00 minutes" in quick["schedule"]
 
         status, out, _ = run(
             capsys,
@@ -154,7 +160,9 @@ class TestSites:
         status, out, _ = run(capsys, ctx, "sites", "list", "--json")
         [site] = json.loads(out)
         assert (site["max_depth"], site["schedule"]) == (2, "daily@02:30")
+        assert site["recrawl"] == "never"
         _, out, _ = run(capsys, ctx, "schedules", "--json")
+        assert not [e for e in json.loads(out) if e["name"] == "recrawl:pirate"]
         assert (
             "30 2 * * *"
             in next(e for e in json.loads(out) if e["name"] == "crawl:pirate")["schedule"]
@@ -172,6 +180,8 @@ class TestSites:
         [
             ("sites", "add", "ftp://x/"),
             ("sites", "add", "http://x/", "--schedule", "whenever"),
+            ("sites", "add", "http://x/", "--recrawl", "every 0 m"),
+            ("sites", "add", "http://x/", "--recrawl", "often"),
             ("sites", "add", "http://x/", "--include", "(unclosed"),
             ("sites", "add", "http://x/", "--name", "bad name"),
         ],

@@ -349,8 +349,17 @@ def test_site_changes_reach_the_beat_schedule(web_ctx: Context, redis_client) ->
     entries = {e["name"]: e for e in schedules.entries()}
     assert entries["crawl:sched"]["task"] == "fptrack.crawl_site"
     assert entries["crawl:sched"]["schedule"] == "<freq: 2.00 hours>"
+    assert "recrawl:sched" not in entries
+    quick = {**form, "recrawl": "every 2m"}
+    assert post(c, "/sites/sched/edit", quick).status_code == 302
+    entries = {e["name"]: e for e in schedules.entries()}
+    assert entries["recrawl:sched"]["task"] == "fptrack.recrawl_site"
+    assert entries["recrawl:sched"]["schedule"] == "<freq: 2.00 minutes>"
+    bad = post(c, "/sites/sched/edit", {**form, "recrawl": "now and then"})
+    assert bad.status_code == 400 and "recrawl" in _text(bad)
     assert post(c, "/sites/sched/edit", {**form, "schedule": "never"}).status_code == 302
-    assert "crawl:sched" not in {e["name"] for e in schedules.entries()}
+    names = {e["name"] for e in schedules.entries()}
+    assert "crawl:sched" not in names and "recrawl:sched" not in names
 
 
 # -- query -----------------------------------------------------------------------------
