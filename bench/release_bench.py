@@ -180,6 +180,22 @@ class Deployment:
         self.engine.pages.clear()
         redis.Redis(port=self.index.connection_pool.connection_kwargs["port"], db=1).flushdb()
 
+    def wait_crawls_done(self) -> None:
+        """Wait until no crawl is queued or running (a chapter is matched before the crawl
+        that found it ends and is recorded)."""
+        from matcher.celery_app import CRAWL_QUEUE
+        from matcher.keys import Keys
+
+        lock = Keys(PREFIX).crawl(SITE).recrawl_lock
+        broker = redis.Redis(port=self.index.connection_pool.connection_kwargs["port"], db=1)
+
+        def idle() -> bool:
+            self.check_alive()
+            return not broker.llen(CRAWL_QUEUE) and not self.index.exists(lock)
+
+        wait_for(idle, self.settings.crawl_timeout, "the last incremental crawl")
+        time.sleep(2)  # its record is written as its subprocess exits
+
     def pending(self) -> int:
         return self.db.pages.count_documents({"pending": True})
 
@@ -299,6 +315,7 @@ def run_round(
         dep.check_alive()
         time.sleep(0.5)
     dep.schedules.remove_site(SITE)
+    dep.wait_crawls_done()
     delays = sorted(found[k] - at for k, at in released.items() if k in found)
     beat_runs = [  # every incremental crawl but the quiet one measured above
         c.get("stats") or {}
