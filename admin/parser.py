@@ -347,6 +347,12 @@ def add_matching(sub: Any) -> None:
         help="crawl and match in this process, no worker, frontier in memory (default: "
         "enqueue the crawl)",
     )
+    p.add_argument(
+        "--incremental",
+        action="store_true",
+        help="the site's incremental crawl (start pages, sitemaps, feeds, new pages only; "
+        "stored pages asked for conditionally) instead of a full one (default: full)",
+    )
     p = _command(
         sub,
         "match",

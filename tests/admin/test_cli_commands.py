@@ -273,7 +273,10 @@ def test_crawl_inline_records_matches(capsys, ctx) -> None:
     with serve_directory(site_dir) as base:
         run(capsys, ctx, "sites", "add", base + "index.html", "--name", "sample")
         status, out, _ = run(capsys, ctx, "crawl", "sample", "--inline")
-    assert status == 0 and "sample: 18 page(s)" in out
+        assert status == 0 and "sample: 18 page(s)" in out
+        # nothing new since: only the start page (stored: it has text) is fetched again
+        status, again, _ = run(capsys, ctx, "crawl", "sample", "--inline", "--incremental")
+    assert status == 0 and "sample: 1 page(s) (0 new, 0 changed, 1 unchanged)" in again
     _, out, _ = run(capsys, ctx, "matches", "list", "--site", "sample", "--json")
     works = sorted(m["work"] for m in json.loads(out))
     assert works == ["lighthouse.txt", "lighthouse.txt", "tea-history.txt"]
