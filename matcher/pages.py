@@ -44,6 +44,15 @@ class CrawledPage:
 
 
 @dataclass
+class UnchangedPage:
+    """A stored page that answered 304 Not Modified to a conditional request: its text is
+    still the stored one as of ``fetched_at``."""
+
+    url: str
+    fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+
+
+@dataclass
 class GonePage:
     """A URL that answered 404 or 410 Not Found / Gone: a stored page there was removed."""
 

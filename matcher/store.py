@@ -735,6 +735,19 @@ class Store:
         return True
 
     @mongo_errors
+    def mark_page_unchanged(self, url: str, at: datetime) -> bool:
+        """Record that the stored page at ``url`` answered 304 at ``at``: its text is still
+        the stored one (``fetched_at`` and ``last_seen`` move on, so a sitemap date older
+        than ``at`` does not ask for it again); False when nothing is stored there."""
+        doc, _ = self._page_slot(_text(url, "url"), {"_id": 1})
+        if doc is None:
+            return False
+        if not isinstance(at, datetime):
+            raise StoreError("a page's fetch time must be a datetime")
+        self.db.pages.update_one({"_id": doc["_id"]}, {"$set": {"fetched_at": at, "last_seen": at}})
+        return True
+
+    @mongo_errors
     def mark_enqueued(self, page_id: str | ObjectId, content_hash: str, at: datetime) -> None:
         """Record that a task to match the page's text with ``content_hash`` was enqueued at
         ``at`` (no-op if the text changed meanwhile)."""

@@ -81,7 +81,7 @@ from crawler.reactor import deferred_from_future
 from crawler.reader_pool import ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob
 from matcher.archive import Exchange
-from matcher.pages import GonePage
+from matcher.pages import GonePage, UnchangedPage
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
@@ -364,6 +364,7 @@ class SiteSpider(scrapy.Spider):
         if response.status == NOT_MODIFIED:  # a conditional request: the page is unchanged
             self._inc(f"fptrack/http_status/{NOT_MODIFIED}")
             self._inc(INC + "not_modified")
+            yield UnchangedPage(canonical(response.url))
             return
         reading = await self._read(response, depth)
         if reading is None:
