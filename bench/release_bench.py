@@ -483,8 +483,8 @@ def print_report(r: dict[str, Any]) -> None:
     print(f"                     max {r['max_s']:7.1f} s")
     print(f"  median of the rounds' p50  {r['round_p50_median_s']:.1f} s")
     print(
-        f"  registered chapter -> match  {r['register_s']:.1f} s "
-        f"(target < {r['targets']['register_s']:.0f} s; add_work {r['add_work_s']:.1f} s)"
+        f"  registered chapter -> match  {r['register_s']:.2f} s "
+        f"(target < {r['targets']['register_s']:.0f} s; add_work {r['add_work_s']:.2f} s)"
     )
     print("  crawl cost          requests      bytes   seconds")
     for kind in ("full", "incremental"):

@@ -1,6 +1,7 @@
 """Leases: a crawler process's slot in a site's crawl (:mod:`crawler.frontier`).
 
-A process crawls a site only while it holds one of the site's ``crawlers`` slots: a
+A process crawls a site only while it holds one of the site's ``crawlers`` slots (having
+waited, up to half a lease, for the site's running incremental crawl to end): a
 redis-py :class:`~redis.lock.Lock` of ``lease_seconds`` (``FPTRACK_CRAWL_LEASE``) renewed by
 a thread every third of that. With every renewal the thread also looks for slots whose
 lease expired while requests were in flight there (their process died) and puts those
@@ -14,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -70,6 +72,7 @@ class CrawlLease:
                 break
         else:
             return None
+        _wait_for_recrawl(client, frontier.keys.recrawl_lock, lease_seconds / 2)
         token = lock.local.token.decode()
         requeued = frontier.requeue(slot)  # left by the slot's last holder, which died
         run_id, started_at, resumed = frontier.join(slot, token)
@@ -182,6 +185,18 @@ class RedisFrontiers:
 
 
 LeaseCallback = Callable[[SiteConfig, CrawlLease], None]
+RECRAWL_POLL = 0.2
+
+
+def _wait_for_recrawl(client: redis.Redis, key: str, at_most: float) -> None:
+    """Let a running incremental crawl of the site finish (they take seconds) before a full
+    crawl starts, at most ``at_most`` seconds (then both run: pages are stored idempotently).
+    A full crawl holds its slot meanwhile, so no new incremental crawl starts."""
+    deadline = time.monotonic() + at_most
+    while client.exists(key) and time.monotonic() < deadline:
+        time.sleep(RECRAWL_POLL)
+    if client.exists(key):
+        logger.warning("an incremental crawl still runs; the full crawl starts beside it")
 
 
 class FullCrawlRunning(Exception):

@@ -5,6 +5,8 @@ in ``crawls`` with its new / changed / unchanged counts."""
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from crawler.lease import FullCrawlRunning, RecrawlLease
+from crawler.lease import CrawlLease, FullCrawlRunning, RecrawlLease
 from matcher import jobs
 from matcher.keys import Keys
 from matcher.operations import Operations
@@ -119,3 +121,23 @@ def test_the_recrawl_lease_refuses_beside_a_full_crawl(redis_client: redis.Redis
     assert full.acquire(blocking=False)
     with pytest.raises(FullCrawlRunning):
         RecrawlLease.acquire(redis_client, "fptrack-test", config, 10)
+
+
+def test_a_full_crawl_waits_for_the_running_recrawl(redis_client: redis.Redis) -> None:
+    config = SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",))
+    recrawl = RecrawlLease.acquire(redis_client, "fptrack-test", config, 10)
+    assert recrawl is not None
+    released: list[float] = []
+
+    def finish() -> None:
+        time.sleep(1)
+        released.append(time.monotonic())
+        recrawl.release()
+
+    threading.Thread(target=finish).start()
+    lease = CrawlLease.acquire(redis_client, "fptrack-test", config, 10)
+    try:
+        assert lease is not None and released  # it returned only once the recrawl ended
+        assert not redis_client.exists(KEYS.recrawl_lock)
+    finally:
+        lease.release()
