@@ -190,6 +190,7 @@ def cmd_sites_add(args: argparse.Namespace, ctx: Context) -> int:
             join_next_pages=not args.no_join,
             obey_robots=not args.ignore_robots,
             schedule=args.schedule,
+            recrawl=args.recrawl,
             authorised=args.authorised,
             render=args.render,
         )
@@ -198,6 +199,8 @@ def cmd_sites_add(args: argparse.Namespace, ctx: Context) -> int:
     _, created = ctx.ops.save_site(site)
     scheduled = ctx.schedules.sync_site(site)
     when = f"schedule {site.schedule}" if scheduled else "not scheduled"
+    if site.recrawl != "never":
+        when += f", incremental crawl {site.recrawl}"
     print(f"{'added' if created else 'updated'} site {site.name} ({when})")
     return 0
 

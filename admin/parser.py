@@ -291,6 +291,15 @@ def add_sites(sub: Any) -> None:
         "never (default: daily, at a minute derived from the name)",
     )
     p.add_argument(
+        "--recrawl",
+        default="never",
+        metavar="SCHEDULE",
+        help="schedule of the incremental crawl besides the full one (same forms as --schedule, "
+        "e.g. 'every 2m'): start pages, sitemaps, RSS/Atom feeds and new pages only, stored "
+        "pages asked for conditionally; never while a full crawl of the site runs "
+        "(default: never)",
+    )
+    p.add_argument(
         "--authorised",
         action="store_true",
         help="a licensed site: its matches are recorded as authorised (default: not)",
@@ -420,6 +429,12 @@ def add_matching(sub: Any) -> None:
         action="store_true",
         help="crawl and match in this process, no worker, frontier in memory (default: "
         "enqueue the crawl)",
+    )
+    p.add_argument(
+        "--incremental",
+        action="store_true",
+        help="the site's incremental crawl (start pages, sitemaps, feeds, new pages only; "
+        "stored pages asked for conditionally) instead of a full one (default: full)",
     )
     p = _command(
         sub,

@@ -26,7 +26,9 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     if site is None:
         raise CommandError(f"no site named {args.site!r} (see `fptrack sites list`)")
     if not args.here and not args.inline:
-        print(f"crawl of {site.name} enqueued: task {ctx.send('fptrack.crawl_site', site.name)}")
+        task = "fptrack.recrawl_site" if args.incremental else "fptrack.crawl_site"
+        kind = "incremental crawl" if args.incremental else "crawl"
+        print(f"{kind} of {site.name} enqueued: task {ctx.send(task, site.name)}")
         return 0
     from crawler.run import crawl_in_process
     from matcher.ingest import Ingest
@@ -59,20 +61,27 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
             None,
             frontiers,
             started,
+            incremental=args.incremental,
         )
     finally:
         bar.close()
     s = stats.get(site.name, {})
     if s.get("finish_reason") == "crawlers_busy":
-        raise CommandError(f"all {site.crawlers} crawler slot(s) of {site.name} are held")
+        busy = s.get("fptrack/busy") or f"all {site.crawlers} crawler slot(s) are held"
+        raise CommandError(f"{site.name}: {busy}")
     if leases:
         jobs.record_crawler_ended(ctx.ops, site.name, leases[0], "finished", s)
     if s.get(RENDER_UNAVAILABLE):
         raise CommandError(
             f"site {site.name}: its pages cannot be rendered: {s[RENDER_UNAVAILABLE]}"
         )
+    counts = ""
+    if args.incremental:
+        inc = "fptrack/incremental/"
+        counts = ", ".join(f"{s.get(inc + k, 0)} {k}" for k in ("new", "changed", "unchanged"))
+        counts = f" ({counts})"
     print(
-        f"{site.name}: {s.get('fptrack/pages', 0)} page(s), "
+        f"{site.name}: {s.get('fptrack/pages', 0)} page(s){counts}, "
         f"{s.get('response_received_count', 0)} response(s), "
         f"{sum(v for k, v in s.items() if k.startswith('fptrack/errors/'))} error(s)"
     )

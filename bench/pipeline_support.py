@@ -11,7 +11,11 @@ The benchmark uses it unless ``--mongo-uri`` names a server.
 ``site-server DIR``: ``DIR`` over HTTP on 127.0.0.1 (a free port), a
 :class:`http.server.ThreadingHTTPServer`. ``ready http://127.0.0.1:PORT/``.
 
-``worker``: a Celery worker (solo pool: one process) of the fptrack app on
+``beat``: Celery beat with redbeat (the schedules in the Redis of ``FPTRACK_REDIS_URL``), as
+``fptrack beat`` runs it; ``ready <pid>`` once beat has started.
+
+``worker [--queues Q]``: a Celery worker (solo pool: one process; queue ``fptrack`` unless
+``--queues`` names others, e.g. ``fptrack.crawl``) of the fptrack app on
 ``FPTRACK_BROKER_URL``, whose tasks use the engine the app builds from the ``FPTRACK_*``
 settings: the store of ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB`` reached through pymongo,
 as a deployed worker's, and the Redis of ``FPTRACK_REDIS_URL`` (prefix
@@ -135,8 +139,9 @@ def ready_key(prefix: str, pid: int) -> str:
     return f"{prefix}:bench-ready:{pid}"
 
 
-def run_worker(profile: Path | None) -> None:
-    """Run one Celery worker until it is stopped (its store and index from the settings)."""
+def run_worker(profile: Path | None, queues: str = "fptrack") -> None:
+    """Run one Celery worker of ``queues`` until it is stopped (its store and index from the
+    settings)."""
     import redis
     from celery.signals import worker_ready
 
@@ -161,7 +166,9 @@ def run_worker(profile: Path | None) -> None:
         profiler = cProfile.Profile()
         profiler.enable()
     try:
-        app.worker_main(WORKER_ARGV)
+        app.worker_main(
+            [f"--queues={queues}" if a.startswith("--queues=") else a for a in WORKER_ARGV]
+        )
     finally:
         if profiler is not None:
             profiler.disable()
@@ -268,8 +275,25 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str, step: flo
 # -- command line ----------------------------------------------------------------------------
 
 
+def run_beat() -> None:
+    """Run Celery beat (redbeat) on the ``FPTRACK_*`` settings until it is stopped."""
+    from celery.signals import beat_init
+
+    from matcher.celery_app import make_app
+    from matcher.settings import Settings
+
+    app = make_app(Settings.from_env())
+
+    def on_init(**_: Any) -> None:
+        print(f"{READY} {os.getpid()}", file=sys.__stdout__, flush=True)
+
+    beat_init.connect(on_init, weak=False)
+    app.start(["beat", "-S", "redbeat.RedBeatScheduler", "--loglevel=WARNING"])
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """``mongo-server``, ``site-server DIR`` or ``worker [--profile OUT]``."""
+    """``mongo-server``, ``site-server DIR``, ``worker [--profile OUT] [--queues Q]`` or
+    ``beat``."""
     parser = argparse.ArgumentParser(prog="python -m bench.pipeline_support")
     roles = parser.add_subparsers(dest="role", required=True)
     roles.add_parser("mongo-server", help="SecantusDB in memory on a free port")
@@ -277,14 +301,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     site.add_argument("folder", type=Path)
     worker = roles.add_parser("worker", help="a Celery worker of the FPTRACK_* settings")
     worker.add_argument("--profile", type=Path, default=None, help="cProfile output (default none)")
+    worker.add_argument(
+        "--queues", default="fptrack", help="queues to consume, comma-separated (default fptrack)"
+    )
+    roles.add_parser("beat", help="Celery beat (redbeat) of the FPTRACK_* settings")
     args = parser.parse_args(argv)
     if args.role == "mongo-server":
         serve_mongo(sys.stdout)
     elif args.role == "site-server":
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
         serve_site(args.folder, sys.stdout)
+    elif args.role == "beat":
+        run_beat()
     else:
-        run_worker(args.profile)
+        run_worker(args.profile, args.queues)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Leases: a crawler process's slot in a site's crawl (:mod:`crawler.frontier`).
 
-A process crawls a site only while it holds one of the site's ``crawlers`` slots: a
+A process crawls a site only while it holds one of the site's ``crawlers`` slots (having
+waited, up to half a lease, for the site's running incremental crawl to end): a
 redis-py :class:`~redis.lock.Lock` of ``lease_seconds`` (``FPTRACK_CRAWL_LEASE``) renewed by
 a thread every third of that. With every renewal the thread also looks for slots whose
 lease expired while requests were in flight there (their process died) and puts those
@@ -14,6 +15,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +25,7 @@ from redis.exceptions import LockError
 
 from crawler.frontier import STAT, Frontier
 from matcher.keys import Keys
-from matcher.sites import SiteConfig
+from matcher.sites import MAX_CRAWLERS, SiteConfig
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +72,7 @@ class CrawlLease:
                 break
         else:
             return None
+        _wait_for_recrawl(client, frontier.keys.recrawl_lock, lease_seconds / 2)
         token = lock.local.token.decode()
         requeued = frontier.requeue(slot)  # left by the slot's last holder, which died
         run_id, started_at, resumed = frontier.join(slot, token)
@@ -176,5 +179,79 @@ class RedisFrontiers:
         """A slot of ``site``'s crawl (see :meth:`CrawlLease.acquire`)."""
         return CrawlLease.acquire(self.client, self.prefix, site, self.lease_seconds)
 
+    def recrawl_lease(self, site: SiteConfig) -> RecrawlLease | None:
+        """The lease of ``site``'s incremental crawl (see :meth:`RecrawlLease.acquire`)."""
+        return RecrawlLease.acquire(self.client, self.prefix, site, self.lease_seconds)
+
 
 LeaseCallback = Callable[[SiteConfig, CrawlLease], None]
+RECRAWL_POLL = 0.2
+
+
+def _wait_for_recrawl(client: redis.Redis, key: str, at_most: float) -> None:
+    """Let a running incremental crawl of the site finish (they take seconds) before a full
+    crawl starts, at most ``at_most`` seconds (then both run: pages are stored idempotently).
+    A full crawl holds its slot meanwhile, so no new incremental crawl starts."""
+    deadline = time.monotonic() + at_most
+    while client.exists(key) and time.monotonic() < deadline:
+        time.sleep(RECRAWL_POLL)
+    if client.exists(key):
+        logger.warning("an incremental crawl still runs; the full crawl starts beside it")
+
+
+class FullCrawlRunning(Exception):
+    """An incremental crawl is not started: a full crawl of the site holds a crawler slot."""
+
+
+@dataclass
+class RecrawlLease:
+    """The lease of a site's incremental crawl: one at a time, never beside a full crawl.
+
+    :meth:`acquire` takes the site's recrawl lock (a redis-py ``Lock`` of
+    ``lease_seconds``, renewed by a thread every third of that), then gives it back and
+    raises :class:`FullCrawlRunning` if any crawler slot of the site is held: a full crawl
+    is under way and fetches every page anyway. An incremental crawl keeps its queue in its
+    own process (it is short); it does not touch the site's shared frontier.
+    """
+
+    lock: Any
+    lease_seconds: float
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def acquire(
+        cls, client: redis.Redis, prefix: str, site: SiteConfig, lease_seconds: float
+    ) -> RecrawlLease | None:
+        """The lease, or None while another incremental crawl of the site holds it."""
+        keys = Keys(prefix).crawl(site.name)
+        lock = client.lock(keys.recrawl_lock, timeout=lease_seconds, thread_local=False)
+        if not lock.acquire(blocking=False):
+            return None
+        if client.exists(*(keys.slot_lock(slot) for slot in range(MAX_CRAWLERS))):
+            with contextlib.suppress(LockError):
+                lock.release()
+            raise FullCrawlRunning(f"a full crawl of {site.name} is running")
+        lease = cls(lock, lease_seconds)
+        lease._thread = threading.Thread(
+            target=lease._renew, name=f"fptrack-recrawl-{site.name}", daemon=True
+        )
+        lease._thread.start()
+        return lease
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        with contextlib.suppress(LockError):
+            self.lock.release()
+
+    def _renew(self) -> None:
+        while not self._stop.wait(self.lease_seconds / 3):
+            try:
+                self.lock.reacquire()
+            except LockError:
+                logger.error("incremental crawl lease lost")
+                return
+            except redis.RedisError as exc:
+                logger.warning("could not renew the incremental crawl lease (will retry): %s", exc)

@@ -16,7 +16,10 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
   MongoDB client.
 
 A :class:`matcher.pages.GonePage` (a URL that answered 404 or 410) goes to the ingest's
-``gone`` when it has one: ``fptrack/gone`` counts the stored pages so found removed.
+``gone`` when it has one: ``fptrack/gone`` counts the stored pages so found removed. A
+:class:`matcher.pages.UnchangedPage` (a stored page that answered 304 to an incremental
+crawl's conditional request) goes to its ``unchanged`` when it has one (the page's fetch time
+moves on; nothing is matched again).
 
 Stats: ``fptrack/ingested/<state>`` per page; ``fptrack/ingest_errors`` when the store is
 unavailable (:class:`matcher.errors.Retryable`: the page is dropped and crawled again next
@@ -39,7 +42,7 @@ from scrapy.exceptions import DropItem
 from crawler.items import PageItem
 from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
 from matcher.errors import MatcherError, Retryable
-from matcher.pages import GonePage
+from matcher.pages import GonePage, UnchangedPage
 
 logger = logging.getLogger(__name__)
 
@@ -96,11 +99,22 @@ class IngestPipeline:
             self._owned_client = None
             self.ingest = None
 
-    def process_item(self, item: PageItem | GonePage) -> PageItem | GonePage:
-        """Store one page (or that a stored one is gone); a store outage or a refused page
-        drops it, counted."""
+    def process_item(
+        self, item: PageItem | GonePage | UnchangedPage
+    ) -> PageItem | GonePage | UnchangedPage:
+        """Store one page (or that a stored one is gone, or unchanged); a store outage or a
+        refused page drops it, counted."""
         if self.ingest is None:  # pragma: no cover - open_spider always runs first
             raise RuntimeError("IngestPipeline.process_item before open_spider")
+        if isinstance(item, UnchangedPage):
+            unchanged = getattr(self.ingest, "unchanged", None)
+            try:
+                if unchanged is not None:
+                    unchanged(item)
+            except Retryable as exc:
+                self.stats.inc_value("fptrack/ingest_errors")
+                logger.warning("store unavailable, 304 not recorded: %s: %s", item.url, exc)
+            return item
         if isinstance(item, GonePage):
             gone = getattr(self.ingest, "gone", None)
             try:

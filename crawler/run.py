@@ -12,14 +12,18 @@ task launches it in a subprocess::
 
     python -m crawler.run --site-json '{"name": "demo", "start_urls": ["https://..."]}' \\
         [--stats-json PATH] [--log-level INFO] [--timeout SECONDS] \\
-        [--frontier redis|memory] [--announce]
+        [--frontier redis|memory] [--announce] [--incremental]
 
 It prints the stats as JSON (or writes them to ``--stats-json``). ``--frontier redis`` (the
 default) crawls on the site's shared frontier in the Redis of ``FPTRACK_REDIS_URL``, under
 ``FPTRACK_REDIS_PREFIX``, with leases of ``FPTRACK_CRAWL_LEASE`` seconds (settings read
 once, here, with the store's and the broker's, and passed to the pipeline in
 ``FPTRACK_SETTINGS``): the process joins the crawl under way, or resumes the one a crash left, or
-starts a new one; ``memory`` keeps the frontier in this process. ``--announce`` prints one
+starts a new one; ``memory`` keeps the frontier in this process. ``--incremental`` runs the
+site's incremental crawl (:mod:`crawler.incremental`) instead of a full one: its queue is in
+this process whatever ``--frontier`` says, and with ``--frontier redis`` it takes the site's
+recrawl lease first (:class:`crawler.lease.RecrawlLease`: exit status 3 while another
+incremental crawl or a full crawl of the site runs). ``--announce`` prints one
 JSON line (run id, slot, token, host, pid) on stdout when the crawl starts. SIGTERM stops
 the crawl gracefully, like ``--timeout``. Exit status: 0 when the crawl ran, 1 when it
 failed or no page could be fetched (the error on one line on stderr), 2 for a bad
@@ -44,7 +48,7 @@ import redis
 
 from crawler import reactor as shared_reactor
 from crawler.extract import SelectorError, check_selector
-from crawler.lease import CrawlLease, LeaseCallback, RedisFrontiers
+from crawler.lease import CrawlLease, FullCrawlRunning, LeaseCallback, RecrawlLease, RedisFrontiers
 from crawler.scheduler import frontier_settings
 from crawler.settings import SETTINGS_SETTING, crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
@@ -75,6 +79,7 @@ def crawl_in_process(
     timeout: float | None = None,
     frontiers: RedisFrontiers | None = None,
     on_lease: LeaseCallback | None = None,
+    incremental: bool = False,
 ) -> dict[str, Stats]:
     """Crawl ``sites`` together on the shared reactor; ``{site name: stats}``.
 
@@ -90,6 +95,11 @@ def crawl_in_process(
     (``on_lease`` is called with it before the crawl starts); a site whose
     ``crawlers`` slots are all held is not crawled (finish reason :data:`BUSY`). Either way
     the stats hold ``fptrack/frontier/...`` facts only for frontier crawls.
+
+    ``incremental`` runs each site's incremental crawl (:mod:`crawler.incremental`), its queue
+    in this process; with ``frontiers`` it first takes the site's recrawl lease, and a site
+    whose lease is held, or whose full crawl is running, is not crawled (:data:`BUSY`, with
+    the reason in ``fptrack/busy``).
     """
     names = [site.name for site in sites]
     if len(set(names)) != len(names):
@@ -99,20 +109,39 @@ def crawl_in_process(
     reactor_path = shared_reactor.reactor_setting()
     runs: dict[str, Any] = {}
     leases: dict[str, CrawlLease] = {}
+    recrawls: dict[str, RecrawlLease] = {}
+    busy: dict[str, str] = {}
     try:
         for site in sites if frontiers is not None else ():
+            if incremental:
+                try:
+                    recrawl = frontiers.recrawl_lease(site)  # type: ignore[union-attr]
+                except FullCrawlRunning as exc:
+                    busy[site.name] = str(exc)
+                    continue
+                if recrawl is None:
+                    busy[site.name] = f"an incremental crawl of {site.name} is running"
+                else:
+                    recrawls[site.name] = recrawl
+                continue
             lease = frontiers.lease(site)  # type: ignore[union-attr]
             if lease is not None:
                 leases[site.name] = lease
                 if on_lease is not None:
                     on_lease(site, lease)
-        crawled = [s for s in sites if frontiers is None or s.name in leases]
-        results = _crawl(crawled, settings_overrides, timeout, leases, reactor_path, runs)
+            else:
+                busy[site.name] = f"all {site.crawlers} crawler slot(s) are held"
+        crawled = [s for s in sites if s.name not in busy]
+        results = _crawl(
+            crawled, settings_overrides, timeout, leases, reactor_path, runs, incremental
+        )
     finally:
-        for lease in leases.values():
+        for lease in [*leases.values(), *recrawls.values()]:
             lease.release()
     stats = {
-        site.name: jsonable_stats(runs[site.name]) if site.name in runs else _busy(site)
+        site.name: jsonable_stats(runs[site.name])
+        if site.name in runs
+        else _busy(site, busy.get(site.name, ""))
         for site in sites
     }
     errors = {
@@ -132,6 +161,7 @@ def _crawl(
     leases: dict[str, CrawlLease],
     reactor_path: str | None,
     runs: dict[str, Any],
+    incremental: bool = False,
 ) -> list[tuple[bool, Any]]:
     """Run one crawler per site on the reactor; their results (``DeferredList``'s)."""
     if not sites:
@@ -152,7 +182,7 @@ def _crawl(
             settings.set("TWISTED_REACTOR", reactor_path, priority="cmdline")
             crawler = Crawler(SiteSpider, settings)
             runs[site.name] = crawler
-            deferreds.append(runner.crawl(crawler, site=site))
+            deferreds.append(runner.crawl(crawler, site=site, incremental=incremental))
         return DeferredList(deferreds, consumeErrors=True)
 
     done = shared_reactor.call_in_reactor(start)
@@ -165,9 +195,14 @@ def _crawl(
         raise
 
 
-def _busy(site: SiteConfig) -> Stats:
-    """The stats of a site not crawled because its crawler slots were all held."""
-    return {"finish_reason": BUSY, "fptrack/frontier/crawlers": site.crawlers}
+def _busy(site: SiteConfig, reason: str) -> Stats:
+    """The stats of a site not crawled because its crawler slots (or its recrawl lease, or a
+    full crawl) held it."""
+    return {
+        "finish_reason": BUSY,
+        "fptrack/frontier/crawlers": site.crawlers,
+        "fptrack/busy": reason,
+    }
 
 
 def _stop_and_wait(runs: dict[str, Any], done: Any) -> Any:
@@ -230,6 +265,11 @@ def _parser() -> argparse.ArgumentParser:
         help="the site's shared frontier in Redis, or one in this process (default: redis)",
     )
     parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="run the site's incremental crawl (start pages, sitemaps, feeds, new pages only)",
+    )
+    parser.add_argument(
         "--announce",
         action="store_true",
         help="print the crawl's lease (one JSON line) on stdout when it starts",
@@ -261,12 +301,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         frontiers = _frontiers(settings) if args.frontier == "redis" else None
         on_lease = _announce if args.announce else None
         overrides = {SETTINGS_SETTING: settings, "FPTRACK_CHROMIUM": settings.chromium}
-        all_stats = crawl_in_process([site], overrides, args.timeout, frontiers, on_lease)
+        all_stats = crawl_in_process(
+            [site], overrides, args.timeout, frontiers, on_lease, args.incremental
+        )
         if all_stats[site.name].get("finish_reason") == BUSY:
-            print(
-                f"crawler.run: site {site.name}: all {site.crawlers} crawler slot(s) are held",
-                file=sys.stderr,
-            )
+            reason = all_stats[site.name].get("fptrack/busy", "")
+            print(f"crawler.run: site {site.name}: {reason}", file=sys.stderr)
             return 3
         error = crawl_problem(all_stats[site.name])
     except CrawlFailed as exc:

@@ -56,6 +56,14 @@ Defaults:
   settle; ``FPTRACK_RENDER_PAGES`` (4) pages open at once. The render settings
   (``DOWNLOAD_HANDLERS`` and ``PLAYWRIGHT_*``) are set after ``overrides``, from them.
 
+- ``FPTRACK_RECRAWL_DEPTH``: 2: an incremental crawl (``SiteConfig.recrawl``,
+  :mod:`crawler.incremental`) follows links at most this far from a start page (and never
+  beyond the site's ``max_depth``); sitemap and feed entries are one link away.
+- ``FPTRACK_FEED_MAX_BYTES``: 5 MiB (5242880 bytes): a sitemap or feed bigger than this (after
+  gunzip) is skipped with one line (``fptrack/incremental/feed_problems``).
+- ``FPTRACK_FEED_MAX_ENTRIES``: 50,000 entries read from one sitemap or feed (the sitemap
+  protocol's own limit).
+
 ``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
 "2.7" implementation and no longer read the setting.
 """
@@ -105,6 +113,9 @@ FPTRACK_CHROMIUM = render.CHROMIUM
 FPTRACK_RENDER_SECONDS = render.RENDER_SECONDS
 FPTRACK_RENDER_SETTLE_SECONDS = render.SETTLE_SECONDS
 FPTRACK_RENDER_PAGES = render.RENDER_PAGES
+FPTRACK_RECRAWL_DEPTH = 2
+FPTRACK_FEED_MAX_BYTES = 5 * 1024 * 1024
+FPTRACK_FEED_MAX_ENTRIES = 50_000
 
 INGEST_SETTING = "FPTRACK_INGEST"
 SETTINGS_SETTING = "FPTRACK_SETTINGS"

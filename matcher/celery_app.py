@@ -12,7 +12,8 @@ Options (Celery's names):
 - ``visibility_timeout`` (``FPTRACK_VISIBILITY_TIMEOUT``, default 7200 s): how long Redis
   waits for an acknowledgement before redelivering; longer than the longest crawl
   (``FPTRACK_CRAWL_TIMEOUT``, default 6000 s).
-- queues: ``fptrack`` for pages and works, ``fptrack.crawl`` for crawls (long-running),
+- queues: ``fptrack`` for pages and works, ``fptrack.crawl`` for crawls, full and
+  incremental (long-running),
   so a crawl never holds up page processing on a worker that consumes both.
 - beat: ``redbeat.RedBeatScheduler``, schedules kept in Redis under ``<prefix>:redbeat:``,
   with a lock (60 s) so that exactly one beat runs; beat looks at Redis at least every
@@ -55,7 +56,10 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
         "task_default_queue": PAGE_QUEUE,
-        "task_routes": {"fptrack.crawl_site": {"queue": CRAWL_QUEUE}},
+        "task_routes": {
+            "fptrack.crawl_site": {"queue": CRAWL_QUEUE},
+            "fptrack.recrawl_site": {"queue": CRAWL_QUEUE},
+        },
         "timezone": "UTC",
         "enable_utc": True,
         "beat_scheduler": "redbeat.RedBeatScheduler",

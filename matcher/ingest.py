@@ -22,14 +22,14 @@ the page stored without it: evidence never costs a page.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from pymongo.errors import PyMongoError
 
 from matcher.archive import Archive, ArchiveError, Exchange, warc_bytes
-from matcher.pages import CrawledPage, GonePage
+from matcher.pages import CrawledPage, GonePage, UnchangedPage
 from matcher.prepared import content_hash
 from matcher.store import Store, now
 
@@ -89,6 +89,15 @@ class Ingest:
             return False
         sent = sent if sent.tzinfo else sent.replace(tzinfo=UTC)
         return self.clock() - sent < REENQUEUE_AFTER
+
+    def unchanged(self, page: UnchangedPage) -> bool:
+        """Record that a stored page answered 304 Not Modified (nothing to match again)."""
+        return self.store.mark_page_unchanged(page.url, page.fetched_at)
+
+    def known_pages(self, urls: Iterable[str]) -> dict[str, dict]:
+        """The stored pages among ``urls`` with their fetch time and HTTP validators, for an
+        incremental crawl (:class:`crawler.incremental.PageLedger`)."""
+        return self.store.page_validators(urls)
 
     def gone(self, page: GonePage) -> bool:
         """Record that a stored page answered 404 or 410 (the match view says "removed

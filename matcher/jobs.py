@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 NEW_WORKS_STATE = "match_new_works.since"
 NEW_WORKS_OVERLAP = timedelta(minutes=5)
 FRONTIER_STATS = "fptrack/frontier/"
+INCREMENTAL_STATS = "fptrack/incremental/"
 
 
 class CrawlFailed(MatcherError):
@@ -147,6 +148,43 @@ def crawl_site(
     }
 
 
+def recrawl_site(
+    settings: Settings, ops: Operations, site_name: str, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Run a site's incremental crawl (``python -m crawler.run --incremental``) and record it.
+
+    The subprocess takes the site's recrawl lease; while another incremental crawl or a full
+    crawl of the site runs it exits at once and nothing is recorded (``skipped``). Otherwise
+    the run is recorded in ``crawls`` with ``kind`` ``incremental`` and its stats, among them
+    ``fptrack/incremental/new``, ``.../changed`` and ``.../unchanged`` (304 answers and
+    same-text pages).
+    """
+    site = ops.get_site(site_name)
+    if site is None:
+        raise CrawlFailed(f"no site named {site_name!r}")
+    started = now()
+    with tempfile.TemporaryDirectory(prefix="fptrack-recrawl-") as tmp:
+        crawl = _CrawlProcess(
+            site.to_dict(), Path(tmp), settings.crawl_timeout, environ, incremental=True
+        )
+        returncode, stats, error = crawl.wait()
+    if returncode == 3:
+        return {"site": site.name, "skipped": error.rsplit(": ", 1)[-1]}
+    run_id = uuid.uuid4().hex
+    outcome = "lost" if returncode < 0 else ("failed" if error else "finished")
+    ops.record_crawl(
+        run_id, site.name, kind="incremental", started_at=started, finished_at=now(),
+        outcome=outcome, error=error, stats=stats,
+    )  # fmt: skip
+    if error and returncode >= 0:
+        raise CrawlFailed(error, stats)
+    return {
+        "site": site.name,
+        "run_id": run_id,
+        **{k: stats.get(INCREMENTAL_STATS + k, 0) for k in ("new", "changed", "unchanged")},
+    }
+
+
 def record_crawler_started(ops: Operations, site: str, lease: Mapping[str, Any]) -> None:
     """Record that a crawler process (``lease``: ``CrawlLease.describe()``) started its part."""
     ops.record_crawl_process(
@@ -179,7 +217,12 @@ class _CrawlProcess:
     GRACE = 60
 
     def __init__(
-        self, site: dict[str, Any], tmp: Path, timeout: int, environ: Mapping[str, str] | None
+        self,
+        site: dict[str, Any],
+        tmp: Path,
+        timeout: int,
+        environ: Mapping[str, str] | None,
+        incremental: bool = False,
     ) -> None:
         self.site = site["name"]
         self.stats_path = tmp / "stats.json"
@@ -189,7 +232,7 @@ class _CrawlProcess:
         command = [
             sys.executable, "-m", "crawler.run", "--site-json",
             json.dumps(site, ensure_ascii=False), "--stats-json", str(self.stats_path),
-            "--timeout", str(graceful), "--announce",
+            "--timeout", str(graceful), "--incremental" if incremental else "--announce",
         ]  # fmt: skip
         with self.stderr_path.open("w", encoding="utf-8") as stderr:
             self.process = subprocess.Popen(

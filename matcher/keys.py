@@ -288,6 +288,8 @@ class CrawlKeys:
     ('fptrack:crawl:pirate:queue', 'fptrack:crawl:pirate:seen', 'fptrack:crawl:pirate:run')
     >>> keys.inflight(1), keys.slot_lock(1)
     ('fptrack:crawl:pirate:inflight:1', 'fptrack:lock:crawl:pirate:1')
+    >>> keys.recrawl_lock
+    'fptrack:lock:crawl:pirate:recrawl'
     """
 
     base: str
@@ -315,3 +317,8 @@ class CrawlKeys:
     def slot_lock(self, slot: int) -> str:
         """The lease of crawler slot ``slot`` (a redis-py ``Lock``), held by one process."""
         return f"{self.lock_base}:{slot}"
+
+    @property
+    def recrawl_lock(self) -> str:
+        """The lease of the site's incremental crawl (a redis-py ``Lock``): one at a time."""
+        return f"{self.lock_base}:recrawl"

@@ -12,6 +12,9 @@ the URLs whether neighbouring pages are parts of one split chapter.
 
 ``exchange`` is the HTTP exchange as fetched (:class:`matcher.archive.Exchange`), which the
 ingest keeps as evidence when it has an archive; None for pages that were never fetched.
+``etag`` and ``last_modified`` are the response's ``ETag`` and ``Last-Modified`` headers (""
+when absent), stored with the page so that an incremental crawl asks for it again with a
+conditional request (:mod:`crawler.incremental`).
 """
 
 from __future__ import annotations
@@ -36,6 +39,17 @@ class CrawledPage:
     next_url: str = ""
     prev_url: str = ""
     exchange: Exchange | None = field(default=None, repr=False)
+    etag: str = ""
+    last_modified: str = ""
+
+
+@dataclass
+class UnchangedPage:
+    """A stored page that answered 304 Not Modified to a conditional request: its text is
+    still the stored one as of ``fetched_at``."""
+
+    url: str
+    fetched_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
 
 @dataclass

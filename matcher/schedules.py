@@ -1,6 +1,9 @@
 """Beat schedules kept in Redis (redbeat), editable while beat runs.
 
-Each site has one entry, ``crawl:<site>``, running ``fptrack.crawl_site``; three daily jobs run
+Each site has one entry, ``crawl:<site>``, running ``fptrack.crawl_site`` (the full crawl), and,
+when its ``recrawl`` is not ``never``, a second one, ``recrawl:<site>``, running
+``fptrack.recrawl_site`` (the incremental crawl, which never runs while a full crawl of the
+site holds a crawler slot); three daily jobs run
 at ``FPTRACK_DAILY_AT`` (default 03:00 UTC): ``daily:match-new-works`` (works registered
 since the last run against all pages, the Daguan daily task) and, an hour later,
 ``daily:report``, and an hour after that ``daily:prune-archive`` (archived exchanges that
@@ -35,12 +38,14 @@ from matcher.settings import Settings
 from matcher.sites import INTERVAL_UNITS, SiteConfig, SiteConfigError
 
 CRAWL_PREFIX = "crawl:"
+RECRAWL_PREFIX = "recrawl:"
 DAILY_MATCH = "daily:match-new-works"
 DAILY_REPORT = "daily:report"
 DAILY_PRUNE = "daily:prune-archive"
 RESUME_CRAWLS = "crawls:resume"
 DAILY_DIGEST = "daily:digest"
 DELIVER_ALERTS = "alerts:deliver"
+RECRAWL_EXPIRES = 300
 
 
 def parse_schedule(spec: str, name: str = "") -> schedule | crontab | None:
@@ -77,15 +82,39 @@ def parse_schedule(spec: str, name: str = "") -> schedule | crontab | None:
     raise SiteConfigError(f"unknown schedule {spec!r}")
 
 
+def recrawl_expiry(sched: schedule | crontab) -> float:
+    """Seconds after which an incremental crawl's task, not yet started, is dropped: its
+    interval (the next one is due by then), or :data:`RECRAWL_EXPIRES` for a crontab.
+
+    A full crawl holding the crawl workers therefore leaves no pile of incremental crawls
+    behind it.
+
+    >>> recrawl_expiry(parse_schedule("every 2m"))
+    120.0
+    """
+    if isinstance(sched, crontab):
+        return float(RECRAWL_EXPIRES)
+    return max(sched.run_every.total_seconds(), 10.0)
+
+
 class Schedules:
     """The beat entries of one Celery app configured for redbeat."""
 
     def __init__(self, app: Celery) -> None:
         self.app = app
 
-    def _entry(self, name: str, task: str, sched: Any, args: list | None = None) -> None:
+    def _entry(
+        self,
+        name: str,
+        task: str,
+        sched: Any,
+        args: list | None = None,
+        options: dict | None = None,
+    ) -> None:
         with redis_errors("saving a schedule"):
-            RedBeatSchedulerEntry(name, task, sched, args=args or [], app=self.app).save()
+            RedBeatSchedulerEntry(
+                name, task, sched, args=args or [], options=options or {}, app=self.app
+            ).save()
 
     def _delete(self, name: str) -> bool:
         key = self.app.conf.redbeat_key_prefix + name
@@ -97,7 +126,16 @@ class Schedules:
         return True
 
     def sync_site(self, site: SiteConfig) -> bool:
-        """Save (or remove, for ``never``) the crawl entry of a site; True if one is saved."""
+        """Save (or remove, for ``never``) the full crawl entry of a site and its incremental
+        crawl entry; True if the full crawl's is saved."""
+        recrawl = parse_schedule(site.recrawl, site.name)
+        if recrawl is None:
+            self._delete(RECRAWL_PREFIX + site.name)
+        else:
+            options = {"expires": recrawl_expiry(recrawl)}
+            self._entry(
+                RECRAWL_PREFIX + site.name, "fptrack.recrawl_site", recrawl, [site.name], options
+            )
         sched = parse_schedule(site.schedule, site.name)
         if sched is None:
             self._delete(CRAWL_PREFIX + site.name)
@@ -106,6 +144,7 @@ class Schedules:
         return True
 
     def remove_site(self, name: str) -> bool:
+        self._delete(RECRAWL_PREFIX + name)
         return self._delete(CRAWL_PREFIX + name)
 
     def ensure_daily(self, settings: Settings) -> None:

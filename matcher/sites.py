@@ -72,8 +72,13 @@ class SiteConfig:
     many crawler processes, on any machines, may crawl the site at once, sharing one frontier
     in Redis (:mod:`crawler.frontier`); a scheduled crawl starts that many.
     ``schedule``: ``daily`` (at the hour beat chooses), ``daily@HH:MM`` (UTC), ``hourly``,
-    ``every N m|h|s``, ``cron M H DOM MON DOW`` or ``never``. An ``authorised`` site is
-    licensed to carry the works: its matches are recorded as authorised.
+    ``every N m|h|s``, ``cron M H DOM MON DOW`` or ``never``. ``recrawl`` (same syntax,
+    default ``never``) schedules the site's *incremental* crawl besides the full one: its
+    start pages, its sitemaps and RSS/Atom feeds, then only the pages not stored yet, those a
+    sitemap or feed says changed since they were fetched, and those linked from new pages
+    (``FPTRACK_RECRAWL_DEPTH`` links away); stored pages are asked for with conditional
+    requests (:mod:`crawler.incremental`). An ``authorised`` site is licensed to carry the
+    works: its matches are recorded as authorised.
     ``render`` opens each page in headless Chromium and reads the DOM its scripts built
     (:mod:`crawler.render`; extra ``render``), for sites that load their text by script.
     """
@@ -92,6 +97,7 @@ class SiteConfig:
     obey_robots: bool = True
     crawlers: int = 1
     schedule: str = "daily"
+    recrawl: str = "never"
     authorised: bool = False
     render: bool = False
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
@@ -121,11 +127,12 @@ class SiteConfig:
                 re.compile(pattern)
             except (re.error, OverflowError, RecursionError) as exc:
                 raise SiteConfigError(f"site {self.name}: bad pattern {pattern!r}: {exc}") from exc
-        if not SCHEDULES.match(self.schedule) or not _in_range(self.schedule):
-            raise SiteConfigError(
-                f"site {self.name}: schedule {self.schedule!r} is not one of daily, "
-                "daily@HH:MM, hourly, every N m|h|s, cron M H DOM MON DOW, never"
-            )
+        for label, spec in (("schedule", self.schedule), ("recrawl", self.recrawl)):
+            if not isinstance(spec, str) or not SCHEDULES.match(spec) or not _in_range(spec):
+                raise SiteConfigError(
+                    f"site {self.name}: {label} {spec!r} is not one of daily, "
+                    "daily@HH:MM, hourly, every N m|h|s, cron M H DOM MON DOW, never"
+                )
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> SiteConfig:

@@ -39,6 +39,8 @@ T = TypeVar("T")
 
 KINDS = ("work", "page")
 _LINKS = {"next_url": 1, "prev_url": 1}
+VALIDATOR_CHARS = 200
+"""At most this much of a page's ``ETag`` and ``Last-Modified`` is kept (hostile headers)."""
 STATUSES = ("new", "confirmed", "false_positive", "authorised", "takedown_sent")
 
 LIST_ORDER = (("first_seen", DESCENDING), ("_id", DESCENDING))
@@ -618,6 +620,8 @@ class Store:
             "last_seen": stamp,
             "next_url": _text(page.next_url, "next url"),
             "prev_url": _text(page.prev_url, "previous url"),
+            "etag": _text(page.etag, "etag")[:VALIDATOR_CHARS],
+            "last_modified": _text(page.last_modified, "last modified")[:VALIDATOR_CHARS],
             "_stamp": stamp,
         }
         try:
@@ -667,6 +671,16 @@ class Store:
         fields = None if projection is None else {**projection, "url": 1}
         found = self.db.pages.find({"_id": {"$in": slots}}, fields)
         return {d["url"]: d for d in found if d.get("url") in wanted}
+
+    def page_validators(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """The stored pages among ``urls``: ``{url: {fetched_at, etag, last_modified}}``,
+        for an incremental crawl's conditional requests (read in batches)."""
+        wanted = list(dict.fromkeys(_text(u, "url") for u in urls))
+        fields = {"fetched_at": 1, "etag": 1, "last_modified": 1}
+        out: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(wanted), 1000):
+            out.update(self.pages_by_url(wanted[start : start + 1000], fields))
+        return out
 
     @mongo_errors
     def pages_linking_to(self, url: str, projection: dict[str, int] | None = None) -> list[dict]:
@@ -733,6 +747,19 @@ class Store:
             {"_id": doc["_id"], "gone": {"$exists": False}},
             {"$set": {"gone": {"status": int(status), "at": at}}},
         )
+        return True
+
+    @mongo_errors
+    def mark_page_unchanged(self, url: str, at: datetime) -> bool:
+        """Record that the stored page at ``url`` answered 304 at ``at``: its text is still
+        the stored one (``fetched_at`` and ``last_seen`` move on, so a sitemap date older
+        than ``at`` does not ask for it again); False when nothing is stored there."""
+        doc, _ = self._page_slot(_text(url, "url"), {"_id": 1})
+        if doc is None:
+            return False
+        if not isinstance(at, datetime):
+            raise StoreError("a page's fetch time must be a datetime")
+        self.db.pages.update_one({"_id": doc["_id"]}, {"$set": {"fetched_at": at, "last_seen": at}})
         return True
 
     @mongo_errors

@@ -131,6 +131,13 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
     )
 
 
+@shared_task(bind=True, base=FptrackTask, name="fptrack.recrawl_site")
+def recrawl_site(self: FptrackTask, site_name: str) -> dict[str, Any]:
+    """A site's incremental crawl, in a subprocess; skipped while a full crawl runs."""
+    store = self.runtime.engine().store
+    return jobs.recrawl_site(self.runtime.settings, Operations(store), site_name)
+
+
 @shared_task(bind=True, base=FptrackTask, name="fptrack.resume_crawls")
 def resume_crawls(self: FptrackTask) -> list[str]:
     """Every lease: restart the crawls that every crawler process abandoned (crashed)."""

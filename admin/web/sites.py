@@ -60,8 +60,10 @@ def _form_site(form: Any, name: str | None) -> SiteConfig:
         data[field] = form.get(field) == "on"
     data["content_selector"] = form.get("content_selector", "").strip()
     data["schedule"] = form.get("schedule", "daily").strip() or "daily"
+    data["recrawl"] = form.get("recrawl", "never").strip() or "never"
     config = SiteConfig.from_dict(data)
-    parse_schedule(config.schedule, config.name)  # a cron field out of range
+    for spec in (config.schedule, config.recrawl):
+        parse_schedule(spec, config.name)  # a cron field out of range
     return config
 
 
@@ -92,6 +94,8 @@ def _edit(site: SiteConfig | None) -> Any:
     note = "saved"
     if s.schedules is not None:
         note += "; schedule " + (config.schedule if s.schedules.sync_site(config) else "off")
+        if config.recrawl != "never":
+            note += f"; incremental crawl {config.recrawl}"
     if config.authorised:
         changed = mark_authorised(config.name)
         if changed:

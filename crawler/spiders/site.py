@@ -36,6 +36,19 @@ redirects to, another port of a start URL's host: never followed),
 ``fptrack/extract_timeout`` and ``fptrack/extract_failed`` (pages read the quick way because
 their reader overran its time or died; they still yield their item),
 and ``fptrack/http_status/<code>`` (every final status the spider sees, errors included).
+
+With ``incremental=True`` (``python -m crawler.run --incremental``) the spider runs the
+site's incremental crawl (:mod:`crawler.incremental`): start pages, robots.txt's sitemaps or
+``/sitemap.xml``, the feeds the start pages announce, then only new pages, pages a sitemap or
+feed dates after their stored fetch, and the next / previous pages of what it fetches, at
+most ``FPTRACK_RECRAWL_DEPTH`` (2) links from a start page (and never beyond
+``max_depth``); stored pages are requested with conditional headers. It knows what is stored
+through its ledger: ``FPTRACK_INGEST``'s ``known_pages`` in process, else a store opened on
+``FPTRACK_SETTINGS`` (closed with the spider); without either every page counts as new.
+Its own stats: ``fptrack/incremental/not_modified`` (304 answers), ``.../skipped`` (stored
+pages not requested), ``.../sitemaps``, ``.../feeds``, ``.../listed`` (sitemap and feed
+entries), ``.../feed_problems``, and at the end ``.../new``, ``.../changed`` and
+``.../unchanged`` (304 answers plus pages fetched again with the same text).
 """
 
 from __future__ import annotations
@@ -46,6 +59,7 @@ from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
+from urllib.parse import urlsplit
 
 import scrapy
 import xxhash
@@ -58,6 +72,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.python.failure import Failure
 from w3lib.url import canonicalize_url
 
+from crawler import incremental as inc
 from crawler.encoding import sniff_html
 from crawler.extract import check_selector
 from crawler.items import PageItem
@@ -67,10 +82,12 @@ from crawler.reader_pool import ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
-from matcher.pages import GonePage
+from matcher.pages import GonePage, UnchangedPage
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
+INC = "fptrack/incremental/"
+NOT_MODIFIED = 304
 GONE_STATUSES = frozenset({404, 410})
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _IGNORED_SUFFIX = re.compile(
@@ -142,6 +159,11 @@ class SiteSpider(scrapy.Spider):
         extract_workers: int = 2,
         extract_seconds: float = 10.0,
         render_unavailable: str = "",
+        incremental: bool = False,
+        recrawl_depth: int = 2,
+        feed_max_bytes: int = 5 * 1024 * 1024,
+        feed_max_entries: int = 50_000,
+        ledger: inc.PageLedger | None = None,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -163,6 +185,13 @@ class SiteSpider(scrapy.Spider):
         self._include = [re.compile(p) for p in config.include]
         self._exclude = [re.compile(p) for p in config.exclude]
         self._origins = Origins(self.start_urls)
+        self.incremental = incremental
+        if incremental:
+            self.max_depth = min(self.max_depth, recrawl_depth)
+        self.feed_max_bytes = feed_max_bytes
+        self.feed_max_entries = feed_max_entries
+        self.ledger = ledger
+        self._owned_store: Any = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -176,13 +205,34 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("extract_workers", settings.getint("FPTRACK_EXTRACT_WORKERS", 2))
         kwargs.setdefault("extract_seconds", settings.getfloat("FPTRACK_EXTRACT_SECONDS", 10.0))
         kwargs.setdefault("render_unavailable", settings.get(UNAVAILABLE_SETTING) or "")
-        return super().from_crawler(crawler, *args, **kwargs)
+        kwargs.setdefault("recrawl_depth", settings.getint("FPTRACK_RECRAWL_DEPTH", 2))
+        kwargs.setdefault("feed_max_bytes", settings.getint("FPTRACK_FEED_MAX_BYTES", 5 << 20))
+        kwargs.setdefault("feed_max_entries", settings.getint("FPTRACK_FEED_MAX_ENTRIES", 50_000))
+        spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.incremental and spider.ledger is None:
+            spider.ledger, spider._owned_store = _ledger(crawler.settings)
+        return spider
+
+    def closed(self, reason: str) -> None:
+        """Sum up an incremental crawl; close the store its ledger opened."""
+        if self.incremental:
+            stats = self.crawler.stats
+            ingested = "fptrack/ingested/"
+            not_modified = stats.get_value(INC + "not_modified", 0)
+            stats.set_value(INC + "new", stats.get_value(ingested + "new", 0))
+            stats.set_value(INC + "changed", stats.get_value(ingested + "changed", 0))
+            same = stats.get_value(ingested + "unchanged", 0)
+            stats.set_value(INC + "unchanged", same + not_modified)
+        if self._owned_store is not None:
+            self._owned_store.close()
+            self._owned_store = None
 
     # requests -------------------------------------------------------------------------
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
-        """One request per start URL, at depth 0; none when the site's pages should be
-        rendered and cannot be (the reason is recorded as ``fptrack/render_unavailable``)."""
+        """One request per start URL, at depth 0; an incremental crawl also asks each start
+        URL's origin for its robots.txt (for its sitemaps). None when the site's pages should
+        be rendered and cannot be (the reason is recorded as ``fptrack/render_unavailable``)."""
         if self.render_unavailable:
             self.logger.error("pages cannot be rendered: %s", self.render_unavailable)
             crawler = getattr(self, "crawler", None)
@@ -193,16 +243,156 @@ class SiteSpider(scrapy.Spider):
             request = self._request(url, 0)
             if request is not None:
                 yield request
+        if self.incremental:
+            for origin in dict.fromkeys(_origin(url) for url in self.start_urls):
+                yield scrapy.Request(
+                    origin + "/robots.txt",
+                    self.parse_robots,
+                    errback=self.on_robots_error,
+                    meta={"handle_httpstatus_all": True, "dont_obey_robotstxt": True},
+                )
+
+    # incremental crawls: sitemaps and feeds ------------------------------------------------
+
+    def parse_robots(self, response: Response) -> Iterator[scrapy.Request]:
+        """The sitemaps robots.txt names (those of a start URL's origin), else /sitemap.xml."""
+        from scrapy.utils.sitemap import sitemap_urls_from_robots
+
+        urls: list[str] = []
+        if response.status == 200:
+            found = sitemap_urls_from_robots(
+                response.body[: self.feed_max_bytes], base_url=response.url
+            )
+            urls = [u for u in found if self._same_origin(u)][:50]
+        if not urls:
+            urls = [_origin(response.url) + "/sitemap.xml"]
+        for url in urls:
+            yield self._listing(url, self.parse_sitemap, depth=0)
+
+    def on_robots_error(self, failure: Failure) -> Iterator[scrapy.Request]:
+        """No robots.txt: try /sitemap.xml."""
+        request = getattr(failure, "request", None)
+        if request is not None:
+            yield self._listing(_origin(request.url) + "/sitemap.xml", self.parse_sitemap, 0)
+
+    def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:
+        """A sitemap's pages (see :meth:`_listed`), or a sitemap index's sitemaps."""
+        if response.status != 200:
+            return
+        try:
+            kind, entries = inc.parse_sitemap(
+                response.body, response.url, self.feed_max_bytes, self.feed_max_entries
+            )
+        except inc.FeedProblem as exc:
+            self._feed_problem(str(exc))
+            return
+        self._inc(INC + "sitemaps")
+        if kind == "sitemapindex":
+            nested = response.meta.get("fptrack_sitemap_depth", 0)
+            if nested >= 2:  # an index of indexes of indexes: not followed
+                return
+            for entry in entries[:50]:
+                if self._same_origin(entry.url):
+                    yield self._listing(entry.url, self.parse_sitemap, nested + 1)
+            return
+        yield from self._listed(entries)
+
+    def parse_feed(self, response: Response) -> Iterator[scrapy.Request]:
+        """An RSS or Atom feed's pages (see :meth:`_listed`)."""
+        if response.status != 200:
+            return
+        try:
+            entries = inc.parse_feed(
+                response.body, response.url, self.feed_max_bytes, self.feed_max_entries
+            )
+        except inc.FeedProblem as exc:
+            self._feed_problem(str(exc))
+            return
+        self._inc(INC + "feeds")
+        yield from self._listed(entries)
+
+    def _listing(self, url: str, callback: Any, depth: int) -> scrapy.Request:
+        return scrapy.Request(
+            url,
+            callback,
+            errback=self.on_listing_error,
+            meta={"handle_httpstatus_list": [404, 410], "fptrack_sitemap_depth": depth},
+        )
+
+    def on_listing_error(self, failure: Failure) -> Iterator[Any]:
+        """A sitemap or feed that could not be fetched: one line, never fatal."""
+        request = getattr(failure, "request", None)
+        url = getattr(request, "url", "?")
+        self._count_failure(failure)
+        self._feed_problem(f"{url}: not fetched ({type(failure.value).__name__})")
+        return iter(())
+
+    def _feed_problem(self, line: str) -> None:
+        self._inc(INC + "feed_problems")
+        self.crawler.stats.set_value(INC + "feed_problem", line)
+        self.logger.warning("sitemap or feed skipped: %s", line)
+
+    def _listed(self, entries: list[inc.Entry]) -> Iterator[scrapy.Request]:
+        """Requests for a sitemap's or feed's pages, one link from the start pages: those not
+        stored, and stored ones dated after their fetch (conditional)."""
+        if self.max_depth < 1:
+            return
+        self._inc(INC + "listed", len(entries))
+        wanted = {}
+        for entry in entries:
+            if self._wanted(entry.url):
+                wanted.setdefault(canonical(entry.url), entry)
+        known = self._known(wanted)
+        for key, entry in wanted.items():
+            page = known.get(key)
+            if page is not None and not page.older_than(entry.lastmod):
+                self._inc(INC + "skipped")
+                continue
+            request = self._request(entry.url, 1, page)
+            if request is not None:
+                yield request
+
+    def _known(self, urls: Any) -> dict[str, inc.Stored]:
+        """The stored pages among canonical ``urls``."""
+        if self.ledger is None or not urls:
+            return {}
+        return {url: inc.stored(f) for url, f in self.ledger.known_pages(list(urls)).items()}
+
+    def _feeds(self, response: Response) -> Iterator[scrapy.Request]:
+        """Requests for the RSS/Atom feeds a start page announces (same origin only)."""
+        try:
+            links = [
+                (el.attrib.get("rel", ""), el.attrib.get("type", ""), el.attrib.get("href", ""))
+                for el in response.xpath("//link[@href][@rel]")[:100]
+            ]
+        except (ValueError, AttributeError):  # not parseable as HTML
+            return
+        for href in inc.feed_links(links):
+            url = response.urljoin(href)
+            if self._same_origin(url):
+                yield self._listing(url, self.parse_feed, 0)
 
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         """A fetched page: its links to follow, then its item when it has main text."""
         depth = response.meta.get(DEPTH, 0)
+        if response.status == NOT_MODIFIED:  # a conditional request: the page is unchanged
+            self._inc(f"fptrack/http_status/{NOT_MODIFIED}")
+            self._inc(INC + "not_modified")
+            yield UnchangedPage(canonical(response.url))
+            return
         reading = await self._read(response, depth)
         if reading is None:
             return
         next_url = self._neighbour(reading.next_url)
         prev_url = self._neighbour(reading.prev_url)
-        for request in self._follow(reading, depth, neighbours=(next_url, prev_url)):
+        if self.incremental:
+            if depth == 0:
+                for request in self._feeds(response):
+                    yield request
+            follow = self._follow_new(reading, depth, neighbours=(next_url, prev_url))
+        else:
+            follow = self._follow(reading, depth, neighbours=(next_url, prev_url))
+        for request in follow:
             yield request
         for item in self._item(response, reading, next_url, prev_url):
             yield item
@@ -281,17 +471,59 @@ class SiteSpider(scrapy.Spider):
                 if request is not None:
                     yield request
 
-    def _request(self, url: str, depth: int) -> scrapy.Request | None:
+    def _follow_new(
+        self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
+    ) -> Iterator[scrapy.Request]:
+        """An incremental crawl's requests for a page's links: its next and previous pages at
+        its own depth (conditional when stored), its other links one level deeper when not
+        stored."""
+        same_level = [
+            u
+            for u in neighbours
+            if u and not _IGNORED_SUFFIX.search(u.split("?", 1)[0]) and self._same_origin(u)
+        ]
+        links: list[str] = []
+        if depth < self.max_depth:
+            links = reading.links
+            if len(links) > self.max_links:
+                self._inc("fptrack/links_capped")
+                links = links[: self.max_links]
+            skip = {canonical(u) for u in same_level}
+            links = [u for u in links if canonical(u) not in skip and self._wanted(u)]
+        known = self._known({canonical(u) for u in [*same_level, *links]})
+        for url in same_level:
+            request = self._request(url, depth, known.get(canonical(url)))
+            if request is not None:
+                yield request
+        for url in links:
+            if canonical(url) in known:
+                self._inc(INC + "skipped")
+                continue
+            request = self._request(url, depth + 1)
+            if request is not None:
+                yield request
+
+    def _request(
+        self, url: str, depth: int, stored: inc.Stored | None = None
+    ) -> scrapy.Request | None:
         """A request, unless it is for a new URL and this process already asked for
         ``max_requests`` distinct ones (the frontier's bound: a site generating links without
-        end cannot grow it, or this process's memory, without end)."""
+        end cannot grow it, or this process's memory, without end). A ``stored`` page is
+        asked for with its validators (``If-None-Match``, ``If-Modified-Since``): a 304
+        answer reaches :meth:`parse`."""
         key = xxhash.xxh3_64_intdigest(canonical(url).encode("utf-8", "surrogatepass"))
         if key not in self._requested:
             if len(self._requested) >= self.max_requests:
                 self._inc("fptrack/requests_capped")
                 return None
             self._requested.add(key)
-        return scrapy.Request(url, self.parse, errback=self.on_error, meta={DEPTH: depth})
+        meta: dict[str, Any] = {DEPTH: depth}
+        headers = stored.headers() if stored is not None else {}
+        if headers:
+            meta["handle_httpstatus_list"] = [NOT_MODIFIED]
+        return scrapy.Request(
+            url, self.parse, errback=self.on_error, meta=meta, headers=headers or None
+        )
 
     def _same_origin(self, url: str) -> bool:
         """Not another port of a start URL's host (:mod:`crawler.origin`)."""
@@ -329,6 +561,8 @@ class SiteSpider(scrapy.Spider):
             next_url=canonical(next_url) if next_url else "",
             prev_url=canonical(prev_url) if prev_url else "",
             exchange=exchange_of(response, fetched_at),
+            etag=_header(response, b"ETag"),
+            last_modified=_header(response, b"Last-Modified"),
         )
 
     def _count_failure(self, failure: Failure) -> None:
@@ -345,7 +579,50 @@ class SiteSpider(scrapy.Spider):
                 "request failed: %s: %s", getattr(request, "url", "?"), failure.getErrorMessage()
             )
 
-    def _inc(self, key: str) -> None:
+    def _inc(self, key: str, count: int = 1) -> None:
         crawler = getattr(self, "crawler", None)
         if crawler is not None:  # a spider made without a crawler counts nothing
-            crawler.stats.inc_value(key)
+            crawler.stats.inc_value(key, count)
+
+
+def _origin(url: str) -> str:
+    """``scheme://host[:port]`` of ``url``."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _header(response: Response, name: bytes) -> str:
+    """A response header as text ("" if absent), at most 200 characters."""
+    value = response.headers.get(name) or b""
+    return value.decode("latin-1").strip()[:200]
+
+
+def _ledger(settings: Any) -> tuple[inc.PageLedger | None, Any]:
+    """An incremental crawl's ledger from its settings: the in-process ingest when it has
+    ``known_pages``, else a store on the deployment's settings (returned to be closed)."""
+    from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
+
+    def value(name: str) -> Any:
+        found = settings.get(name)
+        return found.value if isinstance(found, ByReference) else found
+
+    ingest = value(INGEST_SETTING)
+    if ingest is not None:
+        return (ingest if callable(getattr(ingest, "known_pages", None)) else None), None
+    deployment = value(SETTINGS_SETTING)
+    if deployment is None:
+        return None, None
+    from matcher.store import Store
+
+    store = Store.connect(deployment.mongo_uri, deployment.mongo_db)
+    return _StoreLedger(store), store
+
+
+class _StoreLedger:
+    """A store as an incremental crawl's ledger."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def known_pages(self, urls: Any) -> dict[str, dict[str, Any]]:
+        return self.store.page_validators(urls)

@@ -132,12 +132,18 @@ class TestSites:
             "pirate",
             "--schedule",
             "every 10 m",
+            "--recrawl",
+            "every 2m",
         )
         assert status == 0 and "added site pirate" in out, _
+        assert "incremental crawl every 2m" in out
         status, out, _ = run(capsys, ctx, "schedules", "--json")
         [entry] = [e for e in json.loads(out) if e["name"] == "crawl:pirate"]
         assert entry["task"] == "fptrack.crawl_site" and entry["args"] == ["pirate"]
         assert "10.00 minutes" in entry["schedule"]
+        [quick] = [e for e in json.loads(out) if e["name"] == "recrawl:pirate"]
+        assert quick["task"] == "fptrack.recrawl_site" and quick["args"] == ["pirate"]
+        assert "2.00 minutes" in quick["schedule"]
 
         status, out, _ = run(
             capsys,
@@ -157,9 +163,11 @@ class TestSites:
         status, out, _ = run(capsys, ctx, "sites", "list", "--json")
         [site] = json.loads(out)
         assert (site["max_depth"], site["schedule"], site["render"]) == (2, "daily@02:30", True)
+        assert site["recrawl"] == "never"
         _, out, _ = run(capsys, ctx, "sites", "list")
         assert out.rstrip().endswith("http://127.0.0.1:8000/ render")
         _, out, _ = run(capsys, ctx, "schedules", "--json")
+        assert not [e for e in json.loads(out) if e["name"] == "recrawl:pirate"]
         assert (
             "30 2 * * *"
             in next(e for e in json.loads(out) if e["name"] == "crawl:pirate")["schedule"]
@@ -177,6 +185,8 @@ class TestSites:
         [
             ("sites", "add", "ftp://x/"),
             ("sites", "add", "http://x/", "--schedule", "whenever"),
+            ("sites", "add", "http://x/", "--recrawl", "every 0 m"),
+            ("sites", "add", "http://x/", "--recrawl", "often"),
             ("sites", "add", "http://x/", "--include", "(unclosed"),
             ("sites", "add", "http://x/", "--name", "bad name"),
         ],
@@ -283,7 +293,10 @@ def test_crawl_inline_records_matches(capsys, ctx) -> None:
     with serve_directory(site_dir) as base:
         run(capsys, ctx, "sites", "add", base + "index.html", "--name", "sample")
         status, out, _ = run(capsys, ctx, "crawl", "sample", "--inline")
-    assert status == 0 and "sample: 18 page(s)" in out
+        assert status == 0 and "sample: 18 page(s)" in out
+        # nothing new since: only the start page (stored: it has text) is fetched again
+        status, again, _ = run(capsys, ctx, "crawl", "sample", "--inline", "--incremental")
+    assert status == 0 and "sample: 1 page(s) (0 new, 0 changed, 1 unchanged)" in again
     _, out, _ = run(capsys, ctx, "matches", "list", "--site", "sample", "--json")
     works = sorted(m["work"] for m in json.loads(out))
     assert works == ["lighthouse.txt", "lighthouse.txt", "tea-history.txt"]

@@ -8,7 +8,9 @@
 ``pages`` maps a path (with its query string, if any) to ``(status, headers, body)``; the
 body is bytes, or a callable returning an iterable of byte chunks, which is streamed without
 a ``Content-Length`` (the response ends when the connection closes). ``redirects`` maps a
-path to ``(status, location)``. Anything else is a 404. Every request is recorded in
+path to ``(status, location)``. Anything else is a 404. A resource whose headers carry an
+``ETag`` answers 304 Not Modified (no body) to a request whose ``If-None-Match`` is that
+ETag, as a server supporting conditional requests does. Every request is recorded in
 :attr:`FixtureSite.requests` (path and headers), so tests can check what was fetched.
 Pages may be added or replaced while the site runs.
 """
@@ -111,6 +113,12 @@ def _handler_for(site: FixtureSite) -> type[BaseHTTPRequestHandler]:
             status, headers, body = site.pages.get(
                 self.path, (404, {"Content-Type": "text/html"}, b"<h1>404 Not Found</h1>")
             )
+            etag = headers.get("ETag")
+            if status == 200 and etag and self.headers.get("If-None-Match") == etag:
+                self.send_response(304)
+                self.send_header("ETag", etag)
+                self.end_headers()
+                return
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)

@@ -143,7 +143,11 @@ def test_every_slot_held_means_no_crawl(
         finally:
             assert held is not None
             held.release()
-        assert stats == {"finish_reason": BUSY, "fptrack/frontier/crawlers": 1}
+        assert stats == {
+            "finish_reason": BUSY,
+            "fptrack/frontier/crawlers": 1,
+            "fptrack/busy": "all 1 crawler slot(s) are held",
+        }
         assert site.requested() == []
 
 

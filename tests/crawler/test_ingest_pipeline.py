@@ -65,6 +65,8 @@ def test_given_ingest_is_used_as_is_not_a_copy(ingest: RecordingIngest) -> None:
         "next_url": "http://novels.test/book/17/3_2.html",
         "prev_url": "",
         "exchange": None,
+        "etag": "",
+        "last_modified": "",
     }
     assert pipeline.stats.get_value("fptrack/ingested/new") == 1
 

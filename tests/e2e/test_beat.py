@@ -40,11 +40,17 @@ def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:
     try:
         time.sleep(3)  # beat is up and idle: nothing is scheduled yet
         assert broker.llen(CRAWL_QUEUE) == 0
-        site = SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), schedule="every 1 s")
+        site = SiteConfig(
+            name="pirate",
+            start_urls=("http://127.0.0.1:9/",),
+            schedule="every 1 s",
+            recrawl="every 1 s",
+        )
         assert schedules.sync_site(site)
-        wait_until(lambda: broker.llen(CRAWL_QUEUE) >= 2, 30, "beat to send crawls of the site")
-        message = broker.lindex(CRAWL_QUEUE, 0)
-        assert b"fptrack.crawl_site" in message and b"pirate" in message
+        wait_until(lambda: broker.llen(CRAWL_QUEUE) >= 4, 30, "beat to send crawls of the site")
+        messages = broker.lrange(CRAWL_QUEUE, 0, -1)
+        assert any(b"fptrack.crawl_site" in m and b"pirate" in m for m in messages)
+        assert any(b"fptrack.recrawl_site" in m and b"pirate" in m for m in messages)
 
         assert (
             schedules.sync_site(

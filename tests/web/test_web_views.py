@@ -12,6 +12,7 @@ from flask.testing import FlaskClient
 from admin.context import Context
 from admin.web.dispatch import InlineDispatch
 from matcher import tallies
+from matcher.store import now
 from tests.web.web_support import post, sample_text, seed_match
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="alert(1)">'
@@ -331,6 +332,18 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert "robots.txt forbade 3 request(s): nothing crawled" in _text(
         as_admin.get("/sites/pirate")
     )
+    web_ctx.ops.record_crawl(
+        "run-quick", "pirate", kind="incremental", outcome="finished", started_at=now(),
+        stats={"fptrack/incremental/new": 2, "fptrack/incremental/unchanged": 5,
+               "fptrack/errors/TimeoutError": 3},
+    )  # fmt: skip
+    assert "finished (incremental: 2 new, 0 changed, 5 unchanged)" in _text(
+        as_admin.get("/sites/pirate")
+    )
+    quick = post(as_admin, "/sites/pirate/edit", {**form, "recrawl": "every 2m"})
+    assert quick.status_code == 302 and web_ctx.ops.get_site("pirate").recrawl == "every 2m"
+    listing = _text(as_admin.get("/sites/"))  # the last crawl's errors are summed
+    assert "daily@04:30; incremental every 2m" in listing and '<td class="num">3</td>' in listing
     assert post(as_admin, "/sites/pirate/remove").status_code == 302
     assert web_ctx.ops.get_site("pirate") is None
     assert as_admin.get("/sites/pirate").status_code == 404
@@ -351,8 +364,17 @@ def test_site_changes_reach_the_beat_schedule(web_ctx: Context, redis_client) ->
     entries = {e["name"]: e for e in schedules.entries()}
     assert entries["crawl:sched"]["task"] == "fptrack.crawl_site"
     assert entries["crawl:sched"]["schedule"] == "<freq: 2.00 hours>"
+    assert "recrawl:sched" not in entries
+    quick = {**form, "recrawl": "every 2m"}
+    assert post(c, "/sites/sched/edit", quick).status_code == 302
+    entries = {e["name"]: e for e in schedules.entries()}
+    assert entries["recrawl:sched"]["task"] == "fptrack.recrawl_site"
+    assert entries["recrawl:sched"]["schedule"] == "<freq: 2.00 minutes>"
+    bad = post(c, "/sites/sched/edit", {**form, "recrawl": "now and then"})
+    assert bad.status_code == 400 and "recrawl" in _text(bad)
     assert post(c, "/sites/sched/edit", {**form, "schedule": "never"}).status_code == 302
-    assert "crawl:sched" not in {e["name"] for e in schedules.entries()}
+    names = {e["name"] for e in schedules.entries()}
+    assert "crawl:sched" not in names and "recrawl:sched" not in names
 
 
 # -- query -----------------------------------------------------------------------------
