@@ -26,6 +26,7 @@ from typing import Any
 from flask import Blueprint, Response, abort, g, jsonify, request
 
 from admin.web.filters import FilterError, MatchFilters, cursor_of, parse_cursor
+from admin.web.sites import remove_site, site_or_404, store_site
 from admin.web.users import User
 from matcher.errors import MatcherError, redis_errors
 from matcher.sites import SiteConfig, SiteConfigError
@@ -227,16 +228,6 @@ def _match(doc: dict[str, Any], evidence: bool = False) -> dict[str, Any]:
     return out
 
 
-def _site(name: str) -> SiteConfig:
-    try:
-        site = _services().ctx.ops.get_site(name)
-    except SiteConfigError:
-        site = None
-    if site is None:
-        abort(404, "no such site")
-    return site
-
-
 # shared parameters and responses -----------------------------------------------------
 
 
@@ -365,14 +356,11 @@ def list_sites() -> Any:
 
 @route("GET", "/sites/{name}", "viewer", "One site", params=(SITE_NAME,), responses=_ok("Site"))
 def get_site(name: str) -> Any:
-    return jsonify(_site(name).to_dict())
+    return jsonify(site_or_404(name).to_dict())
 
 
 def _save_site(config: SiteConfig) -> dict[str, Any]:
-    s = _services()
-    s.ctx.ops.save_site(config)
-    if s.schedules is not None:
-        s.schedules.sync_site(config)
+    store_site(config)  # as the admin's form does: schedules, authorised matches
     return config.to_dict()
 
 
@@ -383,7 +371,8 @@ def _config(body: dict[str, Any]) -> SiteConfig:
 
     try:
         config = SiteConfig.from_dict(body)
-        parse_schedule(config.schedule, config.name)  # a cron field out of range
+        for spec in (config.schedule, config.recrawl):
+            parse_schedule(spec, config.name)  # a cron field out of range
     except (SiteConfigError, TypeError, ValueError) as exc:
         abort(400, str(exc))
     return config
@@ -404,7 +393,7 @@ def create_site() -> Any:
        params=(SITE_NAME,), body={"application/json": "SiteUpdate"},
        responses=_ok("Site"))  # fmt: skip
 def replace_site(name: str) -> Any:
-    site = _site(name)
+    site = site_or_404(name)
     body = _json_object()
     if body.get("name", site.name) != site.name:
         abort(400, "the name in the body differs from the site's")
@@ -414,18 +403,14 @@ def replace_site(name: str) -> Any:
 @route("DELETE", "/sites/{name}", "admin", "Remove a site (its pages and matches stay)",
        params=(SITE_NAME,), responses={"204": None})  # fmt: skip
 def delete_site(name: str) -> Any:
-    s = _services()
-    site = _site(name)
-    s.ctx.ops.delete_site(site.name)
-    if s.schedules is not None:
-        s.schedules.remove_site(site.name)
+    remove_site(site_or_404(name))
     return Response(status=204)
 
 
 @route("POST", "/sites/{name}/crawl", "reviewer", "Crawl the site now",
        params=(SITE_NAME,), responses={"202": "Message"})  # fmt: skip
 def crawl_site(name: str) -> Any:
-    message = _services().dispatch.crawl(_site(name))
+    message = _services().dispatch.crawl(site_or_404(name))
     response = jsonify(message=message)
     response.status_code = 202
     return response

@@ -22,7 +22,8 @@ def _services() -> Any:
     return services()
 
 
-def _site(name: str) -> SiteConfig:
+def site_or_404(name: str) -> SiteConfig:
+    """The stored site ``name``; 404 when there is none."""
     try:
         site = _services().ctx.ops.get_site(name)
     except SiteConfigError:
@@ -42,7 +43,7 @@ def index() -> Any:
 
 @bp.get("/<name>")
 def detail(name: str) -> Any:
-    site = _site(name)
+    site = site_or_404(name)
     crawls = _services().ctx.ops.last_crawls(site.name, 10)
     return render_template("site.html", site=site, crawls=crawls)
 
@@ -76,7 +77,7 @@ def new() -> Any:
 @bp.route("/<name>/edit", methods=["GET", "POST"])
 @requires("admin")
 def edit(name: str) -> Any:
-    return _edit(_site(name))
+    return _edit(site_or_404(name))
 
 
 def _edit(site: SiteConfig | None) -> Any:
@@ -90,6 +91,15 @@ def _edit(site: SiteConfig | None) -> Any:
     if site is None and s.ctx.ops.get_site(config.name) is not None:
         error = f"a site named {config.name} exists"
         return render_template("site_form.html", site=None, form=request.form, error=error), 400
+    note = store_site(config)
+    flash(note)
+    return redirect(url_for("sites.detail", name=config.name))
+
+
+def store_site(config: SiteConfig) -> str:
+    """Save a site's configuration and its beat schedules, and classify the unreviewed
+    matches of an authorised site as such; what was done, in a line."""
+    s = _services()
     s.ctx.ops.save_site(config)
     note = "saved"
     if s.schedules is not None:
@@ -100,8 +110,15 @@ def _edit(site: SiteConfig | None) -> Any:
         changed = mark_authorised(config.name)
         if changed:
             note += f"; {changed} unreviewed match(es) classified authorised"
-    flash(note)
-    return redirect(url_for("sites.detail", name=config.name))
+    return note
+
+
+def remove_site(site: SiteConfig) -> None:
+    """Remove a site's configuration and schedules (its pages and matches stay)."""
+    s = _services()
+    s.ctx.ops.delete_site(site.name)
+    if s.schedules is not None:
+        s.schedules.remove_site(site.name)
 
 
 def mark_authorised(site: str) -> int:
@@ -118,7 +135,7 @@ def mark_authorised(site: str) -> int:
 @bp.post("/<name>/crawl")
 @requires("reviewer")
 def crawl(name: str) -> Any:
-    site = _site(name)
+    site = site_or_404(name)
     flash(_services().dispatch.crawl(site))
     return redirect(url_for("sites.detail", name=site.name))
 
@@ -126,10 +143,7 @@ def crawl(name: str) -> Any:
 @bp.post("/<name>/remove")
 @requires("admin")
 def remove(name: str) -> Any:
-    s = _services()
-    site = _site(name)
-    s.ctx.ops.delete_site(site.name)
-    if s.schedules is not None:
-        s.schedules.remove_site(site.name)
+    site = site_or_404(name)
+    remove_site(site)
     flash(f"site {site.name} removed (its pages and matches stay)")
     return redirect(url_for("sites.index"))

@@ -287,3 +287,16 @@ def test_the_document_covers_every_route(client: FlaskClient, app: Flask) -> Non
     assert documented == served and len(served) == 17
     site = doc["components"]["schemas"]["SiteCreate"]["properties"]
     assert set(site) == {f for f in SiteConfig.__dataclass_fields__ if f != "extra"}
+
+
+def test_a_site_saved_authorised_classifies_its_unreviewed_matches(
+    app: Flask, client: FlaskClient, web_ctx: Context, seeded: dict[str, str]
+) -> None:
+    headers = bearer(make_token(app, "alice"))
+    body = {"start_urls": ["http://127.0.0.1:9/"], "schedule": "never", "authorised": True}
+    saved = client.put("/api/v1/sites/pirate", json=body, headers=headers)
+    assert saved.status_code == 200 and saved.get_json()["authorised"] is True
+    stored = web_ctx.ops.match(match_id=seeded["match"])
+    assert stored["status"] == "authorised" and stored["reviewed_by"] == "alice"
+    bad_cron = {**body, "recrawl": "cron 99 * * * *"}
+    assert client.put("/api/v1/sites/pirate", json=bad_cron, headers=headers).status_code == 400
