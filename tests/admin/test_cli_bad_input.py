@@ -24,7 +24,10 @@ STORES_DOWN = {
     "FPTRACK_REDIS_URL": DEAD_REDIS,
     "FPTRACK_BROKER_URL": DEAD_REDIS,
 }
-OUTAGE_SECONDS = 2.0
+OUTAGE_SECONDS = 10.0
+"""Far below the clients' own timeouts (pymongo waits 30 s to select a server, a Celery
+connection retries for longer): a command over it waited for a timeout instead of
+answering at once. Not a speed figure: a busy machine's start-up stays far under it."""
 
 DOWN: dict[str, tuple[str, ...]] = {
     "scan": ("--works", "samples/works", "--site", "http://127.0.0.1:1/", "--json", "{tmp}/o.json"),
@@ -77,9 +80,7 @@ def test_stores_down(command: str, tmp_path: Path) -> None:
         assert ran.one_line_error(), ran.err
         assert "unreachable at" in ran.err and "start it, or set FPTRACK_" in ran.err
     if command != "scan":  # the scan crawls first (its store is in memory) and says so
-        # The best of two runs: a busy machine can slow one start-up, never both by seconds.
-        seconds = ran.seconds if ran.seconds < OUTAGE_SECONDS else min(ran.seconds, run().seconds)
-        assert seconds < OUTAGE_SECONDS, f"{command}: {seconds:.2f} s"
+        assert ran.seconds < OUTAGE_SECONDS, f"{command}: {ran.seconds:.2f} s"
 
 
 BAD_ARGUMENTS = [
