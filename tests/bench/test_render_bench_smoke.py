@@ -1,0 +1,25 @@
+"""Smoke test of ``bench/render_bench.py`` on synthetic text (no download): the site crawled
+as served, its script-built copy through Chromium and without it; every page's text is
+found in the first two crawls and none in the third. It never asserts a speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from bench import render_bench
+from bench.eval_corpus import synthetic_texts
+from tests.crawler.script_site import chromium
+
+
+def test_quick_run_finds_the_text_only_when_rendered(tmp_path: Path) -> None:
+    out = tmp_path / "render.json"
+    argv = ["--quick", "--pages", "12", "--chromium", chromium(), "--json", str(out)]
+    render_bench.main(argv, texts=synthetic_texts(40, seed=5))
+    result = json.loads(out.read_text(encoding="utf-8"))
+    summary, pages = result["summary"], result["pages_with_text"]
+    assert pages >= 12
+    assert summary["plain"]["with_text"]["median"] == pages
+    assert summary["rendered"]["with_text"]["median"] == pages
+    assert summary["script_plain"]["with_text"]["median"] == 0
+    assert summary["ratio_rendered_over_plain_s_per_page"] > 0
