@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import math
 import platform
 import statistics
 import sys
@@ -38,6 +39,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.corpus import load_texts
+from bench.pipeline_bench import spread
 from bench.pipeline_site import build_site
 from bench.pipeline_support import Child
 from matcher.archive import DirectoryArchive, Exchange, GridFSArchive, verify, warc_bytes
@@ -120,10 +123,7 @@ def one_run(pages: list[Exchange], gridfs_uri: str | None) -> dict[str, float]:
 
 
 def summarise(runs: list[dict[str, float]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key in runs[0]:
-        values = [r[key] for r in runs]
-        out[key] = {"median": statistics.median(values), "min": min(values), "max": max(values)}
+    out: dict[str, Any] = {key: spread([r[key] for r in runs]) for key in runs[0]}
     median = {k: v["median"] for k, v in out.items()}
     out["ratios"] = {
         "warc_over_gzip_bytes": median["warc_bytes"] / median["gzip_bytes"],
@@ -177,12 +177,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
-    if texts is None:
-        import math
-
-        from bench.corpus import load_texts
-
-        texts = load_texts(math.inf)
+    texts = load_texts(math.inf) if texts is None else texts
     site = build_site(texts, 20, args.pages, args.seed)
     with tempfile.TemporaryDirectory(prefix="fptrack-archive-site-") as tmp:
         pages = exchanges(site.write(Path(tmp)), args.pages)

@@ -59,7 +59,14 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 import redis
 
 from bench.pipeline_site import BenchSite, build_site
-from bench.pipeline_support import ROOT, Child, ChildFailed, ready_key, wait_for
+from bench.pipeline_support import (
+    ROOT,
+    Child,
+    ChildFailed,
+    ready_key,
+    stop_children,
+    wait_for,
+)
 
 DEFAULTS = {
     "pages": 5000,
@@ -259,14 +266,7 @@ class Pipeline:
         }
 
     def stop(self) -> None:
-        for child in reversed([c for c in self.children if c.name != "mongodb"]):
-            child.stop()
-        if self.client is not None:
-            self.client.drop_database(self.settings.mongo_db)
-            self.client.close()
-        for child in self.children:
-            if child.name == "mongodb":
-                child.stop()
+        stop_children(self.children, self.client, self.settings.mongo_db)
         for client in (self.broker, self.index):
             client.flushdb()
 

@@ -263,6 +263,19 @@ class Child:
         self._log.close()
 
 
+def stop_children(children: Sequence[Child], client: Any, database: str) -> None:
+    """Stop a benchmark's processes: the others first, newest first; then drop ``database``
+    through ``client`` (when there is one) while its MongoDB child still runs; then that."""
+    for child in reversed([c for c in children if c.name != "mongodb"]):
+        child.stop()
+    if client is not None:
+        client.drop_database(database)
+        client.close()
+    for child in children:
+        if child.name == "mongodb":
+            child.stop()
+
+
 def wait_for(condition: Callable[[], bool], timeout: float, what: str, step: float = 0.1) -> None:
     """Poll ``condition`` until it holds; :class:`ChildFailed` after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout

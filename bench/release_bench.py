@@ -62,7 +62,14 @@ if __package__ in (None, ""):  # run as a script: make `bench` importable
 
 import redis
 
-from bench.pipeline_support import Child, ChildFailed, free_port, ready_key, wait_for
+from bench.pipeline_support import (
+    Child,
+    ChildFailed,
+    free_port,
+    ready_key,
+    stop_children,
+    wait_for,
+)
 from bench.release_site import NovelSite
 
 DEFAULTS = {"chapters": 6, "window": 480.0, "existing": 60, "recrawl": "every 2m", "rounds": 2}
@@ -200,14 +207,7 @@ class Deployment:
         return self.db.pages.count_documents({"pending": True})
 
     def stop(self) -> None:
-        for child in reversed([c for c in self.children if c.name != "mongodb"]):
-            child.stop()
-        if self.client is not None:
-            self.client.drop_database(self.settings.mongo_db)
-            self.client.close()
-        for child in self.children:
-            if child.name == "mongodb":
-                child.stop()
+        stop_children(self.children, self.client, self.settings.mongo_db)
         if self.redis_proc is not None:
             self.redis_proc.terminate()
             self.redis_proc.wait(10)

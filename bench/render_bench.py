@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
-import statistics
 import sys
 import tempfile
 import time
@@ -31,7 +31,8 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.pipeline_bench import CRAWL_OVERRIDES
+from bench.corpus import load_texts
+from bench.pipeline_bench import CRAWL_OVERRIDES, spread
 from bench.pipeline_site import BenchSite, build_site
 from bench.pipeline_support import Child
 
@@ -116,10 +117,6 @@ def crawl(url: str, render: bool, marks: dict[str, str], chromium: str) -> dict[
     }
 
 
-def spread(values: Sequence[float]) -> dict[str, float]:
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench.render_bench", description=__doc__)
     parser.add_argument("--pages", type=int, default=None,
@@ -139,12 +136,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
-    if texts is None:
-        import math
-
-        from bench.corpus import load_texts
-
-        texts = load_texts(math.inf)
+    texts = load_texts(math.inf) if texts is None else texts
     site = build_site(texts, 10, args.pages, args.seed)
     runs: dict[str, list[dict[str, float]]] = {"plain": [], "rendered": [], "script_plain": []}
     with tempfile.TemporaryDirectory(prefix="fptrack-render-bench-") as tmp:

@@ -30,6 +30,48 @@ from matcher.sites import MAX_CRAWLERS, SiteConfig
 logger = logging.getLogger(__name__)
 
 
+class Renewal:
+    """A thread renewing a redis-py ``Lock`` every third of its lease until :meth:`stop`.
+
+    ``after`` runs after each renewal; ``on_lost`` once if the lock cannot be renewed (it
+    expired: Redis was unreachable longer than the lease), which ends the thread. A Redis
+    error is logged and the renewal tried again at the next third."""
+
+    def __init__(
+        self,
+        lock: Any,
+        lease_seconds: float,
+        name: str,
+        on_lost: Callable[[], None],
+        after: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.lock, self.lease_seconds, self.name = lock, lease_seconds, name
+        self.on_lost, self.after = on_lost, after
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self) -> Renewal:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(10)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.lease_seconds / 3):
+            try:
+                self.lock.reacquire()
+            except LockError:
+                self.on_lost()
+                return
+            except redis.RedisError as exc:
+                logger.warning("could not renew %s (will retry): %s", self.name, exc)
+                continue
+            self.after()
+
+
 @dataclass
 class CrawlLease:
     """One process's slot in a site's crawl: a renewed redis-py ``Lock`` and the run it joined.
@@ -54,8 +96,7 @@ class CrawlLease:
     reclaimed: int = 0
     lost: list[str] = field(default_factory=list)
     lost_lease: threading.Event = field(default_factory=threading.Event)
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _renewal: Renewal | None = None
 
     @classmethod
     def acquire(
@@ -79,17 +120,14 @@ class CrawlLease:
         lease = cls(
             frontier, lock, slot, token, lease_seconds, run_id, started_at, resumed, requeued
         )
-        lease._thread = threading.Thread(
-            target=lease._renew, name=f"fptrack-lease-{site.name}-{slot}", daemon=True
-        )
-        lease._thread.start()
+        name = f"the crawl lease of {site.name} slot {slot}"
+        lease._renewal = Renewal(lock, lease_seconds, name, lease._lost, lease._reclaim).start()
         return lease
 
     def release(self) -> None:
         """Stop renewing; put unfinished requests back; free the slot."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._renewal is not None:
+            self._renewal.stop()
         if not self.lock.owned():  # expired: whoever took the slot put the requests back
             logger.warning("crawl lease of %s slot %d had expired", self.frontier.site, self.slot)
             return
@@ -124,21 +162,15 @@ class CrawlLease:
             STAT + "lost_processes": list(self.lost),
         }
 
-    def _renew(self) -> None:
-        while not self._stop.wait(self.lease_seconds / 3):
-            try:
-                self.lock.reacquire()
-            except LockError:
-                logger.error("crawl lease of %s lost", self.frontier.site)
-                self.lost_lease.set()
-                return
-            except redis.RedisError as exc:
-                logger.warning("could not renew the crawl lease (will retry): %s", exc)
-                continue
-            try:
-                self.reclaim()
-            except redis.RedisError as exc:
-                logger.warning("could not look for abandoned crawl slots: %s", exc)
+    def _lost(self) -> None:
+        logger.error("crawl lease of %s lost", self.frontier.site)
+        self.lost_lease.set()
+
+    def _reclaim(self) -> None:
+        try:
+            self.reclaim()
+        except redis.RedisError as exc:
+            logger.warning("could not look for abandoned crawl slots: %s", exc)
 
     def reclaim(self) -> int:
         """Put back the in-flight requests of processes whose lease expired; how many."""
@@ -216,8 +248,7 @@ class RecrawlLease:
 
     lock: Any
     lease_seconds: float
-    _stop: threading.Event = field(default_factory=threading.Event)
-    _thread: threading.Thread | None = None
+    _renewal: Renewal | None = None
 
     @classmethod
     def acquire(
@@ -233,25 +264,15 @@ class RecrawlLease:
                 lock.release()
             raise FullCrawlRunning(f"a full crawl of {site.name} is running")
         lease = cls(lock, lease_seconds)
-        lease._thread = threading.Thread(
-            target=lease._renew, name=f"fptrack-recrawl-{site.name}", daemon=True
-        )
-        lease._thread.start()
+        name = f"the incremental crawl lease of {site.name}"
+        lease._renewal = Renewal(lock, lease_seconds, name, on_lost=lease._lost).start()
         return lease
 
     def release(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(10)
+        if self._renewal is not None:
+            self._renewal.stop()
         with contextlib.suppress(LockError):
             self.lock.release()
 
-    def _renew(self) -> None:
-        while not self._stop.wait(self.lease_seconds / 3):
-            try:
-                self.lock.reacquire()
-            except LockError:
-                logger.error("incremental crawl lease lost")
-                return
-            except redis.RedisError as exc:
-                logger.warning("could not renew the incremental crawl lease (will retry): %s", exc)
+    def _lost(self) -> None:
+        logger.error("incremental crawl lease lost")

@@ -118,7 +118,7 @@ def test_a_dead_process_requests_go_back_when_its_slot_is_taken(
     with FixtureSite(chain_site()) as site:
         dead = frontiers.lease(config(site))
         assert dead is not None
-        dead._stop.set()  # it stops renewing, as a killed process does
+        dead._renewal.stop()  # it stops renewing, as a killed process does
         spider = SiteSpider(site=config(site))
         fingerprint = RFPDupeFilter(redis_client, "unused").request_fingerprint
         for n in (0, 5):
