@@ -40,8 +40,40 @@ INTERVAL_UNITS = {"s": 1, "seconds": 1, "m": 60, "minutes": 60, "h": 3600, "hour
 """Seconds per unit of an ``every N <unit>`` schedule."""
 
 
+CRON_RANGES = ((0, 59), (0, 23), (1, 31), (1, 12), (0, 6))
+"""What each field of a ``cron M H DOM MON DOW`` schedule takes (Celery's ``crontab``)."""
+MONTH_DAYS = {m: 30 if m in (4, 6, 9, 11) else 29 if m == 2 else 31 for m in range(1, 13)}
+
+
+def _cron_field_ok(field: str, low: int, high: int) -> bool:
+    """Whether a cron field (``*``, ``N``, ``N-M``, ``*/S``, ``N-M/S``, comma lists) stays in
+    ``low..high`` with steps of at least 1."""
+    for part in field.split(","):
+        span, _, step = part.partition("/")
+        if step and (not step.isdigit() or int(step) < 1 or (span != "*" and "-" not in span)):
+            return False  # Celery takes a step after * or a range only
+        if span == "*":
+            continue
+        bounds = span.split("-")  # a range may wrap (22-2), as Celery reads it
+        if len(bounds) > 2 or not all(b.isdigit() and low <= int(b) <= high for b in bounds):
+            return False
+    return True
+
+
 def _in_range(schedule: str) -> bool:
-    """Whether a schedule that has the right form names a real time or a sane interval."""
+    """Whether a schedule that has the right form names a real time or a sane interval.
+
+    >>> _in_range("cron 30 2 * * 1-5"), _in_range("cron 99 * * * *"), _in_range("cron */0 * * * *")
+    (True, False, False)
+    """
+    if schedule.startswith("cron "):
+        fields = schedule[5:].split()
+        if not all(_cron_field_ok(f, *r) for f, r in zip(fields, CRON_RANGES, strict=True)):
+            return False
+        days, months = fields[2].split(","), fields[3].split(",")
+        if all(x.isdigit() for x in days + months):  # no such date: 31 in June
+            return any(int(d) <= MONTH_DAYS[int(m)] for d in days for m in months)
+        return True
     if schedule.startswith("daily@"):
         hour, minute = schedule[6:].split(":")
         return int(hour) < 24 and int(minute) < 60
