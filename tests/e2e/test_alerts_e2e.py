@@ -46,8 +46,11 @@ def test_new_matches_reach_the_webhook_through_a_worker(
             matches = {str(m["_id"]) for m in engine.store.db.matches.find()}
             assert len(matches) == 9
 
-            def all_delivered() -> bool:
-                return len(receiver.delivered()) >= len(matches)
+            def all_delivered() -> bool:  # received, and recorded so by the worker
+                entries = store.entries()
+                return len(receiver.delivered()) >= len(matches) and all(
+                    e["state"] == "delivered" for e in entries
+                )
 
             wait_until(all_delivered, 60, "every new match's webhook")
         delivered = [m["id"] for r in receiver.delivered() for m in r.data["matches"]]
