@@ -30,7 +30,11 @@ The title is the first ``<h1>``, else ``<title>``.
 :func:`find_page_link` finds a "next page" link (an anchor whose text, without spaces,
 brackets and arrows, is one of a site's ``next_page_texts`` such as 下一页); 下一章 (next
 chapter) is a different page and never matches. :data:`PREV_PAGE_TEXTS` are the labels of
-the matching "previous page" links. Malformed HTML never raises: lxml repairs it.
+the matching "previous page" links. :data:`SEQUENCE_TEXTS` label the links to a page's
+neighbours in a sequence of whole pages (上一章/下一章, 上一篇/下一篇 ...), which the spider
+follows at the page's own depth: a chapter's neighbour is its sibling, not its child.
+Links lose their fragment and their tracking parameters (:func:`untracked`).
+Malformed HTML never raises: lxml repairs it.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence, Set
 from dataclasses import dataclass
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
 import cssselect
 import trafilatura
@@ -51,6 +55,13 @@ MAX_LINK_SHARE = 0.5
 """A block inside the densest one whose letters are under this share outside links is a
 link list, left out of the text."""
 PREV_PAGE_TEXTS = ("上一页", "上页", "上一頁", "previous page", "prev page", "previous", "prev")
+TRACKING_PARAMS = frozenset(
+    {"spm", "fbclid", "gclid", "yclid", "msclkid", "wxfrom", "isappinstalled", "share_token"}
+)
+SEQUENCE_TEXTS = (
+    "下一章", "上一章", "下章", "上章", "下一節", "上一節", "下一节", "上一节",
+    "下一篇", "上一篇", "下一回", "上一回", "next chapter", "previous chapter", "prev chapter",
+)  # fmt: skip
 
 BLOCK_CONTAINERS = frozenset({"div", "article", "section", "main", "td", "dd", "pre", "body"})
 SKIPPED = frozenset(
@@ -346,8 +357,9 @@ def densest_block_text(page: Selector) -> str:
 def page_links(
     page: Selector, base_url: str, encoding: str = "utf-8", limit: int | None = None
 ) -> list[str]:
-    """Absolute http(s) URLs of the page's ``<a>`` and ``<area>`` links, without fragments,
-    at most ``limit`` distinct ones (the first in the page).
+    """Absolute http(s) URLs of the page's ``<a>`` and ``<area>`` links, without fragments
+    and tracking parameters (:func:`untracked`), at most ``limit`` distinct ones (the first
+    in the page).
 
     Relative links are resolved against ``<base href>`` when the page has one.
     """
@@ -370,21 +382,55 @@ def find_page_link(
     Labels are compared without spaces, brackets and arrows, case-insensitively; an anchor
     pointing back at ``base_url`` itself does not count.
     """
+    found = find_page_links(page, base_url, texts, encoding)
+    return found[0] if found else None
+
+
+def find_page_links(
+    page: Selector, base_url: str, texts: Sequence[str], encoding: str = "utf-8"
+) -> tuple[str, ...]:
+    """The distinct URLs of every anchor labelled one of ``texts`` (compared as in
+    :func:`find_page_link`), in page order, other than ``base_url`` itself."""
     wanted = {_label(t) for t in texts if _label(t)}
     base = urljoin(base_url, (page.css("base::attr(href)").get() or "").strip())
     here = base_url.split("#", 1)[0]
+    found: dict[str, None] = {}
     for anchor in page.root.iter("a"):
         href = anchor.get("href")
         if href is None or _label("".join(anchor.itertext())) not in wanted:
             continue
         url = _absolute(base, href, encoding)
         if url and url != here:
-            return url
-    return None
+            found[url] = None
+    return tuple(found)
 
 
 def _label(text: str) -> str:
     return _LABEL_DECORATION.sub("", text).casefold()
+
+
+def untracked(url: str) -> str:
+    """``url`` without its tracking parameters: ``utm_*``, those in :data:`TRACKING_PARAMS`,
+    and ``from`` unless its value is a number (an offset). They say where a visitor came
+    from, never which page it is, so one page linked as ``12.html?from=next`` and
+    ``12.html?from=list`` is crawled and reported once. Other parameters are kept as they
+    are written, in their order."""
+    parts = urlsplit(url)
+    if not parts.query:
+        return url
+    pairs = parts.query.split("&")
+    kept = [pair for pair in pairs if not _tracking(pair)]
+    if len(kept) == len(pairs):
+        return url
+    return urlunsplit(parts._replace(query="&".join(kept)))
+
+
+def _tracking(pair: str) -> bool:
+    name, _, value = pair.partition("=")
+    name = name.lower()
+    if name == "from":
+        return not value.isdigit()
+    return name.startswith("utm_") or name in TRACKING_PARAMS
 
 
 def _absolute(base: str, href: str, encoding: str) -> str | None:
@@ -393,7 +439,7 @@ def _absolute(base: str, href: str, encoding: str) -> str | None:
         return None
     url = safe_url_string(urljoin(base, href), encoding=encoding).split("#", 1)[0]
     parts = urlsplit(url)
-    return url if parts.scheme in ("http", "https") and parts.hostname else None
+    return untracked(url) if parts.scheme in ("http", "https") and parts.hostname else None
 
 
 def _select(page: Selector, selector: str) -> list[Selector]:

@@ -1,10 +1,11 @@
 """What the spider learns from one response body, as one pure function of plain values.
 
 :func:`read_page` decodes a body (:mod:`crawler.encoding`), extracts its title and main
-text (:mod:`crawler.extract`) and finds its links and its "next page" and "previous page"
-links. It takes and returns only picklable values, so that it can run in another process
-(:mod:`crawler.reader_pool`) under a time limit: a page built to be slow to extract never
-holds the thread that drives the downloads.
+text (:mod:`crawler.extract`) and finds its links, its "next page" and "previous page"
+links and its neighbours among whole pages (上一章/下一章). It takes and returns only
+picklable values, so that it can run in another process (:mod:`crawler.reader_pool`) under
+a time limit: a page built to be slow to extract never holds the thread that drives the
+downloads.
 """
 
 from __future__ import annotations
@@ -13,7 +14,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawler.encoding import UndecodableBody, decode_body
-from crawler.extract import PREV_PAGE_TEXTS, extract, find_page_link, page_links, parse_html
+from crawler.extract import (
+    PREV_PAGE_TEXTS,
+    SEQUENCE_TEXTS,
+    extract,
+    find_page_link,
+    find_page_links,
+    page_links,
+    parse_html,
+)
 
 
 @dataclass(frozen=True)
@@ -40,6 +49,7 @@ class Reading:
     links: tuple[str, ...] = ()
     next_url: str | None = None
     prev_url: str | None = None
+    sequence: tuple[str, ...] = ()  # its neighbours among whole pages (上一章/下一章 ...)
     undecodable: str = ""  # why the body could not be decoded; "" when it was
 
 
@@ -57,6 +67,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         next_url = find_page_link(page, job.url, job.next_page_texts, encoding)
         prev_url = find_page_link(page, job.url, PREV_PAGE_TEXTS, encoding)
     links = page_links(page, job.url, encoding, limit=job.max_links) if job.max_links else []
+    sequence = find_page_links(page, job.url, SEQUENCE_TEXTS, encoding)
     return Reading(
         title=extracted.title,
         text=extracted.text,
@@ -66,4 +77,5 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         links=tuple(links),
         next_url=next_url,
         prev_url=prev_url,
+        sequence=sequence,
     )

@@ -70,7 +70,9 @@ class MatchPolicy:
     the work (whole copies, excerpts, a chapter split over pages), or cover at least
     ``min_page_share`` of the page and ``min_page_chars`` characters (a page that is an
     excerpt of a long work), or ``min_work_share`` of one segment of a long work (a chapter)
-    and ``min_page_chars`` characters; either way the shared passages must total
+    and ``min_page_chars`` characters, or total ``min_quote_chars`` characters covering
+    ``min_quote_share`` of the work or of one segment (a long quotation among other text,
+    such as a forum post with its replies); either way the shared passages must total
     ``min_chars``. A passage lying mostly (over ``boilerplate_share``) in boilerplate, text
     that ``boilerplate_works`` registered works or more hold, does not count, nor one lying
     mostly in text a better-matching work explains (``matcher.verify``). Candidates are
@@ -82,16 +84,18 @@ class MatchPolicy:
     min_page_share: float = 0.5
     min_page_chars: int = 300
     min_chars: int = 60
+    min_quote_chars: int = 500
+    min_quote_share: float = 0.1
     simhash_k: int = 3
     min_window_hits: int = 2
     boilerplate_works: int = 3
     boilerplate_share: float = 0.5
 
     def __post_init__(self) -> None:
-        for name in ("min_work_share", "min_page_share", "boilerplate_share"):
+        for name in ("min_work_share", "min_page_share", "min_quote_share", "boilerplate_share"):
             if not 0.0 < getattr(self, name) <= 1.0:
                 raise SettingsError(f"{name} must be in (0, 1], got {getattr(self, name)}")
-        for name in ("min_page_chars", "min_chars", "min_window_hits"):
+        for name in ("min_page_chars", "min_chars", "min_quote_chars", "min_window_hits"):
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.boilerplate_works < 2:

@@ -215,7 +215,9 @@ def decide(wa: WorkAlignment, policy: MatchPolicy) -> str:
 
     A copy shares at least ``min_chars`` characters and covers ``min_work_share`` of the
     work, or ``min_page_share`` of the page and ``min_page_chars`` characters, or
-    ``min_work_share`` of one segment (a chapter of a long work) and ``min_page_chars``.
+    ``min_work_share`` of one segment (a chapter of a long work) and ``min_page_chars``,
+    or ``min_quote_chars`` characters covering ``min_quote_share`` of the work or of one
+    segment (a long quotation among other text).
     """
     if wa.work_covered < policy.min_chars:
         return f"shares {wa.work_covered} characters, fewer than {policy.min_chars}"
@@ -225,6 +227,9 @@ def decide(wa: WorkAlignment, policy: MatchPolicy) -> str:
         return ""
     share, chars, _ = wa.best_segment
     if share >= policy.min_work_share and chars >= policy.min_page_chars:
+        return ""
+    quoted = max(wa.containment_work, share) >= policy.min_quote_share
+    if quoted and wa.work_covered >= policy.min_quote_chars:
         return ""
     return (
         f"covers {wa.containment_work:.0%} of the work, {share:.0%} of its closest segment"

@@ -22,7 +22,10 @@ match a chapter split over several pages as a whole as well (:mod:`matcher.split
 two links are followed at the page's own depth and whatever ``include`` says (a chapter's
 second page rarely matches the chapter pattern; ``exclude`` still applies), so the parts of
 a chapter, and sections of a manual chained by 上一页/下一页, are reached however deep they
-sit. Every other link, 下一章 (next chapter) included, is one level deeper.
+sit. A page's neighbours in a sequence of whole pages (上一章/下一章, 上一篇/下一篇: the
+labels of :data:`~crawler.extract.SEQUENCE_TEXTS`) are its siblings: followed at its own
+depth when ``include`` and ``exclude`` allow, so a novel whose chapters link only to each
+other (mobile sites) is crawled to its last chapter. Every other link is one level deeper.
 
 Stats (never fatal; every fetched page that yields no item is counted under its reason):
 ``fptrack/pages`` (items), ``fptrack/paged`` (items with a next or previous page link),
@@ -451,11 +454,18 @@ class SiteSpider(scrapy.Spider):
     def _follow(
         self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
     ) -> Iterator[scrapy.Request]:
-        """Requests for the page's links: its next and previous pages at its own depth."""
+        """Requests for the page's links: its next and previous pages and its neighbouring
+        chapters at its own depth, the others one level deeper."""
         same_level = {canonical(u) for u in neighbours if u}
         for url in neighbours:
             suffix_ok = url and not _IGNORED_SUFFIX.search(url.split("?", 1)[0])
             if suffix_ok and self._same_origin(url):
+                request = self._request(url, depth)
+                if request is not None:
+                    yield request
+        for url in reading.sequence:
+            if canonical(url) not in same_level and self._wanted(url):
+                same_level.add(canonical(url))
                 request = self._request(url, depth)
                 if request is not None:
                     yield request
@@ -475,24 +485,33 @@ class SiteSpider(scrapy.Spider):
         self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
     ) -> Iterator[scrapy.Request]:
         """An incremental crawl's requests for a page's links: its next and previous pages at
-        its own depth (conditional when stored), its other links one level deeper when not
-        stored."""
+        its own depth (conditional when stored), its neighbouring chapters at its own depth
+        and its other links one level deeper, both when not stored."""
         same_level = [
             u
             for u in neighbours
             if u and not _IGNORED_SUFFIX.search(u.split("?", 1)[0]) and self._same_origin(u)
         ]
+        skip = {canonical(u) for u in same_level}
+        sequence = [u for u in reading.sequence if canonical(u) not in skip and self._wanted(u)]
+        skip.update(canonical(u) for u in sequence)
         links: list[str] = []
         if depth < self.max_depth:
             links = reading.links
             if len(links) > self.max_links:
                 self._inc("fptrack/links_capped")
                 links = links[: self.max_links]
-            skip = {canonical(u) for u in same_level}
             links = [u for u in links if canonical(u) not in skip and self._wanted(u)]
-        known = self._known({canonical(u) for u in [*same_level, *links]})
+        known = self._known({canonical(u) for u in [*same_level, *sequence, *links]})
         for url in same_level:
             request = self._request(url, depth, known.get(canonical(url)))
+            if request is not None:
+                yield request
+        for url in sequence:
+            if canonical(url) in known:
+                self._inc(INC + "skipped")
+                continue
+            request = self._request(url, depth)
             if request is not None:
                 yield request
         for url in links:

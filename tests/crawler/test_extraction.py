@@ -9,14 +9,17 @@ import pytest
 from crawler import extract as extract_module
 from crawler.extract import (
     PREV_PAGE_TEXTS,
+    SEQUENCE_TEXTS,
     SelectorError,
     check_selector,
     content_chars,
     densest_block_text,
     extract,
     find_page_link,
+    find_page_links,
     page_links,
     parse_html,
+    untracked,
 )
 from matcher.sites import DEFAULT_NEXT_PAGE_TEXTS
 
@@ -165,13 +168,42 @@ def test_next_page_link_but_not_next_chapter() -> None:
     assert find_page_link(english, url, DEFAULT_NEXT_PAGE_TEXTS) == url + "?page=2"
 
 
+def test_neighbour_chapters_are_every_chapter_link_but_no_page_link() -> None:
+    url = "http://novels.test/book/17/3.html"
+    chapter = parse_html(saved("chapter.html"))  # 上一章 and 下一章, at the top and bottom
+    assert find_page_links(chapter, url, SEQUENCE_TEXTS) == (
+        "http://novels.test/book/17/2.html",
+        "http://novels.test/book/17/4.html",
+    )
+    paged = parse_html(
+        '<a href="3_2.html">下一页</a><a href="/">首页</a><a href="3.html">下一章</a>'
+    )
+    assert find_page_links(paged, url, SEQUENCE_TEXTS) == ()  # nor a link to itself
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("http://n.test/12.html?from=next", "http://n.test/12.html"),
+        ("http://n.test/12.html?from=40", "http://n.test/12.html?from=40"),  # an offset
+        ("http://n.test/t?id=3&utm_source=wx&from=wap&t=9", "http://n.test/t?id=3&t=9"),
+        ("http://n.test/t?q=%B6%C9&SPM=a.b.c", "http://n.test/t?q=%B6%C9"),
+        ("http://n.test/list?page=2", "http://n.test/list?page=2"),
+    ],
+)
+def test_tracking_parameters_are_dropped_and_the_rest_kept_as_written(
+    url: str, expected: str
+) -> None:
+    assert untracked(url) == expected
+
+
 def test_page_links_are_absolute_without_fragments() -> None:
     html = (
         '<head><base href="http://novels.test/book/17/"></head>'
         '<a href="1.html#top">一</a><a href="/about">关于</a><a href="#">顶部</a>'
         '<a href="javascript:void(0)">脚本</a><a href="mailto:a@b.c">信</a>'
         '<a href="http://other.test/x">外站</a><a href="1.html">重复</a>'
-        '<area href="map.html"><a href="搜索?q=渡口">搜</a>'
+        '<area href="map.html"><a href="搜索?q=渡口">搜</a><a href="1.html?from=list">一</a>'
     )
     links = page_links(parse_html(html), "http://ignored.test/", encoding="gb18030")
     assert links == [

@@ -148,6 +148,47 @@ def test_full_then_incremental_fetches_only_new_pages_and_asks_stored_ones_condi
         assert store.page_by_url(site.url("/book/3.html"))["fetched_at"] > third["fetched_at"]
 
 
+def mobile_chapter(n: int, last: int) -> tuple[int, dict[str, str], bytes]:
+    """Chapter ``n`` of a mobile novel site: linked to its neighbours by 上一章 / 下一章 only."""
+    prev = f'<a href="/book/{n - 1}.html">上一章</a>' if n > 1 else ""
+    nxt = f'<a href="/book/{n + 1}.html">下一章</a>' if n < last else ""
+    text = "".join(f"<p>{LINES[(n + i) % len(LINES)]}{n}</p>" for i in range(4))
+    return page(
+        f"<html><body><h1>第{n}章</h1><div id='content'>{text}</div>"
+        f"{prev}<a href='/book/'>目录</a>{nxt}</body></html>"
+    )
+
+
+def mobile_home(last: int) -> tuple[int, dict[str, str], bytes]:
+    return page(
+        "<html><body><a href='/book/1.html'>开始阅读</a>"
+        f"<a href='/book/{last}.html'>最新章节</a></body></html>"
+    )
+
+
+def test_chapters_linked_only_to_each_other_are_crawled_to_the_last_then_incrementally(
+    store: Store,
+) -> None:
+    with FixtureSite() as site:
+        site.pages["/book/"] = mobile_home(30)
+        for n in range(1, 31):
+            site.pages[f"/book/{n}.html"] = mobile_chapter(n, 30)
+        crawl(site, store, incremental=False)  # max_depth 3: the chain is 30 chapters long
+        assert stored_paths(store) == {f"book/{n}.html" for n in range(1, 31)}
+
+        site.pages["/book/"] = mobile_home(33)
+        for n in range(30, 34):
+            site.pages[f"/book/{n}.html"] = mobile_chapter(n, 33)
+        before = len(site.requests)
+        stats = crawl(site, store, incremental=True)
+        paths = {path for path, _ in requests_since(site, before)}
+        # the newest chapter, then back along 上一章 while the chapters are new
+        assert {"/book/31.html", "/book/32.html", "/book/33.html"} <= paths
+        assert not paths & {f"/book/{n}.html" for n in range(2, 31)}
+        assert stats["fptrack/incremental/new"] == 3
+        assert stored_paths(store) == {f"book/{n}.html" for n in range(1, 34)}
+
+
 def test_sitemap_named_in_robots_txt(store: Store) -> None:
     with FixtureSite() as site:
         site.pages["/book/"] = index(1)

@@ -66,7 +66,7 @@ def test_novel_chapters_linked_by_next_chapter_have_no_page_links() -> None:
     item, requests = parse("novel-chapter.html", HOST + "/book/88/12.html")
     assert "渡口的老槐树下" in item.text and (item.next_url, item.prev_url) == ("", "")
     depths = {r.url: r.meta[DEPTH] for r in requests}
-    assert depths[HOST + "/book/88/13.html"] == 2  # 下一章: an ordinary link
+    assert depths[HOST + "/book/88/13.html"] == 1  # 下一章: a sibling, at the page's depth
 
 
 def test_novel_chapters_linked_by_next_page_are_whole_chapters() -> None:

@@ -86,9 +86,10 @@ def test_chapter_page_yields_one_item_and_follows_links() -> None:
     assert "渡口的灯笼被风吹得左右摇晃" in item.text
     assert (item.next_url, item.prev_url) == ("", "")  # 上一章 / 下一章 are no page links
     assert item.fetched_at.tzinfo is not None
-    urls = {r.url for r in requests}
-    assert BASE + "/book/17/4.html" in urls  # 下一章 is an ordinary link
-    assert all(r.meta[DEPTH] == 1 and not r.dont_filter for r in requests)
+    depths = {r.url: r.meta[DEPTH] for r in requests}
+    assert depths.pop(BASE + "/book/17/4.html") == 0  # 下一章: a sibling, at the page's depth
+    assert depths.pop(BASE + "/book/17/2.html") == 0  # 上一章 too
+    assert set(depths.values()) == {1} and not any(r.dont_filter for r in requests)
     assert stat(spider, "fptrack/pages") == 1
 
 
@@ -110,7 +111,7 @@ def test_every_part_of_a_split_chapter_is_an_item_with_its_neighbours() -> None:
     assert (item.next_url, item.prev_url) == (BASE + "/book/17/4_2.html", "")
     depths = {r.url: r.meta[DEPTH] for r in requests}
     assert depths[BASE + "/book/17/4_2.html"] == 2  # a page of the same chapter: same depth
-    assert depths[BASE + "/book/17/5.html"] == 3  # the next chapter is a level deeper
+    assert depths[BASE + "/book/17/5.html"] == 2  # the next chapter: a sibling as well
     assert all(r.callback == spider.parse and not r.dont_filter for r in requests)
 
     second = chapter(PART2, ("上一页", "4.html"), ("下一章", "5.html"))
@@ -136,6 +137,20 @@ def test_neighbour_pages_are_followed_past_the_depth_limit_and_include() -> None
     excluded = chapter(PART1, ("下一页", "/vip/8_2.html"))
     [item], requests = split(spider.parse(response(BASE + "/book/3/8.html", excluded, depth=2)))
     assert requests == [] and item.next_url == ""
+
+
+def test_neighbour_chapters_are_followed_past_the_depth_limit_within_include() -> None:
+    spider = make_spider(max_depth=2, include=[r"/book/\d+/\d+\.html$"], exclude=[r"/vip/"])
+    html = chapter(
+        PART1,
+        ("上一章", "/vip/3/7.html"),
+        ("【下一章】", "/book/3/9.html"),
+        ("下一篇", "/forum/12.html"),
+        ("甲", "/book/3/10.html"),
+    )
+    [item], requests = split(spider.parse(response(BASE + "/book/3/8.html", html, depth=2)))
+    assert [(r.url, r.meta[DEPTH]) for r in requests] == [(BASE + "/book/3/9.html", 2)]
+    assert (item.next_url, item.prev_url) == ("", "")  # a chapter is no part of this one
 
 
 def test_join_off_records_no_neighbours() -> None:

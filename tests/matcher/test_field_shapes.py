@@ -93,6 +93,22 @@ def test_a_thread_page_quoting_one_sentence_is_not_a_part_of_the_copy(
     assert engine.store.page_by_url(urls[1])["split"] == urls
 
 
+def test_a_long_quotation_among_replies_is_a_copy_and_a_short_one_is_not(engine: Engine) -> None:
+    """A forum post quoting an eighth of a work (1,000 characters) among 3,000 characters of
+    replies covers neither a fifth of the work nor half of the page: the quotation rule."""
+    rng = random.Random(11)
+    text = prose(rng, 8000)
+    work_id = engine.add_work(text, title="长文", source="long.txt")
+    start = text.index("。", 3000) + 1
+    for url, length, copy in (("http://bbs/q1", 1000, True), ("http://bbs/q2", 350, False)):
+        page = page_of(prose(rng, 1500), "引用：" + text[start : start + length], prose(rng, 1500))
+        records = crawl(engine, url, page)
+        assert matched(records) == ({work_id} if copy else set()), url
+    [record] = records_of(engine, "http://bbs/q1")
+    assert 0.1 < record["scores"]["containment_work"] < 0.2
+    assert record["scores"]["containment_page"] < 0.5
+
+
 def test_a_chapter_of_a_novel_names_its_chapter_and_quotes_the_work(engine: Engine) -> None:
     text, chapters = novel(120, 2500)
     work_id = engine.add_work(text, title="长篇", source="novel.txt")
