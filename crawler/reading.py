@@ -17,12 +17,15 @@ from crawler.encoding import UndecodableBody, decode_body
 from crawler.extract import (
     PREV_PAGE_TEXTS,
     SEQUENCE_TEXTS,
+    content_chars,
     extract,
     find_page_link,
     find_page_links,
     page_links,
     parse_html,
 )
+
+PLAIN_TITLE_CHARS = 120
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class ReadJob:
     content_selector: str = ""
     next_page_texts: Sequence[str] = ()  # empty: neither next nor previous page is looked for
     max_links: int = 0  # links wanted (the first in the page); 0: none
+    plain: bool = False  # a text/plain body (a novel's "TXT下载"): all of it is the text
 
 
 @dataclass(frozen=True)
@@ -43,7 +47,7 @@ class Reading:
 
     title: str = ""
     text: str = ""
-    method: str = "none"  # as :attr:`crawler.extract.Extracted.method`
+    method: str = "none"  # as :attr:`crawler.extract.Extracted.method`, or "plain"
     own_chars: int = 0
     encoding: str = ""
     links: tuple[str, ...] = ()
@@ -60,6 +64,8 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         html, encoding = decode_body(job.body, job.content_type or None)
     except UndecodableBody as exc:
         return Reading(undecodable=str(exc))
+    if job.plain:
+        return read_plain(html, encoding)
     page = parse_html(html)
     extracted = extract(html, job.url, job.content_selector, page=page, quick=quick)
     next_url = prev_url = None
@@ -78,4 +84,18 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         next_url=next_url,
         prev_url=prev_url,
         sequence=sequence,
+    )
+
+
+def read_plain(text: str, encoding: str) -> Reading:
+    """A plain-text body as a page: its lines are the text, its first line (up to
+    :data:`PLAIN_TITLE_CHARS` characters) the title; it has no links."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+    first = text.split("\n", 1)[0].strip()
+    return Reading(
+        title=first[:PLAIN_TITLE_CHARS],
+        text=text,
+        method="plain",
+        own_chars=content_chars(text),
+        encoding=encoding,
     )

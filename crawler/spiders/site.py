@@ -12,7 +12,9 @@ Every HTML page is decoded (:mod:`crawler.encoding`) and its main text extracted
 ``FPTRACK_EXTRACT_SECONDS`` (10 s) a page; a page that takes longer is read the quick way
 (the densest block) and counted. A page with at least ``FPTRACK_MIN_TEXT_CHARS`` (20) letters or
 CJK characters outside links yields a :class:`PageItem`; a page that is a list of links
-(a chapter index) yields nothing but its links are followed.
+(a chapter index) yields nothing but its links are followed. A ``text/plain`` body that is
+not markup (a novel's "TXT下载") is a page too: all of it is the text, its first line the
+title; it has no links.
 
 Every HTML page with main text yields its own item under its own canonical URL, whatever
 links it carries; nothing is held back or joined here. With ``join_next_pages`` the item
@@ -93,6 +95,7 @@ INC = "fptrack/incremental/"
 NOT_MODIFIED = 304
 GONE_STATUSES = frozenset({404, 410})
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PLAIN_TYPES = frozenset({"text/plain"})
 _IGNORED_SUFFIX = re.compile(
     r"\.(?:" + "|".join(map(re.escape, IGNORED_EXTENSIONS)) + r")$", re.IGNORECASE
 )
@@ -414,11 +417,13 @@ class SiteSpider(scrapy.Spider):
     async def _read(self, response: Response, depth: int) -> Reading | None:
         """The page's reading, done by a reader process (:mod:`crawler.reader_pool`)."""
         self._inc(f"fptrack/http_status/{response.status}")
-        if not self._is_html(response):
+        kind = self._kind(response)
+        if not kind:
             self._inc("fptrack/non_html")
             return None
         content_type = response.headers.get("Content-Type") or b""
         job = ReadJob(
+            plain=kind == "plain",
             body=response.body,
             content_type=content_type.decode("latin-1"),
             url=response.url,
@@ -438,12 +443,16 @@ class SiteSpider(scrapy.Spider):
         return reading
 
     @staticmethod
-    def _is_html(response: Response) -> bool:
+    def _kind(response: Response) -> str:
+        """How the body is read: ``html``, ``plain`` (text/plain that is not markup) or
+        empty (anything else: not read)."""
         content_type = response.headers.get("Content-Type", b"") or b""
         mime = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
+        if mime in PLAIN_TYPES:
+            return "html" if sniff_html(response.body) else "plain"
         if mime:
-            return mime in HTML_TYPES
-        return sniff_html(response.body)
+            return "html" if mime in HTML_TYPES else ""
+        return "html" if sniff_html(response.body) else ""
 
     def _neighbour(self, url: str | None) -> str | None:
         """A next or previous page link, unless ``exclude`` rules it out."""

@@ -176,6 +176,26 @@ def test_non_html_and_undecodable_bodies_are_skipped_and_counted() -> None:
     assert stat(spider, "fptrack/undecodable") == 1
 
 
+def test_a_plain_text_download_is_a_page_of_its_whole_text() -> None:
+    spider = make_spider()
+    body = f"《渡口》 作者：佚名\r\n\r\n第一章 雨夜\r\n{PART1}\r\n第二章 天明\r\n{PART2}\r\n"
+    txt = response(BASE + "/down/17.txt", body.encode("gbk"), 1, "text/plain")
+    [item], requests = split(spider.parse(txt))
+    assert (item.url, item.title, item.encoding) == (
+        BASE + "/down/17.txt",
+        "《渡口》 作者：佚名",
+        "gb18030",
+    )
+    assert PART1 in item.text and PART2 in item.text and "\r" not in item.text
+    assert requests == []  # no links in plain text
+    markup = response(BASE + "/misnamed", chapter(PART1, ("下一页", "2.html")), 1, "text/plain")
+    [item], requests = split(spider.parse(markup))  # markup served as text/plain: HTML
+    assert PART1 in item.text and "<" not in item.text and item.next_url == BASE + "/2.html"
+    binary = response(BASE + "/x.txt", b"\x00\x01\x02\x89PNG\x00\x00", 1, "text/plain")
+    assert parsed(spider.parse(binary)) == []
+    assert stat(spider, "fptrack/pages") == 2 and stat(spider, "fptrack/undecodable") == 1
+
+
 def test_gbk_page_with_a_wrong_header_is_read_right() -> None:
     spider = make_spider()
     html = chapter(PART1).replace("<head>", '<head><meta charset="gbk">')
