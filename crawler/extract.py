@@ -30,10 +30,11 @@ The title is the first ``<h1>``, else ``<title>``.
 :func:`find_page_link` finds a "next page" link (an anchor whose text, without spaces,
 brackets and arrows, is one of a site's ``next_page_texts`` such as 下一页); 下一章 (next
 chapter) is a different page and never matches. :data:`PREV_PAGE_TEXTS` are the labels of
-the matching "previous page" links. :data:`SEQUENCE_TEXTS` label the links to a page's
-neighbours in a sequence of whole pages (上一章/下一章, 上一篇/下一篇 ...), which the spider
-follows at the page's own depth: a chapter's neighbour is its sibling, not its child.
-Links lose their fragment and their tracking parameters (:func:`untracked`).
+the matching "previous page" links. :func:`find_rel_link` reads the head's
+``<link rel="next">`` and ``<link rel="prev">`` instead. :data:`SEQUENCE_TEXTS` label the
+links to a page's neighbours in a sequence of whole pages (上一章/下一章, 上一篇/下一篇 ...),
+which the spider follows at the page's own depth: a chapter's neighbour is its sibling, not
+its child. Links lose their fragment and their tracking parameters (:func:`untracked`).
 Malformed HTML never raises: lxml repairs it.
 """
 
@@ -357,15 +358,16 @@ def densest_block_text(page: Selector) -> str:
 def page_links(
     page: Selector, base_url: str, encoding: str = "utf-8", limit: int | None = None
 ) -> list[str]:
-    """Absolute http(s) URLs of the page's ``<a>`` and ``<area>`` links, without fragments
-    and tracking parameters (:func:`untracked`), at most ``limit`` distinct ones (the first
-    in the page).
+    """Absolute http(s) URLs of the page's ``<a>`` and ``<area>`` links and of its frames
+    (``<iframe>``, ``<frame>``), without fragments and tracking parameters
+    (:func:`untracked`), at most ``limit`` distinct ones (the first in the page).
 
     Relative links are resolved against ``<base href>`` when the page has one.
     """
     base = urljoin(base_url, (page.css("base::attr(href)").get() or "").strip())
     seen: dict[str, None] = {}
-    for href in page.css("a::attr(href), area::attr(href)").getall():
+    hrefs = "a::attr(href), area::attr(href), iframe::attr(src), frame::attr(src)"
+    for href in page.css(hrefs).getall():
         url = _absolute(base, href, encoding)
         if url:
             seen.setdefault(url)
@@ -384,6 +386,23 @@ def find_page_link(
     """
     found = find_page_links(page, base_url, texts, encoding)
     return found[0] if found else None
+
+
+def find_rel_link(
+    page: Selector, base_url: str, rels: Set[str], encoding: str = "utf-8"
+) -> str | None:
+    """The URL of the first ``<link>`` whose ``rel`` is one of ``rels`` (``next``; ``prev``,
+    ``previous``), the way a page names its neighbours in its head, or None."""
+    base = urljoin(base_url, (page.css("base::attr(href)").get() or "").strip())
+    here = base_url.split("#", 1)[0]
+    for link in page.root.iter("link"):
+        href = link.get("href")
+        if href is None or not rels & set((link.get("rel") or "").lower().split()):
+            continue
+        url = _absolute(base, href, encoding)
+        if url and url != here:
+            return url
+    return None
 
 
 def find_page_links(

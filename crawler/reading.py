@@ -21,6 +21,7 @@ from crawler.extract import (
     extract,
     find_page_link,
     find_page_links,
+    find_rel_link,
     page_links,
     parse_html,
 )
@@ -69,9 +70,11 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
     page = parse_html(html)
     extracted = extract(html, job.url, job.content_selector, page=page, quick=quick)
     next_url = prev_url = None
-    if job.next_page_texts:
+    if job.next_page_texts:  # a labelled link, else the head's <link rel="next">
         next_url = find_page_link(page, job.url, job.next_page_texts, encoding)
+        next_url = next_url or find_rel_link(page, job.url, {"next"}, encoding)
         prev_url = find_page_link(page, job.url, PREV_PAGE_TEXTS, encoding)
+        prev_url = prev_url or find_rel_link(page, job.url, {"prev", "previous"}, encoding)
     links = page_links(page, job.url, encoding, limit=job.max_links) if job.max_links else []
     sequence = find_page_links(page, job.url, SEQUENCE_TEXTS, encoding)
     return Reading(

@@ -17,6 +17,7 @@ from crawler.extract import (
     extract,
     find_page_link,
     find_page_links,
+    find_rel_link,
     page_links,
     parse_html,
     untracked,
@@ -179,6 +180,30 @@ def test_neighbour_chapters_are_every_chapter_link_but_no_page_link() -> None:
         '<a href="3_2.html">下一页</a><a href="/">首页</a><a href="3.html">下一章</a>'
     )
     assert find_page_links(paged, url, SEQUENCE_TEXTS) == ()  # nor a link to itself
+
+
+def test_neighbours_named_in_the_head_only() -> None:
+    url = "http://docs.test/guide/install.html"
+    head = (
+        '<head><link rel="stylesheet" href="s.css"><link rel="Prev" href="intro.html">'
+        '<link rel="next" title="快速上手" href="quickstart.html?from=nav"></head>'
+        "<body><button onclick=\"go('quickstart.html')\">下一页</button></body>"
+    )
+    page = parse_html(head)
+    assert find_page_link(page, url, DEFAULT_NEXT_PAGE_TEXTS) is None  # a button, no link
+    assert find_rel_link(page, url, {"next"}) == "http://docs.test/guide/quickstart.html"
+    assert find_rel_link(page, url, {"prev", "previous"}) == "http://docs.test/guide/intro.html"
+    assert find_rel_link(parse_html("<p>正文</p>"), url, {"next"}) is None
+
+
+def test_frames_are_links() -> None:
+    html = '<frameset><frame src="toc.html"><frame src="ch1.html"></frameset>'
+    iframe = '<p>正文</p><iframe src="/read/12.html"></iframe>'
+    assert page_links(parse_html(html), "http://d.test/a/") == [
+        "http://d.test/a/toc.html",
+        "http://d.test/a/ch1.html",
+    ]
+    assert page_links(parse_html(iframe), "http://d.test/a/") == ["http://d.test/read/12.html"]
 
 
 @pytest.mark.parametrize(
