@@ -19,7 +19,7 @@ from admin import commands as c
 from admin import service_commands as s
 from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
-from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_PAGES
+from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_DEPTH, DEFAULT_MAX_PAGES
 from admin.scan_command import cmd_scan
 from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
 from matcher.settings import Settings
@@ -122,6 +122,13 @@ def add_scan(sub: Any) -> None:
         type=int,
         default=DEFAULT_MAX_PAGES,
         help=f"pages per site at most (default: {DEFAULT_MAX_PAGES})",
+    )
+    p.add_argument(
+        "--max-depth",
+        type=int,
+        default=DEFAULT_MAX_DEPTH,
+        help="links from the start URL at most; a page's next and previous pages and "
+        f"chapters (下一页, 下一章 ...) are not a level deeper (default: {DEFAULT_MAX_DEPTH})",
     )
     p.add_argument(
         "--deadline",

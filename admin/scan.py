@@ -67,7 +67,12 @@ DEFAULT_DEADLINE = 1800
 
 
 def site_config(
-    url: str, index: int, max_pages: int, deadline: int = DEFAULT_DEADLINE, render: bool = False
+    url: str,
+    index: int,
+    max_pages: int,
+    deadline: int = DEFAULT_DEADLINE,
+    render: bool = False,
+    max_depth: int = DEFAULT_MAX_DEPTH,
 ) -> SiteConfig:
     """A one-off site configuration for a scanned URL (links within its host; its pages
     rendered in Chromium with ``render``)."""
@@ -78,7 +83,7 @@ def site_config(
         name=name[:64],
         start_urls=(url,),
         max_pages=max_pages,
-        max_depth=DEFAULT_MAX_DEPTH,
+        max_depth=max_depth,
         deadline=deadline,
         schedule="never",
         render=render,
@@ -134,6 +139,7 @@ def run_scan(
     site_urls: list[str],
     *,
     max_pages: int = DEFAULT_MAX_PAGES,
+    max_depth: int = DEFAULT_MAX_DEPTH,
     deadline: int = DEFAULT_DEADLINE,
     redis_url: str | None = None,
     settings: Settings | None = None,
@@ -196,7 +202,10 @@ def run_scan(
         doc = engine.store.get_page(page_id, {"url": 1})
         on_page(doc["url"] if doc else page_id)
 
-    sites = [site_config(url, i, max_pages, deadline, render) for i, url in enumerate(site_urls, 1)]
+    sites = [
+        site_config(url, i, max_pages, deadline, render, max_depth)
+        for i, url in enumerate(site_urls, 1)
+    ]
     ingest = Ingest(engine.store, enqueue, archive=archive)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)

@@ -60,6 +60,8 @@ def _check_arguments(args: argparse.Namespace) -> None:
             error(f"--site-dir {folder}: no index.html there")
     if args.max_pages < 1:
         error("--max-pages must be at least 1")
+    if args.max_depth < 0:
+        error("--max-depth must be at least 0")
     if not Path(args.json).parent.is_dir():
         error(f"--json {args.json}: folder {Path(args.json).parent} does not exist")
     for flag, value in (("--html", args.html), ("--warc", args.warc)):
@@ -113,6 +115,7 @@ def _scan(
             Path(args.works),
             urls,
             max_pages=args.max_pages,
+            max_depth=args.max_depth,
             deadline=args.deadline,
             redis_url=redis_url,
             settings=settings,

@@ -202,6 +202,7 @@ def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path)
         ["--works", str(WORKS), "--site", "ftp://example/"],
         ["--works", str(WORKS)],
         ["--works", str(WORKS), "--site", "http://127.0.0.1:9/", "--max-pages", "0"],
+        ["--works", str(WORKS), "--site", "http://127.0.0.1:9/", "--max-depth", "-1"],
         ["--works", str(WORKS), "--site-dir", str(WORKS)],
     ],
 )
@@ -211,6 +212,17 @@ def test_bad_arguments(capsys, tmp_path, argv) -> None:
     assert status == 2
     assert len([line for line in err.splitlines() if line.startswith("fptrack scan: error:")]) == 1
     assert "Traceback" not in err and not out.exists()
+
+
+def test_max_depth_bounds_the_links_followed(capsys, tmp_path) -> None:
+    out = tmp_path / "out.json"
+    argv = ["--works", str(WORKS), "--site-dir", str(SITE), "--json", str(out)]
+    assert scan(capsys, *argv, "--max-depth", "0")[0] == 0
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["pages"] == 1 and result["matches"] == []  # the start page alone
+    assert scan(capsys, *argv, "--max-depth", "2")[0] == 0
+    found = {urlsplit(m["url"]).path for m in json.loads(out.read_text("utf-8"))["matches"]}
+    assert found == set(EXPECTED)
 
 
 def test_command_line_exit_codes(tmp_path) -> None:
