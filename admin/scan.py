@@ -36,7 +36,7 @@ from matcher.operations import MAX_LIST, Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 
-DEFAULT_MAX_PAGES = 1000
+DEFAULT_MAX_PAGES = 10_000
 DEFAULT_MAX_DEPTH = 10
 
 
