@@ -121,7 +121,7 @@ def add_scan(sub: Any) -> None:
         "--max-pages",
         type=int,
         default=DEFAULT_MAX_PAGES,
-        help=f"pages per site at most (default: {DEFAULT_MAX_PAGES})",
+        help=f"pages per site at most (default: {DEFAULT_MAX_PAGES:,})",
     )
     p.add_argument(
         "--max-depth",
