@@ -364,7 +364,7 @@ def page_links(
 
     Relative links are resolved against ``<base href>`` when the page has one.
     """
-    base = urljoin(base_url, (page.css("base::attr(href)").get() or "").strip())
+    base = _base(page, base_url)
     seen: dict[str, None] = {}
     hrefs = "a::attr(href), area::attr(href), iframe::attr(src), frame::attr(src)"
     for href in page.css(hrefs).getall():
@@ -393,7 +393,7 @@ def find_rel_link(
 ) -> str | None:
     """The URL of the first ``<link>`` whose ``rel`` is one of ``rels`` (``next``; ``prev``,
     ``previous``), the way a page names its neighbours in its head, or None."""
-    base = urljoin(base_url, (page.css("base::attr(href)").get() or "").strip())
+    base = _base(page, base_url)
     here = base_url.split("#", 1)[0]
     for link in page.root.iter("link"):
         href = link.get("href")
@@ -411,7 +411,7 @@ def find_page_links(
     """The distinct URLs of every anchor labelled one of ``texts`` (compared as in
     :func:`find_page_link`), in page order, other than ``base_url`` itself."""
     wanted = {_label(t) for t in texts if _label(t)}
-    base = urljoin(base_url, (page.css("base::attr(href)").get() or "").strip())
+    base = _base(page, base_url)
     here = base_url.split("#", 1)[0]
     found: dict[str, None] = {}
     for anchor in page.root.iter("a"):
@@ -422,6 +422,11 @@ def find_page_links(
         if url and url != here:
             found[url] = None
     return tuple(found)
+
+
+def _base(page: Selector, base_url: str) -> str:
+    """The URL the page's relative links resolve against: its ``<base href>``, if any."""
+    return urljoin(base_url, (page.css("base::attr(href)").get() or "").strip())
 
 
 def _label(text: str) -> str:
