@@ -41,7 +41,7 @@ Malformed HTML never raises: lxml repairs it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Callable, Iterable, Iterator, Sequence, Set
 from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit, urlunsplit
 
@@ -384,8 +384,15 @@ def find_page_link(
     Labels are compared without spaces, brackets and arrows, case-insensitively; an anchor
     pointing back at ``base_url`` itself does not count.
     """
-    found = find_page_links(page, base_url, texts, encoding)
-    return found[0] if found else None
+    return next(_labelled(page, base_url, texts, encoding), None)
+
+
+def find_page_links(
+    page: Selector, base_url: str, texts: Sequence[str], encoding: str = "utf-8"
+) -> tuple[str, ...]:
+    """The distinct URLs of every anchor labelled one of ``texts`` (compared as in
+    :func:`find_page_link`), in page order."""
+    return tuple(dict.fromkeys(_labelled(page, base_url, texts, encoding)))
 
 
 def find_rel_link(
@@ -393,35 +400,40 @@ def find_rel_link(
 ) -> str | None:
     """The URL of the first ``<link>`` whose ``rel`` is one of ``rels`` (``next``; ``prev``,
     ``previous``), the way a page names its neighbours in its head, or None."""
-    base = _base(page, base_url)
-    here = base_url.split("#", 1)[0]
-    for link in page.root.iter("link"):
-        href = link.get("href")
-        if href is None or not rels & set((link.get("rel") or "").lower().split()):
-            continue
-        url = _absolute(base, href, encoding)
-        if url and url != here:
-            return url
-    return None
+
+    def named(link: etree._Element) -> bool:
+        return bool(rels & set((link.get("rel") or "").lower().split()))
+
+    return next(_targets(page, base_url, "link", named, encoding), None)
 
 
-def find_page_links(
-    page: Selector, base_url: str, texts: Sequence[str], encoding: str = "utf-8"
-) -> tuple[str, ...]:
-    """The distinct URLs of every anchor labelled one of ``texts`` (compared as in
-    :func:`find_page_link`), in page order, other than ``base_url`` itself."""
+def _labelled(page: Selector, base_url: str, texts: Sequence[str], encoding: str) -> Iterator[str]:
     wanted = {_label(t) for t in texts if _label(t)}
+
+    def labelled(anchor: etree._Element) -> bool:
+        return _label("".join(anchor.itertext())) in wanted
+
+    return _targets(page, base_url, "a", labelled, encoding)
+
+
+def _targets(
+    page: Selector,
+    base_url: str,
+    tag: str,
+    accept: Callable[[etree._Element], bool],
+    encoding: str,
+) -> Iterator[str]:
+    """The absolute URLs of the ``tag`` elements ``accept`` takes, in page order, other than
+    ``base_url`` itself."""
     base = _base(page, base_url)
     here = base_url.split("#", 1)[0]
-    found: dict[str, None] = {}
-    for anchor in page.root.iter("a"):
-        href = anchor.get("href")
-        if href is None or _label("".join(anchor.itertext())) not in wanted:
+    for element in page.root.iter(tag):
+        href = element.get("href")
+        if href is None or not accept(element):
             continue
         url = _absolute(base, href, encoding)
         if url and url != here:
-            found[url] = None
-    return tuple(found)
+            yield url
 
 
 def _base(page: Selector, base_url: str) -> str:

@@ -472,12 +472,12 @@ class SiteSpider(scrapy.Spider):
                 request = self._request(url, depth)
                 if request is not None:
                     yield request
-        for url in reading.sequence:
-            if canonical(url) not in same_level and self._wanted(url):
-                same_level.add(canonical(url))
-                request = self._request(url, depth)
-                if request is not None:
-                    yield request
+        siblings = self._siblings(reading, same_level)
+        same_level.update(canonical(u) for u in siblings)
+        for url in siblings:
+            request = self._request(url, depth)
+            if request is not None:
+                yield request
         if depth >= self.max_depth:
             return
         links = reading.links
@@ -489,6 +489,11 @@ class SiteSpider(scrapy.Spider):
                 request = self._request(url, depth + 1)
                 if request is not None:
                     yield request
+
+    def _siblings(self, reading: Reading, taken: set[str]) -> list[str]:
+        """The page's neighbouring chapters (:attr:`Reading.sequence`) to follow at its own
+        depth: those ``include`` and ``exclude`` allow, not among the canonical ``taken``."""
+        return [u for u in reading.sequence if canonical(u) not in taken and self._wanted(u)]
 
     def _follow_new(
         self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
@@ -502,7 +507,7 @@ class SiteSpider(scrapy.Spider):
             if u and not _IGNORED_SUFFIX.search(u.split("?", 1)[0]) and self._same_origin(u)
         ]
         skip = {canonical(u) for u in same_level}
-        sequence = [u for u in reading.sequence if canonical(u) not in skip and self._wanted(u)]
+        sequence = self._siblings(reading, skip)
         skip.update(canonical(u) for u in sequence)
         links: list[str] = []
         if depth < self.max_depth:

@@ -27,10 +27,13 @@ LINES = [
 ]
 
 
-def chapter(n: int, last: int, extra: str = "") -> tuple[int, dict[str, str], bytes]:
-    """Chapter ``n`` of a novel of ``last`` chapters, with 上一页 / 下一页 links and an ETag."""
-    prev = f'<a href="/book/{n - 1}.html">上一页</a>' if n > 1 else ""
-    nxt = f'<a href="/book/{n + 1}.html">下一页</a>' if n < last else ""
+def chapter(
+    n: int, last: int, extra: str = "", labels: tuple[str, str] = ("上一页", "下一页")
+) -> tuple[int, dict[str, str], bytes]:
+    """Chapter ``n`` of a novel of ``last`` chapters, with links to the previous and next
+    one labelled ``labels`` (上一页 / 下一页) and an ETag."""
+    prev = f'<a href="/book/{n - 1}.html">{labels[0]}</a>' if n > 1 else ""
+    nxt = f'<a href="/book/{n + 1}.html">{labels[1]}</a>' if n < last else ""
     text = "".join(f"<p>{LINES[(n + i) % len(LINES)]}{n}</p>" for i in range(4)) + extra
     status, headers, body = page(
         f"<html><head><title>第{n}章</title></head><body><h1>第{n}章</h1>"
@@ -150,13 +153,7 @@ def test_full_then_incremental_fetches_only_new_pages_and_asks_stored_ones_condi
 
 def mobile_chapter(n: int, last: int) -> tuple[int, dict[str, str], bytes]:
     """Chapter ``n`` of a mobile novel site: linked to its neighbours by 上一章 / 下一章 only."""
-    prev = f'<a href="/book/{n - 1}.html">上一章</a>' if n > 1 else ""
-    nxt = f'<a href="/book/{n + 1}.html">下一章</a>' if n < last else ""
-    text = "".join(f"<p>{LINES[(n + i) % len(LINES)]}{n}</p>" for i in range(4))
-    return page(
-        f"<html><body><h1>第{n}章</h1><div id='content'>{text}</div>"
-        f"{prev}<a href='/book/'>目录</a>{nxt}</body></html>"
-    )
+    return chapter(n, last, labels=("上一章", "下一章"))
 
 
 def mobile_home(last: int) -> tuple[int, dict[str, str], bytes]:
