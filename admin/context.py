@@ -1,9 +1,11 @@
 """What a CLI command works on: settings read once, and the engine, store, queue and
 schedules built from them on first use (so ``fptrack --help`` needs no server).
 
-The clients give up quickly (:data:`CONNECT_TIMEOUT_S`): an operator waiting on a server
-that is down learns it in about a second, from one line naming the server
-(:mod:`admin.outage`), instead of after pymongo's default 30 s.
+The clients of a command give up quickly (:data:`CONNECT_TIMEOUT_S`; Redis clients with
+:data:`matcher.redis_clients.COMMAND`): an operator waiting on a server that is down learns
+it in about a second, from one line naming the server (:mod:`admin.outage`), instead of
+after pymongo's default 30 s. The admin web's context rides out a Redis restart instead
+(``patience=SERVICE``).
 """
 
 from __future__ import annotations
@@ -21,8 +23,15 @@ from admin.errors import CommandError
 from matcher.engine import Engine
 from matcher.errors import SettingsError
 from matcher.operations import Operations
-from matcher.redis_io import IndexClient, connect
-from matcher.settings import Settings
+from matcher.redis_clients import (
+    COMMAND,
+    SERVICE,
+    IndexClient,
+    Patience,
+    connect,
+    connect_server,
+)
+from matcher.settings import RedisTarget, Settings
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -42,10 +51,13 @@ class Context:
         settings: Settings | None = None,
         engine: Engine | None = None,
         archive: Archive | bool | None = True,
+        patience: Patience = COMMAND,
     ) -> None:
         """``archive``: True (the default) opens the one ``settings.archive`` names when
-        first needed; an archive, or None (no evidence archive), is used as given."""
+        first needed; an archive, or None (no evidence archive), is used as given.
+        ``patience``: how long the Redis clients wait (:mod:`matcher.redis_clients`)."""
         self._settings = settings
+        self.patience = patience
         if engine is not None:
             self.__dict__["engine"] = engine
         if archive is not True:
@@ -86,11 +98,11 @@ class Context:
 
     @cached_property
     def redis_client(self) -> IndexClient:
-        """A client of the indexes' Redis (``settings.index_redis``: a server or a cluster),
-        quick to give up."""
+        """A client of the indexes' Redis (``settings.index_redis``: a server, a cluster or
+        Sentinel), as patient as this context."""
         if "engine" in self.__dict__:
             return self.engine.redis
-        return connect(self.settings.index_redis, CONNECT_TIMEOUT_S)
+        return connect(self.settings.index_redis, self.patience)
 
     @cached_property
     def engine(self) -> Engine:
@@ -110,10 +122,17 @@ class Context:
     @cached_property
     def app(self) -> Celery:
         """A Celery app of this context's settings (broker and redbeat), to send tasks by
-        name and edit schedules; ``fptrack worker`` and ``beat`` run it."""
+        name and edit schedules, as patient as this context."""
         from matcher.celery_app import make_app
 
-        return make_app(self.settings)
+        return make_app(self.settings, self.patience)
+
+    def service_app(self) -> Celery:
+        """The Celery app that ``fptrack worker`` and ``beat`` run: its broker and redbeat
+        clients ride out a Redis restart or failover (:data:`matcher.redis_clients.SERVICE`)."""
+        from matcher.celery_app import make_app
+
+        return make_app(self.settings, SERVICE)
 
     @cached_property
     def schedules(self) -> Schedules:
@@ -128,13 +147,16 @@ class Context:
         try:
             return self.app.send_task(task, args=list(args)).id
         except OperationalError as exc:
-            broker = self.app.conf.broker_url
+            broker = self.settings.celery_broker
             raise CommandError(outage.line("the Celery broker", broker, exc)) from exc
 
 
 def redis_client(url: str, variable: str) -> redis.Redis:
-    """A Redis client of ``url`` that gives up connecting after :data:`CONNECT_TIMEOUT_S`."""
+    """A Redis client of ``url`` (a server or Sentinel) quick to give up
+    (:data:`matcher.redis_clients.COMMAND`)."""
     try:
-        return redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_S)
-    except ValueError as exc:
-        raise SettingsError(f"{variable} {url!r}: {exc}") from exc
+        return connect_server(RedisTarget.parse(url), COMMAND)
+    except SettingsError as exc:
+        raise SettingsError(f"{variable}: {exc}") from exc
+    except ValueError as exc:  # redis-py's own reading of a server URL
+        raise SettingsError(f"{variable} {outage.redact(url)!r}: {exc}") from exc

@@ -60,7 +60,7 @@ def store_problems(ctx: Context) -> list[str]:
         _down("MongoDB", settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping")),
         _down("Redis", settings.redis_url, ctx.redis_client.ping),
     ]
-    broker = ctx.app.conf.broker_url
+    broker = settings.celery_broker
     if broker != settings.redis_url:
         client = redis_client(broker, "FPTRACK_BROKER_URL")
         problems.append(_down("the Celery broker", broker, client.ping))
@@ -116,7 +116,7 @@ def check_redis(ctx: Context) -> Check:
 def check_broker(ctx: Context) -> Check:
     from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 
-    url = ctx.app.conf.broker_url
+    url = ctx.settings.celery_broker
     client = redis_client(url, "FPTRACK_BROKER_URL")
     problem = _down("the Celery broker", url, client.ping)
     if problem:

@@ -23,7 +23,6 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import mongomock
-import redis
 
 from admin.memory_store import as_server
 from admin.reading import WorkFile, iter_work_files
@@ -33,7 +32,8 @@ from matcher.engine import Engine
 from matcher.errors import MatcherError
 from matcher.ingest import Ingest
 from matcher.operations import MAX_LIST, Operations
-from matcher.settings import Settings
+from matcher.redis_clients import connect
+from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
 
 DEFAULT_MAX_PAGES = 10_000
@@ -123,7 +123,7 @@ def scan_mongo_client() -> mongomock.MongoClient:
 def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
     """An engine on mongomock and on the given Redis server (else fakeredis)."""
     if redis_url:
-        client = redis.Redis.from_url(redis_url)
+        client = connect(RedisTarget.parse(redis_url))
     else:
         import fakeredis
 

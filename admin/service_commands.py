@@ -90,12 +90,11 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
 
 def _shared_frontier(ctx: Context) -> Any:
     """The sites' frontiers in the Redis of ``FPTRACK_REDIS_URL``."""
-    import redis
-
     from crawler.lease import RedisFrontiers
+    from matcher.redis_clients import connect_server
 
     settings = ctx.settings
-    client = redis.Redis.from_url(settings.redis_url)
+    client = connect_server(settings.redis_target)
     return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
 
 
@@ -171,7 +170,7 @@ def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
     if args.concurrency:
         argv.append(f"--concurrency={args.concurrency}")
-    ctx.app.worker_main(argv)
+    ctx.service_app().worker_main(argv)
     return 0
 
 
@@ -180,7 +179,8 @@ def cmd_beat(args: argparse.Namespace, ctx: Context) -> int:
     ctx.schedules.ensure_daily(ctx.settings)
     for site in ctx.ops.list_sites():
         ctx.schedules.sync_site(site)
-    ctx.app.start(["beat", "-S", "redbeat.RedBeatScheduler", f"--loglevel={args.loglevel}"])
+    beat = ["beat", "-S", "redbeat.RedBeatScheduler", f"--loglevel={args.loglevel}"]
+    ctx.service_app().start(beat)
     return 0
 
 

@@ -54,6 +54,7 @@ from crawler.settings import SETTINGS_SETTING, crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
 from matcher.crawl_runs import RENDER_UNAVAILABLE
 from matcher.errors import MatcherError
+from matcher.redis_clients import connect_server
 from matcher.sites import SiteConfig, SiteConfigError
 
 Stats = dict[str, Any]
@@ -330,7 +331,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _frontiers(settings: Any) -> RedisFrontiers:
     """The frontiers of this deployment, on its :class:`matcher.settings.Settings`."""
-    client = redis.Redis.from_url(settings.redis_url)
+    client = connect_server(settings.redis_target)
     return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
 
 

@@ -9,6 +9,9 @@ Options (Celery's names):
   its task finished, so a worker that dies mid-task (even by SIGKILL) leaves it to be
   redelivered; every task is idempotent, so a redelivered task converges on the same records.
 - ``worker_prefetch_multiplier = 1``: a worker holds one unacknowledged message at a time.
+- broker and redbeat: the Redis of ``FPTRACK_BROKER_URL`` and ``FPTRACK_REDIS_URL``, a server
+  or Sentinel, in kombu's and redbeat's words (:func:`matcher.redis_clients.celery_broker`,
+  :func:`~matcher.redis_clients.redbeat`), with fptrack's timeouts and retries.
 - ``visibility_timeout`` (``FPTRACK_VISIBILITY_TIMEOUT``, default 7200 s): how long Redis
   waits for an acknowledgement before redelivering; longer than the longest crawl
   (``FPTRACK_CRAWL_TIMEOUT``, default 6000 s).
@@ -34,6 +37,7 @@ from typing import Any
 
 from celery import Celery
 
+from matcher import redis_clients
 from matcher.engine import Engine
 from matcher.keys import Keys
 from matcher.settings import Settings
@@ -43,12 +47,20 @@ BEAT_INTERVAL = 5
 CRAWL_QUEUE = "fptrack.crawl"
 
 
-def celery_config(settings: Settings) -> dict[str, Any]:
-    """Celery configuration for ``settings`` (see the module docstring)."""
+def celery_config(
+    settings: Settings, patience: redis_clients.Patience = redis_clients.SERVICE
+) -> dict[str, Any]:
+    """Celery configuration for ``settings`` (see the module docstring); ``patience``: how
+    long the broker's and redbeat's clients wait for Redis."""
+    broker_url, broker_options = redis_clients.celery_broker(settings.broker_target, patience)
+    redbeat_url, redbeat_options = redis_clients.redbeat(settings.redis_target, patience)
     return {
-        "broker_url": settings.celery_broker,
+        "broker_url": broker_url,
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout},
+        "broker_transport_options": {
+            "visibility_timeout": settings.visibility_timeout,
+            **broker_options,
+        },
         "task_serializer": "json",
         "accept_content": ["json"],
         "task_ignore_result": True,
@@ -63,9 +75,9 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         "timezone": "UTC",
         "enable_utc": True,
         "beat_scheduler": "redbeat.RedBeatScheduler",
-        "redbeat_redis_url": settings.redis_url,
+        "redbeat_redis_url": redbeat_url,
         "redbeat_key_prefix": Keys(settings.redis_prefix).redbeat,
-        "redbeat_redis_options": {},
+        "redbeat_redis_options": redbeat_options,
         "redbeat_lock_timeout": 60,
         "beat_max_loop_interval": BEAT_INTERVAL,
         "worker_hijack_root_logger": False,
@@ -94,12 +106,16 @@ class Runtime:
             self._engine = engine
 
 
-def make_app(settings: Settings) -> Celery:
+def make_app(
+    settings: Settings, patience: redis_clients.Patience = redis_clients.SERVICE
+) -> Celery:
     """A configured Celery app with its :class:`Runtime` as ``app.fptrack``; the tasks of
-    :mod:`matcher.tasks` are shared (loaded by workers through ``include``)."""
+    :mod:`matcher.tasks` are shared (loaded by workers through ``include``). ``patience``:
+    :data:`~matcher.redis_clients.SERVICE` for workers and beat, ``COMMAND`` for a CLI
+    command's app."""
     import matcher.tasks  # noqa: F401 - defines the shared tasks every app gets
 
     celery = Celery("fptrack", include=["matcher.tasks"])
-    celery.conf.update(celery_config(settings))
+    celery.conf.update(celery_config(settings, patience))
     celery.fptrack = Runtime(settings)  # type: ignore[attr-defined]
     return celery

@@ -1,9 +1,11 @@
-"""The indexes' Redis client, one server or a Redis Cluster, and the IO the indexes do on it.
+"""The IO the indexes do on their Redis client: one server, a Redis Cluster, or the primary
+that Redis Sentinel watches.
 
-:func:`connect` is the one factory of the index client: ``redis.Redis`` for a server URL,
-``redis.cluster.RedisCluster`` with every startup node for ``redis+cluster://``
-(:class:`matcher.settings.IndexRedis`). The Celery broker, redbeat and the crawl lock stay
-on the standalone ``FPTRACK_REDIS_URL``: Celery cannot use Redis Cluster.
+The client comes from :func:`matcher.redis_clients.connect` (re-exported here): ``redis.Redis``
+for a server URL or a ``redis+sentinel://`` URL, ``redis.cluster.RedisCluster`` with every
+startup node for ``redis+cluster://`` (:class:`matcher.settings.RedisTarget`). The Celery
+broker, redbeat and the crawl frontiers stay on ``FPTRACK_REDIS_URL``, a server or Sentinel:
+Celery cannot use Redis Cluster.
 
 Everything else here takes either client. On a cluster a multi-key command must stay in
 one hash slot, so keys come in groups that each share a slot (the tag groups of
@@ -14,9 +16,8 @@ every node's socket, then reads them all). MOVED, ASK, connection errors and fai
 retried by that client (it refreshes its slot table and resends the commands that failed,
 one by one). On a single server nothing is cut: a query is one ``MGET`` of all its keys.
 
->>> type(connect(IndexRedis.parse("redis://127.0.0.1:1/0"))).__name__  # connects lazily
-'Redis'
->>> is_cluster(connect(IndexRedis.parse("redis://127.0.0.1:1/0")))
+>>> from matcher.settings import RedisTarget
+>>> is_cluster(connect(RedisTarget.parse("redis://127.0.0.1:1/0")))
 False
 """
 
@@ -28,38 +29,19 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import redis
-from redis.cluster import ClusterNode, RedisCluster
+from redis.cluster import RedisCluster
 from redis.commands.core import Script
-from redis.exceptions import RedisClusterException
 
-from matcher.errors import IndexUnavailable, redis_errors
+from matcher.errors import redis_errors
 from matcher.keys import key_slot
-from matcher.settings import IndexRedis
+from matcher.redis_clients import IndexClient as IndexClient
+from matcher.redis_clients import connect as connect
 
-IndexClient: TypeAlias = redis.Redis | RedisCluster
 Key: TypeAlias = bytes | str
 SET_CHUNK_KEYS = 1000
 SET_CHUNK_BYTES = 2 << 20
 PIPELINE_COMMANDS = 8
 SCAN_COUNT = 1000
-
-
-def connect(target: IndexRedis, connect_timeout: float | None = None) -> IndexClient:
-    """The index client of ``target``: a cluster client with all its startup nodes, or a
-    client of one server (which connects on first use). ``connect_timeout``: seconds a
-    connection attempt may take (redis-py's default when None).
-
-    A cluster client asks its startup nodes for the slot table at once: none answering is
-    :class:`~matcher.errors.IndexUnavailable`, an outage to retry like any other.
-    """
-    if not target.cluster:
-        return redis.Redis.from_url(target.url, socket_connect_timeout=connect_timeout)
-    nodes = [ClusterNode(host, port) for host, port in target.nodes]
-    try:
-        with redis_errors("connecting to the Redis Cluster"):
-            return RedisCluster(startup_nodes=nodes, socket_connect_timeout=connect_timeout)
-    except RedisClusterException as exc:  # no startup node reachable
-        raise IndexUnavailable(f"Redis Cluster unavailable at {target.url}: {exc}") from exc
 
 
 def is_cluster(client: Any) -> bool:

@@ -13,53 +13,134 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
+from urllib.parse import unquote
 
 from matcher.archive import spec_error
 from matcher.errors import SettingsError
 from matcher.notify import SmtpConfig
 
 CLUSTER_SCHEME = "redis+cluster://"
+SENTINEL_SCHEME = "redis+sentinel://"
+SERVER_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_REDIS_PORT = 6379
+DEFAULT_SENTINEL_PORT = 26379
+SENTINEL_FORM = "redis+sentinel://[[user]:password@]host:port[,host:port...]/SERVICE[/DB]"
 
 
 @dataclass(frozen=True)
-class IndexRedis:
-    """Where the indexes live: one Redis server (``url``) or a Redis Cluster (``nodes``).
+class RedisTarget:
+    """Where a Redis is: one server (``url``), a Redis Cluster (``nodes``), or the primary
+    that Redis Sentinel watches (``nodes`` are the sentinels, ``service`` the primary's name).
 
-    ``FPTRACK_INDEX_REDIS_URL`` takes either a redis-py URL (``redis://``, ``rediss://``,
-    ``unix://``) or ``redis+cluster://host:port[,host:port...]``: the startup nodes of a
-    cluster, any of its masters (the client learns the rest from ``CLUSTER SLOTS``).
+    Every Redis setting (``FPTRACK_REDIS_URL``, ``FPTRACK_BROKER_URL``,
+    ``FPTRACK_INDEX_REDIS_URL``) takes one of:
 
-    >>> IndexRedis.parse("redis+cluster://10.0.0.1:7000,10.0.0.2").nodes
+    - a redis-py URL of one server: ``redis://``, ``rediss://``, ``unix://``;
+    - ``redis+cluster://host:port[,host:port...]``: the startup nodes of a cluster, any of
+      its masters (the client learns the rest from ``CLUSTER SLOTS``); indexes only;
+    - ``redis+sentinel://[[user]:password@]host:port[,host:port...]/SERVICE[/DB]``: the
+      sentinels (port 26379 unless given) watching the primary they call ``SERVICE``, and
+      its database ``DB`` (default 0). Clients ask the sentinels where the primary is and
+      ask again when it fails over. The user and password (percent-encoded) are the
+      primary's and its replicas'; the sentinels are asked without a password.
+
+    :mod:`matcher.redis_clients` builds the clients of a target.
+
+    >>> RedisTarget.parse("redis+cluster://10.0.0.1:7000,10.0.0.2").nodes
     (('10.0.0.1', 7000), ('10.0.0.2', 6379))
-    >>> IndexRedis.parse("redis://cache:6379/3").cluster
-    False
+    >>> RedisTarget.parse("redis://cache:6379/3").kind
+    'server'
+    >>> t = RedisTarget.parse("redis+sentinel://:s%40cret@10.0.0.1,10.0.0.2:26380/fptrack/2")
+    >>> t.kind, t.nodes, t.service, t.db, t.password
+    ('sentinel', (('10.0.0.1', 26379), ('10.0.0.2', 26380)), 'fptrack', 2, 's@cret')
     """
 
     url: str
     nodes: tuple[tuple[str, int], ...] = ()
+    service: str = ""
+    db: int = 0
+    username: str | None = field(default=None, repr=False)
+    password: str | None = field(default=None, repr=False)
+
+    @property
+    def kind(self) -> str:
+        """``server``, ``cluster`` or ``sentinel``."""
+        if self.service:
+            return "sentinel"
+        return "cluster" if self.nodes else "server"
 
     @property
     def cluster(self) -> bool:
-        return bool(self.nodes)
+        return self.kind == "cluster"
+
+    @property
+    def sentinel(self) -> bool:
+        return self.kind == "sentinel"
 
     @classmethod
-    def parse(cls, url: str) -> IndexRedis:
-        """A validated target; :class:`SettingsError` on a malformed cluster URL."""
-        if not url.startswith(CLUSTER_SCHEME):
-            if not url.startswith(("redis://", "rediss://", "unix://")):
-                raise SettingsError(f"not a Redis URL: {url!r}")
+    def parse(cls, url: str) -> RedisTarget:
+        """A validated target; :class:`SettingsError` on a malformed URL."""
+        if url.startswith(CLUSTER_SCHEME):
+            return cls(url, _hosts(url, url[len(CLUSTER_SCHEME) :].rstrip("/"), DEFAULT_REDIS_PORT))
+        if url.startswith(SENTINEL_SCHEME):
+            return cls._sentinel(url)
+        if url.startswith(SERVER_SCHEMES):
             return cls(url)
-        nodes = []
-        for part in url[len(CLUSTER_SCHEME) :].rstrip("/").split(","):
-            host, sep, port = part.strip().rpartition(":")
+        raise SettingsError(
+            f"not a Redis URL: {_shown(url)!r} (give redis://, rediss://, unix://,"
+            f" {CLUSTER_SCHEME} or {SENTINEL_SCHEME})"
+        )
+
+    @classmethod
+    def _sentinel(cls, url: str) -> RedisTarget:
+        rest = url[len(SENTINEL_SCHEME) :]
+        authority, _, path = rest.partition("/")
+        userinfo, at, hosts = authority.rpartition("@")
+        username, _, password = userinfo.partition(":")
+        service, _, db = path.rstrip("/").partition("/")
+        bad_service = not service or any(c in service for c in " ?#/")
+        if "?" in rest or "#" in rest or bad_service or (db and not db.isdigit()):
+            raise SettingsError(f"{_shown(url)!r} is not {SENTINEL_FORM}")
+        return cls(
+            url,
+            _hosts(url, hosts, DEFAULT_SENTINEL_PORT),
+            unquote(service),
+            int(db or 0),
+            (unquote(username) or None) if at else None,
+            (unquote(password) or None) if at else None,
+        )
+
+
+IndexRedis = RedisTarget
+"""The former name of :class:`RedisTarget` (when it named the indexes' Redis only)."""
+
+
+def _hosts(url: str, text: str, default_port: int) -> tuple[tuple[str, int], ...]:
+    """The ``host[:port]`` list of a cluster or sentinel URL."""
+    hosts = []
+    for part in text.split(","):
+        part = part.strip()
+        if part.startswith("["):  # [IPv6]:port
+            host, _, tail = part[1:].partition("]")
+            port = tail[1:] if tail.startswith(":") else tail
+        else:
+            host, sep, port = part.rpartition(":")
             if not sep:
-                host, port = part.strip(), ""
-            host = host.strip("[]")
-            if not host or (port and not port.isdigit()) or not 0 < int(port or 1) < 65536:
-                raise SettingsError(f"{url!r}: {part!r} is not host:port")
-            nodes.append((host, int(port or DEFAULT_REDIS_PORT)))
-        return cls(url, tuple(nodes))
+                host, port = part, ""
+        if not host or (port and not port.isdigit()) or not 0 < int(port or 1) < 65536:
+            raise SettingsError(f"{_shown(url)!r}: {part!r} is not host:port")
+        hosts.append((host, int(port or default_port)))
+    return tuple(hosts)
+
+
+def _shown(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (for error messages)."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    userinfo, at, hosts = authority.rpartition("@")
+    if not (sep and at and ":" in userinfo):
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{hosts}{slash}{path}"
 
 
 @dataclass(frozen=True)
@@ -167,18 +248,30 @@ class Settings:
         return self.broker_url or self.redis_url
 
     @cached_property
-    def index_redis(self) -> IndexRedis:
-        """The indexes' Redis: ``index_redis_url`` (a server or a cluster), else ``redis_url``."""
-        return IndexRedis.parse(self.index_redis_url or self.redis_url)
+    def redis_target(self) -> RedisTarget:
+        """``redis_url`` parsed: a server or a primary that Sentinel watches."""
+        return RedisTarget.parse(self.redis_url)
+
+    @cached_property
+    def broker_target(self) -> RedisTarget:
+        """The Celery broker's Redis (:attr:`celery_broker`) parsed."""
+        return RedisTarget.parse(self.celery_broker)
+
+    @cached_property
+    def index_redis(self) -> RedisTarget:
+        """The indexes' Redis: ``index_redis_url`` (a server, a cluster or a primary that
+        Sentinel watches), else ``redis_url``."""
+        return RedisTarget.parse(self.index_redis_url or self.redis_url)
 
     def __post_init__(self) -> None:
         if not self.redis_prefix or any(c in self.redis_prefix for c in " *?[]{}"):
             raise SettingsError(f"redis_prefix must be a plain word, got {self.redis_prefix!r}")
-        for name in ("redis_url", "broker_url"):
-            if getattr(self, name).startswith(CLUSTER_SCHEME):
+        for name, target in (("redis_url", self.redis_target), ("broker_url", self.broker_target)):
+            if target.cluster:
                 raise SettingsError(
-                    f"{name} must be a standalone Redis (the Celery broker, redbeat and locks"
-                    " cannot use Redis Cluster); put the cluster in FPTRACK_INDEX_REDIS_URL"
+                    f"{name} must be a standalone Redis or Sentinel (the Celery broker, redbeat"
+                    " and the crawl frontiers cannot use Redis Cluster); put the cluster in"
+                    " FPTRACK_INDEX_REDIS_URL"
                 )
         self.index_redis  # noqa: B018 - validates the URL once, at the entry point
         if not 8 <= self.window_bucket_bits <= 28:

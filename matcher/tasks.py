@@ -24,6 +24,7 @@ from matcher.celery_app import Runtime
 from matcher.errors import Retryable
 from matcher.keys import Keys
 from matcher.operations import Operations
+from matcher.redis_clients import connect_server
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +144,7 @@ def resume_crawls(self: FptrackTask) -> list[str]:
     """Every lease: restart the crawls that every crawler process abandoned (crashed)."""
     settings = self.runtime.settings
     sites = {site.name for site in Operations(self.runtime.engine().store).list_sites()}
-    client = redis.Redis.from_url(settings.redis_url)  # the frontiers' standalone server
+    client = connect_server(settings.redis_target)  # the frontiers' server (not a cluster)
     crawl = self.app.tasks["fptrack.crawl_site"]
     try:
         return jobs.resume_crawls(

@@ -28,8 +28,9 @@ class AdminServer(BaseApplication):
     def load(self) -> Any:
         from admin.context import Context
         from admin.web.app import create_app
+        from matcher.redis_clients import SERVICE
 
-        return create_app(Context(), secure_cookies=self.secure_cookies)
+        return create_app(Context(patience=SERVICE), secure_cookies=self.secure_cookies)
 
 
 def serve(bind: str, workers: int, secure_cookies: bool, access_log: bool) -> None:
