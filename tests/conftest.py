@@ -15,6 +15,8 @@
   end of the session. ``index_client`` is the index client a test runs on: the server, or
   the cluster flushed before and after the test; a module sets ``INDEX_BACKENDS =
   ("server", "cluster")`` to run its tests on both (default: the server only).
+- Redis Sentinel: ``redis_sentinel`` is a primary, its replica and 3 sentinels of one test
+  (:class:`bench.local_sentinel.LocalSentinel`, on free ports), which the test may fail over.
 
 The ``FPTRACK_*`` variables of the product are set here, before :mod:`matcher.celery_app` is
 first imported (it reads them once).
@@ -33,6 +35,7 @@ from pymongo.database import Database
 from redis.cluster import ClusterNode, RedisCluster
 
 from bench.local_cluster import LocalCluster
+from bench.local_sentinel import LocalSentinel
 from matcher.redis_io import IndexClient, connect, scan
 from matcher.settings import IndexRedis
 from tests import servers
@@ -126,6 +129,13 @@ def cluster_client(redis_cluster: LocalCluster) -> Iterator[RedisCluster]:
     yield client
     client.flushdb(target_nodes=RedisCluster.PRIMARIES)
     client.close()
+
+
+@pytest.fixture
+def redis_sentinel() -> Iterator[LocalSentinel]:
+    """A primary, its replica and 3 sentinels watching them, for this test alone."""
+    with LocalSentinel() as group:
+        yield group
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
