@@ -153,11 +153,10 @@ def celery_broker(target: RedisTarget, patience: Patience = SERVICE) -> tuple[st
 
 def redbeat(target: RedisTarget, patience: Patience = SERVICE) -> tuple[str, dict[str, Any]]:
     """celery-redbeat's ``redbeat_redis_url`` and ``redbeat_redis_options`` for ``target``
-    (for Sentinel: ``redis-sentinel://`` naming the sentinels and the service, for the logs;
+    (for Sentinel: ``redis-sentinel://`` and the first sentinel, which beat's banner shows;
     redbeat connects through the ``sentinels`` and ``service_name`` options)."""
     if not target.sentinel:
         return target.url, client_options(patience)
-    hosts = ",".join(_address(h, p) for h, p in target.nodes)
     options: dict[str, Any] = {
         "sentinels": list(target.nodes),
         "service_name": target.service,
@@ -168,7 +167,7 @@ def redbeat(target: RedisTarget, patience: Patience = SERVICE) -> tuple[str, dic
     }
     if target.username:
         options["username"] = target.username
-    return f"redis-sentinel://{hosts}/{target.service}", options
+    return f"redis-sentinel://{_address(*target.nodes[0])}/{target.db}", options
 
 
 def _address(host: str, port: int) -> str:

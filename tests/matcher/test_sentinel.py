@@ -46,7 +46,7 @@ def test_one_sentinel_url_becomes_each_client_s_own() -> None:
         "sentinel://:p%40ss@10.0.0.2:26380/2",
     ]
     assert (broker.password, broker.virtual_host) == ("p@ss", "2")
-    assert config["redbeat_redis_url"] == "redis-sentinel://10.0.0.1:26379,10.0.0.2:26380/fptrack"
+    assert config["redbeat_redis_url"] == "redis-sentinel://10.0.0.1:26379/2"
     options = config["redbeat_redis_options"]
     assert (options["sentinels"], options["service_name"], options["db"], options["password"]) == (
         [("10.0.0.1", 26379), ("10.0.0.2", 26380)],
