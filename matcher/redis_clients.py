@@ -114,7 +114,7 @@ def connect_server(target: RedisTarget, patience: Patience = SERVICE) -> redis.R
         )
         return sentinel.master_for(
             target.service,
-            db=target.db,
+            db=target.database,
             username=target.username,
             password=target.password,
         )
@@ -146,7 +146,7 @@ def celery_broker(target: RedisTarget, patience: Patience = SERVICE) -> tuple[st
     auth = ""
     if target.username or target.password:
         auth = f"{quote(target.username or '', safe='')}:{quote(target.password or '', safe='')}@"
-    url = ";".join(f"sentinel://{auth}{_address(h, p)}/{target.db}" for h, p in target.nodes)
+    url = ";".join(f"sentinel://{auth}{_address(h, p)}/{target.database}" for h, p in target.nodes)
     options |= {"master_name": target.service, "sentinel_kwargs": sentinel_options(patience)}
     return url, options
 
@@ -160,14 +160,14 @@ def redbeat(target: RedisTarget, patience: Patience = SERVICE) -> tuple[str, dic
     options: dict[str, Any] = {
         "sentinels": list(target.nodes),
         "service_name": target.service,
-        "db": target.db,
+        "db": target.database,
         "password": target.password,
         "socket_timeout": SOCKET_TIMEOUT_S,
         "sentinel_kwargs": sentinel_options(patience),
     }
     if target.username:
         options["username"] = target.username
-    return f"redis-sentinel://{_address(*target.nodes[0])}/{target.db}", options
+    return f"redis-sentinel://{_address(*target.nodes[0])}/{target.database}", options
 
 
 def _address(host: str, port: int) -> str:

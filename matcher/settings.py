@@ -51,14 +51,14 @@ class RedisTarget:
     >>> RedisTarget.parse("redis://cache:6379/3").kind
     'server'
     >>> t = RedisTarget.parse("redis+sentinel://:s%40cret@10.0.0.1,10.0.0.2:26380/fptrack/2")
-    >>> t.kind, t.nodes, t.service, t.db, t.password
+    >>> t.kind, t.nodes, t.service, t.database, t.password
     ('sentinel', (('10.0.0.1', 26379), ('10.0.0.2', 26380)), 'fptrack', 2, 's@cret')
     """
 
     url: str
     nodes: tuple[tuple[str, int], ...] = ()
     service: str = ""
-    db: int = 0
+    database: int = 0
     username: str | None = field(default=None, repr=False)
     password: str | None = field(default=None, repr=False)
 

@@ -106,3 +106,30 @@ def test_redis_key_names_are_built_in_keys_only() -> None:
         if name != "matcher/keys.py" and (lines := uses(tree, is_prefixed_key))
     }
     assert found == {}, f"Redis key names built outside matcher/keys.py: {found}"
+
+
+REDIS_CLIENTS = {"Redis", "StrictRedis", "RedisCluster", "Sentinel"}
+
+
+def is_redis_client_built(node: ast.AST) -> bool:
+    """``Redis(...)``, ``redis.Redis.from_url(...)``, ``RedisCluster(...)``, ``Sentinel(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "from_url":
+        func = func.value
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name in REDIS_CLIENTS
+
+
+def test_redis_clients_are_built_in_redis_clients_only() -> None:
+    """Every Redis client comes from :mod:`matcher.redis_clients` (one option set: timeouts,
+    health checks, retries; servers, clusters and Sentinel alike)."""
+    sample = "redis.Redis.from_url(u)\nRedisCluster(startup_nodes=n)\nredis.sentinel.Sentinel(s)\n"
+    assert uses(ast.parse(sample), is_redis_client_built) == [1, 2, 3]
+    found = {
+        name: lines
+        for name, tree in modules()
+        if name != "matcher/redis_clients.py" and (lines := uses(tree, is_redis_client_built))
+    }
+    assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"

@@ -27,7 +27,7 @@ def test_one_sentinel_url_becomes_each_client_s_own() -> None:
     settings = Settings.from_env({"FPTRACK_REDIS_URL": URL})
     assert settings.redis_target == settings.broker_target == settings.index_redis
     target = settings.redis_target
-    assert (target.kind, target.nodes, target.service, target.db, target.password) == (
+    assert (target.kind, target.nodes, target.service, target.database, target.password) == (
         "sentinel",
         (("10.0.0.1", 26379), ("10.0.0.2", 26380)),
         "fptrack",
