@@ -502,13 +502,21 @@ def _match_filters(p: argparse.ArgumentParser, until: bool = False) -> None:
 
 def add_services(sub: Any) -> None:
     index = _group(sub, "index", "the Redis indexes", "The Redis indexes of works and pages.")
-    _command(
+    p = _command(
         index,
         "rebuild",
         c.cmd_index_rebuild,
         "rebuild every Redis index from MongoDB",
         "Delete the Redis indexes and rebuild them from the fingerprints stored in MongoDB. "
-        "Safe on empty stores (a new deployment's first step).",
+        "Safe on empty stores (a new deployment's first step). Workers and beat's heal job "
+        "rebuild the tag groups Redis lost on their own; this is for a changed setting "
+        "(FPTRACK_WINDOW_BUCKET_BITS ...) or an index of an older layout.",
+    )
+    p.add_argument(
+        "--if-incomplete",
+        action="store_true",
+        help="rebuild only the tag groups Redis lost (none: nothing is done), as the heal "
+        "job does (default: rebuild everything)",
     )
     archive = _group(
         sub, "archive", "the evidence archive", "The evidence archive (FPTRACK_ARCHIVE)."

@@ -25,7 +25,7 @@ from typing import Any
 from matcher.archive import Archive, prune
 from matcher.engine import Engine
 from matcher.errors import MatcherError, redis_errors
-from matcher.keys import Keys
+from matcher.keys import TAG_GROUPS, Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import MAX_CRAWLERS
@@ -359,3 +359,70 @@ def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
     }
     ops.save_report(report["day"], report)
     return report
+
+
+SHORTFALL_SAMPLES = 3
+"""Counts of stored and indexed owners the heal job takes, a moment apart; the smallest
+shortfall counts (a page being matched is briefly stored and not yet indexed)."""
+
+
+def heal_indexes(
+    engine: Engine,
+    enqueue_page: Callable[[str], None],
+    enqueue_work: Callable[[str], None],
+) -> dict[str, Any]:
+    """The heal job (beat, every :data:`matcher.schedules.HEAL_SECONDS` s): rebuild the tag
+    groups Redis lost (:mod:`matcher.integrity`), or a side that holds fewer owners than the
+    store at two runs in a row (a failover to a replica that missed the last writes); then
+    match again what a lost part could have touched since the indexes were last seen whole:
+    the pages matched and the works registered in that time. Idempotent."""
+    integrity = engine.integrity
+    state = integrity.state
+    result: dict[str, Any] = {"lost_groups": [], "rebuilt": [], "pages": 0, "works": 0}
+    seen_at = now()
+    snap = integrity.snapshot()
+    if not snap.whole:
+        result["lost_groups"] = snap.lost
+        engine.ready()
+    else:
+        short = _shortfall(engine)
+        before = state.shortfall()
+        state.shortfall(short)
+        for kind, missing in short.items():
+            if missing > 0 and before.get(kind, 0) > 0 and missing >= before[kind]:
+                reason = f"the {kind}s' index held {missing} fewer owners than the store"
+                integrity.rebuild(range(TAG_GROUPS), reason, (kind,))
+                state.shortfall({**short, kind: 0})
+                result["rebuilt"].append(kind)
+        if integrity.unchanged(snap):
+            state.seen_whole(seen_at)
+    since = state.rematch_since()
+    until = state.last_heal_at()
+    if since is not None and until is not None:
+        for page_id in state.touched_pages(since, until):
+            enqueue_page(page_id)
+            result["pages"] += 1
+        for work_id in state.touched_works(since, until):
+            enqueue_work(work_id)
+            result["works"] += 1
+        state.rematched(since)
+    return result
+
+
+def _shortfall(engine: Engine) -> dict[str, int]:
+    """Owners with stored fingerprints that the index does not hold, per kind (the least
+    of a few counts)."""
+    state = engine.integrity.state
+    sides = {"work": engine.works, "page": engine.pages}
+    if not engine.index_pages:
+        del sides["page"]
+    least: dict[str, int] = {}
+    for i in range(SHORTFALL_SAMPLES):
+        if i:
+            time.sleep(0.2)
+        stored = state.indexable()
+        with redis_errors("counting the indexes"):
+            for kind, side in sides.items():
+                missing = stored[kind] - side.simhash.entries()
+                least[kind] = min(least.get(kind, missing), missing)
+    return least

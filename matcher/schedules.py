@@ -10,8 +10,10 @@ since the last run against all pages, the Daguan daily task) and, an hour later,
 no page or match refers to any more, :func:`matcher.jobs.prune_archive`); ``daily:digest``
 at ``FPTRACK_DIGEST_AT`` (default 08:00 UTC) sends the alert digests; every
 ``FPTRACK_CRAWL_LEASE`` seconds ``crawls:resume`` restarts the crawls that every crawler
-process left unfinished (:func:`matcher.jobs.resume_crawls`); and every minute
-``alerts:deliver`` sends the alerts due (retries, :mod:`matcher.alerts`).
+process left unfinished (:func:`matcher.jobs.resume_crawls`); every minute
+``alerts:deliver`` sends the alerts due (retries, :mod:`matcher.alerts`); and every
+:data:`HEAL_SECONDS` seconds ``index:heal`` rebuilds what Redis lost of the indexes
+(:func:`matcher.jobs.heal_indexes`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat.
 
@@ -45,6 +47,9 @@ DAILY_PRUNE = "daily:prune-archive"
 RESUME_CRAWLS = "crawls:resume"
 DAILY_DIGEST = "daily:digest"
 DELIVER_ALERTS = "alerts:deliver"
+HEAL_INDEXES = "index:heal"
+HEAL_SECONDS = 30
+"""How often the heal job looks for lost index groups (:func:`matcher.jobs.heal_indexes`)."""
 RECRAWL_EXPIRES = 300
 
 
@@ -164,6 +169,8 @@ class Schedules:
         self._entry(DAILY_DIGEST, "fptrack.send_digests", crontab(minute=minute, hour=hour))
         sweep = schedule(timedelta(seconds=SWEEP_SECONDS))
         self._entry(DELIVER_ALERTS, "fptrack.deliver_alerts", sweep)
+        heal = schedule(timedelta(seconds=HEAL_SECONDS))
+        self._entry(HEAL_INDEXES, "fptrack.heal_indexes", heal, options={"expires": HEAL_SECONDS})
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry: name, task, args, schedule and next due time."""

@@ -63,6 +63,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
         IndexModel([("next_url", ASCENDING)], name="next_url"),
+        IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],
     "work_segments": [
         IndexModel(
@@ -536,6 +537,12 @@ class Store:
         return {d["seq"]: d for d in found}
 
     @mongo_errors
+    def work_seqs(self, work_ids: Iterable[ObjectId]) -> dict[ObjectId, int]:
+        """The ``seq`` of each of the works ``work_ids`` still registered."""
+        query = {"_id": {"$in": [object_id(w, "work id") for w in work_ids]}}
+        return {w["_id"]: int(w["seq"]) for w in self.db.works.find(query, {"seq": 1})}
+
+    @mongo_errors
     def count(self, collection: str) -> int:
         if collection not in INDEXES:
             raise StoreError(f"unknown collection {collection!r}")
@@ -978,6 +985,18 @@ class Store:
                 changes.match(match, -1)
         changes.apply(self.db)
         return deactivated
+
+    @mongo_errors
+    def active_matched_works(
+        self, page_ids: Iterable[int | ObjectId]
+    ) -> dict[int | ObjectId, dict[ObjectId, str]]:
+        """Per page, the works of its active matches and how each was found (``via``:
+        ``page``, or ``split`` for a share of its chapter's)."""
+        query = {"page_id": {"$in": [page_key(p) for p in page_ids]}, "active": True}
+        out: dict[int | ObjectId, dict[ObjectId, str]] = {}
+        for m in self.db.matches.find(query, {"page_id": 1, "work_id": 1, "via": 1}):
+            out.setdefault(m["page_id"], {})[m["work_id"]] = m.get("via") or "page"
+        return out
 
     @mongo_errors
     def own_matched_works(self, page_id: ObjectId) -> set[ObjectId]:

@@ -153,6 +153,18 @@ def resume_crawls(self: FptrackTask) -> list[str]:
         client.close()
 
 
+@shared_task(bind=True, base=FptrackTask, name="fptrack.heal_indexes")
+def heal_indexes(self: FptrackTask) -> dict[str, Any]:
+    """Every half minute: rebuild what Redis lost of the indexes, and match again what the
+    lost part could have touched (:func:`matcher.jobs.heal_indexes`)."""
+    tasks = self.app.tasks
+    return jobs.heal_indexes(
+        self.runtime.engine(),
+        lambda page_id: tasks["fptrack.process_page"].delay(page_id),
+        lambda work_id: tasks["fptrack.match_work_against_pages"].delay(work_id),
+    )
+
+
 @shared_task(bind=True, base=FptrackTask, name="fptrack.daily_report")
 def daily_report(self: FptrackTask, day: str | None = None) -> dict[str, Any]:
     """Totals of one UTC day (ISO date; default yesterday), stored in ``reports``."""
