@@ -19,7 +19,12 @@ from admin import commands as c
 from admin import service_commands as s
 from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
-from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_DEPTH, DEFAULT_MAX_PAGES
+from admin.scan import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_PAGES,
+    DEFAULT_OUTAGE_WAIT,
+)
 from admin.scan_command import cmd_scan
 from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
 from matcher.settings import Settings
@@ -137,6 +142,15 @@ def add_scan(sub: Any) -> None:
         metavar="SECONDS",
         help="stop crawling a site after this long; pages not reached are reported "
         f"(default: {DEFAULT_DEADLINE}; 0: none)",
+    )
+    p.add_argument(
+        "--outage-wait",
+        type=float,
+        default=DEFAULT_OUTAGE_WAIT,
+        metavar="SECONDS",
+        help="with FPTRACK_REDIS_URL: how long to wait, after the crawl, for a Redis that "
+        "stopped answering, so that the pages that met the outage are matched "
+        f"(default: {DEFAULT_OUTAGE_WAIT})",
     )
     p.add_argument(
         "--render",

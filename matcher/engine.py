@@ -36,7 +36,7 @@ from bson import ObjectId
 from fingerprint.align import align
 from fingerprint.base import FingerprintError, array_from_hex
 from matcher import split
-from matcher.errors import OUTAGES, IndexLost, IndexUnavailable, UnusableText, redis_errors
+from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
 from matcher.indexes import Side
 from matcher.integrity import Integrity, Snapshot
@@ -541,8 +541,9 @@ def _release(lock: Any) -> None:
     """Release a page lock; one that expired meanwhile, or a server that does not answer,
     leaves nothing to do (the lock expires on its own)."""
     try:
-        lock.release()
+        with redis_errors("releasing a page lock"):
+            lock.release()
     except redis.exceptions.LockError:
         pass
-    except OUTAGES as exc:
+    except IndexUnavailable as exc:
         log.warning("could not release %s (it expires on its own): %s", lock.name, exc)

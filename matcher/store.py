@@ -26,11 +26,11 @@ from bson import Binary, ObjectId
 from bson.errors import InvalidId
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.database import Database
-from pymongo.errors import ConnectionFailure, DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from matcher import alert_rules, ids, tallies
 from matcher.archive import Archive, open_archive
-from matcher.errors import MatcherError, StoreUnavailable
+from matcher.errors import MatcherError, StoreUnavailable, transient
 from matcher.keys import MAX_WORK_SEQ
 from matcher.pages import CrawledPage
 
@@ -209,13 +209,16 @@ def now() -> datetime:
 
 
 def mongo_errors(method: Callable[P, T]) -> Callable[P, T]:
-    """Turn pymongo connection failures into :class:`StoreUnavailable`."""
+    """Turn pymongo connection failures, and the server errors of an election or a restart
+    (:func:`matcher.errors.transient`), into :class:`StoreUnavailable`."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(*args, **kwargs)
-        except ConnectionFailure as exc:
+        except PyMongoError as exc:
+            if not transient(exc):
+                raise
             raise StoreUnavailable(f"MongoDB unavailable in {method.__name__}: {exc}") from exc
 
     return wrapper

@@ -14,31 +14,40 @@ import logging
 from datetime import date
 from typing import Any
 
-import pymongo.errors
 import redis
 from celery import Task, shared_task
 
 from matcher import alerts, jobs
 from matcher.alert_store import AlertStore
 from matcher.celery_app import Runtime
-from matcher.errors import Retryable
+from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
 from matcher.operations import Operations
 
 log = logging.getLogger(__name__)
 
-OUTAGES = (Retryable, redis.ConnectionError, redis.TimeoutError, pymongo.errors.ConnectionFailure)
-
-
 class FptrackTask(Task):
-    """Base of every fptrack task: late acks, retries on outages, failure records."""
+    """Base of every fptrack task: late acks, retries on outages, failure records.
+
+    Every error a task raises is classified (:func:`matcher.errors.transient`): an outage of
+    Redis, MongoDB or the broker, on any path, is retried with backoff; anything else fails
+    the task at once, with its failure record.
+    """
 
     acks_late = True
     reject_on_worker_lost = True
-    autoretry_for = OUTAGES
+    autoretry_for = TRANSIENT_TYPES
     retry_backoff = 2
     retry_backoff_max = 600
     retry_jitter = True
+
+    def retry(self, args=None, kwargs=None, exc=None, throw=True, eta=None, countdown=None,
+              max_retries=None, **options):  # fmt: skip
+        """Celery's retry, for transient errors only: any other error is raised as it is
+        (the task fails for good, :meth:`on_failure`)."""
+        if exc is not None and not transient(exc):
+            raise exc
+        return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
 
     @property
     def runtime(self) -> Runtime:
