@@ -122,7 +122,7 @@ def own_redis() -> Server:
     test stops it and starts it again (empty), as a server restarted without persistence."""
     binary = shutil.which("redis-server")
     if binary is None:
-        raise ServerUnavailable("the tests need redis-server on PATH (apt-get install redis-server)")
+        raise ServerUnavailable("the tests need redis-server (apt-get install redis-server)")
     port = free_port()
     argv = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
     return Server("redis-server", argv, "127.0.0.1", port)
