@@ -26,6 +26,7 @@ from matcher.operations import Operations
 
 log = logging.getLogger(__name__)
 
+
 class FptrackTask(Task):
     """Base of every fptrack task: late acks, retries on outages, failure records.
 

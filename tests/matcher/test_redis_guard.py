@@ -122,9 +122,7 @@ def test_every_redis_command_of_the_backend_is_sent_inside_the_guard(
         assert any(site.startswith(expected) for site in sites), (expected, listing)
 
 
-def test_the_audit_sees_an_unguarded_command(
-    engine: Engine, sites: dict[str, list[bool]]
-) -> None:
+def test_the_audit_sees_an_unguarded_command(engine: Engine, sites: dict[str, list[bool]]) -> None:
     exec(  # a command sent from an audited module's code, outside the guard
         compile("engine.redis.ping()", str(ROOT / "matcher" / "engine.py"), "exec"),
         {"engine": engine},
