@@ -146,18 +146,29 @@ class Engine:
         ``key``)."""
         snap = self.ready()
         work_id = self.registry.add(text, title=title, **fields)
-        changed = self.integrity.changed(snap)
-        if changed:  # lost meanwhile: rebuilt from the store, which holds the work whole
-            self.integrity.rebuild(changed, "a group was lost while a work was registered")
+        self._settle(snap, "registered")
         return work_id
 
     def index_work(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
+        snap = self.ready()
         self.registry.reindex(work_id)
+        self._settle(snap, "indexed")
 
     def remove_work(self, work_id: str) -> bool:
         """Remove a work, its segments, index entries and unreviewed matches."""
-        return self.registry.remove(work_id)
+        snap = self.ready()
+        removed = self.registry.remove(work_id)
+        self._settle(snap, "removed")
+        return removed
+
+    def _settle(self, snap: Snapshot, done: str) -> None:
+        """After a work's index entries were written or removed: the tag groups lost or
+        rebuilt meanwhile are rebuilt (again) from the store, which holds the work as it is
+        now (a rebuild in between may have read it half-written)."""
+        changed = self.integrity.changed(snap)
+        if changed:
+            self.integrity.rebuild(changed, f"a tag group was lost while a work was {done}")
 
     # pages -> works --------------------------------------------------------------------
 
