@@ -122,6 +122,28 @@ def test_a_task_longer_than_the_visibility_timeout_runs_once(
     assert matched(engine) == {("http://pirate/two", w) for w in WORKS[1:]}
 
 
+def test_a_worker_shutting_down_keeps_its_running_task(
+    engine: Engine, broker: redis.Redis, tmp_path: Path
+) -> None:
+    """SIGTERM (a warm shutdown, as systemd and compose stop a worker) while a task four
+    timeouts long runs: the worker finishes it, beating until the end, and the other worker
+    never gets it."""
+    register_and_ingest(engine, enqueue)
+    log = tmp_path / "starts"
+    with processes(slow_worker(log, 4 * TIMEOUT)) as [first]:
+        wait_until(log.exists, 60, "the first worker to start the page")
+        with processes(slow_worker(log, 0)):
+            os.killpg(first.pid, signal.SIGTERM)
+            wait_until(lambda: not pending(engine), 60, "the page to be matched")
+            first.wait(60)
+            time.sleep(TIMEOUT + 2)  # past a timeout and a look for abandoned messages
+    assert [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()] == [
+        str(first.pid)
+    ]
+    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
+    assert matched(engine) == {("http://pirate/two", w) for w in WORKS[1:]}
+
+
 def copy(engine: Engine, url: str, work: str) -> str:
     page = CrawledPage(url=url, site="pirate", title="", text=CHROME.format(sample(work)))
     return Ingest(engine.store, enqueue).page(page).page_id
