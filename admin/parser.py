@@ -613,6 +613,12 @@ def add_services(sub: Any) -> None:
     p.add_argument(
         "--concurrency", type=int, default=0, help="processes (default: 0, one per core)"
     )
+    p.add_argument(
+        "-n",
+        "--hostname",
+        default="",
+        help="the worker's name, %%h for the host (default: fptrack-<pid>@<host>, one per process)",
+    )
     p.add_argument("--loglevel", default="INFO", help="(default: INFO)")
     _wait(p)
     p = _command(

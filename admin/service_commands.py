@@ -8,6 +8,7 @@ answer, rather than starting as if all were well.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import Any
 
@@ -169,6 +170,9 @@ def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
         args.parser.error("--concurrency must be 0 (one per core) or more")
     require_stores(ctx, args.wait)
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
+    # Celery's default name, celery@host, is the same for every worker of a host: replies
+    # to ping and inspect, and the broker's worker events, would take two for one.
+    argv.append(f"--hostname={args.hostname or f'fptrack-{os.getpid()}@%h'}")
     if args.concurrency:
         argv.append(f"--concurrency={args.concurrency}")
     ctx.app.worker_main(argv)
