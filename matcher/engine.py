@@ -23,6 +23,7 @@ idempotent upsert; the parts of a split chapter are written under their pages' l
 from __future__ import annotations
 
 import logging
+import threading
 from collections import defaultdict, deque
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
@@ -54,6 +55,7 @@ from matcher.prepared import (
 )
 from matcher.redis_io import IndexClient, connect
 from matcher.registry import Registry
+from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
 from matcher.settings import Settings
 from matcher.store import Store
@@ -297,9 +299,10 @@ class Engine:
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
             try:
-                with self._locked(self._parts(doc)):
+                with self._locked(self._parts(doc)) as lock_lost:
                     doc = self.store.get_page(page_id) or doc
-                    return self._process(doc, self._parts(doc), set(authorised_sites), snap)
+                    parts = self._parts(doc)
+                    return self._process(doc, parts, set(authorised_sites), snap, lock_lost)
             except IndexLost:
                 if attempt:
                     raise
@@ -311,21 +314,32 @@ class Engine:
         )
 
     @contextmanager
-    def _locked(self, parts: Sequence[dict]) -> Iterator[None]:
-        """Hold the locks of ``parts`` (in seq order, so two workers never deadlock)."""
+    def _locked(self, parts: Sequence[dict]) -> Iterator[threading.Event]:
+        """Hold the locks of ``parts`` (in seq order, so two workers never deadlock) while
+        the block runs, each a lease of ``page_lock_seconds`` renewed every third of it: a
+        worker that dies holding one frees the page within a lease. Yields an event set
+        when a lock could not be renewed (another worker may have the page now)."""
+        lost = threading.Event()
+        lease = self.settings.page_lock_seconds
         with ExitStack() as stack, redis_errors("locking a page"):
             for seq in sorted({int(p["seq"]) for p in parts}):
                 lock = self.redis.lock(
-                    self.keys.page_lock(seq), timeout=self.settings.page_lock_seconds,
-                    blocking_timeout=LOCK_WAIT_SECONDS,
-                )  # fmt: skip
+                    self.keys.page_lock(seq), timeout=lease, blocking_timeout=LOCK_WAIT_SECONDS
+                )
                 if not lock.acquire():
                     raise IndexUnavailable(f"page {seq} is being matched elsewhere; try again")
                 stack.callback(_release, lock)
-            yield
+                renewal = Renewal(lock, lease, f"page lock {seq}", on_lost=lost.set).start()
+                stack.callback(renewal.stop)
+            yield lost
 
     def _process(
-        self, doc: dict, parts: Sequence[dict], authorised: set[str], snap: Snapshot
+        self,
+        doc: dict,
+        parts: Sequence[dict],
+        authorised: set[str],
+        snap: Snapshot,
+        lock_lost: threading.Event,
     ) -> list[dict[str, Any]]:
         """Match one page (and its chapter), then write its records and its parts' shares.
 
@@ -346,6 +360,8 @@ class Engine:
         )
         considered = self._considered(own, {r["work_id"] for r in records})
         self._still(snap, "the page was matched")
+        if lock_lost.is_set():
+            raise IndexUnavailable(f"the lock of page {doc['seq']} expired; try again")
         written = self._record_page(
             doc, page, records, doc.get("site") in authorised, considered, urls
         )

@@ -130,7 +130,7 @@ class Settings:
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
-    page_lock_seconds: int = 300
+    page_lock_seconds: int = 30
     """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
     the other parts of its chapter) this long before a redelivered task may match it."""
     broker_url: str = ""
