@@ -19,3 +19,5 @@ sh.shardCollection("fptrack.counters", {"_id": "hashed"});
 sh.shardCollection("fptrack.alert_rules", {"_id": "hashed"});
 sh.shardCollection("fptrack.alert_outbox", {"key": 1});
 sh.shardCollection("fptrack.alert_log", {"_id": "hashed"});
+sh.shardCollection("fptrack.archive.files", {"_id": 1});
+sh.shardCollection("fptrack.archive.chunks", {"files_id": 1, "n": 1});
