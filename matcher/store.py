@@ -161,16 +161,29 @@ write the test suites send."""
 
 def shard_commands(db_name: str = "fptrack") -> str:
     """The mongosh commands that shard every collection of database ``db_name`` on its
-    :data:`SHARD_KEYS` (run once, on a mongos, before the first ``fptrack`` process starts)."""
+    :data:`SHARD_KEYS`, run once on a mongos: before the first ``fptrack`` process starts,
+    or on a database in use once ``fptrack migrate`` has run (``deploy/SCALING.md``).
+
+    MongoDB shards a collection that holds documents only on an existing index that
+    supports the key: :data:`INDEXES` holds one for every ranged key (``ensure_indexes``),
+    and the commands create the hashed ones first (``createIndex`` does nothing when the
+    index exists)."""
     import json
 
     lines = [
         f"// The shard keys of fptrack's database {db_name!r} (matcher/store.py SHARD_KEYS).",
-        "// Run once with mongosh on a mongos, before the first fptrack process starts.",
+        "// Run once with mongosh on a mongos: before the first fptrack process starts, or on",
+        "// a database in use after fptrack migrate (deploy/SCALING.md).",
         f"sh.enableSharding({json.dumps(db_name)});",
     ]
     for name, key in SHARD_KEYS.items():
-        lines.append(f"sh.shardCollection({json.dumps(f'{db_name}.{name}')}, {json.dumps(key)});")
+        spec = json.dumps(key)
+        if "hashed" in key.values():
+            lines.append(
+                f"db.getSiblingDB({json.dumps(db_name)}).getCollection({json.dumps(name)})"
+                f".createIndex({spec});"
+            )
+        lines.append(f"sh.shardCollection({json.dumps(f'{db_name}.{name}')}, {spec});")
     return "\n".join(lines) + "\n"
 
 
