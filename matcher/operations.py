@@ -357,11 +357,17 @@ class Operations:
     @mongo_errors
     def revoke_api_token(self, *, token_id: str, username: str | None = None) -> bool:
         """Revoke the token whose id (its digest's first characters) is ``token_id``, of
-        ``username`` when given; whether one was revoked."""
+        ``username`` when given; whether one was revoked. The token is found first, then
+        revoked by its digest (``_id``, the shard key)."""
         query: dict[str, Any] = {"token_id": _plain_str(token_id, "token id"), "revoked_at": None}
         if username is not None:
             query["username"] = _plain_str(username, "username")
-        result = self.db.api_tokens.update_one(query, {"$set": {"revoked_at": now()}})
+        found = self.db.api_tokens.find_one(query, {"_id": 1})
+        if found is None:
+            return False
+        result = self.db.api_tokens.update_one(
+            {"_id": found["_id"], "revoked_at": None}, {"$set": {"revoked_at": now()}}
+        )
         return result.modified_count == 1
 
     @mongo_errors
@@ -606,8 +612,12 @@ class Operations:
     def set_status(self, match_id: str, status: str, note: str = "", by: str = "") -> bool:
         """Set a match's review status (with a note and who set it); keeps the tallies."""
         status = status_name(status)
+        oid = object_id(match_id, "match id")
+        found = self.db.matches.find_one({"_id": oid}, {"page_id": 1})  # its shard key
+        if found is None:
+            return False
         before = self.db.matches.find_one_and_update(
-            {"_id": object_id(match_id, "match id")},
+            {"page_id": found["page_id"], "_id": oid},
             {
                 "$set": {
                     "status": status,
