@@ -37,6 +37,9 @@ NEW_WORKS_STATE = "match_new_works.since"
 NEW_WORKS_OVERLAP = timedelta(minutes=5)
 FRONTIER_STATS = "fptrack/frontier/"
 INCREMENTAL_STATS = "fptrack/incremental/"
+LEASE_LOST = "lease_lost"
+"""A crawl process's finish reason when it could not renew its slot's lease: Redis was
+unreachable longer than a lease, or came back without the frontier."""
 
 
 class CrawlFailed(MatcherError):
@@ -179,7 +182,8 @@ def crawl_site(
             error=error, stats=stats,
         )  # fmt: skip
         raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
-    outcome = "lost" if returncode < 0 else ("failed" if error else "finished")
+    lease_lost = stats.get("finish_reason") == LEASE_LOST
+    outcome = "lost" if returncode < 0 or lease_lost else ("failed" if error else "finished")
     record_crawler_ended(ops, site.name, lease, outcome, stats, error)
     if error and returncode >= 0:
         raise CrawlFailed(error, stats)
@@ -189,6 +193,7 @@ def crawl_site(
         "slot": lease["slot"],
         "pages": stats.get("fptrack/pages", 0),
         "ended_run": bool(stats.get(FRONTIER_STATS + "ended_run")),
+        "lease_lost": lease_lost,
     }
 
 

@@ -30,6 +30,9 @@ from matcher.operations import Operations
 
 log = logging.getLogger(__name__)
 
+LEASE_LOST_PAUSE = 5
+"""Seconds before a crawler process that lost its lease is replaced by another."""
+
 
 class FptrackTask(Task):
     """Base of every fptrack task: late acks, retries on outages, failure records.
@@ -149,16 +152,22 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
     """One crawler process of a site's crawl, in a subprocess; pages flow to ``process_page``.
 
     With ``fan_out`` (a scheduled or requested crawl) it sends this task again, without
-    ``fan_out``, for each other crawler process the site wants (``crawlers``).
+    ``fan_out``, for each other crawler process the site wants (``crawlers``). A process that
+    lost its lease (Redis unreachable longer than a lease, or back without the frontier) is
+    replaced by a new one, which resumes the run from its frontier or, the frontier lost,
+    crawls the site anew (pages already stored and unchanged are not matched again).
     """
 
     def helper() -> None:
         self.apply_async(args=[site_name], kwargs={"fan_out": False})
 
     store = self.runtime.engine().store
-    return jobs.crawl_site(
+    result = jobs.crawl_site(
         self.runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
     )
+    if result.get("lease_lost"):  # go on: join the run if its frontier is kept, else anew
+        self.apply_async(args=[site_name], kwargs={"fan_out": False}, countdown=LEASE_LOST_PAUSE)
+    return result
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.recrawl_site", acks_late=False)
