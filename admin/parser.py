@@ -610,7 +610,21 @@ def add_services(sub: Any) -> None:
         s.cmd_check,
         "report the health of the deployment",
         "Report MongoDB, Redis, the broker, the workers, beat, the indexes and the "
-        "schedules, one line each. Exit status 0 only when all are healthy.",
+        "schedules, one line each; a server that does not answer is named. Exit status 0 "
+        "only when all are healthy. Name checks to run only those (and the ones they need), "
+        "e.g. `fptrack check beat` as a container's health check.",
+    )
+    p.add_argument(
+        "names",
+        nargs="*",
+        metavar="CHECK",
+        help="mongodb, redis, broker, workers, beat, indexes or schedules (default: all)",
+    )
+    p.add_argument(
+        "--this-host",
+        action="store_true",
+        help="count only the workers of this machine, named NAME@<its host name> "
+        "(default: every worker)",
     )
     _json(p)
     p = _command(
