@@ -534,7 +534,8 @@ def add_services(sub: Any) -> None:
         s.cmd_admin_serve,
         "serve the admin platform (gunicorn)",
         "Serve the admin platform with gunicorn over MongoDB and Redis. It checks both at "
-        "start and exits 1 with one line if one does not answer (see --wait).",
+        "start and exits 1 with one line if one does not answer (see --wait); once running, "
+        "it waits out their restarts.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")
@@ -583,7 +584,7 @@ def add_services(sub: Any) -> None:
         "run a Celery worker (pages, works, crawls)",
         "Run a Celery worker: it fingerprints and matches pages, indexes works and runs "
         "crawls. It checks MongoDB, Redis and the broker at start and exits 1 with one line "
-        "if one does not answer (see --wait).",
+        "if one does not answer (see --wait); once running, it waits out their restarts.",
     )
     p.add_argument(
         "--queues", default="fptrack,fptrack.crawl", help="(default: fptrack,fptrack.crawl)"
@@ -600,7 +601,8 @@ def add_services(sub: Any) -> None:
         "run the scheduler (redbeat; one at a time)",
         "Run the scheduler: it saves the daily jobs and every site's schedule in Redis, then "
         "sends the tasks when due. Run exactly one (a second one waits on redbeat's lock). It "
-        "checks MongoDB, Redis and the broker at start (see --wait).",
+        "checks MongoDB, Redis and the broker at start (see --wait); once running, it waits "
+        "out their restarts and saves the schedules again if Redis lost them.",
     )
     p.add_argument("--loglevel", default="INFO", help="(default: INFO)")
     _wait(p)

@@ -76,8 +76,10 @@ def _origin(exc: BaseException) -> BaseException:
 
 
 def _cause(exc: BaseException) -> str:
-    """The first line of an error, short."""
+    """The first line of an error, without pymongo's timeouts and topology."""
     text = str(exc).strip() or type(exc).__name__
+    for noise in (" (configured timeouts", ", Timeout:"):
+        text = text.partition(noise)[0]
     return text.splitlines()[0][:160]
 
 
