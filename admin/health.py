@@ -34,6 +34,7 @@ from admin.context import Context, redis_client
 from admin.errors import CommandError
 from admin.human import duration, size
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
+from matcher.store import now
 
 RETRY_EVERY_S = 1.0
 WORKER_PING_S = 1.0
@@ -264,26 +265,45 @@ def check_beat(ctx: Context) -> Check:
 
 
 def check_indexes(ctx: Context) -> Check:
-    """Every owner with stored fingerprints is in its Redis index, and only those; both
-    sides' postings indexes hold the parameters of the settings (an index built by an
-    earlier version, or with another ``FPTRACK_WINDOW_BUCKET_BITS``, needs a rebuild)."""
-    from matcher.operations import Operations
+    """Every tag group of the indexes holds its marker (:mod:`matcher.integrity`), or is
+    being rebuilt; every owner the store says is indexed is in its Redis index, and only
+    those; both sides' postings indexes hold the parameters of the settings (an index built
+    by an earlier version, or with another ``FPTRACK_WINDOW_BUCKET_BITS``, needs a
+    rebuild)."""
+    from matcher.keys import TAG_GROUPS
+    from matcher.schedules import HEAL_SECONDS
 
+    engine = ctx.engine
     try:
-        stored = Operations(ctx.engine.store).fingerprint_counts()
-        indexed = {
-            "work": ctx.engine.works.simhash.entries(),
-            "page": ctx.engine.pages.simhash.entries(),
-        }
-        ctx.engine.works.windows.records()
-        ctx.engine.pages.windows.records()
+        snap = engine.integrity.snapshot()
+        rebuilding = engine.integrity.state.rebuilding()
+        stored = engine.integrity.state.indexable()
+        indexed = {"work": engine.works.simhash.entries(), "page": engine.pages.simhash.entries()}
+        engine.works.windows.records()
+        engine.pages.windows.records()
     except (MatcherError, ValueError) as exc:
         return Check("indexes", False, f"{exc}: run fptrack index rebuild")
+    if rebuilding is not None:
+        groups = len(rebuilding.get("groups") or ())
+        since = rebuilding.get("since")
+        took = f" for {duration((now() - since).total_seconds())}" if since else ""
+        return Check(
+            "indexes", False, f"rebuilding {groups} of {TAG_GROUPS} tag groups from the store"
+            f"{took} (by {rebuilding['holder']}); matching waits for it",
+        )  # fmt: skip
+    if not snap.whole:
+        return Check(
+            "indexes", False, f"{len(snap.lost)} of {TAG_GROUPS} tag groups lost (Redis lost"
+            f" their keys): the heal job rebuilds them within {HEAL_SECONDS} s, or run"
+            " fptrack index rebuild --if-incomplete",
+        )  # fmt: skip
     detail = "; ".join(
         f"{kind}s: {stored[kind]} stored, {indexed[kind]} indexed" for kind in ("work", "page")
     )
     if stored != indexed:
-        return Check("indexes", False, detail + " (if it persists: fptrack index rebuild)")
+        return Check(
+            "indexes", False, detail + " (if it persists, the heal job rebuilds the index)"
+        )
     return Check("indexes", True, detail)
 
 
@@ -296,6 +316,7 @@ def check_schedules(ctx: Context) -> Check:
         DAILY_PRUNE,
         DAILY_REPORT,
         DELIVER_ALERTS,
+        HEAL_INDEXES,
     )
 
     try:
@@ -309,7 +330,7 @@ def check_schedules(ctx: Context) -> Check:
     except Retryable as exc:  # redbeat's Redis, that of FPTRACK_REDIS_URL
         cause = exc.__cause__ or exc
         return Check("schedules", False, outage.line("Redis", ctx.settings.redis_url, cause))
-    daily = {DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS}
+    daily = {DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS, HEAL_INDEXES}
     wanted = daily | {CRAWL_PREFIX + s.name for s in sites if s.schedule != "never"}
     missing = sorted(wanted - names)
     if missing:

@@ -19,7 +19,12 @@ from admin import commands as c
 from admin import service_commands as s
 from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
-from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_DEPTH, DEFAULT_MAX_PAGES
+from admin.scan import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_PAGES,
+    DEFAULT_OUTAGE_WAIT,
+)
 from admin.scan_command import cmd_scan
 from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
 from matcher.settings import Settings
@@ -137,6 +142,15 @@ def add_scan(sub: Any) -> None:
         metavar="SECONDS",
         help="stop crawling a site after this long; pages not reached are reported "
         f"(default: {DEFAULT_DEADLINE}; 0: none)",
+    )
+    p.add_argument(
+        "--outage-wait",
+        type=float,
+        default=DEFAULT_OUTAGE_WAIT,
+        metavar="SECONDS",
+        help="with FPTRACK_REDIS_URL: how long to wait, after the crawl, for a Redis that "
+        "stopped answering, so that the pages that met the outage are matched "
+        f"(default: {DEFAULT_OUTAGE_WAIT})",
     )
     p.add_argument(
         "--render",
@@ -502,13 +516,21 @@ def _match_filters(p: argparse.ArgumentParser, until: bool = False) -> None:
 
 def add_services(sub: Any) -> None:
     index = _group(sub, "index", "the Redis indexes", "The Redis indexes of works and pages.")
-    _command(
+    p = _command(
         index,
         "rebuild",
         c.cmd_index_rebuild,
         "rebuild every Redis index from MongoDB",
         "Delete the Redis indexes and rebuild them from the fingerprints stored in MongoDB. "
-        "Safe on empty stores (a new deployment's first step).",
+        "Safe on empty stores (a new deployment's first step). Workers and beat's heal job "
+        "rebuild the tag groups Redis lost on their own; this is for a changed setting "
+        "(FPTRACK_WINDOW_BUCKET_BITS ...) or an index of an older layout.",
+    )
+    p.add_argument(
+        "--if-incomplete",
+        action="store_true",
+        help="rebuild only the tag groups Redis lost (none: nothing is done), as the heal "
+        "job does (default: rebuild everything)",
     )
     archive = _group(
         sub, "archive", "the evidence archive", "The evidence archive (FPTRACK_ARCHIVE)."
@@ -591,6 +613,12 @@ def add_services(sub: Any) -> None:
     )
     p.add_argument(
         "--concurrency", type=int, default=0, help="processes (default: 0, one per core)"
+    )
+    p.add_argument(
+        "-n",
+        "--hostname",
+        default="",
+        help="the worker's name, %%h for the host (default: fptrack-<pid>@<host>, one per process)",
     )
     p.add_argument("--loglevel", default="INFO", help="(default: INFO)")
     _wait(p)

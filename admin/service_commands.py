@@ -12,6 +12,7 @@ it answers (:class:`admin.health.Watch`, and beat itself).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
 from typing import TYPE_CHECKING, Any
@@ -183,6 +184,9 @@ def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
         args.parser.error("--concurrency must be 0 (one per core) or more")
     require_stores(ctx, args.wait)
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
+    # Celery's default name, celery@host, is the same for every worker of a host: replies
+    # to ping and inspect, and the broker's worker events, would take two for one.
+    argv.append(f"--hostname={args.hostname or f'fptrack-{os.getpid()}@%h'}")
     if args.concurrency:
         argv.append(f"--concurrency={args.concurrency}")
     argv.extend(WORKER_OPTIONS)

@@ -8,10 +8,15 @@ Options (Celery's names):
 - ``task_acks_late`` and ``task_reject_on_worker_lost``: a message is acknowledged only after
   its task finished, so a worker that dies mid-task (even by SIGKILL) leaves it to be
   redelivered; every task is idempotent, so a redelivered task converges on the same records.
+  The crawls (``crawl_site``, ``recrawl_site``) are the exception: they acknowledge their
+  message as they start, and a crawl whose worker died is taken over through its frontier's
+  leases (:func:`matcher.jobs.resume_crawls`), never delivered again as a new crawl.
 - ``worker_prefetch_multiplier = 1``: a worker holds one unacknowledged message at a time.
-- ``visibility_timeout`` (``FPTRACK_VISIBILITY_TIMEOUT``, default 7200 s): how long Redis
-  waits for an acknowledgement before redelivering; longer than the longest crawl
-  (``FPTRACK_CRAWL_TIMEOUT``, default 6000 s).
+- ``visibility_timeout`` (``FPTRACK_VISIBILITY_TIMEOUT``, default 120 s): how long after a
+  worker's last heartbeat (:mod:`matcher.heartbeat`, every quarter of it) Redis hands the
+  messages it holds to another worker; any live worker looks for such messages every
+  ``restore_interval`` (a tenth of the timeout, 1 to 10 s). A dead worker's tasks thus come
+  back within about the timeout, whatever the longest task.
 - queues: ``fptrack`` for pages and works, ``fptrack.crawl`` for crawls, full and
   incremental (long-running),
   so a crawl never holds up page processing on a worker that consumes both.
@@ -35,6 +40,7 @@ from typing import Any
 from celery import Celery
 
 from matcher.engine import Engine
+from matcher.heartbeat import VisibilityHeartbeat
 from matcher.keys import Keys
 from matcher.settings import Settings
 
@@ -43,12 +49,26 @@ BEAT_INTERVAL = 5
 CRAWL_QUEUE = "fptrack.crawl"
 
 
+def transport_options(visibility_timeout: int) -> dict[str, Any]:
+    """kombu's Redis transport options for ``visibility_timeout``: abandoned messages are
+    looked for every tenth of it (1 to 10 s), on every look (no throttle).
+
+    >>> transport_options(120)
+    {'visibility_timeout': 120, 'unacked_restore_interval': 10, 'unacked_restore_throttle': 1}
+    """
+    return {
+        "visibility_timeout": visibility_timeout,
+        "unacked_restore_interval": max(1, min(10, visibility_timeout // 10)),
+        "unacked_restore_throttle": 1,
+    }
+
+
 def celery_config(settings: Settings) -> dict[str, Any]:
     """Celery configuration for ``settings`` (see the module docstring)."""
     return {
         "broker_url": settings.celery_broker,
         "broker_connection_retry_on_startup": True,
-        "broker_transport_options": {"visibility_timeout": settings.visibility_timeout},
+        "broker_transport_options": transport_options(settings.visibility_timeout),
         "task_serializer": "json",
         "accept_content": ["json"],
         "task_ignore_result": True,
@@ -101,5 +121,6 @@ def make_app(settings: Settings) -> Celery:
 
     celery = Celery("fptrack", include=["matcher.tasks"])
     celery.conf.update(celery_config(settings))
+    celery.steps["worker"].add(VisibilityHeartbeat)
     celery.fptrack = Runtime(settings)  # type: ignore[attr-defined]
     return celery

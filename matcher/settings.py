@@ -134,7 +134,12 @@ class Settings:
     """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
     the other parts of its chapter) this long before a redelivered task may match it."""
     broker_url: str = ""
-    visibility_timeout: int = 7200
+    visibility_timeout: int = 120
+    """Seconds after a worker's last heartbeat before the broker hands its unacknowledged
+    tasks to another worker (:mod:`matcher.heartbeat`)."""
+    pending_after: int = 120
+    """Seconds after its last ``process_page`` was sent before a page still pending is sent
+    again by beat's sweep (:func:`matcher.jobs.requeue_pending`)."""
     task_max_retries: int = 8
     crawl_timeout: int = 6000
     crawl_lease: int = 120
@@ -186,12 +191,12 @@ class Settings:
         for name in (
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
-            "api_rate_per_minute",
+            "api_rate_per_minute", "pending_after",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.visibility_timeout <= self.crawl_timeout:
-            raise SettingsError("visibility_timeout must exceed crawl_timeout (seconds)")
+        if self.visibility_timeout < 2:
+            raise SettingsError("visibility_timeout must be at least 2 s")
         if self.task_max_retries < 0 or self.crawl_timeout < 1:
             raise SettingsError("task_max_retries must be >= 0 and crawl_timeout >= 1")
         if not 3 <= self.crawl_lease <= self.crawl_timeout:

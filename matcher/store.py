@@ -26,11 +26,11 @@ from bson import Binary, ObjectId
 from bson.errors import InvalidId
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.database import Database
-from pymongo.errors import ConnectionFailure, DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, PyMongoError
 
 from matcher import alert_rules, ids, tallies
 from matcher.archive import Archive, open_archive
-from matcher.errors import MatcherError, StoreUnavailable
+from matcher.errors import MatcherError, StoreUnavailable, transient
 from matcher.keys import MAX_WORK_SEQ
 from matcher.pages import CrawledPage
 
@@ -63,6 +63,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
         IndexModel([("next_url", ASCENDING)], name="next_url"),
+        IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],
     "work_segments": [
         IndexModel(
@@ -208,13 +209,16 @@ def now() -> datetime:
 
 
 def mongo_errors(method: Callable[P, T]) -> Callable[P, T]:
-    """Turn pymongo connection failures into :class:`StoreUnavailable`."""
+    """Turn pymongo connection failures, and the server errors of an election or a restart
+    (:func:`matcher.errors.transient`), into :class:`StoreUnavailable`."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(*args, **kwargs)
-        except ConnectionFailure as exc:
+        except PyMongoError as exc:
+            if not transient(exc):
+                raise
             raise StoreUnavailable(f"MongoDB unavailable in {method.__name__}: {exc}") from exc
 
     return wrapper
@@ -534,6 +538,12 @@ class Store:
         projection = None if projection is None else {**projection, "seq": 1}
         found = self.db[collection].find({"seq": {"$in": wanted}}, projection)
         return {d["seq"]: d for d in found}
+
+    @mongo_errors
+    def work_seqs(self, work_ids: Iterable[ObjectId]) -> dict[ObjectId, int]:
+        """The ``seq`` of each of the works ``work_ids`` still registered."""
+        query = {"_id": {"$in": [object_id(w, "work id") for w in work_ids]}}
+        return {w["_id"]: int(w["seq"]) for w in self.db.works.find(query, {"seq": 1})}
 
     @mongo_errors
     def count(self, collection: str) -> int:
@@ -978,6 +988,18 @@ class Store:
                 changes.match(match, -1)
         changes.apply(self.db)
         return deactivated
+
+    @mongo_errors
+    def active_matched_works(
+        self, page_ids: Iterable[int | ObjectId]
+    ) -> dict[int | ObjectId, dict[ObjectId, str]]:
+        """Per page, the works of its active matches and how each was found (``via``:
+        ``page``, or ``split`` for a share of its chapter's)."""
+        query = {"page_id": {"$in": [page_key(p) for p in page_ids]}, "active": True}
+        out: dict[int | ObjectId, dict[ObjectId, str]] = {}
+        for m in self.db.matches.find(query, {"page_id": 1, "work_id": 1, "via": 1}):
+            out.setdefault(m["page_id"], {})[m["work_id"]] = m.get("via") or "page"
+        return out
 
     @mongo_errors
     def own_matched_works(self, page_id: ObjectId) -> set[ObjectId]:
