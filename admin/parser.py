@@ -556,7 +556,8 @@ def add_services(sub: Any) -> None:
         s.cmd_admin_serve,
         "serve the admin platform (gunicorn)",
         "Serve the admin platform with gunicorn over MongoDB and Redis. It checks both at "
-        "start and exits 1 with one line if one does not answer (see --wait).",
+        "start and exits 1 with one line if one does not answer (see --wait); once running, "
+        "it waits out their restarts.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")
@@ -605,7 +606,7 @@ def add_services(sub: Any) -> None:
         "run a Celery worker (pages, works, crawls)",
         "Run a Celery worker: it fingerprints and matches pages, indexes works and runs "
         "crawls. It checks MongoDB, Redis and the broker at start and exits 1 with one line "
-        "if one does not answer (see --wait).",
+        "if one does not answer (see --wait); once running, it waits out their restarts.",
     )
     p.add_argument(
         "--queues", default="fptrack,fptrack.crawl", help="(default: fptrack,fptrack.crawl)"
@@ -628,7 +629,8 @@ def add_services(sub: Any) -> None:
         "run the scheduler (redbeat; one at a time)",
         "Run the scheduler: it saves the daily jobs and every site's schedule in Redis, then "
         "sends the tasks when due. Run exactly one (a second one waits on redbeat's lock). It "
-        "checks MongoDB, Redis and the broker at start (see --wait).",
+        "checks MongoDB, Redis and the broker at start (see --wait); once running, it waits "
+        "out their restarts and saves the schedules again if Redis lost them.",
     )
     p.add_argument("--loglevel", default="INFO", help="(default: INFO)")
     _wait(p)
@@ -638,7 +640,21 @@ def add_services(sub: Any) -> None:
         s.cmd_check,
         "report the health of the deployment",
         "Report MongoDB, Redis, the broker, the workers, beat, the indexes and the "
-        "schedules, one line each. Exit status 0 only when all are healthy.",
+        "schedules, one line each; a server that does not answer is named. Exit status 0 "
+        "only when all are healthy. Name checks to run only those (and the ones they need), "
+        "e.g. `fptrack check beat` as a container's health check.",
+    )
+    p.add_argument(
+        "names",
+        nargs="*",
+        metavar="CHECK",
+        help="mongodb, redis, broker, workers, beat, indexes or schedules (default: all)",
+    )
+    p.add_argument(
+        "--this-host",
+        action="store_true",
+        help="count only the workers of this machine, named NAME@<its host name> "
+        "(default: every worker)",
     )
     _json(p)
     p = _command(

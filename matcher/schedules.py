@@ -18,7 +18,10 @@ again for the pages whose task was lost (:func:`matcher.jobs.requeue_pending`), 
 expiring after that interval; and every :data:`HEAL_SECONDS` seconds ``index:heal``
 rebuilds what Redis lost of the indexes (:func:`matcher.jobs.heal_indexes`).
 redbeat reads its entries from Redis on every tick, so an entry saved
-here (from the CLI or the admin) takes effect without restarting beat.
+here (from the CLI or the admin) takes effect without restarting beat. A new entry counts as
+last run when it is saved (Celery's ``ScheduleEntry``), so it first runs at its next time.
+:meth:`Schedules.save_all` saves every entry from the store's sites; beat calls it at start
+and again when Redis came back without them (:meth:`Schedules.lost`, :mod:`matcher.beat`).
 
 Site schedules (:attr:`matcher.sites.SiteConfig.schedule`): ``daily`` runs once a day at a
 minute of the day derived from the site's name (stable, so sites spread over the day),
@@ -28,6 +31,7 @@ minute of the day derived from the site's name (stable, so sites spread over the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -190,6 +194,20 @@ class Schedules:
         self._entry(REQUEUE_PENDING, "fptrack.requeue_pending", requeue, options=options)
         heal = schedule(timedelta(seconds=HEAL_SECONDS))
         self._entry(HEAL_INDEXES, "fptrack.heal_indexes", heal, options={"expires": HEAL_SECONDS})
+
+    def save_all(self, settings: Settings, sites: Iterable[SiteConfig]) -> int:
+        """Save the fixed jobs and the entries of ``sites`` (the store's); returns how many
+        sites have a crawl scheduled."""
+        self.ensure_daily(settings)
+        return sum(self.sync_site(site) for site in sites)
+
+    def lost(self) -> bool:
+        """Whether the fixed jobs' entries are gone from Redis: a server that restarted
+        without its data (or was flushed) since they were saved."""
+        ensure_conf(self.app)  # redbeat's settings, which name the keys
+        key = RedBeatSchedulerEntry.generate_key(self.app, DAILY_MATCH)
+        with redis_errors("reading the schedules"):
+            return not get_redis(self.app).exists(key)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry: name, task, args, schedule and next due time."""
