@@ -317,6 +317,8 @@ def check_schedules(ctx: Context) -> Check:
         DAILY_REPORT,
         DELIVER_ALERTS,
         HEAL_INDEXES,
+        REQUEUE_PENDING,
+        RESUME_CRAWLS,
     )
 
     try:
@@ -330,7 +332,10 @@ def check_schedules(ctx: Context) -> Check:
     except Retryable as exc:  # redbeat's Redis, that of FPTRACK_REDIS_URL
         cause = exc.__cause__ or exc
         return Check("schedules", False, outage.line("Redis", ctx.settings.redis_url, cause))
-    daily = {DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS, HEAL_INDEXES}
+    daily = {
+        *(DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS),
+        *(HEAL_INDEXES, REQUEUE_PENDING, RESUME_CRAWLS),
+    }
     wanted = daily | {CRAWL_PREFIX + s.name for s in sites if s.schedule != "never"}
     missing = sorted(wanted - names)
     if missing:

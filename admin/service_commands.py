@@ -23,13 +23,13 @@ from admin.context import Context
 from admin.errors import CommandError
 from admin.health import NAMES, Watch, checks, require_stores, this_host
 from matcher import jobs
+from matcher.celery_app import BEAT_SCHEDULER
 from matcher.crawl_runs import RENDER_UNAVAILABLE
 from matcher.sites import SiteConfig
 
 if TYPE_CHECKING:
     from celery import Celery
 
-BEAT_SCHEDULER = "matcher.beat.ResilientScheduler"
 WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
 """Celery's worker-to-worker chatter, which fptrack does not use (and whose restart after a
 broker outage fails with a traceback in Celery 5)."""

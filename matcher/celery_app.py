@@ -20,7 +20,7 @@ Options (Celery's names):
 - queues: ``fptrack`` for pages and works, ``fptrack.crawl`` for crawls, full and
   incremental (long-running),
   so a crawl never holds up page processing on a worker that consumes both.
-- beat: ``redbeat.RedBeatScheduler``, schedules kept in Redis under ``<prefix>:redbeat:``,
+- beat: :data:`BEAT_SCHEDULER` (redbeat's scheduler, riding out outages), schedules kept in Redis under ``<prefix>:redbeat:``,
   with a lock (60 s) so that exactly one beat runs; beat looks at Redis at least every
   5 s, so a schedule created or changed at run time takes effect within seconds.
 
@@ -45,6 +45,8 @@ from matcher.keys import Keys
 from matcher.settings import Settings
 
 PAGE_QUEUE = "fptrack"
+BEAT_SCHEDULER = "matcher.beat.ResilientScheduler"
+"""redbeat's scheduler, riding out Redis, broker and MongoDB outages (:mod:`matcher.beat`)."""
 BEAT_INTERVAL = 5
 CRAWL_QUEUE = "fptrack.crawl"
 
@@ -82,7 +84,7 @@ def celery_config(settings: Settings) -> dict[str, Any]:
         },
         "timezone": "UTC",
         "enable_utc": True,
-        "beat_scheduler": "redbeat.RedBeatScheduler",
+        "beat_scheduler": BEAT_SCHEDULER,
         "redbeat_redis_url": settings.redis_url,
         "redbeat_key_prefix": Keys(settings.redis_prefix).redbeat,
         "redbeat_redis_options": {},
