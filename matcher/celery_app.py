@@ -21,8 +21,9 @@ Options (Celery's names):
   incremental (long-running),
   so a crawl never holds up page processing on a worker that consumes both.
 - beat: :data:`BEAT_SCHEDULER` (redbeat's scheduler, riding out outages), schedules kept
-  in Redis under ``<prefix>:redbeat:``, with a lock (60 s) so that exactly one beat runs; beat looks at Redis at least every
-  5 s, so a schedule created or changed at run time takes effect within seconds.
+  in Redis under ``<prefix>:redbeat:``, with a lock (60 s) so that exactly one beat runs;
+  beat looks at Redis at least every 5 s, so a schedule created or changed at run time takes
+  effect within seconds.
 
 - ``max_retries`` of every task: ``FPTRACK_TASK_MAX_RETRIES`` (default 8), through Celery's
   task annotations.
