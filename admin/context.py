@@ -23,6 +23,7 @@ from matcher.errors import SettingsError
 from matcher.operations import Operations
 from matcher.redis_io import IndexClient, connect
 from matcher.settings import Settings
+from matcher.store import mongo_client
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -75,12 +76,7 @@ class Context:
             if down is not None:
                 raise CommandError(outage.line("MongoDB", uri, down))
         try:
-            return pymongo.MongoClient(
-                self.settings.mongo_uri,
-                serverSelectionTimeoutMS=timeout_ms,
-                connectTimeoutMS=timeout_ms,
-                tz_aware=True,
-            )
+            return mongo_client(self.settings.mongo_uri, timeout_ms)
         except pymongo.errors.ConfigurationError as exc:
             raise SettingsError(f"FPTRACK_MONGO_URI {self.settings.mongo_uri!r}: {exc}") from exc
 
