@@ -27,6 +27,7 @@ from admin.report_html import when
 from fingerprint.document import DocumentParams, fingerprint_document
 from matcher.errors import MatcherError
 from matcher.jobs import prune_archive
+from matcher.keys import TAG_GROUPS
 from matcher.maintenance import rebuild_indexes
 from matcher.sites import SiteConfig
 
@@ -381,6 +382,14 @@ def cmd_archive_prune(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def cmd_index_rebuild(args: argparse.Namespace, ctx: Context) -> int:
+    if args.if_incomplete:
+        lost = ctx.engine.integrity.snapshot().lost
+        if not lost:
+            print(f"the indexes are whole: all {TAG_GROUPS} tag groups hold their marker")
+            return 0
+        ctx.engine.ready()
+        print(f"rebuilt {len(lost)} of {TAG_GROUPS} tag groups Redis had lost")
+        return 0
     with tqdm(total=2, desc="rebuilding", unit="index", disable=None, file=sys.stderr) as bar:
         counts = rebuild_indexes(ctx.engine)
         bar.update(2)

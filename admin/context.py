@@ -23,15 +23,9 @@ from admin.errors import CommandError
 from matcher.engine import Engine
 from matcher.errors import SettingsError
 from matcher.operations import Operations
-from matcher.redis_clients import (
-    COMMAND,
-    SERVICE,
-    IndexClient,
-    Patience,
-    connect,
-    connect_server,
-)
+from matcher.redis_clients import COMMAND, IndexClient, Patience, connect, connect_server
 from matcher.settings import RedisTarget, Settings
+from matcher.store import mongo_client
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -87,12 +81,7 @@ class Context:
             if down is not None:
                 raise CommandError(outage.line("MongoDB", uri, down))
         try:
-            return pymongo.MongoClient(
-                self.settings.mongo_uri,
-                serverSelectionTimeoutMS=timeout_ms,
-                connectTimeoutMS=timeout_ms,
-                tz_aware=True,
-            )
+            return mongo_client(self.settings.mongo_uri, timeout_ms)
         except pymongo.errors.ConfigurationError as exc:
             raise SettingsError(f"FPTRACK_MONGO_URI {self.settings.mongo_uri!r}: {exc}") from exc
 
@@ -122,17 +111,11 @@ class Context:
     @cached_property
     def app(self) -> Celery:
         """A Celery app of this context's settings (broker and redbeat), to send tasks by
-        name and edit schedules, as patient as this context."""
+        name and edit schedules, as patient as this context; ``fptrack worker`` and ``beat``
+        run it (they wait out outages themselves, naming the server at once)."""
         from matcher.celery_app import make_app
 
         return make_app(self.settings, self.patience)
-
-    def service_app(self) -> Celery:
-        """The Celery app that ``fptrack worker`` and ``beat`` run: its broker and redbeat
-        clients ride out a Redis restart or failover (:data:`matcher.redis_clients.SERVICE`)."""
-        from matcher.celery_app import make_app
-
-        return make_app(self.settings, SERVICE)
 
     @cached_property
     def schedules(self) -> Schedules:

@@ -1,20 +1,29 @@
-"""Health: the start check of services, and ``fptrack check``.
+"""Health: the start check of services, the watch of running ones, and ``fptrack check``.
 
 :func:`require_stores` is what ``fptrack worker``, ``beat`` and ``admin serve`` run first:
 MongoDB, Redis and the broker must answer (within ``wait`` seconds, retried), else the
 command exits 1 with one line naming the server (:mod:`admin.outage`).
 
+:class:`Watch` runs beside ``fptrack worker`` and ``admin serve`` once they started: a
+server that stops answering is named in one line at once (``fptrack worker: waiting for
+Redis at URL (cause)``), and again when it answers; the service itself rides the outage out
+(Celery reconnects to the broker, tasks retry, the admin's requests fail until it is back).
+
 :func:`checks` is ``fptrack check``: MongoDB, Redis, the broker, the workers, beat, the
-indexes and the schedules, each healthy or not with a line saying why; the command exits 0
-only when every one is healthy.
+indexes and the schedules, each healthy or not with a line saying why (a server that does
+not answer is named, the one that failed); the command exits 0 only when every one is
+healthy. A subset can be asked for (``fptrack check workers``: the checks it needs run too).
 """
 
 from __future__ import annotations
 
+import socket
+import sys
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TextIO
 
 import pymongo.errors
 import redis
@@ -24,10 +33,13 @@ from admin import outage
 from admin.context import Context, redis_client
 from admin.errors import CommandError
 from admin.human import duration, size
-from matcher.errors import MatcherError
+from matcher.errors import MatcherError, Retryable, StoreUnavailable
+from matcher.store import now
 
 RETRY_EVERY_S = 1.0
 WORKER_PING_S = 1.0
+WATCH_EVERY_S = 1.0
+"""How often :class:`Watch` asks each server while it answers (and while it does not)."""
 
 
 @dataclass(frozen=True)
@@ -42,29 +54,59 @@ class Check:
         return {"name": self.name, "ok": self.ok, "detail": self.detail}
 
 
-def _down(service: str, uri: str, probe: Callable[[], Any]) -> str | None:
-    """``None`` when ``probe`` succeeds, else the outage line of ``service``."""
-    try:
-        probe()
-    except CommandError as exc:  # the client's own probe found the server down
-        return str(exc)
-    except (pymongo.errors.PyMongoError, redis.RedisError, OSError) as exc:
-        return outage.line(service, uri, exc)
-    return None
+@dataclass(frozen=True)
+class Server:
+    """A server the services need: its name as :mod:`admin.outage` writes it, its URL, and a
+    probe that raises when it does not answer."""
+
+    service: str
+    url: str
+    probe: Callable[[], Any]
+
+    def failure(self) -> BaseException | None:
+        """Why the server does not answer (``None``: it does)."""
+        try:
+            self.probe()
+        except (CommandError, Retryable, pymongo.errors.PyMongoError, redis.RedisError) as exc:
+            return exc
+        except (OperationalError, OSError) as exc:
+            return exc
+        return None
+
+    def outage_line(self, error: BaseException) -> str:
+        """``<service> unreachable at <url> (<cause>): start it, or set <variable>``."""
+        if isinstance(error, CommandError):  # the client's own probe wrote the line
+            return str(error)
+        return outage.line(self.service, self.url, error)
 
 
-def store_problems(ctx: Context) -> list[str]:
-    """The outage line of each of MongoDB, Redis and the broker that does not answer."""
+def servers(ctx: Context) -> list[Server]:
+    """MongoDB, the Redis of ``FPTRACK_REDIS_URL`` (redbeat, locks, frontiers), and the
+    broker and the indexes' Redis where they are other servers."""
     settings = ctx.settings
-    problems = [
-        _down("MongoDB", settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping")),
-        _down("Redis", settings.redis_url, ctx.redis_client.ping),
+    standalone = redis_client(settings.redis_url, "FPTRACK_REDIS_URL")
+    found = [
+        Server("MongoDB", settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping")),
+        Server("Redis", settings.redis_url, standalone.ping),
     ]
     broker = settings.celery_broker
     if broker != settings.redis_url:
         client = redis_client(broker, "FPTRACK_BROKER_URL")
-        problems.append(_down("the Celery broker", broker, client.ping))
-    return [p for p in problems if p]
+        found.append(Server("the Celery broker", broker, client.ping))
+    index = settings.index_redis.url
+    if index != settings.redis_url:
+        found.append(Server("the index Redis", index, lambda: ctx.redis_client.ping()))
+    return found
+
+
+def store_problems(ctx: Context, found: list[Server] | None = None) -> list[str]:
+    """The outage line of each server of :func:`servers` that does not answer."""
+    problems = []
+    for server in found if found is not None else servers(ctx):
+        error = server.failure()
+        if error is not None:
+            problems.append(server.outage_line(error))
+    return problems
 
 
 def require_stores(ctx: Context, wait: float) -> None:
@@ -73,8 +115,9 @@ def require_stores(ctx: Context, wait: float) -> None:
     Raises :class:`CommandError` with the first outage line (exit status 1).
     """
     deadline = time.monotonic() + max(0.0, wait)
+    found = servers(ctx)
     while True:
-        problems = store_problems(ctx)
+        problems = store_problems(ctx, found)
         if not problems:
             return
         if time.monotonic() >= deadline:
@@ -83,7 +126,55 @@ def require_stores(ctx: Context, wait: float) -> None:
         time.sleep(RETRY_EVERY_S)
 
 
+class Watch:
+    """A daemon thread that names, in one line each, a server that stops answering and the
+    moment it answers again (see the module docs)."""
+
+    def __init__(
+        self, ctx: Context, service: str, every: float = WATCH_EVERY_S, out: TextIO | None = None
+    ) -> None:
+        self.service = service
+        self.every = every
+        self.out = out
+        self.servers = servers(ctx)
+        self.down: dict[str, float] = {}
+        """URL -> when each server that does not answer stopped answering (monotonic)."""
+
+    def start(self) -> threading.Thread:
+        thread = threading.Thread(target=self._run, name=f"{self.service} watch", daemon=True)
+        thread.start()
+        return thread
+
+    def _run(self) -> None:
+        while True:
+            self.look()
+            time.sleep(self.every)
+
+    def look(self) -> list[str]:
+        """Ask every server once; print (and return) a line for each change."""
+        lines = []
+        for server in self.servers:
+            error = server.failure()
+            where = f"{server.service} at {outage.redact(server.url)}"
+            if error is not None and server.url not in self.down:
+                self.down[server.url] = time.monotonic()
+                lines.append(f"waiting for {where} ({outage.cause(error)})")
+            elif error is None and server.url in self.down:
+                waited = time.monotonic() - self.down.pop(server.url)
+                lines.append(f"{where} answers again (after {duration(round(waited))})")
+        for line in lines:
+            print(f"fptrack {self.service}: {line}", file=self.out or sys.stderr, flush=True)
+        return lines
+
+
 # fptrack check -----------------------------------------------------------------------
+
+
+def _down(service: str, uri: str, probe: Callable[[], Any]) -> str | None:
+    """``None`` when ``probe`` succeeds, else the outage line of ``service``."""
+    server = Server(service, uri, probe)
+    error = server.failure()
+    return None if error is None else server.outage_line(error)
 
 
 def check_mongodb(ctx: Context) -> Check:
@@ -101,15 +192,25 @@ def check_mongodb(ctx: Context) -> Check:
 
 
 def check_redis(ctx: Context) -> Check:
-    url = ctx.settings.redis_url
-    problem = _down("Redis", url, ctx.redis_client.ping)
+    """The Redis of ``FPTRACK_REDIS_URL`` (redbeat, locks, crawl frontiers, and the indexes
+    unless ``FPTRACK_INDEX_REDIS_URL`` puts them elsewhere, which must answer too)."""
+    settings = ctx.settings
+    url = settings.redis_url
+    client = redis_client(url, "FPTRACK_REDIS_URL")
+    problem = _down("Redis", url, client.ping)
     if problem:
         return Check("redis", False, problem)
-    info = ctx.redis_client.info("server") | ctx.redis_client.info("memory")
+    info = client.info("server") | client.info("memory")
     detail = (
         f"{outage.redact(url)} (Redis {info.get('redis_version', '?')}), "
         f"{size(int(info.get('used_memory', 0)))} used"
     )
+    index = settings.index_redis.url
+    if index != url:
+        problem = _down("the index Redis", index, lambda: ctx.redis_client.ping())
+        if problem:
+            return Check("redis", False, problem)
+        detail += f"; indexes at {outage.redact(index)}"
     return Check("redis", True, detail)
 
 
@@ -125,55 +226,85 @@ def check_broker(ctx: Context) -> Check:
     return Check("broker", True, f"{outage.redact(url)}: {queued}, {client.hlen('unacked')} taken")
 
 
-def check_workers(ctx: Context) -> Check:
+def check_workers(ctx: Context, host: str | None = None) -> Check:
+    """The workers that answer a ping; with ``host``, only those of that machine (Celery
+    names a worker ``NAME@HOST``)."""
     try:
         replies = ctx.app.control.ping(timeout=WORKER_PING_S)
     except (OperationalError, redis.RedisError, OSError) as exc:
-        return Check("workers", False, f"cannot ask the workers: {outage.cause(exc)}")
+        broker = ctx.settings.celery_broker
+        return Check("workers", False, outage.line("the Celery broker", broker, exc))
     names = sorted(name for reply in replies for name in reply)
+    where = ""
+    if host is not None:
+        names = [name for name in names if name.rpartition("@")[2] == host]
+        where = f" on {host}"
     if not names:
         return Check(
             "workers",
             False,
-            f"none answered within {duration(WORKER_PING_S)}: start fptrack worker",
+            f"none{where} answered within {duration(WORKER_PING_S)}: start fptrack worker",
         )
-    return Check("workers", True, f"{len(names)} answered: {', '.join(names)}")
+    return Check("workers", True, f"{len(names)}{where} answered: {', '.join(names)}")
 
 
 def check_beat(ctx: Context) -> Check:
+    """A beat holds redbeat's lock, in the Redis of ``FPTRACK_REDIS_URL`` (never the
+    indexes' Redis, which may be a cluster)."""
     from redbeat.schedulers import ensure_conf
 
-    lock = ensure_conf(ctx.app).lock_key
+    conf = ensure_conf(ctx.app)
+    url = ctx.settings.redis_url  # redbeat's Redis (a server, or Sentinel's primary)
+    client = redis_client(url, "FPTRACK_REDIS_URL")
     try:
-        ttl = ctx.redis_client.pttl(lock)
+        ttl = client.pttl(conf.lock_key)
     except redis.RedisError as exc:
-        return Check("beat", False, outage.line("Redis", ctx.settings.redis_url, exc))
+        return Check("beat", False, outage.line("Redis", url, exc))
     if ttl < 0:
         return Check("beat", False, "not running (nobody holds redbeat's lock): start fptrack beat")
     return Check("beat", True, f"running (holds redbeat's lock, {duration(ttl / 1000)} left)")
 
 
 def check_indexes(ctx: Context) -> Check:
-    """Every owner with stored fingerprints is in its Redis index, and only those; both
-    sides' postings indexes hold the parameters of the settings (an index built by an
-    earlier version, or with another ``FPTRACK_WINDOW_BUCKET_BITS``, needs a rebuild)."""
-    from matcher.operations import Operations
+    """Every tag group of the indexes holds its marker (:mod:`matcher.integrity`), or is
+    being rebuilt; every owner the store says is indexed is in its Redis index, and only
+    those; both sides' postings indexes hold the parameters of the settings (an index built
+    by an earlier version, or with another ``FPTRACK_WINDOW_BUCKET_BITS``, needs a
+    rebuild)."""
+    from matcher.keys import TAG_GROUPS
+    from matcher.schedules import HEAL_SECONDS
 
+    engine = ctx.engine
     try:
-        stored = Operations(ctx.engine.store).fingerprint_counts()
-        indexed = {
-            "work": ctx.engine.works.simhash.entries(),
-            "page": ctx.engine.pages.simhash.entries(),
-        }
-        ctx.engine.works.windows.records()
-        ctx.engine.pages.windows.records()
+        snap = engine.integrity.snapshot()
+        rebuilding = engine.integrity.state.rebuilding()
+        stored = engine.integrity.state.indexable()
+        indexed = {"work": engine.works.simhash.entries(), "page": engine.pages.simhash.entries()}
+        engine.works.windows.records()
+        engine.pages.windows.records()
     except (MatcherError, ValueError) as exc:
         return Check("indexes", False, f"{exc}: run fptrack index rebuild")
+    if rebuilding is not None:
+        groups = len(rebuilding.get("groups") or ())
+        since = rebuilding.get("since")
+        took = f" for {duration((now() - since).total_seconds())}" if since else ""
+        return Check(
+            "indexes", False, f"rebuilding {groups} of {TAG_GROUPS} tag groups from the store"
+            f"{took} (by {rebuilding['holder']}); matching waits for it",
+        )  # fmt: skip
+    if not snap.whole:
+        return Check(
+            "indexes", False, f"{len(snap.lost)} of {TAG_GROUPS} tag groups lost (Redis lost"
+            f" their keys): the heal job rebuilds them within {HEAL_SECONDS} s, or run"
+            " fptrack index rebuild --if-incomplete",
+        )  # fmt: skip
     detail = "; ".join(
         f"{kind}s: {stored[kind]} stored, {indexed[kind]} indexed" for kind in ("work", "page")
     )
     if stored != indexed:
-        return Check("indexes", False, detail + " (if it persists: fptrack index rebuild)")
+        return Check(
+            "indexes", False, detail + " (if it persists, the heal job rebuilds the index)"
+        )
     return Check("indexes", True, detail)
 
 
@@ -186,14 +317,26 @@ def check_schedules(ctx: Context) -> Check:
         DAILY_PRUNE,
         DAILY_REPORT,
         DELIVER_ALERTS,
+        HEAL_INDEXES,
+        REQUEUE_PENDING,
+        RESUME_CRAWLS,
     )
 
     try:
         sites = ctx.ops.list_sites()
-        names = {e["name"] for e in ctx.schedules.entries()}
+    except StoreUnavailable as exc:
+        return Check("schedules", False, outage.line("MongoDB", ctx.settings.mongo_uri, exc))
     except MatcherError as exc:
         return Check("schedules", False, str(exc))
-    daily = {DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS}
+    try:
+        names = {e["name"] for e in ctx.schedules.entries()}
+    except Retryable as exc:  # redbeat's Redis, that of FPTRACK_REDIS_URL
+        cause = exc.__cause__ or exc
+        return Check("schedules", False, outage.line("Redis", ctx.settings.redis_url, cause))
+    daily = {
+        *(DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS),
+        *(HEAL_INDEXES, REQUEUE_PENDING, RESUME_CRAWLS),
+    }
     wanted = daily | {CRAWL_PREFIX + s.name for s in sites if s.schedule != "never"}
     missing = sorted(wanted - names)
     if missing:
@@ -224,14 +367,37 @@ NEEDS: dict[Callable[[Context], Check], tuple[str, ...]] = {
 """The checks that need others to have passed."""
 
 
-def checks(ctx: Context) -> list[Check]:
-    """Every check; those that need a server that is down say so instead of running."""
+def _name(run: Callable[..., Check]) -> str:
+    return run.__name__.removeprefix("check_")
+
+
+NAMES = tuple(_name(run) for run in CHECKS)
+"""The checks' names, in the order they run (``fptrack check NAME...``)."""
+
+
+def checks(ctx: Context, only: Collection[str] = (), host: str | None = None) -> list[Check]:
+    """Every check (or those named in ``only``, and the ones they need); those that need a
+    server that is down say so instead of running. ``host``: count only the workers of that
+    machine (:func:`check_workers`)."""
+    wanted = set(only or NAMES)
+    for run in reversed(CHECKS):  # a check's needs come before it
+        if _name(run) in wanted:
+            wanted.update(NEEDS.get(run, ()))
     out: list[Check] = []
     for run in CHECKS:
+        name = _name(run)
+        if name not in wanted:
+            continue
         down = [c.name for c in out if c.name in NEEDS.get(run, ()) and not c.ok]
         if down:
-            name = run.__name__.removeprefix("check_")
             out.append(Check(name, False, f"not checked: {' and '.join(down)} down"))
-            continue
-        out.append(run(ctx))
+        elif run is check_workers:
+            out.append(check_workers(ctx, host))
+        else:
+            out.append(run(ctx))
     return out
+
+
+def this_host() -> str:
+    """The host name Celery puts in the names of this machine's workers (``%h``)."""
+    return socket.gethostname()

@@ -19,6 +19,7 @@ VARIABLES = {
     "MongoDB": "FPTRACK_MONGO_URI",
     "Redis": "FPTRACK_REDIS_URL",
     "the Celery broker": "FPTRACK_BROKER_URL",
+    "the index Redis": "FPTRACK_INDEX_REDIS_URL",
 }
 """The setting that names each server."""
 

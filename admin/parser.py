@@ -19,7 +19,12 @@ from admin import commands as c
 from admin import service_commands as s
 from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
-from admin.scan import DEFAULT_DEADLINE, DEFAULT_MAX_DEPTH, DEFAULT_MAX_PAGES
+from admin.scan import (
+    DEFAULT_DEADLINE,
+    DEFAULT_MAX_DEPTH,
+    DEFAULT_MAX_PAGES,
+    DEFAULT_OUTAGE_WAIT,
+)
 from admin.scan_command import cmd_scan
 from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
 from matcher.settings import Settings
@@ -137,6 +142,15 @@ def add_scan(sub: Any) -> None:
         metavar="SECONDS",
         help="stop crawling a site after this long; pages not reached are reported "
         f"(default: {DEFAULT_DEADLINE}; 0: none)",
+    )
+    p.add_argument(
+        "--outage-wait",
+        type=float,
+        default=DEFAULT_OUTAGE_WAIT,
+        metavar="SECONDS",
+        help="with FPTRACK_REDIS_URL: how long to wait, after the crawl, for a Redis that "
+        "stopped answering, so that the pages that met the outage are matched "
+        f"(default: {DEFAULT_OUTAGE_WAIT})",
     )
     p.add_argument(
         "--render",
@@ -502,13 +516,21 @@ def _match_filters(p: argparse.ArgumentParser, until: bool = False) -> None:
 
 def add_services(sub: Any) -> None:
     index = _group(sub, "index", "the Redis indexes", "The Redis indexes of works and pages.")
-    _command(
+    p = _command(
         index,
         "rebuild",
         c.cmd_index_rebuild,
         "rebuild every Redis index from MongoDB",
         "Delete the Redis indexes and rebuild them from the fingerprints stored in MongoDB. "
-        "Safe on empty stores (a new deployment's first step).",
+        "Safe on empty stores (a new deployment's first step). Workers and beat's heal job "
+        "rebuild the tag groups Redis lost on their own; this is for a changed setting "
+        "(FPTRACK_WINDOW_BUCKET_BITS ...) or an index of an older layout.",
+    )
+    p.add_argument(
+        "--if-incomplete",
+        action="store_true",
+        help="rebuild only the tag groups Redis lost (none: nothing is done), as the heal "
+        "job does (default: rebuild everything)",
     )
     archive = _group(
         sub, "archive", "the evidence archive", "The evidence archive (FPTRACK_ARCHIVE)."
@@ -534,7 +556,8 @@ def add_services(sub: Any) -> None:
         s.cmd_admin_serve,
         "serve the admin platform (gunicorn)",
         "Serve the admin platform with gunicorn over MongoDB and Redis. It checks both at "
-        "start and exits 1 with one line if one does not answer (see --wait).",
+        "start and exits 1 with one line if one does not answer (see --wait); once running, "
+        "it waits out their restarts.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")
@@ -583,13 +606,19 @@ def add_services(sub: Any) -> None:
         "run a Celery worker (pages, works, crawls)",
         "Run a Celery worker: it fingerprints and matches pages, indexes works and runs "
         "crawls. It checks MongoDB, Redis and the broker at start and exits 1 with one line "
-        "if one does not answer (see --wait).",
+        "if one does not answer (see --wait); once running, it waits out their restarts.",
     )
     p.add_argument(
         "--queues", default="fptrack,fptrack.crawl", help="(default: fptrack,fptrack.crawl)"
     )
     p.add_argument(
         "--concurrency", type=int, default=0, help="processes (default: 0, one per core)"
+    )
+    p.add_argument(
+        "-n",
+        "--hostname",
+        default="",
+        help="the worker's name, %%h for the host (default: fptrack-<pid>@<host>, one per process)",
     )
     p.add_argument("--loglevel", default="INFO", help="(default: INFO)")
     _wait(p)
@@ -600,7 +629,8 @@ def add_services(sub: Any) -> None:
         "run the scheduler (redbeat; one at a time)",
         "Run the scheduler: it saves the daily jobs and every site's schedule in Redis, then "
         "sends the tasks when due. Run exactly one (a second one waits on redbeat's lock). It "
-        "checks MongoDB, Redis and the broker at start (see --wait).",
+        "checks MongoDB, Redis and the broker at start (see --wait); once running, it waits "
+        "out their restarts and saves the schedules again if Redis lost them.",
     )
     p.add_argument("--loglevel", default="INFO", help="(default: INFO)")
     _wait(p)
@@ -610,7 +640,21 @@ def add_services(sub: Any) -> None:
         s.cmd_check,
         "report the health of the deployment",
         "Report MongoDB, Redis, the broker, the workers, beat, the indexes and the "
-        "schedules, one line each. Exit status 0 only when all are healthy.",
+        "schedules, one line each; a server that does not answer is named. Exit status 0 "
+        "only when all are healthy. Name checks to run only those (and the ones they need), "
+        "e.g. `fptrack check beat` as a container's health check.",
+    )
+    p.add_argument(
+        "names",
+        nargs="*",
+        metavar="CHECK",
+        help="mongodb, redis, broker, workers, beat, indexes or schedules (default: all)",
+    )
+    p.add_argument(
+        "--this-host",
+        action="store_true",
+        help="count only the workers of this machine, named NAME@<its host name> "
+        "(default: every worker)",
     )
     _json(p)
     p = _command(

@@ -15,11 +15,12 @@ import contextlib
 import functools
 import http.server
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import mongomock
@@ -29,15 +30,19 @@ from admin.reading import WorkFile, iter_work_files
 from matcher import crawl_runs
 from matcher.archive import Archive
 from matcher.engine import Engine
-from matcher.errors import MatcherError
+from matcher.errors import MatcherError, Retryable
 from matcher.ingest import Ingest
 from matcher.operations import MAX_LIST, Operations
 from matcher.redis_clients import connect
 from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
 
+T = TypeVar("T")
 DEFAULT_MAX_PAGES = 10_000
 DEFAULT_MAX_DEPTH = 10
+DEFAULT_OUTAGE_WAIT = 120
+"""Seconds the scan waits, after its crawl, for a Redis that stopped answering: the pages
+that met the outage are matched once it is back."""
 
 
 @dataclass
@@ -149,6 +154,8 @@ def run_scan(
     index_pages: bool = False,
     archive: Archive | None = None,
     render: bool = False,
+    outage_wait: float = DEFAULT_OUTAGE_WAIT,
+    on_wait: Callable[[str], None] = lambda message: None,
 ) -> tuple[ScanResult, Engine]:
     """Register the works, crawl the sites, match every page; returns the result and engine.
 
@@ -160,6 +167,10 @@ def run_scan(
     are kept there (:mod:`matcher.archive`) and the matches point at them. With ``render``
     every page is opened in headless Chromium (:mod:`crawler.render`; ``FPTRACK_CHROMIUM``
     in ``crawl_overrides`` names it).
+
+    Pages that met a Redis outage (their task gave up) are matched again after the crawl,
+    waiting for Redis with backoff for up to ``outage_wait`` seconds (``on_wait`` hears
+    each wait); so is the works' index load. What still cannot be matched is reported.
     """
     from crawler.run import crawl_in_process
     from matcher.celery_app import make_app
@@ -184,7 +195,7 @@ def run_scan(
             result.errors.append(f"{work.name}: {exc}")
             continue
         result.works += 1
-    load_side(engine, "work", fill_cache=True)
+    _until_back(lambda: load_side(engine, "work", fill_cache=True), outage_wait, on_wait)
     result.duplicates = [
         {"work": twin.get("source", ""), "same_text_as": first.get("source", "")}
         for twin, first in Operations(engine.store).twin_pairs()
@@ -209,8 +220,9 @@ def run_scan(
     ingest = Ingest(engine.store, enqueue, archive=archive)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)
+    _match_pending(engine, outage_wait, on_wait)
     if index_pages:
-        load_side(engine, "page")
+        _until_back(lambda: load_side(engine, "page"), outage_wait, on_wait)
         engine.index_pages = True
     for site, url in zip(sites, site_urls, strict=True):
         for problem in crawl_runs.problems(result.crawl_stats.get(site.name, {})):
@@ -220,6 +232,43 @@ def run_scan(
     result.pages = engine.store.count("pages")
     result.matches = contract_matches(engine)
     return result, engine
+
+
+def _match_pending(engine: Engine, wait: float, on_wait: Callable[[str], None]) -> None:
+    """Match every page still pending because its task met an outage (its failure record
+    goes once it is matched), waiting up to ``wait`` seconds in all for the servers."""
+    from matcher.jobs import process_page
+
+    ops = Operations(engine.store)
+    deadline = time.monotonic() + wait
+    for page_id in list(engine.store.pending_pages()):
+        try:
+            _until_back(lambda p=page_id: process_page(engine, p), deadline, on_wait, at=True)
+        except MatcherError:
+            continue  # its failure record says why
+        ops.clear_failure("fptrack.process_page", page_id)
+
+
+def _until_back(
+    run: Callable[[], T],
+    wait: float,
+    on_wait: Callable[[str], None],
+    at: bool = False,
+) -> T:
+    """``run()``, again with backoff while it meets an outage, until ``wait`` seconds have
+    passed (``at``: until the monotonic time ``wait``); then the outage is raised."""
+    deadline = wait if at else time.monotonic() + wait
+    delay = 0.5
+    while True:
+        try:
+            return run()
+        except Retryable as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            on_wait(f"waiting for the servers ({exc}); up to {left:.0f} s more")
+            time.sleep(min(delay, left))
+            delay = min(delay * 2, 10.0)
 
 
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:

@@ -121,6 +121,8 @@ def _scan(
             settings=settings,
             on_work=lambda w: works_bar.update(1),
             on_page=lambda u: pages_bar.update(1),
+            outage_wait=args.outage_wait,
+            on_wait=lambda line: print(f"fptrack scan: {line}", file=sys.stderr),
             index_pages=args.serve is not None,
             archive=archive,
             render=args.render,

@@ -2,23 +2,37 @@
 
 ``worker``, ``beat`` and ``admin serve`` check MongoDB, Redis and the broker before they
 start (:func:`admin.health.require_stores`) and exit 1 with one line when one does not
-answer, rather than starting as if all were well.
+answer, rather than starting as if all were well. Once started they ride outages out and
+never exit for one: the worker reconnects to the broker for as long as it takes and its
+tasks retry, beat waits (:mod:`matcher.beat`), the admin's requests fail until the server
+is back; each names the server that stopped answering in one line at once, and again when
+it answers (:class:`admin.health.Watch`, and beat itself).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
 from admin.context import Context
 from admin.errors import CommandError
-from admin.health import checks, require_stores
+from admin.health import NAMES, Watch, checks, require_stores, this_host
 from matcher import jobs
+from matcher.celery_app import BEAT_SCHEDULER
 from matcher.crawl_runs import RENDER_UNAVAILABLE
 from matcher.sites import SiteConfig
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
+"""Celery's worker-to-worker chatter, which fptrack does not use (and whose restart after a
+broker outage fails with a traceback in Celery 5)."""
 
 
 def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
@@ -108,6 +122,7 @@ def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
         args.parser.error(f"--bind {args.bind!r}: give HOST:PORT")
     require_stores(ctx, args.wait)
     ctx.engine.store.ensure_indexes()
+    Watch(ctx, "admin").start()
     if not ctx.ops.has_users():
         print(
             "fptrack: no account yet: create one with"
@@ -168,26 +183,46 @@ def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
         args.parser.error("--concurrency must be 0 (one per core) or more")
     require_stores(ctx, args.wait)
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
+    # Celery's default name, celery@host, is the same for every worker of a host: replies
+    # to ping and inspect, and the broker's worker events, would take two for one.
+    argv.append(f"--hostname={args.hostname or f'fptrack-{os.getpid()}@%h'}")
     if args.concurrency:
         argv.append(f"--concurrency={args.concurrency}")
-    ctx.service_app().worker_main(argv)
+    argv.extend(WORKER_OPTIONS)
+    _ride_out_outages(ctx.app)
+    Watch(ctx, "worker").start()
+    ctx.app.worker_main(argv)
     return 0
+
+
+def _ride_out_outages(app: Celery) -> None:
+    """Make a worker reconnect to the broker for as long as it takes (Celery gives up after
+    100 tries, about 45 minutes, and exits)."""
+    from celery.signals import worker_ready
+
+    app.conf.broker_connection_max_retries = None
+
+    def quiet(**kwargs: Any) -> None:  # after Celery set its own warning filters
+        # Celery's notice of a default it will change in 6.0, printed at every reconnection.
+        warnings.filterwarnings("ignore", r"\s*In Celery 5.1 we introduced an optional breaking")
+
+    worker_ready.connect(quiet, weak=False)
 
 
 def cmd_beat(args: argparse.Namespace, ctx: Context) -> int:
     require_stores(ctx, args.wait)
-    ctx.schedules.ensure_daily(ctx.settings)
-    for site in ctx.ops.list_sites():
-        ctx.schedules.sync_site(site)
-    beat = ["beat", "-S", "redbeat.RedBeatScheduler", f"--loglevel={args.loglevel}"]
-    ctx.service_app().start(beat)
+    ctx.schedules.save_all(ctx.settings, ctx.ops.list_sites())
+    ctx.app.start(["beat", "-S", BEAT_SCHEDULER, f"--loglevel={args.loglevel}"])
     return 0
 
 
 def cmd_check(args: argparse.Namespace, ctx: Context) -> int:
     from admin.commands import dump_json
 
-    found = checks(ctx)
+    unknown = sorted(set(args.names) - set(NAMES))
+    if unknown:
+        args.parser.error(f"no check named {', '.join(unknown)} (checks: {', '.join(NAMES)})")
+    found = checks(ctx, args.names, this_host() if args.this_host else None)
     healthy = all(c.ok for c in found)
     if args.json:
         dump_json({"healthy": healthy, "checks": [c.to_dict() for c in found]})

@@ -102,10 +102,10 @@ class LocalCluster:
             raise
         return self
 
-    def _server(self, port: int) -> subprocess.Popen:
+    def _server(self, port: int, fresh: bool = True) -> subprocess.Popen:
         assert self._dir is not None
         folder = self._dir / str(port)
-        folder.mkdir()
+        folder.mkdir(exist_ok=not fresh)
         args = [
             REDIS_SERVER,
             *("--port", str(port), "--bind", "127.0.0.1", "--cluster-enabled", "yes"),
@@ -169,6 +169,17 @@ class LocalCluster:
             for port in self.ports:
                 self.node(port).execute_command("CLUSTER SETSLOT", slot, "NODE", target_id)
         return moved
+
+    def restart_empty(self, port: int) -> None:
+        """Kill the master at ``port`` (SIGKILL) and start it again without its data, as a
+        master with no persistence comes back: it keeps its cluster configuration (its
+        slots), not its keys. Returns once the cluster is ``ok`` again."""
+        i = self.ports.index(port)
+        self._procs[i].kill()
+        self._procs[i].wait()
+        self._procs[i] = self._server(port, fresh=False)
+        self._wait(lambda: self.node(port).ping())
+        self._wait(self._ready)
 
     def stop(self) -> None:
         for proc in self._procs:

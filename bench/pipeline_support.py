@@ -292,7 +292,7 @@ def run_beat() -> None:
     """Run Celery beat (redbeat) on the ``FPTRACK_*`` settings until it is stopped."""
     from celery.signals import beat_init
 
-    from matcher.celery_app import make_app
+    from matcher.celery_app import BEAT_SCHEDULER, make_app
     from matcher.settings import Settings
 
     app = make_app(Settings.from_env())
@@ -301,7 +301,7 @@ def run_beat() -> None:
         print(f"{READY} {os.getpid()}", file=sys.__stdout__, flush=True)
 
     beat_init.connect(on_init, weak=False)
-    app.start(["beat", "-S", "redbeat.RedBeatScheduler", "--loglevel=WARNING"])
+    app.start(["beat", "-S", BEAT_SCHEDULER, "--loglevel=WARNING"])
 
 
 def main(argv: Sequence[str] | None = None) -> None:

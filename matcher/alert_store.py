@@ -39,6 +39,12 @@ MATCH_FIELDS = {
     "containment": 1, "methods": 1, "first_seen": 1, "status": 1,
 }  # fmt: skip
 """What an alert says of a match (never its evidence or text)."""
+CLAIM_ORDER = [("next_at", ASCENDING), ("_id", ASCENDING)]
+"""The order due outbox entries are sent in: oldest due first."""
+CLAIM_BATCH = 8
+"""Due entries :meth:`AlertStore.claim` reads at once, to claim the first still pending."""
+CLAIM_ROUNDS = 16
+"""Reads of due entries one claim makes at most while other senders take those it read."""
 
 
 class AlertStore:
@@ -103,8 +109,8 @@ class AlertStore:
     def take_new_matches(self, limit: int = 500) -> int:
         """Hand up to ``limit`` new matches to the enabled rules in scope; returns how many
         matches were taken."""
-        query = self.db.matches.find({"alert": "pending"}, {"work_id": 1, "site": 1})
-        found = list(query.limit(int(limit)))
+        fields = {"page_id": 1, "work_id": 1, "site": 1}
+        found = list(self.db.matches.find({"alert": "pending"}, fields).limit(int(limit)))
         if not found:
             return 0
         rules = self.rules(enabled_only=True)
@@ -114,7 +120,8 @@ class AlertStore:
                 if rule.applies_to(match):
                     self._enqueue(rule, match["_id"], stamp)
             self.db.matches.update_one(
-                {"_id": match["_id"], "alert": "pending"}, {"$unset": {"alert": ""}}
+                {"page_id": match["page_id"], "_id": match["_id"], "alert": "pending"},
+                {"$unset": {"alert": ""}},
             )
         return len(found)
 
@@ -173,21 +180,34 @@ class AlertStore:
     @mongo_errors
     def claim(self, lease: float) -> dict | None:
         """The oldest due pending entry, now ``sending`` for ``lease`` seconds, its attempt
-        counted; None when nothing is due. An entry whose lease ran out is due again."""
+        counted; None when nothing is due. An entry whose lease ran out is due again.
+
+        The oldest due entries are read first, then one is claimed by its ``key`` (the shard
+        key) if it is still pending: one another sender claimed meanwhile is passed over
+        (:data:`CLAIM_BATCH`, :data:`CLAIM_ROUNDS`).
+        """
         stamp = now()
         self.db[OUTBOX].update_many(
             {"state": "sending", "lease_until": {"$lte": stamp}},
             {"$set": {"state": "pending", "last_error": "its sender stopped mid-attempt"}},
         )
-        return self.db[OUTBOX].find_one_and_update(
-            {"state": "pending", "next_at": {"$lte": stamp}},
-            {
-                "$set": {"state": "sending", "lease_until": stamp + timedelta(seconds=lease)},
-                "$inc": {"attempts": 1},
-            },
-            sort=[("next_at", ASCENDING), ("_id", ASCENDING)],
-            return_document=ReturnDocument.AFTER,
-        )
+        due = {"state": "pending", "next_at": {"$lte": stamp}}
+        change = {
+            "$set": {"state": "sending", "lease_until": stamp + timedelta(seconds=lease)},
+            "$inc": {"attempts": 1},
+        }
+        for _ in range(CLAIM_ROUNDS):
+            oldest = self.db[OUTBOX].find(due, {"key": 1}).sort(CLAIM_ORDER).limit(CLAIM_BATCH)
+            keys = [entry["key"] for entry in oldest]
+            if not keys:
+                return None
+            for key in keys:
+                entry = self.db[OUTBOX].find_one_and_update(
+                    {"key": key, **due}, change, return_document=ReturnDocument.AFTER
+                )
+                if entry is not None:
+                    return entry
+        return None  # other senders took every due entry read: they are being sent
 
     @mongo_errors
     def finish(
@@ -202,7 +222,9 @@ class AlertStore:
         if retry_at is not None:
             fields["next_at"] = retry_at
         change = {"$set": fields, "$unset": {"lease_until": ""}}
-        self.db[OUTBOX].update_one({"_id": entry["_id"], "state": "sending"}, change)
+        self.db[OUTBOX].update_one(
+            {"key": entry["key"], "_id": entry["_id"], "state": "sending"}, change
+        )
 
     @mongo_errors
     def next_due(self) -> datetime | None:

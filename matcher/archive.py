@@ -13,9 +13,9 @@ after the ``Content-Encoding`` was undone, so that header is moved to
 
 Two archives behind one interface: :class:`DirectoryArchive` (files on disk, written to a
 temporary name and renamed: never seen half-written) and :class:`GridFSArchive` (MongoDB
-GridFS, bucket ``archive``). :func:`verify` reads a WARC file back and checks its SHA-256
-and every record's digests. :func:`prune` deletes the files superseded by a page's later
-exchange that no match refers to.
+GridFS, bucket ``archive``, sharded on :data:`SHARD_KEYS`). :func:`verify` reads a WARC
+file back and checks its SHA-256 and every record's digests. :func:`prune` deletes the
+files superseded by a page's later exchange that no match refers to.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 from urllib.parse import urlsplit
 
+from pymongo import ASCENDING, IndexModel
 from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
@@ -42,6 +43,31 @@ RENDERED_FIELD = "Fptrack-Rendered"
 own): ``chromium; body is the DOM after the page's scripts ran``."""
 RENDERED_VALUE = "chromium; body is the DOM after the page's scripts ran"
 _DROPPED = frozenset({"content-encoding", "content-length", "transfer-encoding"})
+
+BUCKET = "archive"
+"""The GridFS bucket of :class:`GridFSArchive`: collections ``archive.files`` (one document
+per WARC file, ``_id`` its SHA-256) and ``archive.chunks`` (its bytes, in chunks)."""
+FILES, CHUNKS = f"{BUCKET}.files", f"{BUCKET}.chunks"
+INDEXES: dict[str, list[IndexModel]] = {
+    FILES: [
+        IndexModel(
+            [("filename", ASCENDING), ("uploadDate", ASCENDING)], name="filename_1_uploadDate_1"
+        )
+    ],
+    CHUNKS: [
+        IndexModel([("files_id", ASCENDING), ("n", ASCENDING)], unique=True, name="files_id_1_n_1")
+    ],
+}
+"""GridFS's own indexes, under the names GridFS gives them (it creates them on its first
+write when they are missing), declared for :data:`matcher.store.INDEXES`."""
+SHARD_KEYS: dict[str, dict[str, int]] = {
+    FILES: {"_id": ASCENDING},
+    CHUNKS: {"files_id": ASCENDING, "n": ASCENDING},
+}
+"""The shard keys MongoDB documents for a GridFS bucket ("Sharding GridFS"): ``chunks`` on
+``{files_id: 1, n: 1}``, ``files`` on ``_id``; both are a file's SHA-256 here, uniform, so
+ranged keys spread evenly. GridFS's writes are inserts, and its deletes name the file by
+``_id`` (``files``) or delete every chunk of it (``chunks``): all full-key or multi-document."""
 
 
 class ArchiveError(Exception):
@@ -233,12 +259,10 @@ class DirectoryArchive:
 class GridFSArchive:
     """WARC files in MongoDB GridFS (bucket ``archive``), each under its SHA-256."""
 
-    BUCKET = "archive"
-
     def __init__(self, db: object) -> None:
         import gridfs
 
-        self._fs = gridfs.GridFS(db, collection=self.BUCKET)
+        self._fs = gridfs.GridFS(db, collection=BUCKET)
 
     def put(self, data: bytes) -> str:
         import gridfs.errors

@@ -8,19 +8,25 @@ Options (Celery's names):
 - ``task_acks_late`` and ``task_reject_on_worker_lost``: a message is acknowledged only after
   its task finished, so a worker that dies mid-task (even by SIGKILL) leaves it to be
   redelivered; every task is idempotent, so a redelivered task converges on the same records.
+  The crawls (``crawl_site``, ``recrawl_site``) are the exception: they acknowledge their
+  message as they start, and a crawl whose worker died is taken over through its frontier's
+  leases (:func:`matcher.jobs.resume_crawls`), never delivered again as a new crawl.
 - ``worker_prefetch_multiplier = 1``: a worker holds one unacknowledged message at a time.
 - broker and redbeat: the Redis of ``FPTRACK_BROKER_URL`` and ``FPTRACK_REDIS_URL``, a server
   or Sentinel, in kombu's and redbeat's words (:func:`matcher.redis_clients.celery_broker`,
   :func:`~matcher.redis_clients.redbeat`), with fptrack's timeouts and retries.
-- ``visibility_timeout`` (``FPTRACK_VISIBILITY_TIMEOUT``, default 7200 s): how long Redis
-  waits for an acknowledgement before redelivering; longer than the longest crawl
-  (``FPTRACK_CRAWL_TIMEOUT``, default 6000 s).
+- ``visibility_timeout`` (``FPTRACK_VISIBILITY_TIMEOUT``, default 120 s): how long after a
+  worker's last heartbeat (:mod:`matcher.heartbeat`, every quarter of it) Redis hands the
+  messages it holds to another worker; any live worker looks for such messages every
+  ``restore_interval`` (a tenth of the timeout, 1 to 10 s). A dead worker's tasks thus come
+  back within about the timeout, whatever the longest task.
 - queues: ``fptrack`` for pages and works, ``fptrack.crawl`` for crawls, full and
   incremental (long-running),
   so a crawl never holds up page processing on a worker that consumes both.
-- beat: ``redbeat.RedBeatScheduler``, schedules kept in Redis under ``<prefix>:redbeat:``,
-  with a lock (60 s) so that exactly one beat runs; beat looks at Redis at least every
-  5 s, so a schedule created or changed at run time takes effect within seconds.
+- beat: :data:`BEAT_SCHEDULER` (redbeat's scheduler, riding out outages), schedules kept
+  in Redis under ``<prefix>:redbeat:``, with a lock (60 s) so that exactly one beat runs;
+  beat looks at Redis at least every 5 s, so a schedule created or changed at run time takes
+  effect within seconds.
 
 - ``max_retries`` of every task: ``FPTRACK_TASK_MAX_RETRIES`` (default 8), through Celery's
   task annotations.
@@ -39,12 +45,29 @@ from celery import Celery
 
 from matcher import redis_clients
 from matcher.engine import Engine
+from matcher.heartbeat import VisibilityHeartbeat
 from matcher.keys import Keys
 from matcher.settings import Settings
 
 PAGE_QUEUE = "fptrack"
+BEAT_SCHEDULER = "matcher.beat.ResilientScheduler"
+"""redbeat's scheduler, riding out Redis, broker and MongoDB outages (:mod:`matcher.beat`)."""
 BEAT_INTERVAL = 5
 CRAWL_QUEUE = "fptrack.crawl"
+
+
+def transport_options(visibility_timeout: int) -> dict[str, Any]:
+    """kombu's Redis transport options for ``visibility_timeout``: abandoned messages are
+    looked for every tenth of it (1 to 10 s), on every look (no throttle).
+
+    >>> transport_options(120)
+    {'visibility_timeout': 120, 'unacked_restore_interval': 10, 'unacked_restore_throttle': 1}
+    """
+    return {
+        "visibility_timeout": visibility_timeout,
+        "unacked_restore_interval": max(1, min(10, visibility_timeout // 10)),
+        "unacked_restore_throttle": 1,
+    }
 
 
 def celery_config(
@@ -58,7 +81,7 @@ def celery_config(
         "broker_url": broker_url,
         "broker_connection_retry_on_startup": True,
         "broker_transport_options": {
-            "visibility_timeout": settings.visibility_timeout,
+            **transport_options(settings.visibility_timeout),
             **broker_options,
         },
         "task_serializer": "json",
@@ -74,7 +97,7 @@ def celery_config(
         },
         "timezone": "UTC",
         "enable_utc": True,
-        "beat_scheduler": "redbeat.RedBeatScheduler",
+        "beat_scheduler": BEAT_SCHEDULER,
         "redbeat_redis_url": redbeat_url,
         "redbeat_key_prefix": Keys(settings.redis_prefix).redbeat,
         "redbeat_redis_options": redbeat_options,
@@ -117,5 +140,6 @@ def make_app(
 
     celery = Celery("fptrack", include=["matcher.tasks"])
     celery.conf.update(celery_config(settings, patience))
+    celery.steps["worker"].add(VisibilityHeartbeat)
     celery.fptrack = Runtime(settings)  # type: ignore[attr-defined]
     return celery

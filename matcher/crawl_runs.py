@@ -9,16 +9,22 @@ under ``processes.<token>`` (:meth:`matcher.operations.Operations.record_crawl_p
 A process's outcome: ``running``; ``finished`` (it stopped normally: it ended the run, or
 saw it ended, or ran out of time and left the frontier to the next crawl, as its stats'
 ``finish_reason`` says); ``failed`` (an error, in ``error``); ``lost`` (killed, or its lease
-expired: another process put its requests back in the queue).
+expired: another process put its requests back in the queue, or beat's ``resume_crawls``
+found it gone, and then its ``finished_at`` is when that was seen). A killed process leaves
+no stats, so the run's ``fptrack/pages`` is counted from the store when the store gives it
+(every page of the site stored or fetched again since the run started), and the processes'
+own sum is kept as ``fptrack/pages_reported``.
 
 >>> processes = {
 ...     "a": {"outcome": "finished", "ended_run": True, "finished_at": 2,
 ...           "stats": {"fptrack/pages": 3, "finish_reason": "finished"}},
 ...     "b": {"outcome": "lost", "stats": {}},
 ... }
->>> s = summary(processes)
+>>> s = summary(processes, stored_pages=5)
 >>> s["outcome"], s["stats"]["fptrack/pages"], s["crawlers"], s["lost"]
-('finished', 3, 2, 1)
+('finished', 5, 2, 1)
+>>> s["stats"]["fptrack/pages_reported"]
+3
 """
 
 from __future__ import annotations
@@ -28,11 +34,15 @@ from typing import Any
 FRONTIER = "fptrack/frontier/"
 SUMMED_FRONTIER_STATS = frozenset({FRONTIER + "reclaimed", FRONTIER + "requeued"})
 RENDER_UNAVAILABLE = "fptrack/render_unavailable"
+PAGES = "fptrack/pages"
 LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds"})
 
 
-def summary(processes: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """The run's ``outcome``, ``finished_at``, ``error``, merged ``stats`` and counts.
+def summary(
+    processes: dict[str, dict[str, Any]], stored_pages: int | None = None
+) -> dict[str, Any]:
+    """The run's ``outcome``, ``finished_at``, ``error``, merged ``stats`` and counts;
+    ``stored_pages``, when given, is its ``fptrack/pages`` (see the module docstring).
 
     The outcome is ``running`` while a process runs; else ``failed`` if one failed;
     else ``finished`` if a process ended the run (its frontier drained, or ``max_pages``
@@ -51,11 +61,15 @@ def summary(processes: dict[str, dict[str, Any]]) -> dict[str, Any]:
         outcome = "interrupted"
     ends = [p["finished_at"] for p in parts if p.get("finished_at") is not None]
     errors = [p["error"] for p in parts if p.get("error")]
+    stats = merge_stats([p.get("stats") or {} for p in parts])
+    if stored_pages is not None:
+        stats[PAGES + "_reported"] = stats.get(PAGES, 0)
+        stats[PAGES] = stored_pages
     return {
         "outcome": outcome,
         "finished_at": max(ends) if ends and outcome != "running" else None,
         "error": "; ".join(errors),
-        "stats": merge_stats([p.get("stats") or {} for p in parts]),
+        "stats": stats,
         "crawlers": len(parts),
         "lost": outcomes.count("lost"),
     }

@@ -23,9 +23,9 @@ idempotent upsert; the parts of a split chapter are written under their pages' l
 from __future__ import annotations
 
 import logging
-import uuid
+import threading
 from collections import defaultdict, deque
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,7 +40,8 @@ from matcher import split
 from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
 from matcher.indexes import Side
-from matcher.keys import SEGMENT_BITS, Keys
+from matcher.integrity import Integrity, Snapshot
+from matcher.keys import SEGMENT_BITS, Keys, owner_work
 from matcher.pages import CrawledPage
 from matcher.parts import StoredPart, shares
 from matcher.prepared import (
@@ -54,6 +55,7 @@ from matcher.prepared import (
 )
 from matcher.redis_io import IndexClient, connect
 from matcher.registry import Registry
+from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
 from matcher.settings import Settings
 from matcher.store import Store
@@ -65,7 +67,6 @@ PROBLEMS_KEPT = 100
 CONSIDERED_KEPT = 10
 PAGE_BATCH = 200
 LOCK_WAIT_SECONDS = 60
-REBUILD_LOCK_SECONDS = 3600
 
 
 @dataclass
@@ -90,6 +91,7 @@ class Engine:
         self.registry = Registry(self.settings, self.store, self.redis, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
         self.segments = SegmentData(self.redis, self.store, self.keys, cache, self._problem)
+        self.integrity = Integrity(self)
 
     @classmethod
     def open(
@@ -110,7 +112,8 @@ class Engine:
             redis_client = connect(settings.index_redis)
         engine = cls(settings, store, redis_client)
         engine._check_layout()
-        engine._start_epoch()
+        with suppress(IndexUnavailable):
+            engine.integrity.start()
         return engine
 
     def _check_layout(self) -> None:
@@ -120,56 +123,18 @@ class Engine:
             if any(self.redis.exists(self.keys.simhash(side).legacy_params) for side in sides):
                 self._problem("the Redis indexes were built with an older key layout")
 
-    # the index's epoch -----------------------------------------------------------------
+    # the index's integrity -------------------------------------------------------------
 
-    def _start_epoch(self) -> None:
-        """Write the index epoch if there is none and nothing was lost: a new deployment,
-        or indexes made before epochs (the first process to open them adopts them)."""
-        with suppress(IndexUnavailable), redis_errors("reading the index epoch"):
-            if self.redis.get(self.keys.epoch) is None and not self._lost():
-                self.redis.set(self.keys.epoch, uuid.uuid4().hex, nx=True)
+    def ready(self) -> Snapshot:
+        """Before the index is read: every tag group whole, the lost ones rebuilt from the
+        store first (:meth:`matcher.integrity.Integrity.ready`); the snapshot to compare
+        with before writing what was found (:meth:`_still`)."""
+        return self.integrity.ready()
 
-    def _lost(self) -> bool:
-        """No index entry at all while the store holds fingerprints."""
-        empty = not self.works.simhash.entries() and not self.pages.simhash.entries()
-        return empty and self.store.count("fingerprints") > 0
-
-    def new_epoch(self) -> None:
-        """A new epoch, after the indexes were rebuilt."""
-        with redis_errors("writing the index epoch"):
-            self.redis.set(self.keys.epoch, uuid.uuid4().hex)
-
-    def check_epoch(self) -> None:
-        """Before the index is read or written: when its epoch is gone, Redis lost the
-        indexes (a restart without persistence, a flush, a failover to an empty replica)
-        and matching on what is left would miss copies silently. They are rebuilt from the
-        store first, by one process under a lock (the others wait for it)."""
-        with redis_errors("reading the index epoch"):
-            if self.redis.get(self.keys.epoch) is not None:
-                return
-        self.recover()
-
-    def recover(self) -> None:
-        """Rebuild lost indexes from the store (see :meth:`check_epoch`), unless another
-        process did it meanwhile; the pages' side too when this engine indexes pages."""
-        from matcher.maintenance import rebuild_indexes
-
-        kinds = ("work", "page") if self.index_pages else ("work",)
-        with redis_errors("rebuilding lost indexes"):
-            lock = self.redis.lock(
-                self.keys.rebuild_lock, timeout=REBUILD_LOCK_SECONDS,
-                blocking_timeout=REBUILD_LOCK_SECONDS,
-            )  # fmt: skip
-            if not lock.acquire():
-                raise IndexUnavailable("the indexes are being rebuilt elsewhere; try again")
-            try:
-                if self.redis.get(self.keys.epoch) is None:
-                    counts = rebuild_indexes(self, kinds)
-                    message = f"the Redis indexes were lost; rebuilt from the store: {counts}"
-                    log.warning(message)
-                    self.problems.append(message)
-            finally:
-                _release(lock)
+    def _still(self, snap: Snapshot, what: str) -> None:
+        """Raise :class:`IndexLost` when a tag group was lost (or rebuilt) since ``snap``."""
+        if not self.integrity.unchanged(snap):
+            raise IndexLost(f"the Redis indexes lost a part while {what}")
 
     def _problem(self, message: str) -> None:
         log.error("%s (run `fptrack index rebuild`)", message)
@@ -181,18 +146,31 @@ class Engine:
         """Register (or update) a work; returns its id (:meth:`Registry.add
         <matcher.registry.Registry.add>`: ``source``, ``author``, ``owner``, ``tags``,
         ``key``)."""
-        self.check_epoch()
+        snap = self.ready()
         work_id = self.registry.add(text, title=title, **fields)
-        self.check_epoch()  # lost meanwhile: rebuilt from the store, which holds it whole
+        self._settle(snap, "registered")
         return work_id
 
     def index_work(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
+        snap = self.ready()
         self.registry.reindex(work_id)
+        self._settle(snap, "indexed")
 
     def remove_work(self, work_id: str) -> bool:
         """Remove a work, its segments, index entries and unreviewed matches."""
-        return self.registry.remove(work_id)
+        snap = self.ready()
+        removed = self.registry.remove(work_id)
+        self._settle(snap, "removed")
+        return removed
+
+    def _settle(self, snap: Snapshot, done: str) -> None:
+        """After a work's index entries were written or removed: the tag groups lost or
+        rebuilt meanwhile are rebuilt (again) from the store, which holds the work as it is
+        now (a rebuild in between may have read it half-written)."""
+        changed = self.integrity.changed(snap)
+        if changed:
+            self.integrity.rebuild(changed, f"a tag group was lost while a work was {done}")
 
     # pages -> works --------------------------------------------------------------------
 
@@ -224,22 +202,60 @@ class Engine:
                 if alignment.passages:
                     yield SegmentHit(header, anchors, alignment, count)
 
-    def find_works(self, page: Prepared) -> list[Verdict]:
+    def find_works(self, page: Prepared, verify: Collection[int] = ()) -> list[Verdict]:
         """The verdict of every work that shares passages with ``page``, matches first.
 
         Reads the index, and the store for candidate segments not in the segment cache.
+        The works of ``verify`` (seqs) are verified on every one of their segments, read
+        from the store, whatever the index answers.
         """
         if not page.length:
             return []
         ranked, df = self._candidates(page)
+        if verify:
+            ranked = [(o, c) for o, c in ranked if owner_work(o) not in verify]
         hits: dict[int, list[SegmentHit]] = defaultdict(list)
         for hit in self._segment_hits(page, ranked):
             hits[hit.header.work].append(hit)
+        for hit in self._stored_hits(page, verify):
+            hits[hit.header.work].append(hit)
         return judge(hits, page, df, self.settings.policy)
+
+    def _stored_hits(self, page: Prepared, works: Collection[int]) -> Iterator[SegmentHit]:
+        """Every segment of the works ``works`` (seqs), read from the store, aligned with
+        the page."""
+        if not works:
+            return
+        ids = [w["_id"] for w in self.store.works_by_seq(works, {"_id": 1}).values()]
+        for header, anchors in self.segments.of_works(ids):
+            alignment = align(anchors, page.anchors, ALIGN_PARAMS)
+            if alignment.passages:
+                yield SegmentHit(header, anchors, alignment, 0)
+
+    def _recheck(
+        self,
+        page: Prepared,
+        verdicts: list[Verdict],
+        previous: dict[ObjectId, str],
+        via: str,
+    ) -> list[Verdict]:
+        """``verdicts``, unless a work matched before (``previous``: work id -> how the
+        match was found, ``page`` or ``split``; those found ``via``) is not matched now: then
+        those works are verified on all their segments from the store
+        (:meth:`find_works`). A match is let go only when the store's own data says so,
+        never because an index lookup came back short."""
+        doubted = [w for w, how in previous.items() if how == via]
+        if not doubted:
+            return verdicts
+        matched = {v.work for v in verdicts if v.matched}
+        again = {seq for seq in self.store.work_seqs(doubted).values() if seq not in matched}
+        if not again:
+            return verdicts
+        return self.find_works(page, verify=again)
 
     def match_text(self, text: str | bytes) -> list[dict[str, Any]]:
         """What ``text`` copies, with evidence; stores nothing (the CLI's and admin's query)."""
-        self.check_epoch()
+        self.ready()
         page = prepare(text, self.settings.max_text_chars, "query text")
         matched = [v for v in self.find_works(page) if v.matched]
         return self.evidence.records(matched, page.located)
@@ -278,14 +294,15 @@ class Engine:
         ``authorised``.
         """
         for attempt in range(2):
-            self.check_epoch()
+            snap = self.ready()
             doc = self.store.get_page(page_id)
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
             try:
-                with self._locked(self._parts(doc)):
+                with self._locked(self._parts(doc)) as lock_lost:
                     doc = self.store.get_page(page_id) or doc
-                    return self._process(doc, self._parts(doc), set(authorised_sites))
+                    parts = self._parts(doc)
+                    return self._process(doc, parts, set(authorised_sites), snap, lock_lost)
             except IndexLost:
                 if attempt:
                     raise
@@ -297,27 +314,44 @@ class Engine:
         )
 
     @contextmanager
-    def _locked(self, parts: Sequence[dict]) -> Iterator[None]:
-        """Hold the locks of ``parts`` (in seq order, so two workers never deadlock)."""
+    def _locked(self, parts: Sequence[dict]) -> Iterator[threading.Event]:
+        """Hold the locks of ``parts`` (in seq order, so two workers never deadlock) while
+        the block runs, each a lease of ``page_lock_seconds`` renewed every third of it: a
+        worker that dies holding one frees the page within a lease. Yields an event set
+        when a lock could not be renewed (another worker may have the page now)."""
+        lost = threading.Event()
+        lease = self.settings.page_lock_seconds
         with ExitStack() as stack, redis_errors("locking a page"):
             for seq in sorted({int(p["seq"]) for p in parts}):
                 lock = self.redis.lock(
-                    self.keys.page_lock(seq), timeout=self.settings.page_lock_seconds,
-                    blocking_timeout=LOCK_WAIT_SECONDS,
-                )  # fmt: skip
+                    self.keys.page_lock(seq), timeout=lease, blocking_timeout=LOCK_WAIT_SECONDS
+                )
                 if not lock.acquire():
                     raise IndexUnavailable(f"page {seq} is being matched elsewhere; try again")
                 stack.callback(_release, lock)
-            yield
+                renewal = Renewal(lock, lease, f"page lock {seq}", on_lost=lost.set).start()
+                stack.callback(renewal.stop)
+            yield lost
 
     def _process(
-        self, doc: dict, parts: Sequence[dict], authorised: set[str]
+        self,
+        doc: dict,
+        parts: Sequence[dict],
+        authorised: set[str],
+        snap: Snapshot,
+        lock_lost: threading.Event,
     ) -> list[dict[str, Any]]:
-        """Match one page (and its chapter), then write its records and its parts' shares."""
+        """Match one page (and its chapter), then write its records and its parts' shares.
+
+        Nothing found on the index is written unless the index stayed whole meanwhile
+        (``snap``), and a work the page was matched with before is verified against the
+        store's own data before its match is let go (:meth:`_recheck`).
+        """
         page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
-        own = self.find_works(page)
+        previous = self.store.active_matched_works([p["_id"] for p in parts])
+        own = self._recheck(page, self.find_works(page), previous.get(doc["_id"], {}), "page")
         urls = [p["url"] for p in parts] if len(parts) > 1 else []
-        shares = self._chapter_shares(parts, doc, page, own) if urls else {}
+        shares = self._chapter_shares(parts, doc, page, own, previous) if urls else {}
         matched = [v for v in own if v.matched]
         records = self.evidence.records(matched, page.located, doc, {"split": urls, "via": "page"})
         chapter = shares.pop(doc["_id"], [])
@@ -325,9 +359,9 @@ class Engine:
             chapter, page.located, doc, {"split": urls, "via": "split"}
         )
         considered = self._considered(own, {r["work_id"] for r in records})
-        with redis_errors("reading the index epoch"):
-            if self.redis.get(self.keys.epoch) is None:
-                raise IndexLost("the Redis indexes were lost while the page was matched")
+        self._still(snap, "the page was matched")
+        if lock_lost.is_set():
+            raise IndexUnavailable(f"the lock of page {doc['seq']} expired; try again")
         written = self._record_page(
             doc, page, records, doc.get("site") in authorised, considered, urls
         )
@@ -338,7 +372,12 @@ class Engine:
         return written
 
     def _chapter_shares(
-        self, parts: Sequence[dict], doc: dict, page: Prepared, own: Sequence[Verdict]
+        self,
+        parts: Sequence[dict],
+        doc: dict,
+        page: Prepared,
+        own: Sequence[Verdict],
+        previous: dict[ObjectId, dict[ObjectId, str]],
     ) -> dict[ObjectId, list[Verdict]]:
         """Per part, its share of the works the joined chapter copies and it does not."""
         joined = "\n".join(p["text"] for p in parts)
@@ -346,7 +385,10 @@ class Engine:
         unit = prepare(joined, limit, f"split chapter {parts[0]['url']}")
         starts = np.cumsum([0] + [len(p["text"]) + 1 for p in parts[:-1]])
         offsets = [unit.located.content_before(int(s)) for s in starts]
-        chapter = [v for v in self.find_works(unit) if v.matched]
+        before = {w: v for works in previous.values() for w, v in works.items()}
+        chapter = [
+            v for v in self._recheck(unit, self.find_works(unit), before, "split") if v.matched
+        ]
         if not chapter:
             return {}
         ids = {
@@ -463,11 +505,12 @@ class Engine:
         (:meth:`process_stored_page`), so that its text goes to the works that explain it
         best. Matches on pages of ``authorised_sites`` are recorded as ``authorised``.
         """
-        self.check_epoch()
+        snap = self.ready()
         work = self.store.get_work(work_id, {"seq": 1})
         if work is None:
             raise UnusableText(f"no work with id {work_id}")
         affected = self._pages_sharing(work["_id"])
+        self._still(snap, "looking for the pages that copy a work")
         done: set[ObjectId] = set()
         sites = set(authorised_sites)
         for i in range(0, len(affected), PAGE_BATCH):
@@ -522,5 +565,12 @@ class Engine:
 
 
 def _release(lock: Any) -> None:
-    with suppress(redis.exceptions.LockError):  # expired meanwhile: nothing left to release
-        lock.release()
+    """Release a page lock; one that expired meanwhile, or a server that does not answer,
+    leaves nothing to do (the lock expires on its own)."""
+    try:
+        with redis_errors("releasing a page lock"):
+            lock.release()
+    except redis.exceptions.LockError:
+        pass
+    except IndexUnavailable as exc:
+        log.warning("could not release %s (it expires on its own): %s", lock.name, exc)

@@ -25,7 +25,7 @@ from typing import Any
 from matcher.archive import Archive, prune
 from matcher.engine import Engine
 from matcher.errors import MatcherError, redis_errors
-from matcher.keys import Keys
+from matcher.keys import TAG_GROUPS, Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import MAX_CRAWLERS
@@ -37,6 +37,9 @@ NEW_WORKS_STATE = "match_new_works.since"
 NEW_WORKS_OVERLAP = timedelta(minutes=5)
 FRONTIER_STATS = "fptrack/frontier/"
 INCREMENTAL_STATS = "fptrack/incremental/"
+LEASE_LOST = "lease_lost"
+"""A crawl process's finish reason when it could not renew its slot's lease: Redis was
+unreachable longer than a lease, or came back without the frontier."""
 
 
 class CrawlFailed(MatcherError):
@@ -47,8 +50,16 @@ class CrawlFailed(MatcherError):
         self.stats = stats or {}
 
 
-def process_page(engine: Engine, page_id: str) -> dict[str, Any]:
-    """Fingerprint and match one stored page; returns a summary."""
+def process_page(engine: Engine, page_id: str, if_pending: bool = False) -> dict[str, Any]:
+    """Fingerprint and match one stored page; returns a summary.
+
+    With ``if_pending`` (a task sent again for a page whose first one may be lost), a page
+    whose current text was matched already is left alone (``skipped``): the first task ran.
+    """
+    if if_pending:
+        doc = engine.store.get_page(page_id, {"pending": 1})
+        if doc is not None and not doc.get("pending"):
+            return {"page_id": page_id, "matches": 0, "new_matches": 0, "skipped": "matched"}
     authorised = engine.store.authorised_sites()
     records = engine.process_stored_page(page_id, authorised_sites=authorised)
     return {"page_id": page_id, "matches": len(records), "new_matches": _unalerted(records)}
@@ -96,6 +107,42 @@ def match_new_works(
     return {"works": len(works), "pending_pages": pages, "since": since}
 
 
+REQUEUE_BATCH = 1000
+"""Pages sent again by one run of :func:`requeue_pending` at most (the next run sends more)."""
+
+
+def requeue_pending(
+    ops: Operations,
+    enqueue_page: Callable[[str], None],
+    older_than: timedelta,
+    limit: int = REQUEUE_BATCH,
+) -> dict[str, Any]:
+    """Send ``process_page`` again for the pages whose task was lost; how many were sent.
+
+    A page is pending from its storing until its current text is matched. One whose last
+    ``process_page`` was sent more than ``older_than`` ago (``FPTRACK_PENDING_AFTER``), or
+    never sent (the broker was down) and stored that long ago, lost its task: to a worker
+    killed while the broker kept nothing, to a broker restarted empty. Each is sent again
+    and marked as sent now, so it waits ``older_than`` again before another try; a page
+    whose task failed for good since its last send (a failure record) is left to the daily
+    :func:`match_new_works` and the operator. Idempotent: the task sent skips a page
+    matched meanwhile (``if_pending``).
+
+    Beat sends this job's task on the page queue, which is first in, first out, with an
+    expiry of its interval: when it runs, every message sent before it was delivered, so
+    a page whose message still waits behind a backlog is not sent twice (while workers
+    are behind, the task expires unrun).
+    """
+    sent_at = now()
+    pages = ops.stale_pending_pages(sent_at - older_than, limit)
+    for page in pages:
+        enqueue_page(str(page["_id"]))
+        ops.store.mark_enqueued(page["_id"], page["content_hash"], sent_at)
+    if pages:
+        log.warning("process_page sent again for %d page(s) whose task was lost", len(pages))
+    return {"pages": len(pages)}
+
+
 def crawl_site(
     settings: Settings,
     ops: Operations,
@@ -135,7 +182,8 @@ def crawl_site(
             error=error, stats=stats,
         )  # fmt: skip
         raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
-    outcome = "lost" if returncode < 0 else ("failed" if error else "finished")
+    lease_lost = stats.get("finish_reason") == LEASE_LOST
+    outcome = "lost" if returncode < 0 or lease_lost else ("failed" if error else "finished")
     record_crawler_ended(ops, site.name, lease, outcome, stats, error)
     if error and returncode >= 0:
         raise CrawlFailed(error, stats)
@@ -145,6 +193,7 @@ def crawl_site(
         "slot": lease["slot"],
         "pages": stats.get("fptrack/pages", 0),
         "ended_run": bool(stats.get(FRONTIER_STATS + "ended_run")),
+        "lease_lost": lease_lost,
     }
 
 
@@ -286,6 +335,42 @@ class _CrawlProcess:
         return max(0.0, self.deadline - time.monotonic())
 
 
+def close_lost_crawls(ops: Operations, redis_client: Any, keys: Keys) -> list[str]:
+    """Close the records of crawler processes that died; the ids of the runs so ended.
+
+    A process's record says ``running`` from its start until its worker records its end;
+    a worker killed with it (SIGKILL, a lost machine) never does. Such a process no longer
+    holds its lease: its slot's lock (``FPTRACK_CRAWL_LEASE``) has expired or holds
+    another token. Its part is marked ``lost`` (at the time its loss is seen) and the run's
+    summary written again: ``interrupted`` when no process of the run runs any more and
+    none ended it, with the pages stored since the run started counted from the store
+    (:meth:`matcher.operations.Operations.record_crawl_process`). :func:`resume_crawls`
+    then resumes the run from its frontier; a run whose frontier is gone too (Redis lost
+    it) is crawled anew by the site's next scheduled crawl.
+    """
+    ended = []
+    for run in ops.running_crawls():
+        running = {
+            token: part
+            for token, part in (run.get("processes") or {}).items()
+            if part.get("outcome") == "running" and isinstance(part.get("slot"), int)
+        }
+        if not running:
+            continue
+        crawl = keys.crawl(run["site"])
+        with redis_errors("reading the crawl leases"):
+            holders = redis_client.mget([crawl.slot_lock(p["slot"]) for p in running.values()])
+        lost = [
+            token
+            for token, holder in zip(running, holders, strict=True)
+            if holder is None or holder.decode() != token
+        ]
+        if lost and ops.close_crawl_processes(run["run_id"], lost)["outcome"] != "running":
+            log.warning("crawl run %s of %s closed: its processes died", run["run_id"], run["site"])
+            ended.append(run["run_id"])
+    return ended
+
+
 def resume_crawls(
     redis_client: Any, keys: Keys, sites: set[str], enqueue_crawl: Callable[[str], None]
 ) -> list[str]:
@@ -294,10 +379,12 @@ def resume_crawls(
     A crawl whose every process stopped early (``FPTRACK_CRAWL_TIMEOUT``, a worker shut
     down) or died (a lost machine) keeps its frontier; once their leases have expired
     (``FPTRACK_CRAWL_LEASE``), this sends ``crawl_site`` for the site, and the new process
-    puts the dead ones' requests back and resumes the run. Beat runs it every lease, so a
-    crawl resumes within two leases of a crash instead of waiting for the site's next
-    schedule or the task's redelivery (``FPTRACK_VISIBILITY_TIMEOUT``). The frontier of a
-    site no longer in ``sites`` (removed) is deleted. Returns the sites it started.
+    joins the same run (same run id and record), puts the dead ones' requests back and
+    goes on from the frontier: what was fetched is not fetched again. Beat runs it every
+    lease, so a crawl resumes within two leases of a crash instead of waiting for the
+    site's next schedule (a crawl's message is acknowledged as it starts: it is never
+    delivered again). The frontier of a site no longer in ``sites`` (removed) is deleted.
+    Returns the sites it started.
     """
     started = []
     with redis_errors("looking for abandoned crawls"):
@@ -359,3 +446,70 @@ def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
     }
     ops.save_report(report["day"], report)
     return report
+
+
+SHORTFALL_SAMPLES = 3
+"""Counts of stored and indexed owners the heal job takes, a moment apart; the smallest
+shortfall counts (a page being matched is briefly stored and not yet indexed)."""
+
+
+def heal_indexes(
+    engine: Engine,
+    enqueue_page: Callable[[str], None],
+    enqueue_work: Callable[[str], None],
+) -> dict[str, Any]:
+    """The heal job (beat, every :data:`matcher.schedules.HEAL_SECONDS` s): rebuild the tag
+    groups Redis lost (:mod:`matcher.integrity`), or a side that holds fewer owners than the
+    store at two runs in a row (a failover to a replica that missed the last writes); then
+    match again what a lost part could have touched since the indexes were last seen whole:
+    the pages matched and the works registered in that time. Idempotent."""
+    integrity = engine.integrity
+    state = integrity.state
+    result: dict[str, Any] = {"lost_groups": [], "rebuilt": [], "pages": 0, "works": 0}
+    seen_at = now()
+    snap = integrity.snapshot()
+    if not snap.whole:
+        result["lost_groups"] = snap.lost
+        engine.ready()
+    else:
+        short = _shortfall(engine)
+        before = state.shortfall()
+        state.shortfall(short)
+        for kind, missing in short.items():
+            if missing > 0 and before.get(kind, 0) > 0 and missing >= before[kind]:
+                reason = f"the {kind}s' index held {missing} fewer owners than the store"
+                integrity.rebuild(range(TAG_GROUPS), reason, (kind,))
+                state.shortfall({**short, kind: 0})
+                result["rebuilt"].append(kind)
+        if integrity.unchanged(snap):
+            state.seen_whole(seen_at)
+    since = state.rematch_since()
+    until = state.last_heal_at()
+    if since is not None and until is not None:
+        for page_id in state.touched_pages(since, until):
+            enqueue_page(page_id)
+            result["pages"] += 1
+        for work_id in state.touched_works(since, until):
+            enqueue_work(work_id)
+            result["works"] += 1
+        state.rematched(since)
+    return result
+
+
+def _shortfall(engine: Engine) -> dict[str, int]:
+    """Owners with stored fingerprints that the index does not hold, per kind (the least
+    of a few counts)."""
+    state = engine.integrity.state
+    sides = {"work": engine.works, "page": engine.pages}
+    if not engine.index_pages:
+        del sides["page"]
+    least: dict[str, int] = {}
+    for i in range(SHORTFALL_SAMPLES):
+        if i:
+            time.sleep(0.2)
+        stored = state.indexable()
+        with redis_errors("counting the indexes"):
+            for kind, side in sides.items():
+                missing = stored[kind] - side.simhash.entries()
+                least[kind] = min(least.get(kind, missing), missing)
+    return least

@@ -27,6 +27,7 @@ key needs no lookup.
 from __future__ import annotations
 
 from binascii import crc_hqx
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -88,6 +89,11 @@ def group_tags(groups: int = TAG_GROUPS) -> tuple[str, ...]:
         tag = next(f"{n:04x}" for n in range(1 << 16) if low <= key_slot(b"%04x" % n) < high)
         tags.append("{" + tag + "}")
     return tuple(tags)
+
+
+def group_slot(group: int) -> int:
+    """The Redis Cluster hash slot of every key of tag group ``group``."""
+    return key_slot(group_tags()[group].encode())
 
 
 @cache
@@ -245,16 +251,31 @@ class Keys:
         """A SCAN pattern of every key under the prefix."""
         return f"{self.prefix}:*"
 
-    @property
-    def epoch(self) -> str:
-        """A token written when the indexes are made or rebuilt: gone when Redis lost them
-        (:meth:`matcher.engine.Engine.check_epoch`)."""
-        return f"{self.prefix}:epoch"
+    def marker(self, group: int) -> str:
+        """Tag group ``group``'s marker: a token written when the group's part of every
+        index was built or rebuilt, in the group's own hash slot, so it is lost with them
+        (:mod:`matcher.integrity`)."""
+        return f"{self.prefix}:index:{group_tags()[group]}:marker"
+
+    def group_heads(self, group: int, kinds: Iterable[str] = ("work", "page")) -> list[str]:
+        """What every index key of tag group ``group`` starts with, for the sides ``kinds``
+        (``work``: with the segments' verification data), and the group's marker."""
+        tag = group_tags()[group]
+        heads = []
+        for kind in kinds:
+            side = self.works if kind == "work" else self.pages
+            heads += [
+                self.simhash(side).tagged(group) + ":",
+                self.windows(side).tagged(group) + ":",
+            ]
+            if kind == "work":
+                heads.append(f"{self.prefix}:works:anchors:{tag}:")
+        return [*heads, self.marker(group)]
 
     @property
-    def rebuild_lock(self) -> str:
-        """Held while one process rebuilds lost indexes from the store."""
-        return f"{self.prefix}:lock:rebuild"
+    def index_pattern(self) -> str:
+        """A SCAN pattern of the keys of every index (and of nothing else under the prefix)."""
+        return f"{glob_escape(self.prefix)}:*{{????}}*"
 
     def page_lock(self, seq: int) -> str:
         """Held while a page (and the split chapter it belongs to) is matched and written."""

@@ -15,6 +15,13 @@ figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.id
 
 Each step can run again: a migration stopped half-way (a crash, an outage) is finished by
 running it again, and running it on a migrated database changes nothing.
+
+Step 2 changes the shard keys of ``matches`` (``page_id``) and ``fingerprints``
+(``owner_id``), which MongoDB cannot do with a multi-document update on a sharded
+collection: with pages still to move and either collection sharded
+(:func:`sharded_collections`), nothing is changed and :class:`StoreError` says to migrate
+before sharding. Every other step writes by full shard key, so a migrated database that
+is sharded since may be migrated again.
 """
 
 from __future__ import annotations
@@ -22,12 +29,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bson import ObjectId
-from pymongo.errors import DuplicateKeyError
+from pymongo.database import Database
+from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from matcher import ids, tallies
 from matcher.store import KINDS, Store, StoreError, mongo_errors
 
 BATCH = 500
+REKEYED = ("matches", "fingerprints")
+"""The collections whose shard-key values moving a page rewrites."""
+LEGACY_PAGES = {"_id": {"$type": "objectId"}}
+NAMESPACE_NOT_FOUND = 26
 
 
 @dataclass
@@ -45,9 +57,17 @@ class Migrated:
 def migrate(store: Store) -> Migrated:
     """Run every step (see the module docstring); returns what changed."""
     done = Migrated()
+    if store.db.pages.find_one(LEGACY_PAGES, {"_id": 1}) is not None:
+        sharded = sorted(sharded_collections(store.db, REKEYED))
+        if sharded:
+            raise StoreError(
+                f"database {store.db.name!r} has pages of the earlier layout, and moving them"
+                f" rewrites shard keys of {', '.join(sharded)}, which a sharded MongoDB refuses:"
+                " run fptrack migrate before sharding (deploy/SCALING.md)"
+            )
     store.ensure_indexes()
     while True:
-        batch = list(store.db.pages.find({"_id": {"$type": "objectId"}}).limit(BATCH))
+        batch = list(store.db.pages.find(LEGACY_PAGES).limit(BATCH))
         if not batch:
             break
         for doc in batch:
@@ -55,6 +75,34 @@ def migrate(store: Store) -> Migrated:
     done.counters = _stripe_counters(store)
     done.tallies = tallies.recount(store.db)
     return done
+
+
+def sharded_collections(db: Database, names: tuple[str, ...]) -> set[str]:
+    """Which of the collections ``names`` of ``db`` are sharded.
+
+    A sharded cluster lists its sharded collections in ``config.collections`` (read
+    through a mongos; MongoDB 8.0 also lists there, ``unsplittable``, collections it tracks
+    unsharded); a replica set or a standalone server has no such collection. A user who
+    may not read the config database is answered by ``collStats``' ``sharded`` flag (a
+    mongos sets it).
+    """
+    namespaces = {f"{db.name}.{name}": name for name in names}
+    try:
+        found = db.client["config"]["collections"].find(
+            {"_id": {"$in": list(namespaces)}, "unsplittable": {"$ne": True}}, {"_id": 1}
+        )
+        return {namespaces[d["_id"]] for d in found}
+    except OperationFailure:  # not authorised on the config database
+        pass
+    sharded = set()
+    for name in names:
+        try:
+            if db.command("collStats", name).get("sharded"):
+                sharded.add(name)
+        except OperationFailure as exc:
+            if exc.code != NAMESPACE_NOT_FOUND:
+                raise StoreError(f"cannot tell whether {name} is sharded: {exc}") from exc
+    return sharded
 
 
 def _move_page(store: Store, doc: dict, done: Migrated) -> None:

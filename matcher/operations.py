@@ -118,9 +118,7 @@ class Operations:
         The run's record is created by its first process (``started_at``: the run's start,
         given as ``run_started_at``). ``fields`` go under ``processes.<process>`` (see
         :mod:`matcher.crawl_runs`); ``lost`` names processes this one found dead (their
-        requests put back), marked ``lost`` unless they recorded an end of their own. The
-        summary (outcome, merged stats...) is written only over the version it was computed
-        from, so processes ending at once cannot overwrite each other's part.
+        requests put back), marked ``lost`` unless they recorded an end of their own.
         """
         if not _TOKEN.match(process) or not all(_TOKEN.match(t) for t in lost):
             raise StoreError(f"not a crawler process token: {process!r} {lost!r}")
@@ -134,23 +132,111 @@ class Operations:
         }
         if started is not None:
             update["$setOnInsert"] = {"started_at": started}
-        doc = self.db.crawls.find_one_and_update(
-            {"run_id": str(run_id)}, update, upsert=True, return_document=ReturnDocument.AFTER
-        )
-        for token in lost:
+        self.db.crawls.find_one_and_update({"run_id": str(run_id)}, update, upsert=True)
+        self._mark_lost(str(run_id), lost)
+        return self._summarize(str(run_id))
+
+    @mongo_errors
+    def running_crawls(self) -> list[dict]:
+        """The crawl runs whose record says a crawler process runs: id, site, processes."""
+        fields = {"run_id": 1, "site": 1, "processes": 1}
+        return list(self.db.crawls.find({"outcome": "running"}, fields).limit(MAX_LIST))
+
+    @mongo_errors
+    def close_crawl_processes(self, run_id: str, tokens: Sequence[str]) -> dict:
+        """Mark a run's processes ``tokens`` ``lost`` (those still ``running``: they died
+        without recording an end), then write the run's summary; the run's record."""
+        if not all(isinstance(t, str) and _TOKEN.match(t) for t in tokens):
+            raise StoreError(f"not crawler process tokens: {tokens!r}")
+        self._mark_lost(str(run_id), tuple(tokens), at=now())
+        return self._summarize(str(run_id))
+
+    def _mark_lost(self, run_id: str, tokens: tuple[str, ...], at: datetime | None = None) -> None:
+        for token in tokens:
+            fields: dict[str, Any] = {f"processes.{token}.outcome": "lost"}
+            if at is not None:
+                fields[f"processes.{token}.finished_at"] = at
             self.db.crawls.update_one(
-                {"run_id": str(run_id), f"processes.{token}.outcome": "running"},
-                {"$set": {f"processes.{token}.outcome": "lost"}, "$inc": {"version": 1}},
+                {"run_id": run_id, f"processes.{token}.outcome": "running"},
+                {"$set": fields, "$inc": {"version": 1}},
             )
+
+    def _summarize(self, run_id: str) -> dict:
+        """Write the run's summary (:func:`matcher.crawl_runs.summary`) with its pages counted
+        from the store: those of its site stored or fetched again since the run started, by
+        any of its processes, dead ones included (a process's own count dies with it). The
+        summary is written only over the version it was computed from, so processes ending
+        at once cannot overwrite each other's part."""
         for _ in range(20):
-            doc = self.db.crawls.find_one({"run_id": str(run_id)})
+            doc = self.db.crawls.find_one({"run_id": run_id})
+            if doc is None:
+                raise StoreError(f"no crawl run {run_id!r}")
+            summary = crawl_runs.summary(doc.get("processes") or {}, self._run_pages(doc))
             done = self.db.crawls.update_one(
-                {"run_id": str(run_id), "version": doc["version"]},
-                {"$set": crawl_runs.summary(doc.get("processes") or {})},
+                {"run_id": run_id, "version": doc.get("version")}, {"$set": summary}
             )
-            if done.modified_count or done.matched_count:
-                return self.db.crawls.find_one({"run_id": str(run_id)})
+            if done.matched_count:
+                return self.db.crawls.find_one({"run_id": run_id})
         raise StoreError(f"crawl run {run_id}: its summary kept changing under it")
+
+    def _run_pages(self, run: dict) -> int | None:
+        """Pages of the run's site last seen since the run started (None: no start known)."""
+        started = run.get("started_at")
+        if not isinstance(started, datetime) or not run.get("site"):
+            return None
+        query = {"site": site_name(run["site"]), "last_seen": {"$gte": started}}
+        return self.db.pages.count_documents(query)
+
+    # pending pages -----------------------------------------------------------------------
+
+    @mongo_errors
+    def stale_pending_pages(
+        self, sent_before: datetime, limit: int, *, task: str = "fptrack.process_page"
+    ) -> list[dict]:
+        """Up to ``limit`` pending pages (their current text never matched) whose last
+        ``task`` was sent before ``sent_before``, or never sent and fetched before it, oldest
+        first: ``_id`` and ``content_hash``. A page whose ``task`` failed for good since it
+        was last sent (a ``failures`` record newer than its ``enqueued_at``) is left out.
+        At most ``10 * limit`` pending pages are looked at."""
+        sent_before = _when(sent_before)
+        query = {
+            "pending": True,
+            "$or": [
+                {"enqueued_at": {"$lt": sent_before}},
+                {"enqueued_at": {"$exists": False}, "fetched_at": {"$lt": sent_before}},
+            ],
+        }
+        fields = {"_id": 1, "content_hash": 1, "enqueued_at": 1}
+        cursor = self.db.pages.find(query, fields).sort("seq", ASCENDING).limit(10 * int(limit))
+        out: list[dict] = []
+        batch: list[dict] = []
+        for doc in cursor:
+            batch.append(doc)
+            if len(batch) == 500:
+                out += self._not_failed(batch, task)
+                batch = []
+            if len(out) >= limit:
+                break
+        out += self._not_failed(batch, task)
+        return out[: int(limit)]
+
+    def _not_failed(self, pages: list[dict], task: str) -> list[dict]:
+        """``pages`` but those whose ``task`` failed for good after it was last sent."""
+        if not pages:
+            return []
+        refs = [str(p["_id"]) for p in pages]
+        failed = {
+            f["ref"]: f["failed_at"]
+            for f in self.db.failures.find(
+                {"task": str(task), "ref": {"$in": refs}}, {"ref": 1, "failed_at": 1}
+            )
+        }
+        return [
+            p
+            for p in pages
+            if str(p["_id"]) not in failed
+            or (p.get("enqueued_at") is not None and p["enqueued_at"] > failed[str(p["_id"])])
+        ]
 
     @mongo_errors
     def last_crawls(self, site: str | None = None, limit: int = 20) -> list[dict]:
@@ -271,11 +357,17 @@ class Operations:
     @mongo_errors
     def revoke_api_token(self, *, token_id: str, username: str | None = None) -> bool:
         """Revoke the token whose id (its digest's first characters) is ``token_id``, of
-        ``username`` when given; whether one was revoked."""
+        ``username`` when given; whether one was revoked. The token is found first, then
+        revoked by its digest (``_id``, the shard key)."""
         query: dict[str, Any] = {"token_id": _plain_str(token_id, "token id"), "revoked_at": None}
         if username is not None:
             query["username"] = _plain_str(username, "username")
-        result = self.db.api_tokens.update_one(query, {"$set": {"revoked_at": now()}})
+        found = self.db.api_tokens.find_one(query, {"_id": 1})
+        if found is None:
+            return False
+        result = self.db.api_tokens.update_one(
+            {"_id": found["_id"], "revoked_at": None}, {"$set": {"revoked_at": now()}}
+        )
         return result.modified_count == 1
 
     @mongo_errors
@@ -520,8 +612,12 @@ class Operations:
     def set_status(self, match_id: str, status: str, note: str = "", by: str = "") -> bool:
         """Set a match's review status (with a note and who set it); keeps the tallies."""
         status = status_name(status)
+        oid = object_id(match_id, "match id")
+        found = self.db.matches.find_one({"_id": oid}, {"page_id": 1})  # its shard key
+        if found is None:
+            return False
         before = self.db.matches.find_one_and_update(
-            {"_id": object_id(match_id, "match id")},
+            {"page_id": found["page_id"], "_id": oid},
             {
                 "$set": {
                     "status": status,

@@ -189,6 +189,33 @@ def delete_matching(client: IndexClient, pattern: str, what: str) -> int:
     return deleted
 
 
+def delete_heads(
+    client: IndexClient, pattern: str, heads: Sequence[str], slots: Iterable[int], what: str
+) -> int:
+    """UNLINK every key that starts with one of ``heads``; returns the count.
+
+    On a cluster the keys are those of ``slots`` (``CLUSTER GETKEYSINSLOT`` on the slot's
+    node: the keys of one tag group share a slot); on one server, the keys ``pattern``
+    matches (SCAN). Either way only keys starting with a head are deleted.
+    """
+    starts = tuple(h.encode() for h in heads)
+    if is_cluster(client):
+        found: list[bytes] = []
+        with redis_errors(what):
+            for slot in sorted(set(slots)):
+                count = client.cluster_countkeysinslot(slot)
+                if count:
+                    found += client.cluster_get_keys_in_slot(slot, count)
+    else:
+        with redis_errors(what):
+            found = list(scan(client, pattern))
+    names = [k.encode() if isinstance(k, str) else k for k in found]  # GETKEYSINSLOT: str
+    doomed = [k for k in names if k.startswith(starts)]
+    if doomed:
+        unlink(client, doomed, what)
+    return len(doomed)
+
+
 def _unlink(client: IndexClient, pipe: Any, keys: list[bytes]) -> int:
     """Queue UNLINKs of ``keys`` on ``pipe``: one command, or one per slot on a cluster."""
     if not keys:

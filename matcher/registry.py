@@ -113,7 +113,7 @@ class Registry:
             self.unindex(doc["_id"])
             self._release_twins(doc["_id"], digest)
         twin = self.store.twin_of(doc["_id"], digest)
-        self.store.set_same_text(doc["_id"], twin["_id"] if twin else None)
+        self.store.set_same_text(doc["_id"], twin["_id"] if twin else None, key=doc["key"])
         self._index(doc, text, segments, cores, fresh=created, indexed=twin is None)
         return str(doc["_id"])
 
@@ -127,9 +127,9 @@ class Registry:
     def _promote(self, twins: list[dict]) -> None:
         """``twins`` (one text, earliest first) lost the work they were twins of."""
         head, *rest = twins
-        self.store.set_same_text(head["_id"], None)
+        self.store.set_same_text(head["_id"], None, key=head["key"])
         for twin in rest:
-            self.store.set_same_text(twin["_id"], head["_id"])
+            self.store.set_same_text(twin["_id"], head["_id"], key=twin["key"])
         self.reindex(str(head["_id"]))
 
     def reindex(self, work_id: str) -> None:

@@ -10,10 +10,18 @@ since the last run against all pages, the Daguan daily task) and, an hour later,
 no page or match refers to any more, :func:`matcher.jobs.prune_archive`); ``daily:digest``
 at ``FPTRACK_DIGEST_AT`` (default 08:00 UTC) sends the alert digests; every
 ``FPTRACK_CRAWL_LEASE`` seconds ``crawls:resume`` restarts the crawls that every crawler
-process left unfinished (:func:`matcher.jobs.resume_crawls`); and every minute
-``alerts:deliver`` sends the alerts due (retries, :mod:`matcher.alerts`).
+process left unfinished, after closing the runs whose processes died
+(:func:`matcher.jobs.close_lost_crawls`, :func:`matcher.jobs.resume_crawls`); every minute
+``alerts:deliver`` sends the alerts due (retries, :mod:`matcher.alerts`); every half
+``FPTRACK_PENDING_AFTER`` (at most a minute) ``pages:requeue-pending`` sends ``process_page``
+again for the pages whose task was lost (:func:`matcher.jobs.requeue_pending`), its message
+expiring after that interval; and every :data:`HEAL_SECONDS` seconds ``index:heal``
+rebuilds what Redis lost of the indexes (:func:`matcher.jobs.heal_indexes`).
 redbeat reads its entries from Redis on every tick, so an entry saved
-here (from the CLI or the admin) takes effect without restarting beat.
+here (from the CLI or the admin) takes effect without restarting beat. A new entry counts as
+last run when it is saved (Celery's ``ScheduleEntry``), so it first runs at its next time.
+:meth:`Schedules.save_all` saves every entry from the store's sites; beat calls it at start
+and again when Redis came back without them (:meth:`Schedules.lost`, :mod:`matcher.beat`).
 
 Site schedules (:attr:`matcher.sites.SiteConfig.schedule`): ``daily`` runs once a day at a
 minute of the day derived from the site's name (stable, so sites spread over the day),
@@ -23,6 +31,7 @@ minute of the day derived from the site's name (stable, so sites spread over the
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -45,6 +54,10 @@ DAILY_PRUNE = "daily:prune-archive"
 RESUME_CRAWLS = "crawls:resume"
 DAILY_DIGEST = "daily:digest"
 DELIVER_ALERTS = "alerts:deliver"
+HEAL_INDEXES = "index:heal"
+HEAL_SECONDS = 30
+"""How often the heal job looks for lost index groups (:func:`matcher.jobs.heal_indexes`)."""
+REQUEUE_PENDING = "pages:requeue-pending"
 RECRAWL_EXPIRES = 300
 
 
@@ -80,6 +93,16 @@ def parse_schedule(spec: str, name: str = "") -> schedule | crontab | None:
         except (ValueError, IndexError, OverflowError) as exc:
             raise SiteConfigError(f"bad cron schedule {spec!r}: {exc}") from None
     raise SiteConfigError(f"unknown schedule {spec!r}")
+
+
+def requeue_interval(pending_after: int) -> int:
+    """Seconds between two sweeps for pages whose task was lost: half ``pending_after``,
+    at least 1, at most 60.
+
+    >>> requeue_interval(120), requeue_interval(4), requeue_interval(3600)
+    (60, 2, 60)
+    """
+    return max(1, min(60, pending_after // 2))
 
 
 def recrawl_expiry(sched: schedule | crontab) -> float:
@@ -150,8 +173,9 @@ class Schedules:
     def ensure_daily(self, settings: Settings) -> None:
         """Save the fixed jobs: the daily ones at ``settings.daily_at`` (UTC), an hour later
         and two hours later, the resumption of abandoned crawls every
-        ``settings.crawl_lease`` s, the alert digests at ``settings.digest_at`` and the
-        alerts' delivery sweep every minute."""
+        ``settings.crawl_lease`` s, the alert digests at ``settings.digest_at``, the
+        alerts' delivery sweep every minute and the sweep for lost page tasks every
+        :func:`requeue_interval` s."""
         hour, minute = (int(x) for x in settings.daily_at.split(":"))
         self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
         report = crontab(minute=minute, hour=(hour + 1) % 24)
@@ -164,6 +188,26 @@ class Schedules:
         self._entry(DAILY_DIGEST, "fptrack.send_digests", crontab(minute=minute, hour=hour))
         sweep = schedule(timedelta(seconds=SWEEP_SECONDS))
         self._entry(DELIVER_ALERTS, "fptrack.deliver_alerts", sweep)
+        every = requeue_interval(settings.pending_after)
+        requeue = schedule(timedelta(seconds=every))
+        options = {"expires": float(every)}
+        self._entry(REQUEUE_PENDING, "fptrack.requeue_pending", requeue, options=options)
+        heal = schedule(timedelta(seconds=HEAL_SECONDS))
+        self._entry(HEAL_INDEXES, "fptrack.heal_indexes", heal, options={"expires": HEAL_SECONDS})
+
+    def save_all(self, settings: Settings, sites: Iterable[SiteConfig]) -> int:
+        """Save the fixed jobs and the entries of ``sites`` (the store's); returns how many
+        sites have a crawl scheduled."""
+        self.ensure_daily(settings)
+        return sum(self.sync_site(site) for site in sites)
+
+    def lost(self) -> bool:
+        """Whether the fixed jobs' entries are gone from Redis: a server that restarted
+        without its data (or was flushed) since they were saved."""
+        ensure_conf(self.app)  # redbeat's settings, which name the keys
+        key = RedBeatSchedulerEntry.generate_key(self.app, DAILY_MATCH)
+        with redis_errors("reading the schedules"):
+            return not get_redis(self.app).exists(key)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every entry: name, task, args, schedule and next due time."""

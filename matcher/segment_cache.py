@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from bson import ObjectId
@@ -108,6 +108,21 @@ class SegmentData:
             for owner in wanted.keys() - found.keys():
                 self.problem(f"work segment {owner} is in the index but not in the store")
         return found
+
+    def of_works(self, work_ids: Iterable[ObjectId]) -> Iterator[Parsed]:
+        """Every segment of the works ``work_ids``, read from the store (not from the index,
+        which may have lost them): the verification of a match before it is let go."""
+        for work_id in work_ids:
+            for fp in self.store.owner_fingerprints("work", work_id, "anchors"):
+                blob = bytes(fp["value"])
+                ref = segment_ref(blob, work_id)
+                parsed = self.cache.get(ref)
+                if parsed is None:
+                    parsed = self._parse(int(fp["seq"]), blob)
+                    if parsed is None:
+                        continue
+                    self.cache.put(ref, parsed, len(blob))
+                yield parsed
 
     def remember(self, blob: bytes, work_id: ObjectId) -> None:
         """Parse and cache a blob read in bulk (the embedded scan's index load)."""

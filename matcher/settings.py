@@ -87,7 +87,7 @@ class RedisTarget:
         if url.startswith(SERVER_SCHEMES):
             return cls(url)
         raise SettingsError(
-            f"not a Redis URL: {_shown(url)!r} (give redis://, rediss://, unix://,"
+            f"not a Redis URL: {redact_url(url)!r} (give redis://, rediss://, unix://,"
             f" {CLUSTER_SCHEME} or {SENTINEL_SCHEME})"
         )
 
@@ -100,7 +100,7 @@ class RedisTarget:
         service, _, db = path.rstrip("/").partition("/")
         bad_service = not service or any(c in service for c in " ?#/")
         if "?" in rest or "#" in rest or bad_service or (db and not db.isdigit()):
-            raise SettingsError(f"{_shown(url)!r} is not {SENTINEL_FORM}")
+            raise SettingsError(f"{redact_url(url)!r} is not {SENTINEL_FORM}")
         return cls(
             url,
             _hosts(url, hosts, DEFAULT_SENTINEL_PORT),
@@ -128,13 +128,18 @@ def _hosts(url: str, text: str, default_port: int) -> tuple[tuple[str, int], ...
             if not sep:
                 host, port = part, ""
         if not host or (port and not port.isdigit()) or not 0 < int(port or 1) < 65536:
-            raise SettingsError(f"{_shown(url)!r}: {part!r} is not host:port")
+            raise SettingsError(f"{redact_url(url)!r}: {part!r} is not host:port")
         hosts.append((host, int(port or default_port)))
     return tuple(hosts)
 
 
-def _shown(url: str) -> str:
-    """``url`` with its password, if any, replaced by ``***`` (for error messages)."""
+def redact_url(url: str) -> str:
+    """``url`` with its password, if any, replaced by ``***`` (for messages and logs; unlike
+    kombu's ``maybe_sanitize_url``, it reads the host lists of cluster and Sentinel URLs).
+
+    >>> redact_url("redis+sentinel://:s3cret@10.0.0.1,10.0.0.2/fptrack/0")
+    'redis+sentinel://:***@10.0.0.1,10.0.0.2/fptrack/0'
+    """
     scheme, sep, rest = url.partition("://")
     authority, slash, path = rest.partition("/")
     userinfo, at, hosts = authority.rpartition("@")
@@ -211,11 +216,16 @@ class Settings:
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
-    page_lock_seconds: int = 300
+    page_lock_seconds: int = 30
     """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
     the other parts of its chapter) this long before a redelivered task may match it."""
     broker_url: str = ""
-    visibility_timeout: int = 7200
+    visibility_timeout: int = 120
+    """Seconds after a worker's last heartbeat before the broker hands its unacknowledged
+    tasks to another worker (:mod:`matcher.heartbeat`)."""
+    pending_after: int = 120
+    """Seconds after its last ``process_page`` was sent before a page still pending is sent
+    again by beat's sweep (:func:`matcher.jobs.requeue_pending`)."""
     task_max_retries: int = 8
     crawl_timeout: int = 6000
     crawl_lease: int = 120
@@ -279,12 +289,12 @@ class Settings:
         for name in (
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
-            "api_rate_per_minute",
+            "api_rate_per_minute", "pending_after",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
-        if self.visibility_timeout <= self.crawl_timeout:
-            raise SettingsError("visibility_timeout must exceed crawl_timeout (seconds)")
+        if self.visibility_timeout < 2:
+            raise SettingsError("visibility_timeout must be at least 2 s")
         if self.task_max_retries < 0 or self.crawl_timeout < 1:
             raise SettingsError("task_max_retries must be >= 0 and crawl_timeout >= 1")
         if not 3 <= self.crawl_lease <= self.crawl_timeout:

@@ -62,7 +62,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -186,18 +186,26 @@ class SimhashIndex:
         self._edit(self._scripts.remove, ids, values, "removing from the simhash index")
 
     def bulk_load(
-        self, ids: Sequence[int] | np.ndarray, values: Sequence[int] | np.ndarray
+        self,
+        ids: Sequence[int] | np.ndarray,
+        values: Sequence[int] | np.ndarray,
+        groups: Collection[int] | None = None,
     ) -> None:
         """Fill an empty index: buckets built with numpy, split as needed, SET slot by slot.
 
-        Not atomic: the parameters and record counts are written first, so an interrupted
-        load leaves an index that refuses another bulk load until it is cleared. Loading
-        nothing (a new deployment's empty store) writes nothing.
+        ``groups``: fill only the buckets of these tag groups, which must be empty (the
+        others are left as they are: a rebuild of the groups Redis lost,
+        :mod:`matcher.integrity`); every pair is given, as for the whole index, so that each
+        group's split limit is the one of a whole load. Not atomic: the parameters and
+        record counts are written first, so an interrupted load leaves an index that
+        refuses another bulk load until it is cleared. Loading nothing (a new deployment's
+        empty store) writes nothing.
         """
         ids, values = self._pairs(ids, values)
         what = "bulk-loading the simhash index"
+        chosen = sorted(set(range(TAG_GROUPS) if groups is None else groups))
         counts, versions = self._group_meta(what)
-        if sum(counts) or any(versions):
+        if any(counts[g] or versions[g] for g in chosen):
             raise ValueError(f"bulk_load needs an empty index; clear {self._prefix!r} first")
         if not len(ids):
             return
@@ -206,12 +214,13 @@ class SimhashIndex:
             keys = gather(values, table.bucket)
             per_group += np.bincount(keys % _U64(TAG_GROUPS), minlength=TAG_GROUPS)
         k = self._keys
-        meta = [(k.params(g), self._params_json) for g in range(TAG_GROUPS)]
-        meta += [(k.records(g), str(n)) for g, n in enumerate(per_group.tolist()) if n]
+        meta = [(k.params(g), self._params_json) for g in chosen]
+        meta += [(k.records(g), str(int(per_group[g]))) for g in chosen if per_group[g]]
         set_buckets(self._client, meta, what)
         splits: dict[bytes, int] = {}
         limits = [self._limit(int(n)) for n in per_group]
-        set_buckets(self._client, self._bulk_buckets(ids, values, limits, splits), what)
+        leaves = self._bulk_buckets(ids, values, limits, splits, set(chosen))
+        set_buckets(self._client, leaves, what)
         if not splits:
             return
         by_group: dict[int, dict[bytes, int]] = {}
@@ -272,7 +281,11 @@ class SimhashIndex:
         directories = [n for g in range(TAG_GROUPS) for n in (k.version(g), k.split(g))]
         unlink(self._client, directories, what)
         delete_matching(self._client, self._keys.everything, what)
-        self._set_directory({g: (b"", {}) for g in range(TAG_GROUPS)})
+        self.forget(range(TAG_GROUPS))
+
+    def forget(self, groups: Iterable[int]) -> None:
+        """Drop what this object cached of ``groups`` (their keys were deleted or lost)."""
+        self._set_directory({g: (b"", {}) for g in groups})
         self._refused.clear()
         self._claimed = False
 
@@ -592,10 +605,15 @@ class SimhashIndex:
         return leaves
 
     def _bulk_buckets(
-        self, ids: np.ndarray, values: np.ndarray, limits: list[float], splits: dict[bytes, int]
+        self,
+        ids: np.ndarray,
+        values: np.ndarray,
+        limits: list[float],
+        splits: dict[bytes, int],
+        chosen: set[int],
     ) -> Iterator[tuple[bytes, bytes]]:
-        """(name, payload) of every leaf of a bulk load (``limits``: the split limit of each
-        tag group); split buckets are added to ``splits``."""
+        """(name, payload) of every leaf of a bulk load in the ``chosen`` tag groups
+        (``limits``: the split limit of each group); split buckets are added to ``splits``."""
         width = self._fmt.width
         for t, table in enumerate(self._layout.tables):
             keys = gather(values, table.bucket)
@@ -613,6 +631,8 @@ class SimhashIndex:
             names = self._top_names(tops | (t << 32), groups)
             groups = groups.tolist()
             for name, g, a, b in zip(names, groups, starts.tolist(), ends, strict=True):
+                if g not in chosen:
+                    continue
                 limit = limits[g]
                 if b - a <= limit:
                     yield name, blob[a * width : b * width]

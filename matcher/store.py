@@ -26,11 +26,11 @@ from bson import Binary, ObjectId
 from bson.errors import InvalidId
 from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.database import Database
-from pymongo.errors import ConnectionFailure, DuplicateKeyError
+from pymongo.errors import DuplicateKeyError, PyMongoError
 
-from matcher import alert_rules, ids, tallies
+from matcher import alert_rules, archive, ids, tallies
 from matcher.archive import Archive, open_archive
-from matcher.errors import MatcherError, StoreUnavailable
+from matcher.errors import MatcherError, StoreUnavailable, transient
 from matcher.keys import MAX_WORK_SEQ
 from matcher.pages import CrawledPage
 
@@ -63,6 +63,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
         IndexModel([("next_url", ASCENDING)], name="next_url"),
+        IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],
     "work_segments": [
         IndexModel(
@@ -119,6 +120,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     tallies.WORKS_COLLECTION: tallies.WORKS_INDEXES,
     "counters": [],
     **alert_rules.INDEXES,
+    **archive.INDEXES,
 }
 
 SHARD_KEYS: dict[str, dict[str, Any]] = {
@@ -138,6 +140,7 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
     tallies.WORKS_COLLECTION: {"_id": "hashed"},
     "counters": {"_id": "hashed"},
     **alert_rules.SHARD_KEYS,
+    **archive.SHARD_KEYS,
 }
 """The shard key of every collection (``sh.shardCollection``; ``deploy/mongodb-shards.js``).
 
@@ -147,21 +150,41 @@ collection's shard key, and those keys are ranged. A page's ``_id`` is derived f
 (:mod:`matcher.ids`), uniform over 63 bits: ``pages`` and ``matches`` (by ``page_id``)
 spread evenly on ranged keys, and the URL needs no unique index of its own; ``seq`` is
 unique by construction (counter stripes). Collections without a unique index of their own
-use a hashed ``_id``."""
+use a hashed ``_id``; the evidence archive's GridFS bucket is sharded as MongoDB documents
+(:data:`matcher.archive.SHARD_KEYS`).
+
+On a sharded collection MongoDB (7.0) refuses a single-document update, delete or
+findAndModify, and any upsert, whose filter does not name the whole shard key: every such
+write here names it (reading a document's shard key first where only its ``_id`` is
+known), and no write changes a shard-key value. ``tests/command_audit.py`` checks every
+write the test suites send."""
 
 
 def shard_commands(db_name: str = "fptrack") -> str:
     """The mongosh commands that shard every collection of database ``db_name`` on its
-    :data:`SHARD_KEYS` (run once, on a mongos, before the first ``fptrack`` process starts)."""
+    :data:`SHARD_KEYS`, run once on a mongos: before the first ``fptrack`` process starts,
+    or on a database in use once ``fptrack migrate`` has run (``deploy/SCALING.md``).
+
+    MongoDB shards a collection that holds documents only on an existing index that
+    supports the key: :data:`INDEXES` holds one for every ranged key (``ensure_indexes``),
+    and the commands create the hashed ones first (``createIndex`` does nothing when the
+    index exists)."""
     import json
 
     lines = [
         f"// The shard keys of fptrack's database {db_name!r} (matcher/store.py SHARD_KEYS).",
-        "// Run once with mongosh on a mongos, before the first fptrack process starts.",
+        "// Run once with mongosh on a mongos: before the first fptrack process starts, or on",
+        "// a database in use after fptrack migrate (deploy/SCALING.md).",
         f"sh.enableSharding({json.dumps(db_name)});",
     ]
     for name, key in SHARD_KEYS.items():
-        lines.append(f"sh.shardCollection({json.dumps(f'{db_name}.{name}')}, {json.dumps(key)});")
+        spec = json.dumps(key)
+        if "hashed" in key.values():
+            lines.append(
+                f"db.getSiblingDB({json.dumps(db_name)}).getCollection({json.dumps(name)})"
+                f".createIndex({spec});"
+            )
+        lines.append(f"sh.shardCollection({json.dumps(f'{db_name}.{name}')}, {spec});")
     return "\n".join(lines) + "\n"
 
 
@@ -208,16 +231,33 @@ def now() -> datetime:
 
 
 def mongo_errors(method: Callable[P, T]) -> Callable[P, T]:
-    """Turn pymongo connection failures into :class:`StoreUnavailable`."""
+    """Turn pymongo connection failures, and the server errors of an election or a restart
+    (:func:`matcher.errors.transient`), into :class:`StoreUnavailable`."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
         try:
             return method(*args, **kwargs)
-        except ConnectionFailure as exc:
+        except PyMongoError as exc:
+            if not transient(exc):
+                raise
             raise StoreUnavailable(f"MongoDB unavailable in {method.__name__}: {exc}") from exc
 
     return wrapper
+
+
+def mongo_client(uri: str, timeout_ms: int = 5000) -> pymongo.MongoClient:
+    """The one way fptrack opens MongoDB: aware UTC times, ``timeout_ms`` to find a server
+    and connect, and every write acknowledged once it is in the journal (``j: true``), so a
+    server killed the moment after keeps it (measured on SecantusDB killed by SIGKILL after
+    200 inserts: 12 lost without it, none with it); a ``w`` or ``journal`` option in the URI
+    is its owner's choice and wins."""
+    options = pymongo.uri_parser.parse_uri(uri, warn=True)["options"] if uri else {}
+    durable = {} if {"w", "journal"} & {k.lower() for k in options} else {"journal": True}
+    return pymongo.MongoClient(
+        uri, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms, tz_aware=True,
+        **durable,
+    )  # fmt: skip
 
 
 def object_id(value: str | ObjectId, what: str = "id") -> ObjectId:
@@ -261,6 +301,11 @@ def _method(name: str) -> str:
     return name
 
 
+def _match_key(match: dict[str, Any]) -> dict[str, Any]:
+    """The filter of one match record: its shard key (``page_id``) and ``_id``."""
+    return {"page_id": match["page_id"], "_id": match["_id"]}
+
+
 def _check_kind(kind: str) -> str:
     if kind not in KINDS:
         raise StoreError(f"owner kind must be one of {KINDS}, got {kind!r}")
@@ -284,9 +329,10 @@ class Store:
 
     @classmethod
     def connect(cls, uri: str, db_name: str, client: Any = None) -> Store:
-        """A store on ``client`` (a pymongo or mongomock client), or a new pymongo client."""
+        """A store on ``client`` (a pymongo or mongomock client), or a new pymongo client
+        (:func:`mongo_client`)."""
         if client is None:
-            client = pymongo.MongoClient(uri, serverSelectionTimeoutMS=5000, tz_aware=True)
+            client = mongo_client(uri)
         return cls(client[db_name])
 
     @mongo_errors
@@ -503,15 +549,16 @@ class Store:
         return next(iter(found.sort(list(REGISTRATION_ORDER)).limit(1)), None)
 
     @mongo_errors
-    def set_same_text(self, work_id: ObjectId, twin: ObjectId | None) -> None:
-        """Mark a work as having the same text as ``twin`` (None: as no other work)."""
+    def set_same_text(self, work_id: ObjectId, twin: ObjectId | None, *, key: str) -> None:
+        """Mark the work ``work_id`` (whose unique ``key`` is ``key``: the shard key) as
+        having the same text as ``twin`` (None: as no other work)."""
         change = {"$set": {"same_text_as": twin}} if twin else {"$unset": {"same_text_as": ""}}
-        self.db.works.update_one({"_id": work_id}, change)
+        self.db.works.update_one({"key": _text(key, "key"), "_id": work_id}, change)
 
     @mongo_errors
     def twins(self, work_id: ObjectId) -> list[dict]:
         """The works marked as having the same text as ``work_id``, earliest first."""
-        projection = {"title": 1, "seq": 1, "content_hash": 1}
+        projection = {"key": 1, "title": 1, "seq": 1, "content_hash": 1}
         found = self.db.works.find({"same_text_as": work_id}, projection)
         return list(found.sort(list(REGISTRATION_ORDER)))
 
@@ -536,6 +583,12 @@ class Store:
         return {d["seq"]: d for d in found}
 
     @mongo_errors
+    def work_seqs(self, work_ids: Iterable[ObjectId]) -> dict[ObjectId, int]:
+        """The ``seq`` of each of the works ``work_ids`` still registered."""
+        query = {"_id": {"$in": [object_id(w, "work id") for w in work_ids]}}
+        return {w["_id"]: int(w["seq"]) for w in self.db.works.find(query, {"seq": 1})}
+
+    @mongo_errors
     def count(self, collection: str) -> int:
         if collection not in INDEXES:
             raise StoreError(f"unknown collection {collection!r}")
@@ -545,7 +598,10 @@ class Store:
     def delete_work(self, work_id: str) -> dict | None:
         """Delete a work, its segments, fingerprints and unreviewed matches; returns it."""
         oid = object_id(work_id, "work id")
-        doc = self.db.works.find_one_and_delete({"_id": oid})
+        found = self.db.works.find_one({"_id": oid}, {"key": 1})  # its shard key
+        if found is None:
+            return None
+        doc = self.db.works.find_one_and_delete({"key": found["key"], "_id": oid})
         if doc is not None:
             self.drop_work_segments(oid)
             self.db.fingerprints.delete_many({"owner_kind": "work", "owner_id": oid})
@@ -558,9 +614,8 @@ class Store:
         """Delete the unreviewed matches of a work or page, and their tallies."""
         query = {**owner, "status": "new"}
         for match in self.db.matches.find(query, {"text": 0, "evidence": 0}):
-            if self.db.matches.delete_one({"_id": match["_id"]}).deleted_count and match.get(
-                "active", True
-            ):
+            deleted = self.db.matches.delete_one(_match_key(match)).deleted_count
+            if deleted and match.get("active", True):
                 changes.match(match, -1)
         changes.apply(self.db)
 
@@ -970,7 +1025,7 @@ class Store:
         deactivated = 0
         for match in self.db.matches.find(query, {"evidence": 0}):
             done = self.db.matches.update_one(
-                {"_id": match["_id"], "active": True},
+                {**_match_key(match), "active": True},
                 {"$set": {"active": False, "last_checked": stamp}},
             )
             if done.modified_count:
@@ -978,6 +1033,18 @@ class Store:
                 changes.match(match, -1)
         changes.apply(self.db)
         return deactivated
+
+    @mongo_errors
+    def active_matched_works(
+        self, page_ids: Iterable[int | ObjectId]
+    ) -> dict[int | ObjectId, dict[ObjectId, str]]:
+        """Per page, the works of its active matches and how each was found (``via``:
+        ``page``, or ``split`` for a share of its chapter's)."""
+        query = {"page_id": {"$in": [page_key(p) for p in page_ids]}, "active": True}
+        out: dict[int | ObjectId, dict[ObjectId, str]] = {}
+        for m in self.db.matches.find(query, {"page_id": 1, "work_id": 1, "via": 1}):
+            out.setdefault(m["page_id"], {})[m["work_id"]] = m.get("via") or "page"
+        return out
 
     @mongo_errors
     def own_matched_works(self, page_id: ObjectId) -> set[ObjectId]:

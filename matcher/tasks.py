@@ -1,45 +1,61 @@
 """Celery tasks: thin wrappers over :mod:`matcher.jobs` (messages, retries, failure records).
 
 Every task takes ids, never documents, and is idempotent, hence ``acks_late`` on all of
-them. Outages (:class:`matcher.errors.Retryable`, raw Redis or MongoDB connection errors)
-are retried with exponential backoff and jitter (``retry_backoff`` 2 s, doubling, at most
-600 s, ``FPTRACK_TASK_MAX_RETRIES`` times, default 8). A task that fails for good — retries
-exhausted, or bad input such as a page whose text cannot be used — leaves a record in the
-``failures`` collection with its error, instead of vanishing; a later success clears it.
+them but the crawls, which acknowledge their message as they start (a dead crawl is taken
+over through its frontier's leases: :func:`matcher.jobs.resume_crawls`). Outages
+(:class:`matcher.errors.Retryable`, raw Redis or MongoDB connection errors) are retried
+with exponential backoff and jitter (``retry_backoff`` 2 s, doubling, at most 600 s,
+``FPTRACK_TASK_MAX_RETRIES`` times, default 8); a retry waiting for its countdown keeps its
+message under its worker's heartbeat (:mod:`matcher.heartbeat`). A task that fails for
+good — retries exhausted, or bad input such as a page whose text cannot be used — leaves a
+record in the ``failures`` collection with its error, instead of vanishing; a later success
+clears it.
 """
 
 from __future__ import annotations
 
 import logging
-from datetime import date
+from datetime import date, timedelta
 from typing import Any
 
-import pymongo.errors
-import redis
 from celery import Task, shared_task
 
 from matcher import alerts, jobs
 from matcher.alert_store import AlertStore
 from matcher.celery_app import Runtime
-from matcher.errors import Retryable
+from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.redis_clients import connect_server
 
 log = logging.getLogger(__name__)
 
-OUTAGES = (Retryable, redis.ConnectionError, redis.TimeoutError, pymongo.errors.ConnectionFailure)
+LEASE_LOST_PAUSE = 5
+"""Seconds before a crawler process that lost its lease is replaced by another."""
 
 
 class FptrackTask(Task):
-    """Base of every fptrack task: late acks, retries on outages, failure records."""
+    """Base of every fptrack task: late acks, retries on outages, failure records.
+
+    Every error a task raises is classified (:func:`matcher.errors.transient`): an outage of
+    Redis, MongoDB or the broker, on any path, is retried with backoff; anything else fails
+    the task at once, with its failure record.
+    """
 
     acks_late = True
     reject_on_worker_lost = True
-    autoretry_for = OUTAGES
+    autoretry_for = TRANSIENT_TYPES
     retry_backoff = 2
     retry_backoff_max = 600
     retry_jitter = True
+
+    def retry(self, args=None, kwargs=None, exc=None, throw=True, eta=None, countdown=None,
+              max_retries=None, **options):  # fmt: skip
+        """Celery's retry, for transient errors only: any other error is raised as it is
+        (the task fails for good, :meth:`on_failure`)."""
+        if exc is not None and not transient(exc):
+            raise exc
+        return super().retry(args, kwargs, exc, throw, eta, countdown, max_retries, **options)
 
     @property
     def runtime(self) -> Runtime:
@@ -70,10 +86,11 @@ class FptrackTask(Task):
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.process_page")
-def process_page(self: FptrackTask, page_id: str) -> dict[str, Any]:
+def process_page(self: FptrackTask, page_id: str, if_pending: bool = False) -> dict[str, Any]:
     """Fingerprint a stored page, match it against the works, record its matches; alert of
-    its new ones."""
-    result = jobs.process_page(self.runtime.engine(), page_id)
+    its new ones. With ``if_pending`` (a task sent again), nothing is done when the page's
+    current text was matched already."""
+    result = jobs.process_page(self.runtime.engine(), page_id, if_pending=if_pending)
     _alert_new(self, result)
     return result
 
@@ -109,30 +126,51 @@ def match_new_works(self: FptrackTask) -> dict[str, Any]:
     result = jobs.match_new_works(
         ops,
         lambda work_id: tasks["fptrack.match_work_against_pages"].delay(work_id),
-        lambda page_id: tasks["fptrack.process_page"].delay(page_id),
+        lambda page_id: tasks["fptrack.process_page"].delay(page_id, if_pending=True),
     )
     result["since"] = result["since"].isoformat() if result["since"] else None
     return result
 
 
-@shared_task(bind=True, base=FptrackTask, name="fptrack.crawl_site")
+@shared_task(bind=True, base=FptrackTask, name="fptrack.requeue_pending")
+def requeue_pending(self: FptrackTask) -> dict[str, Any]:
+    """Every minute or so: send ``process_page`` again for the pages whose task was lost.
+
+    Beat sends it on the page queue with an expiry of its interval, so it runs only once
+    every message sent before it was delivered (see :func:`matcher.jobs.requeue_pending`).
+    """
+    process = self.app.tasks["fptrack.process_page"]
+    return jobs.requeue_pending(
+        Operations(self.runtime.engine().store),
+        lambda page_id: process.delay(page_id, if_pending=True),
+        timedelta(seconds=self.runtime.settings.pending_after),
+    )
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.crawl_site", acks_late=False)
 def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[str, Any]:
     """One crawler process of a site's crawl, in a subprocess; pages flow to ``process_page``.
 
     With ``fan_out`` (a scheduled or requested crawl) it sends this task again, without
-    ``fan_out``, for each other crawler process the site wants (``crawlers``).
+    ``fan_out``, for each other crawler process the site wants (``crawlers``). A process that
+    lost its lease (Redis unreachable longer than a lease, or back without the frontier) is
+    replaced by a new one, which resumes the run from its frontier or, the frontier lost,
+    crawls the site anew (pages already stored and unchanged are not matched again).
     """
 
     def helper() -> None:
         self.apply_async(args=[site_name], kwargs={"fan_out": False})
 
     store = self.runtime.engine().store
-    return jobs.crawl_site(
+    result = jobs.crawl_site(
         self.runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
     )
+    if result.get("lease_lost"):  # go on: join the run if its frontier is kept, else anew
+        self.apply_async(args=[site_name], kwargs={"fan_out": False}, countdown=LEASE_LOST_PAUSE)
+    return result
 
 
-@shared_task(bind=True, base=FptrackTask, name="fptrack.recrawl_site")
+@shared_task(bind=True, base=FptrackTask, name="fptrack.recrawl_site", acks_late=False)
 def recrawl_site(self: FptrackTask, site_name: str) -> dict[str, Any]:
     """A site's incremental crawl, in a subprocess; skipped while a full crawl runs."""
     store = self.runtime.engine().store
@@ -140,18 +178,33 @@ def recrawl_site(self: FptrackTask, site_name: str) -> dict[str, Any]:
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.resume_crawls")
-def resume_crawls(self: FptrackTask) -> list[str]:
-    """Every lease: restart the crawls that every crawler process abandoned (crashed)."""
+def resume_crawls(self: FptrackTask) -> dict[str, list[str]]:
+    """Every lease: close the crawl runs whose processes died (``interrupted``), then restart
+    the crawls that every crawler process abandoned; the run ids closed, the sites restarted."""
     settings = self.runtime.settings
-    sites = {site.name for site in Operations(self.runtime.engine().store).list_sites()}
+    ops = Operations(self.runtime.engine().store)
+    keys = Keys(settings.redis_prefix)
     client = connect_server(settings.redis_target)  # the frontiers' server (not a cluster)
     crawl = self.app.tasks["fptrack.crawl_site"]
     try:
-        return jobs.resume_crawls(
-            client, Keys(settings.redis_prefix), sites, lambda site: crawl.delay(site)
-        )
+        closed = jobs.close_lost_crawls(ops, client, keys)
+        sites = {site.name for site in ops.list_sites()}
+        resumed = jobs.resume_crawls(client, keys, sites, lambda site: crawl.delay(site))
     finally:
         client.close()
+    return {"closed": closed, "resumed": resumed}
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.heal_indexes")
+def heal_indexes(self: FptrackTask) -> dict[str, Any]:
+    """Every half minute: rebuild what Redis lost of the indexes, and match again what the
+    lost part could have touched (:func:`matcher.jobs.heal_indexes`)."""
+    tasks = self.app.tasks
+    return jobs.heal_indexes(
+        self.runtime.engine(),
+        lambda page_id: tasks["fptrack.process_page"].delay(page_id),
+        lambda work_id: tasks["fptrack.match_work_against_pages"].delay(work_id),
+    )
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.daily_report")

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -146,41 +147,58 @@ class WindowIndex:
         owners = np.repeat(as_ids([owner]), len(keys))
         self._edit(self._scripts.remove, owners, keys, "removing from the window index")
 
-    def bulk_load(self, owners: np.ndarray, keys: np.ndarray) -> None:
+    def bulk_load(
+        self, owners: np.ndarray, keys: np.ndarray, groups: Collection[int] | None = None
+    ) -> None:
         """Fill an empty index from parallel arrays: buckets built with numpy, SET in chunks.
 
-        Not atomic: the parameters and posting count are written first, so an interrupted
-        load leaves an index that refuses another bulk load until it is cleared. Loading
-        nothing (a new deployment's empty store) writes nothing.
+        ``groups``: fill only the buckets of these tag groups, which must be empty (the
+        others are left as they are, :mod:`matcher.integrity`). Not atomic: the parameters
+        and posting count are written first, so an interrupted load leaves an index that
+        refuses another bulk load until it is cleared. Loading nothing (a new deployment's
+        empty store) writes nothing.
         """
         owners, keys = as_ids(owners), as_values(keys)
         if len(owners) != len(keys):
             raise ValueError(f"{len(owners)} owners but {len(keys)} keys")
         what = "bulk-loading the window index"
-        if self.records(what):
+        chosen = sorted(set(range(TAG_GROUPS) if groups is None else groups))
+        counts = self._group_records(what)
+        if any(counts[g] for g in chosen):
             raise ValueError(f"bulk_load needs an empty index; clear {self._prefix!r} first")
         if not len(keys):
             return
         sig = self._signature(keys)
+        if len(chosen) < TAG_GROUPS:
+            inside = np.isin((sig >> _CHECK) % _GROUPS, np.asarray(chosen, dtype=np.uint64))
+            sig, owners = sig[inside], owners[inside]
         order = np.lexsort((owners, sig))
         sig, owners = sig[order], owners[order]
         first = np.r_[True, (sig[1:] != sig[:-1]) | (owners[1:] != owners[:-1])]
         sig, owners = sig[first], owners[first]
         per_group = np.bincount((sig >> _CHECK) % _GROUPS, minlength=TAG_GROUPS).tolist()
-        meta = [(self._keys.params(g), self._params_json) for g in range(TAG_GROUPS)]
-        meta += [(self._keys.records(g), str(n)) for g, n in enumerate(per_group) if n]
+        meta = [(self._keys.params(g), self._params_json) for g in chosen]
+        meta += [(self._keys.records(g), str(per_group[g])) for g in chosen if per_group[g]]
         set_buckets(self._client, meta, what)
         buckets, payloads = group_bytes(self._fmt.records(sig, owners), sig >> _CHECK)
         set_buckets(self._client, zip(self._names(buckets), payloads, strict=True), what)
 
     def records(self, what: str = "counting window postings") -> int:
         """Postings in the index (the groups' counts added up); checks the parameters."""
+        return sum(self._group_records(what))
+
+    def _group_records(self, what: str) -> list[int]:
+        """Each tag group's posting count; checks the parameters."""
         groups = np.arange(TAG_GROUPS)
         names = [self._keys.records(g) for g in range(TAG_GROUPS)]
         counts, meta = mget(self._client, names, what, groups, lambda g: [self._keys.params(g)])
         for (stored,) in meta.values():
             self._check_params(stored)
-        return sum(int(c or 0) for c in counts)
+        return [int(c or 0) for c in counts]
+
+    def forget(self) -> None:
+        """Drop what this object cached (some of its groups' keys were deleted or lost)."""
+        self._claimed = False
 
     def hits(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(owners, number of distinct query keys each holds), by owner; one round trip.

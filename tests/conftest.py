@@ -9,6 +9,11 @@
   per test, dropped afterwards, and ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB`` name it
   for the test's subprocesses (workers, crawls, servers).
 
+- The shard-key audit (:mod:`tests.command_audit`): every pymongo client of the session
+  reports each write it sends; the session fails, listing them, if fptrack's code sent one
+  that a sharded MongoDB 7.0 refuses (a single-document write or an upsert whose filter
+  does not name the collection's full shard key).
+
 - Redis Cluster: a real 3-master cluster (:class:`bench.local_cluster.LocalCluster`: three
   ``redis-server --cluster-enabled yes`` on free ports of 127.0.0.1, joined by
   ``redis-cli --cluster create``) starts the first time a test asks for it and stops at the
@@ -38,7 +43,8 @@ from bench.local_cluster import LocalCluster
 from bench.local_sentinel import LocalSentinel
 from matcher.redis_io import IndexClient, connect, scan
 from matcher.settings import IndexRedis
-from tests import servers
+from tests import command_audit, servers
+from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
 from tests.servers import ServerUnavailable
 
 try:  # planned once per session, even if this module is imported again under another name
@@ -53,6 +59,7 @@ os.environ["FPTRACK_REDIS_URL"] = TEST_REDIS_URL
 os.environ["FPTRACK_REDIS_PREFIX"] = "fptrack-test"
 os.environ["FPTRACK_MONGO_URI"] = SERVERS.mongo_uri
 os.environ.pop("FPTRACK_MONGO_DB", None)
+command_audit.install()  # before any pymongo client is made
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -117,6 +117,17 @@ class TestServers:
             server.stop()
 
 
+def own_redis() -> Server:
+    """A ``redis-server`` of one test's own, on a free port, keeping nothing on disk: the
+    test stops it and starts it again (empty), as a server restarted without persistence."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise ServerUnavailable("the tests need redis-server (apt-get install redis-server)")
+    port = free_port()
+    argv = [binary, "--bind", "127.0.0.1", "--port", str(port), "--save", "", "--appendonly", "no"]
+    return Server("redis-server", argv, "127.0.0.1", port)
+
+
 SESSION: TestServers | None = None
 """The servers of the running test session (set by ``tests/conftest.py``)."""
 

@@ -20,6 +20,7 @@ STORE_MODULES = {
     "matcher/tallies.py",
     "matcher/migration.py",
     "matcher/alert_store.py",
+    "matcher/index_state.py",
 }
 """The store: the only modules that hold a pymongo database or collection."""
 

@@ -13,6 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from matcher.errors import redis_errors
 from matcher.keys import Keys
 
 WINDOW_SECONDS = 60
@@ -31,10 +32,11 @@ def spend(redis: Any, keys: Keys, who: str, limit: int, clock: float | None = No
     stamp = time.time() if clock is None else clock
     window = int(stamp // WINDOW_SECONDS)
     key = keys.api_rate(who, window)
-    pipe = redis.pipeline(transaction=False)
-    pipe.incr(key)
-    pipe.expire(key, 2 * WINDOW_SECONDS)
-    count = int(pipe.execute()[0])
+    with redis_errors("counting API requests"):
+        pipe = redis.pipeline(transaction=False)
+        pipe.incr(key)
+        pipe.expire(key, 2 * WINDOW_SECONDS)
+        count = int(pipe.execute()[0])
     left = WINDOW_SECONDS - int(stamp % WINDOW_SECONDS)
     if count > limit:
         return Verdict(False, 0, max(left, 1))

@@ -1,36 +1,74 @@
 """``fptrack admin serve``: the admin application under gunicorn.
 
 Gunicorn's sync workers (``--workers``, default 2), each building the application from the
-``FPTRACK_*`` settings after the fork (so no MongoDB client crosses a fork).
+``FPTRACK_*`` settings after the fork (so no MongoDB client crosses a fork). Building it
+needs MongoDB (its indexes, the session key) and Redis: a worker that starts while one of
+them is away (gunicorn replaces a worker that died or timed out) waits for it, retrying
+with a backoff (:data:`BOOT_RETRY_S` doubling up to :data:`BOOT_RETRY_MAX_S`) and telling
+gunicorn it is alive meanwhile, instead of failing to boot, which makes gunicorn stop the
+whole server. The master's watch (:class:`admin.health.Watch`) names the server away.
 """
 
 from __future__ import annotations
 
+import sys
+import time
 from typing import Any
 
+import pymongo.errors
+import redis
 from gunicorn.app.base import BaseApplication
+
+from admin.errors import CommandError
+from matcher.errors import Retryable
 
 DEFAULT_BIND = "127.0.0.1:8000"
 DEFAULT_WORKERS = 2
 DEFAULT_TIMEOUT_S = 120
+BOOT_RETRY_S = 1.0
+BOOT_RETRY_MAX_S = 10.0
+OUTAGES = (CommandError, Retryable, pymongo.errors.PyMongoError, redis.ConnectionError, OSError)
+"""What building the application raises while MongoDB or Redis does not answer."""
 
 
 class AdminServer(BaseApplication):
     def __init__(self, options: dict[str, Any], secure_cookies: bool) -> None:
         self.options = options
         self.secure_cookies = secure_cookies
+        self.booting: Any = None
+        """The gunicorn worker being started in this process (set after the fork)."""
         super().__init__()
 
     def load_config(self) -> None:
         for key, value in self.options.items():
             self.cfg.set(key, value)
+        self.cfg.set("post_fork", self._forked)
+
+    def _forked(self, server: Any, worker: Any) -> None:
+        self.booting = worker
 
     def load(self) -> Any:
         from admin.context import Context
         from admin.web.app import create_app
         from matcher.redis_clients import SERVICE
 
-        return create_app(Context(patience=SERVICE), secure_cookies=self.secure_cookies)
+        wait = BOOT_RETRY_S
+        while True:
+            ctx = Context(patience=SERVICE)  # requests ride out a Redis restart
+            try:
+                return create_app(ctx, secure_cookies=self.secure_cookies)
+            except OUTAGES:
+                client = ctx.__dict__.get("mongo_client")  # opened before the outage was met
+                if client is not None:
+                    client.close()
+            deadline = time.monotonic() + wait
+            while time.monotonic() < deadline:
+                if self.booting is not None:
+                    if not self.booting.alive:  # told to stop while waiting
+                        sys.exit(0)
+                    self.booting.notify()  # gunicorn kills a worker silent for its timeout
+                time.sleep(min(0.5, wait))
+            wait = min(wait * 2, BOOT_RETRY_MAX_S)
 
 
 def serve(bind: str, workers: int, secure_cookies: bool, access_log: bool) -> None:

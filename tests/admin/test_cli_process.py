@@ -69,8 +69,13 @@ def test_check_finds_indexes_out_of_step(mongo_db: Database, redis_client: redis
     assert "works: 1 stored, 1 indexed" in check_lines(fptrack("check").out)["indexes"]
     redis_client.flushdb()  # Redis lost its data: MongoDB still holds the fingerprints
     line = check_lines(fptrack("check").out)["indexes"]
+    assert line.startswith("FAIL") and "32 of 32 tag groups lost" in line
+    assert "fptrack index rebuild --if-incomplete" in line
+    assert "rebuilt 32 of 32" in fptrack("index", "rebuild", "--if-incomplete").out
+    assert check_lines(fptrack("check").out)["indexes"].startswith("ok")
+    redis_client.delete(*redis_client.keys("*:works:*"))  # the works' index lost, not its markers
+    line = check_lines(fptrack("check").out)["indexes"]
     assert line.startswith("FAIL") and "works: 1 stored, 0 indexed" in line
-    assert "fptrack index rebuild" in line
     assert fptrack("index", "rebuild").status == 0
     assert check_lines(fptrack("check").out)["indexes"].startswith("ok")
     # Another bucket count than the index was built with: found, and a rebuild mends it.

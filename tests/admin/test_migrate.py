@@ -90,3 +90,31 @@ def test_shard_commands_name_the_database(ctx: Context, capsys) -> None:
     name = ctx.settings.mongo_db
     assert f'sh.enableSharding("{name}");' in out
     assert f'sh.shardCollection("{name}.pages", {{"_id": 1}});' in out
+
+
+def test_a_sharded_database_is_migrated_only_when_no_shard_key_moves(ctx: Context, capsys) -> None:
+    """Moving pages rewrites the shard keys of matches and fingerprints, which a sharded
+    MongoDB refuses: with those collections listed as sharded in ``config.collections`` (as
+    a mongos lists them), migrate changes nothing and says what to do, in one line; once
+    migrated, the database may be sharded and migrated again."""
+    db = ctx.engine.store.db
+    before = old_layout(db)
+    config = db.client["config"]["collections"]
+    listed = {f"{db.name}.{name}": key for name, key in SHARD_KEYS.items()}
+    config.insert_one({"_id": f"{db.name}.matches", "key": SHARD_KEYS["matches"]})
+    try:
+        assert main(["migrate"], ctx) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "Traceback" not in err
+        assert "rewrites shard keys of matches, which a sharded MongoDB refuses" in err
+        assert "run fptrack migrate before sharding" in err
+        assert db.pages.count_documents({"_id": {"$in": list(before.values())}}) == 3
+        assert "url_unique" in db.pages.index_information()  # nothing changed
+
+        config.delete_many({"_id": {"$in": list(listed)}})
+        assert main(["migrate"], ctx) == 0  # not sharded (yet): migrated
+        config.insert_many([{"_id": ns, "key": key} for ns, key in listed.items()])  # sharded
+        assert main(["migrate"], ctx) == 0
+        assert "migrated: 0 page id(s)" in capsys.readouterr().out
+    finally:
+        config.delete_many({"_id": {"$in": list(listed)}})

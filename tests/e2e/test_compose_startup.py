@@ -3,8 +3,10 @@
 The commands come from ``deploy/compose.yaml`` itself: ``init`` must succeed on a new
 deployment's empty MongoDB and Redis, then the services that wait for it (worker, beat,
 admin) must start and be healthy (``fptrack check`` passes, the admin answers
-``/healthz``). Only what compose would change is changed: the servers' addresses, and the
-admin's published port.
+``/healthz``, and each service's own health check passes). Only what compose would change
+is changed: the servers' addresses, and the admin's published port. The file's other
+promises are read from it: a health check for every long-running service, a worker stop
+that fits the crawl lease, an ``init`` that rebuilds only an incomplete index.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import redis
 import yaml
 from pymongo.database import Database
 
+from matcher.settings import Settings
 from tests import servers
 from tests.admin.cli_support import fptrack
 from tests.e2e.e2e_support import ROOT, wait_until
@@ -53,6 +56,35 @@ def compose() -> dict[str, Any]:
 
 def command(name: str, env: dict[str, str]) -> list[str]:
     return [interpolate(str(part), env) for part in compose()[name]["command"]]
+
+
+def healthcheck(name: str, env: dict[str, str], port: int) -> list[str]:
+    """The argv of a service's health check, as this machine runs it."""
+    test = [interpolate(str(part), env) for part in compose()[name]["healthcheck"]["test"]]
+    assert test[0] == "CMD", test  # no shell in the image's health checks
+    argv = [part.replace("127.0.0.1:8000", f"127.0.0.1:{port}") for part in test[1:]]
+    if argv[0] == "fptrack":
+        return [sys.executable, "-m", "admin.cli", *argv[1:]]
+    assert argv[0] == "python", argv
+    return [sys.executable, *argv[1:]]
+
+
+def seconds(value: str) -> int:
+    """Compose's duration (``150s``, ``2m30s``) in seconds."""
+    parts = re.fullmatch(r"(?:(\d+)m)?(?:(\d+)s)?", value)
+    assert parts is not None and value, value
+    return int(parts[1] or 0) * 60 + int(parts[2] or 0)
+
+
+def test_every_service_has_a_health_check_and_the_worker_a_stop_fitting_the_lease() -> None:
+    services = compose()
+    for name in ("mongo", "redis", *SERVICES):
+        assert services[name]["healthcheck"]["test"], name
+    worker = services["worker"]
+    lease = Settings().crawl_lease
+    assert seconds(worker["stop_grace_period"]) >= lease + 30  # a crawl's lease, downloads
+    assert worker["init"] is True and worker["environment"]["TINI_KILL_PROCESS_GROUP"] == "1"
+    assert services["init"]["command"] == ["index", "rebuild", "--if-incomplete"]
 
 
 def test_the_services_start_after_init_and_init_after_the_databases() -> None:
@@ -88,9 +120,11 @@ def test_init_then_services_on_empty_stores(
     init = command("init", env)
     ran = fptrack(*init, env=env, timeout=120)
     assert ran.status == 0, ran.err
-    assert "rebuilt: 0 work segment(s), 0 page(s)" in ran.out
 
     port = servers.free_port()
+    for name in ("worker", "beat"):  # nothing runs yet: their health checks fail
+        idle = subprocess.run(healthcheck(name, env, port), cwd=ROOT, env=env, capture_output=True)
+        assert idle.returncode == 1, (name, idle.stdout, idle.stderr)
     processes: list[subprocess.Popen] = []
     try:
         for name in SERVICES:
@@ -117,6 +151,11 @@ def test_init_then_services_on_empty_stores(
         wait_until(healthy, 90, "fptrack check to pass")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
             assert answer.status == 200
+        for name in SERVICES:
+            ran = subprocess.run(
+                healthcheck(name, env, port), cwd=ROOT, env=env, capture_output=True, timeout=60
+            )
+            assert ran.returncode == 0, (name, ran.stdout, ran.stderr)
     finally:
         for process in processes:
             if process.poll() is None:

@@ -1,11 +1,15 @@
 """A production crawl process (``python -m crawler.run``) killed with SIGKILL mid-crawl and
 started again stores what an undisturbed crawl stores: every page once, with its text, and
-every page handed to a ``process_page`` task (or left pending for the daily
-``match_new_works``): none lost. A page gets a second task only when the crawler was killed
-between sending its first and recording it (``enqueued_hash``); the task is idempotent.
+every page handed to a ``process_page`` task (or left pending for beat's sweep): none lost.
+A page gets a second task only when the crawler was killed between sending its first and
+recording it (``enqueued_hash``); the task is idempotent.
 
 Both crawls write to the shared MongoDB-wire server and the test broker, each in a database
 and a key prefix of its own.
+
+A crawl task whose worker is killed with its whole process tree is not delivered again; its
+run is closed ``interrupted`` with the pages it stored, then resumed to its end by beat's
+``resume_crawls`` (the last test).
 """
 
 from __future__ import annotations
@@ -25,9 +29,14 @@ import pytest
 import redis
 from pymongo.database import Database
 
+from matcher import jobs
+from matcher.celery_app import CRAWL_QUEUE
+from matcher.keys import Keys
+from matcher.operations import Operations
+from matcher.sites import SiteConfig
 from matcher.store import Store
 from tests.crawler.fixture_site import FixtureSite, Resource, page
-from tests.e2e.e2e_support import ROOT, sample, wait_until
+from tests.e2e.e2e_support import ROOT, app, sample, wait_until
 
 CHAPTERS = 120
 TEXTS = [sample(n) for n in ("lighthouse.txt", "river-town.txt", "star-voyage.txt")]
@@ -139,3 +148,76 @@ def test_a_crawl_killed_mid_way_and_run_again_stores_what_an_undisturbed_one_doe
     assert max(after_tasks.values()) <= 2 and twice <= unmarked
     assert set(after_tasks) | after["pending"] == after["ids"]  # none lost
     assert set(after_tasks) <= after["ids"]
+
+
+def worker(queues: str) -> subprocess.Popen[bytes]:
+    """An ``fptrack worker`` process (one child) with 3-second crawl leases, in a session of
+    its own: its crawls' subprocesses die with it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FPTRACK_CRAWL_LEASE": "3"}
+    return subprocess.Popen(
+        [sys.executable, "-m", "admin.cli", "worker", "--queues", queues, "--concurrency", "1",
+         "--loglevel", "WARNING"],
+        env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # fmt: skip
+
+
+def kill(process: subprocess.Popen[bytes], sig: int = signal.SIGKILL) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, sig)
+        try:
+            process.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end(
+    site: FixtureSite, broker: redis.Redis, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    store = Store(mongo_db)
+    store.ensure_indexes()
+    ops = Operations(store)
+    ops.save_site(SiteConfig(name="novels", start_urls=(site.url("/"),), obey_robots=False))
+    keys = Keys("fptrack-test")
+    frontier = keys.crawl("novels")
+    first = worker(CRAWL_QUEUE)
+    try:
+        app.send_task("fptrack.crawl_site", args=["novels"])
+        wait_until(lambda: store.count("pages") >= CHAPTERS // 3, 120, "a third of the pages")
+    finally:
+        kill(first)  # the worker, its pool child and the crawl subprocess
+    at_kill = store.count("pages")
+    in_flight = redis_client.zcard(frontier.inflight(0))
+    assert at_kill < CHAPTERS, "the crawl ended before the kill"
+    # acknowledged as it started: no crawl message waits to be delivered again
+    assert broker.llen(CRAWL_QUEUE) == 0 and broker.hlen("unacked") == 0
+    [run] = ops.last_crawls("novels")
+    assert run["outcome"] == "running"
+
+    # beat's resume_crawls once the lease has expired: the run is closed ...
+    wait_until(lambda: not redis_client.exists(frontier.slot_lock(0)), 30, "the lease to expire")
+    assert jobs.close_lost_crawls(ops, redis_client, keys) == [run["run_id"]]
+    [closed] = ops.last_crawls("novels")
+    assert closed["outcome"] == "interrupted" and closed["lost"] == 1
+    assert closed["stats"]["fptrack/pages"] == at_kill == store.count("pages")
+    assert closed["finished_at"] is not None
+
+    # ... and resumed by the task itself, on a new worker, to the end of the same run
+    second = worker(f"fptrack,{CRAWL_QUEUE}")
+    try:
+        app.send_task("fptrack.resume_crawls")
+        wait_until(
+            lambda: ops.last_crawls("novels")[0]["outcome"] == "finished", 240, "the resumed run"
+        )
+    finally:
+        kill(second, signal.SIGTERM)
+    [done] = ops.last_crawls("novels")  # one run, not a new crawl
+    assert done["run_id"] == run["run_id"] and done["crawlers"] == 2 and done["lost"] == 1
+    assert store.count("pages") == CHAPTERS
+    assert done["stats"]["fptrack/pages"] == CHAPTERS  # the dead process's pages too
+    [resumed] = [p for p in done["processes"].values() if p["outcome"] == "finished"]
+    # it went on from the frontier: only what was left and what was in flight at the kill
+    assert resumed["stats"]["fptrack/pages"] <= CHAPTERS - at_kill + in_flight
+    print(f"{at_kill} pages at the kill, {in_flight} in flight; the resumed process stored "
+          f"{resumed['stats']['fptrack/pages']}")  # fmt: skip

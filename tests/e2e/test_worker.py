@@ -169,10 +169,16 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
     assert str(match["page_id"]) == page.page_id and match["work_id"] == doc["_id"]
 
 
+CRAWLS = ("fptrack.crawl_site", "fptrack.recrawl_site")
+
+
 @pytest.mark.parametrize("name", sorted(n for n in app.tasks if n.startswith("fptrack.")))
-def test_every_task_acks_late_and_retries_outages(name: str) -> None:
+def test_every_task_but_the_crawls_acks_late_and_all_retry_outages(name: str) -> None:
+    """A crawl's message is acknowledged as it starts: its frontier's leases, not the broker,
+    bring back a crawl whose worker died (``tests/e2e/test_crawl_kill.py``)."""
     task = app.tasks[name]
-    assert task.acks_late and task.reject_on_worker_lost
+    assert task.acks_late is (name not in CRAWLS)
+    assert task.reject_on_worker_lost
     assert redis.ConnectionError in task.autoretry_for and task.retry_jitter
 
 

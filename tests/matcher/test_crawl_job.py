@@ -15,9 +15,10 @@ from pymongo.database import Database
 from matcher import jobs
 from matcher.keys import Keys
 from matcher.operations import Operations
+from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import Store
+from matcher.store import Store, now
 from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +84,9 @@ def test_failed_crawl_is_recorded_and_its_slot_freed(
 
 
 def test_a_run_of_two_processes_one_lost(ops: Operations) -> None:
-    start = datetime(2026, 11, 1, tzinfo=UTC)
+    """The run's pages are counted from the store: the lost process's too, whose own count
+    died with it."""
+    start = now() - timedelta(minutes=10)
     alive, dead = "a1" * 16, "b2" * 16
     for token, slot in ((alive, 0), (dead, 1)):
         ops.record_crawl_process(
@@ -91,16 +94,25 @@ def test_a_run_of_two_processes_one_lost(ops: Operations) -> None:
             slot=slot,
         )  # fmt: skip
     assert ops.last_crawls("pirate")[0]["outcome"] == "running"
-    stats = {"fptrack/pages": 7, "fptrack/frontier/reclaimed": 3, "finish_reason": "finished"}
+    for n in range(7):  # 5 by the live process, 2 by the dead one
+        ops.store.store_crawled_page(CrawledPage(f"http://p/{n}", "pirate", "", f"t{n}"), f"h{n}")
+    ops.store.store_crawled_page(CrawledPage("http://o/1", "other", "", "t"), "h")
+    stats = {"fptrack/pages": 5, "fptrack/frontier/reclaimed": 3, "finish_reason": "finished"}
+    end = start + timedelta(minutes=5)
     ops.record_crawl_process(
-        "run-1", "pirate", alive, lost=(dead,), finished_at=start + timedelta(minutes=5),
-        outcome="finished", ended_run=True, error="", stats=stats,
+        "run-1", "pirate", alive, lost=(dead,), finished_at=end, outcome="finished",
+        ended_run=True, error="", stats=stats,
     )  # fmt: skip
     [run] = ops.last_crawls("pirate")
     assert (run["outcome"], run["crawlers"], run["lost"]) == ("finished", 2, 1)
     assert run["processes"][dead]["outcome"] == "lost"
-    assert run["stats"]["fptrack/pages"] == 7 and run["stats"]["fptrack/frontier/reclaimed"] == 3
-    assert run["started_at"] == start and run["finished_at"] == start + timedelta(minutes=5)
+    assert run["stats"]["fptrack/pages"] == 7 and run["stats"]["fptrack/pages_reported"] == 5
+    assert run["stats"]["fptrack/frontier/reclaimed"] == 3
+    assert _utc(run["started_at"]) == start and _utc(run["finished_at"]) == end
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def test_abandoned_crawls_are_resumed(redis_client: redis.Redis) -> None:

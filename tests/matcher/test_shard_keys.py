@@ -8,6 +8,7 @@ definitions. The others run on the test MongoDB server.
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 
@@ -52,6 +53,22 @@ def test_the_deploy_commands_are_the_shard_keys() -> None:
     assert written == shard_commands("fptrack")
     for name in SHARD_KEYS:
         assert f'sh.shardCollection("fptrack.{name}", ' in written, name
+
+
+def test_a_database_in_use_has_an_index_for_every_shard_key() -> None:
+    """MongoDB shards a collection holding documents only on an existing index that
+    supports the key: ``ensure_indexes`` makes one for every ranged key (or it is ``_id``),
+    and the commands create every hashed one before sharding its collection."""
+    commands = shard_commands("fptrack").splitlines()
+    for name, key in SHARD_KEYS.items():
+        fields = list(key)
+        shard = commands.index(f'sh.shardCollection("fptrack.{name}", {json.dumps(key)});')
+        if "hashed" in key.values():
+            create = f'db.getSiblingDB("fptrack").getCollection("{name}").createIndex('
+            assert commands[shard - 1] == f"{create}{json.dumps(key)});", name
+            continue
+        prefixes = [list(m.document["key"])[: len(fields)] for m in INDEXES[name]]
+        assert fields == ["_id"] or fields in prefixes, name
 
 
 def test_a_pages_id_is_derived_from_its_url(store: Store) -> None:

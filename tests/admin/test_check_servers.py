@@ -1,0 +1,80 @@
+"""``fptrack check`` names the server that failed, and reads each thing where it lives: beat's
+lock in the Redis of ``FPTRACK_REDIS_URL`` even when the indexes are on a Redis Cluster
+(it used to read it through the index client, and always failed "beat" on a cluster); a
+subset of checks runs with the ones it needs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+
+import redis
+from pymongo.database import Database
+
+from bench.local_cluster import LocalCluster
+from tests import servers
+from tests.admin.cli_support import DEAD_REDIS, ROOT, fptrack
+from tests.admin.test_cli_process import check_lines
+from tests.e2e.e2e_support import wait_until
+
+
+def test_beat_on_standalone_redis_is_found_with_the_indexes_on_a_cluster(
+    mongo_db: Database, redis_client: redis.Redis, redis_cluster: LocalCluster
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FPTRACK_INDEX_REDIS_URL": redis_cluster.url}
+    beat = subprocess.Popen(
+        [sys.executable, "-m", "admin.cli", "beat", "--loglevel", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        wait_until(lambda: fptrack("check", "beat", env=env).status == 0, 60, "beat's lock")
+        ran = fptrack("check", "beat", "schedules", env=env)
+        lines = check_lines(ran.out)
+        assert list(lines) == ["mongodb", "redis", "beat", "schedules"]  # with what they need
+        assert ran.status == 0, ran.out
+        assert f"indexes at {redis_cluster.url}" in lines["redis"]
+    finally:
+        os.killpg(beat.pid, signal.SIGTERM)
+        beat.wait(30)
+
+
+def test_an_index_cluster_that_does_not_answer_is_named(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    cluster = f"redis+cluster://127.0.0.1:{servers.free_port()}"
+    ran = fptrack("check", "redis", "beat", env={"FPTRACK_INDEX_REDIS_URL": cluster})
+    lines = check_lines(ran.out)
+    assert lines["redis"].startswith("FAIL")
+    assert f"the index Redis unreachable at {cluster}" in lines["redis"]
+    assert "FPTRACK_INDEX_REDIS_URL" in lines["redis"]
+    assert os.environ["FPTRACK_REDIS_URL"] not in ran.out  # the standalone is not blamed
+
+
+def test_a_standalone_redis_that_does_not_answer_is_named(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    index = os.environ["FPTRACK_REDIS_URL"]  # the indexes on a server that answers
+    env = {"FPTRACK_REDIS_URL": DEAD_REDIS, "FPTRACK_INDEX_REDIS_URL": index}
+    ran = fptrack("check", env=env)
+    lines = check_lines(ran.out)
+    assert lines["redis"].startswith("FAIL")
+    assert f"Redis unreachable at {DEAD_REDIS} (connection refused)" in lines["redis"]
+    assert lines["beat"].endswith("not checked: redis down")
+    assert lines["broker"].startswith("ok")  # FPTRACK_BROKER_URL is another database
+    assert index not in ran.out
+
+
+def test_workers_of_this_host_only(mongo_db: Database, redis_client: redis.Redis) -> None:
+    ran = fptrack("check", "workers", "--this-host")
+    assert ran.status == 1
+    assert list(check_lines(ran.out)) == ["broker", "workers"]
+    assert " on " in check_lines(ran.out)["workers"] and "start fptrack worker" in ran.out
+    unknown = fptrack("check", "bogus")
+    assert unknown.status == 2 and "no check named bogus" in unknown.err

@@ -1,0 +1,116 @@
+"""The one-machine deployment (``honcho start`` of the repository's Procfile) keeps running
+when one of its processes dies: the worker and the admin server, killed with SIGKILL, come
+back by themselves (``deploy/local/respawn.py``), and the rest never stopped.
+
+As the README's quick start runs it: SecantusDB started by the ``mongodb`` process on a free
+local port, its data in the test's folder; Redis is the session's.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import redis
+
+from tests import servers
+from tests.admin.cli_support import fptrack
+from tests.e2e.e2e_support import ROOT, wait_until
+from tests.e2e.outage_support import children, command_line
+
+
+@pytest.fixture
+def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[tuple[dict[str, str], int]]:
+    """``honcho start`` on empty stores; yields its environment and honcho's pid (and stops
+    it afterwards, every process with it)."""
+    broker = redis.Redis.from_url(servers.session().redis_url(1))
+    broker.flushdb()
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        **os.environ,
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(ROOT),
+        "FPTRACK_MONGO_URI": f"mongodb://127.0.0.1:{servers.free_port()}",
+        "FPTRACK_MONGO_DB": "one-machine",
+        "FPTRACK_DATA_DIR": str(tmp_path / "data"),
+        "FPTRACK_ADMIN_BIND": f"127.0.0.1:{servers.free_port()}",
+        "FPTRACK_ADMIN_SECRET": "a-test-secret-of-enough-length",
+    }
+    log = (tmp_path / "honcho.log").open("w")
+    honcho = subprocess.Popen(
+        [str(Path(bin_dir) / "honcho"), "start"],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        yield env, honcho.pid
+    finally:
+        honcho.send_signal(signal.SIGTERM)
+        try:
+            honcho.wait(40)
+        finally:
+            if honcho.poll() is None:
+                os.killpg(honcho.pid, signal.SIGKILL)
+                honcho.wait(10)
+            log.close()
+            broker.flushdb()
+    for address in (env["FPTRACK_MONGO_URI"].rpartition("/")[2], env["FPTRACK_ADMIN_BIND"]):
+        host, _, port = address.rpartition(":")
+        with pytest.raises(OSError):  # every process stopped with honcho
+            socket.create_connection((host, int(port)), timeout=1).close()
+
+
+def service(honcho: int, command: str) -> int | None:
+    """The pid of the process running ``command`` under respawn, below honcho."""
+    todo = [honcho]
+    while todo:
+        pid = todo.pop()
+        line = command_line(pid)
+        if command in line and "respawn.py" not in line:
+            return pid
+        todo.extend(children(pid))
+    return None
+
+
+def healthz(env: dict[str, str]) -> bool:
+    try:
+        url = f"http://{env['FPTRACK_ADMIN_BIND']}/healthz"
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+def test_a_killed_process_comes_back_by_itself(
+    deployment: tuple[dict[str, str], int], tmp_path: Path
+) -> None:
+    env, honcho = deployment
+    wait_until(lambda: fptrack("check", env=env).status == 0, 120, "fptrack check to pass")
+    assert healthz(env)
+    for command in ("fptrack worker", "fptrack admin serve"):
+        killed = service(honcho, command)
+        assert killed is not None, command
+        os.kill(killed, signal.SIGKILL)
+
+        def back(command: str = command, killed: int = killed) -> bool:
+            pid = service(honcho, command)
+            return pid is not None and pid != killed
+
+        wait_until(back, 60, f"{command} to be started again")
+    wait_until(lambda: fptrack("check", "workers", env=env).status == 0, 90, "a worker again")
+    wait_until(lambda: healthz(env), 90, "the admin to serve again")
+    assert fptrack("check", env=env).status == 0  # MongoDB and beat never stopped
+    log = (tmp_path / "honcho.log").read_text(encoding="utf-8", errors="replace")
+    assert "respawn: `fptrack worker --wait 60s` was killed by SIGKILL" in log
+    assert "respawn: `fptrack admin serve --wait 60s --bind" in log
+    assert "stopped (rc=" not in log  # honcho stopped nothing

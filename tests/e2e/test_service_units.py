@@ -1,0 +1,49 @@
+"""The systemd units of ``deploy/`` survive a reboot and a blip (no systemd runs here: the
+units are read as systemd reads them, one ``[Section]`` of ``Key=value`` lines each).
+
+Each restarts on failure after a pause (a restart every 100 ms hit systemd's start limit
+while MongoDB was still booting), never gives up, does not retry a bad configuration
+(fptrack's exit status 2), starts after Redis and MongoDB where they run on the host, waits
+for them at start, and the worker's stop fits the crawl lease.
+"""
+
+from __future__ import annotations
+
+import configparser
+import shlex
+
+import pytest
+
+from matcher.settings import Settings
+from tests.e2e.e2e_support import ROOT
+
+UNITS = ("worker", "beat", "admin")
+
+
+def unit(name: str) -> configparser.ConfigParser:
+    parser = configparser.ConfigParser(interpolation=None)
+    parser.optionxform = str  # type: ignore[assignment,method-assign] - systemd keys are cased
+    parser.read_string((ROOT / "deploy" / f"fptrack-{name}.service").read_text(encoding="utf-8"))
+    return parser
+
+
+@pytest.mark.parametrize("name", UNITS)
+def test_a_unit_restarts_after_a_pause_and_starts_after_the_stores(name: str) -> None:
+    service, start = unit(name)["Service"], unit(name)["Unit"]
+    assert service["Restart"] == "on-failure"
+    assert int(service["RestartSec"]) >= 1
+    assert service["RestartPreventExitStatus"] == "2"
+    assert start["StartLimitIntervalSec"] == "0"  # keeps trying while a store is away
+    for store in ("redis-server.service", "mongod.service"):
+        assert store in start["After"].split() and store in start["Wants"].split()
+    argv = shlex.split(service["ExecStart"])
+    assert argv[1] == name
+    assert argv[argv.index("--wait") + 1] == "60s"
+
+
+def test_the_worker_stops_within_a_crawl_lease_and_a_download() -> None:
+    service = unit("worker")["Service"]
+    lease = Settings().crawl_lease
+    assert service["KillMode"] == "control-group"  # every process of the unit gets SIGTERM
+    assert service["KillSignal"] == "SIGTERM"
+    assert int(service["TimeoutStopSec"]) >= lease + 30

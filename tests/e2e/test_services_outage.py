@@ -1,0 +1,97 @@
+"""``fptrack worker`` and ``fptrack admin serve`` ride out a real Redis restart and a real
+MongoDB restart (SecantusDB, its data on disk): each names the server in one line when it
+stops answering and when it answers again, neither exits, and afterwards the worker runs
+tasks and the admin serves, also from an admin worker process started during the outage.
+
+Redis (the broker too) and SecantusDB are servers of the test's own, restarted by the test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import urllib.request
+from pathlib import Path
+
+from pymongo import MongoClient
+
+from matcher.celery_app import make_app
+from matcher.settings import Settings
+from tests import servers
+from tests.e2e.e2e_support import wait_until
+from tests.e2e.outage_support import (
+    Service,
+    children,
+    mongo_uri,
+    own_mongodb,
+    own_redis,
+    redis_url,
+)
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
+
+
+def says(*services: Service, text: str) -> None:
+    """Wait until each of ``services`` has written ``text``."""
+    for service in services:
+        wait_until(lambda s=service: text in s.output(), 30, f"{text!r} from {service.log.stem}")
+
+
+def test_worker_and_admin_ride_out_redis_and_mongodb_restarts(tmp_path: Path) -> None:
+    redis_server = own_redis(tmp_path / "redis", keeps_data=True)
+    mongo_server = own_mongodb(tmp_path / "mongodb")
+    redis_server.start()
+    mongo_server.start()
+    url, uri = redis_url(redis_server), mongo_uri(mongo_server)
+    env = {
+        **os.environ,
+        "FPTRACK_REDIS_URL": url,
+        "FPTRACK_BROKER_URL": url,
+        "FPTRACK_MONGO_URI": uri,
+        "FPTRACK_MONGO_DB": "outage",
+        "FPTRACK_ADMIN_SECRET": "a-test-secret-of-enough-length",
+    }
+    healthz = f"http://127.0.0.1:{servers.free_port()}/healthz"
+    bind = healthz.removeprefix("http://").removesuffix("/healthz")
+    app = make_app(Settings.from_env(env))
+    reports = MongoClient(uri)["outage"].reports
+    worker = Service(["worker", "--concurrency", "1"], env, tmp_path / "worker.log")
+    serve = ["admin", "serve", "--workers", "1", "--bind", bind]
+    admin = Service(serve, env, tmp_path / "admin.log")
+
+    def report(day: str) -> None:
+        """The worker runs a task: the day's report is written in the store."""
+        app.send_task("fptrack.daily_report", args=[day])
+        found = lambda: reports.find_one({"day": day}) is not None  # noqa: E731
+        wait_until(found, 120, f"the worker to write the report of {day}")
+
+    try:
+        wait_until(lambda: answers(healthz), 90, "the admin to serve")
+        report("2026-01-01")
+
+        for n, (server, name) in enumerate(((redis_server, "Redis"), (mongo_server, "MongoDB"))):
+            where = f"{name} at {url if name == 'Redis' else uri}"
+            server.stop()
+            says(worker, admin, text=f"waiting for {where} (")
+            if name == "MongoDB":  # an admin worker started now must wait, not fail to boot
+                (booting,) = children(admin.process.pid)
+                os.kill(booting, signal.SIGKILL)
+            server.start()
+            says(worker, admin, text=f"{where} answers again")
+            assert worker.running, worker.output()
+            assert admin.running, admin.output()
+            wait_until(lambda: answers(healthz), 60, "the admin to serve again")
+            report(f"2026-01-0{n + 2}")
+    finally:
+        worker.stop()
+        admin.stop()
+        redis_server.stop()
+        mongo_server.stop()
+    for service in (worker, admin):
+        assert "Traceback" not in service.output(), service.output()
