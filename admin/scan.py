@@ -33,7 +33,7 @@ from matcher.engine import Engine
 from matcher.errors import MatcherError, Retryable
 from matcher.ingest import Ingest
 from matcher.operations import MAX_LIST, Operations
-from matcher.redis_clients import connect
+from matcher.redis_clients import Patience, connect
 from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
 
@@ -125,10 +125,15 @@ def scan_mongo_client() -> mongomock.MongoClient:
     return mongomock.MongoClient(tz_aware=True)
 
 
+SCAN_PATIENCE = Patience(connect_timeout=5.0, retries=0)
+"""No retry in the client: the scan waits for Redis itself, saying so (``on_wait``), and
+matches again the pages that met the outage."""
+
+
 def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
     """An engine on mongomock and on the given Redis server (else fakeredis)."""
     if redis_url:
-        client = connect(RedisTarget.parse(redis_url))
+        client = connect(RedisTarget.parse(redis_url), SCAN_PATIENCE)
     else:
         import fakeredis
 
