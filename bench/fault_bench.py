@@ -199,7 +199,6 @@ class Deployment:
         self.cluster = LocalCluster(masters=3)
 
     def start(self) -> None:
-        import pymongo
         import redis
 
         from matcher.celery_app import make_app
@@ -207,7 +206,7 @@ class Deployment:
         from matcher.operations import Operations
         from matcher.redis_io import connect
         from matcher.settings import IndexRedis, Settings
-        from matcher.store import Store
+        from matcher.store import Store, mongo_client
 
         self.cluster.start()
         broker_port, mongo_port = free_port(), free_port()
@@ -241,9 +240,7 @@ class Deployment:
             "FPTRACK_MONGO_DB": f"fptrack_fault_bench_{secrets.token_hex(4)}",
         }
         self.settings = Settings.from_env(self.env)
-        self.client = pymongo.MongoClient(
-            self.settings.mongo_uri, tz_aware=True, serverSelectionTimeoutMS=3000
-        )
+        self.client = mongo_client(self.settings.mongo_uri, 3000)
         wait_for(lambda: self.client.admin.command("ping"), 60, "SecantusDB")
         self.db = self.client[self.settings.mongo_db]
         self.store = Store(self.db)
@@ -382,11 +379,15 @@ def wait_recovered(
         return done
 
     deadline = time.monotonic() + RECOVERY_TIMEOUT
+    said = time.monotonic()
     while not ok():
         if time.monotonic() > deadline:
             fault.notes.append(f"not recovered after {RECOVERY_TIMEOUT:.0f} s: {why[0]}")
             log(f"{fault.name}: NOT recovered: {why[0]}")
             return
+        if time.monotonic() - said > 30:
+            log(f"{fault.name}: not yet: {why[0]}")
+            said = time.monotonic()
         time.sleep(1.0)
     fault.recovered_s = time.monotonic() - fault.back_at
     log(f"{fault.name}: recovered {fault.recovered_s:.1f} s after the server was back")
@@ -615,6 +616,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the deployment on the way out
     if texts is None and args.quick:
         from bench.eval_corpus import synthetic_texts
 

@@ -142,7 +142,7 @@ class Settings:
     again by beat's sweep (:func:`matcher.jobs.requeue_pending`)."""
     task_max_retries: int = 8
     crawl_timeout: int = 6000
-    crawl_lease: int = 120
+    crawl_lease: int = 30
     chromium: str = "/usr/bin/chromium"
     """The headless browser that renders the pages of sites with ``render`` on
     (:mod:`crawler.render`)."""
