@@ -529,7 +529,10 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
             result = summary(dep, sampler, expected_all, faults, scan_s)
         finally:
             dep.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
+            if args.keep:
+                log(f"the deployment's logs are in {workdir}")
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
     return result
 
 
@@ -607,6 +610,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--works", type=int, help=f"works (default {DEFAULTS['works']})")
     parser.add_argument("--pages", type=int, help=f"pages (default {DEFAULTS['pages']})")
     parser.add_argument("--seed", type=int, default=0, help="site generator seed (default 0)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the processes' logs (default: deleted)"
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else DEFAULTS
     args.works = args.works or sizes["works"]

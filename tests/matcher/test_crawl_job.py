@@ -154,3 +154,44 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
         assert run["outcome"] == "finished" and run["stats"]["fptrack/pages"] == pages
     finally:
         broker.flushdb()
+
+
+def test_a_process_whose_lease_is_lost_ends_lost_and_asks_for_another(
+    ops: Operations, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    """Redis came back without the crawl's lease (restarted empty, or unreachable longer than
+    a lease): the process ends, recorded ``lost``, and says so, so that its task starts
+    another (which resumes the frontier, or crawls anew)."""
+    import threading
+    import time
+
+    from tests.crawler.fixture_site import FixtureSite, page
+
+    def slow() -> list[bytes]:
+        time.sleep(1.0)
+        return [b"<html><body><p>" + "盗版章节正文。".encode() * 40 + b"</p></body></html>"]
+
+    links = "".join(f'<a href="/c/{n}.html">第{n}章</a>' for n in range(60))
+    pages = {"/": page(f"<html><body>{links}</body></html>")}
+    pages |= {f"/c/{n}.html": (200, {"Content-Type": "text/html"}, slow) for n in range(60)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FPTRACK_REDIS_URL": TEST_REDIS_URL}
+    env |= {"FPTRACK_REDIS_PREFIX": "fptrack-test", "FPTRACK_CRAWL_LEASE": "3"}
+    settings = Settings(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
+    with FixtureSite(pages) as site:
+        ops.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),)))
+        result: list[dict] = []
+        crawl = threading.Thread(
+            target=lambda: result.append(jobs.crawl_site(settings, ops, "pirate", environ=env))
+        )
+        crawl.start()
+        deadline = time.monotonic() + 60
+        while not redis_client.exists(KEYS.slot_lock(0)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)
+        redis_client.delete(*redis_client.keys("fptrack-test:*"))  # Redis back, empty
+        crawl.join(60)
+    assert result and result[0]["lease_lost"] is True
+    [run] = ops.last_crawls("pirate")
+    [process] = run["processes"].values()
+    assert process["outcome"] == "lost" and run["outcome"] == "interrupted"
+    assert run["stats"]["finish_reason"] == jobs.LEASE_LOST
