@@ -67,6 +67,7 @@ PREFIX = "fptrack-fault-bench"
 DEFAULTS = {"works": 24, "pages": 360}
 QUICK = {"works": 6, "pages": 48}
 SITES = ("a", "b", "c", "d")
+FAULTS = ("master", "broker", "mongodb", "worker", "together")
 LATE_SHARE = 1 / 3
 """The share of the works registered after the crawls (matched by the reverse direction)."""
 FAULT_AT = 0.3
@@ -478,15 +479,20 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
 
             late_registered = False
 
-            def during_crawl(n: int, strike: Callable[[Fault], None], label: str) -> None:
+            def during_crawl(
+                n: int, kind: str, strike: Callable[[Fault], None], label: str
+            ) -> None:
                 name = f"site-{SITES[n]}"
                 crawl(dep, name, urls[n])
                 total = parts[n].records()
                 wait_for(lambda: stored(dep, name) >= FAULT_AT * total, 300, f"{name}'s pages")
                 fault = Fault(label)
-                log(f"fault: {label}")
-                strike(fault)
-                faults.append(fault)
+                if kind in args.faults:
+                    log(f"fault: {label}")
+                    strike(fault)
+                    faults.append(fault)
+                else:
+                    fault.back_at = time.monotonic()  # no fault: the work runs through
                 done_sites.append(SITES[n])
                 wait_recovered(dep, sampler, expected(), fault)
 
@@ -505,19 +511,23 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
                 dep.workers[0].kill_tree()  # its restart loop starts it again
                 fault.back_at = time.monotonic() + RESTART_SEC
 
-            during_crawl(0, master_restart(0), "index master restarted empty (crawl of site A)")
-            during_crawl(1, broker_restart, "broker restarted empty (crawl of site B)")
+            label = "index master restarted empty (crawl of site A)"
+            during_crawl(0, "master", master_restart(0), label)
+            during_crawl(1, "broker", broker_restart, "broker restarted empty (crawl of site B)")
 
             fault = Fault("SecantusDB killed and restarted (late works matched in reverse)")
             late_registered = True
             register(dep, works_dir, late, reverse=True)
-            log(f"fault: {fault.name}")
-            dep.restart_mongo()
             fault.back_at = time.monotonic()
-            faults.append(fault)
+            if "mongodb" in args.faults:
+                log(f"fault: {fault.name}")
+                dep.restart_mongo()
+                fault.back_at = time.monotonic()
+                faults.append(fault)
             wait_recovered(dep, sampler, expected(), fault)
 
-            during_crawl(2, worker_kill, "a worker's process tree killed (crawl of site C)")
+            label = "a worker's process tree killed (crawl of site C)"
+            during_crawl(2, "worker", worker_kill, label)
 
             def everything(fault: Fault) -> None:
                 master_restart(1)(fault)
@@ -525,7 +535,8 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
                 dep.workers[1].kill_tree()
                 fault.back_at = time.monotonic()
 
-            during_crawl(3, everything, "master, broker and a worker at once (crawl of site D)")
+            label = "master, broker and a worker at once (crawl of site D)"
+            during_crawl(3, "together", everything, label)
             result = summary(dep, sampler, expected_all, faults, scan_s)
         finally:
             dep.stop()
@@ -613,8 +624,18 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--keep", action="store_true", help="keep the processes' logs (default: deleted)"
     )
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help=f"the faults to strike, comma-separated (default: all, {','.join(FAULTS)}); the "
+        "work of the others runs through without a fault",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else DEFAULTS
+    args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    unknown = set(args.faults) - set(FAULTS)
+    if unknown:
+        parser.error(f"unknown fault(s) {sorted(unknown)}: choose among {', '.join(FAULTS)}")
     args.works = args.works or sizes["works"]
     args.pages = args.pages or sizes["pages"]
     return args

@@ -184,9 +184,12 @@ def crawl_site(
         raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
     lease_lost = stats.get("finish_reason") == LEASE_LOST
     outcome = "lost" if returncode < 0 or lease_lost else ("failed" if error else "finished")
-    record_crawler_ended(ops, site.name, lease, outcome, stats, error)
+    run = record_crawler_ended(ops, site.name, lease, outcome, stats, error)
     if error and returncode >= 0:
         raise CrawlFailed(error, stats)
+    # The run ended with no process ending it, though this one found it over: Redis lost
+    # the frontier. Like a lost lease, a new process is wanted (a new run, here).
+    gone = bool(stats.get(FRONTIER_STATS + "run_gone")) and run.get("outcome") == "interrupted"
     return {
         "site": site.name,
         "run_id": lease["run_id"],
@@ -194,6 +197,7 @@ def crawl_site(
         "pages": stats.get("fptrack/pages", 0),
         "ended_run": bool(stats.get(FRONTIER_STATS + "ended_run")),
         "lease_lost": lease_lost,
+        "frontier_lost": gone,
     }
 
 
@@ -250,9 +254,10 @@ def record_crawler_ended(
     outcome: str,
     stats: dict[str, Any],
     error: str = "",
-) -> None:
-    """Record the end of a crawler process's part, and the processes it found dead."""
-    ops.record_crawl_process(
+) -> dict[str, Any]:
+    """Record the end of a crawler process's part, and the processes it found dead; the
+    run's record."""
+    return ops.record_crawl_process(
         lease["run_id"], site, lease["token"],
         lost=tuple(stats.get(FRONTIER_STATS + "lost_processes") or ()), finished_at=now(),
         outcome=outcome, ended_run=bool(stats.get(FRONTIER_STATS + "ended_run")), error=error,

@@ -153,9 +153,10 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
 
     With ``fan_out`` (a scheduled or requested crawl) it sends this task again, without
     ``fan_out``, for each other crawler process the site wants (``crawlers``). A process that
-    lost its lease (Redis unreachable longer than a lease, or back without the frontier) is
-    replaced by a new one, which resumes the run from its frontier or, the frontier lost,
-    crawls the site anew (pages already stored and unchanged are not matched again).
+    lost its lease (Redis unreachable longer than a lease, or back without the frontier), or
+    whose run's frontier Redis lost, is replaced by a new one, which resumes the run from its
+    frontier or, the frontier lost, crawls the site anew (pages already stored and unchanged
+    are not matched again).
     """
 
     def helper() -> None:
@@ -165,7 +166,7 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
     result = jobs.crawl_site(
         self.runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
     )
-    if result.get("lease_lost"):  # go on: join the run if its frontier is kept, else anew
+    if result.get("lease_lost") or result.get("frontier_lost"):  # go on: resume, else anew
         self.apply_async(args=[site_name], kwargs={"fan_out": False}, countdown=LEASE_LOST_PAUSE)
     return result
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -156,12 +157,12 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
         broker.flushdb()
 
 
-def test_a_process_whose_lease_is_lost_ends_lost_and_asks_for_another(
-    ops: Operations, redis_client: redis.Redis, mongo_db: Database
-) -> None:
-    """Redis came back without the crawl's lease (restarted empty, or unreachable longer than
-    a lease): the process ends, recorded ``lost``, and says so, so that its task starts
-    another (which resumes the frontier, or crawls anew)."""
+def crawl_while(
+    ops: Operations, redis_client: redis.Redis, losing: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A crawl of a slow site (60 chapters, a second each), during which Redis loses the
+    keys ``losing`` matches, as a server back without its data does; the job's result and
+    the run's record."""
     import threading
     import time
 
@@ -188,10 +189,32 @@ def test_a_process_whose_lease_is_lost_ends_lost_and_asks_for_another(
         while not redis_client.exists(KEYS.slot_lock(0)) and time.monotonic() < deadline:
             time.sleep(0.05)
         time.sleep(1.5)
-        redis_client.delete(*redis_client.keys("fptrack-test:*"))  # Redis back, empty
+        redis_client.delete(*redis_client.keys(losing))
         crawl.join(60)
-    assert result and result[0]["lease_lost"] is True
     [run] = ops.last_crawls("pirate")
+    return result[0], run
+
+
+def test_a_process_whose_lease_is_lost_ends_lost_and_asks_for_another(
+    ops: Operations, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    """Redis came back without the crawl's lease (restarted empty, or unreachable longer than
+    a lease): the process ends, recorded ``lost``, and says so, so that its task starts
+    another (which resumes the frontier, or crawls anew)."""
+    result, run = crawl_while(ops, redis_client, "fptrack-test:*")
+    assert result["lease_lost"] is True
     [process] = run["processes"].values()
     assert process["outcome"] == "lost" and run["outcome"] == "interrupted"
     assert run["stats"]["finish_reason"] == jobs.LEASE_LOST
+
+
+def test_a_run_whose_frontier_is_lost_asks_for_another(
+    ops: Operations, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    """Redis lost the frontier (its queue and run), not yet the lease: the process finds the
+    run over, though nobody ended it; the run is interrupted, and the job asks for a new
+    crawl rather than taking the run for finished."""
+    result, run = crawl_while(ops, redis_client, "fptrack-test:crawl:*")
+    assert result["frontier_lost"] is True and result["lease_lost"] is False
+    [process] = run["processes"].values()
+    assert run["outcome"] == "interrupted" and process["stats"]["fptrack/frontier/run_gone"] == 1
