@@ -641,9 +641,16 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return args
 
 
+def _stop_once(*_: Any) -> None:
+    """SIGTERM: leave through the clean-up that stops the deployment, which a second SIGTERM
+    (a ``timeout`` wrapper passes its own on) must not cut short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(1)
+
+
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the deployment on the way out
+    signal.signal(signal.SIGTERM, _stop_once)
     if texts is None and args.quick:
         from bench.eval_corpus import synthetic_texts
 
