@@ -340,7 +340,12 @@ class _CrawlProcess:
         return max(0.0, self.deadline - time.monotonic())
 
 
-def close_lost_crawls(ops: Operations, redis_client: Any, keys: Keys) -> list[str]:
+def close_lost_crawls(
+    ops: Operations,
+    redis_client: Any,
+    keys: Keys,
+    enqueue_crawl: Callable[[str], None] = lambda site: None,
+) -> list[str]:
     """Close the records of crawler processes that died; the ids of the runs so ended.
 
     A process's record says ``running`` from its start until its worker records its end;
@@ -351,7 +356,8 @@ def close_lost_crawls(ops: Operations, redis_client: Any, keys: Keys) -> list[st
     none ended it, with the pages stored since the run started counted from the store
     (:meth:`matcher.operations.Operations.record_crawl_process`). :func:`resume_crawls`
     then resumes the run from its frontier; a run whose frontier is gone too (Redis lost
-    it) is crawled anew by the site's next scheduled crawl.
+    it) is crawled anew at once (``enqueue_crawl``), as the pages it did not reach would
+    otherwise wait for the site's next schedule.
     """
     ended = []
     for run in ops.running_crawls():
@@ -373,6 +379,11 @@ def close_lost_crawls(ops: Operations, redis_client: Any, keys: Keys) -> list[st
         if lost and ops.close_crawl_processes(run["run_id"], lost)["outcome"] != "running":
             log.warning("crawl run %s of %s closed: its processes died", run["run_id"], run["site"])
             ended.append(run["run_id"])
+            with redis_errors("reading a crawl frontier"):
+                kept = redis_client.hget(crawl.run, "id")
+            if kept is None or kept.decode() != run["run_id"]:
+                log.warning("the frontier of %s was lost too: crawled anew", run["site"])
+                enqueue_crawl(run["site"])
     return ended
 
 

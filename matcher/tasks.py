@@ -188,7 +188,7 @@ def resume_crawls(self: FptrackTask) -> dict[str, list[str]]:
     client = redis.Redis.from_url(settings.redis_url)  # the frontiers' standalone server
     crawl = self.app.tasks["fptrack.crawl_site"]
     try:
-        closed = jobs.close_lost_crawls(ops, client, keys)
+        closed = jobs.close_lost_crawls(ops, client, keys, lambda site: crawl.delay(site))
         sites = {site.name for site in ops.list_sites()}
         resumed = jobs.resume_crawls(client, keys, sites, lambda site: crawl.delay(site))
     finally:
