@@ -67,6 +67,7 @@ PREFIX = "fptrack-fault-bench"
 DEFAULTS = {"works": 24, "pages": 360}
 QUICK = {"works": 6, "pages": 48}
 SITES = ("a", "b", "c", "d")
+FAULTS = ("master", "broker", "mongodb", "worker", "together")
 LATE_SHARE = 1 / 3
 """The share of the works registered after the crawls (matched by the reverse direction)."""
 FAULT_AT = 0.3
@@ -199,7 +200,6 @@ class Deployment:
         self.cluster = LocalCluster(masters=3)
 
     def start(self) -> None:
-        import pymongo
         import redis
 
         from matcher.celery_app import make_app
@@ -207,7 +207,7 @@ class Deployment:
         from matcher.operations import Operations
         from matcher.redis_io import connect
         from matcher.settings import IndexRedis, Settings
-        from matcher.store import Store
+        from matcher.store import Store, mongo_client
 
         self.cluster.start()
         broker_port, mongo_port = free_port(), free_port()
@@ -241,9 +241,7 @@ class Deployment:
             "FPTRACK_MONGO_DB": f"fptrack_fault_bench_{secrets.token_hex(4)}",
         }
         self.settings = Settings.from_env(self.env)
-        self.client = pymongo.MongoClient(
-            self.settings.mongo_uri, tz_aware=True, serverSelectionTimeoutMS=3000
-        )
+        self.client = mongo_client(self.settings.mongo_uri, 3000)
         wait_for(lambda: self.client.admin.command("ping"), 60, "SecantusDB")
         self.db = self.client[self.settings.mongo_db]
         self.store = Store(self.db)
@@ -382,11 +380,15 @@ def wait_recovered(
         return done
 
     deadline = time.monotonic() + RECOVERY_TIMEOUT
+    said = time.monotonic()
     while not ok():
         if time.monotonic() > deadline:
             fault.notes.append(f"not recovered after {RECOVERY_TIMEOUT:.0f} s: {why[0]}")
             log(f"{fault.name}: NOT recovered: {why[0]}")
             return
+        if time.monotonic() - said > 30:
+            log(f"{fault.name}: not yet: {why[0]}")
+            said = time.monotonic()
         time.sleep(1.0)
     fault.recovered_s = time.monotonic() - fault.back_at
     log(f"{fault.name}: recovered {fault.recovered_s:.1f} s after the server was back")
@@ -477,15 +479,20 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
 
             late_registered = False
 
-            def during_crawl(n: int, strike: Callable[[Fault], None], label: str) -> None:
+            def during_crawl(
+                n: int, kind: str, strike: Callable[[Fault], None], label: str
+            ) -> None:
                 name = f"site-{SITES[n]}"
                 crawl(dep, name, urls[n])
                 total = parts[n].records()
                 wait_for(lambda: stored(dep, name) >= FAULT_AT * total, 300, f"{name}'s pages")
                 fault = Fault(label)
-                log(f"fault: {label}")
-                strike(fault)
-                faults.append(fault)
+                if kind in args.faults:
+                    log(f"fault: {label}")
+                    strike(fault)
+                    faults.append(fault)
+                else:
+                    fault.back_at = time.monotonic()  # no fault: the work runs through
                 done_sites.append(SITES[n])
                 wait_recovered(dep, sampler, expected(), fault)
 
@@ -504,19 +511,23 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
                 dep.workers[0].kill_tree()  # its restart loop starts it again
                 fault.back_at = time.monotonic() + RESTART_SEC
 
-            during_crawl(0, master_restart(0), "index master restarted empty (crawl of site A)")
-            during_crawl(1, broker_restart, "broker restarted empty (crawl of site B)")
+            label = "index master restarted empty (crawl of site A)"
+            during_crawl(0, "master", master_restart(0), label)
+            during_crawl(1, "broker", broker_restart, "broker restarted empty (crawl of site B)")
 
             fault = Fault("SecantusDB killed and restarted (late works matched in reverse)")
             late_registered = True
             register(dep, works_dir, late, reverse=True)
-            log(f"fault: {fault.name}")
-            dep.restart_mongo()
             fault.back_at = time.monotonic()
-            faults.append(fault)
+            if "mongodb" in args.faults:
+                log(f"fault: {fault.name}")
+                dep.restart_mongo()
+                fault.back_at = time.monotonic()
+                faults.append(fault)
             wait_recovered(dep, sampler, expected(), fault)
 
-            during_crawl(2, worker_kill, "a worker's process tree killed (crawl of site C)")
+            label = "a worker's process tree killed (crawl of site C)"
+            during_crawl(2, "worker", worker_kill, label)
 
             def everything(fault: Fault) -> None:
                 master_restart(1)(fault)
@@ -524,11 +535,15 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
                 dep.workers[1].kill_tree()
                 fault.back_at = time.monotonic()
 
-            during_crawl(3, everything, "master, broker and a worker at once (crawl of site D)")
+            label = "master, broker and a worker at once (crawl of site D)"
+            during_crawl(3, "together", everything, label)
             result = summary(dep, sampler, expected_all, faults, scan_s)
         finally:
             dep.stop()
-            shutil.rmtree(workdir, ignore_errors=True)
+            if args.keep:
+                log(f"the deployment's logs are in {workdir}")
+            else:
+                shutil.rmtree(workdir, ignore_errors=True)
     return result
 
 
@@ -606,15 +621,36 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--works", type=int, help=f"works (default {DEFAULTS['works']})")
     parser.add_argument("--pages", type=int, help=f"pages (default {DEFAULTS['pages']})")
     parser.add_argument("--seed", type=int, default=0, help="site generator seed (default 0)")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the processes' logs (default: deleted)"
+    )
+    parser.add_argument(
+        "--faults",
+        default=",".join(FAULTS),
+        help=f"the faults to strike, comma-separated (default: all, {','.join(FAULTS)}); the "
+        "work of the others runs through without a fault",
+    )
     args = parser.parse_args(argv)
     sizes = QUICK if args.quick else DEFAULTS
+    args.faults = [f.strip() for f in args.faults.split(",") if f.strip()]
+    unknown = set(args.faults) - set(FAULTS)
+    if unknown:
+        parser.error(f"unknown fault(s) {sorted(unknown)}: choose among {', '.join(FAULTS)}")
     args.works = args.works or sizes["works"]
     args.pages = args.pages or sizes["pages"]
     return args
 
 
+def _stop_once(*_: Any) -> None:
+    """SIGTERM: leave through the clean-up that stops the deployment, which a second SIGTERM
+    (a ``timeout`` wrapper passes its own on) must not cut short."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    sys.exit(1)
+
+
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
+    signal.signal(signal.SIGTERM, _stop_once)
     if texts is None and args.quick:
         from bench.eval_corpus import synthetic_texts
 

@@ -81,6 +81,9 @@ class FrontierScheduler(Scheduler):
         for key, value in self.lease.facts().items():
             self.stats.set_value(key, value)
         self.stats.set_value(STAT + "ended_run", int(self.ended_run))
+        # the run was over when this process looked: another process ended it, or Redis
+        # lost the frontier (then no process records an end of the run)
+        self.stats.set_value(STAT + "run_gone", int(self.run_over and not self.ended_run))
 
     def __len__(self) -> int:
         return self.frontier.queued()

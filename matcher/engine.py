@@ -468,28 +468,35 @@ class Engine:
         considered: list[dict],
         split_urls: list[str],
     ) -> list[dict[str, Any]]:
-        """Write a matched page's fingerprints, index entries, records and processed mark."""
+        """Write a matched page's fingerprints, index entries, records and processed mark.
+
+        The page's new index entries are added before its old ones, those of a text it no
+        longer has, are removed: an outage in between leaves a stale entry (a candidate
+        verified against the stored fingerprints, never a match), never a page missing from
+        the index that a work registered later looks it up in.
+        """
         seq = int(doc["seq"])
-        if self.index_pages:
-            self._unindex_page(doc["_id"], seq)
+        old = self._indexed_page(doc["_id"]) if self.index_pages else None
         self.store.save_fingerprints("page", doc["_id"], seq, page.stored_fingerprints())
         if self.index_pages:
             with redis_errors("indexing a page"):
                 self.pages.add(seq, page.simhash, page.window_keys)
+                if old is not None:
+                    simhash, keys = old
+                    self.pages.remove_stale(seq, simhash, keys, page.simhash, page.window_keys)
         initial = "authorised" if authorised else "new"
         written = [self.store.upsert_match(r, initial) for r in records]
         self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in written])
         self.store.mark_processed(doc["_id"], doc["content_hash"], considered, split_urls)
         return written
 
-    def _unindex_page(self, page_id: ObjectId, seq: int) -> None:
+    def _indexed_page(self, page_id: ObjectId) -> tuple[int, np.ndarray] | None:
+        """The simhash and postings keys the page was last indexed with (None: never)."""
         stored = self.store.load_fingerprints("page", [page_id], INDEX_KEYS).get(page_id)
         if stored is None:
-            return
+            return None
         value = stored["value"]
-        keys = array_from_hex(value["windows"], "<u8", np.uint64)
-        with redis_errors("removing a page from the index"):
-            self.pages.remove(seq, int(value["simhash"], 16), keys)
+        return int(value["simhash"], 16), array_from_hex(value["windows"], "<u8", np.uint64)
 
     # works -> pages --------------------------------------------------------------------
 

@@ -57,6 +57,17 @@ class Side:
         self.simhash.remove([owner], [simhash])
         self.windows.remove(owner, keys)
 
+    def remove_stale(
+        self, owner: int, simhash: int, keys: np.ndarray, kept: int, kept_keys: np.ndarray
+    ) -> None:
+        """Remove the entries of an owner's old fingerprints (``simhash``, ``keys``) that its
+        new ones (``kept``, ``kept_keys``), already added, do not hold."""
+        if simhash != kept:
+            self.simhash.remove([owner], [simhash])
+        stale = np.setdiff1d(keys, kept_keys)
+        if len(stale):
+            self.windows.remove(owner, stale)
+
     def clear(self) -> None:
         self.simhash.clear()
         self.windows.clear()

@@ -184,9 +184,12 @@ def crawl_site(
         raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
     lease_lost = stats.get("finish_reason") == LEASE_LOST
     outcome = "lost" if returncode < 0 or lease_lost else ("failed" if error else "finished")
-    record_crawler_ended(ops, site.name, lease, outcome, stats, error)
+    run = record_crawler_ended(ops, site.name, lease, outcome, stats, error)
     if error and returncode >= 0:
         raise CrawlFailed(error, stats)
+    # The run ended with no process ending it, though this one found it over: Redis lost
+    # the frontier. Like a lost lease, a new process is wanted (a new run, here).
+    gone = bool(stats.get(FRONTIER_STATS + "run_gone")) and run.get("outcome") == "interrupted"
     return {
         "site": site.name,
         "run_id": lease["run_id"],
@@ -194,6 +197,7 @@ def crawl_site(
         "pages": stats.get("fptrack/pages", 0),
         "ended_run": bool(stats.get(FRONTIER_STATS + "ended_run")),
         "lease_lost": lease_lost,
+        "frontier_lost": gone,
     }
 
 
@@ -250,9 +254,10 @@ def record_crawler_ended(
     outcome: str,
     stats: dict[str, Any],
     error: str = "",
-) -> None:
-    """Record the end of a crawler process's part, and the processes it found dead."""
-    ops.record_crawl_process(
+) -> dict[str, Any]:
+    """Record the end of a crawler process's part, and the processes it found dead; the
+    run's record."""
+    return ops.record_crawl_process(
         lease["run_id"], site, lease["token"],
         lost=tuple(stats.get(FRONTIER_STATS + "lost_processes") or ()), finished_at=now(),
         outcome=outcome, ended_run=bool(stats.get(FRONTIER_STATS + "ended_run")), error=error,
@@ -335,7 +340,12 @@ class _CrawlProcess:
         return max(0.0, self.deadline - time.monotonic())
 
 
-def close_lost_crawls(ops: Operations, redis_client: Any, keys: Keys) -> list[str]:
+def close_lost_crawls(
+    ops: Operations,
+    redis_client: Any,
+    keys: Keys,
+    enqueue_crawl: Callable[[str], None] = lambda site: None,
+) -> list[str]:
     """Close the records of crawler processes that died; the ids of the runs so ended.
 
     A process's record says ``running`` from its start until its worker records its end;
@@ -346,7 +356,8 @@ def close_lost_crawls(ops: Operations, redis_client: Any, keys: Keys) -> list[st
     none ended it, with the pages stored since the run started counted from the store
     (:meth:`matcher.operations.Operations.record_crawl_process`). :func:`resume_crawls`
     then resumes the run from its frontier; a run whose frontier is gone too (Redis lost
-    it) is crawled anew by the site's next scheduled crawl.
+    it) is crawled anew at once (``enqueue_crawl``), as the pages it did not reach would
+    otherwise wait for the site's next schedule.
     """
     ended = []
     for run in ops.running_crawls():
@@ -368,6 +379,11 @@ def close_lost_crawls(ops: Operations, redis_client: Any, keys: Keys) -> list[st
         if lost and ops.close_crawl_processes(run["run_id"], lost)["outcome"] != "running":
             log.warning("crawl run %s of %s closed: its processes died", run["run_id"], run["site"])
             ended.append(run["run_id"])
+            with redis_errors("reading a crawl frontier"):
+                kept = redis_client.hget(crawl.run, "id")
+            if kept is None or kept.decode() != run["run_id"]:
+                log.warning("the frontier of %s was lost too: crawled anew", run["site"])
+                enqueue_crawl(run["site"])
     return ended
 
 

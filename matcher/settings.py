@@ -220,15 +220,15 @@ class Settings:
     """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
     the other parts of its chapter) this long before a redelivered task may match it."""
     broker_url: str = ""
-    visibility_timeout: int = 120
+    visibility_timeout: int = 60
     """Seconds after a worker's last heartbeat before the broker hands its unacknowledged
     tasks to another worker (:mod:`matcher.heartbeat`)."""
-    pending_after: int = 120
+    pending_after: int = 60
     """Seconds after its last ``process_page`` was sent before a page still pending is sent
     again by beat's sweep (:func:`matcher.jobs.requeue_pending`)."""
     task_max_retries: int = 8
     crawl_timeout: int = 6000
-    crawl_lease: int = 120
+    crawl_lease: int = 30
     chromium: str = "/usr/bin/chromium"
     """The headless browser that renders the pages of sites with ``render`` on
     (:mod:`crawler.render`)."""

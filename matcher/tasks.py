@@ -153,9 +153,10 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
 
     With ``fan_out`` (a scheduled or requested crawl) it sends this task again, without
     ``fan_out``, for each other crawler process the site wants (``crawlers``). A process that
-    lost its lease (Redis unreachable longer than a lease, or back without the frontier) is
-    replaced by a new one, which resumes the run from its frontier or, the frontier lost,
-    crawls the site anew (pages already stored and unchanged are not matched again).
+    lost its lease (Redis unreachable longer than a lease, or back without the frontier), or
+    whose run's frontier Redis lost, is replaced by a new one, which resumes the run from its
+    frontier or, the frontier lost, crawls the site anew (pages already stored and unchanged
+    are not matched again).
     """
 
     def helper() -> None:
@@ -165,7 +166,7 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
     result = jobs.crawl_site(
         self.runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
     )
-    if result.get("lease_lost"):  # go on: join the run if its frontier is kept, else anew
+    if result.get("lease_lost") or result.get("frontier_lost"):  # go on: resume, else anew
         self.apply_async(args=[site_name], kwargs={"fan_out": False}, countdown=LEASE_LOST_PAUSE)
     return result
 
@@ -187,7 +188,7 @@ def resume_crawls(self: FptrackTask) -> dict[str, list[str]]:
     client = connect_server(settings.redis_target)  # the frontiers' server (not a cluster)
     crawl = self.app.tasks["fptrack.crawl_site"]
     try:
-        closed = jobs.close_lost_crawls(ops, client, keys)
+        closed = jobs.close_lost_crawls(ops, client, keys, lambda site: crawl.delay(site))
         sites = {site.name for site in ops.list_sites()}
         resumed = jobs.resume_crawls(client, keys, sites, lambda site: crawl.delay(site))
     finally:

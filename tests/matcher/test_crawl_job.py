@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -154,3 +155,66 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
         assert run["outcome"] == "finished" and run["stats"]["fptrack/pages"] == pages
     finally:
         broker.flushdb()
+
+
+def crawl_while(
+    ops: Operations, redis_client: redis.Redis, losing: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A crawl of a slow site (60 chapters, a second each), during which Redis loses the
+    keys ``losing`` matches, as a server back without its data does; the job's result and
+    the run's record."""
+    import threading
+    import time
+
+    from tests.crawler.fixture_site import FixtureSite, page
+
+    def slow() -> list[bytes]:
+        time.sleep(1.0)
+        return [b"<html><body><p>" + "盗版章节正文。".encode() * 40 + b"</p></body></html>"]
+
+    links = "".join(f'<a href="/c/{n}.html">第{n}章</a>' for n in range(60))
+    pages = {"/": page(f"<html><body>{links}</body></html>")}
+    pages |= {f"/c/{n}.html": (200, {"Content-Type": "text/html"}, slow) for n in range(60)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FPTRACK_REDIS_URL": TEST_REDIS_URL}
+    env |= {"FPTRACK_REDIS_PREFIX": "fptrack-test", "FPTRACK_CRAWL_LEASE": "3"}
+    settings = Settings(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
+    with FixtureSite(pages) as site:
+        ops.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),)))
+        result: list[dict] = []
+        crawl = threading.Thread(
+            target=lambda: result.append(jobs.crawl_site(settings, ops, "pirate", environ=env))
+        )
+        crawl.start()
+        deadline = time.monotonic() + 60
+        while not redis_client.exists(KEYS.slot_lock(0)) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(1.5)
+        redis_client.delete(*redis_client.keys(losing))
+        crawl.join(60)
+    [run] = ops.last_crawls("pirate")
+    return result[0], run
+
+
+def test_a_process_whose_lease_is_lost_ends_lost_and_asks_for_another(
+    ops: Operations, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    """Redis came back without the crawl's lease (restarted empty, or unreachable longer than
+    a lease): the process ends, recorded ``lost``, and says so, so that its task starts
+    another (which resumes the frontier, or crawls anew)."""
+    result, run = crawl_while(ops, redis_client, "fptrack-test:*")
+    assert result["lease_lost"] is True
+    [process] = run["processes"].values()
+    assert process["outcome"] == "lost" and run["outcome"] == "interrupted"
+    assert run["stats"]["finish_reason"] == jobs.LEASE_LOST
+
+
+def test_a_run_whose_frontier_is_lost_asks_for_another(
+    ops: Operations, redis_client: redis.Redis, mongo_db: Database
+) -> None:
+    """Redis lost the frontier (its queue and run), not yet the lease: the process finds the
+    run over, though nobody ended it; the run is interrupted, and the job asks for a new
+    crawl rather than taking the run for finished."""
+    result, run = crawl_while(ops, redis_client, "fptrack-test:crawl:*")
+    assert result["frontier_lost"] is True and result["lease_lost"] is False
+    [process] = run["processes"].values()
+    assert run["outcome"] == "interrupted" and process["stats"]["fptrack/frontier/run_gone"] == 1

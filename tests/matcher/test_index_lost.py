@@ -14,7 +14,7 @@ from admin.health import check_indexes
 from bench.local_cluster import LocalCluster
 from matcher import jobs
 from matcher.engine import Engine
-from matcher.errors import IndexUnavailable
+from matcher.errors import IndexUnavailable, StoreUnavailable
 from matcher.index_state import IndexState
 from matcher.keys import TAG_GROUPS, group_slot
 from matcher.settings import Settings
@@ -195,4 +195,27 @@ def test_a_rebuild_whose_process_died_is_taken_over(engine: Engine) -> None:
     lose_the_index(engine)
     engine.integrity.wait = 30
     assert matched(crawl(engine, "http://p/1", page_of(sample(NAMES[2])))) == {work_id}
+    assert whole_and_counted(engine)
+
+
+def test_a_page_stays_in_the_index_when_an_outage_cuts_its_matching_again(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A work registered after its copy was crawled: the reverse-direction task matches the
+    page again, and MongoDB fails in the middle. The page's entries stay in the pages' index
+    (new ones are added before stale ones go), so the retried task finds it; before, the
+    page was taken out of the index first, and the retry missed the copy for good."""
+    assert crawl(engine, "http://p/1", page_of(sample(NAMES[1]))) == []
+    work = engine.add_work(sample(NAMES[1]), title="河镇")
+    save = engine.store.save_fingerprints
+
+    def outage(*args, **kwargs):
+        raise StoreUnavailable("MongoDB unavailable in save_fingerprints: connection reset")
+
+    monkeypatch.setattr(engine.store, "save_fingerprints", outage)
+    with pytest.raises(StoreUnavailable):
+        engine.match_work_against_pages(work)
+    assert engine.pages.simhash.entries() == 1
+    monkeypatch.setattr(engine.store, "save_fingerprints", save)
+    assert matched(engine.match_work_against_pages(work)) == {work}  # the task's retry
     assert whole_and_counted(engine)

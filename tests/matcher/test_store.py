@@ -193,3 +193,14 @@ def test_unreachable_server_raises_retryable_error() -> None:
     store = Store(client["fptrack"])
     with pytest.raises(StoreUnavailable, match="MongoDB unavailable"):
         add_page(store)
+
+
+def test_writes_wait_for_the_journal_unless_the_uri_says_otherwise() -> None:
+    from matcher.store import mongo_client
+
+    journaled = mongo_client("mongodb://127.0.0.1:1")
+    chosen = mongo_client("mongodb://127.0.0.1:1/?w=1&journal=false")
+    assert journaled.write_concern.document == {"j": True}
+    assert chosen.write_concern.document == {"w": 1, "j": False}
+    journaled.close()
+    chosen.close()

@@ -97,7 +97,10 @@ def test_runs_whose_processes_died_are_closed_interrupted_with_their_pages(
         store_page(engine, f"http://other/{n}", f"{n}" * 80, site="other")
     store_page(engine, "http://pirate/1", "甲" * 80)
 
-    assert jobs.close_lost_crawls(ops, redis_client, keys) == ["run-2"]
+    redis_client.hset(keys.crawl("other").run, "id", "run-2")  # run-2's frontier is kept
+    anew: list[str] = []
+    assert jobs.close_lost_crawls(ops, redis_client, keys, anew.append) == ["run-2"]
+    assert anew == []  # its frontier is there: crawls:resume resumes it
     one, two = (ops.db.crawls.find_one({"run_id": r}) for r in ("run-1", "run-2"))
     assert one["outcome"] == "running"  # its other process still holds its lease
     assert one["processes"][dead]["outcome"] == "lost" and one["lost"] == 1
@@ -107,7 +110,8 @@ def test_runs_whose_processes_died_are_closed_interrupted_with_their_pages(
     assert jobs.close_lost_crawls(ops, redis_client, keys) == []  # nothing more to close
 
     redis_client.delete(keys.crawl("pirate").slot_lock(0))  # the last one dies
-    assert jobs.close_lost_crawls(ops, redis_client, keys) == ["run-1"]
+    assert jobs.close_lost_crawls(ops, redis_client, keys, anew.append) == ["run-1"]
+    assert anew == ["pirate"]  # and Redis had lost its frontier: crawled anew
     one = ops.db.crawls.find_one({"run_id": "run-1"})
     assert one["outcome"] == "interrupted" and one["lost"] == 2
     assert one["stats"]["fptrack/pages"] == 1
