@@ -81,6 +81,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     ]
 
 
+@pytest.fixture(autouse=True)
+def celery_current_app() -> Iterator[None]:
+    """Celery's current app is given back after each test: an app a test made (each one
+    becomes current), on servers the test stopped, would otherwise carry the shared tasks'
+    ``delay`` of later tests."""
+    from celery import current_app
+
+    previous = current_app._get_current_object()
+    yield
+    previous.set_current()
+
+
 @pytest.fixture
 def redis_client() -> Iterator[redis.Redis]:
     """A client of the test Redis server on a database flushed before and after the test."""

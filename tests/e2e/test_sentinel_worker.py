@@ -15,7 +15,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from celery import current_app
 from pymongo.database import Database
 from redbeat.schedulers import ensure_conf
 
@@ -53,16 +52,6 @@ def service(env: dict[str, str], *argv: str) -> Iterator[subprocess.Popen]:
             process.wait(10)
 
 
-@pytest.fixture
-def keep_current_app() -> Iterator[None]:
-    """The test's app (on the test's Sentinel) does not stay Celery's current app, which
-    the shared tasks' ``delay`` of later tests would send through."""
-    previous = current_app._get_current_object()
-    yield
-    previous.set_current()
-
-
-@pytest.mark.usefixtures("keep_current_app")
 def test_a_worker_and_beat_s_schedules_go_on_after_a_failover(
     redis_sentinel: LocalSentinel, mongo_db: Database
 ) -> None:

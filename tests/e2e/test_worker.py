@@ -179,7 +179,7 @@ def test_every_task_but_the_crawls_acks_late_and_all_retry_outages(name: str) ->
     task = app.tasks[name]
     assert task.acks_late is (name not in CRAWLS)
     assert task.reject_on_worker_lost
-    assert redis.ConnectionError in task.autoretry_for and task.retry_jitter
+    assert issubclass(redis.ConnectionError, task.autoretry_for) and task.retry_jitter
 
 
 def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
