@@ -14,7 +14,6 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-import pytest
 from pymongo.database import Database
 from redbeat.schedulers import ensure_conf
 
