@@ -18,6 +18,13 @@ from tests.e2e.e2e_support import app
 TEST_BROKER_URL = os.environ["FPTRACK_BROKER_URL"]  # set by tests/conftest.py
 
 
+@pytest.fixture(autouse=True)
+def e2e_app_current() -> None:
+    """The shared tasks (``tasks.process_page.delay``) go through the end-to-end tests' app,
+    whatever app another module made current."""
+    app.set_current()
+
+
 @pytest.fixture
 def broker() -> Iterator[redis.Redis]:
     """The broker's Redis database, flushed before and after (no message leaks between tests)."""
