@@ -37,10 +37,11 @@ Routes (every role may read and export; only admins edit the takedown template):
 The template is Jinja2 run in an immutable sandbox (no attribute starting with ``_``, no
 changing the data, ranges of at most 100,000), with no loader (no ``include``/``import``),
 strict about undefined names, and bounded: no ``*`` or ``**`` whose result would exceed
-:data:`MAX_NOTICE_CHARS` characters, no call with an integer argument above it, output of at
-most that many characters, and a render of at most :data:`RENDER_SECONDS` seconds in a
-process of its own (killed when over), so that a template cannot take the server's memory
-or its time. The page variant autoescapes every value and the sandbox has
+:data:`~admin.web.notice_sandbox.MAX_NOTICE_CHARS` (1,000,000) characters, no call with
+an integer argument above it, output of at most that many characters, and a render of at
+most :data:`RENDER_SECONDS` seconds and 1 GiB in a fresh process of its own
+(:mod:`admin.web.notice_sandbox`, killed when over), so that a template cannot take the
+server's memory or its time. The page variant autoescapes every value and the sandbox has
 neither the ``safe`` filter nor the ``autoescape`` tag, so page text (URLs, excerpts) is
 always escaped; the ``.txt`` variant is plain text. A template is tried on sample data
 before it is saved: one that does not parse or render is refused (400) and the previous one
@@ -52,7 +53,8 @@ from __future__ import annotations
 
 import io
 import json
-import multiprocessing
+import subprocess
+import sys
 import zipfile
 from collections import Counter
 from dataclasses import dataclass
@@ -69,14 +71,12 @@ from flask import (
     request,
     url_for,
 )
-from jinja2 import StrictUndefined, nodes
-from jinja2.exceptions import SecurityError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
 from admin.report import XLSX_MIMETYPE, to_csv, to_xlsx
 from admin.web.filters import FilterError, MatchFilters
 from admin.web.highlight import excerpt
+from admin.web.notice_sandbox import NoticeError
 from admin.web.security import requires
 from matcher.store import STATUSES
 from matcher.tallies import NOT_INFRINGING
@@ -95,7 +95,6 @@ MAX_NOTICE_ITEMS = 1_000
 EXCERPT_CHARS = 200
 MAX_WORK_CHOICES = 1_000
 MAX_TEMPLATE_CHARS = 20_000
-MAX_NOTICE_CHARS = 1_000_000
 RENDER_SECONDS = 5.0
 MAX_DETAIL_CHARS = 500
 MAX_EVIDENCE_FILES = 500
@@ -388,92 +387,32 @@ def _passage(text: str, start: int, end: int) -> Markup:
 # takedown notices ----------------------------------------------------------------------
 
 
-class NoticeError(ValueError):
-    """A takedown template that cannot be used."""
-
-
-class _BoundedSandbox(ImmutableSandboxedEnvironment):
-    """The sandbox, with ``*`` and ``**`` and calls refused when they would build
-    something larger than :data:`MAX_NOTICE_CHARS`."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        if operator == "**" and isinstance(right, int) and abs(right) > 64:
-            raise SecurityError("unsafe: a power above 64")
-        if operator == "*":
-            sized = [v for v in (left, right) if isinstance(v, str | list | tuple)]
-            count = [v for v in (left, right) if isinstance(v, int)]
-            if sized and count and len(sized[0]) * count[0] > MAX_NOTICE_CHARS:
-                raise SecurityError(f"unsafe: a result over {MAX_NOTICE_CHARS:,} characters")
-        return super().call_binop(context, operator, left, right)
-
-    def call(self, __context: Any, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        for value in (*args, *kwargs.values()):
-            integer = isinstance(value, int) and not isinstance(value, bool)
-            if integer and abs(value) > MAX_NOTICE_CHARS:
-                raise SecurityError(f"unsafe: an argument over {MAX_NOTICE_CHARS:,}")
-        return super().call(__context, __obj, *args, **kwargs)
-
-
-def _sandbox(html: bool) -> ImmutableSandboxedEnvironment:
-    env = _BoundedSandbox(
-        autoescape=html,
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters.pop("safe", None)
-    return env
-
-
 def render_notice(source: str, context: dict[str, Any], *, html: bool) -> str:
-    """``source`` rendered in the sandbox, in a forked process given :data:`RENDER_SECONDS`;
-    any failure is a :class:`NoticeError`."""
-    fork = multiprocessing.get_context("fork")
-    receive, send = fork.Pipe(duplex=False)
-    child = fork.Process(target=_render_in_child, args=(source, context, html, send))
-    child.start()
-    send.close()
+    """``source`` rendered by :mod:`admin.web.notice_sandbox` in a process of its own, given
+    :data:`RENDER_SECONDS`; any failure is a :class:`NoticeError`."""
+    request = json.dumps({"source": source, "context": context, "html": html})
     try:
-        if not receive.poll(RENDER_SECONDS):
-            raise NoticeError(f"the template took more than {RENDER_SECONDS:g} s to render")
-        try:
-            ok, value = receive.recv()
-        except EOFError:
-            raise NoticeError("the template could not be rendered (its process ended)") from None
-    finally:
-        child.kill()
-        child.join()
-        receive.close()
+        done = subprocess.run(
+            [sys.executable, "-m", "admin.web.notice_sandbox"],
+            input=request.encode("utf-8"),
+            capture_output=True,
+            timeout=RENDER_SECONDS,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        raise NoticeError(f"the template took more than {RENDER_SECONDS:g} s to render") from None
+    except OSError as exc:
+        raise NoticeError(f"the template could not be rendered ({exc.strerror})") from None
+    try:
+        ok, value = json.loads(done.stdout)
+    except ValueError:
+        why = "out of memory" if b"MemoryError" in done.stderr else f"exit {done.returncode}"
+        raise NoticeError(
+            f"the template could not be rendered (its process ended: {why})"
+        ) from None
     if not ok:
         raise NoticeError(value)
-    return value
-
-
-def _render_in_child(source: str, context: dict[str, Any], html: bool, send: Any) -> None:
-    try:
-        send.send((True, _render(source, context, html=html)))
-    except NoticeError as exc:
-        send.send((False, str(exc)))
-    except Exception as exc:
-        where = f" (line {exc.lineno})" if getattr(exc, "lineno", None) else ""
-        send.send((False, f"{type(exc).__name__}{where}: {exc}"))
-
-
-def _render(source: str, context: dict[str, Any], *, html: bool) -> str:
-    env = _sandbox(html)
-    tree = env.parse(source)
-    if any(True for _ in tree.find_all((nodes.EvalContextModifier,))):
-        raise NoticeError("the autoescape tag is not allowed in a takedown template")
-    out, size = [], 0
-    for chunk in env.from_string(tree).generate(context):
-        size += len(chunk)
-        if size > MAX_NOTICE_CHARS:
-            raise NoticeError(f"the notice would exceed {MAX_NOTICE_CHARS:,} characters")
-        out.append(chunk)
-    return "".join(out)
+    return str(value)
 
 
 def notice_template(ops: Any) -> str:
