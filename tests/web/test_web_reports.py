@@ -401,6 +401,47 @@ class TestTemplate:
             assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
         assert as_admin.get("/healthz").status_code == 200
 
+    # Each of these once built 512 million characters, 1.3 GB in the render's process.
+    SIZE_BOMBS = (
+        "{% set a = 'xxxxxxxx' %}" + "{% set a = a ~ a %}" * 26 + "{{ a | length }}",
+        "{{ '%0999999999d' | format(1) }}",
+        "{{ '%0999999999d' % 1 }}",
+        "{{ ('a' * 1000) | replace('a', 'b' * 1000000) }}",
+        "{{ ('a' * 1000).replace('a', 'b' * 1000000) }}",
+        "{% set x = 'a' * 1000000 %}{{ ([x] * 1000) | join }}",
+        "{% set x = 'a' * 1000000 %}{{ ''.join([x] * 1000) }}",
+        "{{ ('x\n' * 100000) | indent(10000) }}",
+        "{{ '{:>999999999}'.format(1) }}",
+    )
+
+    def test_templates_that_multiply_size_are_refused_with_the_reason(self, as_admin, web_ctx):
+        for bomb in self.SIZE_BOMBS:
+            response = save_template(as_admin, bomb)
+            assert response.status_code == 400, bomb
+            reason = text(response)
+            assert "over 1,000,000" in reason or "more than 256 MB of memory" in reason, bomb
+            assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+
+    def test_a_stored_size_bomb_is_a_500_with_the_reason(self, as_viewer, seeded, web_ctx):
+        for bomb in self.SIZE_BOMBS[:2]:
+            web_ctx.ops.set_state(TEMPLATE_STATE_KEY, bomb)
+            response = as_viewer.get("/reports/takedown/pirate/notice.txt")
+            assert response.status_code == 500, bomb
+            reason = text(response)
+            assert "over 1,000,000" in reason or "more than 256 MB of memory" in reason, bomb
+
+    def test_size_filters_still_work_within_the_limits(self, as_admin, as_viewer, seeded):
+        source = (
+            "{{ items | map(attribute='url') | join(', ') }}|{{ '%05d' | format(count) }}|"
+            "{{ site | center(12) }}|{{ 'a-b' | replace('-', '+') }}|{{ 'x' | indent(2) }}"
+        )
+        assert save_template(as_admin, source).status_code == 302
+        notice = text(as_viewer.get("/reports/takedown/pirate/notice.txt"))
+        urls, count, centred, replaced, indented = notice.split("|")
+        assert urls.startswith("http") and count.isdigit() and len(count) == 5
+        assert centred.strip() == "pirate" and len(centred) == 12
+        assert (replaced, indented) == ("a+b", "x")
+
     def test_page_text_cannot_be_unescaped(self, as_admin, web_ctx):
         for unescape in (
             "{% for item in items %}{{ item.url | safe }}{% endfor %}",
