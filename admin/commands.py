@@ -140,13 +140,19 @@ def cmd_works_list(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         dump_json(
             [
-                {**w, "_id": str(w["_id"]), "same_text_as": str(w.get("same_text_as") or "")}
+                {
+                    **w,
+                    "_id": str(w["_id"]),
+                    "same_text_as": str(w.get("same_text_as") or ""),
+                    "near_twin": bool(w.get("near_twin")),
+                }
                 for w in works
             ]
         )
         return 0
     for w in works:
-        twin = f"\tsame text as {w['same_text_as']}" if w.get("same_text_as") else ""
+        nearly = "nearly the " if w.get("near_twin") else ""
+        twin = f"\t{nearly}same text as {w['same_text_as']}" if w.get("same_text_as") else ""
         line = f"{w['_id']}\t{w.get('title', '')}\t{w.get('author', '')}\t{w.get('source', '')}"
         print(line + twin)
     print(f"{len(works)} work(s)", file=sys.stderr)

@@ -55,8 +55,9 @@ class ScanResult:
     errors: list[str] = field(default_factory=list)
     crawl_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     duplicates: list[dict[str, str]] = field(default_factory=list)
-    """Works with the same text as an earlier one: ``{"work", "same_text_as"}`` (sources);
-    their copies are recorded under the earlier work."""
+    """Works with the same text as an earlier one, or nearly (``near``):
+    ``{"work", "same_text_as", "near"}`` (sources); their copies are recorded under the
+    earlier work, whose matches name them (``twins``)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -202,7 +203,11 @@ def run_scan(
         result.works += 1
     _until_back(lambda: load_side(engine, "work", fill_cache=True), outage_wait, on_wait)
     result.duplicates = [
-        {"work": twin.get("source", ""), "same_text_as": first.get("source", "")}
+        {
+            "work": twin.get("source", ""),
+            "same_text_as": first.get("source", ""),
+            "near": bool(twin.get("near_twin")),
+        }
         for twin, first in Operations(engine.store).twin_pairs()
     ]
     engine.registry.index_now = True
@@ -277,9 +282,13 @@ def _until_back(
 
 
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:
-    """Every active match in the contract's form, by page URL then work."""
+    """Every active match in the contract's form, by page URL then work; ``twins`` names the
+    works with the same or nearly the same text as the matched work (recorded under it)."""
     ops = Operations(engine.store)
     works = ops.work_sources()
+    twins: dict[Any, list[str]] = {}
+    for twin, first in ops.twin_pairs():
+        twins.setdefault(first["_id"], []).append(twin.get("source", ""))
     out = []
     for m in ops.active_matches():
         methods = list(m.get("methods", []))
@@ -287,6 +296,7 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
             {
                 "url": m["url"],
                 "work": works.get(m["work_id"], m.get("work_source", "")),
+                "twins": twins.get(m["work_id"], []),
                 "score": round(float(m["score"]), 4),
                 "containment": round(float(m["containment"]), 4),
                 "methods": methods,

@@ -101,6 +101,23 @@ def mins_resemblance(sketch_a: np.ndarray, sketch_b: np.ndarray, s: int) -> floa
     return len(both) / len(union)
 
 
+def mins_containments(sketch_a: np.ndarray, sketch_b: np.ndarray, s: int) -> tuple[float, float]:
+    """Estimates of C(A, B) and C(B, A) from MIN_s sketches (Broder 1997, section 3).
+
+    The s smallest hashes of A ∪ B are a uniform sample of the union; among those in A,
+    the share also in B estimates C(A, B) (and the other way round). Exact when both
+    sets have at most s hashes.
+
+    >>> mins_containments(np.array([1, 2, 3, 4]), np.array([1, 2, 3]), 8)
+    (0.75, 1.0)
+    """
+    union = mins(np.concatenate([sketch_a, sketch_b]), s)
+    in_a, in_b = np.isin(union, sketch_a), np.isin(union, sketch_b)
+    both = int(np.count_nonzero(in_a & in_b))
+    a, b = int(np.count_nonzero(in_a)), int(np.count_nonzero(in_b))
+    return (both / a if a else 0.0, both / b if b else 0.0)
+
+
 def modm_resemblance(sketch_a: np.ndarray, sketch_b: np.ndarray) -> float:
     """Estimate of R from MOD_m sketches: |MOD(A) ∩ MOD(B)| / |MOD(A) ∪ MOD(B)|."""
     return resemblance(sketch_a, sketch_b)

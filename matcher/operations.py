@@ -457,7 +457,10 @@ class Operations:
         if text:
             pattern = re.escape(_plain_str(text, "search text"))
             query = {"$or": [{"title": {"$regex": pattern}}, {"source": {"$regex": pattern}}]}
-        fields = {"title": 1, "author": 1, "source": 1, "registered_at": 1, "same_text_as": 1}
+        fields = {
+            "title": 1, "author": 1, "source": 1, "registered_at": 1, "same_text_as": 1,
+            "near_twin": 1,
+        }  # fmt: skip
         if not keyset:
             cursor = self.db.works.find(query, fields).sort("registered_at", DESCENDING)
         else:
@@ -473,9 +476,9 @@ class Operations:
 
     @mongo_errors
     def twin_pairs(self) -> list[tuple[dict, dict]]:
-        """Every work with the same text as an earlier one, with that work, earliest first
-        (:meth:`matcher.registry.Registry.add`)."""
-        fields = {"title": 1, "source": 1, "seq": 1, "same_text_as": 1}
+        """Every work with the same (or, ``near_twin``, nearly the same) text as an earlier
+        one, with that work, earliest first (:meth:`matcher.registry.Registry.add`)."""
+        fields = {"title": 1, "source": 1, "seq": 1, "same_text_as": 1, "near_twin": 1}
         found = self.db.works.find({"same_text_as": {"$ne": None}}, fields)
         twins = list(found.sort(list(REGISTRATION_ORDER)))
         ids = list({t["same_text_as"] for t in twins})
@@ -484,14 +487,17 @@ class Operations:
 
     @mongo_errors
     def same_text_note(self, work_id: Any) -> str:
-        """ "same text as work ID (TITLE) ..." for a twin, else ""."""
-        work = self.db.works.find_one({"_id": object_id(str(work_id), "work id")})
+        """ "same text as work ID (TITLE) ..." for a twin ("nearly the same text ..." for a
+        near twin), else ""."""
+        fields = {"same_text_as": 1, "near_twin": 1}
+        work = self.db.works.find_one({"_id": object_id(str(work_id), "work id")}, fields)
         first = work and work.get("same_text_as")
         if not first:
             return ""
         other = self.db.works.find_one({"_id": first}, {"title": 1}) or {}
+        nearly = "nearly the " if work.get("near_twin") else ""
         return (
-            f"same text as work {first} ({other.get('title', '')!r}):"
+            f"{nearly}same text as work {first} ({other.get('title', '')!r}):"
             " its copies are recorded under that work"
         )
 
@@ -499,6 +505,7 @@ class Operations:
     def list_works(self, limit: int = MAX_LIST) -> list[dict]:
         projection = {
             "title": 1, "author": 1, "source": 1, "registered_at": 1, "seq": 1, "same_text_as": 1,
+            "near_twin": 1,
         }  # fmt: skip
         cursor = self.db.works.find({}, projection).sort("seq", ASCENDING)
         return list(cursor.limit(min(int(limit), MAX_LIST)))

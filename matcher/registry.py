@@ -25,6 +25,7 @@ from bson import ObjectId
 
 from fingerprint.base import array_from_hex
 from fingerprint.segments import Segment, SegmentParams, segment
+from matcher import near_twins
 from matcher.errors import UnusableText, redis_errors
 from matcher.indexes import Side
 from matcher.keys import Keys, segment_owner
@@ -81,7 +82,11 @@ class Registry:
         text is that of a work registered earlier is its twin (``same_text_as``, reported
         by the CLI, the admin and the scan): it is stored but not indexed, so identical
         works never count as text many works share (boilerplate), and its copies are
-        recorded under the earlier work, as the attribution of shared text would. Raises
+        recorded under the earlier work, as the attribution of shared text would. A work
+        whose text and an earlier indexed work's each lie at least
+        ``settings.near_twin_share`` inside the other is that work's near twin
+        (:mod:`matcher.near_twins`; ``same_text_as`` and ``near_twin``), kept the same way.
+        Raises
         :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
         fewer than ``settings.min_work_chars`` content characters after normalisation.
         """
@@ -91,7 +96,7 @@ class Registry:
             limit = self.settings.max_work_chars
             raise UnusableText(f"{what} has {len(text):,} characters, more than {limit:,}")
         segments = segment(text, SEGMENT_PARAMS)
-        cores = [_content_chars(text[s.start : s.end]) for s in segments]
+        cores, sketch = _survey(text, segments)
         if sum(cores) < self.settings.min_work_chars:
             raise UnusableText(
                 f"{what} has {sum(cores)} content characters after normalisation;"
@@ -108,29 +113,43 @@ class Registry:
             source=source,
             owner=owner,
             tags=tags,
+            sketch=sketch.tolist(),
         )
         if not created:
             self.unindex(doc["_id"])
-            self._release_twins(doc["_id"], digest)
-        twin = self.store.twin_of(doc["_id"], digest)
-        self.store.set_same_text(doc["_id"], twin["_id"] if twin else None, key=doc["key"])
-        self._index(doc, text, segments, cores, fresh=created, indexed=twin is None)
+        indexed = self._place(doc, digest, sketch.tolist())
+        if not created:
+            self._resettle(self.store.twins(doc["_id"]))
+        self._index(doc, text, segments, cores, fresh=created, indexed=indexed)
         return str(doc["_id"])
 
-    def _release_twins(self, work_id: ObjectId, digest: str) -> None:
-        """The twins of a re-registered work whose text it no longer has are indexed again:
-        the earliest, with the others as its twins."""
-        released = [t for t in self.store.twins(work_id) if t.get("content_hash") != digest]
-        if released:
-            self._promote(released)
+    def _place(self, doc: dict, digest: str, sketch: list[int]) -> bool:
+        """Mark ``doc`` the twin of the earliest indexed work with its text, else the near
+        twin of the earliest indexed work with nearly its text, else neither; returns
+        whether it is to be indexed (neither)."""
+        first = self.store.twin_of(doc["_id"], digest)
+        near = None if first else self._near_twin_of(doc["_id"], sketch)
+        head = first or near
+        self.store.set_same_text(
+            doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
+        )
+        return head is None
 
-    def _promote(self, twins: list[dict]) -> None:
-        """``twins`` (one text, earliest first) lost the work they were twins of."""
-        head, *rest = twins
-        self.store.set_same_text(head["_id"], None, key=head["key"])
-        for twin in rest:
-            self.store.set_same_text(twin["_id"], head["_id"], key=twin["key"])
-        self.reindex(str(head["_id"]))
+    def _near_twin_of(self, work_id: ObjectId, sketch: list[int]) -> dict | None:
+        """The earliest indexed work that ``sketch`` makes a near twin of, if any."""
+        share = self.settings.near_twin_share
+        if not share or not sketch:
+            return None
+        found = self.store.near_twin_candidates(work_id, sketch[: near_twins.LOOKUP_KEYS])
+        return next((w for w in found if near_twins.is_near(sketch, w["near_sketch"], share)), None)
+
+    def _resettle(self, twins: list[dict]) -> None:
+        """``twins`` (earliest first) lost the work they were (near) twins of, or its text
+        changed: each is placed again (:meth:`_place`), so the earliest that has no indexed
+        work with (nearly) its text is indexed, and the others become its twins."""
+        for twin in twins:
+            if self._place(twin, twin.get("content_hash", ""), twin.get("near_sketch") or []):
+                self.reindex(str(twin["_id"]))
 
     def reindex(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
@@ -139,21 +158,23 @@ class Registry:
             raise UnusableText(f"no work with id {work_id}")
         text = self.store.work_text(doc["_id"])
         segments = segment(text, SEGMENT_PARAMS)
-        cores = [_content_chars(text[s.start : s.end]) for s in segments]
+        cores, sketch = _survey(text, segments)
+        if "near_sketch" not in doc:  # registered before near twins were looked for
+            self.store.set_sketch(doc["_id"], sketch.tolist(), key=doc["key"])
         self.unindex(doc["_id"])
         self._index(doc, text, segments, cores, indexed=not doc.get("same_text_as"))
 
     def remove(self, work_id: str) -> bool:
-        """Remove a work, its segments, index entries and unreviewed matches; its twins, if
-        any, are indexed in its place (the earliest, with the others as its twins)."""
+        """Remove a work, its segments, index entries and unreviewed matches; its twins and
+        near twins, if any, are placed again (:meth:`_resettle`): the earliest is indexed in
+        its place, and the others become its twins (or near twins) if they are."""
         doc = self.store.get_work(work_id, {"seq": 1})
         if doc is None:
             return False
         self.unindex(doc["_id"])
         twins = self.store.twins(doc["_id"])
         self.store.delete_work(work_id)
-        if twins:
-            self._promote(twins)
+        self._resettle(twins)
         return True
 
     def unindex(self, work_id: ObjectId) -> None:
@@ -268,6 +289,12 @@ class _Batch:
     chars: int = 0
 
 
-def _content_chars(text: str) -> int:
-    """Content characters of ``text`` after normalisation (a segment's own length)."""
-    return len(locate(text).positions)
+def _survey(text: str, segments: list[Segment]) -> tuple[list[int], np.ndarray]:
+    """Each segment's content characters after normalisation (its own length, its overlap
+    with the next left out), and the work's near-twin sketch (:mod:`matcher.near_twins`)."""
+    cores, sketches = [], []
+    for s in segments:
+        located = locate(text[s.start : s.end])
+        cores.append(len(located.positions))
+        sketches.append(near_twins.segment_sketch(located))
+    return cores, near_twins.merge(sketches)

@@ -205,6 +205,10 @@ class Settings:
     max_text_chars: int = 4_000_000
     max_work_chars: int = 20_000_000
     min_work_chars: int = 50
+    near_twin_share: float = 0.95
+    """A work whose text and an earlier indexed work's each lie at least this share inside
+    the other (content 8-grams, :mod:`matcher.near_twins`) is that work's near twin: stored,
+    not indexed, its copies recorded under the earlier work. 0 turns near twins off."""
     max_split_parts: int = 50
     candidate_batch: int = 64
     segment_cache_mb: int = 256
@@ -293,6 +297,10 @@ class Settings:
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.near_twin_share and not 0.5 <= self.near_twin_share <= 1:
+            raise SettingsError(
+                f"near_twin_share must be 0 (off) or in 0.5..1, got {self.near_twin_share}"
+            )
         if self.visibility_timeout < 2:
             raise SettingsError("visibility_timeout must be at least 2 s")
         if self.task_max_retries < 0 or self.crawl_timeout < 1:

@@ -16,7 +16,7 @@ Connection failures raise :class:`matcher.errors.StoreUnavailable` (retryable).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ParamSpec, TypeVar
@@ -32,6 +32,7 @@ from matcher import alert_rules, archive, ids, tallies
 from matcher.archive import Archive, open_archive
 from matcher.errors import MatcherError, StoreUnavailable, transient
 from matcher.keys import MAX_WORK_SEQ
+from matcher.near_twins import LOOKUP_KEYS
 from matcher.pages import CrawledPage
 
 P = ParamSpec("P")
@@ -56,6 +57,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("title", ASCENDING)], name="title"),
         IndexModel([("content_hash", ASCENDING), *REGISTRATION_ORDER], name="content_hash_order"),
         IndexModel([("same_text_as", ASCENDING)], name="same_text_as", sparse=True),
+        IndexModel([("near_keys", ASCENDING)], name="near_keys", sparse=True),
     ],
     "pages": [
         IndexModel([("seq", ASCENDING)], name="seq"),
@@ -289,6 +291,16 @@ def page_key(value: str | int | ObjectId) -> int | ObjectId:
     raise StoreError(f"page id {value!r} is not a valid id")
 
 
+NEAR_CANDIDATES = 256
+"""Works a new work is compared with, at most, when looking for the one it nearly repeats."""
+
+
+def _sketch_fields(sketch: Sequence[int]) -> dict[str, list[int]]:
+    """A work's near-twin sketch and the smallest of its hashes the store looks it up by."""
+    values = [int(v) for v in sketch]
+    return {"near_sketch": values, "near_keys": values[:LOOKUP_KEYS]}
+
+
 def _text(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise StoreError(f"{what} must be a string, got {type(value).__name__}")
@@ -433,11 +445,13 @@ class Store:
         source: str = "",
         owner: str = "",
         tags: Iterable[str] = (),
+        sketch: Sequence[int] | None = None,
     ) -> tuple[dict[str, Any], bool]:
         """Store a work's metadata under its unique ``key``; returns ``(document, created)``.
 
         Its text is stored by segments (:meth:`save_work_segment`); ``length`` is its number
-        of characters and ``segments`` how many there are.
+        of characters and ``segments`` how many there are; ``sketch`` is its near-twin
+        sketch (:mod:`matcher.near_twins`).
         """
         stamp = now()
         fields = {
@@ -451,6 +465,7 @@ class Store:
             "segments": int(segments),
             "updated_at": stamp,
             "_stamp": stamp,
+            **({} if sketch is None else _sketch_fields(sketch)),
         }
         key = _text(key, "key")
         doc, created = self._upsert_with_seq(
@@ -549,16 +564,48 @@ class Store:
         return next(iter(found.sort(list(REGISTRATION_ORDER)).limit(1)), None)
 
     @mongo_errors
-    def set_same_text(self, work_id: ObjectId, twin: ObjectId | None, *, key: str) -> None:
+    def near_twin_candidates(self, work_id: ObjectId, keys: Sequence[int]) -> list[dict]:
+        """The other works, indexed themselves (not twins of another), whose near-twin
+        sketch starts with one of ``keys`` (:mod:`matcher.near_twins`), earliest first, with
+        their sketches; at most :data:`NEAR_CANDIDATES`."""
+        query = {
+            "near_keys": {"$in": [int(k) for k in keys]},
+            "_id": {"$ne": work_id},
+            "same_text_as": None,
+        }
+        projection = {"key": 1, "title": 1, "source": 1, "seq": 1, "near_sketch": 1}
+        found = self.db.works.find(query, projection).sort(list(REGISTRATION_ORDER))
+        return list(found.limit(NEAR_CANDIDATES))
+
+    @mongo_errors
+    def set_sketch(self, work_id: ObjectId, sketch: Sequence[int], *, key: str) -> None:
+        """Store the near-twin sketch of the work ``work_id`` (unique ``key``)."""
+        change = {"$set": _sketch_fields(sketch)}
+        self.db.works.update_one({"key": _text(key, "key"), "_id": work_id}, change)
+
+    @mongo_errors
+    def set_same_text(
+        self, work_id: ObjectId, twin: ObjectId | None, *, key: str, near: bool = False
+    ) -> None:
         """Mark the work ``work_id`` (whose unique ``key`` is ``key``: the shard key) as
-        having the same text as ``twin`` (None: as no other work)."""
-        change = {"$set": {"same_text_as": twin}} if twin else {"$unset": {"same_text_as": ""}}
+        having the same text as ``twin`` (None: as no other work), or nearly (``near``:
+        ``near_twin`` is set, :mod:`matcher.near_twins`)."""
+        if twin is None:
+            change: dict[str, Any] = {"$unset": {"same_text_as": "", "near_twin": ""}}
+        elif near:
+            change = {"$set": {"same_text_as": twin, "near_twin": True}}
+        else:
+            change = {"$set": {"same_text_as": twin}, "$unset": {"near_twin": ""}}
         self.db.works.update_one({"key": _text(key, "key"), "_id": work_id}, change)
 
     @mongo_errors
     def twins(self, work_id: ObjectId) -> list[dict]:
-        """The works marked as having the same text as ``work_id``, earliest first."""
-        projection = {"key": 1, "title": 1, "seq": 1, "content_hash": 1}
+        """The works marked as having the same (or nearly the same) text as ``work_id``,
+        earliest first, with their sketches."""
+        projection = {
+            "key": 1, "title": 1, "source": 1, "seq": 1, "content_hash": 1, "near_twin": 1,
+            "near_sketch": 1,
+        }  # fmt: skip
         found = self.db.works.find({"same_text_as": work_id}, projection)
         return list(found.sort(list(REGISTRATION_ORDER)))
 

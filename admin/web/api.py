@@ -190,6 +190,7 @@ def _work(doc: dict[str, Any]) -> dict[str, Any]:
         "source": str(doc.get("source") or ""),
         "registered_at": _when(doc.get("registered_at")),
         "same_text_as": str(twin) if twin else None,
+        "near_twin": bool(twin and doc.get("near_twin")),
     }
 
 

@@ -91,6 +91,7 @@ WORK = {
     "source": STRING,
     "registered_at": WHEN,
     "same_text_as": _nullable(STRING),
+    "near_twin": {"type": "boolean"},
 }
 
 SCHEMAS: dict[str, Any] = {

@@ -1,5 +1,6 @@
-"""A text registered several times: the earliest is indexed, the others are its twins, and
-identical works never cancel each other out as boilerplate."""
+"""A text registered several times, or nearly (editions a line apart): the earliest is
+indexed, the others are its twins (near twins), and identical or near-identical works never
+cancel each other out as boilerplate; works that only share some text stay apart."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from matcher.engine import Engine
 from matcher.keys import segment_owner
 from matcher.maintenance import rebuild_indexes
 from matcher.operations import Operations
-from tests.matcher.conftest import crawl, matched, page_of, sample
+from matcher.settings import Settings
+from tests.matcher.conftest import crawl, matched, novel, page_of, sample
 
 TEXT = sample("lighthouse.txt")
 
@@ -65,3 +67,97 @@ def test_the_first_work_changing_its_text_releases_its_twins(engine: Engine) -> 
     assert engine.store.get_work(twins[1])["same_text_as"] == engine.store.get_work(twins[0])["_id"]
     assert matched(crawl(engine, "http://p/1", page_of(TEXT))) == {twins[0]}
     assert first not in matched(crawl(engine, "http://p/2", page_of(TEXT)))
+
+
+def editions(text: str) -> list[str]:
+    """Three near-identical editions of ``text``: a line appended, a line prepended, and a
+    character mistyped in the middle."""
+    middle = len(text) // 2
+    typo = "错" if text[middle] != "错" else "误"
+    return [text + "\n完\n", "第一版\n" + text, text[:middle] + typo + text[middle + 1 :]]
+
+
+def test_near_identical_works_are_near_twins_and_still_match(engine: Engine) -> None:
+    """Three editions differing by a line: not text three works share (boilerplate) but one
+    text, indexed once, matched under the first edition, the others named as its group."""
+    ids = [
+        engine.add_work(t, title=f"灯塔{n}", source=f"edition{n}.txt")
+        for n, t in enumerate(editions(TEXT))
+    ]
+    first, *near = ids
+    first_doc = engine.store.get_work(first)
+    assert "same_text_as" not in first_doc and "near_twin" not in first_doc
+    for twin in near:
+        doc = engine.store.get_work(twin)
+        assert doc["same_text_as"] == first_doc["_id"] and doc["near_twin"] is True
+        assert not any(engine.redis.exists(k) for k in segment_keys(engine, twin))
+        note = Operations(engine.store).same_text_note(twin)
+        assert note.startswith(f"nearly the same text as work {first}")
+    for n, text in enumerate(editions(TEXT)):
+        records = crawl(engine, f"http://p/{n}", page_of(text))
+        assert matched(records) == {first}
+        assert records[0]["containment"] > 0.9
+    pairs = [
+        (t["source"], f["source"], t.get("near_twin"))
+        for t, f in Operations(engine.store).twin_pairs()
+    ]
+    assert pairs == [("edition1.txt", "edition0.txt", True), ("edition2.txt", "edition0.txt", True)]
+    rebuild_indexes(engine)
+    assert not any(engine.redis.exists(k) for k in segment_keys(engine, ids[1]))
+    assert matched(crawl(engine, "http://p/9", page_of(editions(TEXT)[2]))) == {first}
+
+
+def test_editions_of_a_long_work_are_near_twins_and_its_chapters_match(engine: Engine) -> None:
+    """A novel cut into chapter segments: its editions' sketches are merged from their
+    segments', and a page copying one chapter of an edition is matched to the first."""
+    text, chapters = novel(8, 2_500, seed=3)
+    ids = [engine.add_work(t, title=f"长篇{n}", key=f"e{n}") for n, t in enumerate(editions(text))]
+    assert engine.store.get_work(ids[0])["segments"] > 1
+    for twin in ids[1:]:
+        assert engine.store.get_work(twin)["same_text_as"] == engine.store.get_work(ids[0])["_id"]
+    assert matched(crawl(engine, "http://p/ch3", page_of(chapters[2]))) == {ids[0]}
+
+
+def test_a_sequel_quoting_a_chapter_and_an_anthology_are_not_near_twins(engine: Engine) -> None:
+    """Works that share a chapter, or one of which holds the other whole, stay apart: each
+    indexed, each matched for its own text."""
+    first, first_chapters = novel(6, 3_000, seed=11)
+    second, second_chapters = novel(6, 3_000, seed=12)
+    sequel = second + "\n\n" + first_chapters[2].replace("第3章", "第7章", 1)
+    anthology = first + "\n\n" + novel(6, 3_000, seed=13)[0].replace("第", "卷二第")
+    ids = {
+        name: engine.add_work(t, title=name, key=name)
+        for name, t in (("first", first), ("sequel", sequel), ("anthology", anthology))
+    }
+    for work_id in ids.values():
+        assert "same_text_as" not in engine.store.get_work(work_id)
+        assert all(engine.redis.exists(k) for k in segment_keys(engine, work_id))
+    assert ids["first"] in matched(crawl(engine, "http://p/1", page_of(first_chapters[0])))
+    assert matched(crawl(engine, "http://p/2", page_of(second_chapters[1]))) == {ids["sequel"]}
+
+
+def test_removing_the_first_edition_indexes_the_next(engine: Engine) -> None:
+    ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
+    assert engine.remove_work(ids[0])
+    assert "same_text_as" not in engine.store.get_work(ids[1])
+    third = engine.store.get_work(ids[2])
+    assert third["same_text_as"] == engine.store.get_work(ids[1])["_id"] and third["near_twin"]
+    assert all(engine.redis.exists(k) for k in segment_keys(engine, ids[1]))
+    assert matched(crawl(engine, "http://p/1", page_of(editions(TEXT)[2]))) == {ids[1]}
+
+
+def test_the_first_edition_changing_its_text_releases_its_near_twins(engine: Engine) -> None:
+    ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
+    assert engine.add_work(TEXT + "\n再版后记\n", title="灯塔0", key="e0") == ids[0]
+    assert engine.store.get_work(ids[1])["same_text_as"] == engine.store.get_work(ids[0])["_id"]
+    engine.add_work(sample("river-town.txt"), title="河镇", key="e0")
+    assert "same_text_as" not in engine.store.get_work(ids[1])
+    assert engine.store.get_work(ids[2])["same_text_as"] == engine.store.get_work(ids[1])["_id"]
+    assert matched(crawl(engine, "http://p/1", page_of(TEXT))) == {ids[1]}
+
+
+def test_near_twins_can_be_turned_off(index_client, mongo_db) -> None:
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name, near_twin_share=0)
+    engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
+    ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
+    assert not any("same_text_as" in engine.store.get_work(i) for i in ids)
