@@ -67,6 +67,7 @@ def test_json_shape(sample_scan) -> None:
     assert result["pages"] >= 15
     for m in result["matches"]:
         assert set(m) >= {"url", "work", "score", "containment", "methods", "evidence"}
+        assert m["twins"] == []  # no two sample works have (nearly) the same text
         assert 0 <= m["containment"] <= 1 and 0 < m["score"] <= 1
         assert m["methods"] and all(isinstance(x, str) for x in m["methods"])
         assert m["evidence"]
@@ -174,24 +175,35 @@ def test_unreadable_work_is_reported_and_the_rest_processed(capsys, tmp_path) ->
     assert len(result["matches"]) == 2
 
 
-def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path) -> None:
-    """Three files with one text: its copies are found (the text is not boilerplate shared
-    by three works), recorded under the first, and the others are reported as duplicates."""
+def editions(text: str) -> list[str]:
+    """Three near-identical editions: a line appended, a line prepended, a typo."""
+    middle = len(text) // 2
+    return [text + "\n完\n", "第一版\n" + text, text[:middle] + "错" + text[middle + 1 :]]
+
+
+@pytest.mark.parametrize("near", [False, True], ids=["same-text", "near-identical"])
+def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path, near) -> None:
+    """Three files with one text, or three editions a line apart: its copies are found (the
+    text is not boilerplate shared by three works), recorded under the first, which names
+    the others, and the others are reported as duplicates (``near`` for editions)."""
     works = tmp_path / "works"
     works.mkdir()
-    for name in ("a-lighthouse.txt", "b-copy.txt", "c-copy.txt"):
-        (works / name).write_bytes((WORKS / "lighthouse.txt").read_bytes())
+    text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    texts = editions(text) if near else [text] * 3
+    for name, body in zip(("a-lighthouse.txt", "b-copy.txt", "c-copy.txt"), texts, strict=True):
+        (works / name).write_text(body, encoding="utf-8")
     out = tmp_path / "out.json"
     status, _ = scan(capsys, "--works", str(works), "--site-dir", str(SITE), "--json", str(out))
     result = json.loads(out.read_text(encoding="utf-8"))
     assert status == 0 and result["works"] == 3
     assert {m["work"] for m in result["matches"]} == {"a-lighthouse.txt"}
+    assert all(m["twins"] == ["b-copy.txt", "c-copy.txt"] for m in result["matches"])
     assert {urlsplit(m["url"]).path for m in result["matches"]} == {
         path for path, copied in EXPECTED.items() if "lighthouse.txt" in copied
     }
     assert result["duplicates"] == [
-        {"work": "b-copy.txt", "same_text_as": "a-lighthouse.txt"},
-        {"work": "c-copy.txt", "same_text_as": "a-lighthouse.txt"},
+        {"work": "b-copy.txt", "same_text_as": "a-lighthouse.txt", "near": near},
+        {"work": "c-copy.txt", "same_text_as": "a-lighthouse.txt", "near": near},
     ]
 
 

@@ -22,12 +22,13 @@ def test_environment_values_are_parsed() -> None:
             "FPTRACK_SIMHASH_PERMUTED": "true",
             "FPTRACK_WINDOW_MAX_DF": "50",
             "FPTRACK_POLICY_MIN_WORK_SHARE": "0.3",
+            "FPTRACK_NEAR_TWIN_SHARE": "0.9",
             "UNRELATED": "x",
         }
     )
     assert s.mongo_uri == "mongodb://db:27017" and s.redis_url == "redis://cache:6379/2"
     assert s.simhash_permuted is True and s.window_max_df == 50
-    assert s.policy.min_work_share == 0.3
+    assert s.policy.min_work_share == 0.3 and s.near_twin_share == 0.9
 
 
 def test_overrides_win() -> None:
@@ -45,6 +46,8 @@ def test_overrides_win() -> None:
         {"FPTRACK_WINDOW_BUCKET_BITS": "40"},
         {"FPTRACK_CRAWL_LEASE": "1"},
         {"FPTRACK_CRAWL_LEASE": "7000"},
+        {"FPTRACK_NEAR_TWIN_SHARE": "0.3"},
+        {"FPTRACK_NEAR_TWIN_SHARE": "1.2"},
     ],
 )
 def test_bad_values_give_a_clear_error(env: dict[str, str]) -> None:
