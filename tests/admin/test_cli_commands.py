@@ -98,6 +98,23 @@ class TestWorks:
         twins = {w["title"]: w["same_text_as"] for w in json.loads(out)}
         assert twins == {"lighthouse": "", "copy": str(first["_id"])}
 
+    def test_add_a_near_identical_text_says_so(self, capsys, ctx, works_dir, tmp_path):
+        edition = tmp_path / "edition.txt"
+        text = (works_dir / "lighthouse.txt").read_text(encoding="utf-8")
+        edition.write_text("第一版\n" + text + "\n完\n", encoding="utf-8")
+        run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
+        status, _, err = run(capsys, ctx, "works", "add", str(edition))
+        first = next(
+            w for w in Operations(ctx.engine.store).list_works() if w["title"] != "edition"
+        )
+        assert status == 0
+        assert f"edition: nearly the same text as work {first['_id']} ('lighthouse')" in err
+        _, out, _ = run(capsys, ctx, "works", "list")
+        assert f"nearly the same text as {first['_id']}" in out
+        _, out, _ = run(capsys, ctx, "works", "list", "--json")
+        twins = {w["title"]: (w["same_text_as"], w["near_twin"]) for w in json.loads(out)}
+        assert twins == {"lighthouse": ("", False), "edition": (str(first["_id"]), True)}
+
     def test_add_matches_pages_crawled_before(self, capsys, ctx, works_dir):
         ctx.engine.process_page("http://p/1", CHROME.format(sample("lighthouse.txt")), site="p")
         status, _, err = run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))

@@ -252,6 +252,39 @@ def test_a_work_uploaded_twice_is_shown_as_the_same_text(
     assert "灯塔副本" in _text(as_admin.get(f"/works/{first['_id']}"))
 
 
+def test_near_identical_uploads_are_shown_as_one_group(
+    web_ctx: Context, as_admin: FlaskClient
+) -> None:
+    """Three editions a line apart: the later two are near twins of the first, said so in
+    the works list, in their view and in the first's (escaped, like every title)."""
+    text = sample_text("lighthouse")
+    middle = len(text) // 2
+    editions = {
+        "灯塔.txt": text + "\n完\n",
+        "<b>第一版.txt": "第一版\n" + text,
+        "灯塔误.txt": text[:middle] + "错" + text[middle + 1 :],
+    }
+    for name, body in editions.items():
+        response = post(
+            as_admin,
+            "/works/upload",
+            {"files": [(io.BytesIO(body.encode()), name)]},
+            headers={"Accept": "application/json"},
+        )
+        assert response.status_code < 400
+    assert "nearly the same text as work" in response.get_json()["problems"][0]
+    first = web_ctx.ops.db.works.find_one({"title": "灯塔"})
+    near = list(web_ctx.ops.db.works.find({"same_text_as": first["_id"], "near_twin": True}))
+    assert {w["title"] for w in near} == {"<b>第一版", "灯塔误"}
+    listing = as_admin.get("/works/").get_data(as_text=True)
+    assert listing.count("nearly the same text as an earlier work") == 2
+    assert "&lt;b&gt;第一版" in listing and "<b>第一版" not in listing
+    detail = _text(as_admin.get(f"/works/{near[0]['_id']}"))
+    assert "Nearly the same text as" in detail and f"/works/{first['_id']}" in detail
+    head = as_admin.get(f"/works/{first['_id']}").get_data(as_text=True)
+    assert head.count("(nearly the same text)") == 2 and "&lt;b&gt;第一版" in head
+
+
 def test_an_upload_with_a_file_name_that_is_not_utf8_says_so(
     web_ctx: Context, as_admin: FlaskClient
 ) -> None:
