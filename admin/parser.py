@@ -103,7 +103,10 @@ def add_scan(sub: Any) -> None:
         "(links within its host), match every page and write the results as JSON (and an "
         "HTML report). Everything runs in this process: MongoDB is an in-memory mongomock, "
         "Redis is fakeredis unless FPTRACK_REDIS_URL names a server (then the scan's keys are "
-        "deleted when it ends). Give at least one --site or --site-dir.",
+        "deleted when it ends). Works with the same text as an earlier file, or nearly "
+        f"(FPTRACK_NEAR_TWIN_SHARE, default {DEFAULTS.near_twin_share}), are listed in "
+        "'duplicates' and their copies reported under the earlier file. "
+        "Give at least one --site or --site-dir.",
     )
     p.add_argument("--works", required=True, metavar="DIR", help="folder of works (recursive)")
     p.add_argument(
@@ -190,7 +193,10 @@ def add_works(sub: Any) -> None:
         "register works (.txt .md .html .zip, folders recursive)",
         "Register works: each file (or each file of a folder or a .zip, recursively) is one "
         "work, its encoding detected. A work registered again (same path) is updated in "
-        "place. Each new work is matched at once against the pages already crawled.",
+        "place. Each new work is matched at once against the pages already crawled. A work "
+        "with the same text as one registered earlier, or nearly (each lying at least "
+        f"FPTRACK_NEAR_TWIN_SHARE, default {DEFAULTS.near_twin_share}, inside the other), is "
+        "stored as its twin, not indexed: its copies are recorded under the earlier work.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a work file, a folder or a .zip")
     p.add_argument("--title", help="title (one file only; default: the file name)")
