@@ -283,6 +283,13 @@ def test_near_identical_uploads_are_shown_as_one_group(
     assert "Nearly the same text as" in detail and f"/works/{first['_id']}" in detail
     head = as_admin.get(f"/works/{first['_id']}").get_data(as_text=True)
     assert head.count("(nearly the same text)") == 2 and "&lt;b&gt;第一版" in head
+    # A page copying the typo edition is matched to the first, and the match names the group.
+    [record] = web_ctx.engine.process_page(
+        "http://pirate.example/near", editions["灯塔误.txt"], site="pirate"
+    )
+    assert record["work_id"] == first["_id"]
+    shown = as_admin.get(f"/matches/{record['_id']}").get_data(as_text=True)
+    assert 'id="match-twins"' in shown and shown.count("(nearly the same text)") == 2
 
 
 def test_an_upload_with_a_file_name_that_is_not_utf8_says_so(
