@@ -21,16 +21,26 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from fingerprint.align import align, covered
 from fingerprint.hashing import ngram_hashes
+from fingerprint.segments import Segment
 from fingerprint.shingles import mins, mins_containments
 from fingerprint.tokens import codepoints
-from matcher.prepared import ANCHOR_PARAMS, Located
+from matcher.prepared import ANCHOR_PARAMS, Located, prepare
+from matcher.settings import MatchPolicy
 
 SKETCH_SIZE = 256
 """Hashes kept per work: containments within about ±0.014 at 0.95."""
 LOOKUP_KEYS = 16
 """The sketch's smallest hashes the store indexes to find candidates."""
 GRAM = ANCHOR_PARAMS.char_k
+EDGE = 200
+"""Characters of context on each side of a segment aligned with the other work's text, so
+that the segment's own edges are covered when the other work has them."""
+SLACK = 1_000
+MAX_SLACK = 20_000
+"""How far (beyond the difference of their lengths, at most ``MAX_SLACK``) a segment's text
+is looked for in the other work from where it sits in its own."""
 
 
 def segment_sketch(located: Located) -> np.ndarray:
@@ -61,3 +71,43 @@ def is_near(a: Iterable[int], b: Iterable[int], share: float) -> bool:
     if not share:
         return False
     return min(containments(a, b)) >= share
+
+
+def unique_limit(policy: MatchPolicy, content_chars: int) -> int:
+    """Fewer characters of a work than this, found nowhere in another, could never be a
+    match on their own (:func:`matcher.verify.decide`): fewer than ``min_page_chars`` and
+    ``min_quote_chars``, and than ``min_chars`` or ``min_work_share`` of the work."""
+    share = int(policy.min_work_share * content_chars)
+    return min(policy.min_page_chars, policy.min_quote_chars, max(policy.min_chars, share))
+
+
+def unique_chars(text: str, segments: list[Segment], other: str, limit: int) -> int:
+    """Content characters of ``text`` (cut into ``segments``) not found in ``other``
+    (:func:`fingerprint.align.align` of each segment, with ``EDGE`` characters of context,
+    and the part of ``other`` around the same place); counting stops at ``limit``.
+
+    A segment whose text ``other`` holds at the same offset, or shifted by the difference
+    of their lengths (a line added at the start), is found without aligning anything.
+    """
+    shift = len(other) - len(text)
+    slack = min(abs(shift) + SLACK, MAX_SLACK)
+    found = 0
+    for s in segments:
+        own = text[s.start : s.end]
+        if any(other[s.start + d : s.end + d] == own for d in {0, shift} if s.start + d >= 0):
+            continue
+        lo, hi = max(0, s.start - EDGE), min(len(text), s.end + EDGE)
+        mine = prepare(text[lo:hi], hi - lo + 1, "a work segment")
+        start = mine.located.content_before(s.start - lo)
+        end = mine.located.content_before(s.end - lo)
+        left = max(0, min(lo, lo + shift) - slack)
+        right = max(hi, hi + shift) + slack
+        theirs = prepare(other[left:right], right - left + 1, "a work segment")
+        passages = align(mine.anchors, theirs.anchors).passages
+        starts = np.array([p.a_start for p in passages], dtype=np.int64)
+        ends = np.array([p.a_end for p in passages], dtype=np.int64)
+        shared = covered(np.clip(starts, start, end), np.clip(ends, start, end))
+        found += end - start - shared
+        if found >= limit:
+            break
+    return found

@@ -16,7 +16,7 @@ longer has are deleted) and its index entries.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
@@ -47,6 +47,7 @@ SEGMENT_PARAMS = SegmentParams()
 BATCH_SEGMENTS = 64
 BATCH_CHARS = 1_000_000
 """Segments written together: one bulk write per collection, one index call per tag group."""
+_Load = Callable[[], tuple[str, list[Segment], int]]
 IN_FLIGHT = 2
 """Batches prepared and not yet indexed, at most (memory stays flat in the work's length)."""
 
@@ -117,39 +118,63 @@ class Registry:
         )
         if not created:
             self.unindex(doc["_id"])
-        indexed = self._place(doc, digest, sketch.tolist())
+        indexed = self._place(doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)))
         if not created:
             self._resettle(self.store.twins(doc["_id"]))
         self._index(doc, text, segments, cores, fresh=created, indexed=indexed)
         return str(doc["_id"])
 
-    def _place(self, doc: dict, digest: str, sketch: list[int]) -> bool:
+    def _place(self, doc: dict, digest: str, sketch: list[int], load: _Load) -> bool:
         """Mark ``doc`` the twin of the earliest indexed work with its text, else the near
         twin of the earliest indexed work with nearly its text, else neither; returns
-        whether it is to be indexed (neither)."""
+        whether it is to be indexed (neither). ``load`` gives its text, segments and
+        content characters, when they are needed."""
         first = self.store.twin_of(doc["_id"], digest)
-        near = None if first else self._near_twin_of(doc["_id"], sketch)
+        near = None if first else self._near_twin_of(doc["_id"], sketch, load)
         head = first or near
         self.store.set_same_text(
             doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
         )
         return head is None
 
-    def _near_twin_of(self, work_id: ObjectId, sketch: list[int]) -> dict | None:
-        """The earliest indexed work that ``sketch`` makes a near twin of, if any."""
+    def _near_twin_of(self, work_id: ObjectId, sketch: list[int], load: _Load) -> dict | None:
+        """The earliest indexed work this one is a near twin of, if any: their sketches
+        say each lies at least ``settings.near_twin_share`` inside the other, and the
+        characters of this one found nowhere in it could never be a match on their own
+        (:func:`matcher.near_twins.unique_chars`), so nothing is lost by not indexing it."""
         share = self.settings.near_twin_share
         if not share or not sketch:
             return None
         found = self.store.near_twin_candidates(work_id, sketch[: near_twins.LOOKUP_KEYS])
-        return next((w for w in found if near_twins.is_near(sketch, w["near_sketch"], share)), None)
+        for work in found:
+            if not near_twins.is_near(sketch, work["near_sketch"], share):
+                continue
+            text, segments, content_chars = load()
+            limit = near_twins.unique_limit(self.settings.policy, content_chars)
+            other = self.store.work_text(work["_id"])
+            if near_twins.unique_chars(text, segments, other, limit) < limit:
+                return work
+        return None
 
     def _resettle(self, twins: list[dict]) -> None:
         """``twins`` (earliest first) lost the work they were (near) twins of, or its text
         changed: each is placed again (:meth:`_place`), so the earliest that has no indexed
         work with (nearly) its text is indexed, and the others become its twins."""
         for twin in twins:
-            if self._place(twin, twin.get("content_hash", ""), twin.get("near_sketch") or []):
+            sketch = twin.get("near_sketch") or []
+            if self._place(twin, twin.get("content_hash", ""), sketch, self._loader(twin)):
                 self.reindex(str(twin["_id"]))
+
+    def _loader(self, doc: dict) -> _Load:
+        """What :meth:`_place` loads of a stored work: its text, segments and content
+        characters."""
+
+        def load() -> tuple[str, list[Segment], int]:
+            text = self.store.work_text(doc["_id"])
+            segments = segment(text, SEGMENT_PARAMS)
+            return text, segments, sum(_survey(text, segments)[0])
+
+        return load
 
     def reindex(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""

@@ -4,12 +4,15 @@ cancel each other out as boilerplate; works that only share some text stay apart
 
 from __future__ import annotations
 
+import random
+
+from matcher import near_twins
 from matcher.engine import Engine
 from matcher.keys import segment_owner
 from matcher.maintenance import rebuild_indexes
 from matcher.operations import Operations
 from matcher.settings import Settings
-from tests.matcher.conftest import crawl, matched, novel, page_of, sample
+from tests.matcher.conftest import crawl, matched, novel, page_of, prose, sample
 
 TEXT = sample("lighthouse.txt")
 
@@ -116,6 +119,31 @@ def test_editions_of_a_long_work_are_near_twins_and_its_chapters_match(engine: E
     for twin in ids[1:]:
         assert engine.store.get_work(twin)["same_text_as"] == engine.store.get_work(ids[0])["_id"]
     assert matched(crawl(engine, "http://p/ch3", page_of(chapters[2]))) == {ids[0]}
+
+
+def test_editions_of_a_long_work_without_chapters_are_near_twins(engine: Engine) -> None:
+    """Cut into fixed pieces, which a line prepended shifts: still one text."""
+    text = prose(random.Random(5), 60_000)
+    ids = [engine.add_work(t, title=f"无章{n}", key=f"e{n}") for n, t in enumerate(editions(text))]
+    assert engine.store.get_work(ids[0])["segments"] > 3
+    for twin in ids[1:]:
+        assert engine.store.get_work(twin)["same_text_as"] == engine.store.get_work(ids[0])["_id"]
+    page = editions(text)[1][30_000:32_000]
+    assert matched(crawl(engine, "http://p/1", page_of(page))) == {ids[0]}
+
+
+def test_an_edition_with_a_chapter_added_is_not_a_near_twin(engine: Engine) -> None:
+    """Its sketch lies 0.95 inside the first edition's, but its new chapter is text that
+    could be copied on its own: it is indexed, and a copy of that chapter is matched to it."""
+    text, _ = novel(40, 1_200, seed=21)
+    _, extra = novel(1, 1_500, seed=22)
+    added = extra[0].replace("第1章", "第41章", 1)
+    first = engine.add_work(text, title="初版", key="a")
+    second = engine.add_work(text + "\n\n" + added, title="增订版", key="b")
+    sketches = [engine.store.get_work(w)["near_sketch"] for w in (first, second)]
+    assert near_twins.is_near(*sketches, engine.settings.near_twin_share)
+    assert "same_text_as" not in engine.store.get_work(second)
+    assert matched(crawl(engine, "http://p/1", page_of(added))) == {second}
 
 
 def test_a_sequel_quoting_a_chapter_and_an_anthology_are_not_near_twins(engine: Engine) -> None:
