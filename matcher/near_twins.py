@@ -13,6 +13,11 @@ The store finds the candidates by the sketch's ``LOOKUP_KEYS`` smallest hashes (
 own smallest hashes share one of them): two works whose resemblance is at least 0.9, as two
 near twins' is, share the smallest hash of their union with probability 0.9 and miss all of
 the first 16 with a probability below 10^-15.
+
+The sketch only finds near twins: a work is left unindexed only when the characters of it
+found nowhere in the earlier work (:func:`unique_chars`, aligned segment by segment) are
+fewer than a copy of them alone would need to be a match (:func:`unique_limit`), so an
+edition with a chapter added stays indexed.
 """
 
 from __future__ import annotations
