@@ -119,9 +119,9 @@ class Registry:
         if not created:
             self.unindex(doc["_id"])
         indexed = self._place(doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)))
-        if not created:
-            self._resettle(self.store.twins(doc["_id"]))
         self._index(doc, text, segments, cores, fresh=created, indexed=indexed)
+        if not created:  # its twins are compared with its new text, now stored
+            self._resettle(self.store.twins(doc["_id"]))
         return str(doc["_id"])
 
     def _place(self, doc: dict, digest: str, sketch: list[int], load: _Load) -> bool:

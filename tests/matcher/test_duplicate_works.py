@@ -189,3 +189,16 @@ def test_near_twins_can_be_turned_off(index_client, mongo_db) -> None:
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
     ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
     assert not any("same_text_as" in engine.store.get_work(i) for i in ids)
+
+
+def test_a_near_twin_is_released_when_the_first_edition_loses_a_chapter(engine: Engine) -> None:
+    """Re-registered without a chapter its near twin has, the first edition no longer holds
+    all the twin's text: the twin is indexed, and a copy of that chapter matched to it."""
+    text, chapters = novel(40, 1_200, seed=31)
+    first = engine.add_work(text, title="初版", key="a")
+    twin = engine.add_work(text + "\n完\n", title="二版", key="b")
+    assert engine.store.get_work(twin)["near_twin"]
+    engine.add_work(text.replace(chapters[19], ""), title="初版", key="a")
+    assert "same_text_as" not in engine.store.get_work(twin)
+    assert matched(crawl(engine, "http://p/1", page_of(chapters[19]))) == {twin}
+    assert first in matched(crawl(engine, "http://p/2", page_of(chapters[3])))
