@@ -66,9 +66,22 @@ class FptrackTask(Task):
         values = [*args, *kwargs.values()]
         return str(values[0]) if values else ""
 
+    def _count(self, event: str) -> None:
+        """Count a ``retry`` or ``failure`` of this task in Redis (``Keys.task_events``), for
+        the admin's ``/metrics``; a Redis that does not answer loses the count, nothing else."""
+        try:
+            engine = self.runtime.engine()
+            engine.redis.hincrby(engine.keys.task_events, f"{event}|{self.name}", 1)
+        except Exception as exc:  # Redis may be what is down
+            log.warning("could not count a %s of %s: %s", event, self.name, exc)
+
+    def on_retry(self, exc, task_id, args, kwargs, einfo) -> None:
+        self._count("retry")
+
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         ref = self._ref(tuple(args), dict(kwargs))
         log.error("task %s(%s) failed for good: %s", self.name, ref, exc)
+        self._count("failure")
         try:
             ops = Operations(self.runtime.engine().store)
             ops.record_failure(self.name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pymongo
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
@@ -27,6 +28,7 @@ from matcher.ingest import Ingest
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
+from matcher.store import Store
 from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, app, sample, wait_until
 
 
@@ -142,6 +144,9 @@ def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
     [failure] = Operations(engine.store).failures()
     assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
     assert "no page with id" in failure["error"]
+    # counted for the admin's /metrics (admin/metrics.py), with no retry (bad input)
+    counted = engine.redis.hgetall(engine.keys.task_events)
+    assert counted == {b"failure|fptrack.process_page": b"1"}
 
 
 def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
@@ -167,6 +172,30 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
         wait_until(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
     [match] = engine.store.db.matches.find()
     assert str(match["page_id"]) == page.page_id and match["work_id"] == doc["_id"]
+
+
+def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, mongo_db: Database
+) -> None:
+    """MongoDB down for good, Redis up: each retry and the failure are counted under
+    ``Keys.task_events``, which the admin's ``/metrics`` reads (the failure record itself
+    cannot be written: the store is what is down)."""
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    dead = pymongo.MongoClient("mongodb://127.0.0.1:1", serverSelectionTimeoutMS=200)
+    down = Engine(settings, Store(dead[mongo_db.name]), redis_client)
+    monkeypatch.setattr(tasks.process_page, "max_retries", 2)
+    app.fptrack.use(down)
+    eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    try:
+        result = tasks.process_page.delay("0123456789abcdef01234567")
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+        app.fptrack.use(None)
+        dead.close()
+    assert result.failed()
+    counted = redis_client.hgetall(down.keys.task_events)
+    assert counted == {b"retry|fptrack.process_page": b"2", b"failure|fptrack.process_page": b"1"}
 
 
 CRAWLS = ("fptrack.crawl_site", "fptrack.recrawl_site")
