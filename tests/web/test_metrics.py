@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import redis
+import yaml
 from flask import Flask
 from prometheus_client.parser import text_string_to_metric_families
 from pymongo.database import Database
@@ -232,3 +233,28 @@ def test_grafana_dashboard_asks_only_for_exposed_metrics(
     assert asked, "the dashboard asks for no fptrack metric"
     assert asked <= exposed, f"not exposed: {sorted(asked - exposed)}"
     assert {"fptrack_queue_messages", "fptrack_index_group_present"} <= asked
+
+
+def test_the_prometheus_examples_scrape_metrics_with_a_token_file() -> None:
+    """``deploy/prometheus/``: each job asks for ``/metrics`` with a bearer token read from a
+    file; under compose, that file and the configuration are mounted where the job reads
+    them, and the target is the admin service's port."""
+    deploy = DASHBOARD.parents[1]
+    compose = yaml.safe_load((deploy / "compose.yaml").read_text(encoding="utf-8"))["services"]
+    mounts = dict(v.split(":")[:2] for v in compose["prometheus"]["volumes"])
+    unit = (deploy / "fptrack-admin.service").read_text(encoding="utf-8")
+    unit_bind = re.search(r"--bind (\S+)", unit)[1]
+    admin_port = compose["admin"]["command"][compose["admin"]["command"].index("--bind") + 1]
+    for name, target in (
+        ("prometheus.yml", f"admin:{admin_port.rsplit(':', 1)[1]}"),
+        ("prometheus-systemd.yml", unit_bind),
+    ):
+        [job] = yaml.safe_load((deploy / "prometheus" / name).read_text())["scrape_configs"]
+        assert job["metrics_path"] == "/metrics"
+        assert job["authorization"]["type"] == "Bearer"
+        assert job["static_configs"] == [{"targets": [target]}]
+        if name == "prometheus.yml":
+            assert mounts[f"./prometheus/{name}"] == "/etc/prometheus/prometheus.yml"
+            token_file = job["authorization"]["credentials_file"]
+            assert mounts["./prometheus/metrics-token"] == token_file
+    assert compose["prometheus"]["profiles"] == ["monitoring"]
