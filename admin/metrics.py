@@ -41,9 +41,9 @@ from matcher.alert_store import AlertStore
 from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 from matcher.errors import MatcherError
 from matcher.index_state import IndexState
-from matcher.integrity import Integrity
+from matcher.integrity import read_markers
 from matcher.keys import CELERY_UNACKED, TAG_GROUPS, Keys, celery_queue_keys
-from matcher.redis_clients import COMMAND, connect_server
+from matcher.redis_clients import COMMAND, IndexClient, connect, connect_server
 from matcher.store import STATUSES
 
 log = logging.getLogger(__name__)
@@ -114,7 +114,7 @@ class StoreMetrics:
         self._lock = threading.Lock()
         self._families: list[Metric] = []
         self._computed_at = float("-inf")
-        self._clients: dict[str, redis.Redis] = {}
+        self._clients: dict[str, Any] = {}
 
     def registry(self) -> CollectorRegistry:
         """A registry of this collector alone (not described at registration: no query)."""
@@ -151,6 +151,16 @@ class StoreMetrics:
         took = _gauge("fptrack_metrics_compute_seconds")
         took.add_metric([], time.perf_counter() - started)
         return [*families, up, took]
+
+    def _index_client(self) -> IndexClient:
+        """The indexes' Redis: the engine's client when the context is already quick to give
+        up (a command's, the embedded scan's), else a quick client of its own (the served
+        admin's engine rides out restarts, which would hold a scrape past its timeout)."""
+        if self.ctx.patience is COMMAND:
+            return self.ctx.engine.redis
+        if "index" not in self._clients:
+            self._clients["index"] = connect(self.ctx.settings.index_redis, COMMAND)
+        return self._clients["index"]
 
     def _server(self, name: str, target: Any) -> redis.Redis:
         """A quick-to-give-up client of a standalone Redis (or Sentinel primary)."""
@@ -241,7 +251,8 @@ class StoreMetrics:
         """The 32 tag groups' markers (:mod:`matcher.integrity`) and the workers' task
         counts, from the indexes' Redis."""
         engine = self.ctx.engine
-        snapshot = Integrity(engine).snapshot()
+        client = self._index_client()
+        snapshot = read_markers(client, engine.keys)
         present = _gauge("fptrack_index_group_present", ["group"])
         for group in range(TAG_GROUPS):
             present.add_metric([str(group)], 0 if snapshot.markers[group] is None else 1)
@@ -249,7 +260,7 @@ class StoreMetrics:
         lost.add_metric([], len(snapshot.lost))
         yield from (present, lost)
 
-        counted = engine.redis.hgetall(engine.keys.task_events)
+        counted = client.hgetall(engine.keys.task_events)
         families = {e: _counter(f"{name}_total", ["task"]) for e, name in TASK_EVENTS.items()}
         for field, value in sorted(counted.items()):
             event, _, task = field.decode("utf-8", "replace").partition("|")

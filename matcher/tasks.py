@@ -9,7 +9,8 @@ with exponential backoff and jitter (``retry_backoff`` 2 s, doubling, at most 60
 message under its worker's heartbeat (:mod:`matcher.heartbeat`). A task that fails for
 good — retries exhausted, or bad input such as a page whose text cannot be used — leaves a
 record in the ``failures`` collection with its error, instead of vanishing; a later success
-clears it.
+clears it. Each retry and each failure for good is also counted in Redis
+(``Keys.task_events``), which the admin's ``/metrics`` reads (:mod:`admin.metrics`).
 """
 
 from __future__ import annotations

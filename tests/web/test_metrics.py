@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -26,6 +28,7 @@ from admin.web.users import User, Users
 from matcher.engine import Engine
 from matcher.integrity import Integrity
 from matcher.keys import TAG_GROUPS
+from matcher.redis_clients import COMMAND, SERVICE, Patience
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import now
@@ -46,13 +49,16 @@ def broker() -> Iterator[redis.Redis]:
     client.close()
 
 
-def make_app(redis_client: redis.Redis, mongo_db: Database, **settings: object) -> Flask:
-    """The admin app on the test servers (broker and frontiers on the session's Redis)."""
+def make_app(
+    redis_client: redis.Redis, mongo_db: Database, patience: Patience = COMMAND, **settings: Any
+) -> Flask:
+    """The admin app on the test servers (broker and frontiers on the session's Redis);
+    ``patience``: its context's (``SERVICE``: the served admin's)."""
     ctx_settings = Settings.from_env(
         redis_prefix="fptrack-test-metrics", mongo_db=mongo_db.name, **settings
     )
     engine = Engine.open(ctx_settings, mongo_client=mongo_db.client, redis_client=redis_client)
-    ctx = Context(settings=ctx_settings, engine=engine)
+    ctx = Context(settings=ctx_settings, engine=engine, patience=patience)
     users = Users(engine.store)
     for name, (role, password) in PASSWORDS.items():
         users.create(name, password, role)
@@ -180,11 +186,28 @@ def test_metrics_are_cached_then_computed_again(
 
 
 def test_a_source_down_is_reported_not_fatal(redis_client: redis.Redis, mongo_db: Database) -> None:
-    app = make_app(redis_client, mongo_db, broker_url="redis://127.0.0.1:1/0")
-    m = scrape(app, token_of(app, "victor"))
-    assert m[("fptrack_metrics_source_up", (("source", "broker"),))] == 0
-    assert m[("fptrack_metrics_source_up", (("source", "mongodb"),))] == 1
+    """The served admin (its clients ride out restarts) asks for metrics with clients that
+    give up at once: a Redis down does not hold the scrape past Prometheus' timeout."""
+    dead = "redis://127.0.0.1:1/0"
+    app = make_app(redis_client, mongo_db, SERVICE, broker_url=dead, index_redis_url=dead)
+    token = token_of(app, "victor")
+    started = time.monotonic()
+    m = scrape(app, token)
+    assert time.monotonic() - started < 5  # SERVICE's retries would take about 20 s
+    up = {labels[0][1]: v for (name, labels), v in m.items() if name.endswith("source_up")}
+    assert up == {"mongodb": 1, "redis": 1, "index_redis": 0, "broker": 0}
     assert not any(name == "fptrack_queue_messages" for name, _ in m)
+    assert m[("fptrack_works", ())] == 0
+
+
+def test_the_served_admin_reads_the_indexes_with_its_own_client(
+    redis_client: redis.Redis, mongo_db: Database, broker: redis.Redis
+) -> None:
+    app = make_app(redis_client, mongo_db, SERVICE)
+    seed(app.extensions["fptrack"].ctx, broker)
+    m = scrape(app, token_of(app, "victor"))
+    assert m[("fptrack_index_groups_lost", ())] == 1
+    assert m[("fptrack_task_retries_total", (("task", "fptrack.process_page"),))] == 3
 
 
 def test_metrics_need_a_viewer_token_by_default(
