@@ -69,11 +69,10 @@ class FptrackTask(Task):
 
     def _count(self, event: str) -> None:
         """Count a ``retry`` or ``failure`` of this task in Redis (``Keys.task_events``), for
-        the admin's ``/metrics``; a Redis that does not answer loses the count, nothing else."""
+        the admin's ``/metrics``, without waiting for it (:meth:`Runtime.count`)."""
         try:
-            engine = self.runtime.engine()
-            engine.redis.hincrby(engine.keys.task_events, f"{event}|{self.name}", 1)
-        except Exception as exc:  # Redis may be what is down
+            self.runtime.count(event, self.name)
+        except Exception as exc:  # no client could be made: a bad setting is said at start
             log.warning("could not count a %s of %s: %s", event, self.name, exc)
 
     def on_retry(self, exc, task_id, args, kwargs, einfo) -> None:

@@ -11,6 +11,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,8 +24,10 @@ from celery.signals import task_success
 from pymongo.database import Database
 
 from matcher import tasks
+from matcher.celery_app import Runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
+from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
@@ -145,8 +148,8 @@ def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
     assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
     assert "no page with id" in failure["error"]
     # counted for the admin's /metrics (admin/metrics.py), with no retry (bad input)
-    counted = engine.redis.hgetall(engine.keys.task_events)
-    assert counted == {b"failure|fptrack.process_page": b"1"}
+    counted = {b"failure|fptrack.process_page": b"1"}
+    wait_until(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
 
 
 def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
@@ -194,8 +197,29 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
         app.fptrack.use(None)
         dead.close()
     assert result.failed()
-    counted = redis_client.hgetall(down.keys.task_events)
-    assert counted == {b"retry|fptrack.process_page": b"2", b"failure|fptrack.process_page": b"1"}
+    counted = {b"retry|fptrack.process_page": b"2", b"failure|fptrack.process_page": b"1"}
+    wait_until(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
+
+
+def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(
+    redis_client: redis.Redis,
+) -> None:
+    """Built from the settings, a worker's runtime counts on the indexes' Redis, in a thread
+    of its own, with a quick client: a Redis down costs a count a second or two of that
+    thread, never the task's time (nor the engine's ~20 s of retries)."""
+    runtime = Runtime(Settings.from_env(redis_prefix="fptrack-test-count"))
+    for _ in range(2):
+        runtime.count("retry", "fptrack.process_page").result(timeout=10)
+    assert redis_client.hgetall(Keys("fptrack-test-count").task_events) == {
+        b"retry|fptrack.process_page": b"2"
+    }
+    down = Runtime(Settings.from_env(index_redis_url="redis://127.0.0.1:1/0"))
+    started = time.monotonic()
+    counting = down.count("retry", "fptrack.process_page")
+    assert time.monotonic() - started < 1  # the caller does not wait
+    with pytest.raises(redis.ConnectionError):
+        counting.result(timeout=30)
+    assert time.monotonic() - started < 8
 
 
 CRAWLS = ("fptrack.crawl_site", "fptrack.recrawl_site")
