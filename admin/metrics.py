@@ -9,9 +9,11 @@ A scrape is kept cheap: every MongoDB read is a bounded one of the store layer (
 dashboard's counters, :mod:`matcher.tallies`, for the per-site figures; one aggregation
 grouped by site and outcome over the crawl runs; counts served by indexes), Redis reads are
 one ``MGET`` of the 32 index markers, one ``HGETALL``, and an ``LLEN``/``ZCARD`` per queue
-and frontier; and the families computed are kept :data:`DEFAULT_CACHE_SECONDS` seconds
-(``FPTRACK_METRICS_CACHE_SECONDS``) in each admin process, so Prometheus scraping every
-15 s costs MongoDB one computation per admin process per 15 s.
+and frontier; and the families computed are kept ``FPTRACK_METRICS_CACHE_SECONDS``
+(default 15) seconds in each admin process, so Prometheus scraping every 15 s costs MongoDB
+one computation per admin process per 15 s. The served admin's clients ride out restarts;
+the Redis ones here give up within about a second instead, so a scrape is not held past
+Prometheus' timeout by a Redis that is down (MongoDB's already do: ``admin.context``).
 
 A source that does not answer does not fail the scrape: its figures are left out and
 ``fptrack_metrics_source_up{source}`` says 0 (sources: ``mongodb``, ``index_redis``,
@@ -48,9 +50,6 @@ from matcher.store import STATUSES
 
 log = logging.getLogger(__name__)
 
-DEFAULT_CACHE_SECONDS = 15.0
-"""``FPTRACK_METRICS_CACHE_SECONDS``'s default (:attr:`matcher.settings.Settings.
-metrics_cache_seconds`)."""
 QUEUES = (PAGE_QUEUE, CRAWL_QUEUE)
 FAILURES = (MatcherError, redis.RedisError, pymongo.errors.PyMongoError, OSError)
 """What a source that does not answer raises."""
