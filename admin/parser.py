@@ -563,7 +563,10 @@ def add_services(sub: Any) -> None:
         "serve the admin platform (gunicorn)",
         "Serve the admin platform with gunicorn over MongoDB and Redis. It checks both at "
         "start and exits 1 with one line if one does not answer (see --wait); once running, "
-        "it waits out their restarts.",
+        "it waits out their restarts. It also serves the deployment's Prometheus metrics at "
+        "/metrics: to a viewer's API token (Authorization: Bearer), or without one to the "
+        "addresses of FPTRACK_METRICS_ALLOW (default: none); figures are computed from "
+        "MongoDB and Redis and kept FPTRACK_METRICS_CACHE_SECONDS (default: 15) per process.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")

@@ -38,7 +38,9 @@ settings; tests and the embedded scan hand it a ready one.
 
 from __future__ import annotations
 
+import logging
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from celery import Celery
@@ -48,6 +50,8 @@ from matcher.engine import Engine
 from matcher.heartbeat import VisibilityHeartbeat
 from matcher.keys import Keys
 from matcher.settings import Settings
+
+log = logging.getLogger(__name__)
 
 PAGE_QUEUE = "fptrack"
 BEAT_SCHEDULER = "matcher.beat.ResilientScheduler"
@@ -115,6 +119,9 @@ class Runtime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self._engine: Engine | None = None
+        self._given: Engine | None = None
+        self._counter: redis_clients.IndexClient | None = None
+        self._counting: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
 
     def engine(self) -> Engine:
@@ -126,7 +133,35 @@ class Runtime:
     def use(self, engine: Engine | None) -> None:
         """Make the tasks use ``engine`` (``None``: build one from the settings again)."""
         with self._lock:
-            self._engine = engine
+            self._engine = self._given = engine
+
+    def count(self, event: str, task: str) -> Future[None]:
+        """Add 1 to ``<event>|<task>`` in the hash ``Keys.task_events`` of the indexes' Redis,
+        which the admin's ``/metrics`` reads (:mod:`admin.metrics`), in this process's
+        counting thread: the task never waits for it. The client gives up at once
+        (:data:`~matcher.redis_clients.COMMAND`), unlike the engine's; an engine handed in by
+        :meth:`use` counts with its own client. A count Redis refuses is logged and lost."""
+        with self._lock:
+            if self._given is not None:
+                client, keys = self._given.redis, self._given.keys
+            else:
+                if self._counter is None:
+                    self._counter = redis_clients.connect(
+                        self.settings.index_redis, redis_clients.COMMAND
+                    )
+                client, keys = self._counter, Keys(self.settings.redis_prefix)
+            if self._counting is None:  # made on first use: in the worker process, not before
+                self._counting = ThreadPoolExecutor(1, thread_name_prefix="fptrack-count")
+            field = f"{event}|{task}"
+            return self._counting.submit(_count, client, keys.task_events, field)
+
+
+def _count(client: redis_clients.IndexClient, key: str, field: str) -> None:
+    try:
+        client.hincrby(key, field, 1)
+    except Exception as exc:  # Redis may be what made the task retry or fail
+        log.warning("could not count %s in Redis: %s", field, exc)
+        raise
 
 
 def make_app(

@@ -53,8 +53,8 @@ import numpy as np
 from matcher import maintenance
 from matcher.errors import IndexUnavailable, MatcherError, redis_errors
 from matcher.index_state import IndexState
-from matcher.keys import TAG_GROUPS
-from matcher.redis_io import mget
+from matcher.keys import TAG_GROUPS, Keys
+from matcher.redis_io import IndexClient, mget
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -89,6 +89,14 @@ class Snapshot:
         return all(m is not None for m in self.markers)
 
 
+def read_markers(client: IndexClient, keys: Keys) -> Snapshot:
+    """Every tag group's marker under ``keys``, in one round trip (one per node on a
+    cluster)."""
+    names = [keys.marker(g) for g in ALL_GROUPS]
+    values, _ = mget(client, names, "reading the index markers", np.arange(TAG_GROUPS))
+    return Snapshot(tuple(values))
+
+
 class Integrity:
     """The markers and rebuilds of one engine's indexes (see the module docstring)."""
 
@@ -106,11 +114,7 @@ class Integrity:
 
     def snapshot(self) -> Snapshot:
         """Every group's marker, in one round trip (one per node on a cluster)."""
-        keys = self.engine.keys
-        names = [keys.marker(g) for g in ALL_GROUPS]
-        groups = np.arange(TAG_GROUPS)
-        values, _ = mget(self.engine.redis, names, "reading the index markers", groups)
-        return Snapshot(tuple(values))
+        return read_markers(self.engine.redis, self.engine.keys)
 
     def start(self) -> None:
         """Mark a new deployment's empty indexes whole: no marker at all and no fingerprint

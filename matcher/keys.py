@@ -299,6 +299,31 @@ class Keys:
         """A set of the sites whose crawl frontier holds an unfinished run."""
         return f"{self.prefix}:crawl-runs"
 
+    @property
+    def task_events(self) -> str:
+        """A hash of task events counted by the workers, ``<event>|<task name>`` -> count
+        (``retry``, ``failure``), for the admin's ``/metrics`` (:mod:`admin.metrics`)."""
+        return f"{self.prefix}:metrics:tasks"
+
+
+CELERY_PRIORITY_SEP = "\x06\x16"
+"""kombu's Redis transport: a queue's messages of priority ``p`` > 0 wait in the list
+``<queue>\\x06\\x16<p>`` (its ``sep``), those of priority 0 in ``<queue>``."""
+CELERY_PRIORITY_STEPS = (0, 3, 6, 9)
+"""kombu's default ``priority_steps``."""
+CELERY_UNACKED = "unacked"
+"""kombu's hash of the messages delivered to workers and not yet acknowledged."""
+
+
+def celery_queue_keys(queue: str) -> list[str]:
+    """The broker's lists holding the messages of Celery queue ``queue`` (kombu's Redis
+    transport, no ``global_keyprefix``): one per priority step.
+
+    >>> celery_queue_keys("fptrack")[:2]
+    ['fptrack', 'fptrack\\x06\\x163']
+    """
+    return [queue if p == 0 else f"{queue}{CELERY_PRIORITY_SEP}{p}" for p in CELERY_PRIORITY_STEPS]
+
 
 @dataclass(frozen=True)
 class CrawlKeys:

@@ -253,6 +253,31 @@ class Operations:
         ]
         return {d["_id"]: d["crawl"] for d in self.db.crawls.aggregate(pipeline)}
 
+    @mongo_errors
+    def crawl_outcomes(self) -> list[dict[str, Any]]:
+        """Crawl runs per site and outcome, and the pages they stored or fetched again
+        (their stats' ``fptrack/pages``, :mod:`matcher.crawl_runs`), in one aggregation over
+        ``crawls`` (one document per run): ``site``, ``outcome`` (``unknown`` for a run
+        recorded without one), ``runs``, ``pages``."""
+        pipeline = [
+            {
+                "$group": {
+                    "_id": {"site": "$site", "outcome": "$outcome"},
+                    "runs": {"$sum": 1},
+                    "pages": {"$sum": f"$stats.{crawl_runs.PAGES}"},
+                }
+            }
+        ]
+        return [
+            {
+                "site": str(d["_id"].get("site") or ""),
+                "outcome": str(d["_id"].get("outcome") or "unknown"),
+                "runs": int(d.get("runs") or 0),
+                "pages": int(d.get("pages") or 0),
+            }
+            for d in self.db.crawls.aggregate(pipeline)
+        ]
+
     # failures --------------------------------------------------------------------------
 
     @mongo_errors
@@ -285,6 +310,17 @@ class Operations:
     def failure_count(self, *, since: datetime | None = None, until: datetime | None = None) -> int:
         """Failure records, all or those of ``[since, until)``."""
         return self.db.failures.count_documents(_period("failed_at", since, until))
+
+    @mongo_errors
+    def failure_counts(self) -> dict[str, int]:
+        """Failure records kept per task (one aggregation over ``failures``)."""
+        pipeline = [{"$group": {"_id": "$task", "n": {"$sum": 1}}}]
+        return {str(d["_id"]): int(d["n"]) for d in self.db.failures.aggregate(pipeline)}
+
+    @mongo_errors
+    def pending_page_count(self) -> int:
+        """Pages whose current text was never matched (index ``pending_seq``)."""
+        return self.db.pages.count_documents({"pending": True})
 
     @mongo_errors
     def crawls_started(self, *, since: datetime, until: datetime) -> list[dict]:
@@ -413,6 +449,12 @@ class Operations:
     def tally_total(self) -> dict:
         """The deployment-wide counters (works, pages, matches by status, infringing)."""
         return tallies.total(self.db)
+
+    @mongo_errors
+    def tally_sites(self) -> list[dict[str, Any]]:
+        """Every site's counters: ``key`` (the site), ``pages`` stored, ``matches_seen``,
+        ``active.<status>``, ``infringing``."""
+        return tallies.sites(self.db)
 
     @mongo_errors
     def tally_days(self, *, first: str) -> list[dict[str, Any]]:

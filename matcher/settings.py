@@ -8,6 +8,7 @@ lists.
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -217,6 +218,12 @@ class Settings:
     """Let a query by URL fetch private, loopback and link-local addresses (admin/fetch.py)."""
     api_rate_per_minute: int = 120
     """Requests each API token may make per minute (:mod:`admin.web.rate_limit`)."""
+    metrics_allow: str = ""
+    """Addresses (comma-separated IPs or CIDR networks) that may read the admin's
+    ``/metrics`` without a token ("": none, every scrape needs a viewer's API token)."""
+    metrics_cache_seconds: float = 15.0
+    """How long the admin keeps the metrics it computed before computing them again
+    (:mod:`admin.metrics`; 0: at every scrape)."""
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
@@ -272,6 +279,24 @@ class Settings:
         return RedisTarget.parse(self.celery_broker)
 
     @cached_property
+    def metrics_networks(self) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+        """``metrics_allow`` parsed (an address alone is a network of one).
+
+        >>> Settings(metrics_allow="10.0.0.0/8, ::1").metrics_networks
+        (IPv4Network('10.0.0.0/8'), IPv6Network('::1/128'))
+        """
+        out = []
+        for part in self.metrics_allow.split(","):
+            if part.strip():
+                try:
+                    out.append(ipaddress.ip_network(part.strip(), strict=False))
+                except ValueError as exc:
+                    raise SettingsError(
+                        f"metrics_allow: {part.strip()!r} is not an IP address or network"
+                    ) from exc
+        return tuple(out)
+
+    @cached_property
     def index_redis(self) -> RedisTarget:
         """The indexes' Redis: ``index_redis_url`` (a server, a cluster or a primary that
         Sentinel watches), else ``redis_url``."""
@@ -288,6 +313,9 @@ class Settings:
                     " FPTRACK_INDEX_REDIS_URL"
                 )
         self.index_redis  # noqa: B018 - validates the URL once, at the entry point
+        self.metrics_networks  # noqa: B018 - validated once, at the entry point
+        if self.metrics_cache_seconds < 0:
+            raise SettingsError("metrics_cache_seconds must be >= 0")
         if not 8 <= self.window_bucket_bits <= 28:
             raise SettingsError("window_bucket_bits must be in 8..28")
         for name in (

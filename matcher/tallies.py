@@ -176,6 +176,11 @@ def top(db: Any, scope: str, limit: int = 10) -> list[dict[str, Any]]:
     return sorted(found, key=lambda d: (-d["infringing"], d.get("key", "")))[:limit]
 
 
+def sites(db: Any) -> list[dict[str, Any]]:
+    """Every site's tally (``key``: the site), its stripes added up (index ``scope_day``)."""
+    return sorted(merge(db[COLLECTION].find({"scope": "site"})), key=lambda d: d.get("key", ""))
+
+
 def days(db: Any, first: str) -> list[dict[str, Any]]:
     """The daily tallies from ``first`` (``YYYY-MM-DD``) on."""
     found = merge(db[COLLECTION].find({"scope": "day", "day": {"$gte": first}}))

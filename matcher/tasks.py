@@ -9,7 +9,8 @@ with exponential backoff and jitter (``retry_backoff`` 2 s, doubling, at most 60
 message under its worker's heartbeat (:mod:`matcher.heartbeat`). A task that fails for
 good — retries exhausted, or bad input such as a page whose text cannot be used — leaves a
 record in the ``failures`` collection with its error, instead of vanishing; a later success
-clears it.
+clears it. Each retry and each failure for good is also counted in Redis
+(``Keys.task_events``), which the admin's ``/metrics`` reads (:mod:`admin.metrics`).
 """
 
 from __future__ import annotations
@@ -66,9 +67,21 @@ class FptrackTask(Task):
         values = [*args, *kwargs.values()]
         return str(values[0]) if values else ""
 
+    def _count(self, event: str) -> None:
+        """Count a ``retry`` or ``failure`` of this task in Redis (``Keys.task_events``), for
+        the admin's ``/metrics``, without waiting for it (:meth:`Runtime.count`)."""
+        try:
+            self.runtime.count(event, self.name)
+        except Exception as exc:  # no client could be made: a bad setting is said at start
+            log.warning("could not count a %s of %s: %s", event, self.name, exc)
+
+    def on_retry(self, exc, task_id, args, kwargs, einfo) -> None:
+        self._count("retry")
+
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         ref = self._ref(tuple(args), dict(kwargs))
         log.error("task %s(%s) failed for good: %s", self.name, ref, exc)
+        self._count("failure")
         try:
             ops = Operations(self.runtime.engine().store)
             ops.record_failure(self.name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)

@@ -19,14 +19,15 @@ from flask import Flask, Response, g, render_template, request
 from werkzeug.exceptions import HTTPException
 
 from admin.context import Context
-from admin.web import api, security
+from admin.metrics import StoreMetrics
+from admin.web import api, metrics, security
 from admin.web.dispatch import CeleryDispatch, Dispatch
 from admin.web.users import Users
 from matcher.errors import MatcherError, Retryable
 
 BLUEPRINTS = (
     "auth", "dashboard", "matches", "works", "sites", "query", "reports", "alerts", "tokens",
-    "api",
+    "api", "metrics",
 )  # fmt: skip
 """Modules of :mod:`admin.web` each holding a ``bp`` blueprint."""
 SESSION_HOURS = 8
@@ -43,6 +44,8 @@ class Services:
         self.ctx, self.dispatch, self.lock = ctx, dispatch, lock
         self.users = Users(ctx.engine.store)
         self.schedules = ctx.schedules if schedules else None
+        self.metrics = StoreMetrics(ctx)
+        self.metrics_registry = self.metrics.registry()
 
 
 def services() -> Services:
@@ -100,6 +103,8 @@ def create_app(
             g.locked = True
         if api.serves(request.path):
             return api.guard()
+        if metrics.serves(request.path):
+            return metrics.guard()
         security.check_csrf()
         return security.load_user(s.users)
 

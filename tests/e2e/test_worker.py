@@ -11,10 +11,12 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import pymongo
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
@@ -22,11 +24,14 @@ from celery.signals import task_success
 from pymongo.database import Database
 
 from matcher import tasks
+from matcher.celery_app import Runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
+from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
+from matcher.store import Store
 from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, app, sample, wait_until
 
 
@@ -142,6 +147,9 @@ def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
     [failure] = Operations(engine.store).failures()
     assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
     assert "no page with id" in failure["error"]
+    # counted for the admin's /metrics (admin/metrics.py), with no retry (bad input)
+    counted = {b"failure|fptrack.process_page": b"1"}
+    wait_until(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
 
 
 def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
@@ -167,6 +175,51 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
         wait_until(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
     [match] = engine.store.db.matches.find()
     assert str(match["page_id"]) == page.page_id and match["work_id"] == doc["_id"]
+
+
+def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
+    redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, mongo_db: Database
+) -> None:
+    """MongoDB down for good, Redis up: each retry and the failure are counted under
+    ``Keys.task_events``, which the admin's ``/metrics`` reads (the failure record itself
+    cannot be written: the store is what is down)."""
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    dead = pymongo.MongoClient("mongodb://127.0.0.1:1", serverSelectionTimeoutMS=200)
+    down = Engine(settings, Store(dead[mongo_db.name]), redis_client)
+    monkeypatch.setattr(tasks.process_page, "max_retries", 2)
+    app.fptrack.use(down)
+    eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    try:
+        result = tasks.process_page.delay("0123456789abcdef01234567")
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+        app.fptrack.use(None)
+        dead.close()
+    assert result.failed()
+    counted = {b"retry|fptrack.process_page": b"2", b"failure|fptrack.process_page": b"1"}
+    wait_until(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
+
+
+def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(
+    redis_client: redis.Redis,
+) -> None:
+    """Built from the settings, a worker's runtime counts on the indexes' Redis, in a thread
+    of its own, with a quick client: a Redis down costs a count a second or two of that
+    thread, never the task's time (nor the engine's ~20 s of retries)."""
+    runtime = Runtime(Settings.from_env(redis_prefix="fptrack-test-count"))
+    for _ in range(2):
+        runtime.count("retry", "fptrack.process_page").result(timeout=10)
+    assert redis_client.hgetall(Keys("fptrack-test-count").task_events) == {
+        b"retry|fptrack.process_page": b"2"
+    }
+    down = Runtime(Settings.from_env(index_redis_url="redis://127.0.0.1:1/0"))
+    started = time.monotonic()
+    counting = down.count("retry", "fptrack.process_page")
+    assert time.monotonic() - started < 1  # the caller does not wait
+    with pytest.raises(redis.ConnectionError):
+        counting.result(timeout=30)
+    assert time.monotonic() - started < 8
 
 
 CRAWLS = ("fptrack.crawl_site", "fptrack.recrawl_site")

@@ -48,8 +48,23 @@ def test_overrides_win() -> None:
         {"FPTRACK_CRAWL_LEASE": "7000"},
         {"FPTRACK_NEAR_TWIN_SHARE": "0.3"},
         {"FPTRACK_NEAR_TWIN_SHARE": "1.2"},
+        {"FPTRACK_METRICS_ALLOW": "10.0.0.0/8, localhost"},
+        {"FPTRACK_METRICS_CACHE_SECONDS": "-1"},
     ],
 )
 def test_bad_values_give_a_clear_error(env: dict[str, str]) -> None:
     with pytest.raises(SettingsError):
         Settings.from_env(env)
+
+
+def test_metrics_settings() -> None:
+    """The admin's ``/metrics``: no address trusted without a token, figures kept 15 s."""
+    assert Settings.from_env({}).metrics_networks == ()
+    assert Settings.from_env({}).metrics_cache_seconds == 15.0
+    s = Settings.from_env(
+        {"FPTRACK_METRICS_ALLOW": "10.1.2.3/8,::1", "FPTRACK_METRICS_CACHE_SECONDS": "0"}
+    )
+    assert [str(n) for n in s.metrics_networks] == ["10.0.0.0/8", "::1/128"]
+    assert s.metrics_cache_seconds == 0
+    with pytest.raises(SettingsError, match="metrics_allow: 'localhost' is not an IP"):
+        Settings.from_env({"FPTRACK_METRICS_ALLOW": "localhost"})
