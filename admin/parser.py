@@ -557,7 +557,9 @@ def add_services(sub: Any) -> None:
         "serve the admin platform (gunicorn)",
         "Serve the admin platform with gunicorn over MongoDB and Redis. It checks both at "
         "start and exits 1 with one line if one does not answer (see --wait); once running, "
-        "it waits out their restarts.",
+        "it waits out their restarts. gunicorn's worker timeout is 120 s, or the longest "
+        "outbound deadline (FPTRACK_QUERY_DEADLINE, 20 s; FPTRACK_ALERT_TIMEOUT, 10 s) plus "
+        "60 s when that is longer, so a fetch ends by its own deadline first.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")

@@ -153,12 +153,12 @@ def send(
 
 def send_test(alerts: AlertStore, settings: Settings, rule: AlertRule) -> notify.Outcome:
     """Send ``rule`` a message about a made-up match now, and log it (attempt 0)."""
-    outcome = test_message(settings, rule)
+    outcome = send_sample(settings, rule)
     log_test(alerts, rule, outcome)
     return outcome
 
 
-def test_message(settings: Settings, rule: AlertRule) -> notify.Outcome:
+def send_sample(settings: Settings, rule: AlertRule) -> notify.Outcome:
     """Send ``rule`` a message about a made-up match now (IO only: no store is touched, so
     the embedded admin runs it outside its lock)."""
     sample = {

@@ -104,7 +104,7 @@ def remove(rule_id: str) -> Any:
 def test(rule_id: str) -> Any:
     rule = _rule(rule_id)
     with outside_lock():  # no other request waits on this one's receiver
-        outcome = alerts.test_message(_services().ctx.settings, rule)
+        outcome = alerts.send_sample(_services().ctx.settings, rule)
     alerts.log_test(_store(), rule, outcome)
     if outcome.ok:
         flash(f"test message to {rule.name} delivered")
