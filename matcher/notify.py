@@ -17,12 +17,12 @@ is escaped.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import html
 import json
 import smtplib
-import ssl
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -201,25 +201,49 @@ def email_message(
     return message
 
 
+class _SMTP(smtplib.SMTP):
+    """An SMTP client whose connection is :func:`matcher.outbound.connect`'s: one deadline
+    for the whole exchange, not a timeout per read."""
+
+    def __init__(self, deadline: outbound.Deadline, tls: bool, **kwargs: Any) -> None:
+        self.deadline, self.tls = deadline, tls
+        super().__init__(**kwargs)
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> Any:
+        # the operator's own server (FPTRACK_SMTP_URL), often inside the network
+        return outbound.connect(host, port, self.deadline, allow_private=True, tls=self.tls)
+
+    def starttls(self, *args: Any, **kwargs: Any) -> Any:
+        self.sock.settimeout(self.deadline.left())  # the handshake: the time left, at most
+        answer = super().starttls(context=outbound.tls_context())
+        self.sock.budget = self.deadline  # the TLS socket replaces the plain one
+        return answer
+
+
 def send_email(
     smtp: SmtpConfig, recipients: Sequence[str], message: EmailMessage, timeout: float
 ) -> Outcome:
-    """Send one message; never raises."""
+    """Send one message within ``timeout`` seconds in all (connecting, TLS, every command
+    and the data); never raises."""
+    deadline = outbound.Deadline(timeout)
     try:
-        if smtp.tls:
-            context = ssl.create_default_context()
-            client: smtplib.SMTP = smtplib.SMTP_SSL(
-                smtp.host, smtp.port, timeout=timeout, context=context
-            )
-        else:
-            client = smtplib.SMTP(smtp.host, smtp.port, timeout=timeout)
-        with client:
+        client = _SMTP(deadline, smtp.tls, host=smtp.host, port=smtp.port, timeout=timeout)
+        try:
             if smtp.starttls:
-                client.starttls(context=ssl.create_default_context())
+                client.starttls()
             if smtp.user:
                 client.login(smtp.user, smtp.password)
             refused = client.send_message(message, smtp.sender, list(recipients))
+            with contextlib.suppress(OSError, smtplib.SMTPException):
+                client.quit()  # the message is accepted: a late QUIT changes nothing
+        finally:
+            client.close()
+    except outbound.OutboundError as exc:
+        return Outcome(False, None, exc.detail[:MAX_ERROR_CHARS])
     except (OSError, smtplib.SMTPException, ValueError) as exc:
+        if isinstance(exc, TimeoutError) or deadline.passed():  # smtplib rewords timeouts
+            late = f"{smtp.host}:{smtp.port}: no whole answer within {timeout:g} s"
+            return Outcome(False, None, late)
         return Outcome(False, None, _line(exc))
     if refused:
         return Outcome(True, None, f"refused by the server: {', '.join(sorted(refused))}")

@@ -1,9 +1,10 @@
 """Every HTTP request fptrack makes outside the Scrapy crawl, under one policy (issue 23).
 
 Query by URL (:mod:`admin.fetch`) and alert webhooks (:mod:`matcher.notify`) go through
-:func:`request`; the crawl's own requests (pages, robots.txt, sitemaps and feeds of an
-incremental crawl) are Scrapy's, bounded by ``DOWNLOAD_TIMEOUT`` and ``DOWNLOAD_MAXSIZE``
-(:mod:`crawler.settings`). A :class:`Policy` gives:
+:func:`request`, email alerts' SMTP client through :func:`connect`; the crawl's own
+requests (pages, robots.txt, sitemaps and feeds of an incremental crawl) are Scrapy's,
+bounded by ``DOWNLOAD_TIMEOUT`` and ``DOWNLOAD_MAXSIZE`` (:mod:`crawler.settings`). A
+:class:`Policy` gives:
 
 - **one deadline for the whole request** (:attr:`Policy.deadline`): name resolution,
   connect, TLS handshake, sending, the status line, the headers and the body, every
@@ -103,12 +104,16 @@ def internal(address: Address) -> bool:
     )
 
 
-class _Budget:
-    """The time left of one request's deadline."""
+class Deadline:
+    """The time left of one request's deadline (sockets of :func:`connect` wait at most
+    that long on each read and write)."""
 
     def __init__(self, deadline: float) -> None:
         self.deadline = deadline
         self.ends = time.monotonic() + deadline
+
+    def passed(self) -> bool:
+        return time.monotonic() >= self.ends
 
     def left(self) -> float:
         """Seconds left; :class:`TimeoutError` once there are none."""
@@ -121,7 +126,7 @@ class _Budget:
 class _Socket(socket.socket):
     """A socket whose every read and write waits at most the time left of its budget."""
 
-    budget: _Budget | None = None
+    budget: Deadline | None = None
 
     def _bound(self) -> None:
         if self.budget is not None:
@@ -148,7 +153,7 @@ class _TLSSocket(ssl.SSLSocket):
     """The same bound over TLS (``budget`` is set once the handshake is done; the handshake
     gets the time left when it starts, as a whole)."""
 
-    budget: _Budget | None = None
+    budget: Deadline | None = None
 
     def _bound(self) -> None:
         if self.budget is not None:
@@ -168,7 +173,9 @@ class _TLSSocket(ssl.SSLSocket):
 
 
 @cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
+    """The default TLS context (certificates checked against the host name), whose sockets
+    honour a :class:`Deadline` once their ``budget`` is set."""
     context = ssl.create_default_context()
     context.sslsocket_class = _TLSSocket
     return context
@@ -190,7 +197,7 @@ def _target(url: str) -> tuple[str, str, int, str]:
     return parts.scheme, parts.hostname, port, path
 
 
-def _getaddrinfo(host: str, port: int, budget: _Budget) -> list[Any]:
+def _getaddrinfo(host: str, port: int, budget: Deadline) -> list[Any]:
     """``socket.getaddrinfo`` waited on for the time left (the resolver has no deadline of
     its own: a slow one is left to finish in its daemon thread)."""
     found: dict[str, Any] = {}
@@ -217,10 +224,10 @@ def resolve(
     """The ``(family, sockaddr)`` pairs to connect to for ``host``, resolved once;
     :class:`OutboundError` when it does not resolve or (without ``allow_private``) any
     address it resolves to is internal (:func:`internal`), so a name cannot hide one."""
-    return _resolve(host, port, allow_private, _Budget(deadline))
+    return _resolve(host, port, allow_private, Deadline(deadline))
 
 
-def _resolve(host: str, port: int, allow_private: bool, budget: _Budget) -> list[tuple[int, Any]]:
+def _resolve(host: str, port: int, allow_private: bool, budget: Deadline) -> list[tuple[int, Any]]:
     try:
         literal: Address | None = ipaddress.ip_address(host.split("%", 1)[0])
     except ValueError:
@@ -258,14 +265,18 @@ def refusal(
     return ""
 
 
-def _connect(
-    addresses: list[tuple[int, Any]], host: str, tls: bool, budget: _Budget
+def connect(
+    host: str, port: int, deadline: Deadline, allow_private: bool, tls: bool = False
 ) -> socket.socket:
+    """A socket connected to ``host`` (resolved once, checked: :func:`resolve`), TLS over it
+    when ``tls``, every read and write bounded by ``deadline``; :class:`OutboundError`,
+    :class:`TimeoutError` (the deadline passed) or :class:`OSError`."""
+    addresses = _resolve(host, port, allow_private, deadline)
     error: OSError | None = None
     for family, sockaddr in addresses:
         sock = _Socket(family, socket.SOCK_STREAM)
         try:
-            sock.settimeout(budget.left())
+            sock.settimeout(deadline.left())
             sock.connect(sockaddr)
         except TimeoutError:
             sock.close()
@@ -274,18 +285,22 @@ def _connect(
             sock.close()
             error = exc
             continue
-        sock.budget = budget
-        if not tls:
-            return sock
-        try:
-            sock.settimeout(budget.left())
-            wrapped = _tls_context().wrap_socket(sock, server_hostname=host)
-        except BaseException:
-            sock.close()
-            raise
-        wrapped.budget = budget  # type: ignore[attr-defined]
-        return wrapped
+        sock.budget = deadline
+        return wrap(sock, host, deadline) if tls else sock
     raise error or OSError("no address to connect to")
+
+
+def wrap(sock: socket.socket, host: str, deadline: Deadline) -> ssl.SSLSocket:
+    """TLS over a connected socket, the handshake and every read and write within
+    ``deadline``, the certificate checked against ``host``."""
+    try:
+        sock.settimeout(deadline.left())
+        wrapped = tls_context().wrap_socket(sock, server_hostname=host)
+    except BaseException:
+        sock.close()
+        raise
+    wrapped.budget = deadline  # type: ignore[attr-defined]
+    return wrapped
 
 
 def request(
@@ -299,7 +314,7 @@ def request(
 ) -> Response:
     """One request under ``policy`` (see the module docstring); :class:`OutboundError` on
     any failure, including an HTTP error status never (the caller reads ``status``)."""
-    budget = _Budget(policy.deadline)
+    budget = Deadline(policy.deadline)
     try:
         return _request(method, url, policy, budget, body, dict(headers or {}), read_body)
     except TimeoutError:
@@ -315,7 +330,7 @@ def _request(
     method: str,
     url: str,
     policy: Policy,
-    budget: _Budget,
+    budget: Deadline,
     body: bytes | None,
     headers: dict[str, str],
     read_body: bool,
@@ -323,10 +338,9 @@ def _request(
     hops = 0
     while True:
         scheme, host, port, path = _target(url)
-        addresses = _resolve(host, port, policy.allow_private, budget)
-        sock = _connect(addresses, host, scheme == "https", budget)
+        sock = connect(host, port, budget, policy.allow_private, scheme == "https")
         connection = (
-            http.client.HTTPSConnection(host, port, context=_tls_context())
+            http.client.HTTPSConnection(host, port, context=tls_context())
             if scheme == "https"
             else http.client.HTTPConnection(host, port)
         )

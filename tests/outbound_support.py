@@ -60,12 +60,29 @@ class _Handler(socketserver.BaseRequestHandler):
             return  # the client gave up: what the tests want
 
 
+class _Greeter(_Handler):
+    """A server that speaks first (SMTP): its greeting, one byte at a time."""
+
+    def handle(self) -> None:
+        with self.server.lock:
+            self.server.paths.append("greeting")
+        ends = time.monotonic() + GIVE_UP_S
+        try:
+            for byte in b"220 slow.example ESMTP\r\n":
+                if self.server.stopping.is_set() or time.monotonic() > ends:
+                    return
+                self.request.sendall(bytes([byte]))
+                time.sleep(DRIP_S)
+        except OSError:
+            return
+
+
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(self, handler: type[_Handler] = _Handler) -> None:
+        super().__init__(("127.0.0.1", 0), handler)
         self.lock = threading.Lock()
         self.paths: list[str] = []
         self.stopping = threading.Event()
@@ -75,6 +92,10 @@ class SlowServer:
     def __init__(self, server: _Server) -> None:
         self._server = server
         self.base = f"http://127.0.0.1:{server.server_address[1]}/"
+
+    @property
+    def port(self) -> int:
+        return self._server.server_address[1]
 
     def url(self, mode: str) -> str:
         return self.base + mode
@@ -86,8 +107,10 @@ class SlowServer:
 
 
 @contextmanager
-def slow_server() -> Iterator[SlowServer]:
-    server = _Server()
+def slow_server(speaks_first: bool = False) -> Iterator[SlowServer]:
+    """A slow-loris HTTP server (modes: see :class:`_Handler`), or with ``speaks_first`` one
+    dripping an SMTP greeting."""
+    server = _Server(_Greeter if speaks_first else _Handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -69,6 +69,16 @@ def test_a_webhook_answer_counts_once_its_headers_are_in() -> None:
     assert outcome.ok and outcome.status == 200 and took < 2
 
 
+def test_an_email_ends_by_its_deadline_however_slow_the_smtp_server() -> None:
+    with slow_server(speaks_first=True) as server:
+        smtp = notify.SmtpConfig.parse(f"smtp://127.0.0.1:{server.port}", "fp@example.com")
+        message = notify.email_message(smtp, ["a@example.com"], "slow", [])
+        outcome, took = timed(lambda: notify.send_email(smtp, ["a@example.com"], message, 1.0))
+        assert server.paths == ["greeting"]
+    assert took < DEADLINE + MARGIN and not outcome.ok
+    assert outcome.error == f"127.0.0.1:{server.port}: no whole answer within 1 s"
+
+
 def test_webhooks_to_internal_addresses_need_the_opt_in(redis_client) -> None:
     redis_port = urlsplit(session().redis_base).port
     with webhook_receiver("s") as receiver:
