@@ -134,3 +134,66 @@ def private_address() -> str | None:
     finally:
         probe.close()
     return str(address) if address.is_private and not address.is_loopback else None
+
+
+def self_signed(folder: str) -> tuple[str, str]:
+    """A certificate for 127.0.0.1 signed by itself, and its key: ``(cert.pem, key.pem)``."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = f"{folder}/cert.pem", f"{folder}/key.pem"
+    with open(cert_path, "wb") as out:
+        out.write(cert.public_bytes(serialization.Encoding.PEM))
+    with open(key_path, "wb") as out:
+        out.write(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.PKCS8,
+                serialization.NoEncryption(),
+            )
+        )
+    return cert_path, key_path
+
+
+@contextmanager
+def tls_slow_server(cert: str, key: str) -> Iterator[SlowServer]:
+    """:func:`slow_server` over TLS (``https://127.0.0.1:PORT/MODE``)."""
+    import ssl
+
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server = _Server()
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        slow = SlowServer(server)
+        slow.base = slow.base.replace("http://", "https://")
+        yield slow
+    finally:
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()

@@ -6,7 +6,9 @@ redirects checked at every hop; bodies capped."""
 from __future__ import annotations
 
 import ipaddress
+import ssl
 import time
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,7 +18,7 @@ from admin.fetch import FetchError, fetch
 from matcher import notify, outbound
 from tests.alert_support import webhook_receiver
 from tests.crawler.fixture_site import FixtureSite, page
-from tests.outbound_support import private_address, slow_server
+from tests.outbound_support import private_address, self_signed, slow_server, tls_slow_server
 from tests.servers import session
 
 DEADLINE = 1.0
@@ -67,6 +69,29 @@ def test_a_webhook_answer_counts_once_its_headers_are_in() -> None:
             )
         )
     assert outcome.ok and outcome.status == 200 and took < 2
+
+
+def test_https_is_bounded_the_same_and_checks_the_certificate(tmp_path, monkeypatch) -> None:
+    cert, key = self_signed(str(tmp_path))
+    with tls_slow_server(cert, key) as server:
+        untrusted = notify.post_webhook(
+            server.url("hang"), "s", b"{}", "d", 5.0, allow_private=True
+        )
+        assert not untrusted.ok and "CERTIFICATE_VERIFY_FAILED" in untrusted.error
+        trusting = ssl.create_default_context(cafile=cert)
+        trusting.sslsocket_class = outbound.tls_context().sslsocket_class
+        monkeypatch.setattr(outbound, "tls_context", lambda: trusting)  # trusts the test's CA
+        body = notify.post_webhook(server.url("body"), "s", b"{}", "d", 5.0, allow_private=True)
+        assert body.ok and body.status == 200
+        for url in (server.url("headers"), server.url("body")):
+            error, took = timed(partial(fetch, url, allow_private=True, deadline=DEADLINE))
+            assert isinstance(error, FetchError) and took < DEADLINE + MARGIN, url
+            assert error.detail.endswith("no whole answer within 1 s"), error.detail
+    with slow_server() as silent:  # takes the TLS hello for a request, and never answers
+        url = silent.url("x").replace("http://", "https://")
+        error, took = timed(partial(fetch, url, allow_private=True, deadline=DEADLINE))
+    assert isinstance(error, FetchError) and took < DEADLINE + MARGIN
+    assert error.detail == f"{url}: no whole answer within 1 s"
 
 
 def test_an_email_ends_by_its_deadline_however_slow_the_smtp_server() -> None:
