@@ -465,7 +465,11 @@ def add_matching(sub: Any) -> None:
         "Match one text against the registered works and print the works it copies, with "
         "evidence passages. Nothing is stored.",
     )
-    p.add_argument("target", help="a .txt, .md or .html file, or an http(s) URL")
+    p.add_argument(
+        "target",
+        help="a .txt, .md or .html file, or an http(s) URL (fetched within "
+        "FPTRACK_QUERY_DEADLINE, default 20 s, at most FPTRACK_QUERY_MAX_BYTES, default 10 MiB)",
+    )
     _json(p)
     p.add_argument(
         "--passages", type=int, default=5, help="evidence passages shown per work (default: 5)"

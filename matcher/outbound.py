@@ -313,7 +313,7 @@ def request(
     read_body: bool = True,
 ) -> Response:
     """One request under ``policy`` (see the module docstring); :class:`OutboundError` on
-    any failure, including an HTTP error status never (the caller reads ``status``)."""
+    any failure (an HTTP error status is an answer: the caller reads ``status``)."""
     budget = Deadline(policy.deadline)
     try:
         return _request(method, url, policy, budget, body, dict(headers or {}), read_body)
