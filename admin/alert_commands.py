@@ -40,9 +40,13 @@ def cmd_alerts_add(args: argparse.Namespace, ctx: Context) -> int:
     else:
         data.update(channel="webhook", url=args.webhook or "", secret=args.secret or "")
     try:
-        rule = _store(ctx).save_rule(AlertRule.from_dict(data))
+        rule = AlertRule.from_dict(data)
     except AlertRuleError as exc:
         raise CommandError(str(exc), 2) from exc
+    refused = alerts.webhook_refusal(ctx.settings, rule)
+    if refused:
+        raise CommandError(refused, 2)
+    rule = _store(ctx).save_rule(rule)
     print(f"added alert rule {rule.id}: {rule.describe()}")
     if rule.channel == "webhook" and not args.secret:
         print(f"its webhook secret: {rule.secret}")

@@ -268,7 +268,9 @@ def describe_schedule(text: str) -> str:
 # matching ------------------------------------------------------------------------------
 
 
-def fetch_url(url: str, *, allow_private: bool = True, deadline: float = 30.0) -> str:
+def fetch_url(
+    url: str, *, allow_private: bool = True, deadline: float = 20.0, max_bytes: int = 10 * 1024**2
+) -> str:
     """The main text of one web page (:func:`admin.fetch.fetch`, then the crawler's decoding
     and extraction); :class:`admin.fetch.FetchError` when it cannot be had. The command
     line may fetch private addresses (its operator's own network); the admin may not unless
@@ -277,7 +279,7 @@ def fetch_url(url: str, *, allow_private: bool = True, deadline: float = 30.0) -
     from crawler.encoding import decode_body
     from crawler.extract import extract
 
-    body, header = fetch(url, allow_private=allow_private, deadline=deadline)
+    body, header = fetch(url, allow_private=allow_private, deadline=deadline, max_bytes=max_bytes)
     try:
         text, _ = decode_body(body, header)
     except ValueError as exc:
@@ -291,7 +293,10 @@ def cmd_match(args: argparse.Namespace, ctx: Context) -> int:
         from admin.fetch import FetchError
 
         try:
-            text = fetch_url(target)
+            text = fetch_url(
+                target, deadline=ctx.settings.query_deadline,
+                max_bytes=ctx.settings.query_max_bytes,
+            )  # fmt: skip
         except FetchError as exc:
             raise CommandError(exc.detail) from None
     else:

@@ -471,7 +471,11 @@ def add_matching(sub: Any) -> None:
         "Match one text against the registered works and print the works it copies, with "
         "evidence passages. Nothing is stored.",
     )
-    p.add_argument("target", help="a .txt, .md or .html file, or an http(s) URL")
+    p.add_argument(
+        "target",
+        help="a .txt, .md or .html file, or an http(s) URL (fetched within "
+        "FPTRACK_QUERY_DEADLINE, default 20 s, at most FPTRACK_QUERY_MAX_BYTES, default 10 MiB)",
+    )
     _json(p)
     p.add_argument(
         "--passages", type=int, default=5, help="evidence passages shown per work (default: 5)"
@@ -566,7 +570,10 @@ def add_services(sub: Any) -> None:
         "it waits out their restarts. It also serves the deployment's Prometheus metrics at "
         "/metrics: to a viewer's API token (Authorization: Bearer), or without one to the "
         "addresses of FPTRACK_METRICS_ALLOW (default: none); figures are computed from "
-        "MongoDB and Redis and kept FPTRACK_METRICS_CACHE_SECONDS (default: 15) per process.",
+        "MongoDB and Redis and kept FPTRACK_METRICS_CACHE_SECONDS (default: 15) per process. "
+        "gunicorn's worker timeout is 120 s, or the longest "
+        "outbound deadline (FPTRACK_QUERY_DEADLINE, 20 s; FPTRACK_ALERT_TIMEOUT, 10 s) plus "
+        "60 s when that is longer, so a fetch ends by its own deadline first.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")

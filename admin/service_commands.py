@@ -113,7 +113,7 @@ def _shared_frontier(ctx: Context) -> Any:
 
 
 def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
-    from admin.web.serve import serve
+    from admin.web.serve import serve, worker_timeout
 
     if args.workers < 1:
         args.parser.error("--workers must be at least 1")
@@ -129,7 +129,8 @@ def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
             " `fptrack admin create-user NAME --role admin`",
             file=sys.stderr,
         )
-    serve(args.bind, args.workers, args.secure_cookies, args.access_log)
+    timeout = worker_timeout(ctx.settings)
+    serve(args.bind, args.workers, args.secure_cookies, args.access_log, timeout)
     return 0
 
 

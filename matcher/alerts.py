@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from matcher import notify
+from matcher import notify, outbound
 from matcher.alert_rules import AlertRule
 from matcher.alert_store import AlertStore
 from matcher.settings import Settings
@@ -140,8 +140,10 @@ def send(
             matches=matches, sent_at=now(),
         )  # fmt: skip
         body = notify.json_body(data)
-        timeout = settings.alert_timeout
-        return notify.post_webhook(rule.url, rule.secret, body, delivery, timeout, clock)
+        return notify.post_webhook(
+            rule.url, rule.secret, body, delivery, settings.alert_timeout, clock,
+            allow_private=settings.alert_allow_private,
+        )  # fmt: skip
     smtp = settings.smtp
     if smtp is None:
         return notify.Outcome(False, None, notify.NO_SMTP, permanent=True)
@@ -151,19 +153,45 @@ def send(
 
 def send_test(alerts: AlertStore, settings: Settings, rule: AlertRule) -> notify.Outcome:
     """Send ``rule`` a message about a made-up match now, and log it (attempt 0)."""
+    outcome = send_sample(settings, rule)
+    log_test(alerts, rule, outcome)
+    return outcome
+
+
+def send_sample(settings: Settings, rule: AlertRule) -> notify.Outcome:
+    """Send ``rule`` a message about a made-up match now (IO only: no store is touched, so
+    the embedded admin runs it outside its lock)."""
     sample = {
         "id": "000000000000000000000000", "work_id": "000000000000000000000000",
         "work_title": "fptrack test alert", "site": "example", "url": "https://example.com/",
         "score": 1.0, "containment": 1.0, "methods": [], "first_seen": now().isoformat(),
         "admin_url": "",
     }  # fmt: skip
-    outcome = send(rule, "test", "test", [sample], settings)
+    return send(rule, "test", "test", [sample], settings)
+
+
+def log_test(alerts: AlertStore, rule: AlertRule, outcome: notify.Outcome) -> None:
+    """Write a test message's outcome to the delivery log (attempt 0)."""
     alerts.log(
         outbox_id=None, rule_id=rule.id, rule=rule.name, channel=rule.channel,
         target=_target(rule), attempt=0, ok=outcome.ok, status=outcome.status,
         error=outcome.error, matches=0, mode="test",
     )  # fmt: skip
-    return outcome
+
+
+def webhook_refusal(settings: Settings, rule: AlertRule) -> str:
+    """Why ``rule``'s webhook may not be saved (its host is or resolves to an internal
+    address and ``FPTRACK_ALERT_ALLOW_PRIVATE`` is off), or "". A name that does not
+    resolve yet passes: sending checks again (:mod:`matcher.outbound`), as a name may
+    resolve elsewhere later."""
+    if rule.channel != "webhook":
+        return ""
+    why = outbound.refusal(
+        rule.url, settings.alert_allow_private, settings.alert_timeout, unresolved_ok=True
+    )
+    if not why:
+        return ""
+    return f"webhook {rule.url} refused: {why} (FPTRACK_ALERT_ALLOW_PRIVATE=true allows it)"
 
 
 def _target(rule: AlertRule) -> str:

@@ -9,21 +9,21 @@ A webhook receives JSON (:func:`payload`) with three headers:
 - ``X-Fptrack-Delivery``: the outbox entry's id, the same on every attempt of one message,
   so a receiver can drop a repeat (delivery is at least once).
 
-Only a 2xx answer counts as delivered; redirects are not followed. Email is one message
-with a plain-text part and an HTML part in which every value is escaped.
+Only a 2xx answer counts as delivered; redirects are not followed. A webhook POST is
+bounded by :mod:`matcher.outbound` (one deadline in all, no internal address unless
+allowed). Email is one message with a plain-text part and an HTML part in which every value
+is escaped.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import html
 import json
 import smtplib
-import ssl
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +32,7 @@ from email.utils import formatdate, make_msgid
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from matcher import outbound
 from matcher.errors import SettingsError
 
 USER_AGENT = "fptrack-alerts/1"
@@ -144,8 +145,11 @@ def post_webhook(
     delivery: str,
     timeout: float,
     clock: Callable[[], float] = time.time,
+    allow_private: bool = False,
 ) -> Outcome:
-    """POST a signed body; never raises."""
+    """POST a signed body under the outbound policy (:mod:`matcher.outbound`): ``timeout``
+    seconds in all, the receiver's address checked now (``allow_private``:
+    ``FPTRACK_ALERT_ALLOW_PRIVATE``), no redirect followed; never raises."""
     timestamp = str(int(clock()))
     headers = {
         "Content-Type": "application/json; charset=utf-8",
@@ -154,26 +158,14 @@ def post_webhook(
         "X-Fptrack-Signature": signature(secret, timestamp, body),
         "X-Fptrack-Delivery": delivery,
     }
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    policy = outbound.Policy(timeout, allow_private=allow_private)
     try:
-        with _OPENER.open(request, timeout=timeout) as response:
-            status = response.status
-    except urllib.error.HTTPError as exc:
-        exc.close()
-        return Outcome(False, exc.code, f"HTTP {exc.code} {exc.reason}"[:MAX_ERROR_CHARS])
-    except (OSError, ValueError, urllib.error.URLError) as exc:
-        return Outcome(False, None, _line(exc))
-    if 200 <= status < 300:
-        return Outcome(True, status)
-    return Outcome(False, status, f"HTTP {status}")
-
-
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None  # a 3xx is an answer of its own, not followed
-
-
-_OPENER = urllib.request.build_opener(_NoRedirects)
+        answer = outbound.request("POST", url, policy, body=body, headers=headers, read_body=False)
+    except outbound.OutboundError as exc:
+        return Outcome(False, None, exc.detail[:MAX_ERROR_CHARS])
+    if 200 <= answer.status < 300:
+        return Outcome(True, answer.status)
+    return Outcome(False, answer.status, f"HTTP {answer.status} {answer.reason}"[:MAX_ERROR_CHARS])
 
 
 def email_message(
@@ -209,25 +201,49 @@ def email_message(
     return message
 
 
+class _SMTP(smtplib.SMTP):
+    """An SMTP client whose connection is :func:`matcher.outbound.connect`'s: one deadline
+    for the whole exchange, not a timeout per read."""
+
+    def __init__(self, deadline: outbound.Deadline, tls: bool, **kwargs: Any) -> None:
+        self.deadline, self.tls = deadline, tls
+        super().__init__(**kwargs)
+
+    def _get_socket(self, host: str, port: int, timeout: float) -> Any:
+        # the operator's own server (FPTRACK_SMTP_URL), often inside the network
+        return outbound.connect(host, port, self.deadline, allow_private=True, tls=self.tls)
+
+    def starttls(self, *args: Any, **kwargs: Any) -> Any:
+        self.sock.settimeout(self.deadline.left())  # the handshake: the time left, at most
+        answer = super().starttls(context=outbound.tls_context())
+        self.sock.budget = self.deadline  # the TLS socket replaces the plain one
+        return answer
+
+
 def send_email(
     smtp: SmtpConfig, recipients: Sequence[str], message: EmailMessage, timeout: float
 ) -> Outcome:
-    """Send one message; never raises."""
+    """Send one message within ``timeout`` seconds in all (connecting, TLS, every command
+    and the data); never raises."""
+    deadline = outbound.Deadline(timeout)
     try:
-        if smtp.tls:
-            context = ssl.create_default_context()
-            client: smtplib.SMTP = smtplib.SMTP_SSL(
-                smtp.host, smtp.port, timeout=timeout, context=context
-            )
-        else:
-            client = smtplib.SMTP(smtp.host, smtp.port, timeout=timeout)
-        with client:
+        client = _SMTP(deadline, smtp.tls, host=smtp.host, port=smtp.port, timeout=timeout)
+        try:
             if smtp.starttls:
-                client.starttls(context=ssl.create_default_context())
+                client.starttls()
             if smtp.user:
                 client.login(smtp.user, smtp.password)
             refused = client.send_message(message, smtp.sender, list(recipients))
+            with contextlib.suppress(OSError, smtplib.SMTPException):
+                client.quit()  # the message is accepted: a late QUIT changes nothing
+        finally:
+            client.close()
+    except outbound.OutboundError as exc:
+        return Outcome(False, None, exc.detail[:MAX_ERROR_CHARS])
     except (OSError, smtplib.SMTPException, ValueError) as exc:
+        if isinstance(exc, TimeoutError) or deadline.passed():  # smtplib rewords timeouts
+            late = f"{smtp.host}:{smtp.port}: no whole answer within {timeout:g} s"
+            return Outcome(False, None, late)
         return Outcome(False, None, _line(exc))
     if refused:
         return Outcome(True, None, f"refused by the server: {', '.join(sorted(refused))}")

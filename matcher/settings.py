@@ -216,6 +216,10 @@ class Settings:
     """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
     query_allow_private: bool = False
     """Let a query by URL fetch private, loopback and link-local addresses (admin/fetch.py)."""
+    query_deadline: float = 20.0
+    """Seconds a query by URL's fetch may take in all (:mod:`matcher.outbound`)."""
+    query_max_bytes: int = 10 * 1024 * 1024
+    """The largest page a query by URL fetches."""
     api_rate_per_minute: int = 120
     """Requests each API token may make per minute (:mod:`admin.web.rate_limit`)."""
     metrics_allow: str = ""
@@ -258,7 +262,10 @@ class Settings:
     """Seconds before an alert's first retry, doubled at each further one."""
     alert_backoff_max: float = 3600.0
     alert_timeout: float = 10.0
-    """Seconds one webhook or SMTP attempt may take."""
+    """Seconds one webhook attempt may take in all (:mod:`matcher.outbound`: connect, send,
+    status line and headers), and one SMTP exchange."""
+    alert_allow_private: bool = False
+    """Let webhooks go to private, loopback and link-local addresses (refused by default)."""
     policy: MatchPolicy = field(default_factory=MatchPolicy)
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """The fields that :meth:`from_env` found in the environment (not defaults)."""
@@ -321,7 +328,7 @@ class Settings:
         for name in (
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
-            "api_rate_per_minute", "pending_after",
+            "api_rate_per_minute", "pending_after", "query_max_bytes",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -341,6 +348,8 @@ class Settings:
             hour, _, minute = getattr(self, name).partition(":")
             if not (hour.isdigit() and minute.isdigit() and int(hour) < 24 and int(minute) < 60):
                 raise SettingsError(f"{name} must be HH:MM (UTC), got {getattr(self, name)!r}")
+        if self.query_deadline <= 0:
+            raise SettingsError(f"query_deadline must be > 0, got {self.query_deadline}")
         if self.alert_max_attempts < 1 or self.alert_timeout <= 0:
             raise SettingsError("alert_max_attempts must be >= 1 and alert_timeout > 0")
         if not 0 < self.alert_backoff <= self.alert_backoff_max:

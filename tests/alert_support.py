@@ -61,7 +61,9 @@ class Receiver:
 
 
 @contextmanager
-def webhook_receiver(secret: str, fail_first: int = 0) -> Iterator[Receiver]:
+def webhook_receiver(
+    secret: str, fail_first: int = 0, host: str = "127.0.0.1"
+) -> Iterator[Receiver]:
     receiver = Receiver(secret, fail_first)
 
     class Handler(BaseHTTPRequestHandler):
@@ -78,8 +80,8 @@ def webhook_receiver(secret: str, fail_first: int = 0) -> Iterator[Receiver]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_port}/hook"
+    server = ThreadingHTTPServer((host, 0), Handler)
+    receiver.url = f"http://{host}:{server.server_port}/hook"
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

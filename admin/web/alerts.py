@@ -25,6 +25,12 @@ def _services() -> Any:
     return services()
 
 
+def outside_lock() -> Any:
+    from admin.web.app import outside_lock
+
+    return outside_lock()
+
+
 def _store() -> AlertStore:
     return AlertStore(_services().ctx.engine.store)
 
@@ -59,9 +65,15 @@ def new() -> Any:
         return render_template("alert_form.html", form={}, error="", **choices)
     form = {name: request.form.get(name, "") for name in FORM_FIELDS}
     try:
-        rule = _store().save_rule(AlertRule.from_dict(form))
+        rule = AlertRule.from_dict(form)
     except AlertRuleError as exc:
         return render_template("alert_form.html", form=form, error=str(exc), **choices), 400
+    settings = _services().ctx.settings
+    with outside_lock():  # resolving the webhook's host is outbound IO
+        refused = alerts.webhook_refusal(settings, rule)
+    if refused:
+        return render_template("alert_form.html", form=form, error=refused, **choices), 400
+    rule = _store().save_rule(rule)
     note = f"alert rule {rule.name} saved"
     if rule.channel == "email" and _services().ctx.settings.smtp is None:
         note += "; email is not configured (FPTRACK_SMTP_URL): its messages will fail"
@@ -91,7 +103,9 @@ def remove(rule_id: str) -> Any:
 @requires("admin")
 def test(rule_id: str) -> Any:
     rule = _rule(rule_id)
-    outcome = alerts.send_test(_store(), _services().ctx.settings, rule)
+    with outside_lock():  # no other request waits on this one's receiver
+        outcome = alerts.send_sample(_services().ctx.settings, rule)
+    alerts.log_test(_store(), rule, outcome)
     if outcome.ok:
         flash(f"test message to {rule.name} delivered")
     else:

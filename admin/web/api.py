@@ -474,7 +474,7 @@ def set_status(match_id: str) -> Any:
 def query() -> Any:
     from admin.commands import fetch_url
     from admin.fetch import FetchError
-    from admin.web.query import FETCH_TIMEOUT_S
+    from admin.web.app import outside_lock
 
     s = _services()
     body = _json_object()
@@ -485,10 +485,13 @@ def query() -> Any:
             abort(403, "fetching a URL needs the reviewer role")
         if not url.lower().startswith(("http://", "https://")):
             abort(400, "the URL must start with http:// or https://")
+        settings = s.ctx.settings
         try:
-            text = fetch_url(
-                url, allow_private=s.ctx.settings.query_allow_private, deadline=FETCH_TIMEOUT_S
-            )
+            with outside_lock():  # no other request waits on this fetch
+                text = fetch_url(
+                    url, allow_private=settings.query_allow_private,
+                    deadline=settings.query_deadline, max_bytes=settings.query_max_bytes,
+                )  # fmt: skip
         except FetchError as exc:
             abort(422, exc.public)
     if not text.strip():

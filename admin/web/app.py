@@ -12,6 +12,8 @@ from __future__ import annotations
 import importlib
 import secrets
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
@@ -54,6 +56,23 @@ def services() -> Services:
     return current_app.extensions["fptrack"]
 
 
+@contextmanager
+def outside_lock() -> Iterator[None]:
+    """Run a request's outbound IO (:mod:`matcher.outbound`: a query by URL's fetch, a test
+    alert) without the embedded admin's lock, so no other request waits on a slow server;
+    the lock is held again after it. The block must not touch the store. Without a lock
+    (``fptrack admin serve``) it does nothing."""
+    s = services()
+    if s.lock is None or not g.get("locked"):
+        yield
+        return
+    s.lock.release()
+    try:
+        yield
+    finally:
+        s.lock.acquire()
+
+
 def session_secret(ctx: Context) -> str:
     """``FPTRACK_ADMIN_SECRET`` (``Settings.admin_secret``), else the random one kept in the
     store."""
@@ -76,7 +95,8 @@ def create_app(
 ) -> Flask:
     """The admin application.
 
-    ``lock`` (the embedded scan) serialises requests with the inline dispatch's threads;
+    ``lock`` (the embedded scan) serialises requests with the inline dispatch's threads,
+    except for their outbound IO (:func:`outside_lock`);
     ``schedules=False`` (no beat, as in the embedded scan) keeps site schedules in the store
     only.
     """

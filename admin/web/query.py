@@ -12,7 +12,6 @@ from matcher.errors import MatcherError
 
 bp = Blueprint("query", __name__, url_prefix="/query")
 MAX_QUERY_CHARS = 2_000_000
-FETCH_TIMEOUT_S = 20.0
 PASSAGES_SHOWN = 10
 
 
@@ -21,7 +20,7 @@ def index() -> Any:
     """Anyone logged in may query a text; fetching a URL needs the reviewer role."""
     from admin.commands import fetch_url
     from admin.fetch import FetchError
-    from admin.web.app import services
+    from admin.web.app import outside_lock, services
 
     if request.method == "GET":
         return render_template("query.html", text="", url="", results=None, error="")
@@ -33,9 +32,13 @@ def index() -> Any:
             abort(403, "fetching a URL needs the reviewer role")
         if not re.match(r"^https?://", url):
             abort(400, "the URL must start with http:// or https://")
-        allow = services().ctx.settings.query_allow_private
+        settings = services().ctx.settings
         try:
-            text = fetch_url(url, allow_private=allow, deadline=FETCH_TIMEOUT_S)
+            with outside_lock():  # no other request waits on this fetch
+                text = fetch_url(
+                    url, allow_private=settings.query_allow_private,
+                    deadline=settings.query_deadline, max_bytes=settings.query_max_bytes,
+                )  # fmt: skip
         except FetchError as exc:  # one message for every failure: no probing of the network
             return render_template("query.html", text="", url=url, results=None, error=exc.public)
     if not text.strip():

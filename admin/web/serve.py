@@ -1,6 +1,7 @@
 """``fptrack admin serve``: the admin application under gunicorn.
 
-Gunicorn's sync workers (``--workers``, default 2), each building the application from the
+Gunicorn's sync workers (``--workers``, default 2; worker timeout :func:`worker_timeout`,
+above every outbound deadline), each building the application from the
 ``FPTRACK_*`` settings after the fork (so no MongoDB client crosses a fork). Building it
 needs MongoDB (its indexes, the session key) and Redis: a worker that starts while one of
 them is away (gunicorn replaces a worker that died or timed out) waits for it, retrying
@@ -11,6 +12,7 @@ whole server. The master's watch (:class:`admin.health.Watch`) names the server 
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from typing import Any
@@ -21,10 +23,13 @@ from gunicorn.app.base import BaseApplication
 
 from admin.errors import CommandError
 from matcher.errors import Retryable
+from matcher.settings import Settings
 
 DEFAULT_BIND = "127.0.0.1:8000"
 DEFAULT_WORKERS = 2
 DEFAULT_TIMEOUT_S = 120
+OUTBOUND_MARGIN_S = 60
+"""gunicorn's worker timeout is at least this much above a request's outbound deadline."""
 BOOT_RETRY_S = 1.0
 BOOT_RETRY_MAX_S = 10.0
 OUTAGES = (CommandError, Retryable, pymongo.errors.PyMongoError, redis.ConnectionError, OSError)
@@ -71,11 +76,31 @@ class AdminServer(BaseApplication):
             wait = min(wait * 2, BOOT_RETRY_MAX_S)
 
 
-def serve(bind: str, workers: int, secure_cookies: bool, access_log: bool) -> None:
+def worker_timeout(settings: Settings) -> int:
+    """gunicorn's worker timeout: :data:`DEFAULT_TIMEOUT_S`, or the longest outbound
+    deadline of a request (``FPTRACK_QUERY_DEADLINE``, ``FPTRACK_ALERT_TIMEOUT``: see
+    :mod:`matcher.outbound`) plus :data:`OUTBOUND_MARGIN_S` when that is longer. A sync
+    worker busy with a slow server is then never killed by gunicorn: the fetch ends by its
+    own deadline, with a one-line error, well before.
+
+    >>> worker_timeout(Settings()), worker_timeout(Settings(query_deadline=100.5))
+    (120, 161)
+    """
+    longest = max(settings.query_deadline, settings.alert_timeout)
+    return max(DEFAULT_TIMEOUT_S, math.ceil(longest) + OUTBOUND_MARGIN_S)
+
+
+def serve(
+    bind: str,
+    workers: int,
+    secure_cookies: bool,
+    access_log: bool,
+    timeout: int = DEFAULT_TIMEOUT_S,
+) -> None:
     options = {
         "bind": bind,
         "workers": workers,
-        "timeout": DEFAULT_TIMEOUT_S,
+        "timeout": timeout,
         "preload_app": False,
         "accesslog": "-" if access_log else None,
     }

@@ -38,7 +38,7 @@ DOWN: dict[str, tuple[str, ...]] = {
     "sites list": (),
     "sites remove": ("pirate",),
     "schedules": (),
-    "alerts add": ("ops", "--webhook", "http://127.0.0.1:1/hook"),
+    "alerts add": ("ops", "--webhook", "https://hooks.example/ops"),
     "alerts list": (),
     "alerts remove": ("0123456789abcdef01234567",),
     "alerts test": ("0123456789abcdef01234567",),

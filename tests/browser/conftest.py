@@ -93,7 +93,9 @@ class QuietHandler(WSGIRequestHandler):
 
 @pytest.fixture
 def server(redis_client: redis.Redis, mongo_db: Database) -> Iterator[Server]:
-    settings = Settings(redis_prefix="fptrack-test-browser", mongo_db=mongo_db.name)
+    settings = Settings(  # the alert receivers are on 127.0.0.1: the opt-in for them
+        redis_prefix="fptrack-test-browser", mongo_db=mongo_db.name, alert_allow_private=True
+    )
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     ctx = Context(settings=settings, engine=engine)
     dispatch = InlineDispatch(ctx, threading.RLock(), CRAWL_OVERRIDES)

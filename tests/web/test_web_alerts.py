@@ -3,6 +3,9 @@ real delivery to a receiver on 127.0.0.1."""
 
 from __future__ import annotations
 
+import dataclasses
+
+import pytest
 from flask.testing import FlaskClient
 
 from matcher import alerts
@@ -11,6 +14,13 @@ from tests.alert_support import webhook_receiver
 from tests.web.web_support import login, post, seed_match
 
 HOSTILE = '<script>alert("x")</script>'
+
+
+@pytest.fixture(autouse=True)
+def receivers_on_this_machine(web_ctx) -> None:
+    """The receivers are on 127.0.0.1: FPTRACK_ALERT_ALLOW_PRIVATE (see test_outbound_admin
+    for the refusal without it)."""
+    web_ctx.__dict__["settings"] = dataclasses.replace(web_ctx.settings, alert_allow_private=True)
 
 
 def test_an_admin_adds_a_rule_that_then_delivers(as_admin: FlaskClient, web_ctx) -> None:
