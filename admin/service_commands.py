@@ -24,7 +24,6 @@ from admin.errors import CommandError
 from admin.health import NAMES, Watch, checks, require_stores, this_host
 from matcher import jobs
 from matcher.celery_app import BEAT_SCHEDULER
-from matcher.crawl_runs import RENDER_UNAVAILABLE
 from matcher.sites import SiteConfig
 
 if TYPE_CHECKING:
@@ -42,9 +41,16 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     if not args.here and not args.inline:
         task = "fptrack.recrawl_site" if args.incremental else "fptrack.crawl_site"
         kind = "incremental crawl" if args.incremental else "crawl"
-        print(f"{kind} of {site.name} enqueued: task {ctx.send(task, site.name)}")
-        return 0
-    from crawler.run import crawl_in_process
+        task_id = ctx.send(task, site.name)
+        print(f"{kind} of {site.name} enqueued: task {task_id}", flush=True)
+        if not args.wait:
+            return 0
+        from admin.crawl_wait import wait_for_crawl
+
+        return wait_for_crawl(ctx.ops, site.name, task_id, poll=args.poll, timeout=args.timeout)
+    if args.wait:
+        args.parser.error("--wait follows an enqueued crawl: not with --here or --inline")
+    from crawler.run import crawl_in_process, crawl_problem
     from matcher.ingest import Ingest
 
     engine = ctx.engine
@@ -83,12 +89,12 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     if s.get("finish_reason") == "crawlers_busy":
         busy = s.get("fptrack/busy") or f"all {site.crawlers} crawler slot(s) are held"
         raise CommandError(f"{site.name}: {busy}")
+    error = crawl_problem(s) or ""
     if leases:
-        jobs.record_crawler_ended(ctx.ops, site.name, leases[0], "finished", s)
-    if s.get(RENDER_UNAVAILABLE):
-        raise CommandError(
-            f"site {site.name}: its pages cannot be rendered: {s[RENDER_UNAVAILABLE]}"
-        )
+        outcome = "failed" if error else "finished"
+        jobs.record_crawler_ended(ctx.ops, site.name, leases[0], outcome, s, error)
+    if error:
+        raise CommandError(f"site {site.name}: {error}")
     counts = ""
     if args.incremental:
         inc = "fptrack/incremental/"

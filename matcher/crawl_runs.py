@@ -174,12 +174,42 @@ def _count(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
 
+def outline(run: dict[str, Any] | None, matched: int | None = None) -> dict[str, Any] | None:
+    """A crawl run in a few facts, as ``fptrack sites list`` and the admin show a site's
+    last crawl: ``run_id``, ``kind``, ``started_at``, ``finished_at``, ``outcome``, ``pages``,
+    ``matches`` (``matched``, when counted), ``errors`` (requests that failed: HTTP errors
+    and no answers), ``error`` (why the run failed, one line) and ``not_crawled`` (by reason,
+    :func:`not_crawled`). None for no run.
+
+    >>> o = outline({"run_id": "r", "outcome": "failed", "error": "start URL x: answered 404",
+    ...              "stats": {"fptrack/http_status/404": 1}})
+    >>> o["outcome"], o["pages"], o["errors"], o["not_crawled"]
+    ('failed', 0, 1, {'http_404': 1})
+    """
+    if run is None:
+        return None
+    stats = run.get("stats") or {}
+    skipped = not_crawled(stats)
+    return {
+        "run_id": run.get("run_id"),
+        "kind": run.get("kind") or "full",
+        "started_at": run.get("started_at"),
+        "finished_at": run.get("finished_at"),
+        "outcome": run.get("outcome") or "running",
+        "pages": _count(stats.get(PAGES)),
+        "matches": matched,
+        "errors": sum(n for why, n in skipped.items() if why.startswith(("http_", "error_"))),
+        "error": " ".join(str(run.get("error") or "").split()),
+        "not_crawled": skipped,
+    }
+
+
 def start_problem(stats: dict[str, Any]) -> str:
     """Why the crawl's start URLs gave no page ("" when they did): the crawl failed.
 
     >>> start_problem({"fptrack/start_failed": 1,
-    ...                "fptrack/start_error": "start URL http://h/x answered 404 Not Found"})
-    'start URL http://h/x answered 404 Not Found'
+    ...                "fptrack/start_error": "start URL http://h/x: answered 404 Not Found"})
+    'start URL http://h/x: answered 404 Not Found'
     """
     if not stats.get(START_FAILED):
         return ""

@@ -235,7 +235,7 @@ class SiteSpider(scrapy.Spider):
         the crawl stopped); sum up an incremental crawl; close the store its ledger opened."""
         for url, target in self._start_redirects.items():
             if url not in self._start_answered and not self._on_site(target):
-                self._start_failed(url, f"was redirected off the site, to {target}")
+                self._start_failed(url, f"redirected off the site, to {target}")
         crawler = getattr(self, "crawler", None)
         if crawler is not None:
             stats = crawler.stats
@@ -440,7 +440,7 @@ class SiteSpider(scrapy.Spider):
         start = request.meta.get(START) if request is not None else None
         if start:
             self._start_answered.add(start)
-            where = "" if request.url == start else f"was redirected to {request.url}, which "
+            where = "" if request.url == start else f"redirected to {request.url}: "
             self._start_failed(start, where + failure_reason(failure))
         if failure.check(HttpError) and failure.value.response.status in GONE_STATUSES:
             response = failure.value.response
@@ -458,7 +458,7 @@ class SiteSpider(scrapy.Spider):
             if response.meta.get(START):
                 content_type = (response.headers.get("Content-Type") or b"").decode("latin-1")
                 self._start_failed(
-                    response.meta[START], f"is not a page (Content-Type {content_type or 'none'})"
+                    response.meta[START], f"not a page (Content-Type {content_type or 'none'})"
                 )
             return None
         content_type = response.headers.get("Content-Type") or b""
@@ -632,7 +632,7 @@ class SiteSpider(scrapy.Spider):
 
     def _start_failed(self, url: str, reason: str) -> None:
         """A start URL that gave no page: the crawl fails with the reason (one line)."""
-        line = f"start URL {url} {reason}"
+        line = f"start URL {url}: {reason}"
         self._inc(START_FAILED)
         self.logger.warning("%s", line)
         if len(self._start_errors) < MAX_START_ERRORS:
@@ -703,11 +703,11 @@ class SiteSpider(scrapy.Spider):
 
 
 def failure_reason(failure: Failure) -> str:
-    """Why a request got no page, in a few words (after "start URL X ...").
+    """Why a request got no page, in a few words (after "start URL X: ").
 
     >>> from scrapy.exceptions import IgnoreRequest
     >>> failure_reason(Failure(IgnoreRequest("Forbidden by robots.txt")))
-    'is forbidden to fptrack by robots.txt'
+    'robots.txt forbids fptrack to crawl it'
     """
     value = failure.value
     if failure.check(HttpError):
@@ -720,15 +720,15 @@ def failure_reason(failure: Failure) -> str:
     message = " ".join(str(value).split())
     if failure.check(IgnoreRequest, DownloadCancelledError):
         if "robots.txt" in message:
-            return "is forbidden to fptrack by robots.txt"
+            return "robots.txt forbids fptrack to crawl it"
         if "DOWNLOAD_MAXSIZE" in message or failure.check(DownloadCancelledError):
-            return "is over the size limit (DOWNLOAD_MAXSIZE)"
+            return "over the size limit (DOWNLOAD_MAXSIZE)"
         if "offsite" in message.lower():
-            return "is off the site (allowed_domains)"
+            return "off the site (allowed_domains)"
         if "another port" in message:
-            return "is on another port of the site's host"
-        return f"was not requested ({message})"
-    return f"did not answer ({type(value).__name__}: {message})".replace(": )", ")")
+            return "on another port of the site's host"
+        return f"not requested ({message})"
+    return f"no answer ({type(value).__name__}: {message})".replace(": )", ")")
 
 
 def _origin(url: str) -> str:

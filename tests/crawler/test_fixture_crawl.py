@@ -308,9 +308,9 @@ def failing() -> Iterator[FixtureSite]:
         ("/nosuch/", "answered 404 Not Found"),
         ("/gone", "answered 410 Gone"),
         ("/broken", "answered 503 Service Unavailable"),
-        ("/ev/nul.html", "is forbidden to fptrack by robots.txt"),
-        ("/moved", "was redirected off the site, to http://localhost:"),
-        ("/picture", "is not a page (Content-Type image/png)"),
+        ("/ev/nul.html", "robots.txt forbids fptrack to crawl it"),
+        ("/moved", "redirected off the site, to http://localhost:"),
+        ("/picture", "not a page (Content-Type image/png)"),
     ],
 )
 def test_a_start_url_without_a_page_fails_the_crawl(
@@ -323,7 +323,7 @@ def test_a_start_url_without_a_page_fails_the_crawl(
         {"name": "typo", "start_urls": [failing.url(path)], "max_depth": 0}
     )
     stats = crawl_in_process([site], {**test_overrides, "RETRY_TIMES": 0}, timeout=60)["typo"]
-    expected = f"start URL {failing.url(path)} {reason}"
+    expected = f"start URL {failing.url(path)}: {reason}"
     assert stats["fptrack/start_failed"] == 1
     assert stats["fptrack/start_error"].startswith(expected)
     assert (crawl_problem(stats) or "").startswith(expected)
