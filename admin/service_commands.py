@@ -21,7 +21,7 @@ from tqdm import tqdm
 
 from admin.context import Context
 from admin.errors import CommandError
-from admin.health import NAMES, Watch, checks, require_stores, this_host
+from admin.health import NAMES, Watch, checks, mark_starting, require_stores, this_host
 from matcher import jobs
 from matcher.celery_app import BEAT_SCHEDULER
 from matcher.sites import SiteConfig
@@ -29,6 +29,8 @@ from matcher.sites import SiteConfig
 if TYPE_CHECKING:
     from celery import Celery
 
+STARTING_EXIT = 3
+"""``fptrack check``'s exit status when nothing failed but a worker or beat is starting."""
 WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
 """Celery's worker-to-worker chatter, which fptrack does not use (and whose restart after a
 broker outage fails with a traceback in Celery 5)."""
@@ -188,6 +190,7 @@ def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
     if args.concurrency < 0:
         args.parser.error("--concurrency must be 0 (one per core) or more")
     require_stores(ctx, args.wait)
+    up = mark_starting(ctx, "worker")
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
     # Celery's default name, celery@host, is the same for every worker of a host: replies
     # to ping and inspect, and the broker's worker events, would take two for one.
@@ -196,6 +199,9 @@ def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
         argv.append(f"--concurrency={args.concurrency}")
     argv.extend(WORKER_OPTIONS)
     _ride_out_outages(ctx.app)
+    from celery.signals import worker_ready
+
+    worker_ready.connect(up, weak=False)
     Watch(ctx, "worker").start()
     ctx.app.worker_main(argv)
     return 0
@@ -217,6 +223,7 @@ def _ride_out_outages(app: Celery) -> None:
 
 def cmd_beat(args: argparse.Namespace, ctx: Context) -> int:
     require_stores(ctx, args.wait)
+    mark_starting(ctx, "beat")  # until it holds redbeat's lock, or the grace ends
     ctx.schedules.save_all(ctx.settings, ctx.ops.list_sites())
     ctx.app.start(["beat", "-S", BEAT_SCHEDULER, f"--loglevel={args.loglevel}"])
     return 0
@@ -230,11 +237,17 @@ def cmd_check(args: argparse.Namespace, ctx: Context) -> int:
         args.parser.error(f"no check named {', '.join(unknown)} (checks: {', '.join(NAMES)})")
     found = checks(ctx, args.names, this_host() if args.this_host else None)
     healthy = all(c.ok for c in found)
+    failed = sum(not c.ok and not c.starting for c in found)
+    booting = sum(c.starting for c in found)
     if args.json:
         dump_json({"healthy": healthy, "checks": [c.to_dict() for c in found]})
     else:
         for c in found:
-            print(f"{'ok' if c.ok else 'FAIL':<4}  {c.name:<9}  {c.detail}")
-        bad = sum(not c.ok for c in found)
-        print("all healthy" if healthy else f"{bad} problem(s)", file=sys.stderr)
-    return 0 if healthy else 1
+            print(f"{c.state:<8}  {c.name:<9}  {c.detail}")
+        if healthy:
+            print("all healthy", file=sys.stderr)
+        else:
+            print(f"{failed} problem(s), {booting} starting", file=sys.stderr)
+    if healthy:
+        return 0
+    return 1 if failed else STARTING_EXIT
