@@ -237,7 +237,7 @@ def problems(stats: dict[str, Any]) -> list[str]:
     start = start_problem(stats)
     if start:
         out.append(start)
-    if not stats.get("response_received_count", 0):
+    if not stats.get("response_received_count", 0) and not start:
         errors = sorted(
             k.rsplit("/", 1)[-1] for k in stats if k.startswith("downloader/exception_type_count/")
         )
