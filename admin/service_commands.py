@@ -247,7 +247,8 @@ def cmd_check(args: argparse.Namespace, ctx: Context) -> int:
         if healthy:
             print("all healthy", file=sys.stderr)
         else:
-            print(f"{failed} problem(s), {booting} starting", file=sys.stderr)
+            note = f", {booting} starting" if booting else ""
+            print(f"{failed} problem(s){note}", file=sys.stderr)
     if healthy:
         return 0
     return 1 if failed else STARTING_EXIT

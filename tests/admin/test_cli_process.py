@@ -10,6 +10,10 @@ from datetime import UTC, datetime, timedelta
 import redis
 from pymongo.database import Database
 
+from admin.health import this_host
+from matcher.keys import Keys
+from matcher.operations import Operations
+from matcher.store import Store, now
 from tests.admin.cli_support import ROOT, fptrack
 
 
@@ -53,7 +57,9 @@ def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis
     ran = fptrack("check")
     assert ran.status == 1 and ran.err.strip() == "3 problem(s)"
     lines = check_lines(ran.out)
-    assert list(lines) == ["mongodb", "redis", "broker", "workers", "beat", "indexes", "schedules"]
+    assert list(lines) == [
+        *("mongodb", "redis", "broker", "workers", "beat", "indexes", "schedules", "crawls")
+    ]
     assert lines["mongodb"].startswith("ok") and f"database {mongo_db.name}" in lines["mongodb"]
     assert lines["redis"].startswith("ok") and lines["broker"].startswith("ok")
     assert lines["workers"].startswith("FAIL") and "start fptrack worker" in lines["workers"]
@@ -61,6 +67,47 @@ def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis
     assert lines["indexes"].startswith("ok")  # nothing stored, nothing indexed
     assert lines["schedules"].startswith("FAIL") and "daily:match-new-works" in lines["schedules"]
     assert "daily:prune-archive" in lines["schedules"]
+    assert lines["crawls"].startswith("ok") and "no crawl failed in the last 1 d" in lines["crawls"]
+
+
+def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
+    ops = Operations(Store(mongo_db))
+    reason = "start URL http://127.0.0.1:9/nosuch/: answered 404 Not Found"
+    long_ago = now() - timedelta(days=3)
+    ops.record_crawl("old", "typo", outcome="failed", finished_at=long_ago, error="old reason")
+    ran = fptrack("check", "crawls")
+    assert ran.status == 0 and check_lines(ran.out)["crawls"].startswith("ok")  # 3 days ago
+    ops.record_crawl("r1", "typo", outcome="failed", finished_at=now(), error=reason)
+    ops.record_crawl_process(
+        "r2", "stuck", "a1" * 16, run_started_at=long_ago, started_at=long_ago,
+        outcome="running", slot=0,
+    )  # fmt: skip
+    ran = fptrack("check", "crawls", "--json")
+    assert ran.status == 1
+    [crawls] = [c for c in json.loads(ran.out)["checks"] if c["name"] == "crawls"]
+    assert crawls["state"] == "FAIL"
+    assert f"1 crawl(s) failed in the last 1 d (typo); last: typo: {reason}" in crawls["detail"]
+    assert (
+        "1 crawl run(s) still recorded running past their time and lease (stuck)"
+        in (crawls["detail"])
+    )
+    assert "old reason" not in crawls["detail"]
+
+
+def test_check_says_starting_while_a_worker_boots(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    """No worker answers, but one started on this host within the grace: ``starting``,
+    exit 3, not FAIL; once its grace is over (its record expired), FAIL."""
+    key = Keys("fptrack-test").starting("worker", this_host(), 4242)
+    redis_client.set(key, now().isoformat(), ex=120)
+    ran = fptrack("check", "workers", "--this-host")
+    line = check_lines(ran.out)["workers"]
+    assert ran.status == 3 and ran.err.strip() == "0 problem(s), 1 starting"
+    assert line.startswith("starting") and "1 worker process(es) started" in line
+    redis_client.delete(key)
+    ran = fptrack("check", "workers")
+    assert ran.status == 1 and check_lines(ran.out)["workers"].startswith("FAIL")
 
 
 def test_check_finds_indexes_out_of_step(mongo_db: Database, redis_client: redis.Redis) -> None:

@@ -319,9 +319,7 @@ def test_a_start_url_without_a_page_fails_the_crawl(
     from crawler.run import crawl_problem
     from matcher import crawl_runs
 
-    site = SiteConfig.from_dict(
-        {"name": "typo", "start_urls": [failing.url(path)], "max_depth": 0}
-    )
+    site = SiteConfig.from_dict({"name": "typo", "start_urls": [failing.url(path)], "max_depth": 0})
     stats = crawl_in_process([site], {**test_overrides, "RETRY_TIMES": 0}, timeout=60)["typo"]
     expected = f"start URL {failing.url(path)}: {reason}"
     assert stats["fptrack/start_failed"] == 1
