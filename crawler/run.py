@@ -26,7 +26,8 @@ recrawl lease first (:class:`crawler.lease.RecrawlLease`: exit status 3 while an
 incremental crawl or a full crawl of the site runs). ``--announce`` prints one
 JSON line (run id, slot, token, host, pid) on stdout when the crawl starts. SIGTERM stops
 the crawl gracefully, like ``--timeout``. Exit status: 0 when the crawl ran, 1 when it
-failed or no page could be fetched (the error on one line on stderr), 2 for a bad
+failed, a start URL gave no page, or no page could be fetched (the error on one line on
+stderr, :func:`crawl_problem`), 2 for a bad
 configuration or bad arguments (one line on stderr), 3 when every crawler slot of the site
 (its ``crawlers``) is held by another process. Defaults: ``--log-level`` INFO, no
 ``--timeout``, ``--frontier redis``.

@@ -40,7 +40,19 @@ redirects to, another port of a start URL's host: never followed),
 ``fptrack/errors/<ExceptionName>`` (timeouts, DNS, refused connections...),
 ``fptrack/extract_timeout`` and ``fptrack/extract_failed`` (pages read the quick way because
 their reader overran its time or died; they still yield their item),
-and ``fptrack/http_status/<code>`` (every final status the spider sees, errors included).
+``fptrack/http_status/<code>`` (every final status the spider sees, errors included),
+``fptrack/not_crawled/depth`` (links not followed because they lie beyond ``max_depth``,
+each counted once) and ``fptrack/not_crawled/<deadline|budget|stopped>`` (requests still
+queued when the crawl closed, by why it closed; :func:`matcher.crawl_runs.not_crawled` sums
+every reason).
+
+A start URL that gives no page fails the crawl (the one exception to "never fatal"): an HTTP
+error, robots.txt forbidding it, a redirect off ``allowed_domains`` (which Scrapy drops
+without a word: seen on ``request_scheduled``) or to another port, no answer, a body that is
+neither HTML nor plain text. Each counts in ``fptrack/start_failed`` and, for the first
+:data:`MAX_START_ERRORS`, in the one line ``fptrack/start_error``
+(``start URL http://host/nosuch/: answered 404 Not Found``), which
+:func:`crawler.run.crawl_problem` makes the crawl's error.
 
 With ``incremental=True`` (``python -m crawler.run --incremental``) the spider runs the
 site's incremental crawl (:mod:`crawler.incremental`): start pages, robots.txt's sitemaps or

@@ -13,6 +13,7 @@ from pymongo.database import Database
 from admin.health import this_host
 from matcher.keys import Keys
 from matcher.operations import Operations
+from matcher.pages import CrawledPage
 from matcher.store import Store, now
 from tests.admin.cli_support import ROOT, fptrack
 
@@ -82,6 +83,9 @@ def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
         "r2", "stuck", "a1" * 16, run_started_at=long_ago, started_at=long_ago,
         outcome="running", slot=0,
     )  # fmt: skip
+    old_page = CrawledPage("http://p/1", "stuck", "", "正文", fetched_at=now() - timedelta(hours=1))
+    ops.store.store_crawled_page(old_page, "h1")  # pending: never matched
+    ops.store.store_crawled_page(CrawledPage("http://p/2", "stuck", "", "正文二"), "h2")  # recent
     ran = fptrack("check", "crawls", "--json")
     assert ran.status == 1
     [crawls] = [c for c in json.loads(ran.out)["checks"] if c["name"] == "crawls"]
@@ -91,6 +95,7 @@ def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
         "1 crawl run(s) still recorded running past their time and lease (stuck)"
         in (crawls["detail"])
     )
+    assert "1 page(s) waiting for their match for over 30 min" in crawls["detail"]
     assert "old reason" not in crawls["detail"]
 
 
