@@ -189,8 +189,8 @@ def cmd_migrate(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
     if args.concurrency < 0:
         args.parser.error("--concurrency must be 0 (one per core) or more")
+    up = mark_starting(ctx, "worker")  # `check` says "starting" until it is ready
     require_stores(ctx, args.wait)
-    up = mark_starting(ctx, "worker")
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
     # Celery's default name, celery@host, is the same for every worker of a host: replies
     # to ping and inspect, and the broker's worker events, would take two for one.
@@ -222,8 +222,8 @@ def _ride_out_outages(app: Celery) -> None:
 
 
 def cmd_beat(args: argparse.Namespace, ctx: Context) -> int:
-    require_stores(ctx, args.wait)
     mark_starting(ctx, "beat")  # until it holds redbeat's lock, or the grace ends
+    require_stores(ctx, args.wait)
     ctx.schedules.save_all(ctx.settings, ctx.ops.list_sites())
     ctx.app.start(["beat", "-S", BEAT_SCHEDULER, f"--loglevel={args.loglevel}"])
     return 0

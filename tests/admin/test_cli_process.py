@@ -4,6 +4,7 @@ test process but the servers): what a new deployment runs first."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -143,3 +144,21 @@ def test_check_as_json(mongo_db: Database, redis_client: redis.Redis) -> None:
     report = json.loads(ran.out)
     assert ran.status == 1 and report["healthy"] is False
     assert {c["name"]: c["ok"] for c in report["checks"]}["mongodb"] is True
+
+
+def test_crawl_wait_gives_up_after_its_timeout(mongo_db: Database) -> None:
+    """No worker takes the crawl: ``--wait --timeout`` exits 4 with one line, and the
+    crawl's message stays for a worker."""
+    from matcher.celery_app import CRAWL_QUEUE
+
+    broker = redis.Redis.from_url(os.environ["FPTRACK_BROKER_URL"])
+    site = "http://127.0.0.1:9/"
+    assert fptrack("sites", "add", site, "--name", "later", "--schedule", "never").status == 0
+    try:
+        ran = fptrack("crawl", "later", "--wait", "--timeout", "1", "--poll", "0.2")
+        assert ran.status == 4, ran.err
+        assert ran.err.strip() == "later: waited 1 s: the crawl is not started (is a worker up?)"
+        assert broker.llen(CRAWL_QUEUE) == 1
+    finally:
+        broker.delete(CRAWL_QUEUE)
+        broker.close()
