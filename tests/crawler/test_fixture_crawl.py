@@ -341,3 +341,21 @@ def test_pages_not_crawled_are_counted_by_reason(
     assert sorted(ingest.by_url()) == [failing.url("/"), failing.url("/deep/1.html")]
     # the single page robots.txt forbids, and the link one level too deep
     assert crawl_runs.not_crawled(stats) == {"depth": 1, "robots": 1}
+
+
+def test_requests_left_at_max_pages_are_counted_as_budget(
+    test_overrides: dict[str, Any],
+) -> None:
+    from matcher import crawl_runs
+
+    text = "这是一段足够长的正文内容，用来让页面被存储下来。" * 3
+    links = "".join(f'<a href="/p/{n}.html">{n}</a>' for n in range(30))
+    pages = {"/": page(f"<html><body><p>{text}</p>{links}</body></html>")}
+    pages |= {f"/p/{n}.html": page(f"<p>{text}{n}</p>") for n in range(30)}
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict({"name": "b", "start_urls": [site.url("/")], "max_pages": 3})
+        overrides = {**test_overrides, "CONCURRENT_REQUESTS": 1}
+        stats = crawl_in_process([config], overrides, timeout=60)["b"]
+        fetched = len([p for p in site.requested() if p.startswith("/p/")])
+    assert stats["finish_reason"] == "closespider_pagecount"
+    assert crawl_runs.not_crawled(stats) == {"budget": 30 - fetched}
