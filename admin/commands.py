@@ -25,6 +25,7 @@ from admin.reading import ReadError, WorkFile, iter_work_files, read_text_file
 from admin.report import row, to_csv
 from admin.report_html import when
 from fingerprint.document import DocumentParams, fingerprint_document
+from matcher import crawl_runs
 from matcher.errors import MatcherError
 from matcher.jobs import prune_archive
 from matcher.keys import TAG_GROUPS
@@ -214,14 +215,35 @@ def cmd_sites_add(args: argparse.Namespace, ctx: Context) -> int:
 
 def cmd_sites_list(args: argparse.Namespace, ctx: Context) -> int:
     sites = ctx.ops.list_sites()
+    latest = ctx.ops.latest_crawls()
+    last = {}
+    for s in sites:
+        run = latest.get(s.name)
+        matched = ctx.ops.crawl_progress(run)["matched"] if run else None
+        last[s.name] = crawl_runs.outline(run, matched)
     if args.json:
-        dump_json([s.to_dict() for s in sites])
+        dump_json([{**s.to_dict(), "last_crawl": last[s.name]} for s in sites])
         return 0
     for s in sites:
         flags = (" authorised" if s.authorised else "") + (" render" if s.render else "")
-        print(f"{s.name}\t{s.schedule}\t{' '.join(s.start_urls)}{flags}")
+        print(
+            f"{s.name}\t{s.schedule}\t{' '.join(s.start_urls)}{flags}\t{last_crawl(last[s.name])}"
+        )
     print(f"{len(sites)} site(s)", file=sys.stderr)
     return 0
+
+
+def last_crawl(outline: dict[str, Any] | None) -> str:
+    """A site's last crawl in one line: when, outcome, pages, matches, errors, why it failed."""
+    if outline is None:
+        return "never crawled"
+    started = outline["started_at"]
+    when = started.strftime("%Y-%m-%d %H:%M UTC") if isinstance(started, datetime) else "?"
+    line = (
+        f"last crawl {when} {outline['outcome']}, {outline['pages']} page(s), "
+        f"{outline['matches'] or 0} match(es), {outline['errors']} error(s)"
+    )
+    return line + (f": {outline['error']}" if outline["error"] else "")
 
 
 def cmd_sites_remove(args: argparse.Namespace, ctx: Context) -> int:

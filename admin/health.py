@@ -17,12 +17,15 @@ healthy. A subset can be asked for (``fptrack check workers``: the checks it nee
 
 from __future__ import annotations
 
+import contextlib
+import os
 import socket
 import sys
 import threading
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, TextIO
 
 import pymongo.errors
@@ -34,12 +37,20 @@ from admin.context import Context, redis_client
 from admin.errors import CommandError
 from admin.human import duration, size
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
+from matcher.keys import Keys
 from matcher.store import now
 
 RETRY_EVERY_S = 1.0
 WORKER_PING_S = 1.0
 WATCH_EVERY_S = 1.0
 """How often :class:`Watch` asks each server while it answers (and while it does not)."""
+STARTING_GRACE_S = 120
+"""How long a worker or beat that started is reported ``starting`` rather than failed while
+it boots (the life of its :meth:`matcher.keys.Keys.starting` record)."""
+FAILED_CRAWL_WINDOW = timedelta(hours=24)
+"""``fptrack check crawls`` reports the crawls that failed within this window."""
+PENDING_AFTER = timedelta(minutes=30)
+"""``fptrack check crawls`` reports pages still waiting for their match after this long."""
 
 
 @dataclass(frozen=True)
@@ -49,9 +60,16 @@ class Check:
     name: str
     ok: bool
     detail: str
+    starting: bool = False
+    """Not ok, but booting: a process started less than :data:`STARTING_GRACE_S` ago."""
+
+    @property
+    def state(self) -> str:
+        """``ok``, ``starting`` or ``FAIL``."""
+        return "ok" if self.ok else ("starting" if self.starting else "FAIL")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "ok": self.ok, "detail": self.detail}
+        return {"name": self.name, "ok": self.ok, "state": self.state, "detail": self.detail}
 
 
 @dataclass(frozen=True)
@@ -240,6 +258,9 @@ def check_workers(ctx: Context, host: str | None = None) -> Check:
         names = [name for name in names if name.rpartition("@")[2] == host]
         where = f" on {host}"
     if not names:
+        booting = starting(ctx, "worker", host)
+        if booting:
+            return Check("workers", False, f"starting{where}: {booting}", starting=True)
         return Check(
             "workers",
             False,
@@ -261,8 +282,93 @@ def check_beat(ctx: Context) -> Check:
     except redis.RedisError as exc:
         return Check("beat", False, outage.line("Redis", url, exc))
     if ttl < 0:
+        booting = starting(ctx, "beat")
+        if booting:
+            return Check("beat", False, f"starting: {booting}", starting=True)
         return Check("beat", False, "not running (nobody holds redbeat's lock): start fptrack beat")
     return Check("beat", True, f"running (holds redbeat's lock, {duration(ttl / 1000)} left)")
+
+
+def mark_starting(ctx: Context, service: str) -> Callable[[], None]:
+    """Record that ``service`` (``worker``, ``beat``) starts on this machine, for
+    :data:`STARTING_GRACE_S` seconds at most; returns what to call once it is up."""
+    key = Keys(ctx.settings.redis_prefix).starting(service, this_host(), os.getpid())
+    client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
+    # the start check already waited for Redis; on an error only the "starting" note is lost
+    with contextlib.suppress(redis.RedisError):
+        client.set(key, now().isoformat(), ex=STARTING_GRACE_S)
+
+    def up(**kwargs: Any) -> None:
+        with contextlib.suppress(redis.RedisError):
+            client.delete(key)
+
+    return up
+
+
+def starting(ctx: Context, service: str, host: str | None = None) -> str:
+    """How many ``service`` processes (of ``host``, if given) started within the grace and
+    are not up yet, and since when, in a few words ("" for none)."""
+    keys = Keys(ctx.settings.redis_prefix)
+    client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
+    try:
+        found = [k.decode() for k in client.scan_iter(keys.starting_pattern(service), 100)]
+        found = [k for k in found if host is None or k.split(":")[-2] == host]
+        since = [v.decode() for v in client.mget(found) if v] if found else []
+    except redis.RedisError:
+        return ""
+    if not since:
+        return ""
+    age = (now() - datetime.fromisoformat(min(since))).total_seconds()
+    return (
+        f"{len(since)} {service} process(es) started {duration(max(age, 0))} ago, not up yet"
+        f" (grace {duration(STARTING_GRACE_S)})"
+    )
+
+
+def check_crawls(ctx: Context) -> Check:
+    """Crawls that failed within :data:`FAILED_CRAWL_WINDOW`, pages pending their match for
+    more than :data:`PENDING_AFTER`, and runs recorded ``running`` for longer than a crawl
+    may run and its lease (``FPTRACK_CRAWL_TIMEOUT`` + ``FPTRACK_CRAWL_LEASE``: their
+    processes are gone; beat's ``resume_crawls`` closes them)."""
+    settings = ctx.settings
+    at = now()
+    try:
+        failed = ctx.ops.failed_crawls(at - FAILED_CRAWL_WINDOW)
+        pending = ctx.ops.pending_since(at - PENDING_AFTER)
+        stale = ctx.ops.running_crawls_started_before(
+            at - timedelta(seconds=settings.crawl_timeout + settings.crawl_lease)
+        )
+    except StoreUnavailable as exc:
+        return Check("crawls", False, outage.line("MongoDB", settings.mongo_uri, exc))
+    window = duration(FAILED_CRAWL_WINDOW.total_seconds())
+    after = duration(PENDING_AFTER.total_seconds())
+    problems = []
+    if failed:
+        sites = sorted({run["site"] for run in failed})
+        last = failed[0]
+        problems.append(
+            f"{len(failed)} crawl(s) failed in the last {window}"
+            f" ({', '.join(sites)}); last: {last['site']}: "
+            + " ".join(str(last.get("error") or "no reason recorded").split())
+        )
+    if pending:
+        problems.append(
+            f"{pending} page(s) waiting for their match for over {after} (are the workers up?)"
+        )
+    if stale:
+        sites = sorted({run["site"] for run in stale})
+        problems.append(
+            f"{len(stale)} crawl run(s) still recorded running past their time and lease"
+            f" ({', '.join(sites)}): is beat up (resume_crawls)?"
+        )
+    if problems:
+        return Check("crawls", False, "; ".join(problems))
+    return Check(
+        "crawls",
+        True,
+        f"no crawl failed in the last {window}, no page pending over"
+        f" {after}, no run past its lease",
+    )
 
 
 def check_indexes(ctx: Context) -> Check:
@@ -355,6 +461,7 @@ CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_beat,
     check_indexes,
     check_schedules,
+    check_crawls,
 )
 
 
@@ -363,6 +470,7 @@ NEEDS: dict[Callable[[Context], Check], tuple[str, ...]] = {
     check_beat: ("redis",),
     check_indexes: ("mongodb", "redis"),
     check_schedules: ("mongodb", "redis"),
+    check_crawls: ("mongodb",),
 }
 """The checks that need others to have passed."""
 

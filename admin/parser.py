@@ -17,6 +17,7 @@ from typing import Any
 from admin import alert_commands as a
 from admin import commands as c
 from admin import service_commands as s
+from admin.crawl_wait import DEFAULT_POLL, DEFAULT_TIMEOUT
 from admin.human import parse_duration, parse_size, size
 from admin.reading import DEFAULT_MAX_BYTES
 from admin.scan import (
@@ -462,6 +463,28 @@ def add_matching(sub: Any) -> None:
         action="store_true",
         help="the site's incremental crawl (start pages, sitemaps, feeds, new pages only; "
         "stored pages asked for conditionally) instead of a full one (default: full)",
+    )
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow the enqueued crawl (pages stored, matched) and exit with its outcome: "
+        "0 finished, 1 failed (with its reason), 3 interrupted, 4 --timeout passed "
+        "(default: exit once enqueued)",
+    )
+    p.add_argument(
+        "--poll",
+        type=_seconds,
+        default=DEFAULT_POLL,
+        metavar="SECONDS",
+        help="with --wait: seconds between two looks at the crawl (default: %(default)s)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_seconds,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="with --wait: stop waiting after this long, exit 4; the crawl goes on "
+        "(default: 0, as long as the crawl runs)",
     )
     p = _command(
         sub,

@@ -58,6 +58,10 @@ class ScanResult:
     """Works with the same text as an earlier one, or nearly (``near``):
     ``{"work", "same_text_as", "near"}`` (sources); their copies are recorded under the
     earlier work, whose matches name them (``twins``)."""
+    not_crawled: dict[str, dict[str, int]] = field(default_factory=dict)
+    """Per site URL, its pages not crawled (or not readable) by reason
+    (:func:`matcher.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
+    deadline, http_404...); a site with none is left out."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +70,7 @@ class ScanResult:
             "matches": self.matches,
             "errors": self.errors,
             "duplicates": self.duplicates,
+            "not_crawled": self.not_crawled,
         }
 
 
@@ -235,8 +240,12 @@ def run_scan(
         _until_back(lambda: load_side(engine, "page"), outage_wait, on_wait)
         engine.index_pages = True
     for site, url in zip(sites, site_urls, strict=True):
-        for problem in crawl_runs.problems(result.crawl_stats.get(site.name, {})):
+        stats = result.crawl_stats.get(site.name, {})
+        for problem in crawl_runs.problems(stats):
             result.errors.append(f"site {url} could not be crawled: {problem}")
+        skipped = crawl_runs.not_crawled(stats)
+        if skipped:
+            result.not_crawled[url] = skipped
     for failure in Operations(engine.store).failures(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")
     result.pages = engine.store.count("pages")

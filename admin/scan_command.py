@@ -143,6 +143,9 @@ def _scan(
         f"{result.works} work(s), {result.pages} page(s), {len(result.matches)} match(es) -> {out}",
         file=sys.stderr,
     )
+    for url, skipped in result.not_crawled.items():
+        reasons = ", ".join(f"{n} {why}" for why, n in skipped.items())
+        print(f"{url}: not crawled: {reasons}", file=sys.stderr)
     for error in result.errors:
         print(f"fptrack: error: {error}", file=sys.stderr)
     if args.serve is not None:

@@ -21,15 +21,16 @@ from tqdm import tqdm
 
 from admin.context import Context
 from admin.errors import CommandError
-from admin.health import NAMES, Watch, checks, require_stores, this_host
+from admin.health import NAMES, Watch, checks, mark_starting, require_stores, this_host
 from matcher import jobs
 from matcher.celery_app import BEAT_SCHEDULER
-from matcher.crawl_runs import RENDER_UNAVAILABLE
 from matcher.sites import SiteConfig
 
 if TYPE_CHECKING:
     from celery import Celery
 
+STARTING_EXIT = 3
+"""``fptrack check``'s exit status when nothing failed but a worker or beat is starting."""
 WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
 """Celery's worker-to-worker chatter, which fptrack does not use (and whose restart after a
 broker outage fails with a traceback in Celery 5)."""
@@ -42,9 +43,16 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     if not args.here and not args.inline:
         task = "fptrack.recrawl_site" if args.incremental else "fptrack.crawl_site"
         kind = "incremental crawl" if args.incremental else "crawl"
-        print(f"{kind} of {site.name} enqueued: task {ctx.send(task, site.name)}")
-        return 0
-    from crawler.run import crawl_in_process
+        task_id = ctx.send(task, site.name)
+        print(f"{kind} of {site.name} enqueued: task {task_id}", flush=True)
+        if not args.wait:
+            return 0
+        from admin.crawl_wait import wait_for_crawl
+
+        return wait_for_crawl(ctx.ops, site.name, task_id, poll=args.poll, timeout=args.timeout)
+    if args.wait:
+        args.parser.error("--wait follows an enqueued crawl: not with --here or --inline")
+    from crawler.run import crawl_in_process, crawl_problem
     from matcher.ingest import Ingest
 
     engine = ctx.engine
@@ -83,12 +91,12 @@ def cmd_crawl(args: argparse.Namespace, ctx: Context) -> int:
     if s.get("finish_reason") == "crawlers_busy":
         busy = s.get("fptrack/busy") or f"all {site.crawlers} crawler slot(s) are held"
         raise CommandError(f"{site.name}: {busy}")
+    error = crawl_problem(s) or ""
     if leases:
-        jobs.record_crawler_ended(ctx.ops, site.name, leases[0], "finished", s)
-    if s.get(RENDER_UNAVAILABLE):
-        raise CommandError(
-            f"site {site.name}: its pages cannot be rendered: {s[RENDER_UNAVAILABLE]}"
-        )
+        outcome = "failed" if error else "finished"
+        jobs.record_crawler_ended(ctx.ops, site.name, leases[0], outcome, s, error)
+    if error:
+        raise CommandError(f"site {site.name}: {error}")
     counts = ""
     if args.incremental:
         inc = "fptrack/incremental/"
@@ -182,6 +190,7 @@ def cmd_migrate(args: argparse.Namespace, ctx: Context) -> int:
 def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
     if args.concurrency < 0:
         args.parser.error("--concurrency must be 0 (one per core) or more")
+    up = mark_starting(ctx, "worker")  # `check` says "starting" until it is ready
     require_stores(ctx, args.wait)
     argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
     # Celery's default name, celery@host, is the same for every worker of a host: replies
@@ -191,6 +200,9 @@ def cmd_worker(args: argparse.Namespace, ctx: Context) -> int:
         argv.append(f"--concurrency={args.concurrency}")
     argv.extend(WORKER_OPTIONS)
     _ride_out_outages(ctx.app)
+    from celery.signals import worker_ready
+
+    worker_ready.connect(up, weak=False)
     Watch(ctx, "worker").start()
     ctx.app.worker_main(argv)
     return 0
@@ -211,6 +223,7 @@ def _ride_out_outages(app: Celery) -> None:
 
 
 def cmd_beat(args: argparse.Namespace, ctx: Context) -> int:
+    mark_starting(ctx, "beat")  # until it holds redbeat's lock, or the grace ends
     require_stores(ctx, args.wait)
     ctx.schedules.save_all(ctx.settings, ctx.ops.list_sites())
     ctx.app.start(["beat", "-S", BEAT_SCHEDULER, f"--loglevel={args.loglevel}"])
@@ -225,11 +238,18 @@ def cmd_check(args: argparse.Namespace, ctx: Context) -> int:
         args.parser.error(f"no check named {', '.join(unknown)} (checks: {', '.join(NAMES)})")
     found = checks(ctx, args.names, this_host() if args.this_host else None)
     healthy = all(c.ok for c in found)
+    failed = sum(not c.ok and not c.starting for c in found)
+    booting = sum(c.starting for c in found)
     if args.json:
         dump_json({"healthy": healthy, "checks": [c.to_dict() for c in found]})
     else:
         for c in found:
-            print(f"{'ok' if c.ok else 'FAIL':<4}  {c.name:<9}  {c.detail}")
-        bad = sum(not c.ok for c in found)
-        print("all healthy" if healthy else f"{bad} problem(s)", file=sys.stderr)
-    return 0 if healthy else 1
+            print(f"{c.state:<8}  {c.name:<9}  {c.detail}")
+        if healthy:
+            print("all healthy", file=sys.stderr)
+        else:
+            note = f", {booting} starting" if booting else ""
+            print(f"{failed} problem(s){note}", file=sys.stderr)
+    if healthy:
+        return 0
+    return 1 if failed else STARTING_EXIT

@@ -21,6 +21,7 @@ from scrapy_redis.scheduler import Scheduler
 from crawler.frontier import REQUEST_CODEC, RUN_OVER, STAT
 from crawler.lease import CrawlLease
 from crawler.settings import FRONTIER_SETTING, ByReference
+from matcher.crawl_runs import NOT_CRAWLED, stop_reason
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,9 @@ class FrontierScheduler(Scheduler):
         """Ack what is done; end the run if ``max_pages`` stopped it; record the facts."""
         self._ack_done()
         if reason.startswith("closespider_") and not self.run_over:
+            left = self.frontier.queued()
+            if left and stop_reason(reason):  # the run ends here: its queue is dropped
+                self.stats.inc_value(NOT_CRAWLED + stop_reason(reason), left)
             self.ended_run = self.frontier.finish(self.lease.run_id, force=True) == 1
         for key, value in self.lease.facts().items():
             self.stats.set_value(key, value)

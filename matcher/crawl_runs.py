@@ -35,6 +35,16 @@ FRONTIER = "fptrack/frontier/"
 SUMMED_FRONTIER_STATS = frozenset({FRONTIER + "reclaimed", FRONTIER + "requeued"})
 RENDER_UNAVAILABLE = "fptrack/render_unavailable"
 PAGES = "fptrack/pages"
+START_FAILED = "fptrack/start_failed"
+START_ERROR = "fptrack/start_error"
+"""A crawl's start URLs that gave no page (a count), and why (one line, the first three)."""
+NOT_CRAWLED = "fptrack/not_crawled/"
+STOP_REASONS = {
+    "closespider_timeout": "deadline",
+    "closespider_pagecount": "budget",
+    "closespider_itemcount": "budget",
+    "shutdown": "stopped",
+}
 LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds"})
 
 
@@ -108,10 +118,109 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def stop_reason(finish_reason: str) -> str:
+    """Why requests still queued when a crawl closed were not fetched ("" when it drained):
+    ``deadline`` (the site's ``deadline``), ``budget`` (its ``max_pages``), ``stopped``
+    (a timeout or a signal).
+
+    >>> stop_reason("closespider_timeout"), stop_reason("finished")
+    ('deadline', '')
+    """
+    return STOP_REASONS.get(finish_reason, "")
+
+
+NOT_CRAWLED_STATS = {
+    "robots": "robotstxt/forbidden",
+    "too_large": "fptrack/too_large",
+    "not_html": "fptrack/non_html",
+    "undecodable": "fptrack/undecodable",
+    "other_port": "fptrack/other_port",
+    "budget": "fptrack/requests_capped",
+}
+"""Reasons a page was not crawled (or not read), counted under an existing stat."""
+
+
+def not_crawled(stats: dict[str, Any]) -> dict[str, int]:
+    """The pages a crawl did not crawl, or fetched and could not read, by reason, from its
+    stats: ``robots`` (robots.txt forbids them), ``too_large`` (over ``DOWNLOAD_MAXSIZE``),
+    ``not_html`` (another content type), ``undecodable``, ``other_port`` (links to another
+    port of the site's host), ``depth`` (links beyond ``max_depth``), ``budget``
+    (``max_pages`` reached, or the ``max_requests`` bound), ``deadline`` (queued when the
+    site's ``deadline`` came), ``stopped`` (queued when the crawl was stopped),
+    ``http_<status>`` (answered an HTTP error) and ``error_<name>`` (no answer: timeouts,
+    refused connections...). Reasons with no page are left out.
+
+    >>> not_crawled({"robotstxt/forbidden": 1, "fptrack/http_status/404": 2,
+    ...              "fptrack/http_status/200": 5, "fptrack/not_crawled/depth": 3})
+    {'depth': 3, 'http_404': 2, 'robots': 1}
+    """
+    out: dict[str, int] = {}
+    for reason, key in NOT_CRAWLED_STATS.items():
+        out[reason] = out.get(reason, 0) + _count(stats.get(key))
+    for key, value in stats.items():
+        if key.startswith(NOT_CRAWLED):
+            reason = key.removeprefix(NOT_CRAWLED)
+            out[reason] = out.get(reason, 0) + _count(value)
+        elif key.startswith("fptrack/http_status/"):
+            code = key.rsplit("/", 1)[-1]
+            if code.isdigit() and int(code) >= 400:
+                out[f"http_{code}"] = _count(value)
+        elif key.startswith("fptrack/errors/"):
+            out["error_" + key.rsplit("/", 1)[-1]] = _count(value)
+    return {reason: n for reason, n in sorted(out.items()) if n > 0}
+
+
+def _count(value: Any) -> int:
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
+def outline(run: dict[str, Any] | None, matched: int | None = None) -> dict[str, Any] | None:
+    """A crawl run in a few facts, as ``fptrack sites list`` and the admin show a site's
+    last crawl: ``run_id``, ``kind``, ``started_at``, ``finished_at``, ``outcome``, ``pages``,
+    ``matches`` (``matched``, when counted), ``errors`` (requests that failed: HTTP errors
+    and no answers), ``error`` (why the run failed, one line) and ``not_crawled`` (by reason,
+    :func:`not_crawled`). None for no run.
+
+    >>> o = outline({"run_id": "r", "outcome": "failed", "error": "start URL x: answered 404",
+    ...              "stats": {"fptrack/http_status/404": 1}})
+    >>> o["outcome"], o["pages"], o["errors"], o["not_crawled"]
+    ('failed', 0, 1, {'http_404': 1})
+    """
+    if run is None:
+        return None
+    stats = run.get("stats") or {}
+    skipped = not_crawled(stats)
+    return {
+        "run_id": run.get("run_id"),
+        "kind": run.get("kind") or "full",
+        "started_at": run.get("started_at"),
+        "finished_at": run.get("finished_at"),
+        "outcome": run.get("outcome") or "running",
+        "pages": _count(stats.get(PAGES)),
+        "matches": matched,
+        "errors": sum(n for why, n in skipped.items() if why.startswith(("http_", "error_"))),
+        "error": " ".join(str(run.get("error") or "").split()),
+        "not_crawled": skipped,
+    }
+
+
+def start_problem(stats: dict[str, Any]) -> str:
+    """Why the crawl's start URLs gave no page ("" when they did): the crawl failed.
+
+    >>> start_problem({"fptrack/start_failed": 1,
+    ...                "fptrack/start_error": "start URL http://h/x: answered 404 Not Found"})
+    'start URL http://h/x: answered 404 Not Found'
+    """
+    if not stats.get(START_FAILED):
+        return ""
+    return str(stats.get(START_ERROR) or f"{stats[START_FAILED]} start URL(s) gave no page")
+
+
 def problems(stats: dict[str, Any]) -> list[str]:
     """What kept a crawl from its pages, from its stats (empty when nothing did): a site
-    whose pages should be rendered in Chromium and cannot be (:mod:`crawler.render`), no
-    response at all, robots.txt forbidding the whole crawl, requests that timed out,
+    whose pages should be rendered in Chromium and cannot be (:mod:`crawler.render`), start
+    URLs that gave no page (:func:`start_problem`), no response at all, robots.txt
+    forbidding the whole crawl, requests that timed out,
     responses over the size limit, the crawl's deadline.
 
     >>> problems({"response_received_count": 1, "robotstxt/forbidden": 1})
@@ -125,13 +234,16 @@ def problems(stats: dict[str, Any]) -> list[str]:
     if unrendered:  # nothing was requested: the crawl's only problem
         return [f"its pages cannot be rendered: {unrendered}"]
     out = []
-    if not stats.get("response_received_count", 0):
+    start = start_problem(stats)
+    if start:
+        out.append(start)
+    if not stats.get("response_received_count", 0) and not start:
         errors = sorted(
             k.rsplit("/", 1)[-1] for k in stats if k.startswith("downloader/exception_type_count/")
         )
         out.append("no response: " + (", ".join(errors) or "nothing answered"))
     forbidden = int(stats.get("robotstxt/forbidden", 0))
-    if forbidden and not stats.get("fptrack/pages", 0):
+    if forbidden and not stats.get("fptrack/pages", 0) and not start:
         out.append(f"robots.txt forbids fptrack to crawl it ({forbidden} request(s) not made)")
     timeouts = sum(
         v

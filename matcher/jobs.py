@@ -149,6 +149,7 @@ def crawl_site(
     site_name: str,
     environ: Mapping[str, str] | None = None,
     fan_out: Callable[[], None] | None = None,
+    task_id: str = "",
 ) -> dict[str, Any]:
     """Run one crawler process of a site's crawl (Scrapy's reactor cannot restart in a worker).
 
@@ -160,7 +161,8 @@ def crawl_site(
     records its part of the run in ``crawls`` when it starts and when it ends. When every
     slot is held the crawl is skipped. ``fan_out`` (the scheduled crawl's task) is called
     ``crawlers - 1`` times once this process has its slot, to start the site's other
-    processes (on any worker).
+    processes (on any worker). ``task_id`` (the task's) goes in the run's ``tasks``, for
+    ``fptrack crawl --wait``.
     """
     site = ops.get_site(site_name)
     if site is None:
@@ -169,7 +171,7 @@ def crawl_site(
         crawl = _CrawlProcess(site.to_dict(), Path(tmp), settings.crawl_timeout, environ)
         lease = crawl.lease()
         if lease is not None:
-            record_crawler_started(ops, site.name, lease)
+            record_crawler_started(ops, site.name, lease, task_id)
             for _ in range(site.crawlers - 1 if fan_out is not None else 0):
                 fan_out()
         returncode, stats, error = crawl.wait()
@@ -179,7 +181,7 @@ def crawl_site(
         run_id = uuid.uuid4().hex
         ops.record_crawl(
             run_id, site.name, started_at=now(), finished_at=now(), outcome="failed",
-            error=error, stats=stats,
+            error=error, stats=stats, tasks=[task_id] if task_id else [],
         )  # fmt: skip
         raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
     lease_lost = stats.get("finish_reason") == LEASE_LOST
@@ -202,7 +204,11 @@ def crawl_site(
 
 
 def recrawl_site(
-    settings: Settings, ops: Operations, site_name: str, environ: Mapping[str, str] | None = None
+    settings: Settings,
+    ops: Operations,
+    site_name: str,
+    environ: Mapping[str, str] | None = None,
+    task_id: str = "",
 ) -> dict[str, Any]:
     """Run a site's incremental crawl (``python -m crawler.run --incremental``) and record it.
 
@@ -227,7 +233,7 @@ def recrawl_site(
     outcome = "lost" if returncode < 0 else ("failed" if error else "finished")
     ops.record_crawl(
         run_id, site.name, kind="incremental", started_at=started, finished_at=now(),
-        outcome=outcome, error=error, stats=stats,
+        outcome=outcome, error=error, stats=stats, tasks=[task_id] if task_id else [],
     )  # fmt: skip
     if error and returncode >= 0:
         raise CrawlFailed(error, stats)
@@ -238,10 +244,13 @@ def recrawl_site(
     }
 
 
-def record_crawler_started(ops: Operations, site: str, lease: Mapping[str, Any]) -> None:
-    """Record that a crawler process (``lease``: ``CrawlLease.describe()``) started its part."""
+def record_crawler_started(
+    ops: Operations, site: str, lease: Mapping[str, Any], task_id: str = ""
+) -> None:
+    """Record that a crawler process (``lease``: ``CrawlLease.describe()``) started its part
+    (run by the task ``task_id``, if any)."""
     ops.record_crawl_process(
-        lease["run_id"], site, lease["token"],
+        lease["run_id"], site, lease["token"], task=task_id,
         run_started_at=datetime.fromisoformat(lease["run_started_at"]), started_at=now(),
         outcome="running", slot=lease["slot"], host=lease["host"], pid=lease["pid"],
     )  # fmt: skip

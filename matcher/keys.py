@@ -294,6 +294,15 @@ class Keys:
         """The keys of one site's crawl frontier (:mod:`crawler.frontier`)."""
         return CrawlKeys(f"{self.prefix}:crawl:{site}", f"{self.prefix}:lock:crawl:{site}")
 
+    def starting(self, service: str, host: str, pid: int) -> str:
+        """Set by a service (``worker``, ``beat``) as it starts, until it is up or its grace
+        ends (``fptrack check`` says ``starting`` meanwhile)."""
+        return f"{self.prefix}:starting:{service}:{host}:{pid}"
+
+    def starting_pattern(self, service: str) -> str:
+        """A SCAN pattern of the :meth:`starting` keys of ``service``."""
+        return f"{glob_escape(self.prefix)}:starting:{glob_escape(service)}:*"
+
     @property
     def crawl_frontiers(self) -> str:
         """A set of the sites whose crawl frontier holds an unfinished run."""

@@ -111,7 +111,14 @@ class Operations:
 
     @mongo_errors
     def record_crawl_process(
-        self, run_id: str, site: str, process: str, *, lost: tuple[str, ...] = (), **fields: Any
+        self,
+        run_id: str,
+        site: str,
+        process: str,
+        *,
+        lost: tuple[str, ...] = (),
+        task: str = "",
+        **fields: Any,
     ) -> dict:
         """Set one crawler process's part of a crawl run, then the run's summary.
 
@@ -119,6 +126,8 @@ class Operations:
         given as ``run_started_at``). ``fields`` go under ``processes.<process>`` (see
         :mod:`matcher.crawl_runs`); ``lost`` names processes this one found dead (their
         requests put back), marked ``lost`` unless they recorded an end of their own.
+        ``task``: the id of the task that runs the process, added to the run's ``tasks``
+        (:meth:`crawl_of_task`).
         """
         if not _TOKEN.match(process) or not all(_TOKEN.match(t) for t in lost):
             raise StoreError(f"not a crawler process token: {process!r} {lost!r}")
@@ -130,11 +139,59 @@ class Operations:
             },
             "$inc": {"version": 1},
         }
+        if task:
+            update["$addToSet"] = {"tasks": str(task)}
         if started is not None:
             update["$setOnInsert"] = {"started_at": started}
         self.db.crawls.find_one_and_update({"run_id": str(run_id)}, update, upsert=True)
         self._mark_lost(str(run_id), lost)
         return self._summarize(str(run_id))
+
+    @mongo_errors
+    def crawl_of_task(self, site: str, task_id: str) -> dict | None:
+        """The crawl run a ``crawl_site`` / ``recrawl_site`` task (``task_id``) started or
+        joined (its id in the run's ``tasks``), or None while none is recorded."""
+        return self.db.crawls.find_one({"site": site_name(site), "tasks": str(task_id)})
+
+    @mongo_errors
+    def crawl_progress(self, run: dict) -> dict[str, int]:
+        """A run's pages so far, counted from the store: ``stored`` (pages of its site
+        stored or fetched again since it started), ``pending`` (of those, not matched yet)
+        and ``matched`` (matches found on its site since it started)."""
+        started = run.get("started_at")
+        if not isinstance(started, datetime):
+            return {"stored": 0, "pending": 0, "matched": 0}
+        pages = {"site": site_name(run["site"]), "last_seen": {"$gte": started}}
+        return {
+            "stored": self.db.pages.count_documents(pages),
+            "pending": self.db.pages.count_documents({**pages, "pending": True}),
+            "matched": self.db.matches.count_documents(
+                {"site": site_name(run["site"]), "first_seen": {"$gte": started}}
+            ),
+        }
+
+    @mongo_errors
+    def failed_crawls(self, since: datetime) -> list[dict]:
+        """The crawl runs ended ``failed`` since ``since``, newest first: site, run id,
+        finish time, error."""
+        fields = {"site": 1, "run_id": 1, "finished_at": 1, "error": 1, "started_at": 1}
+        query = {"outcome": "failed", "finished_at": {"$gte": _when(since)}}
+        cursor = self.db.crawls.find(query, fields).sort("finished_at", DESCENDING)
+        return list(cursor.limit(MAX_LIST))
+
+    @mongo_errors
+    def running_crawls_started_before(self, before: datetime) -> list[dict]:
+        """The runs still recorded ``running`` whose start is before ``before``."""
+        fields = {"site": 1, "run_id": 1, "started_at": 1, "processes": 1}
+        query = {"outcome": "running", "started_at": {"$lt": _when(before)}}
+        return list(self.db.crawls.find(query, fields).limit(MAX_LIST))
+
+    @mongo_errors
+    def pending_since(self, before: datetime) -> int:
+        """Pages pending (their current text not matched) since before ``before``."""
+        return self.db.pages.count_documents(
+            {"pending": True, "fetched_at": {"$lt": _when(before)}}
+        )
 
     @mongo_errors
     def running_crawls(self) -> list[dict]:

@@ -176,9 +176,16 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
         self.apply_async(args=[site_name], kwargs={"fan_out": False})
 
     store = self.runtime.engine().store
-    result = jobs.crawl_site(
-        self.runtime.settings, Operations(store), site_name, fan_out=helper if fan_out else None
-    )
+    try:
+        result = jobs.crawl_site(
+            self.runtime.settings,
+            Operations(store),
+            site_name,
+            fan_out=helper if fan_out else None,
+            task_id=self.request.id or "",
+        )
+    except jobs.CrawlFailed as exc:
+        return _crawl_failed(self, site_name, exc)
     if result.get("lease_lost") or result.get("frontier_lost"):  # go on: resume, else anew
         self.apply_async(args=[site_name], kwargs={"fan_out": False}, countdown=LEASE_LOST_PAUSE)
     return result
@@ -188,7 +195,26 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
 def recrawl_site(self: FptrackTask, site_name: str) -> dict[str, Any]:
     """A site's incremental crawl, in a subprocess; skipped while a full crawl runs."""
     store = self.runtime.engine().store
-    return jobs.recrawl_site(self.runtime.settings, Operations(store), site_name)
+    try:
+        return jobs.recrawl_site(
+            self.runtime.settings, Operations(store), site_name, task_id=self.request.id or ""
+        )
+    except jobs.CrawlFailed as exc:
+        return _crawl_failed(self, site_name, exc)
+
+
+def _crawl_failed(task: FptrackTask, site_name: str, exc: jobs.CrawlFailed) -> dict[str, Any]:
+    """An expected end of a crawl (a start URL without a page, nothing fetched, no such
+    site...): one line in the worker's log, no traceback; the run's record in ``crawls``
+    says ``failed`` with the reason, and a failure record keeps it, as for any task that
+    failed for good. The task itself succeeds with ``outcome`` ``failed``."""
+    error = " ".join(str(exc).split())
+    log.warning("%s(%s) failed: %s", task.name, site_name, error)
+    try:
+        Operations(task.runtime.engine().store).record_failure(task.name, site_name, error, 0)
+    except Exception as record_exc:  # the store may be what is down
+        log.error("could not record the failure of %s(%s): %s", task.name, site_name, record_exc)
+    return {"site": site_name, "outcome": "failed", "error": error}
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.resume_crawls")

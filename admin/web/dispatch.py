@@ -56,7 +56,7 @@ class InlineDispatch:
         return f"crawl of {site.name} started"
 
     def _crawl(self, site: SiteConfig) -> None:
-        from crawler.run import crawl_in_process
+        from crawler.run import crawl_in_process, crawl_problem
 
         ctx, run_id = self.ctx, uuid.uuid4().hex
         try:
@@ -67,8 +67,9 @@ class InlineDispatch:
             ingest = _LockedIngest(ctx, self.lock, authorised)
             try:
                 stats = crawl_in_process([site], {**self.overrides, "FPTRACK_INGEST": ingest})
-                outcome, error = "finished", ""
                 stats = stats.get(site.name, {})
+                error = crawl_problem(stats) or ""  # a start URL without a page, nothing fetched
+                outcome = "failed" if error else "finished"
             except Exception as exc:  # recorded for the operator, like a failed crawl task
                 stats, outcome, error = {}, "failed", str(exc)
             with self.lock:

@@ -7,6 +7,7 @@ from typing import Any
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
 from admin.web.security import requires
+from matcher import crawl_runs
 from matcher.sites import SiteConfig, SiteConfigError
 
 bp = Blueprint("sites", __name__, url_prefix="/sites")
@@ -36,7 +37,8 @@ def site_or_404(name: str) -> SiteConfig:
 def index() -> Any:
     ops = _services().ctx.ops
     sites = ops.list_sites()
-    crawls = {s.name: ops.last_crawls(s.name, 1) for s in sites}
+    latest = ops.latest_crawls()
+    crawls = {s.name: crawl_runs.outline(latest.get(s.name)) for s in sites}
     return render_template("sites.html", sites=sites, crawls=crawls)
 
 
@@ -44,7 +46,8 @@ def index() -> Any:
 def detail(name: str) -> Any:
     site = site_or_404(name)
     crawls = _services().ctx.ops.last_crawls(site.name, 10)
-    return render_template("site.html", site=site, crawls=crawls)
+    outlines = [crawl_runs.outline(c) for c in crawls]
+    return render_template("site.html", site=site, crawls=zip(crawls, outlines, strict=True))
 
 
 def _form_site(form: Any, name: str | None) -> SiteConfig:

@@ -40,7 +40,19 @@ redirects to, another port of a start URL's host: never followed),
 ``fptrack/errors/<ExceptionName>`` (timeouts, DNS, refused connections...),
 ``fptrack/extract_timeout`` and ``fptrack/extract_failed`` (pages read the quick way because
 their reader overran its time or died; they still yield their item),
-and ``fptrack/http_status/<code>`` (every final status the spider sees, errors included).
+``fptrack/http_status/<code>`` (every final status the spider sees, errors included),
+``fptrack/not_crawled/depth`` (links not followed because they lie beyond ``max_depth``,
+each counted once) and ``fptrack/not_crawled/<deadline|budget|stopped>`` (requests still
+queued when the crawl closed, by why it closed; :func:`matcher.crawl_runs.not_crawled` sums
+every reason).
+
+A start URL that gives no page fails the crawl (the one exception to "never fatal"): an HTTP
+error, robots.txt forbidding it, a redirect off ``allowed_domains`` (which Scrapy drops
+without a word: seen on ``request_scheduled``) or to another port, no answer, a body that is
+neither HTML nor plain text. Each counts in ``fptrack/start_failed`` and, for the first
+:data:`MAX_START_ERRORS`, in the one line ``fptrack/start_error``
+(``start URL http://host/nosuch/: answered 404 Not Found``), which
+:func:`crawler.run.crawl_problem` makes the crawl's error.
 
 With ``incremental=True`` (``python -m crawler.run --incremental``) the spider runs the
 site's incremental crawl (:mod:`crawler.incremental`): start pages, robots.txt's sitemaps or
@@ -68,6 +80,7 @@ from urllib.parse import urlsplit
 
 import scrapy
 import xxhash
+from scrapy import signals
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DownloadCancelledError, IgnoreRequest
 from scrapy.http import Response
@@ -87,10 +100,14 @@ from crawler.reader_pool import ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
+from matcher.crawl_runs import NOT_CRAWLED, START_ERROR, START_FAILED, stop_reason
 from matcher.pages import GonePage, UnchangedPage
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
+START = "fptrack_start"
+"""Meta key of a start URL's request (and of its redirects): the start URL."""
+MAX_START_ERRORS = 3
 INC = "fptrack/incremental/"
 NOT_MODIFIED = 304
 GONE_STATUSES = frozenset({404, 410})
@@ -179,6 +196,7 @@ class SiteSpider(scrapy.Spider):
         check_selector(config.content_selector)
         self.site = config
         self.allowed_domains = list(config.allowed_domains)
+        self._domains = [d.lower().lstrip(".") for d in self.allowed_domains]
         self.start_urls = list(config.start_urls)
         self.max_depth = config.max_depth if max_depth is None else max_depth
         self.min_text_chars = min_text_chars
@@ -198,6 +216,10 @@ class SiteSpider(scrapy.Spider):
         self.feed_max_entries = feed_max_entries
         self.ledger = ledger
         self._owned_store: Any = None
+        self._start_answered: set[str] = set()
+        self._start_redirects: dict[str, str] = {}
+        self._start_errors: list[str] = []
+        self._beyond_depth: set[int] = set()
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -215,12 +237,26 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("feed_max_bytes", settings.getint("FPTRACK_FEED_MAX_BYTES", 5 << 20))
         kwargs.setdefault("feed_max_entries", settings.getint("FPTRACK_FEED_MAX_ENTRIES", 50_000))
         spider = super().from_crawler(crawler, *args, **kwargs)
+        crawler.signals.connect(spider._scheduled, signal=signals.request_scheduled)
         if spider.incremental and spider.ledger is None:
             spider.ledger, spider._owned_store = _ledger(crawler.settings)
         return spider
 
     def closed(self, reason: str) -> None:
-        """Sum up an incremental crawl; close the store its ledger opened."""
+        """Record the start URLs that got no page, and the requests left unfetched (by why
+        the crawl stopped); sum up an incremental crawl; close the store its ledger opened."""
+        for url, target in self._start_redirects.items():
+            if url not in self._start_answered and not self._on_site(target):
+                self._start_failed(url, f"redirected off the site, to {target}")
+        crawler = getattr(self, "crawler", None)
+        if crawler is not None:
+            stats = crawler.stats
+            left = stats.get_value("scheduler/enqueued/memory", 0) - stats.get_value(
+                "scheduler/dequeued/memory", 0
+            )
+            why = stop_reason(reason)
+            if left > 0 and why:
+                self._inc(NOT_CRAWLED + why, left)
         if self.incremental:
             stats = self.crawler.stats
             ingested = "fptrack/ingested/"
@@ -248,6 +284,7 @@ class SiteSpider(scrapy.Spider):
         for url in self.start_urls:
             request = self._request(url, 0)
             if request is not None:
+                request.meta[START] = url
                 yield request
         if self.incremental:
             for origin in dict.fromkeys(_origin(url) for url in self.start_urls):
@@ -381,6 +418,9 @@ class SiteSpider(scrapy.Spider):
     async def parse(self, response: Response, **kwargs: Any) -> AsyncIterator[Any]:
         """A fetched page: its links to follow, then its item when it has main text."""
         depth = response.meta.get(DEPTH, 0)
+        start = response.meta.get(START)
+        if start:
+            self._start_answered.add(start)
         if response.status == NOT_MODIFIED:  # a conditional request: the page is unchanged
             self._inc(f"fptrack/http_status/{NOT_MODIFIED}")
             self._inc(INC + "not_modified")
@@ -404,9 +444,16 @@ class SiteSpider(scrapy.Spider):
             yield item
 
     def on_error(self, failure: Failure) -> Iterator[Any]:
-        """Count a failed request (never fatal); a 404 or 410 yields a :class:`GonePage`, so
-        that a page stored there before is known to be removed."""
+        """Count a failed request (never fatal to the crawl, but a start URL's failure fails
+        it: :meth:`_start_failed`); a 404 or 410 yields a :class:`GonePage`, so that a page
+        stored there before is known to be removed."""
         self._count_failure(failure)
+        request = getattr(failure, "request", None)
+        start = request.meta.get(START) if request is not None else None
+        if start:
+            self._start_answered.add(start)
+            where = "" if request.url == start else f"redirected to {request.url}: "
+            self._start_failed(start, where + failure_reason(failure))
         if failure.check(HttpError) and failure.value.response.status in GONE_STATUSES:
             response = failure.value.response
             return iter([GonePage(canonical(response.url), response.status)])
@@ -420,6 +467,11 @@ class SiteSpider(scrapy.Spider):
         kind = self._kind(response)
         if not kind:
             self._inc("fptrack/non_html")
+            if response.meta.get(START):
+                content_type = (response.headers.get("Content-Type") or b"").decode("latin-1")
+                self._start_failed(
+                    response.meta[START], f"not a page (Content-Type {content_type or 'none'})"
+                )
             return None
         content_type = response.headers.get("Content-Type") or b""
         job = ReadJob(
@@ -429,7 +481,7 @@ class SiteSpider(scrapy.Spider):
             url=response.url,
             content_selector=self.site.content_selector,
             next_page_texts=self.site.next_page_texts if self.site.join_next_pages else (),
-            max_links=self.max_links + 1 if depth < self.max_depth else 0,
+            max_links=self.max_links + 1,  # at max_depth too: those links are counted
         )
         future = self.readers.submit(job, self.extract_seconds)
         reading, problem = await maybe_deferred_to_future(deferred_from_future(future))
@@ -479,6 +531,7 @@ class SiteSpider(scrapy.Spider):
             if request is not None:
                 yield request
         if depth >= self.max_depth:
+            self._count_beyond(reading.links[: self.max_links], same_level)
             return
         links = reading.links
         if len(links) > self.max_links:
@@ -489,6 +542,24 @@ class SiteSpider(scrapy.Spider):
                 request = self._request(url, depth + 1)
                 if request is not None:
                     yield request
+
+    def _count_beyond(self, links: list[str], taken: set[str]) -> None:
+        """Count, once each, the wanted links not requested because they lie beyond
+        ``max_depth`` (``fptrack/not_crawled/depth``; at most ``max_requests`` remembered)."""
+        for url in links:
+            if canonical(url) in taken:
+                continue
+            key = xxhash.xxh3_64_intdigest(canonical(url).encode("utf-8", "surrogatepass"))
+            if key in self._requested or key in self._beyond_depth:
+                continue
+            if (
+                len(self._beyond_depth) >= self.max_requests
+                or not self._wanted(url, count=False)
+                or not self._on_site(url)
+            ):
+                continue
+            self._beyond_depth.add(key)
+            self._inc(NOT_CRAWLED + "depth")
 
     def _siblings(self, reading: Reading, taken: set[str]) -> list[str]:
         """The page's neighbouring chapters (:attr:`Reading.sequence`) to follow at its own
@@ -558,16 +629,41 @@ class SiteSpider(scrapy.Spider):
             url, self.parse, errback=self.on_error, meta=meta, headers=headers or None
         )
 
+    def _on_site(self, url: str) -> bool:
+        """Within ``allowed_domains`` (what Scrapy's offsite filter lets through: the host,
+        any port)."""
+        host = (urlsplit(url).hostname or "").lower()
+        return any(host == d or host.endswith("." + d) for d in self._domains)
+
+    def _scheduled(self, request: scrapy.Request, spider: Any = None) -> None:
+        """A start URL's redirect as it is scheduled: Scrapy drops an off-site one there
+        without a word, so :meth:`closed` names it."""
+        start = request.meta.get(START)
+        if start and request.meta.get("redirect_urls"):
+            self._start_redirects[start] = request.url
+
+    def _start_failed(self, url: str, reason: str) -> None:
+        """A start URL that gave no page: the crawl fails with the reason (one line)."""
+        line = f"start URL {url}: {reason}"
+        self._inc(START_FAILED)
+        self.logger.warning("%s", line)
+        if len(self._start_errors) < MAX_START_ERRORS:
+            self._start_errors.append(line)
+            crawler = getattr(self, "crawler", None)
+            if crawler is not None:
+                crawler.stats.set_value(START_ERROR, "; ".join(self._start_errors))
+
     def _same_origin(self, url: str) -> bool:
         """Not another port of a start URL's host (:mod:`crawler.origin`)."""
         return self._origins.admits(url)
 
-    def _wanted(self, url: str) -> bool:
+    def _wanted(self, url: str, count: bool = True) -> bool:
         path = url.split("?", 1)[0]
         if _IGNORED_SUFFIX.search(path):
             return False
         if not self._same_origin(url):
-            self._inc("fptrack/other_port")
+            if count:
+                self._inc("fptrack/other_port")
             return False
         if self._include and not any(p.search(url) for p in self._include):
             return False
@@ -616,6 +712,35 @@ class SiteSpider(scrapy.Spider):
         crawler = getattr(self, "crawler", None)
         if crawler is not None:  # a spider made without a crawler counts nothing
             crawler.stats.inc_value(key, count)
+
+
+def failure_reason(failure: Failure) -> str:
+    """Why a request got no page, in a few words (after "start URL X: ").
+
+    >>> from scrapy.exceptions import IgnoreRequest
+    >>> failure_reason(Failure(IgnoreRequest("Forbidden by robots.txt")))
+    'robots.txt forbids fptrack to crawl it'
+    """
+    value = failure.value
+    if failure.check(HttpError):
+        status = value.response.status
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            phrase = ""
+        return f"answered {status} {phrase}".rstrip()
+    message = " ".join(str(value).split())
+    if failure.check(IgnoreRequest, DownloadCancelledError):
+        if "robots.txt" in message:
+            return "robots.txt forbids fptrack to crawl it"
+        if "DOWNLOAD_MAXSIZE" in message or failure.check(DownloadCancelledError):
+            return "over the size limit (DOWNLOAD_MAXSIZE)"
+        if "offsite" in message.lower():
+            return "off the site (allowed_domains)"
+        if "another port" in message:
+            return "on another port of the site's host"
+        return f"not requested ({message})"
+    return f"no answer ({type(value).__name__}: {message})".replace(": )", ")")
 
 
 def _origin(url: str) -> str:

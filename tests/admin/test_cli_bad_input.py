@@ -74,7 +74,7 @@ def test_stores_down(command: str, tmp_path: Path) -> None:
     ran = run()
     assert ran.status == 1, (ran.out, ran.err)
     if command == "check":  # a report on stdout, one line per service, and the verdict
-        assert ran.err == "7 problem(s)\n" and "Traceback" not in ran.out
+        assert ran.err == "8 problem(s)\n" and "Traceback" not in ran.out
         assert "MongoDB unreachable at mongodb://127.0.0.1:1 (connection refused)" in ran.out
     else:
         assert ran.one_line_error(), ran.err

@@ -182,7 +182,7 @@ class TestSites:
         assert (site["max_depth"], site["schedule"], site["render"]) == (2, "daily@02:30", True)
         assert site["recrawl"] == "never"
         _, out, _ = run(capsys, ctx, "sites", "list")
-        assert out.rstrip().endswith("http://127.0.0.1:8000/ render")
+        assert out.rstrip().endswith("http://127.0.0.1:8000/ render\tnever crawled")
         _, out, _ = run(capsys, ctx, "schedules", "--json")
         assert not [e for e in json.loads(out) if e["name"] == "recrawl:pirate"]
         assert (

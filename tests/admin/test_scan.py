@@ -62,7 +62,8 @@ def sample_scan(tmp_path_factory) -> tuple[int, dict, str, set[bytes]]:
 def test_json_shape(sample_scan) -> None:
     status, result, _, _ = sample_scan
     assert status == 0
-    assert set(result) == {"works", "pages", "matches", "errors", "duplicates"}
+    assert set(result) == {"works", "pages", "matches", "errors", "duplicates", "not_crawled"}
+    assert result["not_crawled"] == {}  # the sample site's every page is reachable
     assert result["works"] == 7 and result["errors"] == [] and result["duplicates"] == []
     assert result["pages"] >= 15
     for m in result["matches"]:
@@ -146,6 +147,57 @@ def test_a_site_whose_robots_txt_forbids_fptrack_is_reported(capsys, tmp_path) -
     [error] = result["errors"]
     assert "robots.txt forbids fptrack" in error and site.url("/") in error
     assert "robots.txt forbids fptrack" in err
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/nosuch/", "answered 404 Not Found"),
+        ("/gone", "answered 410 Gone"),
+        ("/down", "answered 500 Internal Server Error"),
+        ("/away", "redirected off the site, to http://localhost:"),
+    ],
+)
+def test_a_start_url_without_a_page_fails_the_scan(capsys, tmp_path, path, reason) -> None:
+    """A typo in a URL is not "no piracy found": exit 1, the reason in ``errors``."""
+    chapter = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    pages = {
+        "/": page(f"<html><body><p>{chapter}</p></body></html>"),
+        "/gone": (410, {"Content-Type": "text/html"}, b"gone"),
+        "/down": (500, {"Content-Type": "text/html"}, b"down"),
+    }
+    out = tmp_path / "out.json"
+    with FixtureSite({"/": page("<p>别处</p>")}) as other, FixtureSite(pages) as site:
+        site.redirects["/away"] = (302, other.url("/", host="localhost"))
+        status, err = scan(
+            capsys, "--works", str(WORKS), "--site", site.url(path), "--json", str(out)
+        )
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 1 and result["pages"] == 0
+    [error] = result["errors"]
+    assert f"start URL {site.url(path)}: {reason}" in error
+    assert f"start URL {site.url(path)}: {reason}" in err
+    assert err.count("fptrack: error:") == 1
+
+
+def test_a_page_robots_txt_forbids_is_counted(capsys, tmp_path) -> None:
+    """A single page robots.txt forbids is not an error, but the JSON counts it."""
+    chapter = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    pages = {
+        "/robots.txt": (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /ev/\n"),
+        "/": page(f'<html><body><p>{chapter}</p><a href="/ev/nul.html">x</a></body></html>'),
+        "/ev/nul.html": page(f"<html><body><p>{chapter}</p></body></html>"),
+    }
+    out = tmp_path / "out.json"
+    with FixtureSite(pages) as site:
+        status, err = scan(
+            capsys, "--works", str(WORKS), "--site", site.url("/"), "--json", str(out)
+        )
+        assert "/ev/nul.html" not in site.requested()
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 0 and result["errors"] == [] and result["pages"] == 1
+    assert result["not_crawled"] == {site.url("/"): {"robots": 1}}
+    assert f"{site.url('/')}: not crawled: 1 robots" in err
 
 
 def test_a_work_named_in_gbk_bytes_is_scanned_and_shown(capsys, tmp_path) -> None:

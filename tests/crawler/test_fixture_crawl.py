@@ -271,3 +271,91 @@ def test_real_ingest_into_the_store(
     again = crawl_in_process([books], overrides)["novels"]  # the same pages, unchanged
     assert again["fptrack/ingested/unchanged"] == 3
     assert store.count("pages") == 3
+
+
+def start_site(offsite: FixtureSite) -> FixtureSite:
+    """A site whose start URLs fail in every way a typo or a moved site makes them fail."""
+    pages: dict[str, Resource] = {
+        "/robots.txt": (
+            200,
+            {"Content-Type": "text/plain"},
+            b"User-agent: *\nDisallow: /ev/nul.html\nDisallow: /closed/\n",
+        ),
+        "/": page(
+            html("/book/1/1.html", [("禁", "/ev/nul.html"), ("深", "/deep/1.html")]),
+        ),
+        "/ev/nul.html": page(html("/deep/2.html")),
+        "/closed/index.html": page(html("/deep/3.html")),
+        "/deep/1.html": page(html("/deep/1.html", [("更深", "/deep/2.html")])),
+        "/gone": (410, {"Content-Type": "text/html"}, b"<h1>Gone</h1>"),
+        "/broken": (503, {"Content-Type": "text/html"}, b"<h1>Unavailable</h1>"),
+        "/picture": (200, {"Content-Type": "image/png"}, b"\x89PNG\r\n\x1a\n\x00\x00"),
+    }
+    redirects = {"/moved": (302, offsite.url("/landing", host="localhost"))}
+    return FixtureSite(pages, redirects)
+
+
+@pytest.fixture(scope="module")
+def failing() -> Iterator[FixtureSite]:
+    offsite = FixtureSite({"/landing": page("<p>落地页，另一个站点的页面内容在这里</p>")})
+    with offsite, start_site(offsite) as site:
+        yield site
+
+
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/nosuch/", "answered 404 Not Found"),
+        ("/gone", "answered 410 Gone"),
+        ("/broken", "answered 503 Service Unavailable"),
+        ("/ev/nul.html", "robots.txt forbids fptrack to crawl it"),
+        ("/moved", "redirected off the site, to http://localhost:"),
+        ("/picture", "not a page (Content-Type image/png)"),
+    ],
+)
+def test_a_start_url_without_a_page_fails_the_crawl(
+    failing: FixtureSite, test_overrides: dict[str, Any], path: str, reason: str
+) -> None:
+    from crawler.run import crawl_problem
+    from matcher import crawl_runs
+
+    site = SiteConfig.from_dict({"name": "typo", "start_urls": [failing.url(path)], "max_depth": 0})
+    stats = crawl_in_process([site], {**test_overrides, "RETRY_TIMES": 0}, timeout=60)["typo"]
+    expected = f"start URL {failing.url(path)}: {reason}"
+    assert stats["fptrack/start_failed"] == 1
+    assert stats["fptrack/start_error"].startswith(expected)
+    assert (crawl_problem(stats) or "").startswith(expected)
+    assert crawl_runs.problems(stats)[0].startswith(expected)
+
+
+def test_pages_not_crawled_are_counted_by_reason(
+    failing: FixtureSite, test_overrides: dict[str, Any], ingest: RecordingIngest
+) -> None:
+    from crawler.run import crawl_problem
+    from matcher import crawl_runs
+
+    site = SiteConfig.from_dict({"name": "ok", "start_urls": [failing.url("/")], "max_depth": 1})
+    stats = crawl_in_process([site], test_overrides, timeout=60)["ok"]
+    assert crawl_problem(stats) is None and crawl_runs.problems(stats) == []
+    assert "fptrack/start_failed" not in stats
+    assert sorted(ingest.by_url()) == [failing.url("/"), failing.url("/deep/1.html")]
+    # the single page robots.txt forbids, and the link one level too deep
+    assert crawl_runs.not_crawled(stats) == {"depth": 1, "robots": 1}
+
+
+def test_requests_left_at_max_pages_are_counted_as_budget(
+    test_overrides: dict[str, Any],
+) -> None:
+    from matcher import crawl_runs
+
+    text = "这是一段足够长的正文内容，用来让页面被存储下来。" * 3
+    links = "".join(f'<a href="/p/{n}.html">{n}</a>' for n in range(30))
+    pages = {"/": page(f"<html><body><p>{text}</p>{links}</body></html>")}
+    pages |= {f"/p/{n}.html": page(f"<p>{text}{n}</p>") for n in range(30)}
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict({"name": "b", "start_urls": [site.url("/")], "max_pages": 3})
+        overrides = {**test_overrides, "CONCURRENT_REQUESTS": 1}
+        stats = crawl_in_process([config], overrides, timeout=60)["b"]
+        fetched = len([p for p in site.requested() if p.startswith("/p/")])
+    assert stats["finish_reason"] == "closespider_pagecount"
+    assert crawl_runs.not_crawled(stats) == {"budget": 30 - fetched}

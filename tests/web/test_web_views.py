@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 import zipfile
+from datetime import timedelta
 
 from flask import Flask
 from flask.testing import FlaskClient
@@ -384,6 +385,17 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert quick.status_code == 302 and web_ctx.ops.get_site("pirate").recrawl == "every 2m"
     listing = _text(as_admin.get("/sites/"))  # the last crawl's errors are summed
     assert "daily@04:30; incremental every 2m" in listing and '<td class="num">3</td>' in listing
+    web_ctx.ops.record_crawl(
+        "run-typo", "pirate", outcome="failed", started_at=now() + timedelta(seconds=1),
+        error="start URL http://x.example/<b>nosuch</b>: answered 404 Not Found",
+        stats={"fptrack/http_status/404": 1, "fptrack/start_failed": 1},
+    )  # fmt: skip
+    listing = _text(as_admin.get("/sites/"))  # a failed crawl says why, escaped
+    assert 'failed: <span class="crawl-error">start URL http://x.example/&lt;b&gt;nosuch' in (
+        listing
+    )
+    assert "&lt;/b&gt;: answered 404 Not Found" in listing and "<b>nosuch" not in listing
+    assert "not crawled: http_404 1" in _text(as_admin.get("/sites/pirate"))
     assert post(as_admin, "/sites/pirate/remove").status_code == 302
     assert web_ctx.ops.get_site("pirate") is None
     assert as_admin.get("/sites/pirate").status_code == 404
