@@ -28,6 +28,7 @@ def test_new_matches_reach_the_webhook_through_a_worker(
     engine: Engine, broker: redis.Redis, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("FPTRACK_ALERT_BACKOFF", "0.5")  # read by the worker process
+    monkeypatch.setenv("FPTRACK_ALERT_ALLOW_PRIVATE", "true")  # the receiver is on 127.0.0.1
     for p in sorted(WORKS.glob("*.txt")):
         engine.add_work(p.read_text(encoding="utf-8"), title=p.stem, source=p.name)
     store = AlertStore(engine.store)
