@@ -165,7 +165,7 @@ def add_scan(sub: Any) -> None:
         default=FPTRACK_MAX_LINKS_PER_PAGE,
         metavar="N",
         help="links followed from one page, the first in it; the others are counted as "
-        f"links_capped (FPTRACK_MAX_LINKS_PER_PAGE, default: {FPTRACK_MAX_LINKS_PER_PAGE})",
+        f"links_capped (FPTRACK_MAX_LINKS_PER_PAGE, default: {FPTRACK_MAX_LINKS_PER_PAGE:,})",
     )
     p.add_argument(
         "--max-pending",
@@ -174,7 +174,7 @@ def add_scan(sub: Any) -> None:
         metavar="N",
         help="requests queued and not yet fetched, per site: the bound of the crawl's memory; "
         "new links beyond it are counted as pending_capped "
-        f"(FPTRACK_MAX_PENDING, default: {FPTRACK_MAX_PENDING})",
+        f"(FPTRACK_MAX_PENDING, default: {FPTRACK_MAX_PENDING:,})",
     )
     p.add_argument(
         "--outage-wait",

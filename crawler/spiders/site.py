@@ -88,6 +88,8 @@ from scrapy.http import Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import CancelledError
+from twisted.internet.defer import TimeoutError as TwistedTimeout
 from twisted.python.failure import Failure
 from w3lib.url import canonicalize_url
 
@@ -509,7 +511,15 @@ class SiteSpider(scrapy.Spider):
             self._inc(NOT_CRAWLED + "deadline")
             return None
         future = self.readers.submit(job, self.extract_seconds, self._deadline_at)
-        reading, problem = await maybe_deferred_to_future(deferred_from_future(future))
+        waiting = deferred_from_future(future)
+        if self._deadline_at is not None:  # a quick reading after a timeout may outlast it
+            from twisted.internet import reactor
+
+            waiting.addTimeout(max(self._deadline_at - time.monotonic(), 0.0), reactor)
+        try:
+            reading, problem = await maybe_deferred_to_future(waiting)
+        except (TwistedTimeout, CancelledError):
+            reading, problem = Reading(), DEADLINE
         if problem == DEADLINE:
             self._inc(NOT_CRAWLED + "deadline")
             return None
