@@ -215,6 +215,7 @@ class SiteSpider(scrapy.Spider):
         self.max_pending = max_pending
         self.deadline = deadline
         self._deadline_at: float | None = None
+        self._url_limit = 2083  # Scrapy's URLLENGTH_LIMIT, set from the crawler's settings
         self._made = 0  # new requests made ...
         self._arrived = 0  # ... and of them, those the scheduler took or dropped
         self.extract_seconds = extract_seconds
@@ -254,6 +255,7 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("feed_max_bytes", settings.getint("FPTRACK_FEED_MAX_BYTES", 5 << 20))
         kwargs.setdefault("feed_max_entries", settings.getint("FPTRACK_FEED_MAX_ENTRIES", 50_000))
         spider = super().from_crawler(crawler, *args, **kwargs)
+        spider._url_limit = settings.getint("URLLENGTH_LIMIT", 2083) or 1 << 62
         crawler.signals.connect(spider._scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(spider._opened, signal=signals.spider_opened)
         crawler.signals.connect(spider._dropped, signal=signals.request_dropped)
@@ -665,14 +667,17 @@ class SiteSpider(scrapy.Spider):
                 self._inc(PENDING_CAPPED)
                 return None
             self._requested.add(key)
-            self._made += 1
-        meta: dict[str, Any] = {DEPTH: depth, NEW: True}
+        meta: dict[str, Any] = {DEPTH: depth}
         headers = stored.headers() if stored is not None else {}
         if headers:
             meta["handle_httpstatus_list"] = [NOT_MODIFIED]
-        return scrapy.Request(
+        request = scrapy.Request(
             url, self.parse, errback=self.on_error, meta=meta, headers=headers or None
         )
+        if len(request.url) <= self._url_limit:  # longer: dropped unseen (UrlLengthMiddleware)
+            self._made += 1
+            request.meta[NEW] = True
+        return request
 
     def _pending(self) -> int:
         """Requests this process made and has not yet fetched: those in its scheduler's
