@@ -126,11 +126,7 @@ def _scan(
             index_pages=args.serve is not None,
             archive=archive,
             render=args.render,
-            crawl_overrides={
-                "FPTRACK_CHROMIUM": chromium,
-                "FPTRACK_MAX_LINKS_PER_PAGE": args.max_links,
-                "FPTRACK_MAX_PENDING": args.max_pending,
-            },
+            crawl_overrides={"FPTRACK_CHROMIUM": chromium},
         )
     finally:
         works_bar.close()
