@@ -123,53 +123,39 @@ class Deadline:
         return left
 
 
-class _Socket(socket.socket):
-    """A socket whose every read and write waits at most the time left of its budget."""
+class _Bounded:
+    """Every read and write of the socket waits at most the time left of its budget."""
 
     budget: Deadline | None = None
 
     def _bound(self) -> None:
         if self.budget is not None:
-            self.settimeout(self.budget.left())
+            self.settimeout(self.budget.left())  # type: ignore[attr-defined]
 
     def recv(self, *args: Any) -> bytes:
         self._bound()
-        return super().recv(*args)
+        return super().recv(*args)  # type: ignore[misc]
 
     def recv_into(self, *args: Any) -> int:
         self._bound()
-        return super().recv_into(*args)
+        return super().recv_into(*args)  # type: ignore[misc]
 
     def send(self, *args: Any) -> int:
         self._bound()
-        return super().send(*args)
+        return super().send(*args)  # type: ignore[misc]
 
     def sendall(self, *args: Any) -> None:
         self._bound()
-        return super().sendall(*args)
+        return super().sendall(*args)  # type: ignore[misc]
 
 
-class _TLSSocket(ssl.SSLSocket):
+class _Socket(_Bounded, socket.socket):
+    """A plain socket under its budget."""
+
+
+class _TLSSocket(_Bounded, ssl.SSLSocket):
     """The same bound over TLS (``budget`` is set once the handshake is done; the handshake
     gets the time left when it starts, as a whole)."""
-
-    budget: Deadline | None = None
-
-    def _bound(self) -> None:
-        if self.budget is not None:
-            self.settimeout(self.budget.left())
-
-    def recv(self, *args: Any) -> bytes:
-        self._bound()
-        return super().recv(*args)
-
-    def recv_into(self, *args: Any) -> int:
-        self._bound()
-        return super().recv_into(*args)
-
-    def send(self, *args: Any) -> int:
-        self._bound()
-        return super().send(*args)
 
 
 @cache
