@@ -28,6 +28,7 @@ from admin.scan import (
 )
 from admin.scan_command import cmd_scan
 from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
+from crawler.settings import FPTRACK_MAX_LINKS_PER_PAGE, FPTRACK_MAX_PENDING
 from matcher.settings import Settings
 from matcher.store import STATUSES
 
@@ -54,6 +55,16 @@ def _seconds(text: str) -> float:
         return parse_duration(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number above 0, got {text!r}")
+    return value
 
 
 def _command(
@@ -144,8 +155,26 @@ def add_scan(sub: Any) -> None:
         type=int,
         default=DEFAULT_DEADLINE,
         metavar="SECONDS",
-        help="stop crawling a site after this long; pages not reached are reported "
+        help="stop crawling a site after this long (its downloads and page reading end "
+        "by then too); pages not reached are reported "
         f"(default: {DEFAULT_DEADLINE}; 0: none)",
+    )
+    p.add_argument(
+        "--max-links",
+        type=_positive,
+        default=FPTRACK_MAX_LINKS_PER_PAGE,
+        metavar="N",
+        help="links followed from one page, the first in it; the others are counted as "
+        f"links_capped (FPTRACK_MAX_LINKS_PER_PAGE, default: {FPTRACK_MAX_LINKS_PER_PAGE:,})",
+    )
+    p.add_argument(
+        "--max-pending",
+        type=_positive,
+        default=FPTRACK_MAX_PENDING,
+        metavar="N",
+        help="requests queued and not yet fetched, per site: the bound of the crawl's memory; "
+        "new links beyond it are counted as pending_capped "
+        f"(FPTRACK_MAX_PENDING, default: {FPTRACK_MAX_PENDING:,})",
     )
     p.add_argument(
         "--outage-wait",

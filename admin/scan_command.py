@@ -126,7 +126,11 @@ def _scan(
             index_pages=args.serve is not None,
             archive=archive,
             render=args.render,
-            crawl_overrides={"FPTRACK_CHROMIUM": chromium},
+            crawl_overrides={
+                "FPTRACK_CHROMIUM": chromium,
+                "FPTRACK_MAX_LINKS_PER_PAGE": args.max_links,
+                "FPTRACK_MAX_PENDING": args.max_pending,
+            },
         )
     finally:
         works_bar.close()

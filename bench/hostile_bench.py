@@ -3,11 +3,13 @@
 Issue 15. The hostile site (:mod:`bench.hostile_site`, copying ``samples/works``) is served
 on 127.0.0.1 by this process; for each case a site whose start page links only that case is
 scanned by ``fptrack scan --works samples/works --site URL`` (the console command, in a
-subprocess, as the README runs it; ``--max-pages 200``, ``--deadline 120``), ``--runs``
-times, and once more on the whole site (case ``all``). Per run: the wall time, the peak RSS
-of the scan process (its ``VmHWM``, read every 20 ms: ``ru_maxrss`` would count the pages it
-shared with this process when forked), and the peak RSS of the scan's process tree (the
-scan and its reader processes, ``VmRSS`` summed every 20 ms). Each run's JSON is
+subprocess, as the README runs it; ``--max-pages 200``, ``--deadline 120``, which the
+bench's own ``--max-pages`` and ``--deadline`` change), ``--runs`` times, and once more on
+the whole site (case ``all``; the link flood, pages made on request, is served only in its
+own case ``link-flood``: elsewhere it would take the page budget). Per run: the wall time,
+the peak RSS of the scan process (its ``VmHWM``, read every 20 ms: ``ru_maxrss`` would count
+the pages it shared with this process when forked), and the peak RSS of the scan's process
+tree (the scan and its reader processes, ``VmRSS`` summed every 20 ms). Each run's JSON is
 checked: a copy case must be matched with its work, any other case must match nothing.
 
 Peers, same run: for each copy case whose page is one static body (decompressed when
@@ -20,7 +22,7 @@ fptrack.
 Then case ``bad-works``: the bad-works corpus (:mod:`bench.hostile_works`) scanned against
 the sample site (``--no-works`` skips it). Medians over the runs, with [min-max]. Target:
 every scan's tree under 1 GiB. ``--json OUT`` writes ``cases`` (per case: ``outcome``,
-``ok``, ``wall_s``, ``scan_rss_mb``, ``tree_rss_mb``, and for copies ``peer``),
+``ok``, ``wall_s``, ``deadline_s``, ``scan_rss_mb``, ``tree_rss_mb``, and for copies ``peer``),
 ``max_tree_rss_mb``, ``target_rss_mb`` and ``all_ok``. Defaults: 3 runs, every case.
 ``--quick``: 1 run, no peers, the cases ``nul``, ``links``, ``gzip-bomb``,
 ``huge-streamed`` and ``all`` and the bad works (``--cases`` picks others).
@@ -98,14 +100,16 @@ def memory_mb(pid: int) -> tuple[float, float]:
     return own / 1024, total / 1024
 
 
-def run_scan(url: str, out: Path, works: Path = WORKS) -> dict[str, Any]:
+def run_scan(
+    url: str, out: Path, works: Path = WORKS, max_pages: int = 200, deadline: int = 120
+) -> dict[str, Any]:
     """One ``fptrack scan`` of ``url`` (a URL, or a folder to serve) against ``works``: wall
     time, peak RSS of the process and of its tree."""
     site = ["--site", url] if "://" in url else ["--site-dir", url]
     command = [
         sys.executable, "-c", "import sys; from admin.cli import main; sys.exit(main())",
         "scan", "--works", str(works), *site,
-        "--json", str(out), "--max-pages", "200", "--deadline", "120",
+        "--json", str(out), "--max-pages", str(max_pages), "--deadline", str(deadline),
     ]  # fmt: skip
     started = time.perf_counter()
     env = {k: v for k, v in os.environ.items() if k != "FPTRACK_REDIS_URL"}
@@ -195,10 +199,12 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     f'<html><body><a href="{case.path}">{name}</a></body></html>'.encode(),
                 )
             runs = []
-            with FixtureSite(pages, site.redirects) as server:
+            # the link flood only in its own case: elsewhere it would take the page budget
+            generated = site.generated if case is not None else {}
+            with FixtureSite(pages, site.redirects, generated=generated) as server:
                 for n in range(args.runs):
                     out = Path(tmp) / f"{name}-{n}.json"
-                    run = run_scan(server.url("/"), out)
+                    run = run_scan(server.url("/"), out, WORKS, args.max_pages, args.deadline)
                     run["ok"] = judge(case, site, server.url(""), out)
                     runs.append(run)
                 base = server.url("")
@@ -208,6 +214,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 "ok": all(r["ok"] for r in runs),
                 "exit": sorted({r["exit"] for r in runs}),
                 "wall_s": summary([r["wall_s"] for r in runs]),
+                "deadline_s": args.deadline,
                 "scan_rss_mb": summary([r["scan_rss_mb"] for r in runs]),
                 "tree_rss_mb": summary([r["tree_rss_mb"] for r in runs]),
             }
@@ -319,6 +326,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         dest="works_corpus",
         action="store_false",
         help="skip the scan of the bad-works corpus",
+    )
+    p.add_argument(
+        "--max-pages", type=int, default=200, help="the scans' --max-pages (default %(default)s)"
+    )
+    p.add_argument(
+        "--deadline", type=int, default=120, help="the scans' --deadline (default %(default)s)"
     )
     p.add_argument("--quick", action="store_true", help="1 run, 5 cases, no peers")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="default: none")

@@ -13,8 +13,10 @@ stands for with the outcome it must have:
 - every other case must be counted under its stats key and store nothing: redirect loops,
   redirects off the site or to another port, 2 GiB bodies with and without a
   Content-Length, a gzip bomb (1 GiB of spaces in about 1 MB), binary files served as
-  HTML, an empty page, and a link generator (a tree of thin pages without end, bounded by
-  the crawl's request cap).
+  HTML, an empty page, a link generator (a tree of thin pages without end, bounded by
+  the crawl's request cap) and a link flood (pages made on request, each linking 200,000
+  new ones: bounded by the caps on links per page and on pending requests; these pages are
+  in :attr:`HostileSite.generated`, served by prefix).
 
 The copies cycle through the works in name order. ``/`` links every case, so all of them are
 one click from the start URL; the site's robots.txt allows everything.
@@ -24,6 +26,7 @@ from __future__ import annotations
 
 import gzip
 import html
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -37,6 +40,7 @@ GIB = 1 << 30
 GENERATOR_PAGES = 3000
 """Pages of the link generator: each links three more, further than any request cap used."""
 LINKS = 200_000
+FLOOD_PREFIX = "/flood/"
 PARAGRAPHS = 20_000
 NESTING = 2_100
 COPY = "copy"
@@ -65,6 +69,7 @@ class HostileSite:
 
     pages: dict[str, Resource] = field(default_factory=dict)
     redirects: dict[str, tuple[int, str]] = field(default_factory=dict)
+    generated: dict[str, Callable[[str], Resource]] = field(default_factory=dict)
     cases: list[Case] = field(default_factory=list)
 
     def copies(self) -> list[Case]:
@@ -93,6 +98,32 @@ def _endless(total: int, chunk: bytes) -> Callable[[], Iterator[bytes]]:
             yield chunk
 
     return stream
+
+
+def link_flood(links: int = LINKS) -> Callable[[str], Resource]:
+    """Thin pages made on request (never stored), each linking ``links`` pages never linked
+    before (``/flood/<n>``, numbered by one counter), streamed in chunks."""
+    made = [1]  # the number of the next new page
+    lock = threading.Lock()
+
+    def make(path: str) -> Resource:
+        with lock:
+            first = made[0]
+            made[0] += links
+
+        def stream() -> Iterator[bytes]:
+            yield b"<html><body>"
+            step = 10_000
+            for start in range(first, first + links, step):
+                end = min(start + step, first + links)
+                yield "".join(
+                    f'<a href="{FLOOD_PREFIX}{n}">.</a>' for n in range(start, end)
+                ).encode()
+            yield b"</body></html>"
+
+        return 200, {"Content-Type": "text/html; charset=utf-8"}, stream
+
+    return make
 
 
 def _gzip_bomb(size: int) -> bytes:
@@ -317,6 +348,14 @@ def build(works: dict[str, str]) -> HostileSite:
         "/gen/0.html",
         "thin pages each linking three new ones",
         "fptrack/requests_capped",
+    )
+
+    site.generated[FLOOD_PREFIX] = link_flood()
+    counted(
+        "link-flood",
+        FLOOD_PREFIX + "0",
+        f"thin pages made on request, each linking {LINKS:,} new ones",
+        "fptrack/links_capped",
     )
 
     index = "".join(f'<li><a href="{c.path}">{c.name}</a></li>' for c in site.cases)

@@ -364,16 +364,25 @@ def page_links(
 
     Relative links are resolved against ``<base href>`` when the page has one.
     """
+    return page_links_counted(page, base_url, encoding, limit)[0]
+
+
+def page_links_counted(
+    page: Selector, base_url: str, encoding: str = "utf-8", limit: int | None = None
+) -> tuple[list[str], int]:
+    """:func:`page_links`, and how many link attributes the page has after those taken
+    (0 when ``limit`` was not reached): what a cap on links per page drops."""
     base = _base(page, base_url)
     seen: dict[str, None] = {}
-    hrefs = "a::attr(href), area::attr(href), iframe::attr(src), frame::attr(src)"
-    for href in page.css(hrefs).getall():
+    hrefs = page.css("a::attr(href), area::attr(href), iframe::attr(src), frame::attr(src)")
+    values = hrefs.getall()
+    for i, href in enumerate(values):
         url = _absolute(base, href, encoding)
         if url:
             seen.setdefault(url)
             if limit is not None and len(seen) >= limit:
-                break
-    return list(seen)
+                return list(seen), len(values) - i - 1
+    return list(seen), 0
 
 
 def find_page_link(

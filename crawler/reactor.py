@@ -129,18 +129,23 @@ def _run(reactor: Any) -> None:
 
 def deferred_from_future(future: Future[Any]) -> Any:
     """A Deferred, fired in the reactor thread, with the result (or error) of ``future``, a
-    :class:`concurrent.futures.Future` settled in another thread."""
+    :class:`concurrent.futures.Future` settled in another thread. Cancelling the Deferred
+    (a timeout) cancels ``future`` if it has not started, and its result is then dropped."""
     from twisted.internet import reactor
     from twisted.internet.defer import Deferred
 
-    deferred: Deferred[Any] = Deferred()
+    deferred: Deferred[Any] = Deferred(canceller=lambda d: future.cancel())
+
+    def fire(outcome: Any, error: bool) -> None:
+        if not deferred.called:  # not cancelled meanwhile
+            (deferred.errback if error else deferred.callback)(outcome)
 
     def settle(done: Future[Any]) -> None:
         error = done.exception() if not done.cancelled() else RuntimeError("cancelled")
         if error is not None:
-            reactor.callFromThread(deferred.errback, error)
+            reactor.callFromThread(fire, error, True)
         else:
-            reactor.callFromThread(deferred.callback, done.result())
+            reactor.callFromThread(fire, done.result(), False)
 
     future.add_done_callback(settle)
     return deferred

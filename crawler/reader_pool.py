@@ -36,6 +36,7 @@ from crawler.reading import Reading, ReadJob, read_page
 FRAME = struct.Struct("!Q")
 TIMEOUT = "timeout"
 FAILED = "failed"
+DEADLINE = "deadline"
 
 
 class ReaderLost(Exception):
@@ -108,20 +109,33 @@ class ReaderPool:
             self._idle.put(reader)
         self._threads = ThreadPoolExecutor(workers, thread_name_prefix="fptrack-reader")
 
-    def submit(self, job: ReadJob, seconds: float) -> Future[tuple[Reading, str]]:
+    def submit(
+        self, job: ReadJob, seconds: float, not_after: float | None = None
+    ) -> Future[tuple[Reading, str]]:
         """A future of ``job``'s reading and ``""``, or of its cheap reading and why
-        (:data:`TIMEOUT` or :data:`FAILED`)."""
-        return self._threads.submit(self.read, job, seconds)
+        (:data:`TIMEOUT` or :data:`FAILED`). With ``not_after`` (a ``time.monotonic()``
+        instant: the crawl's deadline) the page is not read once it has passed, whether it
+        waited for a reader or was being read: an empty reading and :data:`DEADLINE`."""
+        return self._threads.submit(self.read, job, seconds, not_after)
 
-    def read(self, job: ReadJob, seconds: float) -> tuple[Reading, str]:
+    def read(
+        self, job: ReadJob, seconds: float, not_after: float | None = None
+    ) -> tuple[Reading, str]:
         """What :meth:`submit`'s future holds, in the calling thread."""
         reader = self._idle.get()
         try:
+            if not_after is not None:
+                left = not_after - time.monotonic()
+                if left <= 0:
+                    return Reading(), DEADLINE
+                seconds = min(seconds, left)
             return reader.read(job, seconds), ""
         except ReaderLost as exc:
             lost = exc
         finally:
             self._idle.put(reader)
+        if not_after is not None and time.monotonic() >= not_after:
+            return Reading(), DEADLINE
         try:
             return read_page(job, quick=True), lost.outcome
         except Exception as exc:  # counted by the spider as undecodable, with the reason

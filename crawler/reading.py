@@ -22,7 +22,7 @@ from crawler.extract import (
     find_page_link,
     find_page_links,
     find_rel_link,
-    page_links,
+    page_links_counted,
     parse_html,
 )
 
@@ -52,6 +52,7 @@ class Reading:
     own_chars: int = 0
     encoding: str = ""
     links: tuple[str, ...] = ()
+    links_beyond: int = 0  # link attributes after the last of ``links`` when capped
     next_url: str | None = None
     prev_url: str | None = None
     sequence: tuple[str, ...] = ()  # its neighbours among whole pages (上一章/下一章 ...)
@@ -75,7 +76,9 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         next_url = next_url or find_rel_link(page, job.url, {"next"}, encoding)
         prev_url = find_page_link(page, job.url, PREV_PAGE_TEXTS, encoding)
         prev_url = prev_url or find_rel_link(page, job.url, {"prev", "previous"}, encoding)
-    links = page_links(page, job.url, encoding, limit=job.max_links) if job.max_links else []
+    links, beyond = [], 0
+    if job.max_links:
+        links, beyond = page_links_counted(page, job.url, encoding, limit=job.max_links)
     sequence = find_page_links(page, job.url, SEQUENCE_TEXTS, encoding)
     return Reading(
         title=extracted.title,
@@ -84,6 +87,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         own_chars=extracted.own_chars,
         encoding=encoding,
         links=tuple(links),
+        links_beyond=beyond,
         next_url=next_url,
         prev_url=prev_url,
         sequence=sequence,

@@ -27,7 +27,10 @@ Defaults:
   ``False`` (no console or control port is opened by a crawl).
 - ``ITEM_PIPELINES``: :class:`crawler.pipelines.IngestPipeline` only.
 - ``DOWNLOADER_MIDDLEWARES``: :class:`crawler.origin.SameOriginMiddleware` at 50 (before
-  robots.txt): no request to another port of a start URL's host.
+  robots.txt): no request to another port of a start URL's host;
+  :class:`crawler.deadline.DeadlineMiddleware` at 360 (after Scrapy's download timeout):
+  downloads end by ``CLOSESPIDER_TIMEOUT`` (the site's ``deadline``), and requests still
+  waiting then are dropped, counted as ``fptrack/not_crawled/deadline``.
 - ``FPTRACK_INGEST``: unset: the pipeline builds the production ingest (MongoDB store and
   Celery ``fptrack.process_page`` tasks). In-process runs put an object with
   ``.page(**fields)`` here; :func:`crawl_settings` wraps it in :class:`ByReference` so that
@@ -41,11 +44,14 @@ Defaults:
   ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
 - ``FPTRACK_MIN_TEXT_CHARS``: 20 letters or CJK characters of main text (outside links)
   make a page worth storing.
-- ``FPTRACK_MAX_LINKS_PER_PAGE``: 5,000: links taken from one page (the first in it; a page
-  with more counts ``fptrack/links_capped``).
+- ``FPTRACK_MAX_LINKS_PER_PAGE``: 5,000: links taken from one page (the first in it; the
+  links after them are counted, each, in ``fptrack/links_capped``).
 - ``FPTRACK_MAX_REQUESTS``: 1,000,000 distinct URLs requested by one crawler process (new
   links beyond it count ``fptrack/requests_capped``): the bound of its frontier, and of its
   memory, against sites that generate links without end.
+- ``FPTRACK_MAX_PENDING``: 100,000 requests queued and not yet fetched by one crawler
+  process (new links beyond it count ``fptrack/pending_capped``): its queue, the bulk of a
+  crawl's memory, stays bounded however many new links each page brings.
 - ``FPTRACK_EXTRACT_WORKERS``: 2 reader processes per crawling process decode and extract
   pages off the reactor thread (:mod:`crawler.reader_pool`).
 - ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
@@ -102,11 +108,15 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 
 ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
-DOWNLOADER_MIDDLEWARES = {"crawler.origin.SameOriginMiddleware": 50}
+DOWNLOADER_MIDDLEWARES = {
+    "crawler.origin.SameOriginMiddleware": 50,
+    "crawler.deadline.DeadlineMiddleware": 360,
+}
 
 FPTRACK_MIN_TEXT_CHARS = 20
 FPTRACK_MAX_LINKS_PER_PAGE = 5000
 FPTRACK_MAX_REQUESTS = 1_000_000
+FPTRACK_MAX_PENDING = 100_000
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
 FPTRACK_CHROMIUM = render.CHROMIUM

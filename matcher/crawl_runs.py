@@ -136,6 +136,8 @@ NOT_CRAWLED_STATS = {
     "undecodable": "fptrack/undecodable",
     "other_port": "fptrack/other_port",
     "budget": "fptrack/requests_capped",
+    "links_capped": "fptrack/links_capped",
+    "pending_capped": "fptrack/pending_capped",
 }
 """Reasons a page was not crawled (or not read), counted under an existing stat."""
 
@@ -145,10 +147,13 @@ def not_crawled(stats: dict[str, Any]) -> dict[str, int]:
     stats: ``robots`` (robots.txt forbids them), ``too_large`` (over ``DOWNLOAD_MAXSIZE``),
     ``not_html`` (another content type), ``undecodable``, ``other_port`` (links to another
     port of the site's host), ``depth`` (links beyond ``max_depth``), ``budget``
-    (``max_pages`` reached, or the ``max_requests`` bound), ``deadline`` (queued when the
-    site's ``deadline`` came), ``stopped`` (queued when the crawl was stopped),
-    ``http_<status>`` (answered an HTTP error) and ``error_<name>`` (no answer: timeouts,
-    refused connections...). Reasons with no page are left out.
+    (``max_pages`` reached, or the ``max_requests`` bound), ``links_capped`` (links after a
+    page's first ``FPTRACK_MAX_LINKS_PER_PAGE``), ``pending_capped`` (new links while
+    ``FPTRACK_MAX_PENDING`` requests were queued), ``deadline`` (queued, waiting for a
+    download or being downloaded or read when the site's ``deadline`` came),
+    ``stopped`` (queued when the crawl was stopped), ``http_<status>`` (answered an HTTP
+    error) and ``error_<name>`` (no answer: timeouts, refused connections...).
+    Reasons with no page are left out.
 
     >>> not_crawled({"robotstxt/forbidden": 1, "fptrack/http_status/404": 2,
     ...              "fptrack/http_status/200": 5, "fptrack/not_crawled/depth": 3})

@@ -72,6 +72,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -87,16 +88,19 @@ from scrapy.http import Response
 from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.spidermiddlewares.httperror import HttpError
 from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.defer import CancelledError
+from twisted.internet.defer import TimeoutError as TwistedTimeout
 from twisted.python.failure import Failure
 from w3lib.url import canonicalize_url
 
 from crawler import incremental as inc
+from crawler.deadline import deadline_of, past_deadline
 from crawler.encoding import sniff_html
 from crawler.extract import check_selector
 from crawler.items import PageItem
 from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
-from crawler.reader_pool import ReaderPool, shared_pool
+from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
@@ -105,6 +109,10 @@ from matcher.pages import GonePage, UnchangedPage
 from matcher.sites import SiteConfig, SiteConfigError
 
 DEPTH = "fptrack_depth"
+NEW = "fptrack_new"
+"""Meta key of a new request until it reaches the scheduler (:meth:`SiteSpider._pending`)."""
+PENDING_CAPPED = "fptrack/pending_capped"
+"""Stat: new links not requested because ``max_pending`` requests were already queued."""
 START = "fptrack_start"
 """Meta key of a start URL's request (and of its redirects): the start URL."""
 MAX_START_ERRORS = 3
@@ -179,6 +187,8 @@ class SiteSpider(scrapy.Spider):
         min_text_chars: int = 20,
         max_links: int = 5000,
         max_requests: int = 1_000_000,
+        max_pending: int = 100_000,
+        deadline: float = 0.0,
         extract_workers: int = 2,
         extract_seconds: float = 10.0,
         render_unavailable: str = "",
@@ -202,6 +212,12 @@ class SiteSpider(scrapy.Spider):
         self.min_text_chars = min_text_chars
         self.max_links = max_links
         self.max_requests = max_requests
+        self.max_pending = max_pending
+        self.deadline = deadline
+        self._deadline_at: float | None = None
+        self._url_limit = 2083  # Scrapy's URLLENGTH_LIMIT, set from the crawler's settings
+        self._made = 0  # new requests made ...
+        self._arrived = 0  # ... and of them, those the scheduler took or dropped
         self.extract_seconds = extract_seconds
         self.render_unavailable = render_unavailable if config.render else ""
         self.readers: ReaderPool = shared_pool(extract_workers)
@@ -230,6 +246,8 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("min_text_chars", settings.getint("FPTRACK_MIN_TEXT_CHARS", 20))
         kwargs.setdefault("max_links", settings.getint("FPTRACK_MAX_LINKS_PER_PAGE", 5000))
         kwargs.setdefault("max_requests", settings.getint("FPTRACK_MAX_REQUESTS", 1_000_000))
+        kwargs.setdefault("max_pending", settings.getint("FPTRACK_MAX_PENDING", 100_000))
+        kwargs.setdefault("deadline", deadline_of(crawler))
         kwargs.setdefault("extract_workers", settings.getint("FPTRACK_EXTRACT_WORKERS", 2))
         kwargs.setdefault("extract_seconds", settings.getfloat("FPTRACK_EXTRACT_SECONDS", 10.0))
         kwargs.setdefault("render_unavailable", settings.get(UNAVAILABLE_SETTING) or "")
@@ -237,7 +255,10 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("feed_max_bytes", settings.getint("FPTRACK_FEED_MAX_BYTES", 5 << 20))
         kwargs.setdefault("feed_max_entries", settings.getint("FPTRACK_FEED_MAX_ENTRIES", 50_000))
         spider = super().from_crawler(crawler, *args, **kwargs)
+        spider._url_limit = settings.getint("URLLENGTH_LIMIT", 2083) or 1 << 62
         crawler.signals.connect(spider._scheduled, signal=signals.request_scheduled)
+        crawler.signals.connect(spider._opened, signal=signals.spider_opened)
+        crawler.signals.connect(spider._dropped, signal=signals.request_dropped)
         if spider.incremental and spider.ledger is None:
             spider.ledger, spider._owned_store = _ledger(crawler.settings)
         return spider
@@ -268,6 +289,11 @@ class SiteSpider(scrapy.Spider):
         if self._owned_store is not None:
             self._owned_store.close()
             self._owned_store = None
+
+    def _opened(self, spider: Any = None) -> None:
+        """The deadline's clock starts with the crawl (as Scrapy's ``CLOSESPIDER_TIMEOUT``)."""
+        if self.deadline > 0:
+            self._deadline_at = time.monotonic() + self.deadline
 
     # requests -------------------------------------------------------------------------
 
@@ -483,8 +509,22 @@ class SiteSpider(scrapy.Spider):
             next_page_texts=self.site.next_page_texts if self.site.join_next_pages else (),
             max_links=self.max_links + 1,  # at max_depth too: those links are counted
         )
-        future = self.readers.submit(job, self.extract_seconds)
-        reading, problem = await maybe_deferred_to_future(deferred_from_future(future))
+        if self._deadline_at is not None and time.monotonic() >= self._deadline_at:
+            self._inc(NOT_CRAWLED + "deadline")
+            return None
+        future = self.readers.submit(job, self.extract_seconds, self._deadline_at)
+        waiting = deferred_from_future(future)
+        if self._deadline_at is not None:  # a quick reading after a timeout may outlast it
+            from twisted.internet import reactor
+
+            waiting.addTimeout(max(self._deadline_at - time.monotonic(), 0.0), reactor)
+        try:
+            reading, problem = await maybe_deferred_to_future(waiting)
+        except (TwistedTimeout, CancelledError):
+            reading, problem = Reading(), DEADLINE
+        if problem == DEADLINE:
+            self._inc(NOT_CRAWLED + "deadline")
+            return None
         if problem:
             self._inc(f"fptrack/extract_{problem}")
             self.logger.info("page %s read the quick way (%s)", response.url, problem)
@@ -533,15 +573,21 @@ class SiteSpider(scrapy.Spider):
         if depth >= self.max_depth:
             self._count_beyond(reading.links[: self.max_links], same_level)
             return
-        links = reading.links
-        if len(links) > self.max_links:
-            self._inc("fptrack/links_capped")  # the page's links after the first max_links
-            links = links[: self.max_links]
+        links = self._capped(reading)
         for url in links:
             if canonical(url) not in same_level and self._wanted(url):
                 request = self._request(url, depth + 1)
                 if request is not None:
                     yield request
+
+    def _capped(self, reading: Reading) -> tuple[str, ...]:
+        """The page's first ``max_links`` links; the links after them are counted in
+        ``fptrack/links_capped`` (each link attribute, as the page has it)."""
+        links = reading.links
+        if len(links) > self.max_links:
+            self._inc("fptrack/links_capped", len(links) - self.max_links + reading.links_beyond)
+            links = links[: self.max_links]
+        return links
 
     def _count_beyond(self, links: list[str], taken: set[str]) -> None:
         """Count, once each, the wanted links not requested because they lie beyond
@@ -582,11 +628,8 @@ class SiteSpider(scrapy.Spider):
         skip.update(canonical(u) for u in sequence)
         links: list[str] = []
         if depth < self.max_depth:
-            links = reading.links
-            if len(links) > self.max_links:
-                self._inc("fptrack/links_capped")
-                links = links[: self.max_links]
-            links = [u for u in links if canonical(u) not in skip and self._wanted(u)]
+            capped = self._capped(reading)
+            links = [u for u in capped if canonical(u) not in skip and self._wanted(u)]
         known = self._known({canonical(u) for u in [*same_level, *sequence, *links]})
         for url in same_level:
             request = self._request(url, depth, known.get(canonical(url)))
@@ -620,13 +663,34 @@ class SiteSpider(scrapy.Spider):
             if len(self._requested) >= self.max_requests:
                 self._inc("fptrack/requests_capped")
                 return None
+            if self._pending() >= self.max_pending:
+                self._inc(PENDING_CAPPED)
+                return None
             self._requested.add(key)
         meta: dict[str, Any] = {DEPTH: depth}
         headers = stored.headers() if stored is not None else {}
         if headers:
             meta["handle_httpstatus_list"] = [NOT_MODIFIED]
-        return scrapy.Request(
+        request = scrapy.Request(
             url, self.parse, errback=self.on_error, meta=meta, headers=headers or None
+        )
+        if len(request.url) <= self._url_limit:  # longer: dropped unseen (UrlLengthMiddleware)
+            self._made += 1
+            request.meta[NEW] = True
+        return request
+
+    def _pending(self) -> int:
+        """Requests this process made and has not yet fetched: those in its scheduler's
+        queue, and those on their way to it (Scrapy schedules a callback's requests while
+        it goes on iterating them)."""
+        crawler = getattr(self, "crawler", None)
+        if crawler is None:
+            return 0
+        stats = crawler.stats
+        return (self._made - self._arrived) + sum(
+            stats.get_value(f"scheduler/enqueued/{where}", 0)
+            - stats.get_value(f"scheduler/dequeued/{where}", 0)
+            for where in ("memory", "disk", "redis")
         )
 
     def _on_site(self, url: str) -> bool:
@@ -635,9 +699,17 @@ class SiteSpider(scrapy.Spider):
         host = (urlsplit(url).hostname or "").lower()
         return any(host == d or host.endswith("." + d) for d in self._domains)
 
+    def _dropped(self, request: scrapy.Request, spider: Any = None) -> None:
+        """A request the scheduler refused (a duplicate) is no longer on its way."""
+        if request.meta.pop(NEW, False):
+            self._arrived += 1
+
     def _scheduled(self, request: scrapy.Request, spider: Any = None) -> None:
-        """A start URL's redirect as it is scheduled: Scrapy drops an off-site one there
+        """A request reaching the scheduler (no longer on its way: :meth:`_pending`); a
+        start URL's redirect as it is scheduled: Scrapy drops an off-site one there
         without a word, so :meth:`closed` names it."""
+        if request.meta.pop(NEW, False):
+            self._arrived += 1
         start = request.meta.get(START)
         if start and request.meta.get("redirect_urls"):
             self._start_redirects[start] = request.url
@@ -695,7 +767,9 @@ class SiteSpider(scrapy.Spider):
         )
 
     def _count_failure(self, failure: Failure) -> None:
-        if failure.check(HttpError):
+        if past_deadline(getattr(failure, "request", None), failure):
+            self._inc(NOT_CRAWLED + "deadline")
+        elif failure.check(HttpError):
             self._inc(f"fptrack/http_status/{failure.value.response.status}")
         elif failure.check(IgnoreRequest) and "DOWNLOAD_MAXSIZE" not in str(failure.value):
             self._inc("fptrack/ignored")

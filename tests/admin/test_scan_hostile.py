@@ -38,3 +38,35 @@ def test_a_scan_of_the_hostile_site_finds_every_copy_and_names_what_it_could_not
     assert "<script>alert(" not in html and "<img src=x" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in html  # the page's text, shown as text
     assert "/xss/%22%3E%3Cscript%3Ealert(3)%3C/script%3E.html'" in html  # still encoded
+
+
+def test_a_scan_of_a_link_flood_keeps_its_caps_and_its_deadline(tmp_path: Path) -> None:
+    """Issue 23: pages made on request, each linking 200,000 new ones. ``fptrack scan
+    --deadline 10`` ends within 10 * 1.1 s plus 20 s for the command's start-up (imports,
+    the works' index, the reader processes) and its report; the links after each page's
+    first ``--max-links`` are counted, and so are the pages not reached by the deadline
+    (those being downloaded or read then included). The pending cap is tested on the crawl
+    (tests/crawler/test_hostile_pages.py): here few pages are read by the deadline."""
+    import time
+
+    from bench.hostile_site import FLOOD_PREFIX, link_flood
+
+    out = tmp_path / "scan.json"
+    deadline = 10
+    with FixtureSite(generated={FLOOD_PREFIX: link_flood()}) as server:
+        started = time.monotonic()
+        ran = fptrack(
+            *("scan", "--works", str(WORKS), "--site", server.url(FLOOD_PREFIX + "0")),
+            *("--json", str(out), "--deadline", str(deadline)),
+            *("--max-links", "1000"),
+            timeout=300,
+        )
+        took = time.monotonic() - started
+    assert took < deadline * 1.1 + 20, took
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["matches"] == []
+    [skipped] = result["not_crawled"].values()
+    pages_read, rest = divmod(skipped["links_capped"], 199_000)  # after each one's first 1,000
+    assert pages_read >= 1 and rest == 0
+    assert skipped["deadline"] >= 1
+    assert any("deadline" in e for e in result["errors"]), ran.err

@@ -8,7 +8,9 @@
 ``pages`` maps a path (with its query string, if any) to ``(status, headers, body)``; the
 body is bytes, or a callable returning an iterable of byte chunks, which is streamed without
 a ``Content-Length`` (the response ends when the connection closes). ``redirects`` maps a
-path to ``(status, location)``. Anything else is a 404. A resource whose headers carry an
+path to ``(status, location)``. ``generated`` maps a path prefix to a function of the
+path (with its query string) that makes its resource on each request, for sites without
+end (link generators). Anything else is a 404. A resource whose headers carry an
 ``ETag`` answers 304 Not Modified (no body) to a request whose ``If-None-Match`` is that
 ETag, as a server supporting conditional requests does. Every request is recorded in
 :attr:`FixtureSite.requests` (path and headers), so tests can check what was fetched.
@@ -45,8 +47,10 @@ class FixtureSite:
         pages: dict[str, Resource] | None = None,
         redirects: dict[str, tuple[int, str]] | None = None,
         host: str = "127.0.0.1",
+        generated: dict[str, Callable[[str], Resource]] | None = None,
     ) -> None:
         self.pages: dict[str, Resource] = dict(pages or {})
+        self.generated: dict[str, Callable[[str], Resource]] = dict(generated or {})
         self.redirects: dict[str, tuple[int, str]] = dict(redirects or {})
         self.requests: list[tuple[str, dict[str, str]]] = []
         self._lock = threading.Lock()
@@ -113,6 +117,11 @@ def _handler_for(site: FixtureSite) -> type[BaseHTTPRequestHandler]:
             status, headers, body = site.pages.get(
                 self.path, (404, {"Content-Type": "text/html"}, b"<h1>404 Not Found</h1>")
             )
+            if self.path not in site.pages:
+                for prefix, make in site.generated.items():
+                    if self.path.startswith(prefix):
+                        status, headers, body = make(self.path)
+                        break
             etag = headers.get("ETag")
             if status == 200 and etag and self.headers.get("If-None-Match") == etag:
                 self.send_response(304)

@@ -179,3 +179,85 @@ def test_pages_over_the_extraction_time_are_read_the_quick_way_and_kept(
     assert stats["fptrack/pages"] == 4
     # a warm reader may answer a small page within even this limit
     assert 1 <= stats["fptrack/extract_timeout"] <= stats["response_received_count"] - 1
+
+
+def test_a_page_with_more_links_than_the_cap_gives_the_first_and_counts_the_others(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    """Issue 23: of a page with 2,000 new links, the first 100 are followed, 1,900 counted."""
+    from bench.hostile_site import FLOOD_PREFIX, link_flood
+    from matcher.crawl_runs import not_crawled
+
+    overrides = {**test_overrides, "FPTRACK_MAX_LINKS_PER_PAGE": 100}
+    with FixtureSite(generated={FLOOD_PREFIX: link_flood(2000)}) as site:
+        start = site.url(FLOOD_PREFIX + "0")
+        config = SiteConfig.from_dict({"name": "many", "start_urls": [start], "max_depth": 1})
+        stats = crawl_in_process([config], overrides, timeout=120)["many"]
+        requested = [p for p in site.requested() if p != "/robots.txt"]
+    assert requested[0] == FLOOD_PREFIX + "0"
+    assert sorted(requested[1:]) == sorted(f"{FLOOD_PREFIX}{n}" for n in range(1, 101))
+    assert stats["fptrack/links_capped"] == 1900
+    assert not_crawled(stats)["links_capped"] == 1900
+    assert stats["finish_reason"] == "finished"
+
+
+def test_a_site_generating_links_forever_is_held_at_the_pending_cap(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    """Every page brings 50 new links; the queue never holds more than 20 requests, the
+    links dropped for it are counted, and the crawl ends at its page budget."""
+    from bench.hostile_site import FLOOD_PREFIX, link_flood
+    from matcher.crawl_runs import not_crawled
+
+    overrides = {**test_overrides, "FPTRACK_MAX_PENDING": 20, "CONCURRENT_REQUESTS": 2}
+    with FixtureSite(generated={FLOOD_PREFIX: link_flood(50)}) as site:
+        start = site.url(FLOOD_PREFIX + "0")
+        config = SiteConfig.from_dict(
+            {"name": "endless", "start_urls": [start], "max_depth": 1000, "max_pages": 60}
+        )
+        stats = crawl_in_process([config], overrides, timeout=120)["endless"]
+        requested = [p for p in site.requested() if p != "/robots.txt"]
+    enqueued = stats["scheduler/enqueued/memory"]
+    assert enqueued <= len(requested) + 20  # never more than 20 waiting
+    read = stats["fptrack/thin"]  # flood pages whose links were taken
+    assert read >= 50 and enqueued - 1 + stats["fptrack/pending_capped"] == 50 * read
+    assert not_crawled(stats)["pending_capped"] == stats["fptrack/pending_capped"]
+    assert not stats.get("fptrack/requests_capped") and not stats.get("fptrack/links_capped")
+    assert stats["finish_reason"] == "closespider_pagecount"
+
+
+def test_a_deadline_holds_against_slow_downloads_and_huge_pages(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    """Pages trickling a byte a second (each under its download timeout) and pages of
+    200,000 new links each: the crawl ends within its deadline * 1.1 plus 3 s to start
+    (the reactor and the reader processes); what it did not finish counts as ``deadline``,
+    not as the site's timeouts."""
+    import time
+
+    from bench.hostile_site import FLOOD_PREFIX, link_flood
+
+    def slowly() -> Any:
+        for _ in range(120):
+            time.sleep(1)
+            yield b" "
+
+    links = "".join(f'<a href="/slow/{n}.html">{n}</a>' for n in range(4))
+    pages: dict[str, Any] = {
+        "/": page(chapter_html(CHAPTER + links + f'<a href="{FLOOD_PREFIX}0">flood</a>'))
+    }
+    for n in range(4):
+        pages[f"/slow/{n}.html"] = (200, {"Content-Type": "text/html"}, slowly)
+    overrides = {**test_overrides, "DOWNLOAD_TIMEOUT": 60}
+    deadline = 8
+    with FixtureSite(pages, generated={FLOOD_PREFIX: link_flood()}) as site:
+        config = SiteConfig.from_dict(
+            {"name": "late", "start_urls": [site.url("/")], "deadline": deadline}
+        )
+        started = time.monotonic()
+        stats = crawl_in_process([config], overrides, timeout=120)["late"]
+        took = time.monotonic() - started
+    assert stats["finish_reason"] == "closespider_timeout"
+    assert took < deadline * 1.1 + 3, took
+    assert stats["fptrack/not_crawled/deadline"] >= 4  # the slow pages at least
+    assert not any(k.startswith("fptrack/errors/") for k in stats), stats
