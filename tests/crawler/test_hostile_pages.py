@@ -5,8 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from scrapy import Request
+from scrapy.http import HtmlResponse
+from scrapy.settings import Settings
+
 from crawler.encoding import decode_body, looks_like_html, sniff_html
 from crawler.extract import MAX_NESTING, extract, flatten_deep, parse_html
+from crawler.meta_refresh import HEAD_BYTES, HeadMetaRefreshMiddleware
 from crawler.run import crawl_in_process
 from matcher.sites import SiteConfig
 from tests.crawler.fixture_site import FixtureSite, page
@@ -261,3 +266,36 @@ def test_a_deadline_holds_against_slow_downloads_and_huge_pages(
     assert took < deadline * 1.1 + 3, took
     assert stats["fptrack/not_crawled/deadline"] >= 4  # the slow pages at least
     assert not any(k.startswith("fptrack/errors/") for k in stats), stats
+
+
+def refresh_to(path: str, padding: int = 0) -> bytes:
+    head = f'<html><head><meta http-equiv="refresh" content="0; url={path}"></head>'
+    return (head + "<body>" + "<p>　</p>" * padding + "</body></html>").encode("gbk")
+
+
+def test_meta_refresh_is_followed_on_small_and_big_pages(
+    ingest: RecordingIngest, test_overrides: dict[str, Any]
+) -> None:
+    gbk = {"Content-Type": "text/html; charset=gbk"}
+    pages = {
+        "/": page('<html><body><a href="/moved.html">1</a><a href="/big.html">2</a></body></html>'),
+        "/moved.html": (200, gbk, refresh_to("/new.html")),
+        "/big.html": (200, gbk, refresh_to("/new2.html", padding=20_000)),
+        "/new.html": page(chapter_html()),
+        "/new2.html": page(chapter_html(CHAPTER[::-1])),
+    }
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict({"name": "refresh", "start_urls": [site.url("/")]})
+        crawl_in_process([config], test_overrides, timeout=60)
+        stored = ingest.by_url()
+        assert set(stored) == {site.url("/new.html"), site.url("/new2.html")}
+
+
+def test_a_big_page_without_refresh_is_not_decoded_by_the_refresh_check() -> None:
+    big = chapter_html(CHAPTER * 200).encode("utf-8")
+    request = Request("http://127.0.0.1/big.html")
+    response = HtmlResponse(request.url, body=big, encoding="utf-8", request=request)
+    middleware = HeadMetaRefreshMiddleware(Settings())
+    assert len(big) > HEAD_BYTES
+    assert middleware.process_response(request, response) is response
+    assert response._cached_ubody is None  # Scrapy's own check would have decoded it all
