@@ -5,7 +5,8 @@ keeps. Passages are in content characters; a span of the original text comes fro
 text's normalisation and content positions only (:func:`matcher.prepared.locate`), never a
 whole :func:`~matcher.prepared.prepare`. Work segments are read from the store by index,
 only those a record quotes, and kept in a small cache keyed by the work's content hash,
-under a lock (the threads of an admin worker share it).
+under a lock (the threads of an admin worker share it; see
+:class:`matcher.segment_cache.SegmentCache`).
 """
 
 from __future__ import annotations

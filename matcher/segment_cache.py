@@ -43,8 +43,10 @@ Parsed = tuple[SegmentHeader, Anchors]
 class SegmentCache:
     """Parsed segment blobs by reference, least recently used dropped first, at most
     ``max_bytes`` of blob in all (the parsed arrays take about as much). Shared by the
-    threads of a process (the admin's gthread workers): each call holds the cache's lock,
-    since another thread's eviction between a lookup and its ``move_to_end`` would raise."""
+    threads of a process (the admin's gthread workers): each call holds the cache's lock, so
+    a lookup and its ``move_to_end``, an insert and its evictions, are one step to the other
+    threads whatever the interpreter lets run between them (CPython's GIL happens not to
+    switch there; a free-threaded build may)."""
 
     max_bytes: int
     _items: OrderedDict[bytes, tuple[Parsed, int]] = field(default_factory=OrderedDict)
