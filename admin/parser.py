@@ -623,12 +623,20 @@ def add_services(sub: Any) -> None:
         "/metrics: to a viewer's API token (Authorization: Bearer), or without one to the "
         "addresses of FPTRACK_METRICS_ALLOW (default: none); figures are computed from "
         "MongoDB and Redis and kept FPTRACK_METRICS_CACHE_SECONDS (default: 15) per process. "
-        "gunicorn's worker timeout is 120 s, or the longest "
-        "outbound deadline (FPTRACK_QUERY_DEADLINE, 20 s; FPTRACK_ALERT_TIMEOUT, 10 s) plus "
-        "60 s when that is longer, so a fetch ends by its own deadline first.",
+        "Each gunicorn worker (gthread) serves --threads requests at once, so a query by URL "
+        "or a webhook test waiting on a slow server holds one thread until its own deadline "
+        "(FPTRACK_QUERY_DEADLINE, 20 s; FPTRACK_ALERT_TIMEOUT, 10 s), never the other "
+        "users' pages. gunicorn's worker timeout (a worker whose main loop stopped) is 120 s, "
+        "or the longest of those deadlines plus 60 s when that is longer.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
-    p.add_argument("--workers", type=int, default=2, help="gunicorn workers (default: 2)")
+    p.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default: 2)")
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=4,
+        help="requests each worker serves at once, in threads (default: 4)",
+    )
     p.add_argument(
         "--secure-cookies",
         action="store_true",

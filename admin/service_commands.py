@@ -125,6 +125,8 @@ def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
 
     if args.workers < 1:
         args.parser.error("--workers must be at least 1")
+    if args.threads < 1:
+        args.parser.error("--threads must be at least 1")
     host, _, port = args.bind.rpartition(":")
     if not host or not port.isdigit():
         args.parser.error(f"--bind {args.bind!r}: give HOST:PORT")
@@ -138,7 +140,7 @@ def cmd_admin_serve(args: argparse.Namespace, ctx: Context) -> int:
             file=sys.stderr,
         )
     timeout = worker_timeout(ctx.settings)
-    serve(args.bind, args.workers, args.secure_cookies, args.access_log, timeout)
+    serve(args.bind, args.workers, args.secure_cookies, args.access_log, timeout, args.threads)
     return 0
 
 

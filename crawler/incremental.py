@@ -19,9 +19,13 @@ requested at all.
 Sitemaps and feeds are hostile input: a body over ``FPTRACK_FEED_MAX_BYTES`` (5 MiB, after
 gunzip) or that does not parse gives one line in the log and the stats
 (``fptrack/incremental/feed_problems``, the last one in ``fptrack/incremental/feed_problem``)
-and the crawl goes on; at most ``FPTRACK_FEED_MAX_ENTRIES`` (50,000) entries of one file are
-read. Sitemaps are read by Scrapy's :class:`scrapy.utils.sitemap.Sitemap` (lxml, entities
-not resolved); feeds by :mod:`defusedxml` (no DTD, no entity expansion).
+and the crawl goes on; so does one not fetched (robots.txt included: /sitemap.xml is then
+tried), whatever the server does, since each is a Scrapy request of the crawl, cancelled at
+``DOWNLOAD_TIMEOUT`` (its whole download: a server sending one byte a second is cut off) and
+at ``DOWNLOAD_MAXSIZE``, and retried ``RETRY_TIMES`` as any request. At most
+``FPTRACK_FEED_MAX_ENTRIES`` (50,000) entries of one file are read. Sitemaps are read by
+Scrapy's :class:`scrapy.utils.sitemap.Sitemap` (lxml, entities not resolved); feeds by
+:mod:`defusedxml` (no DTD, no entity expansion).
 """
 
 from __future__ import annotations

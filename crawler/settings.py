@@ -28,6 +28,9 @@ Defaults:
 - ``ITEM_PIPELINES``: :class:`crawler.pipelines.IngestPipeline` only.
 - ``DOWNLOADER_MIDDLEWARES``: :class:`crawler.origin.SameOriginMiddleware` at 50 (before
   robots.txt): no request to another port of a start URL's host;
+  :class:`crawler.robots.RobotsMiddleware` at 100 in place of Scrapy's robots.txt
+  middleware: a robots.txt that cannot be read (as Scrapy, the host is then crawled as if it
+  allowed everything) is one line and ``fptrack/robots_unread``, not a traceback;
   :class:`crawler.deadline.DeadlineMiddleware` at 360 (after Scrapy's download timeout):
   downloads end by ``CLOSESPIDER_TIMEOUT`` (the site's ``deadline``), and requests still
   waiting then are dropped, counted as ``fptrack/not_crawled/deadline``;
@@ -112,9 +115,11 @@ REMOTE_CONTROL_ENABLED = False
 ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
 DOWNLOADER_MIDDLEWARES = {
     "crawler.origin.SameOriginMiddleware": 50,
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "crawler.robots.RobotsMiddleware": 100,
+    "crawler.deadline.DeadlineMiddleware": 360,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "crawler.meta_refresh.HeadMetaRefreshMiddleware": 580,
-    "crawler.deadline.DeadlineMiddleware": 360,
 }
 
 FPTRACK_MIN_TEXT_CHARS = 20

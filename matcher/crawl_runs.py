@@ -39,6 +39,10 @@ START_FAILED = "fptrack/start_failed"
 START_ERROR = "fptrack/start_error"
 """A crawl's start URLs that gave no page (a count), and why (one line, the first three)."""
 NOT_CRAWLED = "fptrack/not_crawled/"
+ROBOTS_UNREAD = "fptrack/robots_unread"
+ROBOTS_PROBLEM = "fptrack/robots_problem"
+"""Hosts whose robots.txt could not be read, crawled as if it allowed everything (a count),
+and the last one's line (:mod:`crawler.robots`)."""
 STOP_REASONS = {
     "closespider_timeout": "deadline",
     "closespider_pagecount": "budget",
@@ -225,8 +229,9 @@ def problems(stats: dict[str, Any]) -> list[str]:
     """What kept a crawl from its pages, from its stats (empty when nothing did): a site
     whose pages should be rendered in Chromium and cannot be (:mod:`crawler.render`), start
     URLs that gave no page (:func:`start_problem`), no response at all, robots.txt
-    forbidding the whole crawl, requests that timed out,
-    responses over the size limit, the crawl's deadline.
+    forbidding the whole crawl, a robots.txt that could not be read (its host crawled as if
+    it allowed everything), requests that timed out, responses over the size limit, the
+    crawl's deadline.
 
     >>> problems({"response_received_count": 1, "robotstxt/forbidden": 1})
     ['robots.txt forbids fptrack to crawl it (1 request(s) not made)']
@@ -234,6 +239,9 @@ def problems(stats: dict[str, Any]) -> list[str]:
     []
     >>> problems({"fptrack/render_unavailable": "no Chromium at /x"})
     ['its pages cannot be rendered: no Chromium at /x']
+    >>> problems({"response_received_count": 2, "fptrack/robots_unread": 1,
+    ...           "fptrack/robots_problem": "http://h/robots.txt not read (TimeoutError)"})
+    ['http://h/robots.txt not read (TimeoutError)']
     """
     unrendered = stats.get(RENDER_UNAVAILABLE)
     if unrendered:  # nothing was requested: the crawl's only problem
@@ -250,6 +258,11 @@ def problems(stats: dict[str, Any]) -> list[str]:
     forbidden = int(stats.get("robotstxt/forbidden", 0))
     if forbidden and not stats.get("fptrack/pages", 0) and not start:
         out.append(f"robots.txt forbids fptrack to crawl it ({forbidden} request(s) not made)")
+    unread = _count(stats.get(ROBOTS_UNREAD))
+    if unread:
+        line = str(stats.get(ROBOTS_PROBLEM) or "robots.txt not read")
+        more = f"{unread} robots.txt not read, crawled as if they allowed everything; last: "
+        out.append(line if unread == 1 else more + line)
     timeouts = sum(
         v
         for k, v in stats.items()

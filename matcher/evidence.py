@@ -4,11 +4,14 @@
 keeps. Passages are in content characters; a span of the original text comes from the
 text's normalisation and content positions only (:func:`matcher.prepared.locate`), never a
 whole :func:`~matcher.prepared.prepare`. Work segments are read from the store by index,
-only those a record quotes, and kept in a small cache keyed by the work's content hash.
+only those a record quotes, and kept in a small cache keyed by the work's content hash,
+under a lock (the threads of an admin worker share it; see
+:class:`matcher.segment_cache.SegmentCache`).
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -40,6 +43,7 @@ class Evidence:
         self.store = store
         self.cache_size = cache_size
         self._segments: OrderedDict[tuple[str, int], WorkSegment] = OrderedDict()
+        self._lock = threading.Lock()
 
     def records(
         self,
@@ -116,11 +120,12 @@ class Evidence:
         """The work's segments of ``indexes``, from the cache or one store query."""
         digest = work.get("content_hash", "")
         out = {}
-        for i in indexes:
-            cached = self._segments.get((digest, i))
-            if cached is not None:
-                self._segments.move_to_end((digest, i))
-                out[i] = cached
+        with self._lock:
+            for i in indexes:
+                cached = self._segments.get((digest, i))
+                if cached is not None:
+                    self._segments.move_to_end((digest, i))
+                    out[i] = cached
         missing = indexes - set(out)
         if missing:
             for doc in self.store.work_segments(work["_id"], missing):
@@ -129,7 +134,8 @@ class Evidence:
         return out
 
     def _remember(self, key: tuple[str, int], segment: WorkSegment) -> WorkSegment:
-        self._segments[key] = segment
-        while len(self._segments) > self.cache_size:
-            self._segments.popitem(last=False)
+        with self._lock:
+            self._segments[key] = segment
+            while len(self._segments) > self.cache_size:
+                self._segments.popitem(last=False)
         return segment

@@ -24,7 +24,9 @@ and a new deployment (no marker, no fingerprint in the store) starts whole.
 
 **Rebuild.** One process at a time rebuilds, under a lease kept in MongoDB
 (:class:`matcher.index_state.IndexState`), renewed while it works, so a rebuild whose process
-died is taken over when the lease ends; the others wait for the markers. Only the lost
+died is taken over when the lease ends; the others wait for the markers. Within a process
+(the threads of an admin worker share one engine, and the lease's holder), one thread at a
+time holds it: the others wait for the markers as another process's would. Only the lost
 groups are cleared and loaded (every owner's entries in those groups, from the store's
 fingerprints); the groups Redis kept are left as they are. The rebuild is recorded in the
 store with the time the indexes were last seen whole: the heal job
@@ -106,6 +108,8 @@ class Integrity:
         self.wait = wait
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(4)}"
         self._lease_lost = threading.Event()
+        self._leasing = threading.Lock()
+        """Held by the thread of this process that holds the lease."""
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -235,7 +239,20 @@ class Integrity:
     @contextmanager
     def _lease(self, groups: Collection[int]) -> Iterator[bool]:
         """Hold the rebuild lease (renewed by a thread) while the block runs; yields False
-        when another process holds it."""
+        when another process, or another thread of this one, holds it."""
+        if not self._leasing.acquire(blocking=False):
+            yield False
+            return
+        try:
+            with self._claimed(groups) as held:
+                yield held
+        finally:
+            self._leasing.release()
+
+    @contextmanager
+    def _claimed(self, groups: Collection[int]) -> Iterator[bool]:
+        """The lease of :meth:`_lease`, taken by this process (its thread holds
+        ``_leasing``)."""
         if not self.state.claim(self.holder, groups, LEASE_SECONDS):
             yield False
             return

@@ -427,6 +427,39 @@ class Operations:
             {"username": _plain_str(username, "username")}, {"$set": _plain_fields(fields)}
         )
 
+    @mongo_errors
+    def count_login_failure(self, *, username: str, client: str) -> int:
+        """Add one failed login of ``client`` (a hex digest of its address) to the account
+        ``username``, in one atomic update (logins failing at once all count); the client's
+        failures now (0 when there is no such account)."""
+        field = f"throttle.{_plain_token(client)}"
+        doc = self.db.users.find_one_and_update(
+            {"username": _plain_str(username, "username")},
+            {"$inc": {f"{field}.failures": 1}},
+            projection={field: 1},
+            return_document=ReturnDocument.AFTER,
+        )
+        mine = ((doc or {}).get("throttle") or {}).get(client) or {}
+        return int(mine.get("failures", 0))
+
+    @mongo_errors
+    def hold_logins(self, *, username: str, client: str, until: datetime) -> None:
+        """Refuse ``client``'s logins to ``username`` until ``until`` (or a later time
+        already set)."""
+        self.db.users.update_one(
+            {"username": _plain_str(username, "username")},
+            {"$max": {f"throttle.{_plain_token(client)}.until": _when(until)}},
+        )
+
+    @mongo_errors
+    def login_succeeded(self, *, username: str, client: str, fields: dict[str, Any]) -> None:
+        """Forget ``client``'s failed logins to ``username`` and set ``fields`` (plain
+        values), the other clients' failures left as they are."""
+        self.db.users.update_one(
+            {"username": _plain_str(username, "username")},
+            {"$unset": {f"throttle.{_plain_token(client)}": ""}, "$set": _plain_fields(fields)},
+        )
+
     # API tokens ------------------------------------------------------------------------
 
     @mongo_errors
@@ -760,6 +793,13 @@ def _period(field: str, since: datetime | None, until: datetime | None) -> dict[
 def _plain_str(value: Any, what: str) -> str:
     if not isinstance(value, str):
         raise StoreError(f"{what} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _plain_token(value: Any) -> str:
+    """A lowercase hex token (8 to 64 digits) fit for a field name."""
+    if not isinstance(value, str) or not _TOKEN.match(value):
+        raise StoreError(f"not a hex token: {value!r}")
     return value
 
 

@@ -14,6 +14,7 @@ new text has a new digest.
 from __future__ import annotations
 
 import logging
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -41,27 +42,34 @@ Parsed = tuple[SegmentHeader, Anchors]
 @dataclass
 class SegmentCache:
     """Parsed segment blobs by reference, least recently used dropped first, at most
-    ``max_bytes`` of blob in all (the parsed arrays take about as much)."""
+    ``max_bytes`` of blob in all (the parsed arrays take about as much). Shared by the
+    threads of a process (the admin's gthread workers): each call holds the cache's lock, so
+    a lookup and its ``move_to_end``, an insert and its evictions, are one step to the other
+    threads whatever the interpreter lets run between them (CPython's GIL happens not to
+    switch there; a free-threaded build may)."""
 
     max_bytes: int
     _items: OrderedDict[bytes, tuple[Parsed, int]] = field(default_factory=OrderedDict)
     size: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def get(self, ref: bytes) -> Parsed | None:
-        item = self._items.get(ref)
-        if item is None:
-            return None
-        self._items.move_to_end(ref)
-        return item[0]
+        with self._lock:
+            item = self._items.get(ref)
+            if item is None:
+                return None
+            self._items.move_to_end(ref)
+            return item[0]
 
     def put(self, ref: bytes, parsed: Parsed, size: int) -> None:
-        if size > self.max_bytes or ref in self._items:
-            return
-        self._items[ref] = (parsed, size)
-        self.size += size
-        while self.size > self.max_bytes:
-            _, (_, dropped) = self._items.popitem(last=False)
-            self.size -= dropped
+        with self._lock:
+            if size > self.max_bytes or ref in self._items:
+                return
+            self._items[ref] = (parsed, size)
+            self.size += size
+            while self.size > self.max_bytes:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self.size -= dropped
 
     def __len__(self) -> int:
         return len(self._items)

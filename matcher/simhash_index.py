@@ -54,7 +54,9 @@ a group and idempotent overall (an interrupted add is completed by running it ag
 an add pushes a bucket over the limit, the client splits it in a WATCH / MULTI transaction
 on the bucket, the group's token and record count (the numpy code of bulk loads); until then
 the bucket is merely large, and a crash in between leaves it for the next add to split. A
-:class:`SimhashIndex` object caches the directory: one per thread.
+:class:`SimhashIndex` object caches the directory as one snapshot (:class:`_Directory`),
+replaced whole; each query, edit or split reads it once and checks the stored tokens
+against that snapshot's, so the threads of a process may share the object.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ from __future__ import annotations
 import itertools
 import json
 import secrets
+import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -107,6 +110,18 @@ RETRIES = 8
 REFUSED_GROWTH = 1.25
 """A bucket refused for splitting is reconsidered once it has grown by this factor."""
 _U64 = np.uint64
+
+
+@dataclass(frozen=True)
+class _Directory:
+    """What a :class:`SimhashIndex` knows of the split directories: each group's version
+    token and directory, and every group's split buckets merged (with the top-level ones as
+    sorted ``table << 32 | key`` numbers, for routing)."""
+
+    versions: tuple[bytes, ...]
+    splits: tuple[dict[bytes, int], ...]
+    split: dict[bytes, int]
+    split_top: np.ndarray
 
 
 @dataclass
@@ -165,9 +180,8 @@ class SimhashIndex:
         self._scripts = BucketScripts(client)
         self._refused: dict[bytes, int] = {}
         self._claimed = False
-        self._versions = [b""] * TAG_GROUPS
-        self._splits: list[dict[bytes, int]] = [{} for _ in range(TAG_GROUPS)]
-        self._set_directory({g: (b"", {}) for g in range(TAG_GROUPS)})
+        self._directory_lock = threading.Lock()
+        self._dir = _Directory((b"",) * TAG_GROUPS, ({},) * TAG_GROUPS, {}, np.zeros(0, np.int64))
 
     @property
     def params(self) -> SimhashIndexParams:
@@ -249,7 +263,8 @@ class SimhashIndex:
         if len(values) == 0:
             return []
         for _ in range(RETRIES):
-            plan = self._route(values)
+            d = self._dir
+            plan = self._route(values, d)
             payloads, meta = mget(
                 self._client,
                 plan.names,
@@ -263,10 +278,10 @@ class SimhashIndex:
                     empty[g] = (b"", {})
                     continue
                 self._check_params(stored)
-                if (version or b"") != self._versions[g]:
+                if (version or b"") != d.versions[g]:
                     stale.append(g)
             if empty:
-                self._set_directory({g: d for g, d in empty.items() if self._versions[g]})
+                self._set_directory({g: e for g, e in empty.items() if d.versions[g]})
                 gone = np.isin(plan.groups, list(empty))
                 payloads = [None if out else p for p, out in zip(payloads, gone, strict=True)]
             if not stale:
@@ -332,7 +347,8 @@ class SimhashIndex:
 
     # -- routing ---------------------------------------------------------------------------
 
-    def _route(self, values: np.ndarray) -> _Plan:
+    def _route(self, values: np.ndarray, d: _Directory) -> _Plan:
+        """Where ``values`` live by the directory ``d``."""
         n = len(values)
         tables = self._layout.tables
         keys = np.stack([gather(values, t.bucket) for t in tables]).astype(np.int64)
@@ -344,9 +360,9 @@ class SimhashIndex:
         flags = [True] * len(names)
         pairs = np.arange(len(top), dtype=np.int64)
         hot = np.zeros(len(uniq), dtype=bool)
-        if len(self._split_top):  # split_top is sorted: a binary search, not np.isin's sort
-            at = np.minimum(np.searchsorted(self._split_top, uniq), len(self._split_top) - 1)
-            hot = self._split_top[at] == uniq
+        if len(d.split_top):  # split_top is sorted: a binary search, not np.isin's sort
+            at = np.minimum(np.searchsorted(d.split_top, uniq), len(d.split_top) - 1)
+            hot = d.split_top[at] == uniq
         hot = hot[inv]
         if not hot.any():
             return _Plan(names, groups, flags, pairs, inv, residual)
@@ -357,7 +373,7 @@ class SimhashIndex:
         for p in np.flatnonzero(hot).tolist():
             root = tables[p // n].root
             parent = inv[p]
-            for name, counted in self._expand(names[parent], root, int(residual[p]), True):
+            for name, counted in self._expand(d.split, names[parent], root, int(residual[p])):
                 if name not in index:
                     index[name] = len(names)
                     names.append(name)
@@ -377,20 +393,26 @@ class SimhashIndex:
         )
 
     def _expand(
-        self, name: bytes, free: tuple[Run, ...], residual: int, counted: bool
+        self,
+        split: dict[bytes, int],
+        name: bytes,
+        free: tuple[Run, ...],
+        residual: int,
+        counted: bool = True,
     ) -> list[tuple[bytes, bool]]:
-        """The leaves under bucket ``name`` that may hold a match of ``residual``.
+        """The leaves under bucket ``name`` that may hold a match of ``residual``, by the
+        split buckets ``split``.
 
         ``counted``: the leaf is the one copy of a record (sub-table 0 at every level) whose
         additions and removals count toward the record counter.
         """
-        s = self._split.get(name)
+        s = split.get(name)
         if s is None:
             return [(name, counted)]
         out = []
         for j, (key, child_free) in enumerate(self._layout.children(free, s)):
             child = name + b"/%d:%x" % (j, gather_int(residual, key))
-            out += self._expand(child, child_free, residual, counted and j == 0)
+            out += self._expand(split, child, child_free, residual, counted and j == 0)
         return out
 
     def _top_names(self, tops: np.ndarray, groups: np.ndarray) -> list[bytes]:
@@ -404,13 +426,13 @@ class SimhashIndex:
         head = name[self._head :].split(b"/", 1)[0]
         return int(head.split(b":")[1], 16) % TAG_GROUPS
 
-    def _locate(self, name: bytes) -> tuple[int, tuple[Run, ...]] | None:
-        """(depth, free bits) of a bucket, from the cached directory; None if unknown."""
+    def _locate(self, name: bytes, split: dict[bytes, int]) -> tuple[int, tuple[Run, ...]] | None:
+        """(depth, free bits) of a bucket, by the split buckets ``split``; None if unknown."""
         head, *subs = name[self._head :].split(b"/")
         free = self._layout.tables[int(head.split(b":")[0], 16)].root
         parent = name[: self._head + len(head)]
         for sub in subs:
-            s = self._split.get(parent)
+            s = split.get(parent)
             if s is None:
                 return None
             free = self._layout.children(free, s)[int(sub.split(b":")[0])][1]
@@ -461,14 +483,15 @@ class SimhashIndex:
         for _ in range(RETRIES):
             if len(pending) == 0:
                 return over
-            calls = self._calls(ids[pending], values[pending])
+            d = self._dir
+            calls = self._calls(ids[pending], values[pending], d)
             split = (self._params.split_floor, self._params.split_mu, self._group_buckets)
             k = self._keys
             scripted = []
             for g, names, flags, payloads, _ in calls:
                 keys = [k.params(g), k.records(g), k.version(g), *names]
                 args = script_args(
-                    self._params_json, self._versions[g], self._fmt.width, flags, payloads, split
+                    self._params_json, d.versions[g], self._fmt.width, flags, payloads, split
                 )
                 scripted.append((keys, args))
             results = run_script(self._client, script, scripted, what)
@@ -488,11 +511,12 @@ class SimhashIndex:
                 self._sync(sorted(stale_groups))
         raise IndexUnavailable(f"the split directory kept changing while {what}; retry")
 
-    def _calls(self, ids: np.ndarray, values: np.ndarray):
-        """Script calls: (group, leaf names, count flags, payloads, pair indices); each call
-        holds leaves of one tag group and whole owners' records in it."""
+    def _calls(self, ids: np.ndarray, values: np.ndarray, d: _Directory):
+        """Script calls by the directory ``d``: (group, leaf names, count flags, payloads,
+        pair indices); each call holds leaves of one tag group and whole owners' records in
+        it."""
         n = len(ids)
-        plan = self._route(values)
+        plan = self._route(values, d)
         q = plan.edge_pair % n
         edge_group = plan.groups[plan.edge_leaf]
         order = np.lexsort((q, edge_group))
@@ -532,7 +556,8 @@ class SimhashIndex:
         what = "splitting a simhash bucket"
         with redis_errors(what), self._client.pipeline(transaction=True) as pipe:
             for _ in range(RETRIES):
-                place = self._locate(name)
+                d = self._dir
+                place = self._locate(name, d.split)
                 if place is None or size < self._refused.get(name, 0) * REFUSED_GROWTH:
                     return
                 try:
@@ -540,7 +565,7 @@ class SimhashIndex:
                     data, version, total = pipe.execute_command("MGET", *watched)
                     if not data:
                         return
-                    if (version or b"") != self._versions[g]:
+                    if (version or b"") != d.versions[g]:
                         pipe.unwatch()
                         self._sync([g])
                         continue
@@ -562,7 +587,7 @@ class SimhashIndex:
                     pipe.execute()
                 except redis.WatchError:
                     continue
-                self._set_directory({g: (token, {**self._splits[g], **splits})})
+                self._set_directory({g: (token, {**d.splits[g], **splits})})
                 return
 
     def _split_leaves(
@@ -676,15 +701,19 @@ class SimhashIndex:
         raise IndexUnavailable("the simhash index's split directory kept changing; retry")
 
     def _set_directory(self, directories: dict[int, tuple[bytes, dict[bytes, int]]]) -> None:
-        """Cache the (version, split directory) of each of the given groups."""
-        for g, (version, split) in directories.items():
-            self._versions[g] = version
-            self._splits[g] = split
-        self._split = {name: s for split in self._splits for name, s in split.items()}
-        tops = [name[self._head :].split(b":") for name in self._split if b"/" not in name]
-        self._split_top = np.array(
-            sorted((int(t, 16) << 32) | int(key, 16) for t, key in tops), dtype=np.int64
-        )
+        """Cache the (version, split directory) of each of the given groups: a new snapshot
+        (writers one at a time, so none loses another's groups; readers keep the one they
+        took)."""
+        with self._directory_lock:
+            versions, splits = list(self._dir.versions), list(self._dir.splits)
+            for g, (version, split) in directories.items():
+                versions[g], splits[g] = version, split
+            merged = {name: s for split in splits for name, s in split.items()}
+            tops = [name[self._head :].split(b":") for name in merged if b"/" not in name]
+            top = sorted((int(t, 16) << 32) | int(key, 16) for t, key in tops)
+            self._dir = _Directory(
+                tuple(versions), tuple(splits), merged, np.array(top, dtype=np.int64)
+            )
 
     def _check_params(self, stored: bytes | None) -> None:
         if stored is not None and stored != self._params_bytes:

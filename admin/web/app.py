@@ -38,12 +38,18 @@ SECRET_STATE_KEY = "admin_session_secret"
 
 
 class Services:
-    """What the views use: the context, the dispatch, the accounts, an optional lock."""
+    """What the views use: the context, the dispatch, the accounts, an optional lock.
+
+    Every part of the context a request uses is built here, before the first request:
+    the context builds its clients and archive on first use (``functools.cached_property``,
+    with no lock from Python 3.12), which two threads of a gthread worker could otherwise
+    both do at once."""
 
     def __init__(
         self, ctx: Context, dispatch: Dispatch, lock: threading.RLock | None, schedules: bool
     ) -> None:
         self.ctx, self.dispatch, self.lock = ctx, dispatch, lock
+        _ = ctx.settings, ctx.engine, ctx.ops, ctx.archive
         self.users = Users(ctx.engine.store)
         self.schedules = ctx.schedules if schedules else None
         self.metrics = StoreMetrics(ctx)

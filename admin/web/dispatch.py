@@ -29,6 +29,9 @@ class Dispatch(Protocol):
 class CeleryDispatch:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
+        # built now, not by two request threads at once: the app, its connection and producer
+        # pools (no connection is opened yet); each send then takes a producer of the pool
+        _ = ctx.app.producer_pool
 
     def crawl(self, site: SiteConfig) -> str:
         task = self.ctx.send("fptrack.crawl_site", site.name)

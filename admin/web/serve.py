@@ -1,13 +1,31 @@
 """``fptrack admin serve``: the admin application under gunicorn.
 
-Gunicorn's sync workers (``--workers``, default 2; worker timeout :func:`worker_timeout`,
-above every outbound deadline), each building the application from the
-``FPTRACK_*`` settings after the fork (so no MongoDB client crosses a fork). Building it
-needs MongoDB (its indexes, the session key) and Redis: a worker that starts while one of
-them is away (gunicorn replaces a worker that died or timed out) waits for it, retrying
-with a backoff (:data:`BOOT_RETRY_S` doubling up to :data:`BOOT_RETRY_MAX_S`) and telling
-gunicorn it is alive meanwhile, instead of failing to boot, which makes gunicorn stop the
-whole server. The master's watch (:class:`admin.health.Watch`) names the server away.
+gunicorn's ``gthread`` workers (``--workers``, default 2, each serving ``--threads``
+requests at once, default 4), each building the application from the ``FPTRACK_*``
+settings after the fork (so no MongoDB client crosses a fork). A request that waits on a
+slow server outside (a query by URL, a webhook's test: each bounded by its own outbound
+deadline, :mod:`matcher.outbound`) holds one thread, not the worker: the other threads go
+on answering everyone else. Building the application needs MongoDB (its indexes, the
+session key) and Redis: a worker that starts while one of them is away (gunicorn replaces
+a worker that died or timed out) waits for it, retrying with a backoff
+(:data:`BOOT_RETRY_S` doubling up to :data:`BOOT_RETRY_MAX_S`) and telling gunicorn it is
+alive meanwhile, instead of failing to boot, which makes gunicorn stop the whole server.
+The master's watch (:class:`admin.health.Watch`) names the server away.
+
+What the threads of one worker share, reviewed for thread safety: the context
+(:mod:`admin.context`: its lazily built clients and the evidence archive are built once,
+in :class:`admin.web.app.Services` before the first request); the pymongo, redis-py and
+Celery clients (thread-safe; every Redis pipeline is made per call, the rate limit's
+too, :mod:`admin.web.rate_limit`); the session and CSRF token (Flask's signed cookie, per
+request); the Jinja environment (its filters set once at start; the takedown template
+renders in a child process of its own); the metrics' cache and clients (under a lock,
+:mod:`admin.metrics`); the engine's caches and index directory (the segment and evidence
+caches under locks, :mod:`matcher.segment_cache`, :mod:`matcher.evidence`; the simhash
+index's split directory replaced whole and read once per operation,
+:mod:`matcher.simhash_index`; the index rebuild lease taken by one thread at a time,
+:mod:`matcher.integrity`); login throttling (counted by atomic updates in the store,
+:mod:`admin.web.users`). The embedded admin's mongomock store is not shared with threads
+here (``fptrack scan --serve`` serves under its own lock).
 """
 
 from __future__ import annotations
@@ -27,6 +45,8 @@ from matcher.settings import Settings
 
 DEFAULT_BIND = "127.0.0.1:8000"
 DEFAULT_WORKERS = 2
+DEFAULT_THREADS = 4
+"""Requests each gunicorn worker serves at once (its ``gthread`` pool)."""
 DEFAULT_TIMEOUT_S = 120
 OUTBOUND_MARGIN_S = 60
 """gunicorn's worker timeout is at least this much above a request's outbound deadline."""
@@ -79,9 +99,16 @@ class AdminServer(BaseApplication):
 def worker_timeout(settings: Settings) -> int:
     """gunicorn's worker timeout: :data:`DEFAULT_TIMEOUT_S`, or the longest outbound
     deadline of a request (``FPTRACK_QUERY_DEADLINE``, ``FPTRACK_ALERT_TIMEOUT``: see
-    :mod:`matcher.outbound`) plus :data:`OUTBOUND_MARGIN_S` when that is longer. A sync
-    worker busy with a slow server is then never killed by gunicorn: the fetch ends by its
-    own deadline, with a one-line error, well before.
+    :mod:`matcher.outbound`) plus :data:`OUTBOUND_MARGIN_S` when that is longer.
+
+    A ``gthread`` worker tells gunicorn it is alive from its main loop, at least once a
+    second whatever its request threads are doing, so this timeout never ends a request:
+    a thread waiting on a slow server is bounded by that fetch's own deadline (it ends with
+    a one-line error), and gunicorn kills only a worker whose main loop stopped for this
+    long (a hung process) or whose boot was silent that long (the boot's waits say they are
+    alive, :meth:`AdminServer.load`). It stays above every outbound deadline, as it had to
+    for sync workers, so that a main loop kept waiting by its threads is not killed before
+    their fetches could have ended.
 
     >>> worker_timeout(Settings()), worker_timeout(Settings(query_deadline=100.5))
     (120, 161)
@@ -96,10 +123,13 @@ def serve(
     secure_cookies: bool,
     access_log: bool,
     timeout: int = DEFAULT_TIMEOUT_S,
+    threads: int = DEFAULT_THREADS,
 ) -> None:
     options = {
         "bind": bind,
         "workers": workers,
+        "worker_class": "gthread",
+        "threads": threads,
         "timeout": timeout,
         "preload_app": False,
         "accesslog": "-" if access_log else None,

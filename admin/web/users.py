@@ -134,23 +134,21 @@ class Users:
             return None, REFUSED
         stamp = now()
         who = hashlib.sha256(client.encode("utf-8", "replace")).hexdigest()[:16]
-        throttle = dict(doc.get("throttle") or {})
-        mine = throttle.get(who) or {}
+        mine = (doc.get("throttle") or {}).get(who) or {}
         waiting = mine.get("until") is not None and aware(mine["until"]) > stamp
         if waiting or not right or not isinstance(password, str):
-            if not waiting:
-                failures = int(mine.get("failures", 0)) + 1
+            if not waiting:  # counted in the store at once: guesses sent together all count
+                failures = self.ops.count_login_failure(username=username, client=who)
                 over = failures - MAX_FAILURES
-                wait = min(FIRST_WAIT_SECONDS * 2**over, MAX_WAIT_SECONDS) if over >= 0 else 0
-                until = stamp + timedelta(seconds=wait) if wait else None
-                throttle[who] = {"failures": failures, "until": until}
-                self.ops.update_user(username=username, fields={"throttle": throttle})
+                if over >= 0:
+                    wait = min(FIRST_WAIT_SECONDS * 2**over, MAX_WAIT_SECONDS)
+                    until = stamp + timedelta(seconds=wait)
+                    self.ops.hold_logins(username=username, client=who, until=until)
             return None, REFUSED
-        throttle.pop(who, None)
-        update = {"throttle": throttle, "last_login": stamp}
+        update: dict[str, Any] = {"last_login": stamp}
         if _hasher.check_needs_rehash(doc["password_hash"]):
             update["password_hash"] = _hasher.hash(password)
-        self.ops.update_user(username=username, fields=update)
+        self.ops.login_succeeded(username=username, client=who, fields=update)
         return User(username, doc["role"], doc.get("session_epoch")), ""
 
 

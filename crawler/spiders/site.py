@@ -64,8 +64,10 @@ through its ledger: ``FPTRACK_INGEST``'s ``known_pages`` in process, else a stor
 ``FPTRACK_SETTINGS`` (closed with the spider); without either every page counts as new.
 Its own stats: ``fptrack/incremental/not_modified`` (304 answers), ``.../skipped`` (stored
 pages not requested), ``.../sitemaps``, ``.../feeds``, ``.../listed`` (sitemap and feed
-entries), ``.../feed_problems``, and at the end ``.../new``, ``.../changed`` and
-``.../unchanged`` (304 answers plus pages fetched again with the same text).
+entries), ``.../feed_problems`` (sitemaps and feeds not fetched or not readable, and a
+robots.txt not fetched, whose sitemaps are then unknown), and at the end ``.../new``,
+``.../changed`` and ``.../unchanged`` (304 answers plus pages fetched again with the same
+text).
 """
 
 from __future__ import annotations
@@ -339,9 +341,15 @@ class SiteSpider(scrapy.Spider):
             yield self._listing(url, self.parse_sitemap, depth=0)
 
     def on_robots_error(self, failure: Failure) -> Iterator[scrapy.Request]:
-        """No robots.txt: try /sitemap.xml."""
+        """A robots.txt not fetched (no answer, or not within ``DOWNLOAD_TIMEOUT``): one line,
+        counted as a feed problem, and /sitemap.xml tried instead."""
         request = getattr(failure, "request", None)
         if request is not None:
+            self._count_failure(failure)
+            self._feed_problem(
+                f"{request.url}: not fetched ({type(failure.value).__name__}),"
+                " so its sitemaps are unknown: /sitemap.xml tried"
+            )
             yield self._listing(_origin(request.url) + "/sitemap.xml", self.parse_sitemap, 0)
 
     def parse_sitemap(self, response: Response) -> Iterator[scrapy.Request]:

@@ -104,6 +104,7 @@ BAD_ARGUMENTS = [
     ("sites", "add", "http://x/", "--include", "(unclosed"),
     ("admin", "serve", "--bind", "nohost"),
     ("admin", "serve", "--workers", "0"),
+    ("admin", "serve", "--threads", "0"),
     ("admin", "create-user", "bob", "--role", "god"),
     ("worker", "--wait", "soon"),
     ("worker", "--concurrency", "-1"),

@@ -5,6 +5,8 @@ fetched, stored ones asked for conditionally (304), lastmod refetches, hostile f
 from __future__ import annotations
 
 import gzip
+import logging
+import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,6 +14,7 @@ import pytest
 from pymongo.database import Database
 
 from crawler.run import crawl_in_process
+from matcher import crawl_runs
 from matcher.ingest import Ingest
 from matcher.sites import SiteConfig
 from matcher.store import Store
@@ -297,3 +300,68 @@ def test_a_hostile_sitemap_is_one_line_and_the_crawl_completes(store: Store) -> 
         assert stats["fptrack/incremental/feed_problems"] == 1
         assert "not a" in stats["fptrack/incremental/feed_problem"]
         assert stored_paths(store) == {"book/1.html"}
+
+
+SLOW_TIMEOUT = 3
+"""The crawl's DOWNLOAD_TIMEOUT in the slow-loris tests: Scrapy cancels a download, body
+and all, at this deadline (each of its RETRY_TIMES tries)."""
+
+
+def drip() -> Any:
+    """A body sent one byte a second, without end (60 s at most, so a failed test ends)."""
+
+    def body() -> Any:
+        ends = time.monotonic() + 60
+        while time.monotonic() < ends:
+            yield b"<"
+            time.sleep(1)
+
+    return body
+
+
+def test_a_slow_loris_sitemap_is_one_line_and_the_crawl_completes(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    with FixtureSite() as site:
+        site.pages["/book/"] = index(1)
+        site.pages["/book/1.html"] = chapter(1, 1)
+        site.pages["/robots.txt"] = (
+            200,
+            {"Content-Type": "text/plain"},
+            f"User-agent: *\nAllow: /\nSitemap: {site.url('/maps/slow.xml')}\n".encode(),
+        )
+        site.pages["/maps/slow.xml"] = (200, {"Content-Type": "application/xml"}, drip())
+        stats = crawl(site, store, incremental=True, DOWNLOAD_TIMEOUT=SLOW_TIMEOUT)
+        assert "/maps/slow.xml" in site.requested()
+    assert stats["fptrack/incremental/feed_problems"] == 1
+    problem = stats["fptrack/incremental/feed_problem"]
+    assert problem == f"{site.url('/maps/slow.xml')}: not fetched (DownloadTimeoutError)"
+    assert stored_paths(store) == {"book/1.html"}  # the start page, crawled all the same
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+
+
+def test_a_slow_loris_robots_txt_is_one_line_and_the_crawl_completes(
+    store: Store, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Scrapy's robots.txt middleware gives up at DOWNLOAD_TIMEOUT and crawls the host as if
+    robots.txt allowed everything: said in one line and counted; the incremental crawl's own
+    fetch of it (for its sitemaps) gives up too, and /sitemap.xml is tried instead."""
+    with FixtureSite() as site:
+        site.pages["/book/"] = index(1)
+        site.pages["/book/1.html"] = chapter(1, 1)
+        site.pages["/robots.txt"] = (200, {"Content-Type": "text/plain"}, drip())
+        site.pages["/hidden/8.html"] = chapter(8, 8)
+        site.pages["/sitemap.xml"] = sitemap([("/hidden/8.html", "")], site)
+        stats = crawl(site, store, incremental=True, DOWNLOAD_TIMEOUT=SLOW_TIMEOUT)
+    robots = site.url("/robots.txt")
+    assert stats["fptrack/robots_unread"] == 1
+    line = stats["fptrack/robots_problem"]
+    assert line.startswith(f"{robots} not read (DownloadTimeoutError: ")
+    assert line.endswith("crawled as if it allowed everything")
+    assert line in crawl_runs.problems(stats)
+    assert stats["fptrack/incremental/feed_problems"] == 1
+    assert stats["fptrack/incremental/feed_problem"].startswith(f"{robots}: not fetched")
+    assert stored_paths(store) == {"book/1.html", "hidden/8.html"}
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING and robots in r.getMessage()]
+    assert not [r for r in caplog.records if r.exc_info], "a traceback was logged"
+    assert [r.getMessage() for r in said if r.name == "crawler.robots"] == [line]

@@ -5,6 +5,8 @@ ever let go because the index came back short."""
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from pymongo.database import Database
 from redis.cluster import RedisCluster
@@ -187,6 +189,28 @@ def test_a_rebuild_elsewhere_is_waited_for(engine: Engine) -> None:
     assert not line.ok and line.detail.startswith(f"rebuilding {TAG_GROUPS} of {TAG_GROUPS}")
     state.release("elsewhere")
     assert matched(crawl(engine, "http://p/2", page_of(sample(NAMES[1])))) == {work_id}
+
+
+def test_threads_of_one_process_rebuild_once(engine: Engine) -> None:
+    """The threads of an admin worker share one engine, and its lease holder: one thread
+    rebuilds, the others wait for the markers as another process's would."""
+    ids = {n: engine.add_work(sample(n), title=n) for n in NAMES}
+    lose_the_index(engine)
+    start = threading.Barrier(len(NAMES))
+    found: dict[str, set[str]] = {}
+
+    def query(name: str) -> None:
+        start.wait()
+        found[name] = matched(engine.match_text(page_of(sample(name))))
+
+    threads = [threading.Thread(target=query, args=(name,)) for name in NAMES]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert found == {name: {ids[name]} for name in NAMES}
+    assert len([p for p in engine.problems if p.startswith("rebuilt ")]) == 1, engine.problems
+    assert whole_and_counted(engine)
 
 
 def test_a_rebuild_whose_process_died_is_taken_over(engine: Engine) -> None:

@@ -6,6 +6,8 @@ these sizes, so the split paths are exercised as at full scale.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 import redis
@@ -14,6 +16,7 @@ from redis.retry import Retry
 
 from fingerprint.base import IncompatibleFingerprints
 from fingerprint.simhash import hamming_many
+from matcher import simhash_index
 from matcher.errors import IndexUnavailable
 from matcher.redis_io import IndexClient
 from matcher.simhash_index import SimhashIndex, SimhashIndexParams
@@ -192,6 +195,35 @@ def test_a_second_client_follows_splits(index_client: IndexClient) -> None:
     reader.add(ids[600:], values[600:])  # stale directory: refused, reloaded, redone
     assert_exact(reader, ids, values, qs, ks=(3,))
     assert_exact(writer, ids, values, qs, ks=(3,))
+
+
+def test_a_query_routed_before_a_split_of_another_thread_is_routed_again(
+    index_client: IndexClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The threads of an admin worker share one index object: a query routed by the
+    directory it had is answered only if the buckets read carry that directory's tokens,
+    never those another thread cached meanwhile (after its own split)."""
+    values = skewed_values(1000, seed=14)
+    ids = np.arange(1000, dtype=np.uint32)
+    index = SimhashIndex(index_client, "t", LOW_FLOOR)
+    index.add(ids[:10], values[:10])
+    qs = queries(values, 40, seed=15)
+    index.query_many(qs)  # caches the (empty) split directory
+    read = simhash_index.mget
+    split: list[bool] = []
+
+    def split_first(*args: Any, **kwargs: Any) -> Any:
+        """The query is routed: now another thread splits buckets and caches the new
+        directory, before the query reads its buckets."""
+        if not split:
+            split.append(True)
+            index.add(ids[10:], values[10:])
+            assert index.stats()["split_buckets"] > 0
+        return read(*args, **kwargs)
+
+    monkeypatch.setattr(simhash_index, "mget", split_first)
+    assert_exact(index, ids, values, qs, ks=(3,))
+    assert split
 
 
 def test_clear_leaves_other_prefixes(index_client: IndexClient) -> None:

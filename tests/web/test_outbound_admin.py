@@ -6,12 +6,9 @@ are refused when saved unless opted in, and checked again when sent."""
 from __future__ import annotations
 
 import dataclasses
-import http.cookiejar
 import re
 import threading
 import time
-import urllib.parse
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -24,7 +21,7 @@ from admin.context import Context
 from matcher.alert_store import AlertStore
 from tests.alert_support import webhook_receiver
 from tests.outbound_support import slow_server
-from tests.web.web_support import CSRF, PASSWORDS, post
+from tests.web.web_support import Browser, post
 
 HANG_DEADLINE = 5.0
 ANSWERED_WITHIN = 1.0
@@ -41,28 +38,6 @@ def serving(app: Flask) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
-
-
-class Browser:
-    """One user's session over HTTP."""
-
-    def __init__(self, base: str, username: str) -> None:
-        self.base = base
-        self.opener = urllib.request.build_opener(
-            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
-        )
-        form = {"username": username, "password": PASSWORDS[username][1]}
-        self.post("login", form)
-
-    def get(self, path: str) -> str:
-        with self.opener.open(self.base + path, timeout=30) as response:
-            return response.read().decode()
-
-    def post(self, path: str, form: dict[str, str]) -> str:
-        token = CSRF.search(self.get("login" if path == "login" else "")).group(1)
-        data = urllib.parse.urlencode({**form, "csrf_token": token}).encode()
-        with self.opener.open(self.base + path, data, timeout=30) as response:
-            return response.read().decode()
 
 
 def answered_in(call: Any) -> float:

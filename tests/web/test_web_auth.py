@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from flask.testing import FlaskClient
 
 from admin.web import users as users_module
-from admin.web.users import UserError, Users
+from admin.web.users import REFUSED, UserError, Users
 from tests.web.web_support import PASSWORDS, csrf, login, post
 
 PAGES = ["/", "/matches/", "/works/", "/sites/", "/query/", "/reports/"]
@@ -51,6 +53,33 @@ def test_repeated_failures_make_that_client_wait_not_the_account(app) -> None:
     owner = app.test_client()
     owner.environ_base["REMOTE_ADDR"] = "198.51.100.7"
     assert login(owner, "rita").status_code == 302  # no one can lock another out
+
+
+def test_guesses_sent_together_all_count(web_ctx) -> None:
+    """The threads of an admin worker check logins at once: no failure is lost to another
+    (each is counted in the store by one atomic update), so a client cannot send its guesses
+    together to pass the limit."""
+    users = Users(web_ctx.engine.store)
+    users.create("rita", PASSWORDS["rita"][1], "reviewer")
+    guesses = 3 * users_module.MAX_FAILURES
+    start = threading.Barrier(guesses)
+
+    def guess(n: int) -> None:
+        start.wait()
+        assert users.authenticate("rita", f"guess-{n:04d}", "203.0.113.9") == (None, REFUSED)
+
+    threads = [threading.Thread(target=guess, args=(n,)) for n in range(guesses)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    [mine] = web_ctx.ops.user_record(username="rita")["throttle"].values()
+    assert mine["failures"] == guesses
+    assert mine["until"] is not None
+    assert users.authenticate("rita", PASSWORDS["rita"][1], "203.0.113.9") == (None, REFUSED)
+    user, _ = users.authenticate("rita", PASSWORDS["rita"][1], "198.51.100.7")
+    assert user is not None and user.username == "rita"  # another client: not locked out
+    assert len(web_ctx.ops.user_record(username="rita")["throttle"]) == 1  # the other kept
 
 
 def test_logout_ends_every_session_of_the_account_a_copied_cookie_too(app) -> None:

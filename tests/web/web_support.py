@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import http.cookiejar
 import re
+import urllib.parse
+import urllib.request
 from typing import Any
 
 from flask.testing import FlaskClient
@@ -14,6 +17,29 @@ PASSWORDS = {
 }
 """username -> (role, password) of the accounts the fixtures create."""
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
+
+
+class Browser:
+    """One user's session over HTTP, with a real server (logged in as ``username``; no one
+    when None)."""
+
+    def __init__(self, base: str, username: str | None) -> None:
+        self.base = base
+        self.opener = urllib.request.build_opener(
+            urllib.request.HTTPCookieProcessor(http.cookiejar.CookieJar())
+        )
+        if username is not None:
+            self.post("login", {"username": username, "password": PASSWORDS[username][1]})
+
+    def get(self, path: str) -> str:
+        with self.opener.open(self.base + path, timeout=30) as response:
+            return response.read().decode()
+
+    def post(self, path: str, form: dict[str, str]) -> str:
+        token = CSRF.search(self.get("login" if path == "login" else "")).group(1)
+        data = urllib.parse.urlencode({**form, "csrf_token": token}).encode()
+        with self.opener.open(self.base + path, data, timeout=30) as response:
+            return response.read().decode()
 
 
 def csrf(client: FlaskClient, path: str = "/login") -> str:
