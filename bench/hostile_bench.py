@@ -26,6 +26,23 @@ every scan's tree under 1 GiB. ``--json OUT`` writes ``cases`` (per case: ``outc
 ``max_tree_rss_mb``, ``target_rss_mb`` and ``all_ok``. Defaults: 3 runs, every case.
 ``--quick``: 1 run, no peers, the cases ``nul``, ``links``, ``gzip-bomb``,
 ``huge-streamed`` and ``all`` and the bad works (``--cases`` picks others).
+
+Then the cases of issue 23 (:data:`EXTRA`), each a fresh scan or a fresh admin per run, each
+run checking its outcome (``ok``): three scans, ``start-404`` (``--site http://HOST/nosuch/``:
+exit 1, the reason in ``errors``), ``robots-page`` (robots.txt forbids one page: counted under
+``not_crawled`` ``robots``, never asked for) and ``near-twins`` (a page copying one of three
+works a line apart: matched to the first, which names the others as ``twins``, the others
+``near`` in ``duplicates``); and the admin of ``fptrack scan --serve`` driven over HTTP
+(:mod:`bench.hostile_admin`): ``slow-query`` and ``slow-webhook`` (a server sending its
+headers one byte every ``--drip`` seconds, 2; ``FPTRACK_QUERY_DEADLINE`` and
+``FPTRACK_ALERT_TIMEOUT`` set to ``--outbound-deadline``, 5 s, instead of their 20 s and 10 s:
+given up within 10 % of it, while another browser's ``GET /login`` and ``GET /matches/`` are
+answered within 1 s), ``webhook-loopback`` and ``webhook-link-local`` (a webhook rule to
+127.0.0.1 or 169.254.169.254: refused with the reason, nothing sent) and the takedown
+template bombs ``bomb-*`` (refused when saved, with the reason; the render child's own peak).
+Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
+HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
+other browser's two requests), for the bombs ``child_mb``.
 """
 
 from __future__ import annotations
@@ -39,24 +56,36 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 if __package__ in (None, ""):  # run as a script: make `bench` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench import hostile_works
-from bench.hostile_site import COPY, Case, HostileSite, build
+from bench import hostile_admin, hostile_works
+from bench.hostile_site import (
+    ALLOWED_PAGE,
+    COPY,
+    COPY_PAGE,
+    ROBOTS_PAGE,
+    Case,
+    HostileSite,
+    build,
+    copy_site,
+    editions,
+    robots_page_site,
+)
+from bench.proc_memory import PeakMemory
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKS = ROOT / "samples" / "works"
 TARGET_RSS_MB = 1024
 QUICK_CASES = ("nul", "links", "gzip-bomb", "huge-streamed", "all")
 WORKS_CASE = "bad-works"
-SAMPLE_S = 0.02
 PAGE_READER = """
 import pickle, sys, time
 from crawler.reading import ReadJob, read_page
@@ -79,27 +108,6 @@ print(took, int(hwm) / 1024)
 """
 
 
-def memory_mb(pid: int) -> tuple[float, float]:
-    """The peak resident memory of ``pid`` itself so far (``VmHWM``) and the resident memory
-    of ``pid`` and its descendants now (``VmRSS``), in MiB (0 once gone)."""
-    total, own, stack = 0, 0, [pid]
-    while stack:
-        current = stack.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            for task in Path(f"/proc/{current}/task").iterdir():
-                children = (task / "children").read_text().split()
-                stack.extend(int(c) for c in children)
-        except (FileNotFoundError, ProcessLookupError, PermissionError):
-            continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-            elif line.startswith("VmHWM:") and current == pid:
-                own = int(line.split()[1])
-    return own / 1024, total / 1024
-
-
 def run_scan(
     url: str, out: Path, works: Path = WORKS, max_pages: int = 200, deadline: int = 120
 ) -> dict[str, Any]:
@@ -116,28 +124,17 @@ def run_scan(
     proc = subprocess.Popen(
         command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
     )
-    peak = [0.0, 0.0]
-    done = threading.Event()
-
-    def sample() -> None:
-        while not done.is_set():
-            own, tree = memory_mb(proc.pid)
-            peak[0], peak[1] = max(peak[0], own), max(peak[1], tree)
-            done.wait(SAMPLE_S)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    stderr = proc.stderr.read() if proc.stderr else ""
-    proc.wait()
-    wall = time.perf_counter() - started
-    done.set()
-    sampler.join()
+    with PeakMemory(proc.pid) as peak:
+        stderr = proc.stderr.read() if proc.stderr else ""
+        proc.wait()
+        wall = time.perf_counter() - started
     return {
         "wall_s": wall,
-        "scan_rss_mb": peak[0],
-        "tree_rss_mb": max(peak),
+        "scan_rss_mb": peak.own,
+        "tree_rss_mb": max(peak.own, peak.tree),
         "exit": proc.returncode,
         "stderr": stderr.strip().splitlines()[-3:],
+        "log": stderr,
     }
 
 
@@ -180,16 +177,18 @@ def summary(values: Sequence[float]) -> dict[str, float]:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from tests.crawler.fixture_site import FixtureSite
 
-    works = {p.name: p.read_text(encoding="utf-8") for p in sorted(WORKS.glob("*.txt"))}
-    site = build(works)
+    site = build(_sample_works())
     by_name = {c.name: c for c in site.cases}
-    names = args.cases or [c.name for c in site.cases] + ["all"]
-    unknown = [n for n in names if n != "all" and n not in by_name]
+    names = args.cases or [c.name for c in site.cases] + ["all", *EXTRA]
+    unknown = [n for n in names if n != "all" and n not in by_name and n not in EXTRA]
     if unknown:
         raise SystemExit(f"hostile_bench: error: unknown case(s): {', '.join(unknown)}")
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:
+            if name in EXTRA:
+                results[name] = measure_extra(name, args, Path(tmp))
+                continue
             case = by_name.get(name)
             pages = dict(site.pages)
             if case is not None:  # "/" links this case alone: the pages' home links too
@@ -276,10 +275,191 @@ def works_corpus(runs: int, tmp: Path) -> dict[str, Any]:
     }
 
 
+def _scanned(out: Path) -> dict[str, Any]:
+    try:
+        return json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _sample_works() -> dict[str, str]:
+    return {p.name: p.read_text(encoding="utf-8") for p in sorted(WORKS.glob("*.txt"))}
+
+
+def start_404(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """``fptrack scan --site http://HOST/nosuch/`` where only ``/`` and a copy are served:
+    the crawl fails, exit 1, the 404 named in ``errors``."""
+    from tests.crawler.fixture_site import FixtureSite
+
+    works = _sample_works()
+    out = tmp / "start-404.json"
+    with FixtureSite(copy_site(works[min(works)])) as server:
+        url = server.url("/nosuch/")
+        run = run_scan(url, out, WORKS, args.max_pages, args.deadline)
+    data = _scanned(out)
+    errors = data.get("errors", [])
+    wanted = f"start URL {url}: answered 404 Not Found"
+    run["reason"] = next((e for e in errors if wanted in e), "; ".join(errors))
+    run["ok"] = run["exit"] == 1 and data.get("pages") == 0 and any(wanted in e for e in errors)
+    return run
+
+
+def robots_page(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """A site whose robots.txt forbids one page beside another: the page is never asked for,
+    counted under ``not_crawled`` ``robots`` (and said on stderr), the other matched."""
+    from tests.crawler.fixture_site import FixtureSite
+
+    works = _sample_works()
+    forbidden, allowed = sorted(works)[:2]
+    out = tmp / "robots-page.json"
+    with FixtureSite(robots_page_site(works[forbidden], works[allowed])) as server:
+        base = server.url("/")
+        run = run_scan(base, out, WORKS, args.max_pages, args.deadline)
+        asked = server.requested()
+    data = _scanned(out)
+    found = {(urlsplit(m["url"]).path, m["work"]) for m in data.get("matches", [])}
+    counted = data.get("not_crawled", {})
+    run["reason"] = f"not_crawled {json.dumps(counted.get(base, {}))}"
+    run["ok"] = (
+        run["exit"] == 0 and data.get("errors") == [] and counted == {base: {"robots": 1}}
+        and ROBOTS_PAGE not in asked and found == {(ALLOWED_PAGE, allowed)}
+        and f"{base}: not crawled: 1 robots" in run["log"]
+    )  # fmt: skip
+    return run
+
+
+def near_twins(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """Three works a line apart (:func:`bench.hostile_site.editions`) and a page copying the
+    first: matched to the first, naming the other two as ``twins``; both ``near`` twins of
+    the first in ``duplicates``."""
+    from tests.crawler.fixture_site import FixtureSite
+
+    text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    folder = tmp / "near-twins"
+    folder.mkdir(parents=True, exist_ok=True)
+    names = ["a-lighthouse.txt", "b-lighthouse-end.txt", "c-lighthouse-first-edition.txt"]
+    for name, body in zip(names, editions(text), strict=True):
+        (folder / name).write_text(body, encoding="utf-8")
+    out = tmp / "near-twins.json"
+    with FixtureSite(copy_site(text)) as server:
+        run = run_scan(server.url("/"), out, folder, args.max_pages, args.deadline)
+    data = _scanned(out)
+    matches = data.get("matches", [])
+    near = sorted((d["work"], d["same_text_as"], d["near"]) for d in data.get("duplicates", []))
+    said = [
+        f"{urlsplit(m['url']).path}: {m['work']}, twins {', '.join(m['twins'])}" for m in matches
+    ]
+    said.append(f"near duplicates of {names[0]}: {', '.join(w for w, _, n in near if n)}")
+    run["reason"] = "; ".join(said)
+    run["ok"] = (
+        run["exit"] == 0 and data.get("errors") == [] and data.get("works") == 3
+        and near == [(names[1], names[0], True), (names[2], names[0], True)]
+        and bool(matches) and all(urlsplit(m["url"]).path == COPY_PAGE for m in matches)
+        and all(m["work"] == names[0] and m["twins"] == names[1:] for m in matches)
+    )  # fmt: skip
+    return run
+
+
+@dataclass(frozen=True)
+class Extra:
+    """A case of issue 23 beside the hostile site's: its trick (``{drip}`` and
+    ``{deadline}`` filled in from the options), the outcome it must have, one run of it."""
+
+    trick: str
+    outcome: str
+    run: Callable[[argparse.Namespace, Path], dict[str, Any]]
+
+
+def _slow(case: str) -> Callable[[argparse.Namespace, Path], dict[str, Any]]:
+    return lambda args, tmp: hostile_admin.slow(case, args.outbound_deadline, args.drip)
+
+
+GAVE_UP = "given up at the deadline; other users answered"
+EXTRA: dict[str, Extra] = {
+    "start-404": Extra(
+        "fptrack scan --site http://HOST/nosuch/ (the start URL answers 404)",
+        "crawl failed: exit 1, reason in errors",
+        start_404,
+    ),
+    "robots-page": Extra(
+        f"robots.txt forbids one page (Disallow: {ROBOTS_PAGE})",
+        "not_crawled robots: 1",
+        robots_page,
+    ),
+    "near-twins": Extra(
+        "3 works a line apart (完 appended, 第一版 prepended), a page copying one",
+        "matched, twins named, near duplicates",
+        near_twins,
+    ),
+    "slow-query": Extra(
+        "Query by URL, headers one byte every {drip:g} s (FPTRACK_QUERY_DEADLINE={deadline:g})",
+        GAVE_UP,
+        _slow("slow-query"),
+    ),
+    "slow-webhook": Extra(
+        "webhook test, status and headers one byte every {drip:g} s "
+        "(FPTRACK_ALERT_TIMEOUT={deadline:g})",
+        GAVE_UP,
+        _slow("slow-webhook"),
+    ),
+    **{
+        name: Extra(
+            f"webhook rule to http://{address}/",
+            "refused when saved, nothing sent",
+            lambda args, tmp, name=name: hostile_admin.internal_webhook(name),
+        )
+        for name, address in hostile_admin.INTERNAL.items()
+    },
+    **{
+        name: Extra(
+            f"takedown template: {bomb.trick}",
+            "refused when saved, with the reason",
+            lambda args, tmp, name=name: hostile_admin.template_bomb(name),
+        )
+        for name, bomb in hostile_admin.BOMBS.items()
+    },
+}
+
+
+def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """The runs of one case of :data:`EXTRA`, summed up as a row."""
+    extra = EXTRA[name]
+    runs = []
+    for n in range(args.runs):
+        folder = tmp / f"{name}-{n}"
+        folder.mkdir(parents=True, exist_ok=True)
+        runs.append(extra.run(args, folder))
+    row: dict[str, Any] = {
+        "outcome": extra.outcome,
+        "trick": extra.trick.format(drip=args.drip, deadline=args.outbound_deadline),
+        "ok": all(r["ok"] for r in runs),
+        "exit": sorted({r["exit"] if "exit" in r else r["status"] for r in runs}),
+        "wall_s": summary([r["wall_s"] for r in runs]),
+        "scan_rss_mb": summary([r["scan_rss_mb"] for r in runs]),
+        "tree_rss_mb": summary([r["tree_rss_mb"] for r in runs]),
+        "reason": runs[0]["reason"],
+    }
+    if "exit" in runs[0]:
+        row["deadline_s"] = args.deadline
+    if "others_s" in runs[0]:
+        row["deadline_s"] = args.outbound_deadline
+        row["others_s"] = summary([r["others_s"] for r in runs])
+    child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
+    if child:
+        row["child_mb"] = summary(child)
+    failed = [r for r in runs if not r["ok"]]
+    if failed:
+        row["reason"] = failed[0]["reason"]
+        if "stderr" in failed[0]:
+            row["stderr"] = failed[0]["stderr"]
+    return row
+
+
 def report(result: dict[str, Any]) -> str:
     lines = [
-        f"hostile site: fptrack scan per case, medians of {result['runs']} run(s) [min-max]",
-        f"{'case':<18}{'ok':<4}{'wall s':>16}{'scan MB':>18}{'tree MB':>18}  peer",
+        f"hostile input: fptrack scan (or the admin) per case, medians of {result['runs']} "
+        "run(s) [min-max]",
+        f"{'case':<20}{'ok':<4}{'wall s':>18}{'scan MB':>18}{'tree MB':>18}  peer, or reason",
     ]
 
     def cell(s: dict[str, float], fmt: str) -> str:
@@ -287,7 +467,11 @@ def report(result: dict[str, Any]) -> str:
 
     for name, row in result["cases"].items():
         peer = row.get("peer")
-        note = ""
+        note = row.get("reason", "")
+        if "others_s" in row:
+            note = f"others {cell(row['others_s'], '.3f')} s; {note}"
+        if "child_mb" in row:
+            note = f"child {cell(row['child_mb'], '.0f')} MB; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]
@@ -295,8 +479,9 @@ def report(result: dict[str, Any]) -> str:
             note = f"read {ours['seconds']:.2f} s vs trafilatura {their_s}"
             if peer["time_ratio"]:
                 note += f" (x{peer['time_ratio']:.2f})"
+        wall = cell(row["wall_s"], ".2f" if row["wall_s"]["max"] < 1 else ".1f")
         lines.append(
-            f"{name:<18}{'yes' if row['ok'] else 'NO':<4}{cell(row['wall_s'], '.1f'):>16}"
+            f"{name:<20}{'yes' if row['ok'] else 'NO':<4}{wall:>18}"
             f"{cell(row['scan_rss_mb'], '.0f'):>18}{cell(row['tree_rss_mb'], '.0f'):>18}  {note}"
         )
     lines.append(
@@ -309,13 +494,15 @@ def report(result: dict[str, Any]) -> str:
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="python -m bench.hostile_bench",
-        description="Peak RSS and wall time of fptrack scan on each hostile case.",
+        description="Peak RSS and wall time of fptrack scan (and of the admin, for the "
+        "outbound and template cases) on each hostile case.",
     )
-    p.add_argument("--runs", type=int, default=None, help="scans per case (default 3; quick 1)")
+    p.add_argument("--runs", type=int, default=None, help="runs per case (default 3; quick 1)")
     p.add_argument(
         "--cases", type=lambda s: s.split(","), default=None,
-        help="comma-separated case names, 'all' for the whole site (default: every case "
-        f"and all; quick: {','.join(QUICK_CASES)})",
+        help="comma-separated case names, 'all' for the whole site, and the cases of issue "
+        f"23: {','.join(EXTRA)} (default: every case, all and those; quick: "
+        f"{','.join(QUICK_CASES)})",
     )  # fmt: skip
     p.add_argument(
         "--peer-timeout", type=float, default=120.0, help="seconds (default %(default)s)"
@@ -332,6 +519,19 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     p.add_argument(
         "--deadline", type=int, default=120, help="the scans' --deadline (default %(default)s)"
+    )
+    p.add_argument(
+        "--outbound-deadline",
+        type=float,
+        default=5.0,
+        help="FPTRACK_QUERY_DEADLINE and FPTRACK_ALERT_TIMEOUT of the admin in the slow "
+        "cases, seconds (default %(default)s; fptrack's defaults: 20 and 10)",
+    )
+    p.add_argument(
+        "--drip",
+        type=float,
+        default=2.0,
+        help="seconds between two bytes of the slow servers (default %(default)s)",
     )
     p.add_argument("--quick", action="store_true", help="1 run, 5 cases, no peers")
     p.add_argument("--json", type=Path, default=None, metavar="OUT", help="default: none")

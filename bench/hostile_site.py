@@ -20,6 +20,11 @@ stands for with the outcome it must have:
 
 The copies cycle through the works in name order. ``/`` links every case, so all of them are
 one click from the start URL; the site's robots.txt allows everything.
+
+Three small sites stand apart, for the scan cases of issue 23 (each in its own scan):
+:func:`robots_page_site` (robots.txt forbids one page, not a folder), :func:`copy_site` (a
+page copying a work, scanned against works registered as near-identical editions of it,
+:func:`editions`) and any URL of them that is not served (a 404 start URL).
 """
 
 from __future__ import annotations
@@ -362,3 +367,37 @@ def build(works: dict[str, str]) -> HostileSite:
     site.pages["/"] = _typed(f"<html><body><ul>{index}</ul></body></html>".encode())
     site.pages["/robots.txt"] = _typed(b"User-agent: *\nAllow: /\n", "text/plain")
     return site
+
+
+ROBOTS_PAGE = "/ev/nul.html"
+"""The one page the robots.txt of :func:`robots_page_site` forbids."""
+ALLOWED_PAGE = "/ev/ok.html"
+COPY_PAGE = "/copy.html"
+
+
+def robots_page_site(forbidden: str, allowed: str) -> dict[str, Resource]:
+    """A site whose robots.txt forbids one page (``Disallow: /ev/nul.html``, not a folder):
+    ``/`` links :data:`ROBOTS_PAGE`, a copy of ``forbidden``, and :data:`ALLOWED_PAGE` beside
+    it, a copy of ``allowed``."""
+    links = f'<a href="{ROBOTS_PAGE}">第一章</a><a href="{ALLOWED_PAGE}">第二章</a>'
+    return {
+        "/robots.txt": _typed(f"User-agent: *\nDisallow: {ROBOTS_PAGE}\n".encode(), "text/plain"),
+        "/": _typed(f"<html><body>{links}</body></html>".encode()),
+        ROBOTS_PAGE: _typed(_doc("第一章", _chapter(forbidden)).encode()),
+        ALLOWED_PAGE: _typed(_doc("第二章", _chapter(allowed)).encode()),
+    }
+
+
+def copy_site(text: str) -> dict[str, Resource]:
+    """A site whose ``/`` links one page, :data:`COPY_PAGE`, copying ``text`` in site chrome."""
+    return {
+        "/robots.txt": _typed(b"User-agent: *\nAllow: /\n", "text/plain"),
+        "/": _typed(f'<html><body><a href="{COPY_PAGE}">第一章</a></body></html>'.encode()),
+        COPY_PAGE: _typed(_doc("第一章", _chapter(text)).encode()),
+    }
+
+
+def editions(text: str) -> list[str]:
+    """Three near-identical editions of ``text``, a line apart: as it is, with ``完``
+    appended, with ``第一版`` prepended."""
+    return [text, text + "\n完\n", "第一版\n" + text]

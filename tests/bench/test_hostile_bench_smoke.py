@@ -25,3 +25,18 @@ def test_two_cases_write_every_key(tmp_path: Path) -> None:
     assert "peer" not in data["cases"]["gzip-bomb"]  # not a copy: nothing to extract
     assert data["cases"]["gzip-bomb"]["exit"] == [1]  # too large: an error of the scan
     assert data["max_tree_rss_mb"] == max(r["tree_rss_mb"]["max"] for r in data["cases"].values())
+
+
+def test_a_template_bomb_is_refused_with_its_reason(tmp_path: Path) -> None:
+    """One admin case of issue 23: the admin served as ``fptrack scan --serve`` refuses a
+    template joining a thousand strings of a million characters, and says why."""
+    out = tmp_path / "bomb.json"
+    hostile_bench.main(["--runs", "1", "--cases", "bomb-join", "--no-works", "--json", str(out)])
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["all_ok"] and set(data["cases"]) == {"bomb-join"}
+    row = data["cases"]["bomb-join"]
+    assert row["exit"] == [400]  # the form's answer: refused
+    assert "the previous one is kept" in row["reason"]
+    assert "over 1,000,000 characters" in row["reason"]
+    assert row["child_mb"]["max"] > 0
+    assert row["tree_rss_mb"]["max"] >= row["scan_rss_mb"]["max"] > 0
