@@ -120,9 +120,23 @@ def serve_directory(folder: Path) -> Iterator[str]:
         server.server_close()
 
 
-def scan_settings() -> Settings:
-    """The settings of one scan: the defaults, under a Redis key prefix of its own."""
-    return Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}")
+OUTBOUND_FIELDS = (
+    "query_deadline",
+    "query_max_bytes",
+    "query_allow_private",
+    "alert_timeout",
+    "alert_allow_private",
+)
+"""The settings a scan takes from the environment: the outbound policy of its admin's
+Query by URL and webhook tests (``--serve``); everything else is the embedded default."""
+
+
+def scan_settings(environment: Settings | None = None) -> Settings:
+    """The settings of one scan: the defaults, under a Redis key prefix of its own, with
+    the :data:`OUTBOUND_FIELDS` of ``environment`` (the settings read from ``FPTRACK_*`` at
+    the entry point)."""
+    kept = {name: getattr(environment, name) for name in OUTBOUND_FIELDS} if environment else {}
+    return Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}", **kept)
 
 
 def scan_mongo_client() -> mongomock.MongoClient:

@@ -77,7 +77,7 @@ def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
     from admin.scan import scan_settings
 
     _check_arguments(args)
-    settings = scan_settings()
+    settings = scan_settings(ctx.settings)
     # Only a Redis named in the environment: the scan's default is fakeredis, in process.
     redis_url = ctx.settings.redis_url if "redis_url" in ctx.settings.explicit else None
     with ExitStack() as stack:

@@ -363,3 +363,23 @@ def test_redis_losing_the_index_mid_scan_loses_no_match() -> None:
     assert any("Redis had lost them" in p for p in engine.problems)
     found = {(urlsplit(m["url"]).path, m["work"]) for m in result.matches}
     assert found == {(path, work) for path, works in EXPECTED.items() for work in works}
+
+
+def test_a_scan_takes_only_the_outbound_policy_from_the_environment() -> None:
+    from admin.scan import scan_settings
+    from matcher.settings import Settings
+
+    environment = Settings.from_env(
+        {
+            "FPTRACK_QUERY_DEADLINE": "3",
+            "FPTRACK_QUERY_ALLOW_PRIVATE": "true",
+            "FPTRACK_ALERT_TIMEOUT": "2.5",
+            "FPTRACK_MONGO_URI": "mongodb://elsewhere:27017",
+            "FPTRACK_REDIS_PREFIX": "deployed",
+        }
+    )
+    settings = scan_settings(environment)
+    assert (settings.query_deadline, settings.query_allow_private) == (3.0, True)
+    assert settings.alert_timeout == 2.5 and not settings.alert_allow_private
+    assert settings.mongo_uri == Settings().mongo_uri
+    assert settings.redis_prefix.startswith("fptrack-scan-")
