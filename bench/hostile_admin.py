@@ -22,7 +22,7 @@ returns ``ok`` (the case's outcome held, computed from the pages and the servers
 (the request's time until it was answered), ``status`` (its HTTP status), the reason shown,
 the admin process's peak (``VmHWM``) and its process tree's (render children included,
 sampled every 20 ms), and, for template bombs, the render child's own peak, read from the
-sandbox (:mod:`admin.web.notice_sandbox`) run alone on the same input.
+sandbox (:mod:`admin.report.notice_sandbox`) run alone on the same input.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def peak():
         if line.startswith("VmHWM:"):
             sys.stderr.write("\\nVmHWM %s\\n" % line.split()[1])
 atexit.register(peak)
-runpy.run_module("admin.web.notice_sandbox", run_name="__main__")
+runpy.run_module("admin.report.notice_sandbox", run_name="__main__")
 """
 INTERNAL = {
     "webhook-loopback": "127.0.0.1",
@@ -330,7 +330,7 @@ def template_bomb(case: str) -> dict[str, Any]:
 def sandbox_peak_mb(template: str) -> float | None:
     """The render child's peak (``VmHWM``, MiB) on ``template`` with the form's sample data,
     as the admin starts it (its address-space limit, killed after ``RENDER_SECONDS``)."""
-    from admin.web.reports import RENDER_SECONDS, SAMPLE_ITEMS, notice_context
+    from admin.report.takedown import RENDER_SECONDS, SAMPLE_ITEMS, notice_context
 
     details = {"rights_holder": "", "contact": ""}
     context = notice_context("pirate.example", SAMPLE_ITEMS, details, "2024-01-01 – 2024-02-29")

@@ -134,3 +134,53 @@ def test_redis_clients_are_built_in_redis_clients_only() -> None:
         if name != "matcher/redis_clients.py" and (lines := uses(tree, is_redis_client_built))
     }
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
+
+
+APP_IMPORTERS = {"admin/web/app.py", "admin/web/serve.py"}
+"""The web modules that may import :mod:`admin.web.app`: the app itself and the server
+that builds it. Views get their services from :mod:`admin.web.deps`."""
+
+DOMAIN_MODULES = (
+    "admin/filters.py",
+    "admin/registration.py",
+    "admin/fetch.py",
+    *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "admin/report").rglob("*.py")),
+)
+"""Domain logic used by the admin's pages, its API and the command line: no web framework."""
+
+
+def imported(tree: ast.Module) -> set[str]:
+    """Every module name an ``import`` or ``from ... import`` of ``tree`` names, at any depth."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def test_no_view_imports_the_app() -> None:
+    sample = "from admin.web.app import services\ndef f():\n    from admin.web import app\n"
+    assert imported(ast.parse(sample)) >= {"admin.web.app", "admin.web.app.services"}
+    found = sorted(
+        name
+        for name, tree in modules()
+        if name.startswith("admin/web/")
+        and name not in APP_IMPORTERS
+        and "admin.web.app" in imported(tree)
+    )
+    assert found == [], f"import admin.web.app (use admin.web.deps): {found}"
+
+
+def test_domain_modules_import_no_web_framework() -> None:
+    trees = dict(modules())
+    assert set(DOMAIN_MODULES) <= set(trees)
+    web = ("flask", "werkzeug", "admin.web")
+    found = {
+        name: sorted(m for m in imported(trees[name]) if m.split(".")[0] in web[:2]
+                     or m.startswith(web[2]))
+        for name in DOMAIN_MODULES
+    }  # fmt: skip
+    assert {k: v for k, v in found.items() if v} == {}, "domain modules import the web"

@@ -10,6 +10,7 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
 
+from admin.web import deps
 from admin.web.security import requires
 from matcher import alerts
 from matcher.alert_rules import CHANNELS, MODES, SCOPES, AlertRule, AlertRuleError
@@ -19,20 +20,8 @@ bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 FORM_FIELDS = ("name", "scope", "target", "mode", "channel", "url", "secret", "emails")
 
 
-def _services() -> Any:
-    from admin.web.app import services
-
-    return services()
-
-
-def outside_lock() -> Any:
-    from admin.web.app import outside_lock
-
-    return outside_lock()
-
-
 def _store() -> AlertStore:
-    return AlertStore(_services().ctx.engine.store)
+    return AlertStore(deps.services().ctx.engine.store)
 
 
 def _rule(rule_id: str) -> AlertRule:
@@ -46,7 +35,7 @@ def _rule(rule_id: str) -> AlertRule:
 @requires("admin")
 def index() -> Any:
     store = _store()
-    settings = _services().ctx.settings
+    settings = deps.services().ctx.settings
     return render_template(
         "alerts.html",
         rules=store.rules(),
@@ -68,14 +57,14 @@ def new() -> Any:
         rule = AlertRule.from_dict(form)
     except AlertRuleError as exc:
         return render_template("alert_form.html", form=form, error=str(exc), **choices), 400
-    settings = _services().ctx.settings
-    with outside_lock():  # resolving the webhook's host is outbound IO
+    settings = deps.services().ctx.settings
+    with deps.outside_lock():  # resolving the webhook's host is outbound IO
         refused = alerts.webhook_refusal(settings, rule)
     if refused:
         return render_template("alert_form.html", form=form, error=refused, **choices), 400
     rule = _store().save_rule(rule)
     note = f"alert rule {rule.name} saved"
-    if rule.channel == "email" and _services().ctx.settings.smtp is None:
+    if rule.channel == "email" and deps.services().ctx.settings.smtp is None:
         note += "; email is not configured (FPTRACK_SMTP_URL): its messages will fail"
     flash(note)
     return redirect(url_for("alerts.index"))
@@ -103,8 +92,8 @@ def remove(rule_id: str) -> Any:
 @requires("admin")
 def test(rule_id: str) -> Any:
     rule = _rule(rule_id)
-    with outside_lock():  # no other request waits on this one's receiver
-        outcome = alerts.send_sample(_services().ctx.settings, rule)
+    with deps.outside_lock():  # no other request waits on this one's receiver
+        outcome = alerts.send_sample(deps.services().ctx.settings, rule)
     alerts.log_test(_store(), rule, outcome)
     if outcome.ok:
         flash(f"test message to {rule.name} delivered")

@@ -8,7 +8,7 @@ queries URLs and starts crawls, ``admin`` registers works and edits sites), and 
 tokens together are held to ``FPTRACK_API_RATE_PER_MINUTE`` requests a minute
 (:mod:`admin.web.rate_limit`).
 Errors are ``{"error": "<one line>"}`` with the HTTP status. Every value that reaches a
-query is parsed first (ids as ObjectIds, filters by :class:`admin.web.filters.MatchFilters`),
+query is parsed first (ids as ObjectIds, filters by :class:`admin.filters.MatchFilters`),
 so no request can carry a MongoDB operator. The routes and their OpenAPI operations are
 declared together (:func:`route`) and the document is built from them
 (:mod:`admin.web.api_spec`).
@@ -19,40 +19,30 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, Response, abort, g, jsonify, request
 
-from admin.web.filters import FilterError, MatchFilters, cursor_of, parse_cursor
-from admin.web.sites import remove_site, site_or_404, store_site
+from admin.fetch import FetchError, fetch_url
+from admin.filters import FilterError, MatchFilters, cursor_of, parse_cursor
+from admin.registration import register_text, register_uploads, remove_site, save_site
+from admin.report.selection import Selection, summarise
+from admin.report.takedown import NoticeError, notice, unusable
+from admin.web import deps
+from admin.web.api_spec import MAX_NOTE_CHARS, MAX_TITLE_CHARS, Operation, document
+from admin.web.api_tokens import ApiTokens
+from admin.web.rate_limit import spend
 from admin.web.users import User
-from matcher.errors import MatcherError, redis_errors
+from matcher.errors import redis_errors
 from matcher.sites import SiteConfig, SiteConfigError
 from matcher.store import STATUSES, object_id
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT = 50
 MAX_LIMIT = 200
-MAX_NOTE_CHARS = 2000
 MAX_TEXT_CHARS = 2_000_000
-MAX_TITLE_CHARS = 500
 PUBLIC = frozenset({"api.openapi"})
-
-
-@dataclass(frozen=True)
-class Operation:
-    """One route's OpenAPI operation (see :func:`admin.web.api_spec.document`)."""
-
-    method: str
-    path: str
-    role: str | None
-    summary: str
-    params: tuple[dict[str, Any], ...] = ()
-    body: dict[str, Any] | None = None
-    responses: dict[str, Any] = field(default_factory=dict)
-    operation_id: str = ""
 
 
 OPERATIONS: list[Operation] = []
@@ -88,25 +78,16 @@ def route(
     return wrap
 
 
-def _services() -> Any:
-    from admin.web.app import services
-
-    return services()
-
-
 # authentication and limits ------------------------------------------------------------
 
 
 def guard() -> Response | None:
     """Before every API request: the bearer token's user in ``g.user``, and its rate."""
-    from admin.web.api_tokens import ApiTokens
-    from admin.web.rate_limit import spend
-
     g.user = None
     if request.endpoint in PUBLIC:
         return None
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-    s = _services()
+    s = deps.services()
     user = ApiTokens(s.ctx.engine.store).authenticate(secret.strip(), s.users)
     if scheme.lower() != "bearer" or user is None:
         response = jsonify(error="a valid API token is needed: Authorization: Bearer <token>")
@@ -280,7 +261,7 @@ def list_works() -> Any:
         abort(400, "q is longer than 100 characters")
     after = request.args.get("after") or None
     limit = _limit()
-    rows = _services().ctx.ops.search_works(text=q, limit=limit + 1, keyset=True, before=after)
+    rows = deps.ops().search_works(text=q, limit=limit + 1, keyset=True, before=after)
     more = len(rows) > limit
     rows = rows[:limit]
     return jsonify(works=[_work(w) for w in rows], next=str(rows[-1]["_id"]) if more else None)
@@ -290,7 +271,7 @@ def list_works() -> Any:
        responses=_ok("Work"))  # fmt: skip
 def get_work(work_id: str) -> Any:
     object_id(work_id, "work id")
-    work = _services().ctx.ops.store.get_work(work_id, {"text": 0})
+    work = deps.ops().store.get_work(work_id, {"text": 0})
     if work is None:
         abort(404, "no such work")
     return jsonify(_work(work))
@@ -307,31 +288,24 @@ def get_work(work_id: str) -> Any:
     responses={"201": "Registered", "422": "Registered"},
 )  # fmt: skip
 def register_works() -> Any:
-    from admin.web.works import register_uploads
-
-    s = _services()
+    s = deps.services()
     if request.mimetype == "multipart/form-data":
         files = request.files.getlist("files")
         if not files:
             abort(400, "send at least one file as `files`")
-        added, problems = register_uploads(files)
+        added, problems = register_uploads(
+            s.ctx.engine, s.ctx.ops, files, added=s.dispatch.work_added
+        )
     else:
         body = _json_object()
         title = _string(body, "title", MAX_TITLE_CHARS, required=True).strip()
         text = _string(body, "text", MAX_TEXT_CHARS, required=True)
         author = _string(body, "author", MAX_TITLE_CHARS)
         source = _string(body, "source", MAX_TITLE_CHARS).strip() or title
-        added, problems = [], []
-        try:
-            work_id = s.ctx.engine.add_work(text, title=title, source=source, author=author)
-        except MatcherError as exc:
-            problems.append(str(exc))
-        else:
-            added.append((work_id, title))
-            note = s.ctx.ops.same_text_note(work_id)
-            if note:
-                problems.append(note)
-            s.dispatch.work_added(work_id)
+        added, problems = register_text(
+            s.ctx.engine, s.ctx.ops, text, title=title, source=source, author=author,
+            added=s.dispatch.work_added,
+        )  # fmt: skip
     response = jsonify(added=[{"id": i, "title": t} for i, t in added], problems=problems)
     response.status_code = 201 if added else 422
     return response
@@ -342,7 +316,7 @@ def register_works() -> Any:
        params=(WORK_ID,), responses={"204": None})  # fmt: skip
 def remove_work(work_id: str) -> Any:
     object_id(work_id, "work id")
-    if not _services().ctx.engine.remove_work(work_id):
+    if not deps.services().ctx.engine.remove_work(work_id):
         abort(404, "no such work")
     return Response(status=204)
 
@@ -352,16 +326,17 @@ def remove_work(work_id: str) -> Any:
 
 @route("GET", "/sites", "viewer", "List the watched sites", responses=_ok("SiteList"))
 def list_sites() -> Any:
-    return jsonify(sites=[s.to_dict() for s in _services().ctx.ops.list_sites()])
+    return jsonify(sites=[s.to_dict() for s in deps.ops().list_sites()])
 
 
 @route("GET", "/sites/{name}", "viewer", "One site", params=(SITE_NAME,), responses=_ok("Site"))
 def get_site(name: str) -> Any:
-    return jsonify(site_or_404(name).to_dict())
+    return jsonify(deps.site_or_404(name).to_dict())
 
 
 def _save_site(config: SiteConfig) -> dict[str, Any]:
-    store_site(config)  # as the admin's form does: schedules, authorised matches
+    s = deps.services()  # as the admin's form does: schedules, authorised matches
+    save_site(s.ctx.ops, s.schedules, config, by=deps.current_user().username)
     return config.to_dict()
 
 
@@ -378,7 +353,7 @@ def _config(body: dict[str, Any]) -> SiteConfig:
        body={"application/json": "Site"}, responses={"201": "Site"})  # fmt: skip
 def create_site() -> Any:
     config = _config(_json_object())
-    if _services().ctx.ops.get_site(config.name) is not None:
+    if deps.ops().get_site(config.name) is not None:
         abort(409, f"a site named {config.name} exists")
     response = jsonify(_save_site(config))
     response.status_code = 201
@@ -389,7 +364,7 @@ def create_site() -> Any:
        params=(SITE_NAME,), body={"application/json": "SiteUpdate"},
        responses=_ok("Site"))  # fmt: skip
 def replace_site(name: str) -> Any:
-    site = site_or_404(name)
+    site = deps.site_or_404(name)
     body = _json_object()
     if body.get("name", site.name) != site.name:
         abort(400, "the name in the body differs from the site's")
@@ -399,14 +374,15 @@ def replace_site(name: str) -> Any:
 @route("DELETE", "/sites/{name}", "admin", "Remove a site (its pages and matches stay)",
        params=(SITE_NAME,), responses={"204": None})  # fmt: skip
 def delete_site(name: str) -> Any:
-    remove_site(site_or_404(name))
+    s = deps.services()
+    remove_site(s.ctx.ops, s.schedules, deps.site_or_404(name).name)
     return Response(status=204)
 
 
 @route("POST", "/sites/{name}/crawl", "reviewer", "Crawl the site now",
        params=(SITE_NAME,), responses={"202": "Message"})  # fmt: skip
 def crawl_site(name: str) -> Any:
-    message = _services().dispatch.crawl(site_or_404(name))
+    message = deps.services().dispatch.crawl(deps.site_or_404(name))
     response = jsonify(message=message)
     response.status_code = 202
     return response
@@ -430,7 +406,7 @@ def list_matches() -> Any:
         abort(400, str(exc))
     limit = _limit()
     rows = list(
-        _services().ctx.ops.find_matches(
+        deps.ops().find_matches(
             limit=limit + 1, without=("evidence", "scores"), after=after, **filters.criteria()
         )
     )
@@ -442,7 +418,7 @@ def list_matches() -> Any:
 @route("GET", "/matches/{match_id}", "viewer", "One match with its evidence spans",
        params=(MATCH_ID,), responses=_ok("MatchDetail"))  # fmt: skip
 def get_match(match_id: str) -> Any:
-    match = _services().ctx.ops.match(match_id=match_id)
+    match = deps.ops().match(match_id=match_id)
     if match is None:
         abort(404, "no such match")
     return jsonify(_match(match, evidence=True))
@@ -457,7 +433,7 @@ def set_status(match_id: str) -> Any:
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = _string(body, "note", MAX_NOTE_CHARS)
-    ops = _services().ctx.ops
+    ops = deps.ops()
     if not ops.set_status(match_id, status, note, g.user.username):
         abort(404, "no such match")
     return jsonify(_match(ops.match(match_id=match_id)))
@@ -472,11 +448,7 @@ def set_status(match_id: str) -> Any:
     body={"application/json": "QueryRequest"}, responses=_ok("QueryResult"),
 )  # fmt: skip
 def query() -> Any:
-    from admin.commands import fetch_url
-    from admin.fetch import FetchError
-    from admin.web.app import outside_lock
-
-    s = _services()
+    s = deps.services()
     body = _json_object()
     text = _string(body, "text", MAX_TEXT_CHARS)
     url = _string(body, "url", 2000).strip()
@@ -487,7 +459,7 @@ def query() -> Any:
             abort(400, "the URL must start with http:// or https://")
         settings = s.ctx.settings
         try:
-            with outside_lock():  # no other request waits on this fetch
+            with deps.outside_lock():  # no other request waits on this fetch
                 text = fetch_url(
                     url, allow_private=settings.query_allow_private,
                     deadline=settings.query_deadline, max_bytes=settings.query_max_bytes,
@@ -526,9 +498,7 @@ REPORT_FILTERS = (
 @route("GET", "/reports/summary", "viewer", "Counts of the selected matches by site and work",
        params=REPORT_FILTERS, responses=_ok("Summary"))  # fmt: skip
 def report_summary() -> Any:
-    from admin.web.reports import Selection, summarise
-
-    summary = summarise(_services().ctx.ops, Selection.parse(request.args))
+    summary = summarise(deps.ops(), Selection.parse(request.args))
     return jsonify(
         total=summary.total,
         capped=summary.capped,
@@ -541,14 +511,13 @@ def report_summary() -> Any:
        "The takedown notice of a site's selected matches, as text",
        params=(SITE_NAME, *REPORT_FILTERS[1:]), responses=_ok("Notice"))  # fmt: skip
 def takedown_notice(name: str) -> Any:
-    from admin.web.reports import takedown_text_of
-
-    notice, count, more = takedown_text_of(name)
-    return jsonify(site=name, notice=notice, matches=count, more=more)
+    try:
+        done = notice(deps.ops(), Selection.parse(request.args, site=name), html=False)
+    except NoticeError as exc:
+        abort(500, unusable(exc))
+    return jsonify(site=name, notice=done.text, matches=done.count, more=done.more)
 
 
 @route("GET", "/openapi.json", None, "This document (no token needed)", responses=_ok("Any"))
 def openapi() -> Any:
-    from admin.web.api_spec import document
-
-    return jsonify(document(request.host_url.rstrip("/")))
+    return jsonify(document(OPERATIONS, request.host_url.rstrip("/")))

@@ -1,5 +1,8 @@
-"""The OpenAPI 3.0 document of the HTTP API, built from its routes (:data:`admin.web.api.
-OPERATIONS`) and the schemas below, so the document and the routes cannot drift apart.
+"""The OpenAPI 3.0 document of the HTTP API, built from its routes (each declared with its
+:class:`Operation`, :data:`admin.web.api.OPERATIONS`) and the schemas below, so the document
+and the routes cannot drift apart. :mod:`admin.web.api` imports this module, never the
+reverse: the limits its schemas state (:data:`MAX_TITLE_CHARS`, :data:`MAX_NOTE_CHARS`) are
+defined here and enforced there.
 
 The site schema is derived from :class:`matcher.sites.SiteConfig`'s fields: a field added
 there is in the API at once. Every operation answers its declared success codes, and any
@@ -10,13 +13,30 @@ the bearer scheme.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
-from admin.web.api import MAX_NOTE_CHARS, MAX_TITLE_CHARS, OPERATIONS
 from matcher.sites import MAX_INT, SiteConfig
 from matcher.store import STATUSES
 
 VERSION = "1.0.0"
+MAX_NOTE_CHARS = 2000
+MAX_TITLE_CHARS = 500
+
+
+@dataclass(frozen=True)
+class Operation:
+    """One route's OpenAPI operation (see :func:`document`)."""
+
+    method: str
+    path: str
+    role: str | None
+    summary: str
+    params: tuple[dict[str, Any], ...] = ()
+    body: dict[str, Any] | None = None
+    responses: dict[str, Any] = field(default_factory=dict)
+    operation_id: str = ""
 
 
 def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
@@ -208,10 +228,11 @@ def _response(schema: str | None, description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": _ref(schema)}}}
 
 
-def document(server: str = "") -> dict[str, Any]:
-    """The OpenAPI document, with ``server`` (this server's URL) as its server."""
+def document(operations: Iterable[Operation], server: str = "") -> dict[str, Any]:
+    """The OpenAPI document of ``operations``, with ``server`` (this server's URL) as its
+    server."""
     paths: dict[str, dict[str, Any]] = {}
-    for op in OPERATIONS:
+    for op in operations:
         operation: dict[str, Any] = {
             "operationId": op.operation_id,
             "summary": op.summary,

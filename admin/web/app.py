@@ -12,19 +12,16 @@ from __future__ import annotations
 import importlib
 import secrets
 import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from flask import Flask, Response, g, render_template, request
+from flask import Flask, Response, g, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
 from admin.context import Context
-from admin.metrics import StoreMetrics
 from admin.web import api, metrics, security
+from admin.web.deps import EXTENSION, Services, services
 from admin.web.dispatch import CeleryDispatch, Dispatch
-from admin.web.users import Users
 from matcher.errors import MatcherError, Retryable
 
 BLUEPRINTS = (
@@ -35,48 +32,6 @@ BLUEPRINTS = (
 SESSION_HOURS = 8
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 SECRET_STATE_KEY = "admin_session_secret"
-
-
-class Services:
-    """What the views use: the context, the dispatch, the accounts, an optional lock.
-
-    Every part of the context a request uses is built here, before the first request:
-    the context builds its clients and archive on first use (``functools.cached_property``,
-    with no lock from Python 3.12), which two threads of a gthread worker could otherwise
-    both do at once."""
-
-    def __init__(
-        self, ctx: Context, dispatch: Dispatch, lock: threading.RLock | None, schedules: bool
-    ) -> None:
-        self.ctx, self.dispatch, self.lock = ctx, dispatch, lock
-        _ = ctx.settings, ctx.engine, ctx.ops, ctx.archive
-        self.users = Users(ctx.engine.store)
-        self.schedules = ctx.schedules if schedules else None
-        self.metrics = StoreMetrics(ctx)
-        self.metrics_registry = self.metrics.registry()
-
-
-def services() -> Services:
-    from flask import current_app
-
-    return current_app.extensions["fptrack"]
-
-
-@contextmanager
-def outside_lock() -> Iterator[None]:
-    """Run a request's outbound IO (:mod:`matcher.outbound`: a query by URL's fetch, a test
-    alert) without the embedded admin's lock, so no other request waits on a slow server;
-    the lock is held again after it. The block must not touch the store. Without a lock
-    (``fptrack admin serve``) it does nothing."""
-    s = services()
-    if s.lock is None or not g.get("locked"):
-        yield
-        return
-    s.lock.release()
-    try:
-        yield
-    finally:
-        s.lock.acquire()
 
 
 def session_secret(ctx: Context) -> str:
@@ -102,7 +57,7 @@ def create_app(
     """The admin application.
 
     ``lock`` (the embedded scan) serialises requests with the inline dispatch's threads,
-    except for their outbound IO (:func:`outside_lock`);
+    except for their outbound IO (:func:`admin.web.deps.outside_lock`);
     ``schedules=False`` (no beat, as in the embedded scan) keeps site schedules in the store
     only.
     """
@@ -117,7 +72,7 @@ def create_app(
         PERMANENT_SESSION_LIFETIME=timedelta(hours=SESSION_HOURS),
         MAX_CONTENT_LENGTH=MAX_UPLOAD_BYTES,
     )
-    app.extensions["fptrack"] = Services(ctx, dispatch or CeleryDispatch(ctx), lock, schedules)
+    app.extensions[EXTENSION] = Services(ctx, dispatch or CeleryDispatch(ctx), lock, schedules)
     for name in BLUEPRINTS:
         app.register_blueprint(importlib.import_module(f"admin.web.{name}").bp)
 
@@ -148,8 +103,6 @@ def create_app(
 
     @app.get("/favicon.ico")
     def favicon() -> Any:
-        from flask import redirect, url_for
-
         return redirect(url_for("static", filename="favicon.svg"), 301)
 
     @app.get("/healthz")

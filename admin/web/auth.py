@@ -6,19 +6,17 @@ from typing import Any
 
 from flask import Blueprint, redirect, render_template, request, session, url_for
 
-from admin.web import security
+from admin.web import deps, security
 
 bp = Blueprint("auth", __name__)
 
 
 @bp.route("/login", methods=["GET", "POST"])
 def login() -> Any:
-    from admin.web.app import services
-
     target = request.values.get("next", "")
     if request.method == "GET":
         return render_template("login.html", next=target, error="")
-    user, reason = services().users.authenticate(
+    user, reason = deps.services().users.authenticate(
         request.form.get("username", ""),
         request.form.get("password", ""),
         client=request.remote_addr or "",
@@ -36,9 +34,7 @@ def login() -> Any:
 @bp.post("/logout")
 def logout() -> Any:
     """End the session, and with it every session of the account (a copied cookie too)."""
-    from admin.web.app import services
-
     if session.get("user"):
-        services().users.end_sessions(session["user"])
+        deps.services().users.end_sessions(session["user"])
     session.clear()
     return redirect(url_for("auth.login"))

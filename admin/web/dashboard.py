@@ -12,6 +12,7 @@ from typing import Any
 
 from flask import Blueprint, render_template
 
+from admin.web import deps
 from admin.web.charts import bar_chart, hbar_chart
 from matcher import tallies
 from matcher.store import now
@@ -62,9 +63,7 @@ def summary(ops: Any) -> dict[str, Any]:
 
 @bp.get("/")
 def index() -> Any:
-    from admin.web.app import services
-
-    s = summary(services().ctx.ops)
+    s = summary(deps.ops())
     charts = {
         "matches": bar_chart(
             s["matches_by_day"], f"Matches first seen per day, last {TREND_DAYS} days"

@@ -9,25 +9,22 @@ from flask import (
     Response,
     abort,
     flash,
+    g,
     redirect,
     render_template,
     request,
     url_for,
 )
 
-from admin.web.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_of, parse_cursor
+from admin.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_of, parse_cursor
+from admin.web import deps
 from admin.web.highlight import excerpt, highlight
 from admin.web.security import requires
+from matcher.archive import ArchiveError
 from matcher.store import STATUSES, object_id
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
 MAX_BULK = 10_000
-
-
-def _ops() -> Any:
-    from admin.web.app import services
-
-    return services().ctx.ops
 
 
 def _filters() -> MatchFilters:
@@ -40,7 +37,7 @@ def _filters() -> MatchFilters:
 @bp.get("/")
 def index() -> Any:
     filters = _filters()
-    ops = _ops()
+    ops = deps.ops()
     try:
         after = parse_cursor(request.args.get("after"))
     except FilterError as exc:
@@ -66,7 +63,7 @@ def index() -> Any:
 
 @bp.get("/<match_id>")
 def detail(match_id: str) -> Any:
-    ops = _ops()
+    ops = deps.ops()
     match = ops.match(match_id=match_id)
     if match is None:
         abort(404, "no such match")
@@ -116,14 +113,11 @@ def detail(match_id: str) -> Any:
 @bp.get("/<match_id>/archive.warc.gz")
 def archived(match_id: str) -> Any:
     """The HTTP exchange the match was first found in, as a gzipped WARC file."""
-    from admin.web.app import services
-    from matcher.archive import ArchiveError
-
-    match = _ops().match(match_id=match_id)
+    match = deps.ops().match(match_id=match_id)
     if match is None:
         abort(404, "no such match")
     sha256 = (match.get("archive") or {}).get("sha256")
-    archive = services().ctx.archive
+    archive = deps.services().ctx.archive
     if not sha256 or archive is None:
         abort(404, "no archived exchange for this match")
     try:
@@ -141,13 +135,11 @@ def archived(match_id: str) -> Any:
 @bp.post("/<match_id>/status")
 @requires("reviewer")
 def set_status(match_id: str) -> Any:
-    from flask import g
-
     status = request.form.get("status", "")
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = request.form.get("note", "")[:2000]
-    if not _ops().set_status(match_id, status, note, g.user.username):
+    if not deps.ops().set_status(match_id, status, note, g.user.username):
         abort(404, "no such match")
     flash(f"status set to {status}")
     return redirect(url_for("matches.detail", match_id=match_id))
@@ -158,13 +150,11 @@ def set_status(match_id: str) -> Any:
 def bulk() -> Any:
     """Set the status (``new_status``) of the ticked matches (``ids``), or with
     ``scope=filtered`` of every match the filters in the query string select."""
-    from flask import g
-
     status = request.form.get("new_status", "")
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = request.form.get("note", "")[:2000]
-    ops = _ops()
+    ops = deps.ops()
     try:
         filters = MatchFilters.parse(request.args)
     except FilterError as exc:

@@ -16,6 +16,9 @@ from typing import Any
 from flask import Blueprint, Response, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
+from admin.web import deps
+from admin.web.api_tokens import ApiTokens
+
 bp = Blueprint("metrics", __name__)
 PATH = "/metrics"
 ROLE = "viewer"
@@ -45,11 +48,8 @@ def allowed(address: str | None, networks: tuple[Any, ...]) -> bool:
 
 def guard() -> Response | None:
     """Before ``/metrics``: let in an allowed address or a viewer's token, else 401."""
-    from admin.web.api_tokens import ApiTokens
-    from admin.web.app import services
-
     g.user = None
-    s = services()
+    s = deps.services()
     if allowed(request.remote_addr, s.ctx.settings.metrics_networks):
         return None
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
@@ -68,7 +68,5 @@ def guard() -> Response | None:
 
 @bp.get(PATH)
 def metrics() -> Response:
-    from admin.web.app import services
-
-    body = generate_latest(services().metrics_registry)
+    body = generate_latest(deps.services().metrics_registry)
     return Response(body, headers={"Content-Type": CONTENT_TYPE_LATEST})

@@ -7,6 +7,8 @@ from typing import Any
 
 from flask import Blueprint, abort, g, render_template, request
 
+from admin.fetch import FetchError, fetch_url
+from admin.web import deps
 from admin.web.highlight import excerpt
 from matcher.errors import MatcherError
 
@@ -18,10 +20,6 @@ PASSAGES_SHOWN = 10
 @bp.route("/", methods=["GET", "POST"])
 def index() -> Any:
     """Anyone logged in may query a text; fetching a URL needs the reviewer role."""
-    from admin.commands import fetch_url
-    from admin.fetch import FetchError
-    from admin.web.app import outside_lock, services
-
     if request.method == "GET":
         return render_template("query.html", text="", url="", results=None, error="")
     text = request.form.get("text", "")
@@ -32,9 +30,9 @@ def index() -> Any:
             abort(403, "fetching a URL needs the reviewer role")
         if not re.match(r"^https?://", url):
             abort(400, "the URL must start with http:// or https://")
-        settings = services().ctx.settings
+        settings = deps.services().ctx.settings
         try:
-            with outside_lock():  # no other request waits on this fetch
+            with deps.outside_lock():  # no other request waits on this fetch
                 text = fetch_url(
                     url, allow_private=settings.query_allow_private,
                     deadline=settings.query_deadline, max_bytes=settings.query_max_bytes,
@@ -46,7 +44,7 @@ def index() -> Any:
     if len(text) > MAX_QUERY_CHARS:
         abort(400, f"the text is longer than {MAX_QUERY_CHARS:,} characters")
     try:
-        records = services().ctx.engine.match_text(text)
+        records = deps.services().ctx.engine.match_text(text)
     except MatcherError as exc:
         return render_template("query.html", text=text, url=url, results=None, error=str(exc))
     records.sort(key=lambda r: -r["score"])

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, abort, flash, redirect, render_template, request, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from admin.registration import remove_site, save_site
+from admin.web import deps
 from admin.web.security import requires
 from matcher import crawl_runs
 from matcher.sites import SiteConfig, SiteConfigError
@@ -16,26 +18,9 @@ FLAG_FIELDS = ("join_next_pages", "obey_robots", "authorised", "render")
 INT_FIELDS = {"max_depth": 5, "max_pages": 0, "deadline": 0, "crawlers": 1}  # with their defaults
 
 
-def _services() -> Any:
-    from admin.web.app import services
-
-    return services()
-
-
-def site_or_404(name: str) -> SiteConfig:
-    """The stored site ``name``; 404 when there is none."""
-    try:
-        site = _services().ctx.ops.get_site(name)
-    except SiteConfigError:
-        site = None
-    if site is None:
-        abort(404, "no such site")
-    return site
-
-
 @bp.get("/")
 def index() -> Any:
-    ops = _services().ctx.ops
+    ops = deps.ops()
     sites = ops.list_sites()
     latest = ops.latest_crawls()
     crawls = {s.name: crawl_runs.outline(latest.get(s.name)) for s in sites}
@@ -44,8 +29,8 @@ def index() -> Any:
 
 @bp.get("/<name>")
 def detail(name: str) -> Any:
-    site = site_or_404(name)
-    crawls = _services().ctx.ops.last_crawls(site.name, 10)
+    site = deps.site_or_404(name)
+    crawls = deps.ops().last_crawls(site.name, 10)
     outlines = [crawl_runs.outline(c) for c in crawls]
     return render_template("site.html", site=site, crawls=zip(crawls, outlines, strict=True))
 
@@ -76,11 +61,11 @@ def new() -> Any:
 @bp.route("/<name>/edit", methods=["GET", "POST"])
 @requires("admin")
 def edit(name: str) -> Any:
-    return _edit(site_or_404(name))
+    return _edit(deps.site_or_404(name))
 
 
 def _edit(site: SiteConfig | None) -> Any:
-    s = _services()
+    s = deps.services()
     if request.method == "GET":
         return render_template("site_form.html", site=site, form=None, error="")
     try:
@@ -90,59 +75,24 @@ def _edit(site: SiteConfig | None) -> Any:
     if site is None and s.ctx.ops.get_site(config.name) is not None:
         error = f"a site named {config.name} exists"
         return render_template("site_form.html", site=None, form=request.form, error=error), 400
-    note = store_site(config)
+    note = save_site(s.ctx.ops, s.schedules, config, by=deps.current_user().username)
     flash(note)
     return redirect(url_for("sites.detail", name=config.name))
-
-
-def store_site(config: SiteConfig) -> str:
-    """Save a site's configuration and its beat schedules, and classify the unreviewed
-    matches of an authorised site as such; what was done, in a line."""
-    s = _services()
-    s.ctx.ops.save_site(config)
-    note = "saved"
-    if s.schedules is not None:
-        note += "; schedule " + (config.schedule if s.schedules.sync_site(config) else "off")
-        if config.recrawl != "never":
-            note += f"; incremental crawl {config.recrawl}"
-    if config.authorised:
-        changed = mark_authorised(config.name)
-        if changed:
-            note += f"; {changed} unreviewed match(es) classified authorised"
-    return note
-
-
-def remove_site(site: SiteConfig) -> None:
-    """Remove a site's configuration and schedules (its pages and matches stay)."""
-    s = _services()
-    s.ctx.ops.delete_site(site.name)
-    if s.schedules is not None:
-        s.schedules.remove_site(site.name)
-
-
-def mark_authorised(site: str) -> int:
-    """Classify the unreviewed matches of a licensed site as authorised."""
-    from flask import g
-
-    ops = _services().ctx.ops
-    ids = ops.match_ids(limit=None, site=site, status="new")
-    return sum(
-        ops.set_status(i, "authorised", "site marked authorised", g.user.username) for i in ids
-    )
 
 
 @bp.post("/<name>/crawl")
 @requires("reviewer")
 def crawl(name: str) -> Any:
-    site = site_or_404(name)
-    flash(_services().dispatch.crawl(site))
+    site = deps.site_or_404(name)
+    flash(deps.services().dispatch.crawl(site))
     return redirect(url_for("sites.detail", name=site.name))
 
 
 @bp.post("/<name>/remove")
 @requires("admin")
 def remove(name: str) -> Any:
-    site = site_or_404(name)
-    remove_site(site)
+    site = deps.site_or_404(name)
+    s = deps.services()
+    remove_site(s.ctx.ops, s.schedules, site.name)
     flash(f"site {site.name} removed (its pages and matches stay)")
     return redirect(url_for("sites.index"))

@@ -11,6 +11,7 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
 
+from admin.web import deps
 from admin.web.api_tokens import ApiTokens
 from admin.web.users import ROLES, UserError
 
@@ -19,9 +20,7 @@ ISSUED_KEY = "issued_token"
 
 
 def _tokens() -> ApiTokens:
-    from admin.web.app import services
-
-    return ApiTokens(services().ctx.engine.store)
+    return ApiTokens(deps.services().ctx.engine.store)
 
 
 def _page(error: str = "", code: int = 200) -> Any:

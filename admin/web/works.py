@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
-from pathlib import Path, PurePath
 from typing import Any
 
 from flask import (
@@ -17,9 +15,9 @@ from flask import (
     url_for,
 )
 
-from admin.reading import DEFAULT_MAX_BYTES, iter_work_files
+from admin.registration import Registered, register_uploads
+from admin.web import deps
 from admin.web.security import requires
-from matcher.errors import MatcherError
 from matcher.store import object_id
 
 bp = Blueprint("works", __name__, url_prefix="/works")
@@ -27,15 +25,16 @@ LIST_LIMIT = 200
 MAX_SEARCH_CHARS = 100
 
 
-def _services() -> Any:
-    from admin.web.app import services
-
-    return services()
+def upload_works(files: list[Any]) -> Registered:
+    """Register uploaded files (:func:`admin.registration.register_uploads`), each matched
+    against the pages already crawled through the dispatch."""
+    s = deps.services()
+    return register_uploads(s.ctx.engine, s.ctx.ops, files, added=s.dispatch.work_added)
 
 
 @bp.get("/")
 def index() -> Any:
-    ops = _services().ctx.ops
+    ops = deps.ops()
     q = request.args.get("q", "").strip()[:MAX_SEARCH_CHARS]
     works = ops.search_works(text=q, limit=LIST_LIMIT)
     counts = ops.infringing_by_work(work_ids=[w["_id"] for w in works])
@@ -44,7 +43,7 @@ def index() -> Any:
 
 @bp.get("/<work_id>")
 def detail(work_id: str) -> Any:
-    ops = _services().ctx.ops
+    ops = deps.ops()
     work = ops.store.get_work(work_id, {"text": 0})
     if work is None:
         abort(404, "no such work")
@@ -62,7 +61,7 @@ def upload() -> Any:
     files = request.files.getlist("files")
     if not files:
         abort(400, "choose at least one file")
-    added, problems = register_uploads(files)
+    added, problems = upload_works(files)
     message = f"{len(added)} work(s) registered" + (
         f"; {len(problems)} skipped: " + "; ".join(problems) if problems else ""
     )
@@ -74,42 +73,10 @@ def upload() -> Any:
     return redirect(url_for("works.index"))
 
 
-def register_uploads(files: list[Any]) -> tuple[list[tuple[str, str]], list[str]]:
-    """Register every uploaded file (zip archives unpacked), each matched against the pages
-    already crawled; ``([(id, title)], [problem])``."""
-    s = _services()
-    added, problems = [], []
-    with tempfile.TemporaryDirectory(prefix="fptrack-upload-") as tmp:
-        paths = []
-        for n, f in enumerate(files):
-            name = PurePath((f.filename or f"upload-{n}").replace("\\", "/")).name or f"upload-{n}"
-            folder = Path(tmp, str(n))
-            folder.mkdir()
-            path = folder / name
-            f.save(path)
-            paths.append(path)
-        for work in iter_work_files(paths, DEFAULT_MAX_BYTES):
-            if work.error:
-                problems.append(work.error)
-                continue
-            title = PurePath(work.name).stem
-            try:
-                work_id = s.ctx.engine.add_work(work.text, title=title, source=work.name)
-            except MatcherError as exc:
-                problems.append(f"{work.name}: {exc}")
-                continue
-            added.append((work_id, title))
-            note = s.ctx.ops.same_text_note(work_id)
-            if note:
-                problems.append(f"{work.name}: {note}")
-            s.dispatch.work_added(work_id)
-    return added, problems
-
-
 @bp.post("/<work_id>/remove")
 @requires("admin")
 def remove(work_id: str) -> Any:
-    s = _services()
+    s = deps.services()
     object_id(work_id, "work id")
     if not s.ctx.engine.remove_work(work_id):
         abort(404, "no such work")

@@ -17,7 +17,7 @@ from pymongo.database import Database
 
 from admin.cli import main
 from admin.context import Context
-from admin.report_html import SORT_SCRIPT
+from admin.report.html_report import SORT_SCRIPT
 from matcher.engine import Engine
 from matcher.maintenance import drop_indexes
 from matcher.operations import Operations

@@ -3,7 +3,7 @@
 The list form (``admin/web/templates/matches.html``) offers a site, a work, a status, a
 first day (``since``), a last day (``until``) and a minimum score; the list always keeps
 active matches only and is sorted by ``first_seen`` (newest first). For every combination
-the test builds the real MongoDB filter with :meth:`admin.web.filters.MatchFilters.criteria` and
+the test builds the real MongoDB filter with :meth:`admin.filters.MatchFilters.criteria` and
 :meth:`matcher.operations.Operations.match_filter`,
 reads the equality fields off it (every field compared to a plain value, ``active`` aside)
 and looks in :data:`matcher.store.INDEXES` for an index whose leading keys are exactly those
@@ -27,7 +27,7 @@ from bson import ObjectId
 from pymongo import DESCENDING
 from pymongo.database import Database
 
-from admin.web.filters import EQUALITY_FIELDS, MatchFilters
+from admin.filters import EQUALITY_FIELDS, MatchFilters
 from matcher.operations import Operations
 from matcher.store import INDEXES, STATUSES, Store
 

@@ -7,8 +7,8 @@ import hashlib
 import re
 from datetime import UTC, datetime
 
-from admin import report_html
-from admin.report_html import passage, render, served_folders, when
+from admin.report import html_report as report_html
+from admin.report.html_report import passage, render, served_folders, when
 
 WORK = (
     "第一章\n\n　　鹰嘴岛离大陆有四十多海里，岛上没有树。\n\n"

@@ -13,7 +13,7 @@ from typing import Any
 from playwright.sync_api import Page, expect
 
 from admin.cli import main
-from admin.report_html import Counts, render
+from admin.report.html_report import Counts, render
 from tests.browser.browser_support import ROOT, PageLog
 
 WORKS = ROOT / "samples" / "works"

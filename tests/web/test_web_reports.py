@@ -18,7 +18,7 @@ from openpyxl import load_workbook
 
 from admin.context import Context
 from admin.report import CSV_FIELDS
-from admin.web.reports import DEFAULT_TAKEDOWN_TEMPLATE, TEMPLATE_STATE_KEY
+from admin.report.takedown import DEFAULT_TAKEDOWN_TEMPLATE, TEMPLATE_STATE_KEY
 from tests.web.web_support import csrf
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -242,9 +242,9 @@ class TestExports:
         assert "<f>" not in sheet and "<f " not in sheet
 
     def test_too_many_rows_is_refused(self, as_viewer, seeded, monkeypatch):
-        from admin.web import reports
+        from admin.report import selection
 
-        monkeypatch.setattr(reports, "MAX_EXPORT_ROWS", 3)
+        monkeypatch.setattr(selection, "MAX_EXPORT_ROWS", 3)
         assert as_viewer.get("/reports/export.csv").status_code == 400
         assert as_viewer.get("/reports/export.xlsx").status_code == 400
         assert as_viewer.get("/reports/export.csv?site=pirate").status_code == 200

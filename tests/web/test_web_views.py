@@ -113,7 +113,7 @@ def test_match_list_filters_and_rejects_operators(web_ctx: Context, as_viewer: F
 
 
 def test_match_list_pages_by_keyset(web_ctx: Context, as_viewer: FlaskClient) -> None:
-    from admin.web import filters
+    from admin import filters
 
     text = sample_text()
     web_ctx.engine.add_work(text, title="茶史", source="t.txt")

@@ -1,9 +1,20 @@
-"""Match reports: flat rows for CSV, XLSX and JSON, and a passage in context for the views.
+"""Reports of matches, in one home: this module's flat rows for CSV, XLSX and JSON and a
+passage in context, and beside it
+
+- :mod:`admin.report.selection`: the matches a report covers and their counts by site and
+  work (the admin's reports page, the API's summary);
+- :mod:`admin.report.takedown`: takedown notices per site from an editable template,
+  rendered in :mod:`admin.report.notice_sandbox`;
+- :mod:`admin.report.evidence`: the evidence bundle (archived exchanges and manifests);
+- :mod:`admin.report.html_report`: the self-contained HTML report (``fptrack scan --html``,
+  ``fptrack report --format html``).
+
+The day's totals (:func:`matcher.jobs.daily_report`) are counted by the worker's daily job
+and stored in ``reports``; they stay in :mod:`matcher`, which never imports :mod:`admin`.
 
 Page text is hostile input: no cell of a CSV or XLSX export can be a formula (CSV cells are
 prefixed, :func:`to_csv`; XLSX text cells are stored as strings whatever they begin with,
-:func:`to_xlsx`), and :func:`excerpt` escapes everything. The HTML report is
-:mod:`admin.report_html`.
+:func:`to_xlsx`), and :func:`excerpt` escapes everything.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The takedown template's sandbox, run as a process of its own.
 
-``python -m admin.web.notice_sandbox`` reads ``{"source", "context", "html"}`` as JSON on
+``python -m admin.report.notice_sandbox`` reads ``{"source", "context", "html"}`` as JSON on
 its standard input and writes ``[true, text]`` or ``[false, reason]`` as JSON on its
-standard output. :func:`admin.web.reports.render_notice` starts it for every render and
+standard output. :func:`admin.report.takedown.render_notice` starts it for every render and
 kills it after ``RENDER_SECONDS``: a fresh interpreter, not a fork of the admin's threaded
 server, whose locks (held by other threads at the moment of a fork) the child would inherit
 held. The child caps its own address space at :data:`MEMORY_BYTES`.
