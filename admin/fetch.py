@@ -74,3 +74,21 @@ def fetch(
     if not 200 <= answer.status < 300:
         raise FetchError(f"cannot fetch {answer.url}: HTTP {answer.status} {answer.reason}")
     return answer.body, answer.headers.get("Content-Type", "")
+
+
+def fetch_url(
+    url: str, *, allow_private: bool = True, deadline: float = 20.0, max_bytes: int = 10 * 1024**2
+) -> str:
+    """The main text of one web page (:func:`fetch`, then the crawler's decoding and
+    extraction); :class:`FetchError` when it cannot be had. The command line may fetch
+    private addresses (its operator's own network); the admin may not unless
+    ``FPTRACK_QUERY_ALLOW_PRIVATE`` says so."""
+    from crawler.encoding import decode_body
+    from crawler.extract import extract
+
+    body, header = fetch(url, allow_private=allow_private, deadline=deadline, max_bytes=max_bytes)
+    try:
+        text, _ = decode_body(body, header)
+    except ValueError as exc:
+        raise FetchError(f"{url}: {exc}") from exc
+    return extract(text, url).text

@@ -472,8 +472,7 @@ def set_status(match_id: str) -> Any:
     body={"application/json": "QueryRequest"}, responses=_ok("QueryResult"),
 )  # fmt: skip
 def query() -> Any:
-    from admin.commands import fetch_url
-    from admin.fetch import FetchError
+    from admin.fetch import FetchError, fetch_url
     from admin.web.app import outside_lock
 
     s = _services()

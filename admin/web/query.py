@@ -18,8 +18,7 @@ PASSAGES_SHOWN = 10
 @bp.route("/", methods=["GET", "POST"])
 def index() -> Any:
     """Anyone logged in may query a text; fetching a URL needs the reviewer role."""
-    from admin.commands import fetch_url
-    from admin.fetch import FetchError
+    from admin.fetch import FetchError, fetch_url
     from admin.web.app import outside_lock, services
 
     if request.method == "GET":
