@@ -134,3 +134,41 @@ def test_redis_clients_are_built_in_redis_clients_only() -> None:
         if name != "matcher/redis_clients.py" and (lines := uses(tree, is_redis_client_built))
     }
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
+
+
+def imports_of(tree: ast.Module) -> set[str]:
+    """Every module ``tree`` imports (``import a.b``, ``from a.b import c``), anywhere in it."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_the_command_line_is_a_leaf() -> None:
+    """The commands (:mod:`admin.commands`, one module each) are imported by the command
+    line alone: the web, the workers and the crawler never reach into the CLI."""
+    found = {
+        name: sorted(m for m in imports_of(tree) if m.startswith("admin.commands"))
+        for name, tree in modules()
+        if name != "admin/cli.py" and not name.startswith("admin/commands/")
+    }
+    assert {name: found for name, found in found.items() if found} == {}
+
+
+def test_every_command_module_is_listed() -> None:
+    """Each module of ``admin/commands/`` but the shared ones is a command of the table that
+    ``fptrack --help`` lists, and defines its options (``add_arguments``)."""
+    from admin.commands import COMMANDS
+
+    shared = {"__init__", "common"}
+    folder = ROOT / "admin" / "commands"
+    files = {path.stem for path in folder.glob("*.py")} - shared
+    assert files == {module for module, _ in COMMANDS.values()}
+    for path in folder.glob("*.py"):
+        if path.stem not in shared:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+            assert "add_arguments" in defined, path.name
