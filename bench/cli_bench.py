@@ -109,12 +109,12 @@ def report(result: dict[str, Any]) -> str:
     lines = [
         f"fptrack start-up, {result['via']}, medians of {result['runs']} runs "
         f"(load {result['load'][0]:.2f}, {result['cpus']} CPUs)",
-        f"  {'python -c pass':<22} {base['median']:>7.3f} s [{base['min']:.3f}-{base['max']:.3f}]",
+        f"  {'python -c pass':<28} {base['median']:>7.3f} s [{base['min']:.3f}-{base['max']:.3f}]",
     ]
     for name, f in result["cases"].items():
         verdict = "ok" if f["median"] < f["target"] else "OVER"
         lines.append(
-            f"  {'fptrack ' + name:<22} {f['median']:>7.3f} s [{f['min']:.3f}-{f['max']:.3f}]"
+            f"  {'fptrack ' + name:<28} {f['median']:>7.3f} s [{f['min']:.3f}-{f['max']:.3f}]"
             f"  x{f['ratio']:>5.1f} python -c pass  target {f['target']:g} s {verdict}"
             + (f"  exit {f['exit']}" if f["exit"] != [0] else "")
         )
