@@ -4,66 +4,109 @@ Every command fails with one line, ``fptrack: error: ...``, and a non-zero exit 
 a traceback: 2 for bad arguments (argparse's usage line), 1 for everything else, including a
 server that does not answer (one line naming it and the setting to change, see
 :mod:`admin.outage`); nothing already stored is lost. Connections come from the ``FPTRACK_*``
-environment variables (see the README), read once. The parser is :mod:`admin.parser`; the
-commands are in :mod:`admin.commands`, :mod:`admin.service_commands` and
-:mod:`admin.scan_command`.
+environment variables (see the README), read once.
+
+The commands are the modules of :mod:`admin.commands`, one each; only the one being run is
+imported (``fptrack --help`` and ``--version`` import none), and the database drivers only
+when a command uses them: the errors of pymongo and redis-py are recognised here without
+importing either (an instance of their classes means the command loaded them).
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-import pymongo.errors
-import redis
-
-from admin import outage
-from admin.context import Context
+from admin.commands import parse
 from admin.errors import CommandError
-from admin.parser import parse
-from matcher.errors import IndexUnavailable, MatcherError, SettingsError, StoreUnavailable
-from matcher.sites import SiteConfigError
+
+if TYPE_CHECKING:
+    from admin.context import Context
+
+
+def _loaded_instance(exc: BaseException, module: str, name: str) -> bool:
+    """``exc`` is an instance of ``module.name``, a class of a library imported only if the
+    command used it (so when it is not loaded, ``exc`` cannot be one)."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(exc, getattr(loaded, name))
+
+
+def _mongo_error(exc: BaseException) -> bool:
+    return _loaded_instance(exc, "pymongo.errors", "PyMongoError")
+
+
+def _redis_error(exc: BaseException) -> bool:
+    return _loaded_instance(exc, "redis.exceptions", "RedisError")
 
 
 def _outage(ctx: Context, exc: BaseException) -> str:
     """The one line for a server that failed to answer during a command."""
+    from admin import outage
+    from matcher.errors import StoreUnavailable
+
     settings = ctx.settings
-    if isinstance(exc, StoreUnavailable | pymongo.errors.PyMongoError):
+    if isinstance(exc, StoreUnavailable) or _mongo_error(exc):
         return outage.line("MongoDB", settings.mongo_uri, exc.__cause__ or exc)
     return outage.line("Redis", settings.redis_url, exc.__cause__ or exc)
 
 
 def main(argv: list[str] | None = None, context: Context | None = None) -> int:
-    args = parse(argv)
-    ctx = context or Context()
+    args = parse(sys.argv[1:] if argv is None else list(argv))
+    if context is None:
+        from admin.context import Context
+
+        context = Context()
     try:
-        return args.func(args, ctx)
-    except CommandError as exc:
+        return args.func(args, context)
+    except BaseException as exc:
+        status = _report(exc, context)
+        if status is None:
+            raise
+        return status
+
+
+def _report(exc: BaseException, ctx: Context) -> int | None:
+    """Print the one line of an error a command raised; its exit status, or None for what
+    is not a command's failure (``SystemExit`` from argparse, a bug: raised on)."""
+    if isinstance(exc, CommandError):
         _error(str(exc))
         return exc.status
-    except (StoreUnavailable, IndexUnavailable) as exc:
+    if isinstance(exc, KeyboardInterrupt):
+        print("fptrack: interrupted", file=sys.stderr)
+        return 130
+    if not isinstance(exc, Exception):
+        return None
+    from matcher.errors import (
+        IndexUnavailable,
+        MatcherError,
+        SettingsError,
+        StoreUnavailable,
+    )
+    from matcher.sites import SiteConfigError
+
+    if (
+        isinstance(exc, StoreUnavailable | IndexUnavailable)
+        or _mongo_error(exc)
+        or _redis_error(exc)
+    ):
         _error(_outage(ctx, exc))
         return 1
-    except (pymongo.errors.PyMongoError, redis.RedisError) as exc:
-        _error(_outage(ctx, exc))
-        return 1
-    except (SettingsError, SiteConfigError, ValueError) as exc:
+    if isinstance(exc, SettingsError | SiteConfigError | ValueError):
         _error(str(exc))
         return 2
-    except MatcherError as exc:
+    if isinstance(exc, MatcherError):
         _error(str(exc))
         return 1
-    except BrokenPipeError:
+    if isinstance(exc, BrokenPipeError):
         # The reader went away (``fptrack ... | head``): stop quietly, as the Python docs advise.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
-    except OSError as exc:  # a file that cannot be written or read
+    if isinstance(exc, OSError):  # a file that cannot be written or read
         where = f"{exc.filename}: " if exc.filename else ""
         _error(f"{where}{exc.strerror or exc}")
         return 1
-    except KeyboardInterrupt:
-        print("fptrack: interrupted", file=sys.stderr)
-        return 130
+    return None
 
 
 def _error(message: str) -> None:

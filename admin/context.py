@@ -6,6 +6,9 @@ The clients of a command give up quickly (:data:`CONNECT_TIMEOUT_S`; Redis clien
 it in about a second, from one line naming the server (:mod:`admin.outage`), instead of
 after pymongo's default 30 s. The admin web's context rides out a Redis restart instead
 (``patience=SERVICE``).
+
+Importing it loads no driver: pymongo, redis-py and the engine are imported when a command
+first opens what needs them (``fptrack check`` and every ``--help`` go through here).
 """
 
 from __future__ import annotations
@@ -13,24 +16,19 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import pymongo
-import pymongo.errors
-import pymongo.uri_parser
-import redis
-
 from admin import outage
 from admin.errors import CommandError
-from matcher.engine import Engine
 from matcher.errors import SettingsError
-from matcher.operations import Operations
-from matcher.redis_clients import COMMAND, IndexClient, Patience, connect, connect_server
 from matcher.settings import RedisTarget, Settings
-from matcher.store import mongo_client
 
 if TYPE_CHECKING:
+    import redis
     from celery import Celery
 
     from matcher.archive import Archive
+    from matcher.engine import Engine
+    from matcher.operations import Operations
+    from matcher.redis_clients import IndexClient, Patience
     from matcher.schedules import Schedules
 
 CONNECT_TIMEOUT_S = 1.0
@@ -45,11 +43,16 @@ class Context:
         settings: Settings | None = None,
         engine: Engine | None = None,
         archive: Archive | bool | None = True,
-        patience: Patience = COMMAND,
+        patience: Patience | None = None,
     ) -> None:
         """``archive``: True (the default) opens the one ``settings.archive`` names when
         first needed; an archive, or None (no evidence archive), is used as given.
-        ``patience``: how long the Redis clients wait (:mod:`matcher.redis_clients`)."""
+        ``patience``: how long the Redis clients wait (:mod:`matcher.redis_clients`; default
+        :data:`~matcher.redis_clients.COMMAND`)."""
+        if patience is None:
+            from matcher.redis_clients import COMMAND
+
+            patience = COMMAND
         self._settings = settings
         self.patience = patience
         if engine is not None:
@@ -68,6 +71,11 @@ class Context:
     @cached_property
     def mongo_client(self) -> Any:
         """A pymongo client of ``settings.mongo_uri`` that gives up after about a second."""
+        import pymongo.errors
+        import pymongo.uri_parser
+
+        from matcher.store import mongo_client
+
         if "engine" in self.__dict__:
             return self.engine.store.client
         timeout_ms = int(CONNECT_TIMEOUT_S * 1000)
@@ -89,12 +97,16 @@ class Context:
     def redis_client(self) -> IndexClient:
         """A client of the indexes' Redis (``settings.index_redis``: a server, a cluster or
         Sentinel), as patient as this context."""
+        from matcher.redis_clients import connect
+
         if "engine" in self.__dict__:
             return self.engine.redis
         return connect(self.settings.index_redis, self.patience)
 
     @cached_property
     def engine(self) -> Engine:
+        from matcher.engine import Engine
+
         return Engine.open(
             self.settings, mongo_client=self.mongo_client, redis_client=self.redis_client
         )
@@ -106,6 +118,8 @@ class Context:
 
     @cached_property
     def ops(self) -> Operations:
+        from matcher.operations import Operations
+
         return Operations(self.engine.store)
 
     @cached_property
@@ -137,6 +151,8 @@ class Context:
 def redis_client(url: str, variable: str) -> redis.Redis:
     """A Redis client of ``url`` (a server or Sentinel) quick to give up
     (:data:`matcher.redis_clients.COMMAND`)."""
+    from matcher.redis_clients import COMMAND, connect_server
+
     try:
         return connect_server(RedisTarget.parse(url), COMMAND)
     except SettingsError as exc:

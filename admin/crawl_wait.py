@@ -17,12 +17,12 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TextIO
-
-from tqdm import tqdm
+from typing import TYPE_CHECKING, Any, TextIO
 
 from matcher.crawl_runs import not_crawled
-from matcher.operations import Operations
+
+if TYPE_CHECKING:
+    from matcher.operations import Operations
 
 DEFAULT_POLL = 2.0
 """Seconds between two looks at the crawl's record."""
@@ -46,6 +46,8 @@ def wait_for_crawl(
     (see the module docstring)."""
     out = out or sys.stderr
     deadline = clock() + timeout if timeout > 0 else None
+    from tqdm import tqdm
+
     bar = tqdm(desc=f"crawl of {site}", unit=" page", disable=not out.isatty(), file=out)
     shown: tuple[Any, ...] = ()
     run: dict[str, Any] | None = None

@@ -2,7 +2,7 @@
 admin hostage, and takedown templates that must not take its memory.
 
 Each run starts the admin platform as ``fptrack scan --serve`` serves it
-(:func:`admin.scan_command.serve_scan`: werkzeug's threaded server, one lock over the
+(:func:`admin.commands.scan.serve_scan`: werkzeug's threaded server, one lock over the
 in-memory store released around outbound IO) over an empty in-memory store, in a process of
 its own whose settings come from ``FPTRACK_*`` variables the case sets (the scan command
 itself reads none of them), and drives it over HTTP as a browser does:
@@ -57,7 +57,7 @@ DEADLINE_SLACK = 0.10
 ADMIN_SERVER = """
 import uuid
 from admin.scan import scan_engine
-from admin.scan_command import serve_scan
+from admin.commands.scan import serve_scan
 from matcher.settings import Settings
 settings = Settings.from_env(redis_prefix="fptrack-bench-" + uuid.uuid4().hex[:12])
 serve_scan(scan_engine(settings, None), "127.0.0.1:0")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
+if TYPE_CHECKING:  # imported by the two array helpers: reading a file needs no numpy
+    import numpy as np
 
 
 class FingerprintError(ValueError):
@@ -88,9 +89,13 @@ def decoding(what: str) -> Iterator[None]:
 
 def array_to_hex(values: np.ndarray, dtype: str) -> str:
     """Hex of an array stored as ``dtype`` (a little-endian numpy type such as ``"<u8"``)."""
+    import numpy as np
+
     return np.asarray(values).astype(dtype).tobytes().hex()
 
 
 def array_from_hex(text: str, dtype: str, out: type) -> np.ndarray:
     """Inverse of :func:`array_to_hex`, converted to the in-memory type ``out``."""
+    import numpy as np
+
     return np.frombuffer(bytes.fromhex(text), dtype=dtype).astype(out)

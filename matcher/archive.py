@@ -37,6 +37,8 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
+from matcher.settings import spec_error
+
 Headers = Sequence[tuple[str, str]]
 RENDERED_FIELD = "Fptrack-Rendered"
 """A named field of a rendered page's response record (WARC 1.1 allows fields of one's
@@ -291,13 +293,6 @@ class GridFSArchive:
 
     def delete(self, sha256: str) -> None:
         self._fs.delete(_checked(sha256))
-
-
-def spec_error(spec: str) -> str:
-    """Why ``spec`` names no archive (``gridfs``, ``none`` or an absolute folder), or ""."""
-    if spec in ("gridfs", "none") or spec.startswith("/"):
-        return ""
-    return f"archive must be gridfs, none or an absolute folder, got {spec!r}"
 
 
 def open_archive(spec: str, db: object) -> Archive | None:

@@ -4,6 +4,11 @@
 operation left nothing half-written and can simply be run again; Celery tasks retry them
 with backoff. Everything else is a problem with the input or the configuration and is
 reported, never retried.
+
+Importing this module loads no driver: the tuples of redis-py, pymongo and kombu classes
+(:data:`OUTAGES`, :data:`PERMANENT_REDIS`, :data:`TRANSIENT_TYPES`) are built when first
+asked for, and :func:`redis_errors` names redis-py's classes only once an error is raised
+(``fptrack --help`` and the command-line parser need :class:`SettingsError` alone).
 """
 
 from __future__ import annotations
@@ -11,10 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-
-import pymongo.errors
-import redis
-from kombu.exceptions import OperationalError
+from functools import cache
+from typing import Any
 
 
 class MatcherError(Exception):
@@ -46,22 +49,32 @@ class SettingsError(MatcherError, ValueError):
     """A setting (environment variable or argument) has an invalid value."""
 
 
-OUTAGES = (
-    redis.ConnectionError,
-    redis.TimeoutError,
-    redis.exceptions.ClusterError,
-    redis.exceptions.SlotNotCoveredError,
-    redis.exceptions.TryAgainError,
-    redis.exceptions.ReadOnlyError,
-)
-"""What redis-py raises when a server or a cluster's slots cannot be reached, once its own
-retries are spent (a cluster client follows MOVED and ASK and waits out failovers itself;
-``ClusterError`` covers ``ClusterDownError`` and an exhausted redirection budget;
-``ReadOnlyError``: a write reached a primary demoted to a replica by a failover;
-``BusyLoadingError``, a server still loading its data, is a ``ConnectionError``)."""
+@cache
+def _outages() -> tuple[type[BaseException], ...]:
+    """What redis-py raises when a server or a cluster's slots cannot be reached, once its
+    own retries are spent (a cluster client follows MOVED and ASK and waits out failovers
+    itself; ``ClusterError`` covers ``ClusterDownError`` and an exhausted redirection budget;
+    ``ReadOnlyError``: a write reached a primary demoted to a replica by a failover;
+    ``BusyLoadingError``, a server still loading its data, is a ``ConnectionError``)."""
+    import redis
 
-PERMANENT_REDIS = (redis.exceptions.AuthenticationError, redis.exceptions.AuthorizationError)
-"""Connection errors that waiting does not cure: wrong credentials or rights."""
+    return (
+        redis.ConnectionError,
+        redis.TimeoutError,
+        redis.exceptions.ClusterError,
+        redis.exceptions.SlotNotCoveredError,
+        redis.exceptions.TryAgainError,
+        redis.exceptions.ReadOnlyError,
+    )
+
+
+@cache
+def _permanent_redis() -> tuple[type[BaseException], ...]:
+    """Connection errors that waiting does not cure: wrong credentials or rights."""
+    import redis
+
+    return (redis.exceptions.AuthenticationError, redis.exceptions.AuthorizationError)
+
 
 TRANSIENT_MONGO_CODES = frozenset(
     {6, 7, 89, 91, 133, 189, 262, 9001, 10107, 11600, 11602, 13435, 13436, 63, 150, 13388}
@@ -73,20 +86,42 @@ NotWritablePrimary, InterruptedAtShutdown, InterruptedDueToReplStateChange,
 NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary, StaleShardVersion, StaleEpoch, StaleConfig
 (the codes pymongo's own retryable-write logic knows)."""
 
-TRANSIENT_TYPES = (
-    Retryable,
-    redis.RedisError,
-    redis.exceptions.RedisClusterException,
-    pymongo.errors.PyMongoError,
-    OperationalError,
-)
-"""Every class :func:`transient` may say yes to (what a Celery task hands to it)."""
+
+@cache
+def _transient_types() -> tuple[type[BaseException], ...]:
+    """Every class :func:`transient` may say yes to (what a Celery task hands to it)."""
+    import pymongo.errors
+    import redis
+    from kombu.exceptions import OperationalError
+
+    return (
+        Retryable,
+        redis.RedisError,
+        redis.exceptions.RedisClusterException,
+        pymongo.errors.PyMongoError,
+        OperationalError,
+    )
+
+
+_LAZY = {
+    "OUTAGES": _outages,
+    "PERMANENT_REDIS": _permanent_redis,
+    "TRANSIENT_TYPES": _transient_types,
+}
+
+
+def __getattr__(name: str) -> Any:
+    """``OUTAGES``, ``PERMANENT_REDIS`` and ``TRANSIENT_TYPES``, built on first use (PEP 562)."""
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def transient(exc: BaseException) -> bool:
     """True when ``exc`` comes from an outage that passes by itself (retry with backoff),
     False when it is a problem to report once (bad input, configuration, a bug).
 
+    >>> import pymongo.errors, redis
     >>> transient(redis.ConnectionError("Connection refused"))
     True
     >>> transient(redis.exceptions.AuthenticationError("invalid password"))
@@ -96,14 +131,18 @@ def transient(exc: BaseException) -> bool:
     >>> transient(pymongo.errors.DuplicateKeyError("E11000", code=11000))
     False
     """
+    import pymongo.errors
+    import redis
+    from kombu.exceptions import OperationalError
+
     if isinstance(exc, Retryable):
         return True
-    if isinstance(exc, PERMANENT_REDIS):
+    if isinstance(exc, _permanent_redis()):
         return False
-    if isinstance(exc, OUTAGES):
+    if isinstance(exc, _outages()):
         return True
     if isinstance(exc, redis.exceptions.RedisClusterException):
-        return isinstance(exc.__cause__, OUTAGES) or "cannot be connected" in str(exc)
+        return isinstance(exc.__cause__, _outages()) or "cannot be connected" in str(exc)
     if isinstance(exc, pymongo.errors.ConnectionFailure):  # AutoReconnect, NotPrimaryError...
         return True
     if isinstance(exc, pymongo.errors.PyMongoError):
@@ -114,6 +153,13 @@ def transient(exc: BaseException) -> bool:
         code = getattr(exc, "code", None)
         return code in TRANSIENT_MONGO_CODES
     return isinstance(exc, OperationalError)  # kombu: the broker did not answer
+
+
+def _redis_exceptions() -> Any:
+    """redis-py's exceptions module (loaded by then: its client raised what is caught)."""
+    import redis.exceptions
+
+    return redis.exceptions
 
 
 _GUARDS: ContextVar[int] = ContextVar("fptrack_redis_guards", default=0)
@@ -135,17 +181,17 @@ def redis_errors(what: str) -> Iterator[None]:
     token = _GUARDS.set(_GUARDS.get() + 1)
     try:
         yield
-    except PERMANENT_REDIS as exc:
+    except _permanent_redis() as exc:
         raise SettingsError(f"Redis refused this client while {what}: {exc}") from exc
-    except OUTAGES as exc:
+    except _outages() as exc:
         raise IndexUnavailable(f"Redis unavailable while {what}: {exc}") from exc
-    except redis.exceptions.RedisClusterException as exc:
+    except _redis_exceptions().RedisClusterException as exc:
         # "Redis Cluster cannot be connected": no node answers while the slot table is
         # reloaded; other RedisClusterExceptions (cross-slot commands) are bugs, raised
-        if not isinstance(exc.__cause__, OUTAGES):
+        if not isinstance(exc.__cause__, _outages()):
             raise
         raise IndexUnavailable(f"Redis Cluster unavailable while {what}: {exc}") from exc
-    except redis.exceptions.MovedError as exc:
+    except _redis_exceptions().MovedError as exc:
         raise SettingsError(
             f"the index Redis is a Redis Cluster node (MOVED {exc}); set FPTRACK_INDEX_REDIS_URL"
             " to redis+cluster://host:port[,host:port...]"

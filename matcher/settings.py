@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import Any
 from urllib.parse import unquote
 
-from matcher.archive import spec_error
 from matcher.errors import SettingsError
 from matcher.notify import SmtpConfig
 
@@ -26,6 +25,14 @@ SERVER_SCHEMES = ("redis://", "rediss://", "unix://")
 DEFAULT_REDIS_PORT = 6379
 DEFAULT_SENTINEL_PORT = 26379
 SENTINEL_FORM = "redis+sentinel://[[user]:password@]host:port[,host:port...]/SERVICE[/DB]"
+
+
+def spec_error(spec: str) -> str:
+    """Why ``spec`` (``FPTRACK_ARCHIVE``, opened by :func:`matcher.archive.open_archive`)
+    names no archive (``gridfs``, ``none`` or an absolute folder), or ""."""
+    if spec in ("gridfs", "none") or spec.startswith("/"):
+        return ""
+    return f"archive must be gridfs, none or an absolute folder, got {spec!r}"
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from matcher.errors import MatcherError, StoreUnavailable, transient
 from matcher.keys import MAX_WORK_SEQ
 from matcher.near_twins import LOOKUP_KEYS
 from matcher.pages import CrawledPage
+from matcher.statuses import STATUSES
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -42,7 +43,6 @@ KINDS = ("work", "page")
 _LINKS = {"next_url": 1, "prev_url": 1}
 VALIDATOR_CHARS = 200
 """At most this much of a page's ``ETag`` and ``Last-Modified`` is kept (hostile headers)."""
-STATUSES = ("new", "confirmed", "false_positive", "authorised", "takedown_sent")
 
 LIST_ORDER = (("first_seen", DESCENDING), ("_id", DESCENDING))
 """The match list's sort order."""

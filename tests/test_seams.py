@@ -184,3 +184,30 @@ def test_domain_modules_import_no_web_framework() -> None:
         for name in DOMAIN_MODULES
     }  # fmt: skip
     assert {k: v for k, v in found.items() if v} == {}, "domain modules import the web"
+
+
+def test_the_command_line_is_a_leaf() -> None:
+    """The commands (:mod:`admin.commands`, one module each) are imported by the command
+    line alone: the web, the workers and the crawler never reach into the CLI."""
+    found = {
+        name: sorted(m for m in imported(tree) if m.startswith("admin.commands"))
+        for name, tree in modules()
+        if name != "admin/cli.py" and not name.startswith("admin/commands/")
+    }
+    assert {name: found for name, found in found.items() if found} == {}
+
+
+def test_every_command_module_is_listed() -> None:
+    """Each module of ``admin/commands/`` but the shared ones is a command of the table that
+    ``fptrack --help`` lists, and defines its options (``add_arguments``)."""
+    from admin.commands import COMMANDS
+
+    shared = {"__init__", "common"}
+    folder = ROOT / "admin" / "commands"
+    files = {path.stem for path in folder.glob("*.py")} - shared
+    assert files == {module for module, _ in COMMANDS.values()}
+    for path in folder.glob("*.py"):
+        if path.stem not in shared:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+            assert "add_arguments" in defined, path.name

@@ -9,7 +9,7 @@ from importlib.metadata import version
 
 import pytest
 
-from admin.parser import build_parser, parse
+from admin.commands import build_parser, parse
 from admin.reading import DEFAULT_MAX_BYTES
 
 

@@ -15,18 +15,133 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import redis
-from tqdm import tqdm
-
-from admin import outage
-from admin.context import Context, redis_client
+from admin.commands.common import positive_type
+from admin.context import Context
 from admin.errors import CommandError
-from matcher.engine import Engine
-from matcher.keys import Keys
-from matcher.operations import Operations
-from matcher.redis_io import delete_matching
+
+if TYPE_CHECKING:
+    import redis
+
+    from matcher.engine import Engine
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    from admin.scan import (
+        DEFAULT_DEADLINE,
+        DEFAULT_MAX_DEPTH,
+        DEFAULT_MAX_PAGES,
+        DEFAULT_OUTAGE_WAIT,
+    )
+    from crawler.render import CHROMIUM
+    from crawler.settings import FPTRACK_MAX_LINKS_PER_PAGE, FPTRACK_MAX_PENDING
+    from matcher.settings import Settings
+
+    defaults = Settings()
+    p.description = (
+        "Register every .txt, .md and .html file under --works as a work, crawl each site "
+        "(links within its host), match every page and write the results as JSON (and an "
+        "HTML report). Everything runs in this process: MongoDB is an in-memory mongomock, "
+        "Redis is fakeredis unless FPTRACK_REDIS_URL names a server (then the scan's keys are "
+        "deleted when it ends). Works with the same text as an earlier file, or nearly "
+        f"(FPTRACK_NEAR_TWIN_SHARE, default {defaults.near_twin_share}), are listed in "
+        "'duplicates' and their copies reported under the earlier file. "
+        "Give at least one --site or --site-dir."
+    )
+    p.set_defaults(func=run, parser=p, validate=_need_a_site)
+    p.add_argument("--works", required=True, metavar="DIR", help="folder of works (recursive)")
+    p.add_argument(
+        "--site",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="site to crawl from this URL (repeat for several; default: none)",
+    )
+    p.add_argument(
+        "--site-dir",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder served on 127.0.0.1 for the scan and crawled from its index.html "
+        "(repeat for several; default: none)",
+    )
+    p.add_argument("--json", required=True, metavar="OUT", help="write the results here")
+    p.add_argument(
+        "--max-pages",
+        type=int,
+        default=DEFAULT_MAX_PAGES,
+        help=f"pages per site at most (default: {DEFAULT_MAX_PAGES:,})",
+    )
+    p.add_argument(
+        "--max-depth",
+        type=int,
+        default=DEFAULT_MAX_DEPTH,
+        help="links from the start URL at most; a page's next and previous pages and "
+        f"chapters (下一页, 下一章 ...) are not a level deeper (default: {DEFAULT_MAX_DEPTH})",
+    )
+    p.add_argument(
+        "--deadline",
+        type=int,
+        default=DEFAULT_DEADLINE,
+        metavar="SECONDS",
+        help="stop crawling a site after this long (its downloads and page reading end "
+        "by then too); pages not reached are reported "
+        f"(default: {DEFAULT_DEADLINE}; 0: none)",
+    )
+    p.add_argument(
+        "--max-links",
+        type=positive_type,
+        default=FPTRACK_MAX_LINKS_PER_PAGE,
+        metavar="N",
+        help="links followed from one page, the first in it; the others are counted as "
+        f"links_capped (FPTRACK_MAX_LINKS_PER_PAGE, default: {FPTRACK_MAX_LINKS_PER_PAGE:,})",
+    )
+    p.add_argument(
+        "--max-pending",
+        type=positive_type,
+        default=FPTRACK_MAX_PENDING,
+        metavar="N",
+        help="requests queued and not yet fetched, per site: the bound of the crawl's memory; "
+        "new links beyond it are counted as pending_capped "
+        f"(FPTRACK_MAX_PENDING, default: {FPTRACK_MAX_PENDING:,})",
+    )
+    p.add_argument(
+        "--outage-wait",
+        type=float,
+        default=DEFAULT_OUTAGE_WAIT,
+        metavar="SECONDS",
+        help="with FPTRACK_REDIS_URL: how long to wait, after the crawl, for a Redis that "
+        "stopped answering, so that the pages that met the outage are matched "
+        f"(default: {DEFAULT_OUTAGE_WAIT})",
+    )
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help=f"open every page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
+        "and read the text its scripts load, for sites that load their "
+        "text by script; needs the extra 'render' (default: off, pages read as served)",
+    )
+    p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
+    p.add_argument(
+        "--warc",
+        metavar="OUT",
+        help="also write the evidence archive here: the HTTP exchange of every matched page "
+        "as fetched, WARC records, gzipped (OUT.warc.gz; default: none)",
+    )
+    p.add_argument(
+        "--serve",
+        nargs="?",
+        const="127.0.0.1:8000",
+        metavar="HOST:PORT",
+        help="then serve the admin platform over the results until Ctrl-C or SIGTERM "
+        "(127.0.0.1:8000 when given alone; port 0 picks a free one; default: do not serve)",
+    )
+
+
+def _need_a_site(args: argparse.Namespace) -> None:
+    if not args.site and not args.site_dir:
+        args.parser.error("give at least one --site URL or --site-dir DIR")
 
 
 @contextmanager
@@ -45,6 +160,9 @@ def sigterm_interrupts() -> Iterator[None]:
 
 def drop_keys(client: redis.Redis, prefix: str) -> None:
     """Delete every key under ``prefix:`` (the scan's indexes, whatever state they are in)."""
+    from matcher.keys import Keys
+    from matcher.redis_io import delete_matching
+
     delete_matching(client, Keys(prefix).everything, "deleting the scan's keys")
 
 
@@ -73,7 +191,11 @@ def _check_arguments(args: argparse.Namespace) -> None:
             error(f"--serve {args.serve!r}: give HOST:PORT")
 
 
-def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    import redis
+
+    from admin import outage
+    from admin.context import redis_client
     from admin.scan import scan_settings
 
     _check_arguments(args)
@@ -95,6 +217,8 @@ def cmd_scan(args: argparse.Namespace, ctx: Context) -> int:
 def _scan(
     args: argparse.Namespace, settings: Any, redis_url: str | None, stack: ExitStack, chromium: str
 ) -> int:
+    from tqdm import tqdm
+
     from admin.scan import run_scan, serve_directory
 
     urls = list(args.site)
@@ -172,9 +296,10 @@ def write_warc(engine: Engine, archive: Any, path: Path) -> None:
 
 
 def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[str, Path]) -> None:
-    """The scan's HTML report (:mod:`admin.report_html`); pages of ``--site-dir`` folders are
+    """The scan's HTML report (:mod:`admin.report.html_report`); pages of ``--site-dir`` folders are
     named by their file, since the scan's server for them is gone once it ends."""
-    from admin import report_html
+    from admin.report import html_report as report_html
+    from matcher.operations import Operations
 
     def texts(match: Any) -> tuple[Any, str]:
         return report_html.match_texts(engine.store, match)

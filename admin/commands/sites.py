@@ -1,0 +1,218 @@
+"""``fptrack sites``: the watched sites and their crawl schedules (add, list, remove)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from admin.commands.common import actions, command, dump_json, json_option
+from admin.errors import CommandError
+
+if TYPE_CHECKING:
+    from admin.context import Context
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from crawler.render import CHROMIUM, RENDER_SECONDS, SETTLE_SECONDS
+
+    sites = actions(parser, "The sites fptrack crawls, each with its crawl rules and schedule.")
+    p = command(
+        sites,
+        "add",
+        run_add,
+        "add a site, or change one (same --name)",
+        "Add a watched site, or change one (same --name). Its schedule is saved in Redis at "
+        "once, so a running beat picks it up within 5 s.",
+    )
+    p.add_argument("url", help="the start URL")
+    p.add_argument("--name", help="site name (default: the URL's host)")
+    p.add_argument(
+        "--start",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="another start URL (repeatable; default: none)",
+    )
+    p.add_argument(
+        "--domain",
+        action="append",
+        default=[],
+        help="allowed domain (repeatable; default: hosts of the start URLs)",
+    )
+    p.add_argument("--depth", type=int, default=5, help="link depth at most (default: 5)")
+    p.add_argument(
+        "--max-pages",
+        type=int,
+        default=0,
+        help="pages per crawl (per crawler process) at most (default: 0, no limit)",
+    )
+    p.add_argument(
+        "--deadline",
+        type=int,
+        default=0,
+        metavar="SECONDS",
+        help="stop a crawl after this long; the rest is left to the next crawl "
+        "(default: 0, none beyond FPTRACK_CRAWL_TIMEOUT)",
+    )
+    p.add_argument(
+        "--crawlers",
+        type=int,
+        default=1,
+        help="crawler processes crawling the site at once, on any workers, sharing one "
+        "frontier in Redis (default: 1; at most 16)",
+    )
+    p.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="follow only URLs matching this (repeatable; default: every URL)",
+    )
+    p.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="never follow URLs matching this (repeatable; default: none)",
+    )
+    p.add_argument(
+        "--selector",
+        default="",
+        help="CSS (or XPath from /) of the main text (default: extracted automatically)",
+    )
+    p.add_argument(
+        "--no-join",
+        action="store_true",
+        help="do not record next/previous page links (下一页/上一页): chapters split over "
+        "pages are then matched page by page only (default: recorded, split chapters are "
+        "matched as a whole too)",
+    )
+    p.add_argument(
+        "--ignore-robots", action="store_true", help="do not obey robots.txt (default: obey)"
+    )
+    p.add_argument(
+        "--schedule",
+        default="daily",
+        help="daily, daily@HH:MM (UTC), hourly, 'every N m|h|s', 'cron M H DOM MON DOW' or "
+        "never (default: daily, at a minute derived from the name)",
+    )
+    p.add_argument(
+        "--recrawl",
+        default="never",
+        metavar="SCHEDULE",
+        help="schedule of the incremental crawl besides the full one (same forms as --schedule, "
+        "e.g. 'every 2m'): start pages, sitemaps, RSS/Atom feeds and new pages only, stored "
+        "pages asked for conditionally; never while a full crawl of the site runs "
+        "(default: never)",
+    )
+    p.add_argument(
+        "--authorised",
+        action="store_true",
+        help="a licensed site: its matches are recorded as authorised (default: not)",
+    )
+    p.add_argument(
+        "--render",
+        action="store_true",
+        help=f"open each page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
+        "and read the text its scripts load; needs the extra 'render' (pip install "
+        f"'fptrack[render]'). A page waits at most {RENDER_SECONDS:g} s for its load event, "
+        f"then at most {SETTLE_SECONDS:g} s for its network to settle (default: off, pages "
+        "read as served)",
+    )
+    p = command(
+        sites,
+        "list",
+        run_list,
+        "list sites",
+        "List the watched sites: name, schedule, start URLs.",
+    )
+    json_option(p)
+    p = command(
+        sites,
+        "remove",
+        run_remove,
+        "remove a site and its schedule (its pages stay)",
+        "Remove a site and its crawl schedule. Its pages and matches stay.",
+    )
+    p.add_argument("name", help="the site's name (see fptrack sites list)")
+
+
+def run_add(args: argparse.Namespace, ctx: Context) -> int:
+    from urllib.parse import urlsplit
+
+    from matcher.sites import SiteConfig
+
+    name = args.name or (urlsplit(args.url).hostname or "").replace(":", "-")
+    try:
+        site = SiteConfig(
+            name=name,
+            start_urls=(args.url, *args.start),
+            allowed_domains=tuple(args.domain),
+            max_depth=args.depth,
+            max_pages=args.max_pages,
+            deadline=args.deadline,
+            crawlers=args.crawlers,
+            include=tuple(args.include),
+            exclude=tuple(args.exclude),
+            content_selector=args.selector,
+            join_next_pages=not args.no_join,
+            obey_robots=not args.ignore_robots,
+            schedule=args.schedule,
+            recrawl=args.recrawl,
+            authorised=args.authorised,
+            render=args.render,
+        )
+    except ValueError as exc:
+        raise CommandError(str(exc), 2) from exc
+    _, created = ctx.ops.save_site(site)
+    scheduled = ctx.schedules.sync_site(site)
+    when = f"schedule {site.schedule}" if scheduled else "not scheduled"
+    if site.recrawl != "never":
+        when += f", incremental crawl {site.recrawl}"
+    print(f"{'added' if created else 'updated'} site {site.name} ({when})")
+    return 0
+
+
+def run_list(args: argparse.Namespace, ctx: Context) -> int:
+    from matcher import crawl_runs
+
+    sites = ctx.ops.list_sites()
+    latest = ctx.ops.latest_crawls()
+    last = {}
+    for s in sites:
+        run = latest.get(s.name)
+        matched = ctx.ops.crawl_progress(run)["matched"] if run else None
+        last[s.name] = crawl_runs.outline(run, matched)
+    if args.json:
+        dump_json([{**s.to_dict(), "last_crawl": last[s.name]} for s in sites])
+        return 0
+    for s in sites:
+        flags = (" authorised" if s.authorised else "") + (" render" if s.render else "")
+        print(
+            f"{s.name}\t{s.schedule}\t{' '.join(s.start_urls)}{flags}\t{last_crawl(last[s.name])}"
+        )
+    print(f"{len(sites)} site(s)", file=sys.stderr)
+    return 0
+
+
+def last_crawl(outline: dict[str, Any] | None) -> str:
+    """A site's last crawl in one line: when, outcome, pages, matches, errors, why it failed."""
+    if outline is None:
+        return "never crawled"
+    started = outline["started_at"]
+    when = started.strftime("%Y-%m-%d %H:%M UTC") if isinstance(started, datetime) else "?"
+    line = (
+        f"last crawl {when} {outline['outcome']}, {outline['pages']} page(s), "
+        f"{outline['matches'] or 0} match(es), {outline['errors']} error(s)"
+    )
+    return line + (f": {outline['error']}" if outline["error"] else "")
+
+
+def run_remove(args: argparse.Namespace, ctx: Context) -> int:
+    if not ctx.ops.delete_site(args.name):
+        raise CommandError(f"no site named {args.name!r}")
+    ctx.schedules.remove_site(args.name)
+    print(f"removed site {args.name} and its schedule")
+    return 0

@@ -1,0 +1,82 @@
+"""``fptrack worker``: a Celery worker (pages, works, crawls) that checks the stores at start
+and rides out their outages once running."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from admin.commands.common import leaf, wait_option
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from admin.context import Context
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    leaf(
+        parser,
+        run,
+        "Run a Celery worker: it fingerprints and matches pages, indexes works and runs "
+        "crawls. It checks MongoDB, Redis and the broker at start and exits 1 with one line "
+        "if one does not answer (see --wait); once running, it waits out their restarts.",
+    )
+    parser.add_argument(
+        "--queues", default="fptrack,fptrack.crawl", help="(default: fptrack,fptrack.crawl)"
+    )
+    parser.add_argument(
+        "--concurrency", type=int, default=0, help="processes (default: 0, one per core)"
+    )
+    parser.add_argument(
+        "-n",
+        "--hostname",
+        default="",
+        help="the worker's name, %%h for the host (default: fptrack-<pid>@<host>, one per process)",
+    )
+    parser.add_argument("--loglevel", default="INFO", help="(default: INFO)")
+    wait_option(parser)
+
+
+WORKER_OPTIONS = ("--without-gossip", "--without-mingle")
+"""Celery's worker-to-worker chatter, which fptrack does not use (and whose restart after a
+broker outage fails with a traceback in Celery 5)."""
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.health import Watch, mark_starting, require_stores
+
+    if args.concurrency < 0:
+        args.parser.error("--concurrency must be 0 (one per core) or more")
+    up = mark_starting(ctx, "worker")  # `check` says "starting" until it is ready
+    require_stores(ctx, args.wait)
+    argv = ["worker", f"--loglevel={args.loglevel}", f"--queues={args.queues}"]
+    # Celery's default name, celery@host, is the same for every worker of a host: replies
+    # to ping and inspect, and the broker's worker events, would take two for one.
+    argv.append(f"--hostname={args.hostname or f'fptrack-{os.getpid()}@%h'}")
+    if args.concurrency:
+        argv.append(f"--concurrency={args.concurrency}")
+    argv.extend(WORKER_OPTIONS)
+    _ride_out_outages(ctx.app)
+    from celery.signals import worker_ready
+
+    worker_ready.connect(up, weak=False)
+    Watch(ctx, "worker").start()
+    ctx.app.worker_main(argv)
+    return 0
+
+
+def _ride_out_outages(app: Celery) -> None:
+    """Make a worker reconnect to the broker for as long as it takes (Celery gives up after
+    100 tries, about 45 minutes, and exits)."""
+    from celery.signals import worker_ready
+
+    app.conf.broker_connection_max_retries = None
+
+    def quiet(**kwargs: Any) -> None:  # after Celery set its own warning filters
+        # Celery's notice of a default it will change in 6.0, printed at every reconnection.
+        warnings.filterwarnings("ignore", r"\s*In Celery 5.1 we introduced an optional breaking")
+
+    worker_ready.connect(quiet, weak=False)

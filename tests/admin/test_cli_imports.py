@@ -1,0 +1,62 @@
+"""``fptrack`` starts light (issue 24): ``import admin.cli``, ``--version``, ``--help`` and
+each command's ``--help`` load no database driver, Scrapy, numba or Celery, except what a
+command's options truly need (:data:`NEEDED`). Each runs in a fresh Python process, since
+the test session itself has imported everything."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from admin.commands import COMMANDS
+from tests.admin.cli_support import ROOT
+
+HEAVY = ("pymongo", "redis", "scrapy", "numba", "celery")
+NEEDED = {"scan": {"pymongo", "redis", "scrapy", "numba"}}
+"""The scan's options show the defaults of the embedded scan (:mod:`admin.scan`, which
+holds the in-memory store and engine) and of the crawl (:mod:`crawler.settings`, Scrapy's)."""
+
+PROBE = """
+import contextlib, io, json, sys
+from admin.cli import main
+argv = json.loads(sys.argv[1])
+if argv:
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            main(argv)
+        except SystemExit as exc:
+            assert exc.code == 0, exc.code
+print(json.dumps(sorted(m for m in {heavy} if m in sys.modules)))
+"""
+
+
+def loaded(*argv: str) -> set[str]:
+    """The heavy libraries in ``sys.modules`` after ``fptrack ARGV`` (nothing: the import)."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE.format(heavy=HEAVY), json.dumps(argv)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=True,
+    )
+    return set(json.loads(done.stdout))
+
+
+def test_importing_the_cli_loads_nothing_heavy() -> None:
+    assert loaded() == set()
+
+
+@pytest.mark.parametrize("argv", [("--version",), ("--help",)], ids=" ".join)
+def test_version_and_help_load_nothing_heavy(argv: tuple[str, ...]) -> None:
+    assert loaded(*argv) == set()
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_a_commands_help_loads_only_what_its_options_need(command: str) -> None:
+    assert loaded(command, "--help") == NEEDED.get(command, set())
