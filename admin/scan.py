@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 import mongomock
 
+from admin import scan_defaults
 from admin.memory_store import as_server
 from admin.reading import WorkFile, iter_work_files
 from matcher import crawl_runs
@@ -38,9 +39,9 @@ from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
 
 T = TypeVar("T")
-DEFAULT_MAX_PAGES = 10_000
-DEFAULT_MAX_DEPTH = 10
-DEFAULT_OUTAGE_WAIT = 120
+DEFAULT_MAX_PAGES = scan_defaults.MAX_PAGES
+DEFAULT_MAX_DEPTH = scan_defaults.MAX_DEPTH
+DEFAULT_OUTAGE_WAIT = scan_defaults.OUTAGE_WAIT
 """Seconds the scan waits, after its crawl, for a Redis that stopped answering: the pages
 that met the outage are matched once it is back."""
 
@@ -74,7 +75,7 @@ class ScanResult:
         }
 
 
-DEFAULT_DEADLINE = 1800
+DEFAULT_DEADLINE = scan_defaults.DEADLINE
 
 
 def site_config(

@@ -29,13 +29,14 @@ import os
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from crawler import defaults
 from matcher.crawl_runs import RENDER_UNAVAILABLE
 
 if TYPE_CHECKING:  # the command line reads this module's defaults without loading Scrapy
     from scrapy import Request
     from scrapy.crawler import Crawler
 
-CHROMIUM = "/usr/bin/chromium"
+CHROMIUM = defaults.CHROMIUM
 RENDER_SECONDS = 30.0
 SETTLE_SECONDS = 10.0
 RENDER_PAGES = 4

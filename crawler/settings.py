@@ -85,7 +85,7 @@ from typing import Any
 
 from scrapy.settings import Settings
 
-from crawler import render
+from crawler import defaults, render
 from matcher.sites import SiteConfig
 
 BOT_NAME = "fptrack"
@@ -123,9 +123,9 @@ DOWNLOADER_MIDDLEWARES = {
 }
 
 FPTRACK_MIN_TEXT_CHARS = 20
-FPTRACK_MAX_LINKS_PER_PAGE = 5000
+FPTRACK_MAX_LINKS_PER_PAGE = defaults.MAX_LINKS_PER_PAGE
 FPTRACK_MAX_REQUESTS = 1_000_000
-FPTRACK_MAX_PENDING = 100_000
+FPTRACK_MAX_PENDING = defaults.MAX_PENDING
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
 FPTRACK_CHROMIUM = render.CHROMIUM

@@ -28,14 +28,8 @@ if TYPE_CHECKING:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    from admin.scan import (
-        DEFAULT_DEADLINE,
-        DEFAULT_MAX_DEPTH,
-        DEFAULT_MAX_PAGES,
-        DEFAULT_OUTAGE_WAIT,
-    )
-    from crawler.render import CHROMIUM
-    from crawler.settings import FPTRACK_MAX_LINKS_PER_PAGE, FPTRACK_MAX_PENDING
+    from admin import scan_defaults
+    from crawler import defaults as crawl_defaults
     from matcher.settings import Settings
 
     defaults = Settings()
@@ -70,55 +64,58 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--max-pages",
         type=int,
-        default=DEFAULT_MAX_PAGES,
-        help=f"pages per site at most (default: {DEFAULT_MAX_PAGES:,})",
+        default=scan_defaults.MAX_PAGES,
+        help=f"pages per site at most (default: {scan_defaults.MAX_PAGES:,})",
     )
     p.add_argument(
         "--max-depth",
         type=int,
-        default=DEFAULT_MAX_DEPTH,
+        default=scan_defaults.MAX_DEPTH,
         help="links from the start URL at most; a page's next and previous pages and "
-        f"chapters (下一页, 下一章 ...) are not a level deeper (default: {DEFAULT_MAX_DEPTH})",
+        "chapters (下一页, 下一章 ...) are not a level deeper "
+        f"(default: {scan_defaults.MAX_DEPTH})",
     )
     p.add_argument(
         "--deadline",
         type=int,
-        default=DEFAULT_DEADLINE,
+        default=scan_defaults.DEADLINE,
         metavar="SECONDS",
         help="stop crawling a site after this long (its downloads and page reading end "
         "by then too); pages not reached are reported "
-        f"(default: {DEFAULT_DEADLINE}; 0: none)",
+        f"(default: {scan_defaults.DEADLINE}; 0: none)",
     )
     p.add_argument(
         "--max-links",
         type=positive_type,
-        default=FPTRACK_MAX_LINKS_PER_PAGE,
+        default=crawl_defaults.MAX_LINKS_PER_PAGE,
         metavar="N",
         help="links followed from one page, the first in it; the others are counted as "
-        f"links_capped (FPTRACK_MAX_LINKS_PER_PAGE, default: {FPTRACK_MAX_LINKS_PER_PAGE:,})",
+        "links_capped (FPTRACK_MAX_LINKS_PER_PAGE, "
+        f"default: {crawl_defaults.MAX_LINKS_PER_PAGE:,})",
     )
     p.add_argument(
         "--max-pending",
         type=positive_type,
-        default=FPTRACK_MAX_PENDING,
+        default=crawl_defaults.MAX_PENDING,
         metavar="N",
         help="requests queued and not yet fetched, per site: the bound of the crawl's memory; "
         "new links beyond it are counted as pending_capped "
-        f"(FPTRACK_MAX_PENDING, default: {FPTRACK_MAX_PENDING:,})",
+        f"(FPTRACK_MAX_PENDING, default: {crawl_defaults.MAX_PENDING:,})",
     )
     p.add_argument(
         "--outage-wait",
         type=float,
-        default=DEFAULT_OUTAGE_WAIT,
+        default=scan_defaults.OUTAGE_WAIT,
         metavar="SECONDS",
         help="with FPTRACK_REDIS_URL: how long to wait, after the crawl, for a Redis that "
         "stopped answering, so that the pages that met the outage are matched "
-        f"(default: {DEFAULT_OUTAGE_WAIT})",
+        f"(default: {scan_defaults.OUTAGE_WAIT})",
     )
     p.add_argument(
         "--render",
         action="store_true",
-        help=f"open every page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
+        help="open every page in headless Chromium "
+        f"(FPTRACK_CHROMIUM, default {crawl_defaults.CHROMIUM}) "
         "and read the text its scripts load, for sites that load their "
         "text by script; needs the extra 'render' (default: off, pages read as served)",
     )

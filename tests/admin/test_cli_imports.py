@@ -1,6 +1,6 @@
 """``fptrack`` starts light (issue 24): ``import admin.cli``, ``--version``, ``--help`` and
 each command's ``--help`` load no database driver, Scrapy, numba or Celery, except what a
-command's options truly need (:data:`NEEDED`). Each runs in a fresh Python process, since
+command's options would truly need (:data:`NEEDED`). Each runs in a fresh Python process, since
 the test session itself has imported everything."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from admin.commands import COMMANDS
 from tests.admin.cli_support import ROOT
 
 HEAVY = ("pymongo", "redis", "scrapy", "numba", "celery")
-NEEDED = {"scan": {"pymongo", "redis", "scrapy", "numba"}}
-"""The scan's options show the defaults of the embedded scan (:mod:`admin.scan`, which
-holds the in-memory store and engine) and of the crawl (:mod:`crawler.settings`, Scrapy's)."""
+NEEDED: dict[str, set[str]] = {}
+"""Heavy libraries a command's options need, by command: none (the scan's defaults are in
+:mod:`admin.scan_defaults` and :mod:`crawler.defaults`, which import nothing)."""
 
 PROBE = """
 import contextlib, io, json, sys
