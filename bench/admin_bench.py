@@ -320,8 +320,9 @@ class Built:
 
 
 def context(db: Any) -> Context:
-    """A context over ``db`` whose Redis client has no server behind it."""
-    settings = Settings(redis_prefix="fptrack-admin-bench")
+    """A context over ``db`` whose Redis client has no server behind it, and no evidence
+    archive (GridFS needs a real MongoDB client, and the bench stores no evidence)."""
+    settings = Settings(redis_prefix="fptrack-admin-bench", archive="none")
     engine = Engine(settings, Store(db), redis.Redis(**DEAD_REDIS))
     return Context(settings=settings, engine=engine)
 
