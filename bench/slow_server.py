@@ -1,16 +1,20 @@
-"""A slow-loris HTTP server on 127.0.0.1 for the hostile benchmark's outbound cases.
+"""Slow-loris servers on 127.0.0.1: the outbound policy's tests (:mod:`matcher.outbound`)
+and the hostile benchmark's outbound cases drive the same ones, each at its own pace.
 
-The pattern of ``tests/outbound_support.py`` (the outbound policy's tests), with the pace a
-parameter: ``/status`` sends its status line and headers one byte every ``drip`` seconds,
-``/headers`` the status line at once and then its headers one byte every ``drip`` seconds.
-Any other path, and any connection, is recorded (:attr:`SlowServer.paths`), so a case can
-tell whether a request reached it at all. A connection ends by itself after ``give_up``
-seconds, so a client that never gives up cannot hang the benchmark.
+An HTTP :func:`slow_server` answers by path (the request line's second word, any method):
+``/status`` sends its status line and headers one byte every ``drip`` seconds, ``/headers``
+the status line at once and then its headers byte by byte, ``/body`` the status and headers
+at once (``Content-Length`` 100000) and then the body byte by byte, ``/hang`` nothing at
+all. Once all is sent the connection is kept open. Every path asked is recorded
+(:attr:`SlowServer.paths`), so a case can tell whether a request reached the server at all.
+With ``speaks_first`` the server drips an SMTP greeting instead. A connection ends by itself
+after ``give_up`` seconds, so a client that never gives up cannot hang a test or a run.
 """
 
 from __future__ import annotations
 
 import socketserver
+import ssl
 import threading
 import time
 from collections.abc import Iterator
@@ -18,12 +22,24 @@ from contextlib import contextmanager
 
 STATUS = b"HTTP/1.1 200 OK\r\n"
 HEADERS = b"Content-Type: text/html; charset=utf-8\r\nX-Pad: " + b"a" * 4000 + b"\r\n\r\n"
+GREETING = b"220 slow.example ESMTP\r\n"
+MODES = {
+    "status": (b"", STATUS + HEADERS),
+    "headers": (STATUS, HEADERS),
+    "body": (STATUS + b"Content-Length: 100000\r\n\r\n", b"x" * 100000),
+}
+"""For each path: what is sent at once, then what is sent one byte at a time."""
 
 
 class _Handler(socketserver.BaseRequestHandler):
     server: _Server
 
     def handle(self) -> None:
+        ends = time.monotonic() + self.server.give_up
+        if self.server.speaks_first:
+            self.server.record("greeting")
+            self._send(b"", GREETING, ends)
+            return
         sock = self.request
         sock.settimeout(5)
         try:
@@ -32,41 +48,47 @@ class _Handler(socketserver.BaseRequestHandler):
             return
         parts = head.split(b" ", 2)
         path = parts[1].decode("latin-1") if len(parts) > 1 else "/"
-        with self.server.lock:
-            self.server.paths.append(path)
-        mode = path.strip("/").split("?")[0]
-        now, drip = {"status": (b"", STATUS + HEADERS), "headers": (STATUS, HEADERS)}.get(
-            mode, (b"", b"")
-        )
-        ends = time.monotonic() + self.server.give_up
+        self.server.record(path)
+        now, drip = MODES.get(path.strip("/").split("?")[0], (b"", b""))
+        if self._send(now, drip, ends):  # /hang, or all sent: keep the connection open
+            self.server.stopping.wait(max(ends - time.monotonic(), 0.0))
+
+    def _send(self, now: bytes, drip: bytes, ends: float) -> bool:
+        """``now`` at once, then ``drip`` byte by byte; False when cut short."""
         try:
-            sock.sendall(now)
+            self.request.sendall(now)
             for i in range(len(drip)):
                 if self.server.stopping.wait(self.server.drip) or time.monotonic() > ends:
-                    return
-                sock.sendall(drip[i : i + 1])
+                    return False
+                self.request.sendall(drip[i : i + 1])
         except OSError:
-            return  # the client gave up
+            return False  # the client gave up
+        return True
 
 
 class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, drip: float, give_up: float) -> None:
+    def __init__(self, drip: float, give_up: float, speaks_first: bool) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
-        self.drip, self.give_up = drip, give_up
+        self.drip, self.give_up, self.speaks_first = drip, give_up, speaks_first
         self.lock = threading.Lock()
         self.paths: list[str] = []
         self.stopping = threading.Event()
 
+    def record(self, path: str) -> None:
+        with self.lock:
+            self.paths.append(path)
+
 
 class SlowServer:
-    """The running server: its URLs and the paths asked of it so far."""
+    """The running server: its port, its URLs and the paths asked of it so far."""
 
-    def __init__(self, server: _Server) -> None:
+    def __init__(self, server: _Server, scheme: str) -> None:
         self._server = server
-        self.base = f"http://127.0.0.1:{server.server_address[1]}/"
+        self.port = server.server_address[1]
+        self.base = f"{scheme}://127.0.0.1:{self.port}/"
 
     def url(self, mode: str) -> str:
         return self.base + mode
@@ -78,13 +100,23 @@ class SlowServer:
 
 
 @contextmanager
-def slow_server(drip: float = 2.0, give_up: float = 60.0) -> Iterator[SlowServer]:
-    """A slow-loris server sending one byte every ``drip`` seconds (modes above)."""
-    server = _Server(drip, give_up)
+def slow_server(
+    drip: float = 2.0,
+    give_up: float = 60.0,
+    speaks_first: bool = False,
+    tls: tuple[str, str] | None = None,
+) -> Iterator[SlowServer]:
+    """A slow-loris server sending one byte every ``drip`` seconds (see the module
+    docstring); with ``tls`` (a certificate and its key, PEM files) over TLS."""
+    server = _Server(drip, give_up, speaks_first)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(*tls)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield SlowServer(server)
+        yield SlowServer(server, "https" if tls else "http")
     finally:
         server.stopping.set()
         server.shutdown()
