@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -52,6 +53,15 @@ def redis_url(server: servers.Server) -> str:
 
 def mongo_uri(server: servers.Server) -> str:
     return f"mongodb://{server.host}:{server.port}"
+
+
+def answers(url: str) -> bool:
+    """Whether ``url`` answers 200 within 5 s."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as reply:
+            return reply.status == 200
+    except OSError:
+        return False
 
 
 class Service:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import urllib.request
 from pathlib import Path
 
 from pymongo import MongoClient
@@ -21,20 +20,13 @@ from tests import servers
 from tests.e2e.e2e_support import wait_until
 from tests.e2e.outage_support import (
     Service,
+    answers,
     children,
     mongo_uri,
     own_mongodb,
     own_redis,
     redis_url,
 )
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status == 200
-    except OSError:
-        return False
 
 
 def says(*services: Service, text: str) -> None:

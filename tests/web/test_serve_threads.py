@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 import threading
 import time
-import urllib.request
 from pathlib import Path
 
 import redis
@@ -18,20 +17,12 @@ from admin.web.users import Users
 from matcher.store import Store
 from tests import servers
 from tests.e2e.e2e_support import wait_until
-from tests.e2e.outage_support import Service
+from tests.e2e.outage_support import Service, answers
 from tests.outbound_support import slow_server
 from tests.web.web_support import PASSWORDS, Browser
 
 DEADLINE_S = 6
 """FPTRACK_QUERY_DEADLINE of the server: how long each slow fetch holds its thread."""
-
-
-def answers(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as reply:
-            return reply.status == 200
-    except OSError:
-        return False
 
 
 def test_a_page_is_answered_while_two_query_fetches_hang(
