@@ -3,9 +3,10 @@ admin hostage, and takedown templates that must not take its memory.
 
 Each run starts the admin platform as ``fptrack scan --serve`` serves it
 (:func:`admin.commands.scan.serve_scan`: werkzeug's threaded server, one lock over the
-in-memory store released around outbound IO) over an empty in-memory store, in a process of
-its own whose settings come from ``FPTRACK_*`` variables the case sets (the scan command
-itself reads none of them), and drives it over HTTP as a browser does:
+in-memory store released around outbound IO) over an empty in-memory store, so that its
+figures are the admin's own and not a scan's, in a process of its own whose settings come
+from ``FPTRACK_*`` variables the case sets (as the scan command reads its outbound policy:
+:data:`admin.scan.OUTBOUND_FIELDS`), and drives it over HTTP as a browser does:
 
 - ``slow-query``: Query by URL of a page whose server sends its status line at once and its
   headers one byte every ``drip`` seconds (:mod:`bench.slow_server`);
