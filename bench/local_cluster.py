@@ -16,43 +16,25 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-import socket
 import subprocess
 import tempfile
-import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import redis
+
+from bench.net import free_ports, wait_until
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"
 START_TIMEOUT_S = 30.0
-
-
-def free_ports(count: int) -> list[int]:
-    """``count`` TCP ports free on 127.0.0.1 now, whose bus ports (+10000) are free too."""
-    ports: list[int] = []
-    while len(ports) < count:
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port + 10000 > 65535 or port in ports or not _free(port + 10000):
-            continue
-        ports.append(port)
-    return ports
+BUS_PORT_OFFSET = 10000
+"""A node's cluster bus listens on its port + 10000."""
 
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 class LocalCluster:
@@ -78,7 +60,7 @@ class LocalCluster:
     def start(self) -> LocalCluster:
         self._dir = Path(tempfile.mkdtemp(prefix="fptrack-cluster-"))
         try:
-            self.ports = free_ports(self.masters)
+            self.ports = free_ports(self.masters, also_free_at=BUS_PORT_OFFSET)
             for port in self.ports:
                 self._procs.append(self._server(port))
             for port in self.ports:
@@ -124,17 +106,20 @@ class LocalCluster:
                 return False
         return True
 
-    def _wait(self, check) -> None:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        last: Exception | None = None
-        while time.monotonic() < deadline:
+    def _wait(self, check: Callable[[], Any]) -> None:
+        last: list[Exception] = []
+
+        def holds() -> Any:
             try:
-                if check():
-                    return
-            except (redis.RedisError, OSError) as exc:
-                last = exc
-            time.sleep(0.1)
-        raise RuntimeError(f"the local Redis Cluster did not come up: {last}")
+                return check()
+            except (redis.RedisError, OSError) as exc:  # a node still starting
+                last[:] = [exc]
+                return False
+
+        if not wait_until(holds, START_TIMEOUT_S, 0.1):
+            raise RuntimeError(
+                f"the local Redis Cluster did not come up: {last[0] if last else None}"
+            )
 
     def primaries(self) -> dict[int, redis.Redis]:
         """A plain client of each master, by port."""

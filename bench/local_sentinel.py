@@ -25,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +32,8 @@ from typing import Any
 
 import redis
 
-from bench.local_cluster import REDIS_SERVER, free_ports
+from bench.local_cluster import REDIS_SERVER
+from bench.net import free_ports, wait_until
 
 SERVICE = "fptrack"
 DOWN_AFTER_MS = 1000
@@ -150,16 +150,19 @@ class LocalSentinel:
         )
 
     def _wait(self, check: Callable[[], Any], timeout: float = START_TIMEOUT_S) -> Any:
-        deadline = time.monotonic() + timeout
-        last: Exception | None = None
-        while time.monotonic() < deadline:
+        last: list[Exception] = []
+
+        def holds() -> Any:
             try:
-                if result := check():
-                    return result
-            except (redis.RedisError, OSError) as exc:
-                last = exc
-            time.sleep(0.05)
-        raise RuntimeError(f"the local Sentinel group did not get there in {timeout} s: {last}")
+                return check()
+            except (redis.RedisError, OSError) as exc:  # a process still starting
+                last[:] = [exc]
+                return False
+
+        if result := wait_until(holds, timeout):
+            return result
+        reason = last[0] if last else "not yet"
+        raise RuntimeError(f"the local Sentinel group did not get there in {timeout} s: {reason}")
 
     def primary(self) -> int:
         """The port of the primary, as the first live sentinel sees it."""

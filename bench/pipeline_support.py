@@ -36,7 +36,6 @@ import http.server
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -45,6 +44,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
+from bench.http_server import FixtureServer
+from bench.net import free_port, port_open, wait_until
+
 ROOT = Path(__file__).resolve().parents[1]
 
 READY = "ready"
@@ -52,13 +54,6 @@ MONGO_START_TIMEOUT = 30.0
 
 
 # -- the MongoDB server -------------------------------------------------------------------
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listened on a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def serve_mongo(out: IO[str]) -> None:
@@ -77,19 +72,13 @@ def serve_mongo(out: IO[str]) -> None:
         server.terminate()
 
     signal.signal(signal.SIGTERM, stop)
-    deadline = time.monotonic() + MONGO_START_TIMEOUT
-    while True:
-        if server.poll() is not None:
-            raise SystemExit(f"secantusd-py exited with status {server.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                server.kill()
-                late = f"secantusd-py did not listen within {MONGO_START_TIMEOUT} s"
-                raise SystemExit(late) from None
-            time.sleep(0.05)
+    exited_or_open = lambda: server.poll() is not None or port_open("127.0.0.1", port)  # noqa: E731
+    wait_until(exited_or_open, MONGO_START_TIMEOUT)
+    if server.poll() is not None:
+        raise SystemExit(f"secantusd-py exited with status {server.returncode}")
+    if not port_open("127.0.0.1", port):
+        server.kill()
+        raise SystemExit(f"secantusd-py did not listen within {MONGO_START_TIMEOUT} s")
     print(f"{READY} mongodb://127.0.0.1:{port}", file=out, flush=True)
     while server.poll() is None:  # until SIGTERM stops it (killed if it lingers 10 s)
         if stopping and time.monotonic() - stopping[0] > 10:
@@ -100,25 +89,17 @@ def serve_mongo(out: IO[str]) -> None:
 # -- the site server -------------------------------------------------------------------------
 
 
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         pass
 
 
-class _QuietServer(http.server.ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a crawler that hangs up early is no error here
-
-
 def serve_site(folder: Path, out: IO[str]) -> None:
     """Serve ``folder`` on 127.0.0.1 until terminated."""
-    handler = functools.partial(_QuietHandler, directory=str(folder))
-    server = _QuietServer(("127.0.0.1", 0), handler)
-    print(f"{READY} http://127.0.0.1:{server.server_address[1]}/", file=out, flush=True)
-    server.serve_forever()
+    handler = functools.partial(_QuietFiles, directory=str(folder))
+    with FixtureServer(handler) as server:
+        print(f"{READY} {server.url('/')}", file=out, flush=True)
+        threading.Event().wait()  # until SIGTERM ends the process
 
 
 # -- the worker ------------------------------------------------------------------------------
@@ -278,11 +259,8 @@ def stop_children(children: Sequence[Child], client: Any, database: str) -> None
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str, step: float = 0.1) -> None:
     """Poll ``condition`` until it holds; :class:`ChildFailed` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise ChildFailed(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(step)
+    if not wait_until(condition, timeout, step):
+        raise ChildFailed(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 # -- command line ----------------------------------------------------------------------------

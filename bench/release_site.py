@@ -1,6 +1,7 @@
 """The pirate novel site of the release-speed benchmark: chapters that appear while it runs.
 
-:class:`NovelSite` serves, on 127.0.0.1 (a free port, threads of the benchmark process):
+:class:`NovelSite` serves, on 127.0.0.1 (a free port, threads of the benchmark process: a
+:class:`bench.http_server.FixtureServer`):
 
 - ``/book/``: the novel's index, the latest chapters first (最新章节), then every chapter;
 - ``/book/N.html``: chapter N (its title, its text in paragraphs, 上一章 / 下一章 links), with
@@ -24,8 +25,10 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from email.utils import format_datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from bench.http_server import FixtureServer, QuietHandler
 
 FEED_ITEMS = 20
 
@@ -48,7 +51,7 @@ class Chapter:
     published: datetime
 
 
-class NovelSite:
+class NovelSite(FixtureServer):
     """The novel's site (see the module docstring)."""
 
     def __init__(self, title: str = "逆天邪神") -> None:
@@ -56,20 +59,10 @@ class NovelSite:
         self.chapters: dict[int, Chapter] = {}
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
-        self._server = _Server(("127.0.0.1", 0), _handler(self))
-        self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        super().__init__()
 
-    def url(self, path: str = "/") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
-
-    def start(self) -> NovelSite:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+    def make_handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler(self)
 
     def publish(self, number: int, title: str, text: str) -> float:
         """Put chapter ``number`` online everywhere at once; the time (``time.time()``) it did."""
@@ -171,16 +164,8 @@ class NovelSite:
         ).encode()
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    request_queue_size = 128
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a crawler that hangs up early is no error here
-
-
 def _handler(site: NovelSite) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_GET(self) -> None:
             status, headers, body = site.render(self.path.split("?", 1)[0])
             etag = headers.get("ETag")
@@ -197,8 +182,5 @@ def _handler(site: NovelSite) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(body)
             with site._lock:
                 site.hits.append(Hit(time.time(), self.path, status, len(body)))
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
 
     return Handler

@@ -20,6 +20,8 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from bench.http_server import FixtureServer
+
 STATUS = b"HTTP/1.1 200 OK\r\n"
 HEADERS = b"Content-Type: text/html; charset=utf-8\r\nX-Pad: " + b"a" * 4000 + b"\r\n\r\n"
 GREETING = b"220 slow.example ESMTP\r\n"
@@ -70,8 +72,10 @@ class _Server(socketserver.ThreadingTCPServer):
     daemon_threads = True
     allow_reuse_address = True
 
-    def __init__(self, drip: float, give_up: float, speaks_first: bool) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
+    def __init__(
+        self, address: tuple[str, int], drip: float, give_up: float, speaks_first: bool
+    ) -> None:
+        super().__init__(address, _Handler)
         self.drip, self.give_up, self.speaks_first = drip, give_up, speaks_first
         self.lock = threading.Lock()
         self.paths: list[str] = []
@@ -82,21 +86,47 @@ class _Server(socketserver.ThreadingTCPServer):
             self.paths.append(path)
 
 
-class SlowServer:
-    """The running server: its port, its URLs and the paths asked of it so far."""
+class SlowServer(FixtureServer):
+    """The slow-loris server (see the module docstring): its port, its URLs and the paths
+    asked of it so far; serving from :meth:`start` (or as a context manager)."""
 
-    def __init__(self, server: _Server, scheme: str) -> None:
-        self._server = server
-        self.port = server.server_address[1]
-        self.base = f"{scheme}://127.0.0.1:{self.port}/"
+    def __init__(
+        self,
+        drip: float = 2.0,
+        give_up: float = 60.0,
+        speaks_first: bool = False,
+        tls: tuple[str, str] | None = None,
+    ) -> None:
+        self.drip, self.give_up, self.speaks_first, self.tls = drip, give_up, speaks_first, tls
+        self.scheme = "https" if tls else "http"
+        super().__init__()
+        self.base = self.url("/")
 
-    def url(self, mode: str) -> str:
-        return self.base + mode
+    def make_server(self, address: tuple[str, int]) -> _Server:
+        server = _Server(address, self.drip, self.give_up, self.speaks_first)
+        if self.tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*self.tls)
+            server.socket = context.wrap_socket(server.socket, server_side=True)
+        return server
+
+    def url(self, path: str = "/", host: str | None = None) -> str:
+        """The URL of a mode (``status``, ``headers``, ``body``, ``hang``) or of a path."""
+        return super().url(path if path.startswith("/") else "/" + path, host)
 
     @property
     def paths(self) -> list[str]:
-        with self._server.lock:
-            return list(self._server.paths)
+        server = self._server
+        assert isinstance(server, _Server)
+        with server.lock:
+            return list(server.paths)
+
+    def stop(self) -> None:
+        """End the dripping connections, then stop serving."""
+        server = self._server
+        assert isinstance(server, _Server)
+        server.stopping.set()
+        super().stop()
 
 
 @contextmanager
@@ -108,16 +138,5 @@ def slow_server(
 ) -> Iterator[SlowServer]:
     """A slow-loris server sending one byte every ``drip`` seconds (see the module
     docstring); with ``tls`` (a certificate and its key, PEM files) over TLS."""
-    server = _Server(drip, give_up, speaks_first)
-    if tls is not None:
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(*tls)
-        server.socket = context.wrap_socket(server.socket, server_side=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield SlowServer(server, "https" if tls else "http")
-    finally:
-        server.stopping.set()
-        server.shutdown()
-        server.server_close()
+    with SlowServer(drip, give_up, speaks_first, tls) as server:
+        yield server

@@ -1,4 +1,5 @@
-"""A web site served on 127.0.0.1 from a dict, for real crawls in tests (e2e tests too).
+"""A web site served on 127.0.0.1 from a dict, for real crawls in tests (e2e tests too) and
+benchmarks (a :class:`bench.http_server.FixtureServer`).
 
 >>> with FixtureSite({"/": page("<p>你好</p>")}) as site:
 ...     import urllib.request
@@ -21,8 +22,9 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from http.server import BaseHTTPRequestHandler
+
+from bench.http_server import FixtureServer, QuietHandler
 
 Body = bytes | Callable[[], Iterable[bytes]]
 Resource = tuple[int, dict[str, str], Body]
@@ -39,7 +41,7 @@ def page(html: str, charset: str = "utf-8", header_charset: str | None = "") -> 
     return 200, {"Content-Type": content_type}, html.encode(charset)
 
 
-class FixtureSite:
+class FixtureSite(FixtureServer):
     """A threaded HTTP server on an ephemeral port of ``host`` serving ``pages``."""
 
     def __init__(
@@ -54,55 +56,23 @@ class FixtureSite:
         self.redirects: dict[str, tuple[int, str]] = dict(redirects or {})
         self.requests: list[tuple[str, dict[str, str]]] = []
         self._lock = threading.Lock()
-        self._server = _QuietServer((host, 0), _handler_for(self))
-        self.host = host
-        self.port = self._server.server_address[1]
-        self._thread: threading.Thread | None = None
+        super().__init__(host=host)
 
-    def url(self, path: str = "/", host: str | None = None) -> str:
-        """The absolute URL of ``path`` on this site (optionally under another host name)."""
-        return f"http://{host or self.host}:{self.port}{path}"
+    def make_handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     def requested(self) -> list[str]:
         """The paths requested so far, in order."""
         with self._lock:
             return [path for path, _ in self.requests]
 
-    def start(self) -> FixtureSite:
-        """Serve in a daemon thread."""
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, name=f"fixture-site-{self.port}", daemon=True
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        self._server.shutdown()
-        self._server.server_close()
-        if self._thread is not None:
-            self._thread.join(5)
-
-    def __enter__(self) -> FixtureSite:
-        return self.start()
-
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
-
     def _record(self, path: str, headers: dict[str, str]) -> None:
         with self._lock:
             self.requests.append((path, headers))
 
 
-class _QuietServer(ThreadingHTTPServer):
-    daemon_threads = True
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        pass  # a client that hangs up early is normal here (cancelled downloads)
-
-
 def _handler_for(site: FixtureSite) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         server_version = "fixture/1.0"
 
         def do_GET(self) -> None:
@@ -143,8 +113,5 @@ def _handler_for(site: FixtureSite) -> type[BaseHTTPRequestHandler]:
                         self.wfile.write(chunk)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up (e.g. a response above its size limit)
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
 
     return Handler
