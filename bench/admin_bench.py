@@ -79,7 +79,6 @@ import re
 import resource
 import statistics
 import sys
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
@@ -90,20 +89,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-if __package__ in (None, ""):  # run as a script: make the project importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import mongomock
 import redis
 from bson import ObjectId
 from flask import Flask
 from mongomock.collection import Cursor
-from werkzeug.serving import BaseWSGIServer, WSGIRequestHandler, make_server
+from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
 from admin.web.app import create_app
 from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
 from admin.web.users import Users
+from bench.http_server import WSGIServer
 from matcher import tallies
 from matcher.engine import Engine
 from matcher.operations import Operations
@@ -581,11 +578,7 @@ class Served:
     """An app served by werkzeug on 127.0.0.1 in a thread, and a logged-in client of it."""
 
     def __init__(self, app: Flask) -> None:
-        self.server: BaseWSGIServer = make_server(
-            "127.0.0.1", 0, app, threaded=False, request_handler=QuietHandler
-        )
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
+        self.server = WSGIServer(app, threaded=False, request_handler=QuietHandler).start()
         self.conn = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=600)
         self.cookies: dict[str, str] = {}
 
@@ -629,9 +622,7 @@ class Served:
 
     def close(self) -> None:
         self.conn.close()
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(10)
+        self.server.stop()
 
 
 def calls(fn: Callable[[], object], count: int) -> list[float]:

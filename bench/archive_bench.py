@@ -28,16 +28,12 @@ import json
 import math
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):  # run as a script: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.corpus import load_texts
 from bench.pipeline_bench import spread

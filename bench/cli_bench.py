@@ -35,8 +35,6 @@ HELP_TARGET = 0.5
 
 def cases() -> dict[str, list[str]]:
     """Each case's ``fptrack`` arguments, in the order of ``fptrack --help``."""
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))
     from admin.commands import COMMANDS
 
     found = {"--version": ["--version"], "--help": ["--help"]}

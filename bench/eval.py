@@ -1,9 +1,9 @@
 """Accuracy of fptrack against peer near-duplicate detectors on a labelled corpus of copies.
 
-Run from the repository root as ``python -m bench.eval`` (or ``python bench/eval.py``);
-``--help`` lists the options. The corpus (:mod:`bench.eval_corpus`) is built from real
-Chinese documentation (:mod:`bench.corpus`, downloaded from Debian on first use): works, and
-pages that copy them in one of eleven ways, or copy nothing (negatives).
+Run from the repository root as ``python -m bench.eval``; ``--help`` lists the options. The
+corpus (:mod:`bench.eval_corpus`) is built from real Chinese documentation
+(:mod:`bench.corpus`, downloaded from Debian on first use): works, and pages that copy them
+in one of eleven ways, or copy nothing (negatives).
 
 Every system answers with a set of (page, work) pairs it judges copies; precision, recall
 and F1 are over those pairs, recall also per transformation class, and false positives are
@@ -40,9 +40,6 @@ from collections.abc import Callable, Sequence
 from functools import cache, partial
 from pathlib import Path
 from typing import Any
-
-if not __package__:  # run as a file: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.eval_corpus import CLASSES, NEGATIVE_KINDS, Corpus, Page, Pair, Work, build_corpus
 from fingerprint.normalize import to_simplified

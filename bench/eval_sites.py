@@ -41,9 +41,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-if not __package__:  # run as a file: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench.english import Section
 from bench.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
 

@@ -1,7 +1,7 @@
 """Real faults under a real deployment: what is lost, retracted or left behind, and how long
 recovery takes with no command typed.
 
-    python bench/fault_bench.py [--json OUT] [--quick] [--works N] [--pages N] [--seed N]
+    python -m bench.fault_bench [--json OUT] [--quick] [--works N] [--pages N] [--seed N]
 
 The deployment runs on this machine as it would on a small one: the indexes on a 3-master
 Redis Cluster (no replica, no persistence), the broker, beat's schedules and the crawl
@@ -56,12 +56,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: the repository's packages
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench.local_cluster import LocalCluster
+from bench.net import free_port, wait_until
 from bench.pipeline_site import BenchSite, build_site
-from bench.pipeline_support import free_port
 
 PREFIX = "fptrack-fault-bench"
 DEFAULTS = {"works": 24, "pages": 360}
@@ -150,16 +147,15 @@ class Supervised(Proc):
 
 
 def wait_for(condition: Callable[[], bool], timeout: float, what: str, step: float = 0.5) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
+    def holds() -> bool:
         try:
-            if condition():
-                return
+            return bool(condition())
         except Exception as exc:  # a server is down for a moment: look again
             log(f"while waiting for {what}: {type(exc).__name__}: {str(exc)[:120]}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
-        time.sleep(step)
+            return False
+
+    if not wait_until(holds, timeout, step):
+        raise TimeoutError(f"timed out after {timeout:.0f} s waiting for {what}")
 
 
 def tree_rss(pids: Sequence[int]) -> int:

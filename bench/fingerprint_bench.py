@@ -1,7 +1,7 @@
 """Throughput of the fingerprint library against its peer libraries, on real Chinese text.
 
-Run from the repository root as ``python -m bench.fingerprint_bench`` (or
-``python bench/fingerprint_bench.py``); ``--help`` lists the options.
+Run from the repository root as ``python -m bench.fingerprint_bench``; ``--help`` lists the
+options.
 
 The corpus is the first ``--size-mb`` MiB of :func:`bench.corpus.documents` (real Chinese
 text from Debian documentation packages, cut into documents of about 3000 UTF-8 bytes).
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import json
 import os
 import platform
@@ -570,12 +569,9 @@ def report(result: dict[str, Any], requested_mb: float | None = None) -> str:
 
 
 def _corpus_documents(size_mb: float) -> list[str]:
-    """``bench.corpus.documents(size_mb, DOC_BYTES)``, also when run as a plain script."""
-    try:
-        corpus = importlib.import_module("bench.corpus")
-    except ModuleNotFoundError:  # python bench/fingerprint_bench.py: put the repo on the path
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        corpus = importlib.import_module("bench.corpus")
+    """``bench.corpus.documents(size_mb, DOC_BYTES)``."""
+    from bench import corpus
+
     return corpus.documents(size_mb, DOC_BYTES)
 
 

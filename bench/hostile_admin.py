@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.net import wait_until
 from bench.proc_memory import PeakMemory, own_peak_mb
 from bench.slow_server import slow_server
 
@@ -255,7 +256,7 @@ def slow(case: str, deadline: float, drip: float) -> dict[str, Any]:
 
         thread = threading.Thread(target=held)
         thread.start()
-        reached = _wait_for(lambda: server.paths, 10.0)
+        reached = bool(wait_until(lambda: server.paths, 10.0, interval=0.01))
         login_s, _ = timed(lambda: Browser(admin.base).request("login"))
         matches_s, (matches_status, _) = timed(lambda: other.request("matches/"))
         in_flight = thread.is_alive()
@@ -277,15 +278,6 @@ def slow(case: str, deadline: float, drip: float) -> dict[str, Any]:
         "ok": ok, "wall_s": done["took"], "status": done["status"], "reason": reason,
         "others_s": others, "login_s": login_s, "matches_s": matches_s, **memory,
     }  # fmt: skip
-
-
-def _wait_for(condition: Any, seconds: float) -> bool:
-    ends = time.monotonic() + seconds
-    while not condition():
-        if time.monotonic() > ends:
-            return False
-        time.sleep(0.01)
-    return True
 
 
 def internal_webhook(case: str) -> dict[str, Any]:

@@ -63,9 +63,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-if __package__ in (None, ""):  # run as a script: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 from bench import hostile_admin, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
@@ -175,7 +172,7 @@ def summary(values: Sequence[float]) -> dict[str, float]:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from tests.crawler.fixture_site import FixtureSite
+    from bench.fixture_site import FixtureSite
 
     site = build(_sample_works())
     by_name = {c.name: c for c in site.cases}
@@ -289,7 +286,7 @@ def _sample_works() -> dict[str, str]:
 def start_404(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """``fptrack scan --site http://HOST/nosuch/`` where only ``/`` and a copy are served:
     the crawl fails, exit 1, the 404 named in ``errors``."""
-    from tests.crawler.fixture_site import FixtureSite
+    from bench.fixture_site import FixtureSite
 
     works = _sample_works()
     out = tmp / "start-404.json"
@@ -307,7 +304,7 @@ def start_404(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def robots_page(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """A site whose robots.txt forbids one page beside another: the page is never asked for,
     counted under ``not_crawled`` ``robots`` (and said on stderr), the other matched."""
-    from tests.crawler.fixture_site import FixtureSite
+    from bench.fixture_site import FixtureSite
 
     works = _sample_works()
     forbidden, allowed = sorted(works)[:2]
@@ -332,7 +329,7 @@ def near_twins(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """Three works a line apart (:func:`bench.hostile_site.editions`) and a page copying the
     first: matched to the first, naming the other two as ``twins``; both ``near`` twins of
     the first in ``duplicates``."""
-    from tests.crawler.fixture_site import FixtureSite
+    from bench.fixture_site import FixtureSite
 
     text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
     folder = tmp / "near-twins"

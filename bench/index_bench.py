@@ -47,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import itertools
 import json
 import logging
@@ -639,12 +638,9 @@ def run(texts: Sequence[str] | None, args: argparse.Namespace, say) -> dict[str,
 
 
 def _corpus_texts() -> list[str]:
-    """Every text of :mod:`bench.corpus`, also when run as a plain script."""
-    try:
-        corpus = importlib.import_module("bench.corpus")
-    except ModuleNotFoundError:  # python bench/index_bench.py: put the repo on the path
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        corpus = importlib.import_module("bench.corpus")
+    """Every text of :mod:`bench.corpus`."""
+    from bench import corpus
+
     return corpus.load_texts(math.inf)
 
 

@@ -6,7 +6,7 @@ renormalised, rounded to 6 decimals) and writes them as the module
 ``fingerprint/reference_frequencies.py``. As a cross-check it prints the initials'
 frequencies over the keys of pypinyin's phrase dictionary (unweighted) beside them.
 
-    python bench/make_reference_frequencies.py [--out PATH] [--size-mb MB]
+    python -m bench.make_reference_frequencies [--out PATH] [--size-mb MB]
 """
 
 from __future__ import annotations
@@ -25,9 +25,6 @@ from pathlib import Path
 from types import ModuleType
 
 import numpy as np
-
-if not __package__:  # run as a file: make the repository importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.corpus import MB, corpus_info, load_texts
 

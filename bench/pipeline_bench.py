@@ -53,9 +53,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import redis
 
 from bench.pipeline_site import BenchSite, build_site

@@ -57,15 +57,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-if __package__ in (None, ""):  # run as a script: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import redis
 
+from bench.net import free_port
 from bench.pipeline_support import (
     Child,
     ChildFailed,
-    free_port,
     ready_key,
     stop_children,
     wait_for,

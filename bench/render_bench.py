@@ -21,15 +21,11 @@ import argparse
 import json
 import math
 import platform
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-if __package__ in (None, ""):  # run as a script: make `bench` importable
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.corpus import load_texts
 from bench.pipeline_bench import CRAWL_OVERRIDES, spread

@@ -62,23 +62,24 @@ def start_redis() -> tuple[subprocess.Popen, str]:
     """A private redis-server on a free port, keeping nothing on disk."""
     import redis
 
-    from bench.pipeline_support import free_port
+    from bench.net import free_port, wait_until
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()
     argv = [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly"]
     server = subprocess.Popen([*argv, "no"], stdout=subprocess.DEVNULL)
     url = f"redis://127.0.0.1:{port}/0"
-    deadline = time.monotonic() + 30
-    while True:
+
+    def answers() -> bool:
         try:
-            redis.Redis.from_url(url).ping()
-            return server, url
+            return bool(redis.Redis.from_url(url).ping())
         except redis.ConnectionError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise SystemExit("redis-server did not start") from None
-            time.sleep(0.05)
+            return server.poll() is not None  # exited: no use waiting
+
+    if wait_until(answers, 30) and server.poll() is None:
+        return server, url
+    server.kill()
+    raise SystemExit("redis-server did not start")
 
 
 def used_memory(client: Any) -> int:

@@ -261,10 +261,9 @@ def start_mongo(storage: str = ":memory:") -> tuple[Any, str]:
     """SecantusDB on a free port (``secantusd-py``, the test extra), in memory or in the
     directory ``storage``."""
     import shutil
-    import socket
     import subprocess
 
-    from bench.pipeline_support import free_port
+    from bench.net import free_port, port_open, wait_until
 
     binary = shutil.which("secantusd-py")
     if binary is None:
@@ -272,16 +271,13 @@ def start_mongo(storage: str = ":memory:") -> tuple[Any, str]:
     port = free_port()
     argv = [binary, "--host", "127.0.0.1", "--port", str(port), "--storage-path", storage]
     server = subprocess.Popen([*argv, "--standalone", "--log-level", "WARNING"])
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return server, f"mongodb://127.0.0.1:{port}"
-        except OSError:
-            if server.poll() is not None or time.monotonic() > deadline:
-                server.kill()
-                raise SystemExit("secantusd-py did not start") from None
-            time.sleep(0.05)
+    listening = wait_until(
+        lambda: server.poll() is not None or port_open("127.0.0.1", port), timeout=30
+    )
+    if listening and server.poll() is None:
+        return server, f"mongodb://127.0.0.1:{port}"
+    server.kill()
+    raise SystemExit("secantusd-py did not start")
 
 
 def report(result: dict[str, Any]) -> str:
