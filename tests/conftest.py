@@ -1,4 +1,5 @@
-"""Fixtures shared by every suite: the session's Redis and MongoDB servers (:mod:`tests.servers`).
+"""Fixtures shared by every suite: the session's Redis and MongoDB servers
+(:mod:`tests.support.servers`).
 
 - Redis: ``FPTRACK_TEST_REDIS_URL=redis://HOST:PORT/N`` names a server and its databases N to
   N+3, which the tests flush; unset, the session starts its own ``redis-server`` on a free
@@ -43,9 +44,10 @@ from bench.local_cluster import LocalCluster
 from bench.local_sentinel import LocalSentinel
 from matcher.redis_io import IndexClient, connect, scan
 from matcher.settings import IndexRedis
-from tests import command_audit, servers
+from tests import command_audit
 from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
-from tests.servers import ServerUnavailable
+from tests.support import servers
+from tests.support.servers import ServerUnavailable
 
 try:  # planned once per session, even if this module is imported again under another name
     SERVERS = servers.SESSION = servers.SESSION or servers.plan(os.environ)

@@ -10,7 +10,7 @@ from pymongo.database import Database
 from admin.context import Context
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests import servers
+from tests.support import servers
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ import redis
 from pymongo.database import Database
 
 from bench.local_cluster import LocalCluster
-from tests import servers
+from bench.net import free_port
 from tests.admin.cli_support import DEAD_REDIS, ROOT, fptrack
 from tests.admin.test_cli_process import check_lines
-from tests.e2e.e2e_support import wait_until
+from tests.support.waits import eventually
 
 
 def test_beat_on_standalone_redis_is_found_with_the_indexes_on_a_cluster(
@@ -34,7 +34,7 @@ def test_beat_on_standalone_redis_is_found_with_the_indexes_on_a_cluster(
         start_new_session=True,
     )
     try:
-        wait_until(lambda: fptrack("check", "beat", env=env).status == 0, 60, "beat's lock")
+        eventually(lambda: fptrack("check", "beat", env=env).status == 0, 60, "beat's lock")
         ran = fptrack("check", "beat", "schedules", env=env)
         lines = check_lines(ran.out)
         assert list(lines) == ["mongodb", "redis", "beat", "schedules"]  # with what they need
@@ -48,7 +48,7 @@ def test_beat_on_standalone_redis_is_found_with_the_indexes_on_a_cluster(
 def test_an_index_cluster_that_does_not_answer_is_named(
     mongo_db: Database, redis_client: redis.Redis
 ) -> None:
-    cluster = f"redis+cluster://127.0.0.1:{servers.free_port()}"
+    cluster = f"redis+cluster://127.0.0.1:{free_port()}"
     ran = fptrack("check", "redis", "beat", env={"FPTRACK_INDEX_REDIS_URL": cluster})
     lines = check_lines(ran.out)
     assert lines["redis"].startswith("FAIL")

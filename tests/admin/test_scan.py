@@ -15,7 +15,7 @@ import pytest
 import redis
 
 from admin.cli import main
-from tests.crawler.fixture_site import FixtureSite, page
+from bench.fixture_site import FixtureSite, page
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"

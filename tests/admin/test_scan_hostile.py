@@ -8,10 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from bench.fixture_site import FixtureSite
 from bench.hostile_site import build
 from crawler.spiders.site import canonical
 from tests.admin.cli_support import fptrack
-from tests.crawler.fixture_site import FixtureSite
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"

@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from bench.fixture_site import FixtureSite
 from matcher.archive import RENDERED_FIELD, verify
 from tests.admin.test_scan import ROOT, WORKS, scan
-from tests.crawler.fixture_site import FixtureSite
-from tests.crawler.script_site import PARTS, WORK, chromium, halves, script_pages
+from tests.support.script_site import PARTS, WORK, chromium, halves, script_pages
 
 
 @pytest.fixture

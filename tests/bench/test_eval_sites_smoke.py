@@ -21,7 +21,7 @@ from bench import eval_sites
 from bench.english import synthetic_sections
 from bench.eval_corpus import synthetic_texts
 from bench.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
-from tests import servers
+from tests.support import servers
 
 SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn"}
 LISTED_KEYS = {"site", "url", "work", "reason"}

@@ -24,7 +24,7 @@ from bench.eval_corpus import (
     build_corpus,
     synthetic_texts,
 )
-from tests import servers
+from tests.support import servers
 
 TEST_REDIS_URL = servers.session().redis_url(0)
 METRIC_KEYS = ("precision", "recall", "f1", "per_class", "false_positives", "tp", "fp", "fn")

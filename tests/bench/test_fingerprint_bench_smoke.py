@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/fingerprint_bench.py`` on a tiny synthetic corpus (no download).
+"""Smoke test of ``python -m bench.fingerprint_bench`` on a tiny synthetic corpus (no download).
 
 It checks that the benchmark runs end to end and writes every JSON key with positive
 numbers; it never asserts a speed.
@@ -6,16 +6,14 @@ numbers; it never asserts a speed.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "fingerprint_bench.py"
+from bench import fingerprint_bench
+
 HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦灭之后楚汉分争又并入于汉中文拼音指纹"
 TOP_KEYS = (
     "fptrack_mb_s",
@@ -49,15 +47,6 @@ STAGES = (
 )
 
 
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fingerprint_bench_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
-
-
 def _synthetic_docs(count: int, chars: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     docs = []
@@ -71,12 +60,11 @@ def _synthetic_docs(count: int, chars: int, seed: int = 0) -> list[str]:
 
 
 def test_quick_run_writes_every_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    bench = _load_script()
     out = tmp_path / "result.json"
     docs = _synthetic_docs(count=12, chars=300)
     argv = ["--quick", "--repeat", "1", "--batch", "5", "--peer-size-mb", "0.002"]
     argv.append("--no-first-call")  # fresh processes compiling the kernels: seconds
-    returned = bench.main([*argv, "--json", str(out)], docs=docs)
+    returned = fingerprint_bench.main([*argv, "--json", str(out)], docs=docs)
 
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result == json.loads(json.dumps(returned))

@@ -1,4 +1,4 @@
-"""Smoke test of ``bench/index_bench.py`` with tiny sizes on synthetic text (no download).
+"""Smoke test of ``python -m bench.index_bench`` with tiny sizes on synthetic text (no download).
 
 It checks that the benchmark runs end to end against the test Redis database and writes
 every JSON key; it never asserts a speed. It also checks that the benchmark's fast window
@@ -7,31 +7,19 @@ simhashes are the library's simhashes of the same 3-grams.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import random
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import numpy as np
 import pytest
 import redis
 
+from bench import index_bench
 from fingerprint.simhash import simhash_of_hashes
 
-SCRIPT = Path(__file__).resolve().parents[2] / "bench" / "index_bench.py"
 HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦灭之后楚汉分争又并入于汉中文拼音指纹"
 ROW_KEYS = ("n", "load_s", "bytes_per_fingerprint", "single_queries_per_s", "p50_ms", "p99_ms")
-
-
-def _load_script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("index_bench_under_test", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while being built
-    spec.loader.exec_module(module)
-    return module
 
 
 def _texts(count: int, chars: int, seed: int = 0) -> list[str]:
@@ -40,8 +28,7 @@ def _texts(count: int, chars: int, seed: int = 0) -> list[str]:
 
 
 def test_window_simhashes_are_the_library_simhashes() -> None:
-    bench = _load_script()
-    corpus = bench.Corpus.from_texts(_texts(5, 400))
+    corpus = index_bench.Corpus.from_texts(_texts(5, 400))
     windows = corpus.windows(50, np.random.default_rng(0))
     fast = corpus.simhashes(windows)
     for window, value in zip(windows, fast.tolist(), strict=True):
@@ -52,7 +39,6 @@ def test_window_simhashes_are_the_library_simhashes() -> None:
 def test_tiny_run_writes_every_key(
     redis_client: redis.Redis, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    bench = _load_script()
     out = tmp_path / "index.json"
     kw = redis_client.connection_pool.connection_kwargs
     url = f"redis://{kw['host']}:{kw['port']}/{kw['db']}"  # the fixture's flushed database
@@ -61,7 +47,7 @@ def test_tiny_run_writes_every_key(
         *("--latency-queries", "40", "--peer-queries", "40", "--batch", "50"),
         *("--redis-url", url, "--permuted", "--cluster", "--json", str(out)),
     ]
-    returned = bench.main(argv, texts=_texts(30, 600))
+    returned = index_bench.main(argv, texts=_texts(30, 600))
 
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result == json.loads(json.dumps(returned, default=float))

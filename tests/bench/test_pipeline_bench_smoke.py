@@ -17,7 +17,7 @@ import redis
 
 from bench import pipeline_bench
 from bench.eval_corpus import synthetic_texts
-from tests import servers
+from tests.support import servers
 
 BROKER_URL, INDEX_URL = servers.session().redis_url(2), servers.session().redis_url(3)
 PAGES, WORKS, SCAN_PAGES, SCAN_WORKS = 40, 8, 20, 6
@@ -31,7 +31,7 @@ def databases() -> None:
 
 def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_path: Path) -> None:
     # The suite's own Celery app (another broker) is built first, as in a full run.
-    import tests.e2e.e2e_support  # noqa: F401
+    import tests.support.e2e  # noqa: F401
 
     out = tmp_path / "pipeline.json"
     argv = [

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from bench import render_bench
 from bench.eval_corpus import synthetic_texts
-from tests.crawler.script_site import chromium
+from tests.support.script_site import chromium
 
 
 def test_quick_run_finds_the_text_only_when_rendered(tmp_path: Path) -> None:

@@ -25,18 +25,19 @@ import pytest
 import redis
 from playwright.sync_api import Browser, Page, expect, sync_playwright
 from pymongo.database import Database
-from werkzeug.serving import WSGIRequestHandler, make_server
+from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
 from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
+from bench.fixture_site import FixtureSite
+from bench.fixture_site import page as html_resource
+from bench.http_server import WSGIServer
 from crawler import reactor
 from matcher.engine import Engine
 from matcher.settings import Settings
 from tests.browser.browser_support import ROBOTS, ROOT, PageLog, Server, site_pages
-from tests.crawler.fixture_site import FixtureSite
-from tests.crawler.fixture_site import page as html_resource
 from tests.web.web_support import PASSWORDS
 
 reactor.install()  # before anything imports twisted.internet.reactor
@@ -105,16 +106,11 @@ def server(redis_client: redis.Redis, mongo_db: Database) -> Iterator[Server]:
     app = create_app(
         ctx, dispatch=dispatch, secret_key="browser-test", lock=dispatch.lock, schedules=False
     )
-    httpd = make_server("127.0.0.1", 0, app, threaded=True, request_handler=QuietHandler)
-    thread = threading.Thread(target=httpd.serve_forever, name="admin-server", daemon=True)
-    thread.start()
-    try:
-        yield Server(f"http://127.0.0.1:{httpd.server_port}", ctx, dispatch, app)
-    finally:
-        dispatch.wait()
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(5)
+    with WSGIServer(app, threaded=True, request_handler=QuietHandler) as httpd:
+        try:
+            yield Server(httpd.url(""), ctx, dispatch, app)
+        finally:
+            dispatch.wait()
 
 
 @pytest.fixture

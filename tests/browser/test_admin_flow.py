@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
+from bench.fixture_site import FixtureSite
 from tests.browser.browser_support import (
     COPIED_WORK,
     COPY_PATH,
@@ -26,7 +27,6 @@ from tests.browser.browser_support import (
     squeezed,
     upload_works,
 )
-from tests.crawler.fixture_site import FixtureSite
 from tests.web.web_support import PASSWORDS
 
 EXPORT_PATH = "/reports/export.csv"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -26,10 +25,11 @@ import redis
 from playwright.sync_api import Page, expect
 
 from admin.scan import serve_directory
-from tests import servers
+from bench.net import free_port, port_open
 from tests.admin.cli_support import Ran, fptrack
 from tests.browser.browser_support import ROOT, PageLog, log_in
-from tests.e2e.e2e_support import wait_until
+from tests.support import servers
+from tests.support.waits import eventually
 
 README_SITE = "http://127.0.0.1:8080/"
 QUICK_START = (
@@ -66,9 +66,9 @@ def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[dict[str, 
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),
-        "FPTRACK_MONGO_URI": f"mongodb://127.0.0.1:{servers.free_port()}",
+        "FPTRACK_MONGO_URI": f"mongodb://127.0.0.1:{free_port()}",
         "FPTRACK_DATA_DIR": str(tmp_path / "data"),
-        "FPTRACK_ADMIN_BIND": f"127.0.0.1:{servers.free_port()}",
+        "FPTRACK_ADMIN_BIND": f"127.0.0.1:{free_port()}",
     }
     env.pop("FPTRACK_MONGO_DB", None)
     log = (tmp_path / "honcho.log").open("w")
@@ -94,8 +94,7 @@ def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[dict[str, 
             broker.flushdb()
     for address in (env["FPTRACK_MONGO_URI"].rpartition("/")[2], env["FPTRACK_ADMIN_BIND"]):
         host, _, port = address.rpartition(":")
-        with pytest.raises(OSError):  # every process stopped with honcho
-            socket.create_connection((host, int(port)), timeout=1).close()
+        assert not port_open(host, int(port), timeout=1), address  # stopped with honcho
 
 
 def run(env: dict[str, str], *argv: str, stdin: str = "") -> Ran:
@@ -115,7 +114,7 @@ def test_quick_start_on_one_machine(
         checks.append(fptrack("check", env=env, timeout=60))
         return checks[-1].status == 0
 
-    wait_until(healthy, 120, "fptrack check to pass")
+    eventually(healthy, 120, "fptrack check to pass")
     health = {line.split()[1]: line for line in checks[-1].out.splitlines()}
     services = {"mongodb", "redis", "broker", "workers", "beat", "indexes", "schedules"}
     assert set(health) == services | {"crawls"}
@@ -132,7 +131,7 @@ def test_quick_start_on_one_machine(
             ran = fptrack("matches", "list", "--json", env=env)
             return ran.status == 0 and len(json.loads(ran.out)) == SAMPLE_MATCHES
 
-        wait_until(matched, 120, "the worker to crawl the sample site and record its matches")
+        eventually(matched, 120, "the worker to crawl the sample site and record its matches")
     seconds_to_matches = time.monotonic() - started
 
     admin = "http://" + env["FPTRACK_ADMIN_BIND"]

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 from playwright.sync_api import Browser, Page, expect
 
+from bench.fixture_site import FixtureSite
 from tests.browser.browser_support import (
     PAYLOADS,
     TITLE_PAYLOAD,
@@ -26,7 +27,6 @@ from tests.browser.browser_support import (
     match_link,
     upload_works,
 )
-from tests.crawler.fixture_site import FixtureSite
 from tests.web.web_support import PASSWORDS
 
 WORK_TITLE = WORK_FILE_PAYLOAD.removesuffix(".txt")

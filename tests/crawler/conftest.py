@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from crawler import reactor
-from tests.crawler.support import RecordingIngest
+from tests.support.crawl import RecordingIngest
 
 # Installed before anything imports twisted.internet.reactor (get_crawler needs one).
 reactor.install()

@@ -24,7 +24,7 @@ from crawler.lease import CrawlLease, RedisFrontiers
 from crawler.run import crawl_in_process
 from matcher.pages import CrawledPage
 from matcher.sites import SiteConfig
-from tests.crawler.support import Recorded
+from tests.support.crawl import Recorded
 
 
 class RedisListIngest:

@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import socket
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from pymongo.database import Database
 
+from bench.fixture_site import FixtureSite, Resource, page
+from bench.net import free_port
 from crawler.run import crawl_in_process
 from crawler.settings import USER_AGENT
 from matcher.ingest import Ingest
 from matcher.sites import SiteConfig
 from matcher.store import Store
-from tests.crawler.fixture_site import FixtureSite, Resource, page
-from tests.crawler.support import RecordingIngest
+from tests.support.crawl import RecordingIngest
 
 TEXTS = {
     "/gbk.html": "青溪镇的河埠头在清晨最热闹，洗衣的妇人们一边捶打衣裳一边说着家长里短。",
@@ -127,13 +127,6 @@ def sites() -> Iterator[tuple[FixtureSite, FixtureSite]]:
     offsite = FixtureSite({"/": page("<p>另一个站点</p>"), "/landing": page("<p>落地页</p>")})
     with offsite, novel_site(offsite) as site:
         yield site, offsite
-
-
-def free_port() -> int:
-    """A port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def config(site: FixtureSite, name: str = "novels", **fields: Any) -> SiteConfig:

@@ -13,14 +13,14 @@ import redis
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 
+from bench.fixture_site import FixtureSite, Resource, page
 from crawler.frontier import REQUEST_CODEC
 from crawler.lease import CrawlLease, RedisFrontiers
 from crawler.run import BUSY, crawl_in_process
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.keys import Keys
 from matcher.sites import SiteConfig
-from tests.crawler.fixture_site import FixtureSite, Resource, page
-from tests.crawler.support import RecordingIngest
+from tests.support.crawl import RecordingIngest
 
 PREFIX = "fptrack-test"
 TEXT = "渡口的灯笼被风吹得左右摇晃，船家老周披着蓑衣蹲在石阶上抽旱烟，等最后一班客人。"

@@ -9,13 +9,13 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 
+from bench.fixture_site import FixtureSite, page
 from crawler.encoding import decode_body, looks_like_html, sniff_html
 from crawler.extract import MAX_NESTING, extract, flatten_deep, parse_html
 from crawler.meta_refresh import HEAD_BYTES, HeadMetaRefreshMiddleware
 from crawler.run import crawl_in_process
 from matcher.sites import SiteConfig
-from tests.crawler.fixture_site import FixtureSite, page
-from tests.crawler.support import RecordingIngest
+from tests.support.crawl import RecordingIngest
 
 CHAPTER = (
     "雨夜渡口，老船夫把灯挂在桅杆上，等待最后一位客人。江面上的雾越来越浓，"

@@ -12,11 +12,11 @@ from typing import Any
 import opencc
 import pytest
 
+from bench.fixture_site import FixtureSite
 from bench.hostile_site import COPY, FLOOD_PREFIX, HostileSite, build
 from crawler.run import crawl_in_process
 from matcher.sites import SiteConfig
-from tests.crawler.fixture_site import FixtureSite
-from tests.crawler.support import RecordingIngest
+from tests.support.crawl import RecordingIngest
 
 WORKS = Path(__file__).resolve().parents[2] / "samples" / "works"
 REQUEST_CAP = 100  # below the generator's 120 pages within the default depth of 5

@@ -21,7 +21,7 @@ from matcher.errors import StoreUnavailable, UnusableText
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
-from tests.crawler.support import RecordingIngest
+from tests.support.crawl import RecordingIngest
 
 SITE = SiteConfig(name="novels", start_urls=("http://novels.test/",))
 TEXT = "那天夜里雨下得很大，渡口的灯笼被风吹得左右摇晃。"

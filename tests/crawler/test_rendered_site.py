@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
 from matcher.archive import RENDERED_FIELD, Exchange, warc_bytes
 from matcher.sites import SiteConfig
-from tests.crawler.fixture_site import FixtureSite, page
-from tests.crawler.script_site import ENDPOINTS, PARTS, chromium, halves, script_pages
-from tests.crawler.support import RecordingIngest
+from tests.support.crawl import RecordingIngest
+from tests.support.script_site import ENDPOINTS, PARTS, chromium, halves, script_pages
 
 
 def crawl(site: FixtureSite, overrides: dict[str, Any], **fields: Any) -> dict[str, Any]:

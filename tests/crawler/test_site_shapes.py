@@ -20,7 +20,7 @@ from crawler.settings import crawl_settings
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.sites import SiteConfig
 from matcher.split import Part, continues
-from tests.crawler.support import parsed
+from tests.support.crawl import parsed
 
 SHAPES = Path(__file__).parent / "pages" / "shapes"
 HOST = "http://shape.test"

@@ -20,7 +20,7 @@ from crawler.items import PageItem
 from crawler.settings import crawl_settings
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.sites import SiteConfig, SiteConfigError
-from tests.crawler.support import parsed
+from tests.support.crawl import parsed
 
 PAGES = Path(__file__).parent / "pages"
 BASE = "http://novels.test"

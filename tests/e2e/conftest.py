@@ -13,7 +13,7 @@ from pymongo.database import Database
 
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests.e2e.e2e_support import app
+from tests.support.e2e import app
 
 TEST_BROKER_URL = os.environ["FPTRACK_BROKER_URL"]  # set by tests/conftest.py
 

@@ -14,9 +14,10 @@ from matcher.alert_rules import AlertRule
 from matcher.alert_store import AlertStore
 from matcher.engine import Engine
 from matcher.ingest import Ingest
-from tests.alert_support import webhook_receiver
-from tests.e2e.e2e_support import ROOT, app, wait_until
 from tests.e2e.test_worker import worker_processes
+from tests.support.alerts import webhook_receiver
+from tests.support.e2e import ROOT, app
+from tests.support.waits import eventually
 
 WORKS = ROOT / "samples" / "works"
 SITE = ROOT / "samples" / "site"
@@ -43,7 +44,7 @@ def test_new_matches_reach_the_webhook_through_a_worker(
         )
         crawl_in_process([site], {"FPTRACK_INGEST": ingest, **NO_THROTTLE})
         with worker_processes(1):
-            wait_until(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
+            eventually(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
             matches = {str(m["_id"]) for m in engine.store.db.matches.find()}
             assert len(matches) == 9
 
@@ -53,7 +54,7 @@ def test_new_matches_reach_the_webhook_through_a_worker(
                     e["state"] == "delivered" for e in entries
                 )
 
-            wait_until(all_delivered, 60, "every new match's webhook")
+            eventually(all_delivered, 60, "every new match's webhook")
         delivered = [m["id"] for r in receiver.delivered() for m in r.data["matches"]]
     assert sorted(delivered) == sorted(matches)  # each once
     assert all(r.signed and r.data["rule"]["name"] == "ours" for r in receiver.requests)

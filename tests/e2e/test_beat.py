@@ -12,7 +12,8 @@ import redis
 from matcher.celery_app import CRAWL_QUEUE
 from matcher.schedules import Schedules
 from matcher.sites import SiteConfig
-from tests.e2e.e2e_support import ROOT, app, wait_until
+from tests.support.e2e import ROOT, app
+from tests.support.waits import eventually
 
 
 def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:
@@ -47,7 +48,7 @@ def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:
             recrawl="every 1 s",
         )
         assert schedules.sync_site(site)
-        wait_until(lambda: broker.llen(CRAWL_QUEUE) >= 4, 30, "beat to send crawls of the site")
+        eventually(lambda: broker.llen(CRAWL_QUEUE) >= 4, 30, "beat to send crawls of the site")
         messages = broker.lrange(CRAWL_QUEUE, 0, -1)
         assert any(b"fptrack.crawl_site" in m and b"pirate" in m for m in messages)
         assert any(b"fptrack.recrawl_site" in m and b"pirate" in m for m in messages)

@@ -21,8 +21,8 @@ from matcher.schedules import Schedules
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
-from tests.e2e.e2e_support import wait_until
-from tests.e2e.outage_support import Service, own_redis, redis_url
+from tests.support.outage import Service, own_redis, redis_url
+from tests.support.waits import eventually
 
 
 @pytest.mark.parametrize("keeps_data", [True, False], ids=["with-its-data", "empty"])
@@ -38,17 +38,17 @@ def test_beat_sends_again_after_redis_restarted(
     beat = Service(["beat", "--loglevel", "INFO"], env, tmp_path / "beat.log")
     try:
         client = redis.Redis.from_url(url)
-        wait_until(lambda: client.llen(CRAWL_QUEUE) >= 2, 30, "beat to send the site's crawls")
+        eventually(lambda: client.llen(CRAWL_QUEUE) >= 2, 30, "beat to send the site's crawls")
 
         server.stop()
-        wait_until(lambda: "waiting for Redis at" in beat.output(), 30, "beat to notice")
+        eventually(lambda: "waiting for Redis at" in beat.output(), 30, "beat to notice")
         assert beat.running, beat.output()
         server.start()
 
         client = redis.Redis.from_url(url)
         before = client.llen(CRAWL_QUEUE)
         assert (before > 0) is keeps_data
-        wait_until(lambda: client.llen(CRAWL_QUEUE) >= before + 2, 60, "beat to send again")
+        eventually(lambda: client.llen(CRAWL_QUEUE) >= before + 2, 60, "beat to send again")
         assert beat.running, beat.output()
         messages = client.lrange(CRAWL_QUEUE, before, -1)
         assert all(b"fptrack.crawl_site" in m and b"pirate" in m for m in messages)

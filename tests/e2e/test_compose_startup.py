@@ -26,10 +26,12 @@ import redis
 import yaml
 from pymongo.database import Database
 
+from bench.net import free_port
 from matcher.settings import Settings
-from tests import servers
 from tests.admin.cli_support import fptrack
-from tests.e2e.e2e_support import ROOT, wait_until
+from tests.support import servers
+from tests.support.e2e import ROOT
+from tests.support.waits import eventually
 
 COMPOSE = ROOT / "deploy" / "compose.yaml"
 SERVICES = ("worker", "beat", "admin")
@@ -121,7 +123,7 @@ def test_init_then_services_on_empty_stores(
     ran = fptrack(*init, env=env, timeout=120)
     assert ran.status == 0, ran.err
 
-    port = servers.free_port()
+    port = free_port()
     for name in ("worker", "beat"):  # nothing runs yet: their health checks fail
         idle = subprocess.run(healthcheck(name, env, port), cwd=ROOT, env=env, capture_output=True)
         assert idle.returncode == 1, (name, idle.stdout, idle.stderr)
@@ -148,7 +150,7 @@ def test_init_then_services_on_empty_stores(
             checks.append(fptrack("check", env=env, timeout=60))
             return checks[-1].status == 0
 
-        wait_until(healthy, 90, "fptrack check to pass")
+        eventually(healthy, 90, "fptrack check to pass")
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=10) as answer:
             assert answer.status == 200
         for name in SERVICES:

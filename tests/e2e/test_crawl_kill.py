@@ -29,14 +29,15 @@ import pytest
 import redis
 from pymongo.database import Database
 
+from bench.fixture_site import FixtureSite, Resource, page
 from matcher import jobs
 from matcher.celery_app import CRAWL_QUEUE
 from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.sites import SiteConfig
 from matcher.store import Store
-from tests.crawler.fixture_site import FixtureSite, Resource, page
-from tests.e2e.e2e_support import ROOT, app, sample, wait_until
+from tests.support.e2e import ROOT, app, sample
+from tests.support.waits import eventually
 
 CHAPTERS = 120
 TEXTS = [sample(n) for n in ("lighthouse.txt", "river-town.txt", "star-voyage.txt")]
@@ -126,7 +127,7 @@ def test_a_crawl_killed_mid_way_and_run_again_stores_what_an_undisturbed_one_doe
         prefix = f"fptrack-killed-{uuid.uuid4().hex[:6]}"
         killed_store = Store(client[names["killed"]])
         first = crawl(site, names["killed"], prefix)
-        wait_until(lambda: killed_store.count("pages") >= CHAPTERS // 3, 120, "a third")
+        eventually(lambda: killed_store.count("pages") >= CHAPTERS // 3, 120, "a third")
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         assert killed_store.count("pages") < CHAPTERS, "the crawl ended before the kill"
@@ -184,7 +185,7 @@ def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end
     first = worker(CRAWL_QUEUE)
     try:
         app.send_task("fptrack.crawl_site", args=["novels"])
-        wait_until(lambda: store.count("pages") >= CHAPTERS // 3, 120, "a third of the pages")
+        eventually(lambda: store.count("pages") >= CHAPTERS // 3, 120, "a third of the pages")
     finally:
         kill(first)  # the worker, its pool child and the crawl subprocess
     at_kill = store.count("pages")
@@ -196,7 +197,7 @@ def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end
     assert run["outcome"] == "running"
 
     # beat's resume_crawls once the lease has expired: the run is closed ...
-    wait_until(lambda: not redis_client.exists(frontier.slot_lock(0)), 30, "the lease to expire")
+    eventually(lambda: not redis_client.exists(frontier.slot_lock(0)), 30, "the lease to expire")
     assert jobs.close_lost_crawls(ops, redis_client, keys) == [run["run_id"]]
     [closed] = ops.last_crawls("novels")
     assert closed["outcome"] == "interrupted" and closed["lost"] == 1
@@ -207,7 +208,7 @@ def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end
     second = worker(f"fptrack,{CRAWL_QUEUE}")
     try:
         app.send_task("fptrack.resume_crawls")
-        wait_until(
+        eventually(
             lambda: ops.last_crawls("novels")[0]["outcome"] == "finished", 240, "the resumed run"
         )
     finally:

@@ -19,12 +19,13 @@ import pytest
 import redis
 from pymongo.database import Database
 
+from bench.fixture_site import FixtureSite, page
 from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.store import Store
 from tests.admin.cli_support import fptrack
-from tests.crawler.fixture_site import FixtureSite, page
-from tests.e2e.e2e_support import ROOT, sample, wait_until
+from tests.support.e2e import ROOT, sample
+from tests.support.waits import eventually
 
 STARTING_EXIT = 3
 
@@ -87,13 +88,13 @@ def test_a_failed_crawl_is_seen_everywhere(
     try:
         # booting: its "starting" record is there before it answers a ping
         starting = Keys("fptrack-test").starting_pattern("worker")
-        wait_until(lambda: any(redis_client.scan_iter(starting)), 60, "the starting record")
+        eventually(lambda: any(redis_client.scan_iter(starting)), 60, "the starting record")
         checked = fptrack("check", "workers")
         assert checked.status in (0, STARTING_EXIT), checked.out  # never FAIL while booting
         if checked.status == STARTING_EXIT:  # else it came up meanwhile: nothing to see
             assert "starting" in checked.out and "FAIL" not in checked.out
             assert "1 starting" in checked.err
-        wait_until(
+        eventually(
             lambda: fptrack("check", "workers").status == 0, 90, "the worker to answer a ping"
         )
         assert not any(redis_client.scan_iter(starting))  # up: its record is gone

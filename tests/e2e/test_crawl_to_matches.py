@@ -13,7 +13,8 @@ from admin.scan import serve_directory, site_config
 from crawler.run import crawl_in_process
 from matcher.engine import Engine
 from matcher.ingest import Ingest
-from tests.e2e.e2e_support import ROOT, app, wait_until
+from tests.support.e2e import ROOT, app
+from tests.support.waits import eventually
 
 WORKS = ROOT / "samples" / "works"
 SITE = ROOT / "samples" / "site"
@@ -39,7 +40,7 @@ def test_crawl_feeds_the_worker(engine: Engine, broker: redis.Redis) -> None:
         assert broker.llen("fptrack") == len(sent)
         assert len(list(engine.store.pending_pages())) == len(sent)  # none processed yet
         with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
-            wait_until(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
+            eventually(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
         matches = {
             (urlsplit(m["url"]).path, str(m["work_id"])) for m in engine.store.db.matches.find()
         }

@@ -7,14 +7,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
 from matcher.archive import GridFSArchive, verify
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.jobs import prune_archive
 from matcher.sites import SiteConfig
-from tests.crawler.fixture_site import FixtureSite, page
-from tests.e2e.e2e_support import sample
+from tests.support.e2e import sample
 
 SETTINGS = {"AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "WARNING"}
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -20,10 +19,12 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests import servers
+from bench.net import free_port, port_open
 from tests.admin.cli_support import fptrack
-from tests.e2e.e2e_support import ROOT, wait_until
-from tests.e2e.outage_support import children, command_line
+from tests.support import servers
+from tests.support.e2e import ROOT
+from tests.support.outage import children, command_line
+from tests.support.waits import eventually
 
 
 @pytest.fixture
@@ -37,10 +38,10 @@ def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[tuple[dict
         **os.environ,
         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(ROOT),
-        "FPTRACK_MONGO_URI": f"mongodb://127.0.0.1:{servers.free_port()}",
+        "FPTRACK_MONGO_URI": f"mongodb://127.0.0.1:{free_port()}",
         "FPTRACK_MONGO_DB": "one-machine",
         "FPTRACK_DATA_DIR": str(tmp_path / "data"),
-        "FPTRACK_ADMIN_BIND": f"127.0.0.1:{servers.free_port()}",
+        "FPTRACK_ADMIN_BIND": f"127.0.0.1:{free_port()}",
         "FPTRACK_ADMIN_SECRET": "a-test-secret-of-enough-length",
     }
     log = (tmp_path / "honcho.log").open("w")
@@ -66,8 +67,7 @@ def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[tuple[dict
             broker.flushdb()
     for address in (env["FPTRACK_MONGO_URI"].rpartition("/")[2], env["FPTRACK_ADMIN_BIND"]):
         host, _, port = address.rpartition(":")
-        with pytest.raises(OSError):  # every process stopped with honcho
-            socket.create_connection((host, int(port)), timeout=1).close()
+        assert not port_open(host, int(port), timeout=1), address  # stopped with honcho
 
 
 def service(honcho: int, command: str) -> int | None:
@@ -95,7 +95,7 @@ def test_a_killed_process_comes_back_by_itself(
     deployment: tuple[dict[str, str], int], tmp_path: Path
 ) -> None:
     env, honcho = deployment
-    wait_until(lambda: fptrack("check", env=env).status == 0, 120, "fptrack check to pass")
+    eventually(lambda: fptrack("check", env=env).status == 0, 120, "fptrack check to pass")
     assert healthz(env)
     for command in ("fptrack worker", "fptrack admin serve"):
         killed = service(honcho, command)
@@ -106,9 +106,9 @@ def test_a_killed_process_comes_back_by_itself(
             pid = service(honcho, command)
             return pid is not None and pid != killed
 
-        wait_until(back, 60, f"{command} to be started again")
-    wait_until(lambda: fptrack("check", "workers", env=env).status == 0, 90, "a worker again")
-    wait_until(lambda: healthz(env), 90, "the admin to serve again")
+        eventually(back, 60, f"{command} to be started again")
+    eventually(lambda: fptrack("check", "workers", env=env).status == 0, 90, "a worker again")
+    eventually(lambda: healthz(env), 90, "the admin to serve again")
     assert fptrack("check", env=env).status == 0  # MongoDB and beat never stopped
     log = (tmp_path / "honcho.log").read_text(encoding="utf-8", errors="replace")
     assert "respawn: `fptrack worker --wait 60s` was killed by SIGKILL" in log

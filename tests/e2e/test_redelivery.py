@@ -31,9 +31,10 @@ import redis
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
-from tests.e2e.e2e_support import CHROME, ROOT, app, sample, wait_until
 from tests.e2e.test_worker import enqueue, worker_processes
 from tests.e2e.test_worker_kills import LOCK_SECONDS, WORKS, register_and_ingest, stop
+from tests.support.e2e import CHROME, ROOT, app, sample
+from tests.support.waits import eventually
 
 HERE = Path(__file__).parent
 TIMEOUT = 3
@@ -95,15 +96,15 @@ def test_a_killed_worker_s_task_comes_back_after_the_visibility_timeout(
     marker = tmp_path / "stopped"
     doomed_worker = [sys.executable, str(HERE / "doomed_worker.py"), str(marker), point, "solo"]
     with processes(doomed_worker) as [doomed]:
-        wait_until(marker.exists, 60, f"the worker to stop at {point}")
+        eventually(marker.exists, 60, f"the worker to stop at {point}")
         os.killpg(doomed.pid, signal.SIGKILL)  # the worker and everything it started
         doomed.wait(10)
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
     killed = time.monotonic()
     with processes(worker()):
-        wait_until(lambda: not pending(engine), 60, "the page's task to come back")
+        eventually(lambda: not pending(engine), 60, "the page's task to come back")
         print(f"matched {time.monotonic() - killed:.1f} s after the kill (timeout {TIMEOUT} s)")
-        wait_until(lambda: broker.hlen("unacked") == 0, 10, "the task's acknowledgement")
+        eventually(lambda: broker.hlen("unacked") == 0, 10, "the task's acknowledgement")
     assert broker.llen("fptrack") == 0
     assert matched(engine) == {("http://pirate/two", w) for w in WORKS[1:]}
 
@@ -114,8 +115,8 @@ def test_a_task_longer_than_the_visibility_timeout_runs_once(
     register_and_ingest(engine, enqueue)
     log = tmp_path / "starts"
     with processes(slow_worker(log, 4 * TIMEOUT), slow_worker(log, 4 * TIMEOUT)):
-        wait_until(log.exists, 60, "a worker to start the page")
-        wait_until(lambda: not pending(engine), 60, "the page to be matched")
+        eventually(log.exists, 60, "a worker to start the page")
+        eventually(lambda: not pending(engine), 60, "the page to be matched")
         time.sleep(TIMEOUT + 2)  # past a timeout and a look for abandoned messages
     assert len(log.read_text(encoding="utf-8").splitlines()) == 1  # never given to the other
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
@@ -131,10 +132,10 @@ def test_a_worker_shutting_down_keeps_its_running_task(
     register_and_ingest(engine, enqueue)
     log = tmp_path / "starts"
     with processes(slow_worker(log, 4 * TIMEOUT)) as [first]:
-        wait_until(log.exists, 60, "the first worker to start the page")
+        eventually(log.exists, 60, "the first worker to start the page")
         with processes(slow_worker(log, 0)):
             os.killpg(first.pid, signal.SIGTERM)
-            wait_until(lambda: not pending(engine), 60, "the page to be matched")
+            eventually(lambda: not pending(engine), 60, "the page to be matched")
             first.wait(60)
             time.sleep(TIMEOUT + 2)  # past a timeout and a look for abandoned messages
     assert [line.split()[0] for line in log.read_text(encoding="utf-8").splitlines()] == [
@@ -157,7 +158,7 @@ def test_beat_sends_again_a_page_task_the_broker_lost(
     assert broker.llen("fptrack") == 1
     broker.delete("fptrack")  # lost, as with a broker restarted empty
     with processes(worker(), [*CLI, "beat", "--loglevel", "WARNING"]):
-        wait_until(lambda: not pending(engine), 90, "beat's sweep and the page's task")
+        eventually(lambda: not pending(engine), 90, "beat's sweep and the page's task")
     assert matched(engine) == {("http://pirate/lost", "lighthouse.txt")}
 
 
@@ -172,11 +173,11 @@ def test_a_page_waiting_behind_a_backlog_is_not_sent_twice(
     copy(engine, "http://pirate/waiting", "star-voyage.txt")
     log = tmp_path / "starts"
     with processes([*CLI, "beat", "--loglevel", "WARNING"]):
-        wait_until(lambda: broker.llen("fptrack") >= 3, 60, "sweeps queued behind the pages")
+        eventually(lambda: broker.llen("fptrack") >= 3, 60, "sweeps queued behind the pages")
         with processes(slow_worker(log, 8)):
-            wait_until(lambda: not pending(engine), 90, "both pages to be matched")
+            eventually(lambda: not pending(engine), 90, "both pages to be matched")
             time.sleep(3)  # the sweeps sent meanwhile have run (or expired)
-            wait_until(lambda: broker.llen("fptrack") == 0, 30, "the queue to drain")
+            eventually(lambda: broker.llen("fptrack") == 0, 30, "the queue to drain")
     starts = [line.split()[1] for line in log.read_text(encoding="utf-8").splitlines()]
     assert sorted(starts) == sorted(set(starts)) and len(starts) == 2
     assert matched(engine) == {
@@ -195,5 +196,5 @@ def test_workers_on_one_host_answer_under_names_of_their_own(
         return len(names) >= 2
 
     with worker_processes(2):
-        wait_until(both, 60, "two workers to answer")
+        eventually(both, 60, "two workers to answer")
     assert len(names) == 2 and all(n.startswith("fptrack-") for n in names)

@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.e2e.e2e_support import ROOT, wait_until
+from tests.support.e2e import ROOT
+from tests.support.waits import eventually
 
 RESPAWN = ROOT / "deploy" / "local" / "respawn.py"
 
@@ -45,7 +46,7 @@ def test_a_command_that_exits_is_started_again_until_it_is_stopped(tmp_path: Pat
     (tmp_path / "flaky.py").write_text(FLAKY)
     respawn = loop(sys.executable, str(tmp_path / "flaky.py"), str(runs))
     try:
-        wait_until(lambda: runs.read_text().count("run") == 3, 30, "the third start")
+        eventually(lambda: runs.read_text().count("run") == 3, 30, "the third start")
         assert respawn.poll() is None
         os.killpg(respawn.pid, signal.SIGTERM)  # as honcho stops a process
         assert respawn.wait(20) == 0
@@ -83,10 +84,10 @@ def test_a_command_killed_outright_is_started_again_and_its_leftovers_stopped(
     )
     respawn = loop(sys.executable, "-c", parent)
     try:
-        wait_until(lambda: pids.exists() and pids.read_text().count("\n") == 1, 30, "a start")
+        eventually(lambda: pids.exists() and pids.read_text().count("\n") == 1, 30, "a start")
         first, leftover = (int(p) for p in pids.read_text().split())
         os.kill(first, signal.SIGKILL)
-        wait_until(lambda: pids.read_text().count("\n") == 2, 30, "the command to start again")
+        eventually(lambda: pids.read_text().count("\n") == 2, 30, "the command to start again")
         assert not Path(f"/proc/{leftover}").exists()  # stopped, and reaped by init
     finally:
         os.killpg(respawn.pid, signal.SIGTERM)

@@ -26,7 +26,8 @@ from matcher.redis_clients import connect_server
 from matcher.schedules import DAILY_MATCH, Schedules
 from matcher.settings import Settings
 from tests.admin.cli_support import fptrack
-from tests.e2e.e2e_support import CHROME, ROOT, sample, wait_until
+from tests.support.e2e import CHROME, ROOT, sample
+from tests.support.waits import eventually
 
 
 @contextmanager
@@ -85,14 +86,14 @@ def test_a_worker_and_beat_s_schedules_go_on_after_a_failover(
         service(env, "beat") as beat,
     ):
         first = copy("http://pirate/1", "lighthouse.txt")
-        wait_until(lambda: matched(first) == {works["lighthouse.txt"]}, 90, "the first match")
-        wait_until(lambda: redis.pttl(beat_lock) > 0, 90, "beat to take redbeat's lock")
+        eventually(lambda: matched(first) == {works["lighthouse.txt"]}, 90, "the first match")
+        eventually(lambda: redis.pttl(beat_lock) > 0, 90, "beat to take redbeat's lock")
         redis_sentinel.replicate()
 
         old = redis_sentinel.kill_primary()
         new = redis_sentinel.wait_for_failover(old)
         second = copy("http://pirate/2", "river-town.txt")  # sent through the same app
-        wait_until(lambda: matched(second) == {works["river-town.txt"]}, 90, "the second match")
+        eventually(lambda: matched(second) == {works["river-town.txt"]}, 90, "the second match")
         assert DAILY_MATCH in {e["name"] for e in Schedules(app).entries()}
         low = [redis.pttl(beat_lock)]  # beat extends its lock at every tick: on the new primary
 
@@ -100,7 +101,7 @@ def test_a_worker_and_beat_s_schedules_go_on_after_a_failover(
             low.append(min(low[-1], redis.pttl(beat_lock)))
             return low[-1] > 0 and redis.pttl(beat_lock) > low[-1] + 1000
 
-        wait_until(extended, 30, "beat to extend redbeat's lock on the new primary")
+        eventually(extended, 30, "beat to extend redbeat's lock on the new primary")
 
         ran = fptrack("check", "--json", env=env)
         checks = {c["name"]: c for c in json.loads(ran.out)["checks"]}

@@ -15,7 +15,7 @@ import shlex
 import pytest
 
 from matcher.settings import Settings
-from tests.e2e.e2e_support import ROOT
+from tests.support.e2e import ROOT
 
 UNITS = ("worker", "beat", "admin")
 

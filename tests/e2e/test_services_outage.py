@@ -14,11 +14,10 @@ from pathlib import Path
 
 from pymongo import MongoClient
 
+from bench.net import free_port
 from matcher.celery_app import make_app
 from matcher.settings import Settings
-from tests import servers
-from tests.e2e.e2e_support import wait_until
-from tests.e2e.outage_support import (
+from tests.support.outage import (
     Service,
     answers,
     children,
@@ -27,12 +26,13 @@ from tests.e2e.outage_support import (
     own_redis,
     redis_url,
 )
+from tests.support.waits import eventually
 
 
 def says(*services: Service, text: str) -> None:
     """Wait until each of ``services`` has written ``text``."""
     for service in services:
-        wait_until(lambda s=service: text in s.output(), 30, f"{text!r} from {service.log.stem}")
+        eventually(lambda s=service: text in s.output(), 30, f"{text!r} from {service.log.stem}")
 
 
 def test_worker_and_admin_ride_out_redis_and_mongodb_restarts(tmp_path: Path) -> None:
@@ -49,7 +49,7 @@ def test_worker_and_admin_ride_out_redis_and_mongodb_restarts(tmp_path: Path) ->
         "FPTRACK_MONGO_DB": "outage",
         "FPTRACK_ADMIN_SECRET": "a-test-secret-of-enough-length",
     }
-    healthz = f"http://127.0.0.1:{servers.free_port()}/healthz"
+    healthz = f"http://127.0.0.1:{free_port()}/healthz"
     bind = healthz.removeprefix("http://").removesuffix("/healthz")
     app = make_app(Settings.from_env(env))
     reports = MongoClient(uri)["outage"].reports
@@ -61,10 +61,10 @@ def test_worker_and_admin_ride_out_redis_and_mongodb_restarts(tmp_path: Path) ->
         """The worker runs a task: the day's report is written in the store."""
         app.send_task("fptrack.daily_report", args=[day])
         found = lambda: reports.find_one({"day": day}) is not None  # noqa: E731
-        wait_until(found, 120, f"the worker to write the report of {day}")
+        eventually(found, 120, f"the worker to write the report of {day}")
 
     try:
-        wait_until(lambda: answers(healthz), 90, "the admin to serve")
+        eventually(lambda: answers(healthz), 90, "the admin to serve")
         report("2026-01-01")
 
         for n, (server, name) in enumerate(((redis_server, "Redis"), (mongo_server, "MongoDB"))):
@@ -78,7 +78,7 @@ def test_worker_and_admin_ride_out_redis_and_mongodb_restarts(tmp_path: Path) ->
             says(worker, admin, text=f"{where} answers again")
             assert worker.running, worker.output()
             assert admin.running, admin.output()
-            wait_until(lambda: answers(healthz), 60, "the admin to serve again")
+            eventually(lambda: answers(healthz), 60, "the admin to serve again")
             report(f"2026-01-0{n + 2}")
     finally:
         worker.stop()

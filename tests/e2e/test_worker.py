@@ -32,7 +32,8 @@ from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.store import Store
-from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, app, sample, wait_until
+from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
+from tests.support.waits import eventually
 
 
 def enqueue(page_id: str) -> None:
@@ -125,7 +126,7 @@ def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Red
     )
     assert broker.llen("fptrack") == 3
     with worker_processes(2):
-        wait_until(lambda: not list(engine.store.pending_pages()), 90, "the pages to be processed")
+        eventually(lambda: not list(engine.store.pending_pages()), 90, "the pages to be processed")
     found = {(m["url"], str(m["work_id"])) for m in engine.store.db.matches.find()}
     assert found == {
         ("http://pirate/1", works["lighthouse.txt"]),
@@ -143,13 +144,13 @@ def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
     missing = "0123456789abcdef01234567"
     tasks.process_page.delay(missing)
     with worker():
-        wait_until(lambda: Operations(engine.store).failures(), 30, "the failure record")
+        eventually(lambda: Operations(engine.store).failures(), 30, "the failure record")
     [failure] = Operations(engine.store).failures()
     assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
     assert "no page with id" in failure["error"]
     # counted for the admin's /metrics (admin/metrics.py), with no retry (bad input)
     counted = {b"failure|fptrack.process_page": b"1"}
-    wait_until(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
+    eventually(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
 
 
 def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
@@ -163,7 +164,7 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
         )
     )
     with worker():
-        wait_until(lambda: not list(engine.store.pending_pages()), 30, "the page")
+        eventually(lambda: not list(engine.store.pending_pages()), 30, "the page")
         assert engine.store.db.matches.count_documents({}) == 0
         text = sample("star-voyage.txt")
         doc, _ = engine.store.upsert_work(
@@ -172,7 +173,7 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
         segment = {"index": 0, "start": 0, "end": len(text), "title": "", "text": text}
         engine.store.save_work_segment(doc["_id"], segment)
         tasks.index_work.delay(str(doc["_id"]))
-        wait_until(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
+        eventually(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
     [match] = engine.store.db.matches.find()
     assert str(match["page_id"]) == page.page_id and match["work_id"] == doc["_id"]
 
@@ -198,7 +199,7 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
         dead.close()
     assert result.failed()
     counted = {b"retry|fptrack.process_page": b"2", b"failure|fptrack.process_page": b"1"}
-    wait_until(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
+    eventually(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
 
 
 def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(

@@ -35,8 +35,9 @@ from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
-from tests.e2e.e2e_support import CHROME, ROOT, sample, wait_until
 from tests.e2e.test_worker import count_successes, enqueue, worker
+from tests.support.e2e import CHROME, ROOT, sample
+from tests.support.waits import eventually
 
 WORKS = ("lighthouse.txt", "river-town.txt", "tea-history.txt")
 TEXT = CHROME.format(sample("river-town.txt") + "\n" + sample("tea-history.txt"))
@@ -149,13 +150,13 @@ def test_a_whole_worker_killed_mid_page(
     marker = tmp_path / "stopped"
     doomed = start_doomed(marker, point, "solo")
     try:
-        wait_until(marker.exists, 60, f"the worker to stop at {point}")
+        eventually(marker.exists, 60, f"the worker to stop at {point}")
         stop(doomed, signal.SIGKILL)
     finally:
         stop(doomed, signal.SIGKILL)
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
     with count_successes() as done, worker(FAST_RESTORE):
-        wait_until(lambda: not list(engine.store.pending_pages()), 90, "the redelivered task")
+        eventually(lambda: not list(engine.store.pending_pages()), 90, "the redelivered task")
         time.sleep(4)  # past the visibility timeout: a second delivery would run now
     assert done["fptrack.process_page"] == 1
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
@@ -175,11 +176,11 @@ def test_a_prefork_child_killed_mid_page(
     marker = tmp_path / "stopped"
     doomed = start_doomed(marker, point, "prefork")
     try:
-        wait_until(marker.exists, 60, f"the child to stop at {point}")
+        eventually(marker.exists, 60, f"the child to stop at {point}")
         child = int(marker.read_text(encoding="utf-8"))
         assert child != doomed.pid
         os.kill(child, signal.SIGKILL)
-        wait_until(lambda: not list(engine.store.pending_pages()), 90, "a new child's run")
+        eventually(lambda: not list(engine.store.pending_pages()), 90, "a new child's run")
         assert doomed.poll() is None, "the parent died with its child"
         time.sleep(2)
         assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0

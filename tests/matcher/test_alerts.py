@@ -15,8 +15,8 @@ from matcher.alert_store import AlertStore
 from matcher.engine import Engine
 from matcher.errors import SettingsError
 from matcher.settings import Settings
-from tests.alert_support import closed_port_url, smtp_server, text_of, webhook_receiver
 from tests.matcher.conftest import crawl, page_of, sample
+from tests.support.alerts import closed_port_url, smtp_server, text_of, webhook_receiver
 
 SECRET = "a-shared-secret"
 

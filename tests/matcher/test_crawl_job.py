@@ -139,7 +139,7 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
     ``process_page`` task per page to the broker."""
     from admin.scan import serve_directory
     from matcher.celery_app import PAGE_QUEUE
-    from tests import servers
+    from tests.support import servers
 
     broker = redis.Redis.from_url(servers.session().redis_url(1))
     broker.flushdb()
@@ -166,7 +166,7 @@ def crawl_while(
     import threading
     import time
 
-    from tests.crawler.fixture_site import FixtureSite, page
+    from bench.fixture_site import FixtureSite, page
 
     def slow() -> list[bytes]:
         time.sleep(1.0)

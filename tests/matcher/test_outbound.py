@@ -15,11 +15,11 @@ from urllib.parse import urlsplit
 import pytest
 
 from admin.fetch import FetchError, fetch
+from bench.fixture_site import FixtureSite, page
 from matcher import notify, outbound
-from tests.alert_support import webhook_receiver
-from tests.crawler.fixture_site import FixtureSite, page
-from tests.outbound_support import private_address, self_signed, slow_server, tls_slow_server
-from tests.servers import session
+from tests.support.alerts import webhook_receiver
+from tests.support.outbound import private_address, self_signed, slow_server, tls_slow_server
+from tests.support.servers import session
 
 DEADLINE = 1.0
 MARGIN = 1.5

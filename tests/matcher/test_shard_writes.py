@@ -34,7 +34,7 @@ from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, Store, now
 from tests import command_audit
 from tests.command_audit import CommandAudit, check
-from tests.servers import session
+from tests.support.servers import session
 
 HERE = Path(__file__).resolve()
 WRITES = ("insert", "update", "delete", "findAndModify")

@@ -23,7 +23,7 @@ from admin.web.app import create_app
 from admin.web.users import Users
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests import servers
+from tests.support import servers
 from tests.web.test_api import make_token
 from tests.web.web_support import PASSWORDS, seed_match
 

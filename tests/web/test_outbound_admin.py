@@ -15,12 +15,13 @@ from typing import Any
 
 from flask import Flask
 from flask.testing import FlaskClient
-from werkzeug.serving import make_server
 
 from admin.context import Context
+from bench.http_server import WSGIServer
+from bench.net import wait_until
 from matcher.alert_store import AlertStore
-from tests.alert_support import webhook_receiver
-from tests.outbound_support import slow_server
+from tests.support.alerts import webhook_receiver
+from tests.support.outbound import slow_server
 from tests.web.web_support import Browser, post
 
 HANG_DEADLINE = 5.0
@@ -30,14 +31,8 @@ ANSWERED_WITHIN = 1.0
 @contextmanager
 def serving(app: Flask) -> Iterator[str]:
     """The app on a threaded server, as ``fptrack scan --serve`` runs it."""
-    server = make_server("127.0.0.1", 0, app, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with WSGIServer(app, threaded=True) as server:
+        yield server.url("/")
 
 
 def answered_in(call: Any) -> float:
@@ -47,10 +42,7 @@ def answered_in(call: Any) -> float:
 
 
 def wait_for(condition: Any, seconds: float = 5.0) -> None:
-    ends = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < ends, "the slow server was not reached"
-        time.sleep(0.02)
+    assert wait_until(condition, seconds, interval=0.02), "the slow server was not reached"
 
 
 def opt(ctx: Context, **changes: Any) -> None:

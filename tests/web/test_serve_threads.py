@@ -14,11 +14,11 @@ import redis
 from pymongo.database import Database
 
 from admin.web.users import Users
+from bench.net import free_port
 from matcher.store import Store
-from tests import servers
-from tests.e2e.e2e_support import wait_until
-from tests.e2e.outage_support import Service, answers
-from tests.outbound_support import slow_server
+from tests.support.outage import Service, answers
+from tests.support.outbound import slow_server
+from tests.support.waits import eventually
 from tests.web.web_support import PASSWORDS, Browser
 
 DEADLINE_S = 6
@@ -31,7 +31,7 @@ def test_a_page_is_answered_while_two_query_fetches_hang(
     users = Users(Store.connect(os.environ["FPTRACK_MONGO_URI"], mongo_db.name, mongo_db.client))
     for name, (role, password) in PASSWORDS.items():
         users.create(name, password, role)
-    bind = f"127.0.0.1:{servers.free_port()}"
+    bind = f"127.0.0.1:{free_port()}"
     base = f"http://{bind}/"
     env = {
         **os.environ,
@@ -42,7 +42,7 @@ def test_a_page_is_answered_while_two_query_fetches_hang(
     argv = ["admin", "serve", "--workers", "1", "--threads", "4", "--bind", bind]
     admin = Service(argv, env, tmp_path / "admin.log")
     try:
-        wait_until(lambda: answers(base + "healthz"), 60, "the admin to serve")
+        eventually(lambda: answers(base + "healthz"), 60, "the admin to serve")
         rita, alice = Browser(base, "rita"), Browser(base, "alice")
         with slow_server() as slow:
             ended: dict[str, float] = {}
@@ -58,7 +58,7 @@ def test_a_page_is_answered_while_two_query_fetches_hang(
             ]
             for thread in threads:
                 thread.start()
-            wait_until(lambda: len(slow.paths) == 2, 10, "both fetches to reach the slow server")
+            eventually(lambda: len(slow.paths) == 2, 10, "both fetches to reach the slow server")
             login = Browser(base, None).get("login")  # a third client, logged in as no one
             answered = time.monotonic()
             for thread in threads:

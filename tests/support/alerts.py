@@ -13,12 +13,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from tests.servers import free_port
+from bench.http_server import FixtureServer, QuietHandler
+from bench.net import free_port
 
 
 @dataclass
@@ -66,7 +66,7 @@ def webhook_receiver(
 ) -> Iterator[Receiver]:
     receiver = Receiver(secret, fail_first)
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             headers = {k: v for k, v in self.headers.items()}
@@ -77,18 +77,9 @@ def webhook_receiver(
             self.send_header("Content-Length", "0")
             self.end_headers()
 
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer((host, 0), Handler)
-    receiver.url = f"http://{host}:{server.server_port}/hook"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with FixtureServer(Handler, host) as server:
+        receiver.url = server.url("/hook")
         yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def closed_port_url() -> str:

@@ -18,13 +18,13 @@ import contextlib
 import ctypes
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
+
+from bench.net import free_port, port_open, wait_until
 
 REDIS_DATABASES = 4
 """Databases from the first one: indexes, broker, pipeline benchmark broker, its index."""
@@ -33,13 +33,6 @@ START_TIMEOUT_S = 20.0
 
 class ServerUnavailable(RuntimeError):
     """A server the tests need could not be found or started (one line, what to do)."""
-
-
-def free_port() -> int:
-    """A TCP port of 127.0.0.1 that nothing listened on a moment ago."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _die_with_parent() -> None:  # pragma: no cover - runs in the child, before exec
@@ -66,16 +59,15 @@ class Server:
             stderr=subprocess.PIPE,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                err = self.process.stderr.read().decode(errors="replace").strip()[-300:]
-                raise ServerUnavailable(f"{self.name} exited at start: {err or 'no message'}")
-            try:
-                socket.create_connection((self.host, self.port), timeout=0.2).close()
-                return
-            except OSError:
-                time.sleep(0.05)
+        process = self.process
+        wait_until(
+            lambda: process.poll() is not None or port_open(self.host, self.port), START_TIMEOUT_S
+        )
+        if process.poll() is not None:
+            err = process.stderr.read().decode(errors="replace").strip()[-300:]
+            raise ServerUnavailable(f"{self.name} exited at start: {err or 'no message'}")
+        if port_open(self.host, self.port):
+            return
         self.stop()
         raise ServerUnavailable(f"{self.name} did not listen within {START_TIMEOUT_S:.0f} s")
 

@@ -1,13 +1,9 @@
 """Helpers of the end-to-end tests: the Celery app of this process, sample texts in
-pirate-site chrome, polling."""
+pirate-site chrome (waiting: :func:`tests.support.waits.eventually`)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
-
-import pytest
 
 from matcher.celery_app import make_app
 from matcher.settings import Settings
@@ -31,12 +27,3 @@ app.set_default()
 
 def sample(name: str) -> str:
     return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
-    """Poll ``condition`` until it holds; fail the test after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            pytest.fail(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.1)

@@ -19,14 +19,15 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from tests import servers
-from tests.e2e.e2e_support import ROOT
+from bench.net import free_port
+from tests.support import servers
+from tests.support.e2e import ROOT
 
 
 def own_redis(folder: Path, keeps_data: bool) -> servers.Server:
     """A ``redis-server`` (not started yet); ``keeps_data``: with an append-only file."""
     folder.mkdir(parents=True, exist_ok=True)
-    port = servers.free_port()
+    port = free_port()
     argv = [
         shutil.which("redis-server") or "redis-server",
         *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder), "--save", ""),
@@ -38,7 +39,7 @@ def own_redis(folder: Path, keeps_data: bool) -> servers.Server:
 def own_mongodb(folder: Path) -> servers.Server:
     """SecantusDB (not started yet), its data on disk in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
-    port = servers.free_port()
+    port = free_port()
     argv = [
         shutil.which("secantusd-py") or "secantusd-py",
         *("--host", "127.0.0.1", "--port", str(port), "--storage-path", str(folder)),
