@@ -22,7 +22,7 @@ from matcher.engine import Engine
 from matcher.maintenance import drop_indexes
 from matcher.operations import Operations
 from matcher.settings import Settings
-from tests import servers
+from tests.support import servers
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME = "书海阁 首页 排行榜\n{}\n本站小说均来自网络"
@@ -331,8 +331,8 @@ def test_crawl_inline_of_a_rendered_site_matches_the_text_its_scripts_load(
     browser the crawl ends in one line."""
     from dataclasses import replace
 
-    from tests.crawler.fixture_site import FixtureSite
-    from tests.crawler.script_site import PARTS, WORK, chromium, script_pages
+    from bench.fixture_site import FixtureSite
+    from tests.support.script_site import PARTS, WORK, chromium, script_pages
 
     ctx.engine.add_work(WORK.read_text(encoding="utf-8"), title=WORK.name, source=WORK.name)
     browser = Context(engine=ctx.engine, settings=replace(ctx.settings, chromium=chromium()))
