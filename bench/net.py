@@ -6,7 +6,8 @@
   what starts a server on one should fail loudly if it cannot bind.
 - :func:`wait_until`: call a predicate every ``interval`` seconds until it returns a truthy
   value or ``timeout`` seconds have passed (the polling loop every start-up waits in).
-- :func:`port_open` / :func:`wait_for_port`: a TCP connection to ``host:port`` is accepted.
+- :func:`port_open` / :func:`wait_for_port`: a TCP connection to ``host:port`` is accepted
+  (for a server process starting there: until it listens, or exits).
 
 >>> port = free_port()
 >>> port_open("127.0.0.1", port)
@@ -20,6 +21,7 @@ True
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -88,6 +90,17 @@ def port_open(host: str, port: int, timeout: float = 0.2) -> bool:
     return True
 
 
-def wait_for_port(host: str, port: int, timeout: float, interval: float = 0.05) -> bool:
-    """``host:port`` accepts a connection within ``timeout`` seconds."""
-    return bool(wait_until(lambda: port_open(host, port), timeout, interval))
+def wait_for_port(
+    host: str,
+    port: int,
+    timeout: float,
+    interval: float = 0.05,
+    process: subprocess.Popen | None = None,
+) -> bool:
+    """``host:port`` accepts a connection within ``timeout`` seconds; with ``process`` (the
+    server starting there), False as soon as it has exited."""
+
+    def settled() -> bool:
+        return port_open(host, port) or (process is not None and process.poll() is not None)
+
+    return bool(wait_until(settled, timeout, interval)) and port_open(host, port)

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from bench.http_server import FixtureServer
-from bench.net import free_port, port_open, wait_until
+from bench.net import free_port, wait_for_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -72,11 +72,9 @@ def serve_mongo(out: IO[str]) -> None:
         server.terminate()
 
     signal.signal(signal.SIGTERM, stop)
-    exited_or_open = lambda: server.poll() is not None or port_open("127.0.0.1", port)  # noqa: E731
-    wait_until(exited_or_open, MONGO_START_TIMEOUT)
-    if server.poll() is not None:
-        raise SystemExit(f"secantusd-py exited with status {server.returncode}")
-    if not port_open("127.0.0.1", port):
+    if not wait_for_port("127.0.0.1", port, MONGO_START_TIMEOUT, process=server):
+        if server.poll() is not None:
+            raise SystemExit(f"secantusd-py exited with status {server.returncode}")
         server.kill()
         raise SystemExit(f"secantusd-py did not listen within {MONGO_START_TIMEOUT} s")
     print(f"{READY} mongodb://127.0.0.1:{port}", file=out, flush=True)

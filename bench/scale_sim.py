@@ -263,7 +263,7 @@ def start_mongo(storage: str = ":memory:") -> tuple[Any, str]:
     import shutil
     import subprocess
 
-    from bench.net import free_port, port_open, wait_until
+    from bench.net import free_port, wait_for_port
 
     binary = shutil.which("secantusd-py")
     if binary is None:
@@ -271,10 +271,7 @@ def start_mongo(storage: str = ":memory:") -> tuple[Any, str]:
     port = free_port()
     argv = [binary, "--host", "127.0.0.1", "--port", str(port), "--storage-path", storage]
     server = subprocess.Popen([*argv, "--standalone", "--log-level", "WARNING"])
-    listening = wait_until(
-        lambda: server.poll() is not None or port_open("127.0.0.1", port), timeout=30
-    )
-    if listening and server.poll() is None:
+    if wait_for_port("127.0.0.1", port, 30, process=server):
         return server, f"mongodb://127.0.0.1:{port}"
     server.kill()
     raise SystemExit("secantusd-py did not start")

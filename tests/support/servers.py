@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from bench.net import free_port, port_open, wait_until
+from bench.net import free_port, wait_for_port
 
 REDIS_DATABASES = 4
 """Databases from the first one: indexes, broker, pipeline benchmark broker, its index."""
@@ -59,15 +59,11 @@ class Server:
             stderr=subprocess.PIPE,
             preexec_fn=_die_with_parent if sys.platform == "linux" else None,
         )
-        process = self.process
-        wait_until(
-            lambda: process.poll() is not None or port_open(self.host, self.port), START_TIMEOUT_S
-        )
-        if process.poll() is not None:
-            err = process.stderr.read().decode(errors="replace").strip()[-300:]
-            raise ServerUnavailable(f"{self.name} exited at start: {err or 'no message'}")
-        if port_open(self.host, self.port):
+        if wait_for_port(self.host, self.port, START_TIMEOUT_S, process=self.process):
             return
+        if self.process.poll() is not None:
+            err = self.process.stderr.read().decode(errors="replace").strip()[-300:]
+            raise ServerUnavailable(f"{self.name} exited at start: {err or 'no message'}")
         self.stop()
         raise ServerUnavailable(f"{self.name} did not listen within {START_TIMEOUT_S:.0f} s")
 
