@@ -24,8 +24,16 @@
 - Redis Sentinel: ``redis_sentinel`` is a primary, its replica and 3 sentinels of one test
   (:class:`bench.local_sentinel.LocalSentinel`, on free ports), which the test may fail over.
 
+- The product's objects on those servers, each defined here once: ``store`` (a
+  :class:`~matcher.store.Store` of ``mongo_db``, its indexes made), ``ops`` (the
+  :class:`~matcher.operations.Operations` of that store), ``engine`` (an
+  :class:`~matcher.engine.Engine` on ``mongo_db`` and ``redis_client``) and ``broker`` (a
+  client of the Celery broker's database, flushed before and after the test). A suite may
+  override one with a narrower meaning (``tests/matcher`` runs ``engine`` on
+  ``index_client``; ``tests/e2e`` makes it the engine of the process's tasks).
+
 The ``FPTRACK_*`` variables of the product are set here, before :mod:`matcher.celery_app` is
-first imported (it reads them once).
+first imported (it reads them once): the product's modules are imported inside the fixtures.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import pymongo
 import pytest
@@ -43,11 +52,16 @@ from redis.cluster import ClusterNode, RedisCluster
 from bench.local_cluster import LocalCluster
 from bench.local_sentinel import LocalSentinel
 from matcher.redis_io import IndexClient, connect, scan
-from matcher.settings import IndexRedis
+from matcher.settings import IndexRedis, Settings
 from tests import command_audit
 from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
 from tests.support import servers
 from tests.support.servers import ServerUnavailable
+
+if TYPE_CHECKING:
+    from matcher.engine import Engine
+    from matcher.operations import Operations
+    from matcher.store import Store
 
 try:  # planned once per session, even if this module is imported again under another name
     SERVERS = servers.SESSION = servers.SESSION or servers.plan(os.environ)
@@ -132,6 +146,45 @@ def mongo_db(
     monkeypatch.setenv("FPTRACK_MONGO_DB", name)
     yield mongo_client[name]
     mongo_client.drop_database(name)
+
+
+@pytest.fixture
+def store(mongo_db: Database) -> Store:
+    """A store on the test's fresh database, its indexes made."""
+    from matcher.store import Store
+
+    made = Store(mongo_db)
+    made.ensure_indexes()
+    return made
+
+
+@pytest.fixture
+def ops(store: Store) -> Operations:
+    """The operational records (sites, failures, reports) of ``store``."""
+    from matcher.operations import Operations
+
+    return Operations(store)
+
+
+@pytest.fixture
+def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
+    """An engine on the test's fresh database and the test Redis database (prefix
+    ``fptrack-test``)."""
+    from matcher.engine import Engine
+
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
+
+
+@pytest.fixture
+def broker() -> Iterator[redis.Redis]:
+    """The Celery broker's Redis database, flushed before and after (no message leaks
+    between tests)."""
+    client = redis.Redis.from_url(TEST_BROKER_URL)
+    client.flushdb()
+    yield client
+    client.flushdb()
+    client.close()
 
 
 @pytest.fixture(scope="session")

@@ -25,11 +25,10 @@ from typing import Any
 import pytest
 from bson import ObjectId
 from pymongo import DESCENDING
-from pymongo.database import Database
 
 from admin.filters import EQUALITY_FIELDS, MatchFilters
 from matcher.operations import Operations
-from matcher.store import INDEXES, STATUSES, Store
+from matcher.store import INDEXES, STATUSES
 
 WORK = str(ObjectId())
 VALUES: dict[str, Any] = {
@@ -57,13 +56,6 @@ def combinations() -> list[dict[str, Any]]:
 
 def label(filters: dict[str, Any]) -> str:
     return "+".join(filters) or "none"
-
-
-@pytest.fixture
-def ops(mongo_db: Database) -> Operations:
-    store = Store(mongo_db)
-    store.ensure_indexes()
-    return Operations(store)
 
 
 def split(query: dict[str, Any]) -> tuple[set[str], set[str]]:

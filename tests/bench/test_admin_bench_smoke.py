@@ -18,6 +18,8 @@ from mongomock.collection import Cursor
 
 from bench import admin_bench
 
+pytestmark = pytest.mark.bench
+
 SMALL, LARGE = 200, 1500
 ROW_KEYS = ("p50_ms", "p95_ms", "p99_ms", "summary_ms", "naive_ms", "naive_over_tallies")
 

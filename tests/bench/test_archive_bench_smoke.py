@@ -7,8 +7,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import archive_bench
 from bench.eval_corpus import synthetic_texts
+
+pytestmark = pytest.mark.bench
 
 
 def test_quick_run_writes_the_figures(tmp_path: Path) -> None:

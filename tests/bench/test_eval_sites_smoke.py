@@ -23,6 +23,8 @@ from bench.eval_corpus import synthetic_texts
 from bench.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
 from tests.support import servers
 
+pytestmark = pytest.mark.bench
+
 SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn"}
 LISTED_KEYS = {"site", "url", "work", "reason"}
 

@@ -26,6 +26,8 @@ from bench.eval_corpus import (
 )
 from tests.support import servers
 
+pytestmark = pytest.mark.bench
+
 TEST_REDIS_URL = servers.session().redis_url(0)
 METRIC_KEYS = ("precision", "recall", "f1", "per_class", "false_positives", "tp", "fp", "fn")
 

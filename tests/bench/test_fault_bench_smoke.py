@@ -13,7 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import fault_bench
+
+pytestmark = pytest.mark.bench
 
 
 def test_quick_run_loses_nothing_under_two_faults(tmp_path: Path) -> None:

@@ -14,6 +14,8 @@ import pytest
 
 from bench import fingerprint_bench
 
+pytestmark = pytest.mark.bench
+
 HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦灭之后楚汉分争又并入于汉中文拼音指纹"
 TOP_KEYS = (
     "fptrack_mb_s",

@@ -7,7 +7,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import hostile_bench
+
+pytestmark = pytest.mark.bench
 
 
 def test_two_cases_write_every_key(tmp_path: Path) -> None:

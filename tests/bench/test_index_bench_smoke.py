@@ -18,6 +18,8 @@ import redis
 from bench import index_bench
 from fingerprint.simhash import simhash_of_hashes
 
+pytestmark = pytest.mark.bench
+
 HAN = "天下大势分久必合合久必分周末七国分争并入于秦及秦灭之后楚汉分争又并入于汉中文拼音指纹"
 ROW_KEYS = ("n", "load_s", "bytes_per_fingerprint", "single_queries_per_s", "p50_ms", "p99_ms")
 

@@ -19,6 +19,8 @@ from bench import pipeline_bench
 from bench.eval_corpus import synthetic_texts
 from tests.support import servers
 
+pytestmark = pytest.mark.bench
+
 BROKER_URL, INDEX_URL = servers.session().redis_url(2), servers.session().redis_url(3)
 PAGES, WORKS, SCAN_PAGES, SCAN_WORKS = 40, 8, 20, 6
 

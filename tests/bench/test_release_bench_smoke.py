@@ -13,7 +13,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import release_bench
+
+pytestmark = pytest.mark.bench
 
 
 def test_quick_run_matches_every_released_chapter_and_writes_json(tmp_path: Path) -> None:

@@ -7,9 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from bench import render_bench
 from bench.eval_corpus import synthetic_texts
 from tests.support.script_site import chromium
+
+pytestmark = pytest.mark.bench
 
 
 def test_quick_run_finds_the_text_only_when_rendered(tmp_path: Path) -> None:

@@ -8,7 +8,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from bench import scale_bench
+
+pytestmark = pytest.mark.bench
 
 
 def test_quick_run_measures_bytes_latency_and_registration(tmp_path: Path) -> None:

@@ -7,7 +7,11 @@ import json
 import os
 from pathlib import Path
 
+import pytest
+
 from bench import scale_sim
+
+pytestmark = pytest.mark.bench
 
 
 def test_quick_run_measures_and_extrapolates(tmp_path: Path) -> None:

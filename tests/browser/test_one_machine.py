@@ -12,10 +12,6 @@ HTML report is exported. The README must carry every command run here
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +21,9 @@ import redis
 from playwright.sync_api import Page, expect
 
 from admin.scan import serve_directory
-from bench.net import free_port, port_open
 from tests.admin.cli_support import Ran, fptrack
 from tests.browser.browser_support import ROOT, PageLog, log_in
-from tests.support import servers
+from tests.support.one_machine import honcho_start
 from tests.support.waits import eventually
 
 README_SITE = "http://127.0.0.1:8080/"
@@ -59,42 +54,8 @@ def test_the_readme_carries_the_quick_start() -> None:
 def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[dict[str, str]]:
     """``honcho start`` in the repository, on empty stores; yields the environment of the
     commands (the processes are stopped afterwards, and must stop)."""
-    broker = redis.Redis.from_url(servers.session().redis_url(1))
-    broker.flushdb()
-    bin_dir = str(Path(sys.executable).parent)
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
-        "FPTRACK_MONGO_URI": f"mongodb://127.0.0.1:{free_port()}",
-        "FPTRACK_DATA_DIR": str(tmp_path / "data"),
-        "FPTRACK_ADMIN_BIND": f"127.0.0.1:{free_port()}",
-    }
-    env.pop("FPTRACK_MONGO_DB", None)
-    log = (tmp_path / "honcho.log").open("w")
-    honcho = subprocess.Popen(
-        [str(Path(bin_dir) / "honcho"), "start"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
+    with honcho_start(tmp_path, FPTRACK_MONGO_DB=None) as (env, _):
         yield env
-    finally:
-        honcho.send_signal(signal.SIGTERM)
-        try:
-            honcho.wait(40)
-        finally:
-            if honcho.poll() is None:
-                os.killpg(honcho.pid, signal.SIGKILL)
-                honcho.wait(10)
-            log.close()
-            broker.flushdb()
-    for address in (env["FPTRACK_MONGO_URI"].rpartition("/")[2], env["FPTRACK_ADMIN_BIND"]):
-        host, _, port = address.rpartition(":")
-        assert not port_open(host, int(port), timeout=1), address  # stopped with honcho
 
 
 def run(env: dict[str, str], *argv: str, stdin: str = "") -> Ran:

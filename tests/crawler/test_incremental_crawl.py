@@ -11,7 +11,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from pymongo.database import Database
 
 from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
@@ -87,13 +86,6 @@ def atom(paths: list[str], site: FixtureSite) -> tuple[int, dict[str, str], byte
     )
     body = f'<?xml version="1.0"?><feed xmlns="http://www.w3.org/2005/Atom">{entries}</feed>'
     return 200, {"Content-Type": "application/atom+xml"}, body.encode()
-
-
-@pytest.fixture
-def store(mongo_db: Database) -> Store:
-    store = Store(mongo_db)
-    store.ensure_indexes()
-    return store
 
 
 def crawl(site: FixtureSite, store: Store, incremental: bool, **overrides: Any) -> dict[str, Any]:

@@ -9,10 +9,8 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from pymongo.database import Database
 
 from matcher.engine import Engine
-from matcher.settings import Settings
 from tests.support.e2e import app
 
 TEST_BROKER_URL = os.environ["FPTRACK_BROKER_URL"]  # set by tests/conftest.py
@@ -26,24 +24,15 @@ def e2e_app_current() -> None:
 
 
 @pytest.fixture
-def broker() -> Iterator[redis.Redis]:
-    """The broker's Redis database, flushed before and after (no message leaks between tests)."""
-    client = redis.Redis.from_url(TEST_BROKER_URL)
-    client.flushdb()
+def broker(broker: redis.Redis) -> redis.Redis:
+    """The shared ``broker`` (flushed before and after), which this process's app sends to."""
     assert app.conf.broker_url == TEST_BROKER_URL
-    yield client
-    client.flushdb()
-    client.close()
+    return broker
 
 
 @pytest.fixture
-def engine(redis_client: redis.Redis, mongo_db: Database) -> Iterator[Engine]:
-    """An engine on the test servers, used by this process's tasks."""
-    engine = Engine.open(
-        Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name),
-        mongo_client=mongo_db.client,
-        redis_client=redis_client,
-    )
+def engine(engine: Engine) -> Iterator[Engine]:
+    """The shared ``engine`` on the test servers, used by this process's tasks."""
     app.fptrack.use(engine)
     yield engine
     app.fptrack.use(None)

@@ -17,7 +17,6 @@ import signal
 import subprocess
 import sys
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +28,6 @@ from pymongo.database import Database
 from bench.net import free_port
 from matcher.settings import Settings
 from tests.admin.cli_support import fptrack
-from tests.support import servers
 from tests.support.e2e import ROOT
 from tests.support.waits import eventually
 
@@ -100,14 +98,6 @@ def test_the_services_start_after_init_and_init_after_the_databases() -> None:
             "init": {"condition": "service_completed_successfully"}
         }, name
     assert services["init"]["restart"] == "no"
-
-
-@pytest.fixture
-def broker() -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(servers.session().redis_url(1))
-    client.flushdb()
-    yield client
-    client.flushdb()
 
 
 def test_init_then_services_on_empty_stores(

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
-import sys
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,10 +17,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from bench.net import free_port, port_open
 from tests.admin.cli_support import fptrack
-from tests.support import servers
-from tests.support.e2e import ROOT
+from tests.support.one_machine import honcho_start
 from tests.support.outage import children, command_line
 from tests.support.waits import eventually
 
@@ -31,43 +27,12 @@ from tests.support.waits import eventually
 def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[tuple[dict[str, str], int]]:
     """``honcho start`` on empty stores; yields its environment and honcho's pid (and stops
     it afterwards, every process with it)."""
-    broker = redis.Redis.from_url(servers.session().redis_url(1))
-    broker.flushdb()
-    bin_dir = str(Path(sys.executable).parent)
-    env = {
-        **os.environ,
-        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
-        "PYTHONPATH": str(ROOT),
-        "FPTRACK_MONGO_URI": f"mongodb://127.0.0.1:{free_port()}",
-        "FPTRACK_MONGO_DB": "one-machine",
-        "FPTRACK_DATA_DIR": str(tmp_path / "data"),
-        "FPTRACK_ADMIN_BIND": f"127.0.0.1:{free_port()}",
-        "FPTRACK_ADMIN_SECRET": "a-test-secret-of-enough-length",
-    }
-    log = (tmp_path / "honcho.log").open("w")
-    honcho = subprocess.Popen(
-        [str(Path(bin_dir) / "honcho"), "start"],
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        yield env, honcho.pid
-    finally:
-        honcho.send_signal(signal.SIGTERM)
-        try:
-            honcho.wait(40)
-        finally:
-            if honcho.poll() is None:
-                os.killpg(honcho.pid, signal.SIGKILL)
-                honcho.wait(10)
-            log.close()
-            broker.flushdb()
-    for address in (env["FPTRACK_MONGO_URI"].rpartition("/")[2], env["FPTRACK_ADMIN_BIND"]):
-        host, _, port = address.rpartition(":")
-        assert not port_open(host, int(port), timeout=1), address  # stopped with honcho
+    with honcho_start(
+        tmp_path,
+        FPTRACK_MONGO_DB="one-machine",
+        FPTRACK_ADMIN_SECRET="a-test-secret-of-enough-length",
+    ) as deployed:
+        yield deployed
 
 
 def service(honcho: int, command: str) -> int | None:

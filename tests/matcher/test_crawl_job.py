@@ -19,7 +19,7 @@ from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import Store, now
+from matcher.store import now
 from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -30,10 +30,8 @@ KEYS = Keys("fptrack-test").crawl("pirate")
 
 
 @pytest.fixture
-def ops(mongo_db: Database) -> Operations:
-    store = Store(mongo_db)
-    store.ensure_indexes()
-    ops = Operations(store)
+def ops(ops: Operations) -> Operations:
+    """The shared ``ops``, with a site of two crawlers saved."""
     ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), crawlers=2))
     return ops
 

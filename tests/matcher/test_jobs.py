@@ -9,15 +9,12 @@ from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
 import pytest
-import redis
-from pymongo.database import Database
 
 from matcher import jobs
 from matcher.engine import Engine
 from matcher.ingest import REENQUEUE_AFTER, Ingest
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
-from matcher.settings import Settings
 from matcher.sites import SiteConfig, SiteConfigError
 from matcher.store import StoreError
 
@@ -27,20 +24,6 @@ CHROME = "盗版小说网 首页 排行榜\n{}\n本站小说均来自网络"
 
 def sample(name: str) -> str:
     return (SAMPLES / name).read_text(encoding="utf-8")
-
-
-@pytest.fixture
-def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
-    return Engine.open(
-        Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name),
-        mongo_client=mongo_db.client,
-        redis_client=redis_client,
-    )
-
-
-@pytest.fixture
-def ops(engine: Engine) -> Operations:
-    return Operations(engine.store)
 
 
 class TestIngest:

@@ -21,7 +21,6 @@ from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import Store
 from tests.conftest import SERVERS, TEST_BROKER_URL, TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -41,20 +40,10 @@ def site() -> Iterator[FixtureSite]:
 
 
 @pytest.fixture
-def ops(mongo_db: Database, site: FixtureSite) -> Operations:
-    store = Store(mongo_db)
-    store.ensure_indexes()
-    ops = Operations(store)
+def ops(ops: Operations, site: FixtureSite) -> Operations:
+    """The shared ``ops``, with ``site`` saved (recrawled every 2 minutes)."""
     ops.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),), recrawl="every 2m"))
     return ops
-
-
-@pytest.fixture
-def broker() -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(TEST_BROKER_URL)
-    client.flushdb()
-    yield client
-    client.flushdb()
 
 
 def environ(mongo_db: Database) -> dict[str, str]:

@@ -22,13 +22,6 @@ from matcher.store import INDEXES, SHARD_KEYS, Store, shard_commands
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def store(mongo_db: Database) -> Store:
-    s = Store(mongo_db)
-    s.ensure_indexes()
-    return s
-
-
 def page(url: str, text: str = "正文") -> CrawledPage:
     return CrawledPage(url=url, site="pirate", title="", text=text)
 

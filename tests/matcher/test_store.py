@@ -5,19 +5,11 @@ from __future__ import annotations
 import pymongo
 import pytest
 from bson import ObjectId
-from pymongo.database import Database
 
 from matcher import ids
 from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
 from matcher.store import INDEXES, Store, StoreError
-
-
-@pytest.fixture
-def store(mongo_db: Database) -> Store:
-    s = Store(mongo_db)
-    s.ensure_indexes()
-    return s
 
 
 def add_work(store: Store, key: str = "works/a.txt", text: str = "正文") -> tuple[dict, bool]:

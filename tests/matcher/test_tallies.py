@@ -5,22 +5,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
-from pymongo.database import Database
-
 from matcher import tallies
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.store import Store
 
 DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
-
-
-@pytest.fixture
-def store(mongo_db: Database) -> Store:
-    s = Store(mongo_db)
-    s.ensure_indexes()
-    return s
 
 
 def _work(store: Store, key: str) -> Any:

@@ -8,12 +8,10 @@ import json
 import re
 import threading
 import time
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import pytest
 import redis
 import yaml
 from flask import Flask
@@ -32,21 +30,11 @@ from matcher.redis_clients import COMMAND, SERVICE, Patience
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import now
-from tests.conftest import TEST_BROKER_URL
 from tests.web.web_support import PASSWORDS, login, sample_text, seed_match
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "fptrack-dashboard.json"
 OUTSIDE = {"REMOTE_ADDR": "198.51.100.7"}
 """A client address in no allow-list."""
-
-
-@pytest.fixture
-def broker() -> Iterator[redis.Redis]:
-    client = redis.Redis.from_url(TEST_BROKER_URL)
-    client.flushdb()
-    yield client
-    client.flushdb()
-    client.close()
 
 
 def make_app(
