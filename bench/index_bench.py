@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 import redis
 
+from bench.net import wait_until
 from fingerprint.hashing import fmix64
 from fingerprint.minhash import oph_signature
 from fingerprint.normalize import normalize
@@ -199,11 +200,7 @@ def make_workload(corpus: Corpus, n: int, queries: int, seed: int) -> Workload:
 
 def used_memory(client: redis.Redis) -> int:
     """The server's used_memory once lazily freed objects are gone."""
-    for _ in range(200):
-        info = client.info("memory")
-        if not info.get("lazyfree_pending_objects"):
-            return int(info["used_memory"])
-        time.sleep(0.05)
+    wait_until(lambda: not client.info("memory").get("lazyfree_pending_objects"), 10)
     return int(client.info("memory")["used_memory"])
 
 

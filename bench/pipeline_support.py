@@ -9,7 +9,8 @@ child of this process, which stops it when terminated. ``ready mongodb://127.0.0
 The benchmark uses it unless ``--mongo-uri`` names a server.
 
 ``site-server DIR``: ``DIR`` over HTTP on 127.0.0.1 (a free port), a
-:class:`http.server.ThreadingHTTPServer`. ``ready http://127.0.0.1:PORT/``.
+:class:`bench.http_server.FixtureServer` of :class:`http.server.SimpleHTTPRequestHandler`.
+``ready http://127.0.0.1:PORT/``.
 
 ``beat``: Celery beat with redbeat (the schedules in the Redis of ``FPTRACK_REDIS_URL``), as
 ``fptrack beat`` runs it; ``ready <pid>`` once beat has started.

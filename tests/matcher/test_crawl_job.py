@@ -13,6 +13,7 @@ import pytest
 import redis
 from pymongo.database import Database
 
+from bench.net import wait_until
 from matcher import jobs
 from matcher.keys import Keys
 from matcher.operations import Operations
@@ -183,9 +184,7 @@ def crawl_while(
             target=lambda: result.append(jobs.crawl_site(settings, ops, "pirate", environ=env))
         )
         crawl.start()
-        deadline = time.monotonic() + 60
-        while not redis_client.exists(KEYS.slot_lock(0)) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: redis_client.exists(KEYS.slot_lock(0)), 60)
         time.sleep(1.5)
         redis_client.delete(*redis_client.keys(losing))
         crawl.join(60)
