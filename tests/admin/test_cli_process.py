@@ -170,6 +170,26 @@ def test_crawl_wait_gives_up_after_its_timeout(mongo_db: Database) -> None:
         broker.close()
 
 
+def test_commands_run_one_after_another_in_one_process(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    """``admin.cli.main`` is the console script's API: the same command twice gives the same
+    answer, and each closes the clients it opened and gives back Celery's current app (each
+    command makes its own app, which Celery makes current)."""
+    from celery import current_app
+
+    before = current_app._get_current_object()
+    sample = str(ROOT / "samples" / "works" / "lighthouse.txt")
+    assert run_cli("works", "add", sample, "--no-match").status == 0
+    first, again = run_cli("check", "--json"), run_cli("check", "--json")
+    assert (first.status, again.status) == (1, 1)
+    assert [c["name"] for c in json.loads(first.out)["checks"]] == [
+        c["name"] for c in json.loads(again.out)["checks"]
+    ]
+    assert run_cli("schedules").status == 0
+    assert current_app._get_current_object() is before
+
+
 def test_smoke_console_script_version() -> None:
     """The installed console script (next to this interpreter) starts and names its version."""
     ran = fptrack("--version", script=True)
