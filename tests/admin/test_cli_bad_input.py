@@ -59,7 +59,10 @@ DOWN: dict[str, tuple[str, ...]] = {
     "check": (),
     "migrate": (),
 }
-"""Arguments of each command that needs a store, run with every store down."""
+"""Arguments of each command that needs a store, run with every store down. ``worker``,
+``beat`` and ``admin serve`` run here too: with a store down they stop at their start-up
+check, before Celery installs its signal handlers and forks its pool or the web server
+starts; running ones have processes of their own (``tests/e2e``)."""
 NO_STORE = {"fingerprint"}
 
 
