@@ -52,7 +52,13 @@ def _outage(ctx: Context, exc: BaseException) -> str:
 
 
 def main(argv: list[str] | None = None, context: Context | None = None) -> int:
+    """Run the command ``argv`` names (default: ``sys.argv[1:]``); its exit status.
+
+    ``context`` defaults to one read from ``FPTRACK_*``, which is closed when the command ends
+    (:meth:`Context.close`): main can run command after command in one process. Argparse's
+    errors and ``--help`` raise ``SystemExit`` as usual."""
     args = parse(sys.argv[1:] if argv is None else list(argv))
+    owned = context is None
     if context is None:
         from admin.context import Context
 
@@ -64,6 +70,9 @@ def main(argv: list[str] | None = None, context: Context | None = None) -> int:
         if status is None:
             raise
         return status
+    finally:
+        if owned:
+            context.close()
 
 
 def _report(exc: BaseException, ctx: Context) -> int | None:

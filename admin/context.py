@@ -55,6 +55,7 @@ class Context:
             patience = COMMAND
         self._settings = settings
         self.patience = patience
+        self._given_engine = engine is not None
         if engine is not None:
             self.__dict__["engine"] = engine
         if archive is not True:
@@ -127,15 +128,40 @@ class Context:
         """A Celery app of this context's settings (broker and redbeat), to send tasks by
         name and edit schedules, as patient as this context; ``fptrack worker`` and ``beat``
         run it (they wait out outages themselves, naming the server at once)."""
+        from celery import current_app
+
         from matcher.celery_app import make_app
 
-        return make_app(self.settings, self.patience)
+        self._previous_app = current_app._get_current_object()
+        return make_app(self.settings, self.patience)  # Celery makes it the current app
 
     @cached_property
     def schedules(self) -> Schedules:
         from matcher.schedules import Schedules
 
         return Schedules(self.app)
+
+    def close(self) -> None:
+        """Close the clients this context opened, and give back the Celery app that was
+        current before it made its own: a process that runs one command after another
+        (:func:`admin.cli.main` called as a function) keeps no connection, socket or pymongo
+        monitor thread of a finished one. An engine given to the context is its giver's to
+        close."""
+        app = self.__dict__.pop("app", None)
+        if app is not None:
+            app.close()
+            from celery import current_app
+
+            if current_app._get_current_object() is app:
+                self._previous_app.set_current()
+        if self._given_engine:
+            return
+        for name in ("ops", "schedules", "archive", "engine"):
+            self.__dict__.pop(name, None)
+        for name in ("redis_client", "mongo_client"):
+            client = self.__dict__.pop(name, None)
+            if client is not None:
+                client.close()
 
     def send(self, task: str, *args: Any) -> str:
         """Enqueue a task by name for the workers; returns its id."""

@@ -11,6 +11,7 @@ import pytest
 
 from admin.cli import main
 from fingerprint.document import fingerprint_document
+from tests.admin.cli_support import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "works" / "sanguo-01.txt"
@@ -117,16 +118,12 @@ class TestOutput:
         assert status == 0
         assert "秘密" not in out
 
-    def test_real_subprocess(self, tmp_path):
-        proc = subprocess.run(
-            [sys.executable, "-m", "admin.cli", "fingerprint", "--json", str(SAMPLE)],
-            capture_output=True,
-            text=True,
-            cwd=tmp_path,
-            timeout=120,
-        )
-        assert proc.returncode == 0, proc.stderr
-        result = json.loads(proc.stdout)
+    def test_from_another_directory(self, tmp_path):
+        """The path is read as given, whatever the working directory (``python -m
+        admin.cli`` in a fresh process: ``test_cli_process``)."""
+        ran = run_cli("fingerprint", "--json", str(SAMPLE), cwd=tmp_path)
+        assert ran.status == 0, ran.err
+        result = json.loads(ran.out)
         text = SAMPLE.read_text(encoding="utf-8")
         assert result["fingerprints"] == fingerprint_document(text).to_dict()
 
@@ -179,17 +176,10 @@ class TestErrors:
         else:
             assert_one_line_error(err)
 
-    def test_usage_errors_exit_2(self, capsys):
-        with pytest.raises(SystemExit) as info:
-            main([])
-        assert info.value.code == 2
-        with pytest.raises(SystemExit) as info:
-            main(["fingerprint", str(SAMPLE), "--max-bytes", "lots"])
-        assert info.value.code == 2
-        capsys.readouterr()
-
 
 def test_output_into_a_closed_pipe_ends_quietly(tmp_path):
+    """In a fresh process of its own: on a broken pipe ``main`` points the process's stdout
+    (file descriptor 1) at ``/dev/null``, which in the test process would be pytest's."""
     big = tmp_path / "big.txt"
     big.write_text(SAMPLE.read_text(encoding="utf-8") * 200, encoding="utf-8")
     reader = subprocess.Popen([sys.executable, "-c", "pass"], stdin=subprocess.PIPE)

@@ -1,4 +1,5 @@
-"""The ``fptrack`` parser: every command described, every default named, sizes for people."""
+"""The ``fptrack`` parser: every command described, every default named, sizes for people.
+Bad command lines and their one error line are in ``test_cli_bad_input.BAD_ARGUMENTS``."""
 
 from __future__ import annotations
 
@@ -60,23 +61,6 @@ def test_sizes_are_shown_and_read_for_people() -> None:
     assert parse(["fingerprint", "x.txt", "--max-bytes", "10MiB"]).max_bytes == 10 * 1024**2
     assert parse(["fingerprint", "x.txt"]).max_bytes == DEFAULT_MAX_BYTES
     assert parse(["worker", "--wait", "2m"]).wait == 120.0
-
-
-def test_bad_size_is_an_argument_error(capsys) -> None:
-    with pytest.raises(SystemExit) as exit:
-        parse(["fingerprint", "x.txt", "--max-bytes", "lots"])
-    assert exit.value.code == 2
-    assert "'lots' is not a size" in capsys.readouterr().err
-
-
-def test_scan_needs_a_site(capsys) -> None:
-    with pytest.raises(SystemExit) as exit:
-        parse(["scan", "--works", "w", "--json", "o.json"])
-    err = capsys.readouterr().err
-    assert exit.value.code == 2
-    assert err.splitlines()[-1] == (
-        "fptrack scan: error: give at least one --site URL or --site-dir DIR"
-    )
 
 
 def test_version(capsys) -> None:

@@ -1,5 +1,9 @@
-"""The ``fptrack`` command in fresh processes, on the test servers (nothing shared with the
-test process but the servers): what a new deployment runs first."""
+"""What a new deployment runs first, on the test servers: the schedules, the first index
+rebuild, ``fptrack check``, a crawl nobody takes. Each command runs in this process
+(``admin.cli.main`` with its own :class:`~admin.context.Context` read from ``FPTRACK_*``, as the
+console script does; :func:`~tests.admin.cli_support.run_cli`); a few smoke tests at the end
+run the installed ``fptrack`` and ``python -m admin.cli`` in a fresh process, as an operator
+does."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import json
 import os
 import re
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import version
 
 import redis
 from pymongo.database import Database
@@ -16,16 +21,17 @@ from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.store import Store, now
-from tests.admin.cli_support import ROOT, fptrack
+from tests.admin.cli_support import DEAD_MONGO, DEAD_REDIS, ROOT, fptrack, run_cli
 
 
-def test_schedules_in_a_fresh_process(mongo_db: Database, redis_client: redis.Redis) -> None:
-    """redbeat's settings are made on first use, not only by a running beat."""
-    added = fptrack(
+def test_schedules_without_a_beat(mongo_db: Database, redis_client: redis.Redis) -> None:
+    """redbeat's settings are made on first use (each command makes its Celery app), not only
+    by a running beat."""
+    added = run_cli(
         "sites", "add", "http://127.0.0.1:9/", "--name", "pirate", "--schedule", "hourly"
     )
     assert added.status == 0, added.err
-    listed = fptrack("schedules", "--json")
+    listed = run_cli("schedules", "--json")
     assert listed.status == 0, listed.err
     [entry] = json.loads(listed.out)
     assert (entry["name"], entry["task"], entry["args"]) == (
@@ -35,7 +41,7 @@ def test_schedules_in_a_fresh_process(mongo_db: Database, redis_client: redis.Re
     )
     due = datetime.fromisoformat(entry["due_at"])
     assert timedelta(0) <= due - datetime.now(UTC) <= timedelta(hours=1)  # hourly: next hour
-    [line] = fptrack("schedules").out.splitlines()
+    [line] = run_cli("schedules").out.splitlines()
     assert re.fullmatch(
         r"crawl:pirate\tfptrack\.crawl_site\tcron \d+ \* \* \* \* \(UTC\)\t"
         r"next \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(in \d+(\.\d)? (min|s)( \d+ s)?\)",
@@ -45,7 +51,7 @@ def test_schedules_in_a_fresh_process(mongo_db: Database, redis_client: redis.Re
 
 def test_index_rebuild_on_empty_stores(mongo_db: Database, redis_client: redis.Redis) -> None:
     """A new deployment's first command (compose's ``init``): nothing to index is no error."""
-    ran = fptrack("index", "rebuild")
+    ran = run_cli("index", "rebuild")
     assert ran.status == 0, ran.err
     assert "rebuilt: 0 work segment(s), 0 page(s)" in ran.out
 
@@ -56,7 +62,7 @@ def check_lines(out: str) -> dict[str, str]:
 
 
 def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis.Redis) -> None:
-    ran = fptrack("check")
+    ran = run_cli("check")
     assert ran.status == 1 and ran.err.strip() == "3 problem(s)"
     lines = check_lines(ran.out)
     assert list(lines) == [
@@ -77,7 +83,7 @@ def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
     reason = "start URL http://127.0.0.1:9/nosuch/: answered 404 Not Found"
     long_ago = now() - timedelta(days=3)
     ops.record_crawl("old", "typo", outcome="failed", finished_at=long_ago, error="old reason")
-    ran = fptrack("check", "crawls")
+    ran = run_cli("check", "crawls")
     assert ran.status == 0 and check_lines(ran.out)["crawls"].startswith("ok")  # 3 days ago
     ops.record_crawl("r1", "typo", outcome="failed", finished_at=now(), error=reason)
     ops.record_crawl_process(
@@ -87,7 +93,7 @@ def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
     old_page = CrawledPage("http://p/1", "stuck", "", "正文", fetched_at=now() - timedelta(hours=1))
     ops.store.store_crawled_page(old_page, "h1")  # pending: never matched
     ops.store.store_crawled_page(CrawledPage("http://p/2", "stuck", "", "正文二"), "h2")  # recent
-    ran = fptrack("check", "crawls", "--json")
+    ran = run_cli("check", "crawls", "--json")
     assert ran.status == 1
     [crawls] = [c for c in json.loads(ran.out)["checks"] if c["name"] == "crawls"]
     assert crawls["state"] == "FAIL"
@@ -107,40 +113,40 @@ def test_check_says_starting_while_a_worker_boots(
     exit 3, not FAIL; once its grace is over (its record expired), FAIL."""
     key = Keys("fptrack-test").starting("worker", this_host(), 4242)
     redis_client.set(key, now().isoformat(), ex=120)
-    ran = fptrack("check", "workers", "--this-host")
+    ran = run_cli("check", "workers", "--this-host")
     line = check_lines(ran.out)["workers"]
     assert ran.status == 3 and ran.err.strip() == "0 problem(s), 1 starting"
     assert line.startswith("starting") and "1 worker process(es) started" in line
     redis_client.delete(key)
-    ran = fptrack("check", "workers")
+    ran = run_cli("check", "workers")
     assert ran.status == 1 and check_lines(ran.out)["workers"].startswith("FAIL")
 
 
 def test_check_finds_indexes_out_of_step(mongo_db: Database, redis_client: redis.Redis) -> None:
     sample = str(ROOT / "samples" / "works" / "lighthouse.txt")
-    assert fptrack("works", "add", sample, "--no-match").status == 0
-    assert "works: 1 stored, 1 indexed" in check_lines(fptrack("check").out)["indexes"]
+    assert run_cli("works", "add", sample, "--no-match").status == 0
+    assert "works: 1 stored, 1 indexed" in check_lines(run_cli("check").out)["indexes"]
     redis_client.flushdb()  # Redis lost its data: MongoDB still holds the fingerprints
-    line = check_lines(fptrack("check").out)["indexes"]
+    line = check_lines(run_cli("check").out)["indexes"]
     assert line.startswith("FAIL") and "32 of 32 tag groups lost" in line
     assert "fptrack index rebuild --if-incomplete" in line
-    assert "rebuilt 32 of 32" in fptrack("index", "rebuild", "--if-incomplete").out
-    assert check_lines(fptrack("check").out)["indexes"].startswith("ok")
+    assert "rebuilt 32 of 32" in run_cli("index", "rebuild", "--if-incomplete").out
+    assert check_lines(run_cli("check").out)["indexes"].startswith("ok")
     redis_client.delete(*redis_client.keys("*:works:*"))  # the works' index lost, not its markers
-    line = check_lines(fptrack("check").out)["indexes"]
+    line = check_lines(run_cli("check").out)["indexes"]
     assert line.startswith("FAIL") and "works: 1 stored, 0 indexed" in line
-    assert fptrack("index", "rebuild").status == 0
-    assert check_lines(fptrack("check").out)["indexes"].startswith("ok")
+    assert run_cli("index", "rebuild").status == 0
+    assert check_lines(run_cli("check").out)["indexes"].startswith("ok")
     # Another bucket count than the index was built with: found, and a rebuild mends it.
     other = {"FPTRACK_WINDOW_BUCKET_BITS": "12"}
-    line = check_lines(fptrack("check", env=other).out)["indexes"]
+    line = check_lines(run_cli("check", env=other).out)["indexes"]
     assert line.startswith("FAIL") and "bucket_bits" in line and "fptrack index rebuild" in line
-    assert fptrack("index", "rebuild", env=other).status == 0
-    assert check_lines(fptrack("check", env=other).out)["indexes"].startswith("ok")
+    assert run_cli("index", "rebuild", env=other).status == 0
+    assert check_lines(run_cli("check", env=other).out)["indexes"].startswith("ok")
 
 
 def test_check_as_json(mongo_db: Database, redis_client: redis.Redis) -> None:
-    ran = fptrack("check", "--json")
+    ran = run_cli("check", "--json")
     report = json.loads(ran.out)
     assert ran.status == 1 and report["healthy"] is False
     assert {c["name"]: c["ok"] for c in report["checks"]}["mongodb"] is True
@@ -153,12 +159,58 @@ def test_crawl_wait_gives_up_after_its_timeout(mongo_db: Database) -> None:
 
     broker = redis.Redis.from_url(os.environ["FPTRACK_BROKER_URL"])
     site = "http://127.0.0.1:9/"
-    assert fptrack("sites", "add", site, "--name", "later", "--schedule", "never").status == 0
+    assert run_cli("sites", "add", site, "--name", "later", "--schedule", "never").status == 0
     try:
-        ran = fptrack("crawl", "later", "--wait", "--timeout", "1", "--poll", "0.2")
+        ran = run_cli("crawl", "later", "--wait", "--timeout", "1", "--poll", "0.2")
         assert ran.status == 4, ran.err
         assert ran.err.strip() == "later: waited 1 s: the crawl is not started (is a worker up?)"
         assert broker.llen(CRAWL_QUEUE) == 1
     finally:
         broker.delete(CRAWL_QUEUE)
         broker.close()
+
+
+def test_commands_run_one_after_another_in_one_process(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    """``admin.cli.main`` is the console script's API: the same command twice gives the same
+    answer, and each closes the clients it opened and gives back Celery's current app (each
+    command makes its own app, which Celery makes current)."""
+    from celery import current_app
+
+    before = current_app._get_current_object()
+    sample = str(ROOT / "samples" / "works" / "lighthouse.txt")
+    assert run_cli("works", "add", sample, "--no-match").status == 0
+    first, again = run_cli("check", "--json"), run_cli("check", "--json")
+    assert (first.status, again.status) == (1, 1)
+    assert [c["name"] for c in json.loads(first.out)["checks"]] == [
+        c["name"] for c in json.loads(again.out)["checks"]
+    ]
+    assert run_cli("schedules").status == 0
+    assert current_app._get_current_object() is before
+
+
+def test_smoke_console_script_version() -> None:
+    """The installed console script (next to this interpreter) starts and names its version."""
+    ran = fptrack("--version", script=True)
+    assert (ran.status, ran.err) == (0, ""), ran.err
+    assert ran.out.strip() == f"fptrack {version('fptrack')}"
+
+
+def test_smoke_bad_input_exit_code() -> None:
+    """``python -m admin.cli``: an unknown command exits 2 with argparse's usage and one
+    error line, no traceback."""
+    ran = fptrack("nosuch")
+    assert ran.status == 2 and ran.out == ""
+    assert ran.one_line_error(), ran.err
+    assert ran.err.startswith("usage: fptrack")
+
+
+def test_smoke_stores_down_in_a_fresh_process(tmp_path) -> None:
+    """A command that needs the stores, every store down: exit 1 and one line naming the
+    server, from a process that shares nothing with the tests."""
+    down = {"FPTRACK_MONGO_URI": DEAD_MONGO, "FPTRACK_REDIS_URL": DEAD_REDIS}
+    ran = fptrack("works", "list", env={**down, "FPTRACK_BROKER_URL": DEAD_REDIS}, cwd=tmp_path)
+    assert ran.status == 1 and ran.out == ""
+    assert ran.one_line_error(), ran.err
+    assert "MongoDB unreachable at mongodb://127.0.0.1:1 (connection refused)" in ran.err

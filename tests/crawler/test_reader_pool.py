@@ -4,7 +4,6 @@ and the page read the quick way instead, never lost."""
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
 import pytest
@@ -61,11 +60,10 @@ def test_a_reader_that_dies_mid_page_is_replaced(pool: ReaderPool) -> None:
     assert proc is not None
     killer = threading.Timer(0.2, proc.kill)
     killer.start()
-    started = time.monotonic()
     reading, problem = pool.read(job(chapter("<div><p>·</p></div>" * 20000)), 60)
     killer.join()
+    # FAILED, not TIMEOUT: the death was noticed, not the page's 60 s waited out.
     assert problem == FAILED and CHAPTER in reading.text
-    assert time.monotonic() - started < 30
     assert pool.read(job(chapter()), 30)[1] == ""
     assert reader._proc is not None and reader._proc.pid != proc.pid
 

@@ -7,10 +7,13 @@ other tests run a worker in this process (``start_worker``), to count its tasks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -30,6 +33,7 @@ from matcher.ingest import Ingest
 from matcher.keys import Keys
 from matcher.operations import Operations
 from matcher.pages import CrawledPage
+from matcher.redis_clients import COMMAND
 from matcher.settings import Settings
 from matcher.store import Store
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
@@ -202,6 +206,31 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
     eventually(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
 
 
+@contextmanager
+def hanging_up_redis() -> Iterator[tuple[str, threading.Event, list[float]]]:
+    """A Redis URL whose server holds each connection until ``answer`` is set, then closes
+    it unanswered, and the connections it took: one per attempt of a client."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    answer, connections = threading.Event(), []
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = listener.accept()
+                connections.append(time.monotonic())
+                answer.wait(60)
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    try:
+        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0", answer, connections
+    finally:
+        answer.set()
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        listener.close()
+
+
 def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(
     redis_client: redis.Redis,
 ) -> None:
@@ -214,13 +243,16 @@ def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(
     assert redis_client.hgetall(Keys("fptrack-test-count").task_events) == {
         b"retry|fptrack.process_page": b"2"
     }
-    down = Runtime(Settings.from_env(index_redis_url="redis://127.0.0.1:1/0"))
-    started = time.monotonic()
-    counting = down.count("retry", "fptrack.process_page")
-    assert time.monotonic() - started < 1  # the caller does not wait
-    with pytest.raises(redis.ConnectionError):
-        counting.result(timeout=30)
-    assert time.monotonic() - started < 8
+    with hanging_up_redis() as (url, answer, connections):
+        down = Runtime(Settings.from_env(index_redis_url=url))
+        counting = down.count("retry", "fptrack.process_page")
+        assert not counting.done()  # the server holds the count: the caller does not wait
+        answer.set()
+        with pytest.raises(redis.ConnectionError):
+            counting.result(timeout=60)
+    # Given up after COMMAND's one retry, of the command and of redis-py's health check
+    # before it (the engine's client, SERVICE, retries 12 times each).
+    assert 1 <= len(connections) <= (COMMAND.retries + 1) ** 2
 
 
 CRAWLS = ("fptrack.crawl_site", "fptrack.recrawl_site")
