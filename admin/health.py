@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pymongo.errors
 import redis
@@ -39,6 +39,9 @@ from admin.human import duration, size
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
 from matcher.keys import Keys
 from matcher.store import now
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 RETRY_EVERY_S = 1.0
 WORKER_PING_S = 1.0
@@ -244,15 +247,32 @@ def check_broker(ctx: Context) -> Check:
     return Check("broker", True, f"{outage.redact(url)}: {queued}, {client.hlen('unacked')} taken")
 
 
+def ping_workers(app: Celery, timeout: float = WORKER_PING_S) -> list[str]:
+    """The names of the workers that answer a ping within ``timeout`` seconds, returned as
+    soon as every worker that can answer did.
+
+    Those are the queues bound to Celery's broadcast exchange (``celery.pidbox``) in the
+    broker: kombu's binding table, one entry per worker consuming it, added as it starts
+    and removed as it stops. The ping waits for that many replies (``limit``), so with every
+    worker up it returns in milliseconds instead of after the whole timeout; a worker that
+    does not answer (busy, or killed, which leaves its entry behind) makes it wait the
+    timeout, as an unlimited ping always does. An empty table (none bound, or the broker
+    lost it) leaves the ping unlimited."""
+    control = app.control
+    with app.connection_or_acquire() as conn:
+        bound = conn.default_channel.get_table(control.mailbox.exchange.name)
+        replies = control.ping(timeout=timeout, limit=len(bound) or None, connection=conn)
+    return sorted(name for reply in replies for name in reply)
+
+
 def check_workers(ctx: Context, host: str | None = None) -> Check:
-    """The workers that answer a ping; with ``host``, only those of that machine (Celery
-    names a worker ``NAME@HOST``)."""
+    """The workers that answer a ping (:func:`ping_workers`); with ``host``, only those of
+    that machine (Celery names a worker ``NAME@HOST``)."""
     try:
-        replies = ctx.app.control.ping(timeout=WORKER_PING_S)
+        names = ping_workers(ctx.app)
     except (OperationalError, redis.RedisError, OSError) as exc:
         broker = ctx.settings.celery_broker
         return Check("workers", False, outage.line("the Celery broker", broker, exc))
-    names = sorted(name for reply in replies for name in reply)
     where = ""
     if host is not None:
         names = [name for name in names if name.rpartition("@")[2] == host]
@@ -380,7 +400,7 @@ def check_indexes(ctx: Context) -> Check:
     from matcher.keys import TAG_GROUPS
     from matcher.schedules import HEAL_SECONDS
 
-    engine = ctx.engine
+    engine = ctx.indexes
     try:
         snap = engine.integrity.snapshot()
         rebuilding = engine.integrity.state.rebuilding()
