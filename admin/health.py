@@ -257,12 +257,20 @@ def ping_workers(app: Celery, timeout: float = WORKER_PING_S) -> list[str]:
     worker up it returns in milliseconds instead of after the whole timeout; a worker that
     does not answer (busy, or killed, which leaves its entry behind) makes it wait the
     timeout, as an unlimited ping always does. An empty table (none bound, or the broker
-    lost it) leaves the ping unlimited."""
+    lost it) leaves the ping unlimited. A worker that bound while the ping was out never
+    received it (the broadcast goes to those listening): it is pinged again, once, so one
+    that came up meanwhile is not reported missing."""
     control = app.control
+    exchange = control.mailbox.exchange.name
     with app.connection_or_acquire() as conn:
-        bound = conn.default_channel.get_table(control.mailbox.exchange.name)
+        bound = set(conn.default_channel.get_table(exchange))
         replies = control.ping(timeout=timeout, limit=len(bound) or None, connection=conn)
-    return sorted(name for reply in replies for name in reply)
+        names = {name for reply in replies for name in reply}
+        now_bound = set(conn.default_channel.get_table(exchange))
+        if now_bound - bound:  # bound meanwhile: they did not hear the first ping
+            replies = control.ping(timeout=timeout, limit=len(now_bound), connection=conn)
+            names.update(name for reply in replies for name in reply)
+    return sorted(names)
 
 
 def check_workers(ctx: Context, host: str | None = None) -> Check:
