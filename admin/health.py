@@ -408,14 +408,14 @@ def check_indexes(ctx: Context) -> Check:
     from matcher.keys import TAG_GROUPS
     from matcher.schedules import HEAL_SECONDS
 
-    engine = ctx.indexes
+    indexes = ctx.indexes  # read without the matching engine
     try:
-        snap = engine.integrity.snapshot()
-        rebuilding = engine.integrity.state.rebuilding()
-        stored = engine.integrity.state.indexable()
-        indexed = {"work": engine.works.simhash.entries(), "page": engine.pages.simhash.entries()}
-        engine.works.windows.records()
-        engine.pages.windows.records()
+        snap = indexes.integrity.snapshot()
+        rebuilding = indexes.integrity.state.rebuilding()
+        stored = indexes.integrity.state.indexable()
+        indexed = {"work": indexes.works.simhash.entries(), "page": indexes.pages.simhash.entries()}
+        indexes.works.windows.records()
+        indexes.pages.windows.records()
     except (MatcherError, ValueError) as exc:
         return Check("indexes", False, f"{exc}: run fptrack index rebuild")
     if rebuilding is not None:
