@@ -27,9 +27,11 @@ if TYPE_CHECKING:
 
     from matcher.archive import Archive
     from matcher.engine import Engine
+    from matcher.index_view import IndexView
     from matcher.operations import Operations
     from matcher.redis_clients import IndexClient, Patience
     from matcher.schedules import Schedules
+    from matcher.store import Store
 
 CONNECT_TIMEOUT_S = 1.0
 """How long a command waits for MongoDB, Redis or the broker before it reports them down."""
@@ -105,12 +107,33 @@ class Context:
         return connect(self.settings.index_redis, self.patience)
 
     @cached_property
+    def store(self) -> Store:
+        """The store of ``settings.mongo_uri``, its indexes ensured (the engine's, when
+        there is one)."""
+        from matcher.store import Store
+
+        if "engine" in self.__dict__:
+            return self.engine.store
+        store = Store.connect(self.settings.mongo_uri, self.settings.mongo_db, self.mongo_client)
+        store.ensure_indexes()
+        return store
+
+    @cached_property
     def engine(self) -> Engine:
         from matcher.engine import Engine
 
-        return Engine.open(
-            self.settings, mongo_client=self.mongo_client, redis_client=self.redis_client
-        )
+        return Engine.open(self.settings, redis_client=self.redis_client, store=self.store)
+
+    @cached_property
+    def indexes(self) -> IndexView:
+        """The Redis indexes without the matching engine (the engine, when there is one):
+        what ``fptrack check`` reads, importing no fingerprint code
+        (:mod:`matcher.index_view`)."""
+        from matcher.index_view import IndexView
+
+        if "engine" in self.__dict__:
+            return self.engine
+        return IndexView.open(self.settings, redis_client=self.redis_client, store=self.store)
 
     @cached_property
     def archive(self) -> Archive | None:
@@ -121,19 +144,21 @@ class Context:
     def ops(self) -> Operations:
         from matcher.operations import Operations
 
-        return Operations(self.engine.store)
+        return Operations(self.store)
 
     @cached_property
     def app(self) -> Celery:
         """A Celery app of this context's settings (broker and redbeat), to send tasks by
-        name and edit schedules, as patient as this context; ``fptrack worker`` and ``beat``
-        run it (they wait out outages themselves, naming the server at once)."""
+        name, ping the workers and edit schedules, as patient as this context, importing no
+        task (:func:`matcher.celery_app.make_app`); ``fptrack worker`` and ``beat`` run it
+        (they load the tasks as they start, and wait out outages themselves, naming the
+        server at once)."""
         from celery import current_app
 
         from matcher.celery_app import make_app
 
         self._previous_app = current_app._get_current_object()
-        return make_app(self.settings, self.patience)  # Celery makes it the current app
+        return make_app(self.settings, self.patience, tasks=False)  # Celery makes it current
 
     @cached_property
     def schedules(self) -> Schedules:

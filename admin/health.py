@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import pymongo.errors
 import redis
@@ -39,6 +39,9 @@ from admin.human import duration, size
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
 from matcher.keys import Keys
 from matcher.store import now
+
+if TYPE_CHECKING:
+    from celery import Celery
 
 RETRY_EVERY_S = 1.0
 WORKER_PING_S = 1.0
@@ -244,15 +247,40 @@ def check_broker(ctx: Context) -> Check:
     return Check("broker", True, f"{outage.redact(url)}: {queued}, {client.hlen('unacked')} taken")
 
 
+def ping_workers(app: Celery, timeout: float = WORKER_PING_S) -> list[str]:
+    """The names of the workers that answer a ping within ``timeout`` seconds, returned as
+    soon as every worker that can answer did.
+
+    Those are the queues bound to Celery's broadcast exchange (``celery.pidbox``) in the
+    broker: kombu's binding table, one entry per worker consuming it, added as it starts
+    and removed as it stops. The ping waits for that many replies (``limit``), so with every
+    worker up it returns in milliseconds instead of after the whole timeout; a worker that
+    does not answer (busy, or killed, which leaves its entry behind) makes it wait the
+    timeout, as an unlimited ping always does. An empty table (none bound, or the broker
+    lost it) leaves the ping unlimited. A worker that bound while the ping was out never
+    received it (the broadcast goes to those listening): it is pinged again, once, so one
+    that came up meanwhile is not reported missing."""
+    control = app.control
+    exchange = control.mailbox.exchange.name
+    with app.connection_or_acquire() as conn:
+        bound = set(conn.default_channel.get_table(exchange))
+        replies = control.ping(timeout=timeout, limit=len(bound) or None, connection=conn)
+        names = {name for reply in replies for name in reply}
+        now_bound = set(conn.default_channel.get_table(exchange))
+        if now_bound - bound:  # bound meanwhile: they did not hear the first ping
+            replies = control.ping(timeout=timeout, limit=len(now_bound), connection=conn)
+            names.update(name for reply in replies for name in reply)
+    return sorted(names)
+
+
 def check_workers(ctx: Context, host: str | None = None) -> Check:
-    """The workers that answer a ping; with ``host``, only those of that machine (Celery
-    names a worker ``NAME@HOST``)."""
+    """The workers that answer a ping (:func:`ping_workers`); with ``host``, only those of
+    that machine (Celery names a worker ``NAME@HOST``)."""
     try:
-        replies = ctx.app.control.ping(timeout=WORKER_PING_S)
+        names = ping_workers(ctx.app)
     except (OperationalError, redis.RedisError, OSError) as exc:
         broker = ctx.settings.celery_broker
         return Check("workers", False, outage.line("the Celery broker", broker, exc))
-    names = sorted(name for reply in replies for name in reply)
     where = ""
     if host is not None:
         names = [name for name in names if name.rpartition("@")[2] == host]
@@ -380,14 +408,14 @@ def check_indexes(ctx: Context) -> Check:
     from matcher.keys import TAG_GROUPS
     from matcher.schedules import HEAL_SECONDS
 
-    engine = ctx.engine
+    indexes = ctx.indexes  # read without the matching engine
     try:
-        snap = engine.integrity.snapshot()
-        rebuilding = engine.integrity.state.rebuilding()
-        stored = engine.integrity.state.indexable()
-        indexed = {"work": engine.works.simhash.entries(), "page": engine.pages.simhash.entries()}
-        engine.works.windows.records()
-        engine.pages.windows.records()
+        snap = indexes.integrity.snapshot()
+        rebuilding = indexes.integrity.state.rebuilding()
+        stored = indexes.integrity.state.indexable()
+        indexed = {"work": indexes.works.simhash.entries(), "page": indexes.pages.simhash.entries()}
+        indexes.works.windows.records()
+        indexes.pages.windows.records()
     except (MatcherError, ValueError) as exc:
         return Check("indexes", False, f"{exc}: run fptrack index rebuild")
     if rebuilding is not None:

@@ -41,15 +41,17 @@ from __future__ import annotations
 import logging
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from celery import Celery
 
 from matcher import redis_clients
-from matcher.engine import Engine
 from matcher.heartbeat import VisibilityHeartbeat
 from matcher.keys import Keys
 from matcher.settings import Settings
+
+if TYPE_CHECKING:
+    from matcher.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +129,8 @@ class Runtime:
     def engine(self) -> Engine:
         with self._lock:
             if self._engine is None:
+                from matcher.engine import Engine  # the matching code, in workers only
+
                 self._engine = Engine.open(self.settings)
             return self._engine
 
@@ -165,13 +169,20 @@ def _count(client: redis_clients.IndexClient, key: str, field: str) -> None:
 
 
 def make_app(
-    settings: Settings, patience: redis_clients.Patience = redis_clients.SERVICE
+    settings: Settings,
+    patience: redis_clients.Patience = redis_clients.SERVICE,
+    *,
+    tasks: bool = True,
 ) -> Celery:
     """A configured Celery app with its :class:`Runtime` as ``app.fptrack``; the tasks of
-    :mod:`matcher.tasks` are shared (loaded by workers through ``include``). ``patience``:
-    :data:`~matcher.redis_clients.SERVICE` for workers and beat, ``COMMAND`` for a CLI
-    command's app."""
-    import matcher.tasks  # noqa: F401 - defines the shared tasks every app gets
+    :mod:`matcher.tasks` are shared (loaded by workers and beat through ``include``).
+    ``patience``: :data:`~matcher.redis_clients.SERVICE` for workers and beat, ``COMMAND``
+    for a CLI command's app. ``tasks``: import them now (default), for an app that runs
+    them in this process (eagerly, as the embedded scan does); ``False`` for an app that
+    only sends tasks by name, pings workers and edits schedules (a CLI command's, the admin
+    web's): it imports no matching code, and its workers and beat still load the tasks."""
+    if tasks:
+        import matcher.tasks  # noqa: F401 - defines the shared tasks every app gets
 
     celery = Celery("fptrack", include=["matcher.tasks"])
     celery.conf.update(celery_config(settings, patience))

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections import defaultdict, deque
+from collections import defaultdict
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -39,9 +39,9 @@ from fingerprint.base import FingerprintError, array_from_hex
 from matcher import split
 from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
-from matcher.indexes import Side
-from matcher.integrity import Integrity, Snapshot
-from matcher.keys import SEGMENT_BITS, Keys, owner_work
+from matcher.index_view import IndexView
+from matcher.integrity import Snapshot
+from matcher.keys import SEGMENT_BITS, owner_work
 from matcher.pages import CrawledPage
 from matcher.parts import StoredPart, shares
 from matcher.prepared import (
@@ -53,75 +53,30 @@ from matcher.prepared import (
     locate,
     prepare,
 )
-from matcher.redis_io import IndexClient, connect
 from matcher.registry import Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
-from matcher.settings import Settings
-from matcher.store import Store
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
 
 log = logging.getLogger(__name__)
 
-PROBLEMS_KEPT = 100
 CONSIDERED_KEPT = 10
 PAGE_BATCH = 200
 LOCK_WAIT_SECONDS = 60
 
 
 @dataclass
-class Engine:
-    """Matching over one store and the index client (one Redis server or a Redis Cluster,
-    :func:`matcher.redis_io.connect`), with one set of settings."""
-
-    settings: Settings
-    store: Store
-    redis: IndexClient
-    problems: deque[str] = field(default_factory=lambda: deque(maxlen=PROBLEMS_KEPT))
-    index_pages: bool = True
-    """Add each processed page to the pages' indexes (the reverse direction: works
-    registered later); ``False`` leaves that to a bulk load
-    (:func:`matcher.maintenance.load_side`), as the embedded scan does."""
+class Engine(IndexView):
+    """Matching over the indexes of one store and the index client (the fields of
+    :class:`matcher.index_view.IndexView`; :meth:`IndexView.open
+    <matcher.index_view.IndexView.open>` opens one)."""
 
     def __post_init__(self) -> None:
-        self.keys = Keys(self.settings.redis_prefix)
-        self.works = Side.open(self.redis, self.keys.works, self.settings)
-        self.pages = Side.open(self.redis, self.keys.pages, self.settings)
+        super().__post_init__()
         self.evidence = Evidence(self.store)
         self.registry = Registry(self.settings, self.store, self.redis, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
         self.segments = SegmentData(self.redis, self.store, self.keys, cache, self._problem)
-        self.integrity = Integrity(self)
-
-    @classmethod
-    def open(
-        cls,
-        settings: Settings,
-        mongo_client: Any = None,
-        redis_client: IndexClient | None = None,
-    ) -> Engine:
-        """An engine on the given clients (or new ones from the settings), indexes ensured.
-
-        The index client comes from ``settings.index_redis`` (``FPTRACK_INDEX_REDIS_URL``,
-        else ``FPTRACK_REDIS_URL``). Indexes of an older key layout are reported as a problem
-        (``fptrack index rebuild`` converts them).
-        """
-        store = Store.connect(settings.mongo_uri, settings.mongo_db, mongo_client)
-        store.ensure_indexes()
-        if redis_client is None:
-            redis_client = connect(settings.index_redis)
-        engine = cls(settings, store, redis_client)
-        engine._check_layout()
-        with suppress(IndexUnavailable):
-            engine.integrity.start()
-        return engine
-
-    def _check_layout(self) -> None:
-        """Report indexes left in key layout 1 (no hash tags), which this code cannot read."""
-        sides = (self.keys.works, self.keys.pages)
-        with suppress(IndexUnavailable), redis_errors("checking the index layout"):
-            if any(self.redis.exists(self.keys.simhash(side).legacy_params) for side in sides):
-                self._problem("the Redis indexes were built with an older key layout")
 
     # the index's integrity -------------------------------------------------------------
 
@@ -135,10 +90,6 @@ class Engine:
         """Raise :class:`IndexLost` when a tag group was lost (or rebuilt) since ``snap``."""
         if not self.integrity.unchanged(snap):
             raise IndexLost(f"the Redis indexes lost a part while {what}")
-
-    def _problem(self, message: str) -> None:
-        log.error("%s (run `fptrack index rebuild`)", message)
-        self.problems.append(message)
 
     # works -----------------------------------------------------------------------------
 

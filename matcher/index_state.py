@@ -23,7 +23,7 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from matcher.prepared import INDEX_KEYS
+from matcher.field_names import INDEX_KEYS
 from matcher.store import Store, mongo_errors, now
 
 LEASE = "index.rebuild"

@@ -17,9 +17,9 @@ import numpy as np
 
 from fingerprint.base import array_from_hex
 from matcher.errors import redis_errors
+from matcher.field_names import INDEX_KEYS
 from matcher.indexes import Side
 from matcher.keys import TAG_GROUPS, group_slot, segment_group
-from matcher.prepared import INDEX_KEYS, segment_ref
 from matcher.redis_io import delete_heads, delete_matching
 
 if TYPE_CHECKING:
@@ -82,6 +82,10 @@ def load_side(
     side = engine.works if kind == "work" else engine.pages
     count = _load(engine, kind, side, groups, tick)
     if kind == "work":
+        # imported here: the fingerprint code (numba) loads only when a rebuild runs, not
+        # with the integrity markers that ``fptrack check`` reads
+        from matcher.prepared import segment_ref
+
         chosen = set(range(TAG_GROUPS) if groups is None else groups)
         with redis_errors("loading the index"):
             pipe = engine.redis.pipeline(transaction=False)

@@ -31,13 +31,12 @@ from fingerprint.hashing import ngram_hashes
 from fingerprint.segments import Segment
 from fingerprint.shingles import mins, mins_containments
 from fingerprint.tokens import codepoints
+from matcher.field_names import LOOKUP_KEYS as LOOKUP_KEYS
 from matcher.prepared import ANCHOR_PARAMS, Located, prepare
 from matcher.settings import MatchPolicy
 
 SKETCH_SIZE = 256
 """Hashes kept per work: containments within about ±0.014 at 0.95."""
-LOOKUP_KEYS = 16
-"""The sketch's smallest hashes the store indexes to find candidates."""
 GRAM = ANCHOR_PARAMS.char_k
 EDGE = 200
 """Characters of context on each side of a segment aligned with the other work's text, so

@@ -18,7 +18,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 
 from matcher import crawl_runs, tallies
-from matcher.prepared import INDEX_KEYS
+from matcher.field_names import INDEX_KEYS
 from matcher.sites import NAME, SiteConfig, SiteConfigError
 from matcher.store import (
     KINDS,

@@ -24,6 +24,7 @@ from fingerprint.document import DocumentFingerprint, DocumentParams, fingerprin
 from fingerprint.normalize import Normalized, normalize
 from fingerprint.tokens import codepoints, content_mask
 from matcher.errors import UnusableText
+from matcher.field_names import INDEX_KEYS, INDEX_KEYS_VERSION
 
 DOCUMENT_PARAMS = DocumentParams()
 ANCHOR_PARAMS = AnchorParams()
@@ -33,8 +34,6 @@ _SEGMENT_TAG = b"FPS1"
 _REF = struct.Struct("<4sQ12s")  # tag, xxh3-64 of the segment blob, the work's ObjectId
 _REF_TAG = b"FPR1"
 SAMPLE_M = 8
-INDEX_KEYS = "index_keys"
-INDEX_KEYS_VERSION = 1
 _CHAR_TAG = np.uint64(1 << 63)
 _PINYIN_TAG = np.uint64(3 << 62)
 

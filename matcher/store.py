@@ -31,8 +31,8 @@ from pymongo.errors import DuplicateKeyError, PyMongoError
 from matcher import alert_rules, archive, ids, tallies
 from matcher.archive import Archive, open_archive
 from matcher.errors import MatcherError, StoreUnavailable, transient
+from matcher.field_names import LOOKUP_KEYS
 from matcher.keys import MAX_WORK_SEQ
-from matcher.near_twins import LOOKUP_KEYS
 from matcher.pages import CrawledPage
 from matcher.statuses import STATUSES
 

@@ -1,7 +1,8 @@
 """``fptrack check`` names the server that failed, and reads each thing where it lives: beat's
 lock in the Redis of ``FPTRACK_REDIS_URL`` even when the indexes are on a Redis Cluster
 (it used to read it through the index client, and always failed "beat" on a cluster); a
-subset of checks runs with the ones it needs.
+subset of checks runs with the ones it needs; the workers' ping ends once every worker bound
+to Celery's broadcast exchange answered.
 """
 
 from __future__ import annotations
@@ -10,10 +11,13 @@ import os
 import signal
 import subprocess
 import sys
+import time
 
 import redis
 from pymongo.database import Database
 
+from admin.context import Context
+from admin.health import ping_workers
 from bench.local_cluster import LocalCluster
 from bench.net import free_port
 from tests.admin.cli_support import DEAD_REDIS, ROOT, fptrack
@@ -78,3 +82,41 @@ def test_workers_of_this_host_only(mongo_db: Database, redis_client: redis.Redis
     assert " on " in check_lines(ran.out)["workers"] and "start fptrack worker" in ran.out
     unknown = fptrack("check", "bogus")
     assert unknown.status == 2 and "no check named bogus" in unknown.err
+
+
+def test_the_worker_ping_ends_once_every_bound_worker_answered(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    """A ping waits for as many replies as workers are bound to Celery's broadcast exchange,
+    not for its whole timeout (an unlimited ping always takes the timeout). A worker killed
+    with SIGKILL leaves its binding: the ping then waits out the timeout and names none."""
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel",
+         "WARNING"],
+        cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    app = Context().app  # the FPTRACK_* of the test servers
+    name = f"fptrack-{worker.pid}@"
+    try:
+        wait_until(lambda: fptrack("check", "workers").status == 0, 90, "the worker's answer")
+        started = time.monotonic()
+        answered = ping_workers(app, timeout=20)
+        assert time.monotonic() - started < 10
+        assert [n.startswith(name) for n in answered] == [True]
+    finally:
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait(30)
+    broker = redis.Redis.from_url(os.environ["FPTRACK_BROKER_URL"])
+    table = f"_kombu.binding.{app.control.mailbox.exchange.name}"
+    [left] = [m for m in broker.smembers(table) if name.encode() in m]  # the killed one's
+    try:
+        started = time.monotonic()
+        assert ping_workers(app, timeout=1.0) == []
+        assert time.monotonic() - started >= 1.0
+        ran = fptrack("check", "workers")
+        assert ran.status == 1 and "none answered within 1 s" in check_lines(ran.out)["workers"]
+    finally:
+        broker.srem(table, left)
+        broker.close()
+        app.close()

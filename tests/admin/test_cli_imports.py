@@ -1,7 +1,8 @@
 """``fptrack`` starts light (issue 24): ``import admin.cli``, ``--version``, ``--help`` and
 each command's ``--help`` load no database driver, Scrapy, numba or Celery, except what a
-command's options would truly need (:data:`NEEDED`). Each runs in a fresh Python process, since
-the test session itself has imported everything."""
+command's options would truly need (:data:`NEEDED`); ``fptrack check``, against the test
+servers, loads the drivers and Celery but no numba, Scrapy or matching engine. Each runs in a
+fresh Python process, since the test session itself has imported everything."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ import subprocess
 import sys
 
 import pytest
+import redis
+from pymongo.database import Database
 
 from admin.commands import COMMANDS
+from admin.health import NAMES
 from tests.admin.cli_support import ROOT
 
 HEAVY = ("pymongo", "redis", "scrapy", "numba", "celery")
@@ -60,3 +64,40 @@ def test_version_and_help_load_nothing_heavy(argv: tuple[str, ...]) -> None:
 @pytest.mark.parametrize("command", list(COMMANDS))
 def test_a_commands_help_loads_only_what_its_options_need(command: str) -> None:
     assert loaded(command, "--help") == NEEDED.get(command, set())
+
+
+CHECK_PROBE = """
+import contextlib, io, json, sys
+from admin.cli import main
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    status = main(["check"])
+modules = sorted(m for m in sys.modules if m.split(".")[0] in {heavy} or m == "matcher.engine")
+print(json.dumps({{"status": status, "lines": out.getvalue().splitlines(), "modules": modules}}))
+"""
+
+
+def test_check_loads_no_fingerprint_kernels_nor_scrapy(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    """``fptrack check`` against the test servers runs every check (none skipped for a server
+    that is down) and loads the drivers and Celery it talks through, never numba, Scrapy or
+    the matching engine: its indexes check reads the indexes without the engine."""
+    done = subprocess.run(
+        [sys.executable, "-c", CHECK_PROBE.format(heavy=set(HEAVY))],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=60,
+        check=True,
+    )
+    ran = json.loads(done.stdout)
+    states = {line.split()[1]: line.split()[0] for line in ran["lines"]}
+    assert list(states) == list(NAMES)
+    assert all(states[name] == "ok" for name in ("mongodb", "redis", "broker", "indexes")), ran
+    assert not any("not checked" in line for line in ran["lines"]), ran["lines"]
+    roots = {m.split(".")[0] for m in ran["modules"]}
+    assert {"pymongo", "redis", "celery"} <= roots  # it did talk to the servers
+    assert not roots & {"numba", "scrapy"}, ran["modules"]
+    assert "matcher.engine" not in ran["modules"]

@@ -1,0 +1,91 @@
+"""The Redis indexes of one deployment without the matching engine: both sides' indexes
+(:class:`matcher.indexes.Side`), their markers and rebuild state
+(:class:`matcher.integrity.Integrity`) and the key layout check.
+
+:class:`matcher.engine.Engine` is one, with matching on top. ``fptrack check`` opens this
+alone (:attr:`admin.context.Context.indexes`): it counts the indexes' entries and reads
+their markers, and imports no fingerprint code (numpy only, no numba kernels), so a health
+check starts in a fraction of a second. Rebuilding lost tag groups
+(:meth:`Integrity.rebuild <matcher.integrity.Integrity.rebuild>`) needs the engine: it keeps
+the rebuilt segments' verification data in the engine's segment cache.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from matcher.errors import IndexUnavailable, redis_errors
+from matcher.indexes import Side
+from matcher.integrity import Integrity
+from matcher.keys import Keys
+from matcher.redis_io import IndexClient, connect
+from matcher.settings import Settings
+from matcher.store import Store
+
+log = logging.getLogger(__name__)
+
+PROBLEMS_KEPT = 100
+
+
+@dataclass
+class IndexView:
+    """The indexes over one store and the index client (one Redis server or a Redis
+    Cluster, :func:`matcher.redis_io.connect`), with one set of settings."""
+
+    settings: Settings
+    store: Store
+    redis: IndexClient
+    problems: deque[str] = field(default_factory=lambda: deque(maxlen=PROBLEMS_KEPT))
+    index_pages: bool = True
+    """Add each processed page to the pages' indexes (the reverse direction: works
+    registered later); ``False`` leaves that to a bulk load
+    (:func:`matcher.maintenance.load_side`), as the embedded scan does."""
+
+    def __post_init__(self) -> None:
+        self.keys = Keys(self.settings.redis_prefix)
+        self.works = Side.open(self.redis, self.keys.works, self.settings)
+        self.pages = Side.open(self.redis, self.keys.pages, self.settings)
+        self.integrity = Integrity(self)  # its rebuilds need an Engine (see the module docs)
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        mongo_client: Any = None,
+        redis_client: IndexClient | None = None,
+        store: Store | None = None,
+    ) -> Self:
+        """One on the given clients (or new ones from the settings), the store's indexes
+        ensured; ``store``: an open store, its indexes ensured, instead of one on
+        ``mongo_client``.
+
+        The index client comes from ``settings.index_redis`` (``FPTRACK_INDEX_REDIS_URL``,
+        else ``FPTRACK_REDIS_URL``). Indexes of an older key layout are reported as a problem
+        (``fptrack index rebuild`` converts them); a new deployment's empty indexes are
+        marked whole (:meth:`Integrity.start <matcher.integrity.Integrity.start>`).
+        """
+        if store is None:
+            store = Store.connect(settings.mongo_uri, settings.mongo_db, mongo_client)
+            store.ensure_indexes()
+        if redis_client is None:
+            redis_client = connect(settings.index_redis)
+        view = cls(settings, store, redis_client)
+        view._check_layout()
+        with suppress(IndexUnavailable):
+            view.integrity.start()
+        return view
+
+    def _check_layout(self) -> None:
+        """Report indexes left in key layout 1 (no hash tags), which this code cannot read."""
+        sides = (self.keys.works, self.keys.pages)
+        with suppress(IndexUnavailable), redis_errors("checking the index layout"):
+            if any(self.redis.exists(self.keys.simhash(side).legacy_params) for side in sides):
+                self._problem("the Redis indexes were built with an older key layout")
+
+    def _problem(self, message: str) -> None:
+        log.error("%s (run `fptrack index rebuild`)", message)
+        self.problems.append(message)
