@@ -111,3 +111,15 @@ def test_nothing_links_outside_the_repository() -> None:
         if path.is_file() and stale.search(path.read_text(encoding="utf-8", errors="replace"))
     ]
     assert not bad, f"these refer to shared/ outside the repository: {bad}"
+
+
+def test_table_cells_read_the_same_on_the_site() -> None:
+    """A pipe escaped for GitHub inside a table's code span shows as a pipe on the site."""
+    spec = importlib.util.spec_from_file_location("gfm", ROOT / "docs" / "gfm_tables.py")
+    assert spec is not None and spec.loader is not None
+    gfm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gfm)
+    page = "| `a \\| b` | c \\| d |\n```\n| `x \\| y` |\n```\ntext `p \\| q`"
+    assert gfm.on_page_markdown(page) == (
+        "| `a | b` | c \\| d |\n```\n| `x \\| y` |\n```\ntext `p \\| q`"
+    )
