@@ -2,7 +2,7 @@
 
 ``fptrack scan --works DIR --site URL ... --json OUT.json`` registers every work under DIR,
 crawls each site (links within its host), matches every page and writes the contract's JSON
-(see ``shared/design.md``). The store is mongomock (in memory); the indexes are on the Redis
+(see ``docs/design.md``). The store is mongomock (in memory); the indexes are on the Redis
 server of ``FPTRACK_REDIS_URL`` when that is set (under a key prefix of their own, deleted
 afterwards), else on fakeredis; Celery tasks run eagerly, in process; Scrapy runs in process.
 The same code paths as the deployed system run: the crawler's item pipeline stores each page
