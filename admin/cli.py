@@ -4,7 +4,7 @@ Every command fails with one line, ``fptrack: error: ...``, and a non-zero exit 
 a traceback: 2 for bad arguments (argparse's usage line), 1 for everything else, including a
 server that does not answer (one line naming it and the setting to change, see
 :mod:`admin.outage`); nothing already stored is lost. Connections come from the ``FPTRACK_*``
-environment variables (see the README), read once.
+environment variables (see docs/configuration.md), read once.
 
 The commands are the modules of :mod:`admin.commands`, one each; only the one being run is
 imported (``fptrack --help`` and ``--version`` import none), and the database drivers only

@@ -1,7 +1,7 @@
 """Every setting of the backend, read once at the entry point and passed down.
 
 ``Settings.from_env()`` reads the ``FPTRACK_*`` environment variables (names below); code
-below the entry point never reads the environment itself. Defaults are the ones the README
+below the entry point never reads the environment itself. Defaults are the ones docs/configuration.md
 lists.
 """
 

@@ -61,7 +61,7 @@ def build_parser(only: Iterable[str] | None = None) -> argparse.ArgumentParser:
         prog="fptrack",
         description="Track copies of Chinese web text by fingerprint. Connections come from "
         f"FPTRACK_MONGO_URI (default {defaults.mongo_uri}), FPTRACK_REDIS_URL (default "
-        f"{defaults.redis_url}) and the other FPTRACK_* variables listed in the README.",
+        f"{defaults.redis_url}) and the other FPTRACK_* variables listed in docs/configuration.md.",
     )
     parser.add_argument("--version", action="version", version=f"fptrack {fptrack_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

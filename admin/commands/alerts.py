@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = actions(
         parser,
         "Rules that tell of new matches, per work, per site or all, at once or in a daily "
-        "digest, by signed webhook or email (README: Alerts).",
+        "digest, by signed webhook or email (docs/admin.md, Alerts).",
     )
     p = command(
         group,

@@ -1,4 +1,4 @@
-"""The embedded one-shot scan's contract (shared/design.md): JSON shape, exit codes, a site
+"""The embedded one-shot scan's contract (docs/scan.md): JSON shape, exit codes, a site
 that is down, unreadable works; on the shipped sample site, with a real crawl in process and
 the real Redis server (``FPTRACK_REDIS_URL`` is set by the test suite)."""
 
