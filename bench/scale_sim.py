@@ -34,7 +34,8 @@ JSON says which size was measured. ``--quick`` is a small run for the smoke test
 Defaults: 20 works of 200,000 characters, 2,000 pages, 10 % copies, 3 masters, 2^14
 postings buckets (``--bucket-bits``): per-item costs depend on how full the buckets are
 (each bucket key costs Redis about 100 bytes besides its records), so the sample's buckets
-are sized to hold about as many postings as a deployment's sized by the rule of docs/configuration.md.
+are sized to hold about as many postings as a deployment's sized by the rule of
+docs/configuration.md.
 """
 
 from __future__ import annotations

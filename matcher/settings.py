@@ -1,8 +1,8 @@
 """Every setting of the backend, read once at the entry point and passed down.
 
 ``Settings.from_env()`` reads the ``FPTRACK_*`` environment variables (names below); code
-below the entry point never reads the environment itself. Defaults are the ones docs/configuration.md
-lists.
+below the entry point never reads the environment itself. Defaults are the ones
+docs/configuration.md lists.
 """
 
 from __future__ import annotations

@@ -12,8 +12,9 @@ bucket_bits + 24 bits of a bijective mix (44 bits with the default 2**20 buckets
 distinct keys stored, a query key meets a foreign key with probability about
 D / 2**(bucket_bits + 24): 4e-6 for 70 million keys in 2**20 buckets (a catalogue of 400
 million characters), and as little for a larger catalogue whose buckets are sized by the
-rule of docs/configuration.md (about 70 postings each). A candidate needs ``min_window_hits`` keys, and every
-candidate is verified, so a false posting costs a little time, never a false match.
+rule of docs/configuration.md (about 70 postings each). A candidate needs
+``min_window_hits`` keys, and every candidate is verified, so a false posting costs a little
+time, never a false match.
 
 Keys that more than ``max_df`` owners share (boilerplate windows: licences, "上一章 下一章")
 are stop keys: :meth:`WindowIndex.hits` ignores them, as a search engine ignores stop words.

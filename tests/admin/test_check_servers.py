@@ -99,7 +99,7 @@ def test_the_worker_ping_ends_once_every_bound_worker_answered(
     app = Context().app  # the FPTRACK_* of the test servers
     name = f"fptrack-{worker.pid}@"
     try:
-        wait_until(lambda: fptrack("check", "workers").status == 0, 90, "the worker's answer")
+        eventually(lambda: fptrack("check", "workers").status == 0, 90, "the worker's answer")
         started = time.monotonic()
         answered = ping_workers(app, timeout=20)
         assert time.monotonic() - started < 10

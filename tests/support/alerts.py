@@ -1,5 +1,6 @@
 """Real receivers of alerts on 127.0.0.1: a webhook endpoint that checks the signature as the
-docs/admin.md (Alerts) tells receivers to, and an SMTP server (aiosmtpd) that keeps what it is sent."""
+docs/admin.md (Alerts) tells receivers to, and an SMTP server (aiosmtpd) that keeps what it is
+sent."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ class Received:
 
 
 def verify(secret: str, headers: dict[str, str], body: bytes, tolerance: int = 300) -> bool:
-    """The verification docs/admin.md (Alerts) gives: HMAC-SHA256 over timestamp + "." + body, timestamp fresh."""
+    """The verification docs/admin.md (Alerts) gives: HMAC-SHA256 over timestamp + "." +
+    body, timestamp fresh."""
     timestamp = headers.get("X-Fptrack-Timestamp", "")
     expected = (
         "sha256="
