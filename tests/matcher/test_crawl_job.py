@@ -184,7 +184,7 @@ def crawl_while(
             target=lambda: result.append(jobs.crawl_site(settings, ops, "pirate", environ=env))
         )
         crawl.start()
-        wait_until(lambda: redis_client.exists(KEYS.slot_lock(0)), 60)
+        assert wait_until(lambda: redis_client.exists(KEYS.slot_lock(0)), 60)
         time.sleep(1.5)
         redis_client.delete(*redis_client.keys(losing))
         crawl.join(60)
