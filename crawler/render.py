@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from crawler import defaults
+from crawler.meta import DEPTH
 from matcher.crawl_runs import RENDER_UNAVAILABLE
 
 if TYPE_CHECKING:  # the command line reads this module's defaults without loading Scrapy
@@ -173,8 +174,6 @@ class RenderMiddleware:
 
     def process_request(self, request: Request, spider: Any = None) -> None:
         from scrapy_playwright.page import PageMethod
-
-        from crawler.spiders.site import DEPTH
 
         if DEPTH in request.meta:
             request.meta["playwright"] = True

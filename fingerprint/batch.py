@@ -21,7 +21,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from fingerprint import normalize_kernels
-from fingerprint.document import DocumentFingerprint, DocumentParams
+from fingerprint.document_types import DocumentFingerprint, DocumentParams
 from fingerprint.hashing import hash64, ngram_hashes
 from fingerprint.kernels import use_compiled
 from fingerprint.minhash import MinHash, densify, minhash_of_hashes, oph_bins

@@ -248,7 +248,7 @@ def fingerprint_many(
     ``Anchors`` and the offsets of its content characters in its normalised text (else
     None for both). ``joined``: the texts' code points end to end and where each begins
     (:func:`fingerprint.batch.normalize_joined` gives them), to save making them again."""
-    from fingerprint.document import DocumentFingerprint
+    from fingerprint.document_types import DocumentFingerprint
 
     t = _Texts([n.text for n in normalized], joined)
     sp, mp, wp = params.simhash, params.minhash, params.winnow

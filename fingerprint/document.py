@@ -15,52 +15,15 @@ import numpy as np
 
 from fingerprint.anchors import AnchorParams, Anchors, anchors_from_parts
 from fingerprint.decode import decode
+from fingerprint.document_types import DocumentFingerprint, DocumentParams
 from fingerprint.kernels import use_compiled
-from fingerprint.minhash import MinHash, MinHashParams, minhash_of_hashes
-from fingerprint.normalize import NormalizeConfig, Normalized, normalize
-from fingerprint.pinyin import PinyinFingerprint, PinyinParams, initials, pinyin_from_initials
-from fingerprint.sentences import SentenceParams, SentenceSignature, signature_from_codes
-from fingerprint.shingles import WinnowFingerprint, WinnowParams, winnow_positions
-from fingerprint.simhash import Simhash, SimhashParams, simhash_of_hashes
+from fingerprint.minhash import minhash_of_hashes
+from fingerprint.normalize import Normalized, normalize
+from fingerprint.pinyin import initials, pinyin_from_initials
+from fingerprint.sentences import signature_from_codes
+from fingerprint.shingles import WinnowFingerprint, winnow_positions
+from fingerprint.simhash import Simhash, simhash_of_hashes
 from fingerprint.tokens import codepoints, content_mask, ngram_hashes_at
-
-
-@dataclass(frozen=True)
-class DocumentParams:
-    normalize: NormalizeConfig = NormalizeConfig()
-    pinyin: PinyinParams = PinyinParams()
-    pinyin_anchored: PinyinParams = PinyinParams(anchored=True)
-    simhash: SimhashParams = SimhashParams()
-    minhash: MinHashParams = MinHashParams(scheme="oph")
-    winnow: WinnowParams = WinnowParams()
-    sentences: SentenceParams = SentenceParams()
-
-    def __post_init__(self) -> None:
-        if self.simhash.features != "char" or self.simhash.weighting != "tf":
-            raise ValueError("document fingerprints use character features with tf weights")
-
-
-@dataclass(frozen=True, eq=False)
-class DocumentFingerprint:
-    normalized: Normalized
-    pinyin: PinyinFingerprint
-    pinyin_anchored: PinyinFingerprint
-    simhash: Simhash
-    minhash: MinHash
-    winnow: WinnowFingerprint
-    sentences: SentenceSignature
-
-    def to_dict(self) -> dict:
-        """Every fingerprint as a JSON-ready dict, keyed by method."""
-        members = (
-            self.pinyin,
-            self.pinyin_anchored,
-            self.simhash,
-            self.minhash,
-            self.winnow,
-            self.sentences,
-        )
-        return {fp.method: fp.to_dict() for fp in members}
 
 
 def _fingerprint_parts(

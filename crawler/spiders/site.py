@@ -100,6 +100,7 @@ from crawler.deadline import deadline_of, past_deadline
 from crawler.encoding import sniff_html
 from crawler.extract import check_selector
 from crawler.items import PageItem
+from crawler.meta import DEPTH, NEW, START
 from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
 from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
@@ -110,13 +111,8 @@ from matcher.crawl_runs import NOT_CRAWLED, START_ERROR, START_FAILED, stop_reas
 from matcher.pages import GonePage, UnchangedPage
 from matcher.sites import SiteConfig, SiteConfigError
 
-DEPTH = "fptrack_depth"
-NEW = "fptrack_new"
-"""Meta key of a new request until it reaches the scheduler (:meth:`SiteSpider._pending`)."""
 PENDING_CAPPED = "fptrack/pending_capped"
 """Stat: new links not requested because ``max_pending`` requests were already queued."""
-START = "fptrack_start"
-"""Meta key of a start URL's request (and of its redirects): the start URL."""
 MAX_START_ERRORS = 3
 INC = "fptrack/incremental/"
 NOT_MODIFIED = 304
