@@ -185,7 +185,9 @@ def crawl_while(
         )
         crawl.start()
         assert wait_until(lambda: redis_client.exists(KEYS.slot_lock(0)), 60)
-        time.sleep(1.5)
+        # under way: the start page read and its chapters asked for (a crawl that lost its
+        # start request with the frontier would end failed, which is another story)
+        assert wait_until(lambda: any(p.startswith("/c/") for p in site.requested()), 60)
         redis_client.delete(*redis_client.keys(losing))
         crawl.join(60)
     [run] = ops.last_crawls("pirate")
