@@ -87,3 +87,21 @@ def test_a_benchmark_runs_as_a_module() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "usage: python -m bench.hostile_bench" in done.stdout
+
+
+def test_every_smoke_test_module_carries_the_bench_marker() -> None:
+    """`python -m pytest` leaves the smoke tests out by their marker (``-m 'not bench'`` in
+    the addopts) and CI runs them in a step of their own (``-m bench``): a smoke module
+    without ``pytestmark = pytest.mark.bench`` would run in both, or be dropped from the step."""
+    unmarked = []
+    for path in sorted((ROOT / "tests" / "bench").glob("test_*_smoke.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        marks = [
+            ast.unparse(node.value)
+            for node in tree.body
+            if isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets)
+        ]
+        if "pytest.mark.bench" not in marks:
+            unmarked.append(path.name)
+    assert unmarked == []

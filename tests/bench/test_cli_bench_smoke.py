@@ -10,7 +10,11 @@ import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import pytest
+
 from bench import cli_bench
+
+pytestmark = pytest.mark.bench
 
 
 def answers(url: str) -> bool:
