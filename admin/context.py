@@ -27,9 +27,9 @@ if TYPE_CHECKING:
 
     from matcher.archive import Archive
     from matcher.engine import Engine
-    from matcher.operations import Operations
     from matcher.redis_clients import IndexClient, Patience
     from matcher.schedules import Schedules
+    from matcher.store.operations import Operations
 
 CONNECT_TIMEOUT_S = 1.0
 """How long a command waits for MongoDB, Redis or the broker before it reports them down."""
@@ -118,7 +118,7 @@ class Context:
 
     @cached_property
     def ops(self) -> Operations:
-        from matcher.operations import Operations
+        from matcher.store.operations import Operations
 
         return Operations(self.engine.store)
 

@@ -33,10 +33,10 @@ from matcher.archive import Archive
 from matcher.engine import Engine
 from matcher.errors import MatcherError, Retryable
 from matcher.ingest import Ingest
-from matcher.operations import MAX_LIST, Operations
 from matcher.redis_clients import Patience, connect
 from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
+from matcher.store.operations import MAX_LIST, Operations
 
 T = TypeVar("T")
 DEFAULT_MAX_PAGES = scan_defaults.MAX_PAGES

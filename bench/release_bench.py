@@ -119,10 +119,10 @@ class Deployment:
 
         from matcher.celery_app import make_app
         from matcher.engine import Engine
-        from matcher.operations import Operations
         from matcher.schedules import Schedules
         from matcher.settings import Settings
         from matcher.store import Store
+        from matcher.store.operations import Operations
 
         port = free_port()
         self.redis_proc = subprocess.Popen(

@@ -39,10 +39,10 @@ from redbeat.schedulers import LUA_EXTEND_TO_SCRIPT, get_redis
 from redis.exceptions import LockNotOwnedError
 
 from matcher.errors import OUTAGES, IndexUnavailable, MatcherError, StoreUnavailable
-from matcher.operations import Operations
 from matcher.schedules import Schedules
 from matcher.settings import Settings, redact_url
 from matcher.store import Store
+from matcher.store.operations import Operations
 
 logger = get_logger("celery.beat")
 

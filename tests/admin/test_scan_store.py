@@ -20,12 +20,11 @@ from pymongo.database import Database
 
 from admin import scan
 from admin.memory_store import as_server, by_id_lookups
-from matcher import tallies
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import Store, page_key
+from matcher.store import Store, page_key, tallies
+from matcher.store.operations import Operations
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -32,9 +32,9 @@ from pymongo.database import Database
 from matcher import jobs
 from matcher.celery_app import CRAWL_QUEUE
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.crawler.fixture_site import FixtureSite, Resource, page
 from tests.e2e.e2e_support import ROOT, app, sample, wait_until
 

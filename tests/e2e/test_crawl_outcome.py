@@ -20,8 +20,8 @@ import redis
 from pymongo.database import Database
 
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.admin.cli_support import fptrack
 from tests.crawler.fixture_site import FixtureSite, page
 from tests.e2e.e2e_support import ROOT, sample, wait_until

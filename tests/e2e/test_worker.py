@@ -28,10 +28,10 @@ from matcher.celery_app import Runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.e2e.e2e_support import CHROME, ROOT, UNRELATED, app, sample, wait_until
 
 

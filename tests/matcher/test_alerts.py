@@ -11,10 +11,10 @@ import pytest
 
 from matcher import alerts
 from matcher.alert_rules import AlertRule, AlertRuleError
-from matcher.alert_store import AlertStore
 from matcher.engine import Engine
 from matcher.errors import SettingsError
 from matcher.settings import Settings
+from matcher.store.alerts import AlertStore
 from tests.alert_support import closed_port_url, smtp_server, text_of, webhook_receiver
 from tests.matcher.conftest import crawl, page_of, sample
 

@@ -15,11 +15,11 @@ from pymongo.database import Database
 
 from matcher import jobs
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store, now
+from matcher.store.operations import Operations
 from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,9 +17,9 @@ from bench.local_cluster import LocalCluster
 from matcher import jobs
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, StoreUnavailable
-from matcher.index_state import IndexState
 from matcher.keys import TAG_GROUPS, group_slot
 from matcher.settings import Settings
+from matcher.store.index_state import IndexState
 from tests.conftest import all_keys
 from tests.matcher.conftest import crawl, matched, page_of, sample
 

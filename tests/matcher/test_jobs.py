@@ -15,11 +15,11 @@ from pymongo.database import Database
 from matcher import jobs
 from matcher.engine import Engine
 from matcher.ingest import REENQUEUE_AFTER, Ingest
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig, SiteConfigError
 from matcher.store import StoreError
+from matcher.store.operations import Operations
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME = "盗版小说网 首页 排行榜\n{}\n本站小说均来自网络"

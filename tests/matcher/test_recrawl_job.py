@@ -17,10 +17,10 @@ from pymongo.database import Database
 from crawler.lease import CrawlLease, FullCrawlRunning, RecrawlLease
 from matcher import jobs
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.conftest import SERVERS, TEST_BROKER_URL, TEST_REDIS_URL
 from tests.crawler.fixture_site import FixtureSite, page
 

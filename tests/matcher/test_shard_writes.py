@@ -27,11 +27,11 @@ from bson import ObjectId
 from pymongo import monitoring
 
 from matcher.alert_rules import AlertRule
-from matcher.alert_store import AlertStore
 from matcher.archive import GridFSArchive
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, Store, now
+from matcher.store.alerts import AlertStore
+from matcher.store.operations import Operations
 from tests import command_audit
 from tests.command_audit import CommandAudit, check
 from tests.servers import session

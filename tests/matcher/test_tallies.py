@@ -8,10 +8,9 @@ from typing import Any
 import pytest
 from pymongo.database import Database
 
-from matcher import tallies
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
-from matcher.store import Store
+from matcher.store import Store, tallies
+from matcher.store.operations import Operations
 
 DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
 

@@ -14,9 +14,9 @@ from matcher import jobs
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.store import now
+from matcher.store.operations import Operations
 from tests.matcher.conftest import page_of, sample
 
 TASK = "fptrack.process_page"

@@ -18,7 +18,7 @@ from flask.testing import FlaskClient
 from werkzeug.serving import make_server
 
 from admin.context import Context
-from matcher.alert_store import AlertStore
+from matcher.store.alerts import AlertStore
 from tests.alert_support import webhook_receiver
 from tests.outbound_support import slow_server
 from tests.web.web_support import Browser, post

@@ -12,8 +12,7 @@ from flask.testing import FlaskClient
 
 from admin.context import Context
 from admin.web.dispatch import InlineDispatch
-from matcher import tallies
-from matcher.store import now
+from matcher.store import now, tallies
 from tests.web.web_support import post, sample_text, seed_match
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="alert(1)">'

@@ -28,13 +28,14 @@ from pymongo import ASCENDING, DESCENDING, IndexModel, ReturnDocument, UpdateOne
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, PyMongoError
 
-from matcher import alert_rules, archive, ids, tallies
+from matcher import alert_rules, archive, ids
 from matcher.archive import Archive, open_archive
 from matcher.errors import MatcherError, StoreUnavailable, transient
 from matcher.keys import MAX_WORK_SEQ
 from matcher.near_twins import LOOKUP_KEYS
 from matcher.pages import CrawledPage
 from matcher.statuses import STATUSES
+from matcher.store import tallies
 
 P = ParamSpec("P")
 T = TypeVar("T")

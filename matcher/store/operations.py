@@ -17,7 +17,7 @@ from typing import Any
 
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 
-from matcher import crawl_runs, tallies
+from matcher import crawl_runs
 from matcher.prepared import INDEX_KEYS
 from matcher.sites import NAME, SiteConfig, SiteConfigError
 from matcher.store import (
@@ -29,6 +29,7 @@ from matcher.store import (
     mongo_errors,
     now,
     object_id,
+    tallies,
 )
 
 MAX_LIST = 10_000

@@ -11,7 +11,7 @@ figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.id
    deleted. A page keeps its ``seq``, so the Redis indexes stay valid as they are;
 3. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
    the single counter documents are deleted;
-4. tallies: rebuilt from the data, in stripes (:func:`matcher.tallies.recount`).
+4. tallies: rebuilt from the data, in stripes (:func:`matcher.store.tallies.recount`).
 
 Each step can run again: a migration stopped half-way (a crash, an outage) is finished by
 running it again, and running it on a migrated database changes nothing.
@@ -32,8 +32,8 @@ from bson import ObjectId
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from matcher import ids, tallies
-from matcher.store import KINDS, Store, StoreError, mongo_errors
+from matcher import ids
+from matcher.store import KINDS, Store, StoreError, mongo_errors, tallies
 
 BATCH = 500
 REKEYED = ("matches", "fingerprints")
