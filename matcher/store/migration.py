@@ -110,12 +110,12 @@ def _move_page(store: Store, doc: dict, done: Migrated) -> None:
     url = doc.get("url")
     if not isinstance(url, str):
         raise StoreError(f"page {old} has no URL: cannot derive its id")
-    existing, slot = store._page_slot(url, {"_id": 1})
+    existing, slot = store.pages.page_slot(url, {"_id": 1})
     if existing is None:
         try:
             store.db.pages.insert_one({**doc, "_id": slot})
         except DuplicateKeyError:  # another process moved it meanwhile
-            existing, slot = store._page_slot(url, {"_id": 1})
+            existing, slot = store.pages.page_slot(url, {"_id": 1})
     new = slot
     done.matches += store.db.matches.update_many(
         {"page_id": old}, {"$set": {"page_id": new}}
