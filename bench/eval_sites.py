@@ -92,9 +92,7 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
 
     client = redis.Redis.from_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=f"fptrack-eval-sites-{uuid.uuid4().hex}")
-    engine = Engine.open(
-        settings, mongo_client=memory_client(settings.mongo_db), redis_client=client
-    )
+    engine = Engine.open(settings, mongo_client=memory_client(), redis_client=client)
     seconds: dict[str, float] = {}
     try:
         started = time.perf_counter()

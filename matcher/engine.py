@@ -106,7 +106,7 @@ class Engine:
         else ``FPTRACK_REDIS_URL``). Indexes of an older key layout are reported as a problem
         (``fptrack index rebuild`` converts them).
         """
-        store = Store.connect(settings.mongo_uri, settings.mongo_db, mongo_client)
+        store = Store.open(settings, mongo_client)
         store.ensure_indexes()
         if redis_client is None:
             redis_client = connect(settings.index_redis)

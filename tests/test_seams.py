@@ -134,6 +134,33 @@ def test_redis_clients_are_built_in_redis_clients_only() -> None:
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
 
 
+MONGO_CLIENT_BUILDERS = {"matcher/store/client.py", "admin/memory_store.py"}
+"""Where a MongoDB client is built: the one factory of the product's options, and the
+embedded scan's in-memory client."""
+
+
+def is_mongo_client_built(node: ast.AST) -> bool:
+    """``MongoClient(...)``, ``pymongo.MongoClient(...)``, ``mongomock.MongoClient(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name.endswith("MongoClient") or name == "MemoryClient"
+
+
+def test_mongo_clients_are_built_by_the_store_factory_only() -> None:
+    """Every MongoDB client comes from :mod:`matcher.store.client` (aware times, journaled
+    writes, short timeouts), but the scan's in-memory one (:mod:`admin.memory_store`)."""
+    sample = "pymongo.MongoClient(u)\nMongoClient(u, tz_aware=True)\nmongomock.MongoClient()\n"
+    assert uses(ast.parse(sample), is_mongo_client_built) == [1, 2, 3]
+    found = {
+        name: lines
+        for name, tree in modules()
+        if name not in MONGO_CLIENT_BUILDERS and (lines := uses(tree, is_mongo_client_built))
+    }
+    assert found == {}, f"MongoDB clients built outside {sorted(MONGO_CLIENT_BUILDERS)}: {found}"
+
+
 APP_IMPORTERS = {"admin/web/app.py", "admin/web/serve.py"}
 """The web modules that may import :mod:`admin.web.app`: the app itself and the server
 that builds it. Views get their services from :mod:`admin.web.deps`."""

@@ -30,9 +30,10 @@ from typing import Any
 from pymongo.database import Database
 
 from matcher.archive import Archive, open_archive
+from matcher.settings import Settings
 from matcher.statuses import STATUSES
 from matcher.store.accounts import ApiTokens, Users
-from matcher.store.client import mongo_client
+from matcher.store.client import client_for, mongo_client
 from matcher.store.common import (
     KINDS,
     Forward,
@@ -120,6 +121,15 @@ class Store:
         if client is None:
             client = mongo_client(uri)
         return cls(client[db_name])
+
+    @classmethod
+    def open(cls, settings: Settings, client: Any = None) -> Store:
+        """A store on database ``settings.mongo_db`` of ``client`` (a pymongo or mongomock
+        client), or of a new client of the settings (:func:`~matcher.store.client.client_for`,
+        the one way fptrack opens MongoDB)."""
+        if client is None:
+            client = client_for(settings)
+        return cls(client[settings.mongo_db])
 
     @mongo_errors
     def ensure_indexes(self) -> None:
