@@ -154,6 +154,20 @@ class Store:
         None."""
         return open_archive(spec, self.db)
 
+    def reset_pages(self, *, crawls: bool = False) -> None:
+        """Forget the crawled side, keep the works: delete every page, its fingerprints,
+        every match and failure record (and crawl run, with ``crawls``), start the page ids
+        again, and rebuild the dashboard's counters (:mod:`matcher.store.tallies`). The
+        Redis page index is the engine's to clear."""
+        self.pages.delete_all()
+        self.fingerprints.delete_kind("page")
+        self.matches.delete_all()
+        self.failure_log.delete_all()
+        if crawls:
+            self.crawls.delete_all()
+        self.sequences.reset("page")
+        self.dashboard.recount()
+
     def set_split(self, page_id: Any, urls: list[str]) -> None:
         """Record the URLs of the split chapter a page was last matched with, on the page
         and on its active matches."""

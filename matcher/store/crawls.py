@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from pymongo import DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.database import Database
 
 from matcher import crawl_runs
@@ -16,6 +16,7 @@ from matcher.store.common import (
     TOKEN,
     StoreError,
     checked_date,
+    checked_str,
     mongo_errors,
     now,
     period,
@@ -212,3 +213,14 @@ class CrawlRuns:
     def crawls_started(self, *, since: datetime, until: datetime) -> list[dict]:
         """The crawl runs started in ``[since, until)``."""
         return list(self.db.crawls.find(period("started_at", since, until)))
+
+    @mongo_errors
+    def delete_all(self) -> int:
+        """Delete every crawl run's record; how many there were."""
+        return self.db.crawls.delete_many({}).deleted_count
+
+    @mongo_errors
+    def runs_of_kind(self, kind: str) -> list[dict]:
+        """The crawl runs of ``kind`` (``full``, ``incremental``, ...), oldest first."""
+        found = self.db.crawls.find({"kind": checked_str(kind, "crawl kind")})
+        return list(found.sort("started_at", ASCENDING).limit(MAX_LIST))

@@ -78,3 +78,8 @@ class Failures:
             if str(p["_id"]) not in failed
             or (p.get("enqueued_at") is not None and p["enqueued_at"] > failed[str(p["_id"])])
         ]
+
+    @mongo_errors
+    def delete_all(self) -> int:
+        """Delete every failure record; how many there were."""
+        return self.db.failures.delete_many({}).deleted_count

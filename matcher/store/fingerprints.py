@@ -169,3 +169,13 @@ class Fingerprints:
             )
             for kind in KINDS
         }
+
+    @mongo_errors
+    def count(self, kind: str) -> int:
+        """Stored fingerprint documents of owners of ``kind`` (pages, or work segments)."""
+        return self.db.fingerprints.count_documents({"owner_kind": checked_kind(kind)})
+
+    @mongo_errors
+    def delete_kind(self, kind: str) -> int:
+        """Delete the fingerprints of every owner of ``kind``; how many there were."""
+        return self.db.fingerprints.delete_many({"owner_kind": checked_kind(kind)}).deleted_count

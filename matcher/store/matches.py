@@ -284,3 +284,27 @@ class Matches:
         """The SHA-256 of every archived exchange a match refers to (the text it was found in)."""
         found = self.db.matches.find({"archive.sha256": {"$exists": True}}, {"archive.sha256": 1})
         return {str(doc["archive"]["sha256"]) for doc in found}
+
+    @mongo_errors
+    def delete_all(self) -> int:
+        """Delete every match record; how many there were."""
+        return self.db.matches.delete_many({}).deleted_count
+
+    @mongo_errors
+    def active_count_by_url(self) -> dict[str, int]:
+        """URL -> number of active match records of the page at that URL."""
+        out: dict[str, int] = {}
+        for m in self.db.matches.find({"active": True}, {"url": 1}):
+            out[m["url"]] = out.get(m["url"], 0) + 1
+        return out
+
+    @mongo_errors
+    def of_pairs(self, urls: Iterable[str], work_ids: Iterable[str | ObjectId]) -> list[dict]:
+        """The match records of pages at ``urls`` with works ``work_ids`` (every pair of
+        the two): ``url``, ``work_id``, ``first_seen``, ``active``, ``status``."""
+        query = {
+            "url": {"$in": [checked_str(u, "url") for u in urls]},
+            "work_id": {"$in": [object_id(w, "work id") for w in work_ids]},
+        }
+        fields = {"url": 1, "work_id": 1, "first_seen": 1, "active": 1, "status": 1}
+        return list(self.db.matches.find(query, fields))

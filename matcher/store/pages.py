@@ -306,3 +306,8 @@ class Pages:
         """The SHA-256 of every archived exchange a page refers to (its current text's exchange)."""
         found = self.db.pages.find({"archive.sha256": {"$exists": True}}, {"archive.sha256": 1})
         return {str(doc["archive"]["sha256"]) for doc in found}
+
+    @mongo_errors
+    def delete_all(self) -> int:
+        """Delete every page; how many there were."""
+        return self.db.pages.delete_many({}).deleted_count

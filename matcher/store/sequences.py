@@ -105,3 +105,10 @@ class Sequences:
         projection = None if projection is None else {**projection, "seq": 1}
         found = self.db[collection].find({"seq": {"$in": wanted}}, projection)
         return {d["seq"]: d for d in found}
+
+    @mongo_errors
+    def reset(self, kind: str) -> None:
+        """Start the ``seq`` counters of ``kind`` again (only once no document of that kind
+        is left: its ids would be handed out again)."""
+        names = [f"{checked_kind(kind)}|{stripe}" for stripe in range(ids.STRIPES)]
+        self.db.counters.delete_many({"_id": {"$in": names}})
