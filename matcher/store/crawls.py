@@ -224,3 +224,8 @@ class CrawlRuns:
         """The crawl runs of ``kind`` (``full``, ``incremental``, ...), oldest first."""
         found = self.db.crawls.find({"kind": checked_str(kind, "crawl kind")})
         return list(found.sort("started_at", ASCENDING).limit(MAX_LIST))
+
+    @mongo_errors
+    def run(self, run_id: str) -> dict | None:
+        """The record of crawl run ``run_id``, or None."""
+        return self.db.crawls.find_one({"run_id": checked_str(run_id, "run id")})

@@ -308,3 +308,10 @@ class Matches:
         }
         fields = {"url": 1, "work_id": 1, "first_seen": 1, "active": 1, "status": 1}
         return list(self.db.matches.find(query, fields))
+
+    @mongo_errors
+    def count(self, *, active_only: bool = False, **filters: Any) -> int:
+        """Match records of a filter (:meth:`match_filter`): all of them by default, the
+        active ones with ``active_only``."""
+        query = self.match_filter(active_only=active_only, **filters)
+        return self.db.matches.count_documents(query)

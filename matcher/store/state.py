@@ -9,6 +9,7 @@ from pymongo.database import Database
 
 from matcher.store import tallies
 from matcher.store.common import (
+    checked_str,
     mongo_errors,
     object_id,
 )
@@ -42,6 +43,11 @@ class Reports:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    @mongo_errors
+    def report(self, day: str) -> dict | None:
+        """The report of ``day`` (ISO date), or None."""
+        return self.db.reports.find_one({"day": checked_str(day, "day")})
 
     @mongo_errors
     def save_report(self, day: str, report: dict[str, Any]) -> None:
