@@ -28,10 +28,10 @@ if TYPE_CHECKING:
     from matcher.archive import Archive
     from matcher.engine import Engine
     from matcher.index_view import IndexView
-    from matcher.operations import Operations
     from matcher.redis_clients import IndexClient, Patience
     from matcher.schedules import Schedules
     from matcher.store import Store
+    from matcher.store.operations import Operations
 
 CONNECT_TIMEOUT_S = 1.0
 """How long a command waits for MongoDB, Redis or the broker before it reports them down."""
@@ -73,15 +73,15 @@ class Context:
 
     @cached_property
     def mongo_client(self) -> Any:
-        """A pymongo client of ``settings.mongo_uri`` that gives up after about a second."""
+        """A client of ``settings.mongo_uri`` (:func:`matcher.store.client.client_for`) that
+        gives up after about a second; a server that does not answer is reported at once."""
         import pymongo.errors
         import pymongo.uri_parser
 
-        from matcher.store import mongo_client
+        from matcher.store.client import client_for
 
         if "engine" in self.__dict__:
             return self.engine.store.client
-        timeout_ms = int(CONNECT_TIMEOUT_S * 1000)
         uri = self.settings.mongo_uri
         try:
             parsed = pymongo.uri_parser.parse_uri(uri, connect_timeout=CONNECT_TIMEOUT_S)
@@ -91,10 +91,7 @@ class Context:
             down = outage.unreachable(parsed["nodelist"], CONNECT_TIMEOUT_S)
             if down is not None:
                 raise CommandError(outage.line("MongoDB", uri, down))
-        try:
-            return mongo_client(self.settings.mongo_uri, timeout_ms)
-        except pymongo.errors.ConfigurationError as exc:
-            raise SettingsError(f"FPTRACK_MONGO_URI {self.settings.mongo_uri!r}: {exc}") from exc
+        return client_for(self.settings, int(CONNECT_TIMEOUT_S * 1000))
 
     @cached_property
     def redis_client(self) -> IndexClient:
@@ -142,7 +139,7 @@ class Context:
 
     @cached_property
     def ops(self) -> Operations:
-        from matcher.operations import Operations
+        from matcher.store.operations import Operations
 
         return Operations(self.store)
 

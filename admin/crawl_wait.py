@@ -1,9 +1,9 @@
 """``fptrack crawl NAME --wait``: follow an enqueued crawl to its outcome.
 
 The crawl task records its run in ``crawls`` with its own id in the run's ``tasks``
-(:meth:`matcher.operations.Operations.crawl_of_task`); this polls that record every
+(:meth:`matcher.store.operations.Operations.crawl_of_task`); this polls that record every
 ``--poll`` seconds (:data:`DEFAULT_POLL`, 2 s) and shows the run's pages as the store counts
-them (:meth:`matcher.operations.Operations.crawl_progress`: stored, matched, pending), on a
+them (:meth:`matcher.store.operations.Operations.crawl_progress`: stored, matched, pending), on a
 tqdm line when stderr is a terminal, else one plain line whenever they change; the pages
 fetched come from the run's stats once it ends. It ends with one line and the outcome's exit
 status (:data:`EXIT`): 0 ``finished``, 1 ``failed`` (with its reason), 3 ``interrupted`` or
@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from matcher.crawl_runs import not_crawled
 
 if TYPE_CHECKING:
-    from matcher.operations import Operations
+    from matcher.store.operations import Operations
 
 DEFAULT_POLL = 2.0
 """Seconds between two looks at the crawl's record."""

@@ -6,7 +6,7 @@ prometheus_client's custom collector protocol (``collect()`` yielding metric fam
 worker needs an exporter of its own, and a worker that died takes no figure with it.
 
 A scrape is kept cheap: every MongoDB read is a bounded one of the store layer (the
-dashboard's counters, :mod:`matcher.tallies`, for the per-site figures; one aggregation
+dashboard's counters, :mod:`matcher.store.tallies`, for the per-site figures; one aggregation
 grouped by site and outcome over the crawl runs; counts served by indexes), Redis reads are
 one ``MGET`` of the 32 index markers, one ``HGETALL``, and an ``LLEN``/``ZCARD`` per queue
 and frontier; and the families computed are kept ``FPTRACK_METRICS_CACHE_SECONDS``
@@ -38,15 +38,15 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import CollectorRegistry
 
 from admin.context import Context
-from matcher.alert_store import STATES as OUTBOX_STATES
-from matcher.alert_store import AlertStore
 from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 from matcher.errors import MatcherError
-from matcher.index_state import IndexState
 from matcher.integrity import read_markers
 from matcher.keys import CELERY_UNACKED, TAG_GROUPS, Keys, celery_queue_keys
 from matcher.redis_clients import COMMAND, IndexClient, connect, connect_server
 from matcher.store import STATUSES
+from matcher.store.alerts import STATES as OUTBOX_STATES
+from matcher.store.alerts import AlertStore
+from matcher.store.index_state import IndexState
 
 log = logging.getLogger(__name__)
 

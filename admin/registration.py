@@ -16,8 +16,8 @@ from matcher.sites import SiteConfig
 
 if TYPE_CHECKING:
     from matcher.engine import Engine
-    from matcher.operations import Operations
     from matcher.schedules import Schedules
+    from matcher.store.operations import Operations
 
 Registered = tuple[list[tuple[str, str]], list[str]]
 """``([(work id, title)], [problem])``."""

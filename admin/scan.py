@@ -23,20 +23,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-import mongomock
-
 from admin import scan_defaults
-from admin.memory_store import as_server
+from admin.memory_store import MemoryClient, memory_client
 from admin.reading import WorkFile, iter_work_files
 from matcher import crawl_runs
 from matcher.archive import Archive
 from matcher.engine import Engine
 from matcher.errors import MatcherError, Retryable
 from matcher.ingest import Ingest
-from matcher.operations import MAX_LIST, Operations
 from matcher.redis_clients import Patience, connect
 from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
+from matcher.store.operations import MAX_LIST, Operations
 
 T = TypeVar("T")
 DEFAULT_MAX_PAGES = scan_defaults.MAX_PAGES
@@ -140,10 +138,9 @@ def scan_settings(environment: Settings | None = None) -> Settings:
     return Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}", **kept)
 
 
-def scan_mongo_client() -> mongomock.MongoClient:
-    """The scan's in-memory MongoDB: mongomock, returning aware UTC datetimes like pymongo's
-    clients of the deployed system (``tz_aware=True``)."""
-    return mongomock.MongoClient(tz_aware=True)
+def scan_mongo_client() -> MemoryClient:
+    """The scan's in-memory MongoDB (:func:`admin.memory_store.memory_client`)."""
+    return memory_client()
 
 
 SCAN_PATIENCE = Patience(connect_timeout=5.0, retries=0)
@@ -159,10 +156,7 @@ def scan_engine(settings: Settings, redis_url: str | None) -> Engine:
         import fakeredis
 
         client = fakeredis.FakeRedis()
-    mongo = scan_mongo_client()
-    if isinstance(mongo, mongomock.MongoClient):
-        as_server(mongo[settings.mongo_db])
-    return Engine.open(settings, mongo_client=mongo, redis_client=client)
+    return Engine.open(settings, mongo_client=scan_mongo_client(), redis_client=client)
 
 
 def run_scan(

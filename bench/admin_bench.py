@@ -17,11 +17,11 @@ How each store is written (mongomock checks a unique index by scanning the colle
 every insert, so writing a million matches one at a time would take days):
 
 - the small store (``--small``, default 10,000): works and pages are inserted in bulk
-  before the indexes are built, their tallies sent by :class:`matcher.tallies.Changes`
+  before the indexes are built, their tallies sent by :class:`matcher.store.tallies.Changes`
   (the code the store's own writes use); then every match goes through the real
   :meth:`matcher.store.Store.upsert_match` one at a time (so the tallies are kept by the
   write path for real) and the inactive ones through ``deactivate_matches``. Then
-  :func:`matcher.tallies.recount` rebuilds the tallies and the benchmark checks that it
+  :func:`matcher.store.tallies.recount` rebuilds the tallies and the benchmark checks that it
   finds exactly what the writes kept (``recount_agrees``), which is what makes the bulk
   path of the large store equivalent;
 - the large store (``--large``, default 1,000,000): works, pages and match documents are
@@ -101,12 +101,11 @@ from admin.web.app import create_app
 from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
 from admin.web.users import Users
 from bench.http_server import WSGIServer
-from matcher import tallies
 from matcher.engine import Engine
-from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import STATUSES, Store, now
+from matcher.store import STATUSES, Store, now, tallies
+from matcher.store.operations import Operations
 
 DEFAULTS = {
     "small": 10_000,

@@ -70,9 +70,7 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
     client = redis.Redis.from_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=prefix)
     try:
-        engine = Engine.open(
-            settings, mongo_client=memory_client(settings.mongo_db), redis_client=client
-        )
+        engine = Engine.open(settings, mongo_client=memory_client(), redis_client=client)
         ids = {str(engine.add_work(w.text, title=w.title, source=w.source)): w.id for w in works}
         return {
             (page.id, ids[str(record["work_id"])])

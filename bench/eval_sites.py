@@ -83,15 +83,13 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     from matcher.engine import Engine
     from matcher.ingest import Ingest
     from matcher.maintenance import drop_indexes
-    from matcher.operations import Operations
     from matcher.settings import Settings
     from matcher.sites import SiteConfig
+    from matcher.store.operations import Operations
 
     client = redis.Redis.from_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=f"fptrack-eval-sites-{uuid.uuid4().hex}")
-    engine = Engine.open(
-        settings, mongo_client=memory_client(settings.mongo_db), redis_client=client
-    )
+    engine = Engine.open(settings, mongo_client=memory_client(), redis_client=client)
     seconds: dict[str, float] = {}
     try:
         started = time.perf_counter()

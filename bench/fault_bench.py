@@ -200,10 +200,10 @@ class Deployment:
 
         from matcher.celery_app import make_app
         from matcher.engine import Engine
-        from matcher.operations import Operations
         from matcher.redis_io import connect
         from matcher.settings import IndexRedis, Settings
         from matcher.store import Store, mongo_client
+        from matcher.store.operations import Operations
 
         self.cluster.start()
         broker_port, mongo_port = free_port(), free_port()

@@ -154,19 +154,17 @@ class Pipeline:
 
     def start(self, site_dir: Path) -> str:
         """Start the site server (and MongoDB unless given); returns the site's URL."""
-        import pymongo
-
         from matcher.engine import Engine
         from matcher.settings import Settings
         from matcher.store import Store
+        from matcher.store.client import client_for
 
         site = self.child("site", ["site-server", str(site_dir)])
         uri = self.args.mongo_uri or self.child("mongodb", ["mongo-server"]).detail
         self.env["FPTRACK_MONGO_URI"] = uri
         self.settings = Settings.from_env(self.env)
-        self.client = pymongo.MongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=10_000)
-        self.db = self.client[self.settings.mongo_db]
-        self.store = Store(self.db)
+        self.client = client_for(self.settings, timeout_ms=10_000)
+        self.store = Store.open(self.settings, self.client)
         self.store.ensure_indexes()
         self.engine = Engine(self.settings, self.store, self.index)
         return site.detail
@@ -190,40 +188,33 @@ class Pipeline:
             wait_for(lambda pid=pid: self.index.exists(ready_key(PREFIX, pid)), 60, "a worker")
 
     def reset(self) -> None:
-        """An empty page collection, page index and queue; the works stay."""
-        for name, query in (
-            ("pages", {}),
-            ("matches", {}),
-            ("failures", {}),
-            ("fingerprints", {"owner_kind": "page"}),
-            ("counters", {"_id": "page"}),
-        ):
-            self.db[name].delete_many(query)
+        """No page, match or failure record, an empty page index and queue; the works stay
+        (:meth:`matcher.store.Store.reset_pages`)."""
+        self.store.reset_pages()
         self.engine.pages.clear()
         self.broker.flushdb()
 
     def pending(self) -> int:
         """Pages stored by the crawler and not yet processed (index ``pending_seq``)."""
-        return self.db.pages.count_documents({"pending": True})
+        return self.store.pages.pending_page_count()
 
     def summary(self) -> dict[str, Any]:
         """Counts from the database, and the tasks that failed for good."""
-        db = self.db
+        from matcher.store.common import MAX_LIST
+
+        store = self.store
         return {
-            "works": db.works.count_documents({}),
-            "pages": db.pages.count_documents({}),
+            "works": store.count("works"),
+            "pages": store.count("pages"),
             "pending": self.pending(),
-            "matches": db.matches.count_documents({}),
-            "page_fingerprints": db.fingerprints.count_documents({"owner_kind": "page"}),
-            "failures": [f"{f['ref']}: {f['error']}" for f in db.failures.find({})],
+            "matches": store.count("matches"),
+            "page_fingerprints": store.fingerprints.count("page"),
+            "failures": [f"{f['ref']}: {f['error']}" for f in store.failure_log.recent(MAX_LIST)],
         }
 
     def matched_urls(self) -> dict[str, int]:
         """URL -> number of active match records of that page."""
-        out: dict[str, int] = {}
-        for m in self.db.matches.find({"active": True}, {"url": 1}):
-            out[m["url"]] = out.get(m["url"], 0) + 1
-        return out
+        return self.store.matches.active_count_by_url()
 
     def crawl(self, url: str) -> dict[str, Any]:
         """One end-to-end run: crawl, then wait until every page is processed."""

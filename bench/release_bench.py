@@ -112,14 +112,13 @@ class Deployment:
         self.client: Any = None
 
     def start(self, recrawl: str) -> None:
-        import pymongo
-
         from matcher.celery_app import make_app
         from matcher.engine import Engine
-        from matcher.operations import Operations
         from matcher.schedules import Schedules
         from matcher.settings import Settings
         from matcher.store import Store
+        from matcher.store.client import client_for
+        from matcher.store.operations import Operations
 
         port = free_port()
         self.redis_proc = subprocess.Popen(
@@ -138,10 +137,8 @@ class Deployment:
         }
         self.env["FPTRACK_MONGO_URI"] = self.child("mongodb", ["mongo-server"]).detail
         self.settings = Settings.from_env(self.env)
-        uri = self.settings.mongo_uri
-        self.client = pymongo.MongoClient(uri, tz_aware=True, serverSelectionTimeoutMS=10_000)
-        self.db = self.client[self.settings.mongo_db]
-        self.store = Store(self.db)
+        self.client = client_for(self.settings, timeout_ms=10_000)
+        self.store = Store.open(self.settings, self.client)
         self.store.ensure_indexes()
         self.ops = Operations(self.store)
         self.engine = Engine(self.settings, self.store, self.index)
@@ -171,16 +168,9 @@ class Deployment:
                 raise ChildFailed(f"{child.name} died: {child.tail()}")
 
     def reset(self) -> None:
-        """No page, match, page fingerprint or crawl; an empty queue; the works stay."""
-        for name, query in (
-            ("pages", {}),
-            ("matches", {}),
-            ("failures", {}),
-            ("crawls", {}),
-            ("fingerprints", {"owner_kind": "page"}),
-            ("counters", {"_id": "page"}),
-        ):
-            self.db[name].delete_many(query)
+        """No page, match, page fingerprint or crawl; an empty queue; the works stay
+        (:meth:`matcher.store.Store.reset_pages`)."""
+        self.store.reset_pages(crawls=True)
         self.engine.pages.clear()
         redis.Redis(port=self.index.connection_pool.connection_kwargs["port"], db=1).flushdb()
 
@@ -201,7 +191,7 @@ class Deployment:
         time.sleep(2)  # its record is written as its subprocess exits
 
     def pending(self) -> int:
-        return self.db.pages.count_documents({"pending": True})
+        return self.store.pages.pending_page_count()
 
     def stop(self) -> None:
         stop_children(self.children, self.client, self.settings.mongo_db)
@@ -240,13 +230,10 @@ def crawl_cost(dep: Deployment, site: NovelSite, incremental: bool) -> dict[str,
 
 def matched_at(dep: Deployment, pairs: dict[tuple[str, str], Any]) -> dict[tuple[str, str], float]:
     """``first_seen`` (epoch seconds) of the match records of the (url, work id) pairs."""
-    from bson import ObjectId
-
     urls = sorted({u for u, _ in pairs})
-    works = sorted({ObjectId(w) for _, w in pairs})
+    works = sorted({w for _, w in pairs})
     found = {}
-    query = {"url": {"$in": urls}, "work_id": {"$in": works}}
-    for m in dep.db.matches.find(query, {"url": 1, "work_id": 1, "first_seen": 1}):
+    for m in dep.store.matches.of_pairs(urls, works):
         key = (m["url"], str(m["work_id"]))
         if key in pairs:
             seen = m["first_seen"]
@@ -315,8 +302,7 @@ def run_round(
     dep.wait_crawls_done()
     delays = sorted(found[k] - at for k, at in released.items() if k in found)
     beat_runs = [  # every incremental crawl but the quiet one measured above
-        c.get("stats") or {}
-        for c in dep.db.crawls.find({"kind": "incremental"}, {"stats": 1}).sort("started_at", 1)
+        c.get("stats") or {} for c in dep.store.crawls.runs_of_kind("incremental")
     ][1:]
     log(
         f"round {r + 1}: {len(delays)}/{len(released)} chapters matched, delays "

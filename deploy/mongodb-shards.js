@@ -1,4 +1,4 @@
-// The shard keys of fptrack's database 'fptrack' (matcher/store.py SHARD_KEYS).
+// The shard keys of fptrack's database 'fptrack' (matcher.store.layout.SHARD_KEYS).
 // Run once with mongosh on a mongos: before the first fptrack process starts, or on
 // a database in use after fptrack migrate (deploy/SCALING.md).
 sh.enableSharding("fptrack");

@@ -21,9 +21,9 @@ from typing import Any
 
 from matcher import notify, outbound
 from matcher.alert_rules import AlertRule
-from matcher.alert_store import AlertStore
 from matcher.settings import Settings
 from matcher.store import now
+from matcher.store.alerts import AlertStore
 
 SWEEP_SECONDS = 60
 """How often beat runs ``fptrack.deliver_alerts`` (retries, and anything a task missed)."""
@@ -81,7 +81,7 @@ def send_digests(
     alerts: AlertStore, settings: Settings, clock: Callable[[], float] = time.time
 ) -> dict[str, Any]:
     """Daily: one message per daily rule with the matches queued for it (several when over
-    :data:`matcher.alert_store.DIGEST_MAX_MATCHES`), then send."""
+    :data:`matcher.store.alerts.DIGEST_MAX_MATCHES`), then send."""
     take_new_matches(alerts)
     digests = 0
     for rule in alerts.rules(enabled_only=True):

@@ -39,10 +39,10 @@ from redbeat.schedulers import LUA_EXTEND_TO_SCRIPT, get_redis
 from redis.exceptions import LockNotOwnedError
 
 from matcher.errors import OUTAGES, IndexUnavailable, MatcherError, StoreUnavailable
-from matcher.operations import Operations
 from matcher.schedules import Schedules
 from matcher.settings import Settings, redact_url
 from matcher.store import Store
+from matcher.store.operations import Operations
 
 logger = get_logger("celery.beat")
 
@@ -194,7 +194,7 @@ class ResilientScheduler(RedBeatScheduler):
     def _save_entries(self) -> None:
         """Save every fptrack entry again from the store, and Celery's static ones."""
         if self._store is None:
-            self._store = Store.connect(self.settings.mongo_uri, self.settings.mongo_db)
+            self._store = Store.open(self.settings)
         try:
             sites = Operations(self._store).list_sites()
             crawls = self.schedules.save_all(self.settings, sites)

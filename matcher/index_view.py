@@ -69,7 +69,7 @@ class IndexView:
         marked whole (:meth:`Integrity.start <matcher.integrity.Integrity.start>`).
         """
         if store is None:
-            store = Store.connect(settings.mongo_uri, settings.mongo_db, mongo_client)
+            store = Store.open(settings, mongo_client)
             store.ensure_indexes()
         if redis_client is None:
             redis_client = connect(settings.index_redis)

@@ -23,7 +23,7 @@ Nothing partial is ever adopted: a group without its marker is always rebuilt be
 and a new deployment (no marker, no fingerprint in the store) starts whole.
 
 **Rebuild.** One process at a time rebuilds, under a lease kept in MongoDB
-(:class:`matcher.index_state.IndexState`), renewed while it works, so a rebuild whose process
+(:class:`matcher.store.index_state.IndexState`), renewed while it works, so a rebuild whose process
 died is taken over when the lease ends; the others wait for the markers. Within a process
 (the threads of an admin worker share one engine, and the lease's holder), one thread at a
 time holds it: the others wait for the markers as another process's would. Only the lost
@@ -54,9 +54,9 @@ import numpy as np
 
 from matcher import maintenance
 from matcher.errors import IndexUnavailable, MatcherError, redis_errors
-from matcher.index_state import IndexState
 from matcher.keys import TAG_GROUPS, Keys
 from matcher.redis_io import IndexClient, mget
+from matcher.store.index_state import IndexState
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -26,10 +26,10 @@ from matcher.archive import Archive, prune
 from matcher.engine import Engine
 from matcher.errors import MatcherError, redis_errors
 from matcher.keys import TAG_GROUPS, Keys
-from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import MAX_CRAWLERS
 from matcher.store import STATUSES, now
+from matcher.store.operations import Operations
 
 log = logging.getLogger(__name__)
 
@@ -363,7 +363,7 @@ def close_lost_crawls(
     another token. Its part is marked ``lost`` (at the time its loss is seen) and the run's
     summary written again: ``interrupted`` when no process of the run runs any more and
     none ended it, with the pages stored since the run started counted from the store
-    (:meth:`matcher.operations.Operations.record_crawl_process`). :func:`resume_crawls`
+    (:meth:`matcher.store.operations.Operations.record_crawl_process`). :func:`resume_crawls`
     then resumes the run from its frontier; a run whose frontier is gone too (Redis lost
     it) is crawled anew at once (``enqueue_crawl``), as the pages it did not reach would
     otherwise wait for the site's next schedule.

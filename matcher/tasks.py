@@ -22,12 +22,12 @@ from typing import Any
 from celery import Task, shared_task
 
 from matcher import alerts, jobs
-from matcher.alert_store import AlertStore
 from matcher.celery_app import Runtime
 from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.redis_clients import connect_server
+from matcher.store.alerts import AlertStore
+from matcher.store.operations import Operations
 
 log = logging.getLogger(__name__)
 

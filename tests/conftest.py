@@ -26,7 +26,7 @@
 
 - The product's objects on those servers, each defined here once: ``store`` (a
   :class:`~matcher.store.Store` of ``mongo_db``, its indexes made), ``ops`` (the
-  :class:`~matcher.operations.Operations` of that store), ``engine`` (an
+  :class:`~matcher.store.operations.Operations` of that store), ``engine`` (an
   :class:`~matcher.engine.Engine` on ``mongo_db`` and ``redis_client``) and ``broker`` (a
   client of the Celery broker's database, flushed before and after the test). A suite may
   override one with a narrower meaning (``tests/matcher`` runs ``engine`` on
@@ -60,8 +60,8 @@ from tests.support.servers import ServerUnavailable
 
 if TYPE_CHECKING:
     from matcher.engine import Engine
-    from matcher.operations import Operations
     from matcher.store import Store
+    from matcher.store.operations import Operations
 
 try:  # planned once per session, even if this module is imported again under another name
     SERVERS = servers.SESSION = servers.SESSION or servers.plan(os.environ)
@@ -161,7 +161,7 @@ def store(mongo_db: Database) -> Store:
 @pytest.fixture
 def ops(store: Store) -> Operations:
     """The operational records (sites, failures, reports) of ``store``."""
-    from matcher.operations import Operations
+    from matcher.store.operations import Operations
 
     return Operations(store)
 

@@ -14,15 +14,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("admin", "crawler", "fingerprint", "matcher")
 
-STORE_MODULES = {
-    "matcher/store.py",
-    "matcher/operations.py",
-    "matcher/tallies.py",
-    "matcher/migration.py",
-    "matcher/alert_store.py",
-    "matcher/index_state.py",
-}
-"""The store: the only modules that hold a pymongo database or collection."""
+STORE_PACKAGE = "matcher/store/"
+"""The store: the only package whose modules hold a pymongo database or collection."""
 
 ENTRY_POINTS = {"admin/context.py", "crawler/run.py", "matcher/worker.py"}
 """Where :meth:`Settings.from_env` may run: the command line's context, the crawl
@@ -30,6 +23,11 @@ subprocess, and the app of ``celery -A matcher.worker``."""
 
 ENVIRON_READERS = {"matcher/settings.py", "matcher/jobs.py"}
 """``os.environ`` is read by the settings, and handed on whole to the crawl subprocess."""
+
+
+def allowed_in(name: str, allowed: set[str]) -> bool:
+    """Whether module ``name`` is one of ``allowed`` or in one of its packages (``.../``)."""
+    return any(name == a or (a.endswith("/") and name.startswith(a)) for a in allowed)
 
 
 def modules() -> Iterator[tuple[str, ast.Module]]:
@@ -75,7 +73,7 @@ def is_prefixed_key(node: ast.AST) -> bool:
 @pytest.mark.parametrize(
     ("what", "test", "allowed"),
     [
-        ("a raw MongoDB database (.db)", is_db_attribute, STORE_MODULES),
+        ("a raw MongoDB database (.db)", is_db_attribute, {STORE_PACKAGE}),
         ("Settings.from_env()", is_from_env, ENTRY_POINTS),
         ("os.environ", is_environ, ENVIRON_READERS),
     ],
@@ -84,7 +82,7 @@ def test_only_the_home_of_a_concern_touches_it(what: str, test, allowed: set[str
     found = {
         name: lines
         for name, tree in modules()
-        if name not in allowed and (lines := uses(tree, test))
+        if not allowed_in(name, allowed) and (lines := uses(tree, test))
     }
     assert found == {}, f"{what} outside {sorted(allowed)}: {found}"
 
@@ -134,6 +132,33 @@ def test_redis_clients_are_built_in_redis_clients_only() -> None:
         if name != "matcher/redis_clients.py" and (lines := uses(tree, is_redis_client_built))
     }
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
+
+
+MONGO_CLIENT_BUILDERS = {"matcher/store/client.py", "admin/memory_store.py"}
+"""Where a MongoDB client is built: the one factory of the product's options, and the
+embedded scan's in-memory client."""
+
+
+def is_mongo_client_built(node: ast.AST) -> bool:
+    """``MongoClient(...)``, ``pymongo.MongoClient(...)``, ``mongomock.MongoClient(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name.endswith("MongoClient") or name == "MemoryClient"
+
+
+def test_mongo_clients_are_built_by_the_store_factory_only() -> None:
+    """Every MongoDB client comes from :mod:`matcher.store.client` (aware times, journaled
+    writes, short timeouts), but the scan's in-memory one (:mod:`admin.memory_store`)."""
+    sample = "pymongo.MongoClient(u)\nMongoClient(u, tz_aware=True)\nmongomock.MongoClient()\n"
+    assert uses(ast.parse(sample), is_mongo_client_built) == [1, 2, 3]
+    found = {
+        name: lines
+        for name, tree in modules()
+        if name not in MONGO_CLIENT_BUILDERS and (lines := uses(tree, is_mongo_client_built))
+    }
+    assert found == {}, f"MongoDB clients built outside {sorted(MONGO_CLIENT_BUILDERS)}: {found}"
 
 
 APP_IMPORTERS = {"admin/web/app.py", "admin/web/serve.py"}

@@ -12,7 +12,7 @@ from admin.errors import CommandError
 if TYPE_CHECKING:
     from admin.context import Context
     from matcher.alert_rules import AlertRule
-    from matcher.alert_store import AlertStore
+    from matcher.store.alerts import AlertStore
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _store(ctx: Context) -> AlertStore:
-    from matcher.alert_store import AlertStore
+    from matcher.store.alerts import AlertStore
 
     return AlertStore(ctx.engine.store)
 

@@ -28,8 +28,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.migration import migrate
     from matcher.store import shard_commands
+    from matcher.store.migration import migrate
 
     if args.shard_commands:
         print(shard_commands(ctx.settings.mongo_db), end="")

@@ -282,7 +282,7 @@ def write_warc(engine: Engine, archive: Any, path: Path) -> None:
     """The WARC files of the scan's matches (each exchange once, by page URL), one after the
     other: gzipped WARC files concatenate into one."""
     from matcher.archive import bundle
-    from matcher.operations import Operations
+    from matcher.store.operations import Operations
 
     refs = {}
     for match in sorted(Operations(engine.store).active_matches(), key=lambda m: m["url"]):
@@ -296,7 +296,7 @@ def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[s
     """The scan's HTML report (:mod:`admin.report.html_report`); pages of ``--site-dir`` folders are
     named by their file, since the scan's server for them is gone once it ends."""
     from admin.report import html_report as report_html
-    from matcher.operations import Operations
+    from matcher.store.operations import Operations
 
     def texts(match: Any) -> tuple[Any, str]:
         return report_html.match_texts(engine.store, match)

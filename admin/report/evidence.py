@@ -11,7 +11,7 @@ from typing import Any
 
 from admin.report.selection import MAX_EXPORT_ROWS, Selection, SelectionTooLarge, find
 from matcher.archive import Archive, ArchiveError
-from matcher.operations import Operations
+from matcher.store.operations import Operations
 
 MAX_EVIDENCE_FILES = 500
 """Archived exchanges bundled in one evidence zip at most (a larger selection is refused)."""

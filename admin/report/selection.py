@@ -19,9 +19,9 @@ from typing import Any
 
 from admin.filters import MatchFilters
 from matcher.errors import MatcherError
-from matcher.operations import Operations
 from matcher.store import STATUSES
-from matcher.tallies import NOT_INFRINGING
+from matcher.store.operations import Operations
+from matcher.store.tallies import NOT_INFRINGING
 
 INFRINGING_STATUSES = tuple(s for s in STATUSES if s not in NOT_INFRINGING)
 """The statuses a report selects by default: ``new``, ``confirmed``, ``takedown_sent``."""

@@ -32,7 +32,7 @@ from typing import Any
 
 from admin.report.notice_sandbox import NoticeError
 from admin.report.selection import Selection, find
-from matcher.operations import Operations
+from matcher.store.operations import Operations
 
 __all__ = ["NoticeError"]
 

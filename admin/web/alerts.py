@@ -14,7 +14,7 @@ from admin.web import deps
 from admin.web.security import requires
 from matcher import alerts
 from matcher.alert_rules import CHANNELS, MODES, SCOPES, AlertRule, AlertRuleError
-from matcher.alert_store import AlertStore
+from matcher.store.alerts import AlertStore
 
 bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 FORM_FIELDS = ("name", "scope", "target", "mode", "channel", "url", "secret", "emails")

@@ -22,8 +22,8 @@ from datetime import timedelta
 from typing import Any
 
 from admin.web.users import ROLES, User, UserError, Users, aware
-from matcher.operations import Operations
 from matcher.store import Store, now
+from matcher.store.operations import Operations
 
 PREFIX = "fpt_"
 TOKEN = re.compile(r"^fpt_[A-Za-z0-9_-]{43}$")

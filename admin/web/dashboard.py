@@ -1,6 +1,6 @@
 """The dashboard: totals, trends, top sites and works, crawl health.
 
-Everything comes from :mod:`matcher.tallies` (a few documents, read by index) and the
+Everything comes from :mod:`matcher.store.tallies` (a few documents, read by index) and the
 small ``sites``, ``crawls`` and ``failures`` collections, never from counting matches, so
 the page costs the same with ten thousand or a million matches (``bench/admin_bench.py``).
 """
@@ -14,8 +14,7 @@ from flask import Blueprint, render_template
 
 from admin.web import deps
 from admin.web.charts import bar_chart, hbar_chart
-from matcher import tallies
-from matcher.store import now
+from matcher.store import now, tallies
 
 bp = Blueprint("dashboard", __name__)
 TREND_DAYS = 30

@@ -24,7 +24,7 @@ from matcher.sites import SiteConfig, SiteConfigError
 
 if TYPE_CHECKING:
     from matcher.engine import Engine
-    from matcher.operations import Operations
+    from matcher.store.operations import Operations
 
 EXTENSION = "fptrack"
 """The key of :class:`Services` in ``app.extensions``."""

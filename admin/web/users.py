@@ -23,8 +23,8 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from matcher.errors import MatcherError
-from matcher.operations import Operations
 from matcher.store import Store, now
+from matcher.store.operations import Operations
 
 ROLES = ("viewer", "reviewer", "admin")
 """Each role may do what the roles before it may."""

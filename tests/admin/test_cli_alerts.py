@@ -10,7 +10,7 @@ import pytest
 
 from admin.cli import main
 from admin.context import Context
-from matcher.alert_store import AlertStore
+from matcher.store.alerts import AlertStore
 from tests.support.alerts import closed_port_url, webhook_receiver
 
 

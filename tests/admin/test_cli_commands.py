@@ -20,8 +20,8 @@ from admin.context import Context
 from admin.report.html_report import SORT_SCRIPT
 from matcher.engine import Engine
 from matcher.maintenance import drop_indexes
-from matcher.operations import Operations
 from matcher.settings import Settings
+from matcher.store.operations import Operations
 from tests.support import servers
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"

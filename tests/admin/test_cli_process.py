@@ -18,9 +18,9 @@ from pymongo.database import Database
 
 from admin.health import this_host
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.store import Store, now
+from matcher.store.operations import Operations
 from tests.admin.cli_support import DEAD_MONGO, DEAD_REDIS, ROOT, fptrack, run_cli
 
 

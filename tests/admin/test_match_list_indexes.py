@@ -4,7 +4,7 @@ The list form (``admin/web/templates/matches.html``) offers a site, a work, a st
 first day (``since``), a last day (``until``) and a minimum score; the list always keeps
 active matches only and is sorted by ``first_seen`` (newest first). For every combination
 the test builds the real MongoDB filter with :meth:`admin.filters.MatchFilters.criteria` and
-:meth:`matcher.operations.Operations.match_filter`,
+:meth:`matcher.store.operations.Operations.match_filter`,
 reads the equality fields off it (every field compared to a plain value, ``active`` aside)
 and looks in :data:`matcher.store.INDEXES` for an index whose leading keys are exactly those
 fields, in any order, followed by ``first_seen`` descending: the index then finds the rows
@@ -27,8 +27,8 @@ from bson import ObjectId
 from pymongo import DESCENDING
 
 from admin.filters import EQUALITY_FIELDS, MatchFilters
-from matcher.operations import Operations
 from matcher.store import INDEXES, STATUSES
+from matcher.store.operations import Operations
 
 WORK = str(ObjectId())
 VALUES: dict[str, Any] = {

@@ -10,9 +10,9 @@ from bson import ObjectId
 
 from admin.cli import main
 from admin.context import Context
-from matcher import ids, tallies
+from matcher import ids
 from matcher.pages import CrawledPage
-from matcher.store import SHARD_KEYS, page_key
+from matcher.store import SHARD_KEYS, page_key, tallies
 
 WHEN = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 

@@ -13,19 +13,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import mongomock
 import pymongo.errors
 import pytest
 from bson import ObjectId
 from pymongo.database import Database
 
 from admin import scan
-from admin.memory_store import as_server, by_id_lookups
-from matcher import tallies
-from matcher.operations import Operations
+from admin.memory_store import memory_client
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import Store, page_key
+from matcher.store import Store, page_key, tallies
+from matcher.store.operations import Operations
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -144,7 +144,6 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
 
 def test_the_scan_store_answers_like_the_server(mongo_db: Database) -> None:
     database = scan.scan_mongo_client()["fptrack"]
-    as_server(database)
     memory = exercise(Store(database))
     server = exercise(Store(mongo_db))
     assert [name for name, _ in memory] == [name for name, _ in server]
@@ -193,9 +192,8 @@ def test_the_same_scan_on_either_store(mongo_db: Database, monkeypatch: pytest.M
     ids=str,
 )
 def test_lookups_by_id_find_what_the_scan_would(spec: dict) -> None:
-    plain = scan.scan_mongo_client()["fptrack"]
-    fast = scan.scan_mongo_client()["fptrack"]
-    by_id_lookups(fast, ["pages"])
+    plain = mongomock.MongoClient(tz_aware=True)["fptrack"]
+    fast = memory_client()["fptrack"]
     for db in (plain, fast):
         db.pages.insert_many([{"_id": i, "url": f"u{i}"} for i in (1, 2, 3)])
         db.pages.insert_one({"_id": "2", "url": "text id"})

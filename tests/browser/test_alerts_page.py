@@ -7,7 +7,7 @@ from __future__ import annotations
 from playwright.sync_api import Page, expect
 
 from matcher import alerts
-from matcher.alert_store import AlertStore
+from matcher.store.alerts import AlertStore
 from tests.browser.browser_support import PageLog, Server, log_in, log_out
 from tests.support.alerts import webhook_receiver
 from tests.web.web_support import PASSWORDS, seed_match

@@ -11,9 +11,9 @@ import redis
 from admin.scan import serve_directory, site_config
 from crawler.run import crawl_in_process
 from matcher.alert_rules import AlertRule
-from matcher.alert_store import AlertStore
 from matcher.engine import Engine
 from matcher.ingest import Ingest
+from matcher.store.alerts import AlertStore
 from tests.e2e.test_worker import worker_processes
 from tests.support.alerts import webhook_receiver
 from tests.support.e2e import ROOT, app

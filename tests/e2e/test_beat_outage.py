@@ -16,11 +16,11 @@ import redis
 from pymongo.database import Database
 
 from matcher.celery_app import CRAWL_QUEUE, make_app
-from matcher.operations import Operations
 from matcher.schedules import Schedules
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.support.outage import Service, own_redis, redis_url
 from tests.support.waits import eventually
 

@@ -33,9 +33,9 @@ from bench.fixture_site import FixtureSite, Resource, page
 from matcher import jobs
 from matcher.celery_app import CRAWL_QUEUE
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.support.e2e import ROOT, app, sample
 from tests.support.waits import eventually
 

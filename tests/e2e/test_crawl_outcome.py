@@ -21,8 +21,8 @@ from pymongo.database import Database
 
 from bench.fixture_site import FixtureSite, page
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.admin.cli_support import fptrack
 from tests.support.e2e import ROOT, sample
 from tests.support.waits import eventually

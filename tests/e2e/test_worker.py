@@ -31,11 +31,11 @@ from matcher.celery_app import Runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.redis_clients import COMMAND
 from matcher.settings import Settings
 from matcher.store import Store
+from matcher.store.operations import Operations
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
 from tests.support.waits import eventually
 

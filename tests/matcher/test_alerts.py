@@ -11,10 +11,10 @@ import pytest
 
 from matcher import alerts
 from matcher.alert_rules import AlertRule, AlertRuleError
-from matcher.alert_store import AlertStore
 from matcher.engine import Engine
 from matcher.errors import SettingsError
 from matcher.settings import Settings
+from matcher.store.alerts import AlertStore
 from tests.matcher.conftest import crawl, page_of, sample
 from tests.support.alerts import closed_port_url, smtp_server, text_of, webhook_receiver
 
@@ -222,7 +222,7 @@ def test_matches_of_authorised_sites_raise_no_alert(engine, store, settings, lig
         hook(store, receiver.url)
         queued_page = crawl(engine, "http://partner.test/1", page_of(sample("lighthouse.txt")))
         page_id = str(queued_page[0]["page_id"])
-        engine.store.db.matches.delete_many({})
+        engine.store.matches.delete_all()
         engine.process_stored_page(page_id, authorised_sites={"pirate"})
         [match] = engine.store.matches_for("page_id", page_id)
         assert match["status"] == "authorised" and "alert" not in match

@@ -16,11 +16,11 @@ from pymongo.database import Database
 from bench.net import wait_until
 from matcher import jobs
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import now
+from matcher.store.operations import Operations
 from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,8 +10,8 @@ from matcher import near_twins
 from matcher.engine import Engine
 from matcher.keys import segment_owner
 from matcher.maintenance import rebuild_indexes
-from matcher.operations import Operations
 from matcher.settings import Settings
+from matcher.store.operations import Operations
 from tests.matcher.conftest import crawl, matched, novel, page_of, prose, sample
 
 TEXT = sample("lighthouse.txt")

@@ -46,7 +46,9 @@ def test_exact_copy_in_new_chrome_matches_with_evidence(engine: Engine, works) -
         c, d = ev["page_span"]
         assert normalize(work_text[a:b]).text == normalize(page_text[c:d]).text
         assert page_text[c:d].startswith(ev["text"].rstrip("…"))
-    stored = engine.store.db.matches.find_one({"url": "http://pirate.example/1"})
+    [stored] = engine.store.matches_for(
+        "page_id", str(engine.store.page_by_url("http://pirate.example/1")["_id"])
+    )
     assert stored["status"] == "new" and stored["site"] == "pirate.example"
 
 
@@ -74,7 +76,7 @@ def test_two_works_on_one_page_and_one_work_over_two_pages(engine: Engine, works
     first = crawl(engine, "http://pirate.example/p1", page_of(*paras[:half]))
     second = crawl(engine, "http://pirate.example/p2", page_of(*paras[half:]))
     assert matched(first) == matched(second) == {works["star-voyage.txt"]}
-    assert engine.store.db.matches.count_documents({}) == 4
+    assert engine.store.matches.count() == 4
 
 
 def test_shuffled_and_excerpted_copies_match(engine: Engine, works) -> None:
@@ -91,8 +93,8 @@ def test_shuffled_and_excerpted_copies_match(engine: Engine, works) -> None:
 def test_unrelated_and_same_topic_pages_do_not_match(engine: Engine, works) -> None:
     assert crawl(engine, "http://x/news", page_of(UNRELATED * 3)) == []
     assert crawl(engine, "http://x/tea", page_of(sample("tea-brewing.txt"))) == []
-    assert engine.store.db.matches.count_documents({}) == 0
-    assert engine.store.db.pages.count_documents({}) == 2
+    assert engine.store.matches.count() == 0
+    assert engine.store.count("pages") == 2
 
 
 def test_boilerplate_shared_with_many_works_is_not_a_match(engine: Engine) -> None:
@@ -114,11 +116,13 @@ def test_reprocessing_updates_records_and_deactivates_stale_ones(engine: Engine,
     first = crawl(engine, url, page_of(sample("lighthouse.txt")))
     again = crawl(engine, url, page_of(sample("lighthouse.txt")))
     assert first[0]["_id"] == again[0]["_id"]
-    assert engine.store.db.matches.count_documents({}) == 1
-    assert engine.store.db.pages.count_documents({}) == 1
+    assert engine.store.matches.count() == 1
+    assert engine.store.count("pages") == 1
     changed = crawl(engine, url, page_of(sample("river-town.txt")))
     assert matched(changed) == {works["river-town.txt"]}
-    states = {str(m["work_id"]): m["active"] for m in engine.store.db.matches.find()}
+    page_id = str(engine.store.page_by_url(url)["_id"])
+    records = engine.store.matches_for("page_id", page_id, active_only=False)
+    states = {str(m["work_id"]): m["active"] for m in records}
     assert states == {works["lighthouse.txt"]: False, works["river-town.txt"]: True}
     # The old content is gone from the page index: the new work is not matched to it.
     lone = engine.add_work(sample("chef-diary.txt"), title="chef")
@@ -133,7 +137,7 @@ def test_new_work_finds_pages_crawled_before(engine: Engine) -> None:
     assert [r["url"] for r in records] == ["http://old.example/1"]
     assert records[0]["evidence"] and records[0]["containment_work"] > 0.97
     assert engine.match_work_against_pages(work_id)[0]["_id"] == records[0]["_id"]
-    assert engine.store.db.matches.count_documents({}) == 1
+    assert engine.store.matches.count() == 1
 
 
 def test_removed_work_is_no_longer_matched(engine: Engine, works) -> None:
@@ -196,18 +200,21 @@ def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_inde
     with pytest.raises(IndexUnavailable, match="unavailable while"):
         crawl(broken, "http://x/1", page_of(sample("lighthouse.txt")))
     # The crawler stored the page; its task wrote nothing and left it pending for a retry.
-    assert [p["pending"] for p in engine.store.db.pages.find()] == [True]
-    assert engine.store.db.matches.count_documents({}) == 0
-    assert engine.store.db.fingerprints.count_documents({"owner_kind": "page"}) == 0
+    assert engine.store.count("pages") == 1 and engine.store.page_by_url("http://x/1")["pending"]
+    assert engine.store.matches.count() == 0
+    assert engine.store.fingerprints.count("page") == 0
     # Refetched unchanged, it is not enqueued twice; the task's retry matches it.
     assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
-    [page] = engine.store.db.pages.find()
+    assert engine.store.count("pages") == 1
+    page = engine.store.page_by_url("http://x/1")
     engine.process_stored_page(str(page["_id"]))
     assert (
         engine.store.matches_for("page_id", str(page["_id"]))
         and len(engine.store.matches_for("page_id", str(page["_id"]))) == 1
     )
-    assert [p["pending"] for p in engine.store.db.pages.find()] == [False]
+    assert (
+        engine.store.count("pages") == 1 and not engine.store.page_by_url("http://x/1")["pending"]
+    )
 
 
 def test_corrupt_stored_fingerprint_is_reported_not_compared(engine: Engine, works, caplog) -> None:
@@ -225,5 +232,5 @@ def test_match_text_stores_nothing(engine: Engine, works) -> None:
     records = engine.match_text(page_of(sample("star-voyage.txt")))
     assert matched(records) == {works["star-voyage.txt"]}
     assert "page_id" not in records[0]
-    assert engine.store.db.pages.count_documents({}) == 0
+    assert engine.store.count("pages") == 0
     assert np.isclose(records[0]["containment"], records[0]["containment_work"])

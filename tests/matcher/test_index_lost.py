@@ -17,9 +17,9 @@ from bench.local_cluster import LocalCluster
 from matcher import jobs
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, StoreUnavailable
-from matcher.index_state import IndexState
 from matcher.keys import TAG_GROUPS, group_slot
 from matcher.settings import Settings
+from matcher.store.index_state import IndexState
 from tests.conftest import all_keys
 from tests.matcher.conftest import crawl, matched, page_of, sample
 
@@ -42,7 +42,7 @@ def lose_entries_but_not_markers(engine: Engine) -> None:
 
 
 def active_pairs(engine: Engine) -> set[tuple[str, str]]:
-    found = engine.store.db.matches.find({"active": True}, {"page_id": 1, "work_id": 1})
+    found = engine.store.matches.active_matches()
     return {(str(m["page_id"]), str(m["work_id"])) for m in found}
 
 
@@ -92,7 +92,7 @@ def test_the_index_lost_while_a_page_is_matched_is_rebuilt_before_any_write(
 
     monkeypatch.setattr(engine, "_considered", losing)
     assert matched(crawl(engine, "http://p/1", page_of(sample(NAMES[2])))) == {work_id}
-    assert lost and engine.store.db.matches.count_documents({"active": True}) == 1
+    assert lost and engine.store.matches.count(active_only=True) == 1
 
 
 def test_a_work_registered_on_a_lost_index_finds_the_others(engine: Engine) -> None:

@@ -13,10 +13,10 @@ import pytest
 from matcher import jobs
 from matcher.engine import Engine
 from matcher.ingest import REENQUEUE_AFTER, Ingest
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.sites import SiteConfig, SiteConfigError
 from matcher.store import StoreError
+from matcher.store.operations import Operations
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME = "盗版小说网 首页 排行榜\n{}\n本站小说均来自网络"
@@ -82,7 +82,7 @@ class TestIngest:
         assert list(engine.store.pending_pages()) == []
         # processing twice converges on the same single record
         engine.process_stored_page(ingested.page_id)
-        assert engine.store.db.matches.count_documents({}) == 1
+        assert engine.store.matches.count() == 1
 
 
 class TestSites:
@@ -161,7 +161,7 @@ class TestDailyJobs:
             )
         )
         engine.process_stored_page(copy.page_id)
-        assert engine.store.db.matches.count_documents({}) == 0  # no work registered yet
+        assert engine.store.matches.count() == 0  # no work registered yet
         lost = ingest.page(
             CrawledPage(url="http://p/2", site="p", title="", text="一页从未处理的文字")
         )
@@ -193,7 +193,7 @@ class TestDailyJobs:
         assert report["matches_by_site"] == {"p": 1, "q": 1}
         assert report["matches_by_status"]["new"] == 2
         assert report["pages_fetched"] == 2 and report["failures"] == 1
-        assert engine.store.db.reports.find_one({"day": today.isoformat()})["matches"] == 2
+        assert engine.store.reports.report(today.isoformat())["matches"] == 2
         assert jobs.daily_report(ops, date(2000, 1, 1))["matches"] == 0
 
     def test_failure_records_are_one_per_task_and_object(self, ops: Operations) -> None:

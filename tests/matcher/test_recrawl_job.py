@@ -18,9 +18,9 @@ from bench.fixture_site import FixtureSite, page
 from crawler.lease import CrawlLease, FullCrawlRunning, RecrawlLease
 from matcher import jobs
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
+from matcher.store.operations import Operations
 from tests.conftest import SERVERS, TEST_BROKER_URL, TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]

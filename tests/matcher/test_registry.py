@@ -41,7 +41,7 @@ def test_a_failing_store_write_fails_the_registration_and_indexes_nothing_unstor
     monkeypatch.setattr(engine.store, "save_fingerprints_many", failing)
     with pytest.raises(StoreUnavailable):
         engine.add_work(text, title="长篇", key="novel")
-    work = engine.store.db.works.find_one({"key": "novel"})
+    [work] = engine.store.works.find_works("novel")
     indexed = [
         i
         for i in range(len(chapters))

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from pymongo.database import Database
 
-from matcher import ids, tallies
+from matcher import ids
 from matcher.pages import CrawledPage
-from matcher.store import INDEXES, SHARD_KEYS, Store, shard_commands
+from matcher.store import INDEXES, SHARD_KEYS, Store, shard_commands, tallies
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -27,11 +27,11 @@ from bson import ObjectId
 from pymongo import monitoring
 
 from matcher.alert_rules import AlertRule
-from matcher.alert_store import AlertStore
 from matcher.archive import GridFSArchive
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, Store, now
+from matcher.store.alerts import AlertStore
+from matcher.store.operations import Operations
 from tests import command_audit
 from tests.command_audit import CommandAudit, check
 from tests.support.servers import session
@@ -107,7 +107,7 @@ def test_reviewing_a_match_names_its_page(store: Store, recorder: Recorder) -> N
     _, page, match = seeded(store)
     recorder.commands.clear()
     assert Operations(store).set_status(str(match["_id"]), "confirmed", "seen", "alice")
-    assert store.db.matches.find_one({"_id": match["_id"]})["status"] == "confirmed"
+    assert Operations(store).match(match_id=str(match["_id"]))["status"] == "confirmed"
     assert recorder.filters("findAndModify", "matches") == [
         {"page_id": page["_id"], "_id": match["_id"]}
     ]
@@ -121,7 +121,7 @@ def test_removing_a_work_names_its_key_and_its_matches_pages(
     work, page, match = seeded(store)
     recorder.commands.clear()
     assert store.delete_work(str(work["_id"]))["_id"] == work["_id"]
-    assert store.db.works.count_documents({}) == 0 and store.db.matches.count_documents({}) == 0
+    assert store.count("works") == 0 and store.matches.count() == 0
     assert recorder.filters("findAndModify", "works") == [
         {"key": "works/a.txt", "_id": work["_id"]}
     ]

@@ -10,6 +10,7 @@ from matcher import ids
 from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
 from matcher.store import INDEXES, Store, StoreError
+from matcher.store.operations import Operations
 
 
 def add_work(store: Store, key: str = "works/a.txt", text: str = "正文") -> tuple[dict, bool]:
@@ -102,7 +103,7 @@ def test_match_upsert_is_idempotent_and_keeps_review_status(store: Store) -> Non
     record = {"page_id": page["_id"], "work_id": work["_id"], "score": 0.9, "url": "http://a/1"}
     first = store.upsert_match(record)
     assert first["status"] == "new" and first["active"]
-    store.db.matches.update_one({"_id": first["_id"]}, {"$set": {"status": "confirmed"}})
+    assert Operations(store).set_status(str(first["_id"]), "confirmed")
     again = store.upsert_match({**record, "score": 0.95, "status": "new"})
     assert again["_id"] == first["_id"] and again["status"] == "confirmed"
     assert again["score"] == 0.95 and again["first_seen"] == first["first_seen"]
@@ -126,12 +127,14 @@ def test_delete_work_keeps_reviewed_matches(store: Store) -> None:
     p1, p2 = add_page(store, "http://a/1", "x"), add_page(store, "http://a/2", "y")
     for p in (p1, p2):
         store.upsert_match({"page_id": p["_id"], "work_id": work["_id"]})
-    store.db.matches.update_one({"page_id": p2["_id"]}, {"$set": {"status": "takedown_sent"}})
+    [taken] = store.matches_for("page_id", str(p2["_id"]))
+    assert Operations(store).set_status(str(taken["_id"]), "takedown_sent")
     store.save_fingerprints("work", work["_id"], work["seq"], {"m": {"version": 1, "value": b"x"}})
     assert store.delete_work(str(work["_id"]))["_id"] == work["_id"]
     assert store.count("works") == 0 and store.count("fingerprints") == 0
     assert store.count("work_segments") == 0
-    assert [m["status"] for m in store.db.matches.find()] == ["takedown_sent"]
+    kept = store.matches_for("work_id", str(work["_id"]), active_only=False)
+    assert store.count("matches") == 1 and [m["status"] for m in kept] == ["takedown_sent"]
 
 
 def test_fingerprints_upsert_per_method(store: Store) -> None:

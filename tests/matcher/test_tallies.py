@@ -5,10 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from matcher import tallies
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
-from matcher.store import Store
+from matcher.store import Store, tallies
+from matcher.store.operations import Operations
 
 DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
 
@@ -109,7 +108,8 @@ def test_recount_rebuilds_what_the_writes_kept(store: Store) -> None:
     for i, page in enumerate(pages):
         for work in works[: i % 3 + 1]:
             _match(store, page, work)
-    Operations(store).set_status(str(store.db.matches.find_one({})["_id"]), "confirmed")
+    ops = Operations(store)
+    ops.set_status(str(next(ops.active_matches())["_id"]), "confirmed")
     store.deactivate_matches("page_id", pages[4]["_id"], [])
     kept = _figures(store)
     # pages were fetched once each here, so the day's page count is rebuilt exactly

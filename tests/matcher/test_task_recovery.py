@@ -14,9 +14,9 @@ from matcher import jobs
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.keys import Keys
-from matcher.operations import Operations
 from matcher.pages import CrawledPage
 from matcher.store import now
+from matcher.store.operations import Operations
 from tests.matcher.conftest import page_of, sample
 
 TASK = "fptrack.process_page"
@@ -76,7 +76,7 @@ def test_a_page_task_sent_again_skips_a_page_matched_meanwhile(
     again = jobs.process_page(engine, page_id, if_pending=True)
     assert again["skipped"] == "matched" and again["matches"] == 0
     assert jobs.process_page(engine, page_id)["matches"] == 1  # a plain task matches again
-    assert engine.store.db.matches.count_documents({}) == 1
+    assert engine.store.matches.count() == 1
 
 
 def test_runs_whose_processes_died_are_closed_interrupted_with_their_pages(
@@ -101,7 +101,7 @@ def test_runs_whose_processes_died_are_closed_interrupted_with_their_pages(
     anew: list[str] = []
     assert jobs.close_lost_crawls(ops, redis_client, keys, anew.append) == ["run-2"]
     assert anew == []  # its frontier is there: crawls:resume resumes it
-    one, two = (ops.db.crawls.find_one({"run_id": r}) for r in ("run-1", "run-2"))
+    one, two = (ops.crawls.run(r) for r in ("run-1", "run-2"))
     assert one["outcome"] == "running"  # its other process still holds its lease
     assert one["processes"][dead]["outcome"] == "lost" and one["lost"] == 1
     assert one["processes"][alive]["outcome"] == "running"
@@ -112,6 +112,6 @@ def test_runs_whose_processes_died_are_closed_interrupted_with_their_pages(
     redis_client.delete(keys.crawl("pirate").slot_lock(0))  # the last one dies
     assert jobs.close_lost_crawls(ops, redis_client, keys, anew.append) == ["run-1"]
     assert anew == ["pirate"]  # and Redis had lost its frontier: crawled anew
-    one = ops.db.crawls.find_one({"run_id": "run-1"})
+    one = ops.crawls.run("run-1")
     assert one["outcome"] == "interrupted" and one["lost"] == 2
     assert one["stats"]["fptrack/pages"] == 1

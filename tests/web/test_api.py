@@ -207,7 +207,7 @@ def test_tokens_are_hashed_at_rest_scoped_and_revocable(
     app: Flask, client: FlaskClient, web_ctx: Context, seeded: dict
 ) -> None:
     secret = make_token(app, "rita", role="viewer")
-    [stored] = web_ctx.ops.db.api_tokens.find()
+    [stored] = web_ctx.ops.api_tokens()
     assert stored["_id"] == hashlib.sha256(secret.encode()).hexdigest()
     assert secret not in repr(stored) and stored["hint"] == secret[:8]
     match = seeded["match"]

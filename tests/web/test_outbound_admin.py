@@ -19,7 +19,7 @@ from flask.testing import FlaskClient
 from admin.context import Context
 from bench.http_server import WSGIServer
 from bench.net import wait_until
-from matcher.alert_store import AlertStore
+from matcher.store.alerts import AlertStore
 from tests.support.alerts import webhook_receiver
 from tests.support.outbound import slow_server
 from tests.web.web_support import Browser, post

@@ -9,7 +9,7 @@ import pytest
 from flask.testing import FlaskClient
 
 from matcher import alerts
-from matcher.alert_store import AlertStore
+from matcher.store.alerts import AlertStore
 from tests.support.alerts import webhook_receiver
 from tests.web.web_support import login, post, seed_match
 

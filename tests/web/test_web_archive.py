@@ -31,7 +31,8 @@ def archived_match(ctx: Context, queued: list[str]) -> tuple[Ingest, dict]:
     ingest = Ingest(ctx.engine.store, queued.append, archive=ctx.archive)
     ingest.page(fetched("广告\n" + text, FIRST))
     ctx.engine.process_stored_page(queued.pop())
-    return ingest, ctx.ops.db.matches.find_one({})
+    [match] = ctx.ops.find_matches(limit=1, active_only=False)
+    return ingest, match
 
 
 def test_a_match_offers_the_exchange_it_was_found_in(
@@ -53,7 +54,7 @@ def test_a_match_offers_the_exchange_it_was_found_in(
 
     ingest.page(fetched("新广告\n" + text, first + timedelta(days=1)))
     web_ctx.engine.process_stored_page(queued.pop())
-    match = web_ctx.ops.db.matches.find_one({})
+    [match] = web_ctx.ops.find_matches(limit=1, active_only=False)
     assert match["archive"] == kept  # the original, kept
     view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
     assert 'id="changed-since"' in view

@@ -156,7 +156,7 @@ def test_user_rules(app) -> None:
         users.create("bob$ne", "long-enough-password", "viewer")
     with pytest.raises(UserError, match="exists"):
         users.create("alice", "long-enough-password", "viewer")
-    stored = users.ops.db.users.find_one({"username": "alice"})
+    stored = users.ops.user_record(username="alice")
     assert stored["password_hash"].startswith("$argon2id$")
     assert PASSWORDS["alice"][1] not in str(stored)
     # operator-shaped usernames are refused before reaching MongoDB

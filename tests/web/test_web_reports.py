@@ -82,7 +82,7 @@ class Seeded:
                 url, copy_of(sample(texts[work])), site=site, title=f"{SCRIPT}盗版{work}"
             )
             assert len(records) == 1, f"{url} was not matched once"
-        self.matches = {m["url"]: m for m in ctx.ops.db.matches.find({})}
+        self.matches = {m["url"]: m for m in ctx.ops.iter_matches(active_only=False)}
         assert len(self.matches) == 4
 
     def match(self, key: str) -> dict[str, Any]:

@@ -12,11 +12,16 @@ from flask.testing import FlaskClient
 
 from admin.context import Context
 from admin.web.dispatch import InlineDispatch
-from matcher import tallies
-from matcher.store import now
+from matcher.store import now, tallies
 from tests.web.web_support import post, sample_text, seed_match
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="alert(1)">'
+
+
+def work_titled(ctx: Context, title: str) -> dict:
+    """The stored work whose title is ``title`` (one only)."""
+    [found] = [w for w in ctx.ops.find_works(title) if w["title"] == title]
+    return ctx.engine.store.get_work(str(found["_id"]))
 
 
 def _text(response) -> str:
@@ -43,8 +48,8 @@ def test_viewer_reads_but_changes_nothing(web_ctx: Context, as_viewer: FlaskClie
     for path, data in forbidden:
         assert post(as_viewer, path, data).status_code == 403, path
     assert as_viewer.get("/sites/new").status_code == 403
-    assert web_ctx.ops.db.matches.find_one({"_id": match["_id"]})["status"] == "new"
-    assert web_ctx.ops.db.works.count_documents({}) == 1
+    assert web_ctx.ops.match(match_id=str(match["_id"]))["status"] == "new"
+    assert web_ctx.engine.store.count("works") == 1
 
 
 def test_reviewer_reviews_but_does_not_administer(
@@ -54,7 +59,7 @@ def test_reviewer_reviews_but_does_not_administer(
     mid = str(match["_id"])
     ok = post(as_reviewer, f"/matches/{mid}/status", {"status": "confirmed", "note": "copy"})
     assert ok.status_code == 302
-    stored = web_ctx.ops.db.matches.find_one({"_id": match["_id"]})
+    stored = web_ctx.ops.match(match_id=mid)
     assert (stored["status"], stored["note"], stored["reviewed_by"]) == (
         "confirmed",
         "copy",
@@ -135,7 +140,7 @@ def test_match_view_shows_evidence_side_by_side_escaped(
     text = sample_text()
     web_ctx.engine.add_work(text, title="茶史", source="t.txt")
     web_ctx.engine.process_page("http://p.example/x", XSS + "\n" + text, site="pirate")
-    match = web_ctx.ops.db.matches.find_one({})
+    [match] = web_ctx.ops.find_matches(limit=1, active_only=False)
     page = _text(as_viewer.get(f"/matches/{match['_id']}"))
     assert 'id="work-text"' in page and 'id="page-text"' in page
     assert page.count('<mark id="work-') == page.count('<mark id="page-') > 0
@@ -166,7 +171,8 @@ def test_match_view_names_the_chapter_the_parts_and_the_works_not_recorded(
     half = len(text) // 2
     web_ctx.engine.process_page(urls[1], text[half:], title="茶（2/2）", prev_url=urls[0])
     web_ctx.engine.process_page(urls[0], preface + text[:half], title="茶（1/2）", next_url=urls[1])
-    match = web_ctx.ops.db.matches.find_one({"url": urls[0]})
+    first_part = web_ctx.engine.store.page_by_url(urls[0])
+    [match] = web_ctx.engine.store.matches_for("page_id", str(first_part["_id"]))
     page = _text(as_viewer.get(f"/matches/{match['_id']}"))
     assert 'id="match-segments"' in page and "第99章 茶" in page
     split = page[page.index('id="match-split"') :]
@@ -185,17 +191,17 @@ def test_bulk_review_of_ticked_and_filtered_matches(
     seed_match(web_ctx, "http://other.example/3", site="other")
     ticked = post(as_reviewer, "/matches/bulk", {"new_status": "confirmed", "ids": str(a["_id"])})
     assert ticked.status_code == 302
-    db = web_ctx.ops.db
-    assert db.matches.count_documents({"status": "confirmed"}) == 1
+    matches = web_ctx.engine.store.matches
+    assert matches.count(status="confirmed") == 1
     filtered = post(
         as_reviewer,
         "/matches/bulk?site=pirate",
         {"new_status": "takedown_sent", "scope": "filtered"},
     )
     assert filtered.status_code == 302
-    assert db.matches.count_documents({"site": "pirate", "status": "takedown_sent"}) == 2
-    assert db.matches.count_documents({"site": "other", "status": "new"}) == 1
-    total = tallies.total(db)
+    assert matches.count(site="pirate", status="takedown_sent") == 2
+    assert matches.count(site="other", status="new") == 1
+    total = web_ctx.ops.tally_total()
     assert tallies.counts(total)["takedown_sent"] == 2 and tallies.counts(total)["new"] == 1
     assert post(as_reviewer, "/matches/bulk", {"new_status": "gone"}).status_code == 400
     assert (
@@ -224,7 +230,7 @@ def test_upload_many_works_including_a_zip(web_ctx: Context, as_admin: FlaskClie
     assert (
         len(body["added"]) == 3 and len(body["problems"]) == 1 and "bad.txt" in body["problems"][0]
     )
-    titles = {w["title"] for w in web_ctx.ops.db.works.find({})}
+    titles = {w["title"] for w in web_ctx.ops.list_works()}
     assert titles == {"chef", "河城", "灯塔"}
     listing = _text(as_admin.get("/works/?q=河"))
     assert "河城" in listing and "灯塔" not in listing
@@ -244,8 +250,7 @@ def test_a_work_uploaded_twice_is_shown_as_the_same_text(
         )
     body = response.get_json()
     assert len(body["added"]) == 1 and "same text as work" in body["problems"][0]
-    first = web_ctx.ops.db.works.find_one({"title": "灯塔"})
-    twin = web_ctx.ops.db.works.find_one({"title": "灯塔副本"})
+    first, twin = work_titled(web_ctx, "灯塔"), work_titled(web_ctx, "灯塔副本")
     assert twin["same_text_as"] == first["_id"]
     assert "same text as an earlier work" in _text(as_admin.get("/works/"))
     detail = _text(as_admin.get(f"/works/{twin['_id']}"))
@@ -274,8 +279,8 @@ def test_near_identical_uploads_are_shown_as_one_group(
         )
         assert response.status_code < 400
     assert "nearly the same text as work" in response.get_json()["problems"][0]
-    first = web_ctx.ops.db.works.find_one({"title": "灯塔"})
-    near = list(web_ctx.ops.db.works.find({"same_text_as": first["_id"], "near_twin": True}))
+    first = work_titled(web_ctx, "灯塔")
+    near = [w for w in web_ctx.engine.store.twins(first["_id"]) if w.get("near_twin")]
     assert {w["title"] for w in near} == {"<b>第一版", "灯塔误"}
     listing = as_admin.get("/works/").get_data(as_text=True)
     assert listing.count("nearly the same text as an earlier work") == 2
@@ -314,7 +319,7 @@ def test_an_upload_with_a_file_name_that_is_not_utf8_says_so(
     )
     assert response.status_code == 400
     assert "file name not UTF-8" in _text(response) and "expired" not in _text(response)
-    assert web_ctx.ops.db.works.count_documents({}) == 0
+    assert web_ctx.engine.store.count("works") == 0
 
 
 def test_upload_matches_the_new_work_against_pages_already_crawled(
@@ -322,9 +327,9 @@ def test_upload_matches_the_new_work_against_pages_already_crawled(
 ) -> None:
     text = sample_text()
     web_ctx.engine.process_page("http://early.example/1", text, site="early")
-    assert web_ctx.ops.db.matches.count_documents({}) == 0
+    assert web_ctx.engine.store.matches.count() == 0
     post(as_admin, "/works/upload", {"files": [(io.BytesIO(text.encode()), "茶.txt")]})
-    assert web_ctx.ops.db.matches.count_documents({"site": "early"}) == 1
+    assert web_ctx.engine.store.matches.count(site="early") == 1
 
 
 def test_remove_a_work_and_its_index_entries(web_ctx: Context, as_admin: FlaskClient) -> None:
@@ -332,7 +337,7 @@ def test_remove_a_work_and_its_index_entries(web_ctx: Context, as_admin: FlaskCl
     detail = _text(as_admin.get(f"/works/{work_id}"))
     assert "pirate.example" in detail
     assert post(as_admin, f"/works/{work_id}/remove").status_code == 302
-    assert web_ctx.ops.db.works.count_documents({}) == 0
+    assert web_ctx.engine.store.count("works") == 0
     assert web_ctx.engine.match_text(sample_text()) == []
     assert post(as_admin, f"/works/{work_id}/remove").status_code == 404
 
@@ -364,7 +369,7 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert edit.status_code == 302
     assert web_ctx.ops.get_site("pirate").authorised and web_ctx.ops.get_site("pirate").render
     assert 'name="render" checked>' in _text(as_admin.get("/sites/pirate/edit"))
-    assert web_ctx.ops.db.matches.find_one({"_id": match["_id"]})["status"] == "authorised"
+    assert web_ctx.ops.match(match_id=str(match["_id"]))["status"] == "authorised"
     assert "daily@04:30" in _text(as_admin.get("/sites/pirate"))
     web_ctx.ops.record_crawl(
         "run-robots", "pirate", outcome="finished",
@@ -512,7 +517,7 @@ def test_crawl_now_crawls_the_site_and_records_its_matches(
             dispatch.wait()
     crawls = web_ctx.ops.last_crawls("local")
     assert crawls[0]["outcome"] == "finished" and crawls[0]["stats"]["fptrack/pages"] >= 1
-    assert web_ctx.ops.db.matches.count_documents({"site": "local"}) == 1
+    assert web_ctx.engine.store.matches.count(site="local") == 1
     assert "finished" in _text(as_reviewer.get("/sites/local"))
     assert as_reviewer.post("/sites/missing/crawl").status_code == 400  # no CSRF token
     assert post(as_reviewer, "/sites/missing/crawl").status_code == 404

@@ -11,7 +11,7 @@ figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.id
    deleted. A page keeps its ``seq``, so the Redis indexes stay valid as they are;
 3. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
    the single counter documents are deleted;
-4. tallies: rebuilt from the data, in stripes (:func:`matcher.tallies.recount`).
+4. tallies: rebuilt from the data, in stripes (:func:`matcher.store.tallies.recount`).
 
 Each step can run again: a migration stopped half-way (a crash, an outage) is finished by
 running it again, and running it on a migrated database changes nothing.
@@ -32,8 +32,8 @@ from bson import ObjectId
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from matcher import ids, tallies
-from matcher.store import KINDS, Store, StoreError, mongo_errors
+from matcher import ids
+from matcher.store import KINDS, Store, StoreError, mongo_errors, tallies
 
 BATCH = 500
 REKEYED = ("matches", "fingerprints")
@@ -110,12 +110,12 @@ def _move_page(store: Store, doc: dict, done: Migrated) -> None:
     url = doc.get("url")
     if not isinstance(url, str):
         raise StoreError(f"page {old} has no URL: cannot derive its id")
-    existing, slot = store._page_slot(url, {"_id": 1})
+    existing, slot = store.pages.page_slot(url, {"_id": 1})
     if existing is None:
         try:
             store.db.pages.insert_one({**doc, "_id": slot})
         except DuplicateKeyError:  # another process moved it meanwhile
-            existing, slot = store._page_slot(url, {"_id": 1})
+            existing, slot = store.pages.page_slot(url, {"_id": 1})
     new = slot
     done.matches += store.db.matches.update_many(
         {"page_id": old}, {"$set": {"page_id": new}}

@@ -1,0 +1,366 @@
+"""Registered works: their metadata (``works``), their text by segments (``work_segments``,
+so a novel of millions of characters fits MongoDB's document size and evidence reads only
+the segments it quotes), and the twins found among them."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING, UpdateOne
+from pymongo.database import Database
+
+from matcher import ids
+from matcher.field_names import LOOKUP_KEYS
+from matcher.store import tallies
+from matcher.store.common import (
+    MAX_LIST,
+    StoreError,
+    checked_date,
+    checked_str,
+    mongo_errors,
+    now,
+    object_id,
+)
+from matcher.store.fingerprints import Fingerprints
+from matcher.store.layout import REGISTRATION_ORDER
+from matcher.store.matches import Matches
+from matcher.store.sequences import Sequences
+
+NEAR_CANDIDATES = 256
+"""Works a new work is compared with, at most, when looking for the one it nearly repeats."""
+
+
+def _sketch_fields(sketch: Sequence[int]) -> dict[str, list[int]]:
+    """A work's near-twin sketch and the smallest of its hashes the store looks it up by."""
+    values = [int(v) for v in sketch]
+    return {"near_sketch": values, "near_keys": values[:LOOKUP_KEYS]}
+
+
+@dataclass(frozen=True)
+class TextWindow:
+    """Part of a long text, sliced with offsets into the whole text (``len`` is the whole
+    text's up to the window's end), so code written for the whole text reads the window.
+
+    >>> w = TextWindow(10, "abc")
+    >>> w[9:12], w[11:], len(w)
+    ('ab', 'bc', 13)
+    """
+
+    offset: int
+    text: str
+
+    def __len__(self) -> int:
+        return self.offset + len(self.text)
+
+    def __getitem__(self, key: slice) -> str:
+        start = 0 if key.start is None else key.start
+        stop = len(self) if key.stop is None else key.stop
+        return self.text[max(0, start - self.offset) : max(0, stop - self.offset)]
+
+
+class Works:
+    """The ``works`` and ``work_segments`` collections; a work's fingerprints and
+    unreviewed matches go with it when it is deleted."""
+
+    def __init__(
+        self, db: Database, sequences: Sequences, fingerprints: Fingerprints, matches: Matches
+    ) -> None:
+        self.db = db
+        self.sequences = sequences
+        self.fingerprints = fingerprints
+        self.matches = matches
+
+    @mongo_errors
+    def upsert_work(
+        self,
+        key: str,
+        *,
+        title: str,
+        content_hash: str,
+        length: int,
+        segments: int,
+        author: str = "",
+        source: str = "",
+        owner: str = "",
+        tags: Iterable[str] = (),
+        sketch: Sequence[int] | None = None,
+    ) -> tuple[dict[str, Any], bool]:
+        """Store a work's metadata under its unique ``key``; returns ``(document, created)``.
+
+        Its text is stored by segments (:meth:`save_work_segment`); ``length`` is its number
+        of characters and ``segments`` how many there are; ``sketch`` is its near-twin
+        sketch (:mod:`matcher.near_twins`).
+        """
+        stamp = now()
+        fields = {
+            "title": checked_str(title, "title"),
+            "author": checked_str(author, "author"),
+            "source": checked_str(source, "source"),
+            "owner": checked_str(owner, "owner"),
+            "tags": [checked_str(t, "tag") for t in tags],
+            "content_hash": checked_str(content_hash, "content_hash"),
+            "length": int(length),
+            "segments": int(segments),
+            "updated_at": stamp,
+            "_stamp": stamp,
+            **({} if sketch is None else _sketch_fields(sketch)),
+        }
+        key = checked_str(key, "key")
+        doc, created = self.sequences.upsert(
+            "works",
+            "work",
+            {"key": key},
+            fields,
+            {"registered_at": stamp},
+            stripe=ids.key_stripe(key),
+        )
+        if created:
+            changes = tallies.Changes()
+            changes.work(1)
+            changes.apply(self.db)
+        return doc, created
+
+    def save_work_segment(self, work_id: ObjectId, segment: dict[str, Any]) -> None:
+        """Store one segment of a work (see :meth:`save_work_segments`)."""
+        self.save_work_segments(work_id, [segment])
+
+    @mongo_errors
+    def save_work_segments(self, work_id: ObjectId, segments: Iterable[dict[str, Any]]) -> None:
+        """Store segments of a work, one unordered bulk write: each with ``index``,
+        ``start``, ``end`` (its place in the work's text), ``title`` and ``text`` (the
+        segment and its overlap with the next); idempotent upserts."""
+        ops = []
+        for segment in segments:
+            fields = {
+                "start": int(segment["start"]),
+                "end": int(segment["end"]),
+                "title": checked_str(segment["title"], "segment title"),
+                "text": checked_str(segment["text"], "segment text"),
+            }
+            key = {"work_id": work_id, "index": int(segment["index"])}
+            ops.append(UpdateOne(key, {"$set": fields}, upsert=True))
+        if ops:
+            self.db.work_segments.bulk_write(ops, ordered=False)
+
+    @mongo_errors
+    def drop_work_segments(self, work_id: ObjectId, from_index: int = 0) -> None:
+        """Delete a work's segments (and their fingerprints) from ``from_index`` on."""
+        self.db.work_segments.delete_many({"work_id": work_id, "index": {"$gte": from_index}})
+        self.fingerprints.delete_owner("work", work_id, from_segment=from_index)
+
+    @mongo_errors
+    def work_segments(
+        self, work_id: ObjectId, indexes: Iterable[int] | None = None, text: bool = True
+    ) -> list[dict]:
+        """A work's segments in order (those of ``indexes`` only, when given)."""
+        query: dict[str, Any] = {"work_id": work_id}
+        if indexes is not None:
+            query["index"] = {"$in": [int(i) for i in indexes]}
+        projection = None if text else {"text": 0}
+        return list(self.db.work_segments.find(query, projection).sort("index", ASCENDING))
+
+    def work_text(self, work_id: str | ObjectId) -> str:
+        """A work's whole text, joined from its segments."""
+        segments = self.work_segments(object_id(work_id, "work id"))
+        return "".join(s["text"][: s["end"] - s["start"]] for s in segments)
+
+    @mongo_errors
+    def work_window(self, work_id: str | ObjectId, spans: Iterable[Iterable[int]]) -> TextWindow:
+        """The part of a work's text that the segments holding ``spans`` (``[start, end)``
+        offsets into the whole text) cover, addressed by offsets into the whole text."""
+        spans = [tuple(s) for s in spans]
+        if not spans:
+            return TextWindow(0, "")
+        start, end = min(s[0] for s in spans), max(s[1] for s in spans)
+        query = {
+            "work_id": object_id(work_id, "work id"),
+            "start": {"$lt": max(end, start + 1)},
+            "end": {"$gt": start},
+        }
+        found = list(self.db.work_segments.find(query).sort("index", ASCENDING))
+        if not found:
+            return TextWindow(0, "")
+        text = "".join(s["text"][: s["end"] - s["start"]] for s in found)
+        return TextWindow(int(found[0]["start"]), text)
+
+    @mongo_errors
+    def get_work(self, work_id: str, projection: dict[str, int] | None = None) -> dict | None:
+        return self.db.works.find_one({"_id": object_id(work_id, "work id")}, projection)
+
+    @mongo_errors
+    def twin_of(self, work_id: ObjectId, content_hash: str) -> dict | None:
+        """The earliest registered other work with the same text that is indexed itself
+        (not a twin of another): the work ``work_id`` duplicates, if any."""
+        query = {
+            "content_hash": checked_str(content_hash, "content_hash"),
+            "_id": {"$ne": work_id},
+            "same_text_as": None,
+        }
+        found = self.db.works.find(query, {"title": 1, "source": 1, "seq": 1})
+        return next(iter(found.sort(list(REGISTRATION_ORDER)).limit(1)), None)
+
+    @mongo_errors
+    def near_twin_candidates(self, work_id: ObjectId, keys: Sequence[int]) -> list[dict]:
+        """The other works, indexed themselves (not twins of another), whose near-twin
+        sketch starts with one of ``keys`` (:mod:`matcher.near_twins`), earliest first, with
+        their sketches; at most :data:`NEAR_CANDIDATES`."""
+        query = {
+            "near_keys": {"$in": [int(k) for k in keys]},
+            "_id": {"$ne": work_id},
+            "same_text_as": None,
+        }
+        projection = {"key": 1, "title": 1, "source": 1, "seq": 1, "near_sketch": 1}
+        found = self.db.works.find(query, projection).sort(list(REGISTRATION_ORDER))
+        return list(found.limit(NEAR_CANDIDATES))
+
+    @mongo_errors
+    def set_sketch(self, work_id: ObjectId, sketch: Sequence[int], *, key: str) -> None:
+        """Store the near-twin sketch of the work ``work_id`` (unique ``key``)."""
+        change = {"$set": _sketch_fields(sketch)}
+        self.db.works.update_one({"key": checked_str(key, "key"), "_id": work_id}, change)
+
+    @mongo_errors
+    def set_same_text(
+        self, work_id: ObjectId, twin: ObjectId | None, *, key: str, near: bool = False
+    ) -> None:
+        """Mark the work ``work_id`` (whose unique ``key`` is ``key``: the shard key) as
+        having the same text as ``twin`` (None: as no other work), or nearly (``near``:
+        ``near_twin`` is set, :mod:`matcher.near_twins`)."""
+        if twin is None:
+            change: dict[str, Any] = {"$unset": {"same_text_as": "", "near_twin": ""}}
+        elif near:
+            change = {"$set": {"same_text_as": twin, "near_twin": True}}
+        else:
+            change = {"$set": {"same_text_as": twin}, "$unset": {"near_twin": ""}}
+        self.db.works.update_one({"key": checked_str(key, "key"), "_id": work_id}, change)
+
+    @mongo_errors
+    def twins(self, work_id: ObjectId) -> list[dict]:
+        """The works marked as having the same (or nearly the same) text as ``work_id``,
+        earliest first, with their sketches."""
+        projection = {
+            "key": 1, "title": 1, "source": 1, "seq": 1, "content_hash": 1, "near_twin": 1,
+            "near_sketch": 1,
+        }  # fmt: skip
+        found = self.db.works.find({"same_text_as": work_id}, projection)
+        return list(found.sort(list(REGISTRATION_ORDER)))
+
+    @mongo_errors
+    def twin_ids(self) -> set[ObjectId]:
+        """Every work that has the same text as an earlier one (and is not indexed)."""
+        return {d["_id"] for d in self.db.works.find({"same_text_as": {"$ne": None}}, {"_id": 1})}
+
+    def works_by_seq(
+        self, seqs: Iterable[int], projection: dict[str, int] | None = None
+    ) -> dict[int, dict]:
+        return self.sequences.by_seq("works", seqs, projection)
+
+    @mongo_errors
+    def work_seqs(self, work_ids: Iterable[ObjectId]) -> dict[ObjectId, int]:
+        """The ``seq`` of each of the works ``work_ids`` still registered."""
+        query = {"_id": {"$in": [object_id(w, "work id") for w in work_ids]}}
+        return {w["_id"]: int(w["seq"]) for w in self.db.works.find(query, {"seq": 1})}
+
+    @mongo_errors
+    def delete_work(self, work_id: str) -> dict | None:
+        """Delete a work, its segments, fingerprints and unreviewed matches; returns it."""
+        oid = object_id(work_id, "work id")
+        found = self.db.works.find_one({"_id": oid}, {"key": 1})  # its shard key
+        if found is None:
+            return None
+        doc = self.db.works.find_one_and_delete({"key": found["key"], "_id": oid})
+        if doc is not None:
+            self.drop_work_segments(oid)
+            self.fingerprints.delete_owner("work", oid)
+            changes = tallies.Changes()
+            changes.work(-1)
+            self.matches.delete_unreviewed({"work_id": oid}, changes)
+        return doc
+
+    @mongo_errors
+    def works_registered_since(self, since: datetime | None) -> list[str]:
+        query = {} if since is None else {"registered_at": {"$gt": checked_date(since)}}
+        cursor = self.db.works.find(query, {"_id": 1}).sort("registered_at", ASCENDING)
+        return [str(d["_id"]) for d in cursor]
+
+    @mongo_errors
+    def search_works(
+        self, *, text: str = "", limit: int, keyset: bool = False, before: str | None = None
+    ) -> list[dict]:
+        """Works whose title or source contains ``text`` (a literal substring, never a
+        pattern), newest first; all works when ``text`` is empty. ``keyset``: newest first
+        by id, those before the work id ``before`` when given (pages that hold however many
+        works are registered meanwhile)."""
+        query: dict[str, Any] = {}
+        if text:
+            pattern = re.escape(checked_str(text, "search text"))
+            query = {"$or": [{"title": {"$regex": pattern}}, {"source": {"$regex": pattern}}]}
+        fields = {
+            "title": 1, "author": 1, "source": 1, "registered_at": 1, "same_text_as": 1,
+            "near_twin": 1,
+        }  # fmt: skip
+        if not keyset:
+            cursor = self.db.works.find(query, fields).sort("registered_at", DESCENDING)
+        else:
+            if before is not None:
+                query = {"$and": [query, {"_id": {"$lt": object_id(before, "work id")}}]}
+            cursor = self.db.works.find(query, fields).sort("_id", DESCENDING)
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    @mongo_errors
+    def work_sources(self) -> dict[Any, str]:
+        """Work id -> the work's source (file name)."""
+        return {d["_id"]: d.get("source", "") for d in self.db.works.find({}, {"source": 1})}
+
+    @mongo_errors
+    def twin_pairs(self) -> list[tuple[dict, dict]]:
+        """Every work with the same (or, ``near_twin``, nearly the same) text as an earlier
+        one, with that work, earliest first (:meth:`matcher.registry.Registry.add`)."""
+        fields = {"title": 1, "source": 1, "seq": 1, "same_text_as": 1, "near_twin": 1}
+        found = self.db.works.find({"same_text_as": {"$ne": None}}, fields)
+        twins = list(found.sort(list(REGISTRATION_ORDER)))
+        ids = list({t["same_text_as"] for t in twins})
+        firsts = {d["_id"]: d for d in self.db.works.find({"_id": {"$in": ids}}, fields)}
+        return [(t, firsts[t["same_text_as"]]) for t in twins if t["same_text_as"] in firsts]
+
+    @mongo_errors
+    def same_text_note(self, work_id: Any) -> str:
+        """ "same text as work ID (TITLE) ..." for a twin ("nearly the same text ..." for a
+        near twin), else ""."""
+        fields = {"same_text_as": 1, "near_twin": 1}
+        work = self.db.works.find_one({"_id": object_id(str(work_id), "work id")}, fields)
+        first = work and work.get("same_text_as")
+        if not first:
+            return ""
+        other = self.db.works.find_one({"_id": first}, {"title": 1}) or {}
+        nearly = "nearly the " if work.get("near_twin") else ""
+        return (
+            f"{nearly}same text as work {first} ({other.get('title', '')!r}):"
+            " its copies are recorded under that work"
+        )
+
+    @mongo_errors
+    def list_works(self, limit: int = MAX_LIST) -> list[dict]:
+        projection = {
+            "title": 1, "author": 1, "source": 1, "registered_at": 1, "seq": 1, "same_text_as": 1,
+            "near_twin": 1,
+        }  # fmt: skip
+        cursor = self.db.works.find({}, projection).sort("seq", ASCENDING)
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    @mongo_errors
+    def find_works(self, ref: str) -> list[dict]:
+        """Works whose id, key, source or title is exactly ``ref``."""
+        if not isinstance(ref, str):
+            raise StoreError("a work reference must be a string")
+        clauses: list[dict[str, Any]] = [{"key": ref}, {"source": ref}, {"title": ref}]
+        with contextlib.suppress(StoreError):
+            clauses.append({"_id": object_id(ref)})
+        projection = {"title": 1, "source": 1, "seq": 1}
+        return list(self.db.works.find({"$or": clauses}, projection))
