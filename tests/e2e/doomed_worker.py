@@ -24,7 +24,8 @@ from typing import Any
 
 from matcher import jobs
 from matcher.indexes import Side
-from matcher.store import Store
+from matcher.store.fingerprints import Fingerprints
+from matcher.store.matches import Matches
 from matcher.worker import app
 
 
@@ -62,13 +63,13 @@ if __name__ == "__main__":
     if POINT == "start":
         jobs.process_page = stopping_before(jobs.process_page)
     elif POINT == "fingerprints":
-        Store.save_fingerprints = stopping_after(
-            Store.save_fingerprints, lambda store, kind, *a, **k: kind == "page"
+        Fingerprints.save_fingerprints = stopping_after(
+            Fingerprints.save_fingerprints, lambda family, kind, *a, **k: kind == "page"
         )
     elif POINT == "index":
         Side.add = stopping_after(Side.add, lambda *a, **k: True)
     elif POINT == "match":
-        Store.upsert_match = stopping_after(Store.upsert_match, lambda *a, **k: True)
+        Matches.upsert_match = stopping_after(Matches.upsert_match, lambda *a, **k: True)
     else:
         raise SystemExit(f"unknown point {POINT!r}")
     pool = ["--pool=solo"] if POOL == "solo" else ["--pool=prefork", "--concurrency=1"]
