@@ -204,8 +204,8 @@ class Deployment:
 
         from matcher.celery_app import make_app
         from matcher.engine import Engine
+        from matcher.index.redis_io import connect
         from matcher.operations import Operations
-        from matcher.redis_io import connect
         from matcher.settings import IndexRedis, Settings
         from matcher.store import Store, mongo_client
 

@@ -1,4 +1,5 @@
-"""The Redis simhash index (matcher.simhash_index) against peer indexes, on real-text simhashes.
+"""The Redis simhash index (matcher.index.simhash_index) against peer indexes, on real-text
+simhashes.
 
 Run from the repository root as ``python -m bench.index_bench`` (or ``python
 bench/index_bench.py``); ``--help`` lists the options. It needs the Redis server of
@@ -34,7 +35,7 @@ one-by-one rate (single queries in a loop), which is also measured for fptrack.
 Redis Cluster (``--cluster``): in the same run, the real-text set is loaded into a
 cluster of one master and a cluster of three (:class:`bench.local_cluster.LocalCluster`,
 ``redis-server`` processes on free ports of 127.0.0.1, started and stopped by the benchmark)
-through the cluster client of :func:`matcher.redis_io.connect`, and the same queries are
+through the cluster client of :func:`matcher.index.redis_io.connect`, and the same queries are
 timed: queries/s on three nodes against one. Memory is the growth of ``used_memory`` summed
 over the masters. All the servers and this process share the machine's cores, so on a
 machine of a few cores the figure measures the cost of cutting a batch per node, not a
@@ -69,9 +70,9 @@ from fingerprint.hashing import fmix64
 from fingerprint.minhash import oph_signature
 from fingerprint.normalize import normalize
 from fingerprint.tokens import ngram_hash_array
-from matcher.redis_io import IndexClient, connect
+from matcher.index.redis_io import IndexClient, connect
+from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.settings import IndexRedis
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 
 PREFIX = "fptrack-bench"
 DEFAULT_URL = "redis://127.0.0.1:6379/12"

@@ -30,7 +30,7 @@ server on disk in a temporary directory (or ``--mongo-uri``):
 Targets (issue 14): bytes_per_char <= 2, page p50 <= 10 ms, p99 <= 50 ms, >= 100 pages/s,
 register_2m_s <= 2. ``--bucket-bits`` is ``FPTRACK_WINDOW_BUCKET_BITS``; by default each
 step sizes it as the README tells a deployment to, for the characters it registers
-(:func:`matcher.window_index.bucket_bits_for`: buckets of about 70 postings; 17 for step 1's
+(:func:`matcher.index.window_index.bucket_bits_for`: buckets of about 70 postings; 17 for step 1's
 43 million characters, 19 for step 2's 200 million). ``--quick`` is the smoke test's run.
 """
 
@@ -136,8 +136,8 @@ class Bench:
         import pymongo
 
         from matcher.engine import Engine
+        from matcher.index.window_index import bucket_bits_for
         from matcher.settings import Settings
-        from matcher.window_index import bucket_bits_for
 
         self.redis.flushdb()
         settings = Settings(

@@ -39,7 +39,8 @@ from fingerprint.base import FingerprintError, array_from_hex
 from matcher import split
 from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
-from matcher.indexes import Side
+from matcher.index.indexes import Side
+from matcher.index.redis_io import IndexClient, connect
 from matcher.integrity import Integrity, Snapshot
 from matcher.keys import SEGMENT_BITS, Keys, owner_work
 from matcher.pages import CrawledPage
@@ -53,7 +54,6 @@ from matcher.prepared import (
     locate,
     prepare,
 )
-from matcher.redis_io import IndexClient, connect
 from matcher.registry import Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
@@ -72,7 +72,7 @@ LOCK_WAIT_SECONDS = 60
 @dataclass
 class Engine:
     """Matching over one store and the index client (one Redis server or a Redis Cluster,
-    :func:`matcher.redis_io.connect`), with one set of settings."""
+    :func:`matcher.index.redis_io.connect`), with one set of settings."""
 
     settings: Settings
     store: Store

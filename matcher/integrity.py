@@ -54,9 +54,9 @@ import numpy as np
 
 from matcher import maintenance
 from matcher.errors import IndexUnavailable, MatcherError, redis_errors
+from matcher.index.redis_io import IndexClient, mget
 from matcher.index_state import IndexState
 from matcher.keys import TAG_GROUPS, Keys
-from matcher.redis_io import IndexClient, mget
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

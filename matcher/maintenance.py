@@ -17,10 +17,10 @@ import numpy as np
 
 from fingerprint.base import array_from_hex
 from matcher.errors import redis_errors
-from matcher.indexes import Side
+from matcher.index.indexes import Side
+from matcher.index.redis_io import delete_heads, delete_matching
 from matcher.keys import TAG_GROUPS, group_slot, segment_group
 from matcher.prepared import INDEX_KEYS, segment_ref
-from matcher.redis_io import delete_heads, delete_matching
 
 if TYPE_CHECKING:
     from matcher.engine import Engine

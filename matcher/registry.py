@@ -3,7 +3,7 @@
 A work is cut into segments (:func:`fingerprint.segments.segment`); each is stored with its
 text (and its overlap with the next), fingerprinted with the same steps as a page
 (:func:`matcher.prepared.prepare`), and indexed as an owner of the works' side
-(:class:`matcher.indexes.Side`); its verification blob (:func:`matcher.prepared.segment_blob`)
+(:class:`matcher.index.indexes.Side`); its verification blob (:func:`matcher.prepared.segment_blob`)
 is stored with its fingerprints and the index holds a reference to it
 (:mod:`matcher.segment_cache`). Memory stays flat in the length of the work: a
 first pass counts each segment's content characters (the blobs place each segment in its
@@ -27,7 +27,8 @@ from fingerprint.base import array_from_hex
 from fingerprint.segments import Segment, SegmentParams, segment
 from matcher import near_twins
 from matcher.errors import UnusableText, redis_errors
-from matcher.indexes import Side
+from matcher.index.indexes import Side
+from matcher.index.redis_io import IndexClient, set_buckets, unlink
 from matcher.keys import Keys, segment_owner
 from matcher.prepared import (
     INDEX_KEYS,
@@ -39,7 +40,6 @@ from matcher.prepared import (
     segment_blob,
     segment_ref,
 )
-from matcher.redis_io import IndexClient, set_buckets, unlink
 from matcher.settings import Settings
 from matcher.store import Store
 

@@ -23,6 +23,7 @@ from bson import ObjectId
 
 from fingerprint.anchors import Anchors
 from fingerprint.base import FingerprintError
+from matcher.index.redis_io import IndexClient, mget
 from matcher.keys import Keys, owner_segment
 from matcher.prepared import (
     SegmentHeader,
@@ -31,7 +32,6 @@ from matcher.prepared import (
     ref_work,
     segment_ref,
 )
-from matcher.redis_io import IndexClient, mget
 from matcher.store import Store
 
 log = logging.getLogger(__name__)

@@ -15,9 +15,9 @@ import pytest
 from pymongo.database import Database
 
 from matcher.engine import Engine
+from matcher.index.redis_io import IndexClient
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
-from matcher.redis_io import IndexClient
 from matcher.settings import Settings
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"

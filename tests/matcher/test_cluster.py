@@ -19,11 +19,11 @@ from redis.cluster import RedisCluster
 from bench.local_cluster import LocalCluster
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, SettingsError
+from matcher.index.redis_io import connect, is_cluster, mget
+from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.keys import TAG_GROUPS, group_tags, key_slot, simhash_keys
 from matcher.maintenance import drop_indexes
-from matcher.redis_io import connect, is_cluster, mget
 from matcher.settings import IndexRedis, Settings
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from tests.matcher.conftest import crawl, matched, novel, page_of, sample
 
 PREFIX = "fptrack-test"

@@ -11,8 +11,7 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from matcher.errors import IndexUnavailable
-from matcher.keys import glob_escape
-from matcher.packed import (
+from matcher.index.packed import (
     MISMATCH,
     STALE,
     BucketScripts,
@@ -24,7 +23,7 @@ from matcher.packed import (
     payload_buffer,
     script_args,
 )
-from matcher.redis_io import (
+from matcher.index.redis_io import (
     IndexClient,
     bucket_sizes,
     delete_matching,
@@ -32,6 +31,7 @@ from matcher.redis_io import (
     mget,
     set_buckets,
 )
+from matcher.keys import glob_escape
 from tests.conftest import all_keys
 
 PARAMS = '{"test":1}'

@@ -115,7 +115,7 @@ def test_every_redis_command_of_the_backend_is_sent_inside_the_guard(
         "matcher/engine.py:Engine._locked",
         "matcher/engine.py:_release",
         "matcher/integrity.py:Integrity._mark",
-        "matcher/redis_io.py:mget",
+        "matcher/index/redis_io.py:mget",
         "matcher/jobs.py:resume_crawls",
         "admin/web/rate_limit.py:spend",
     ):

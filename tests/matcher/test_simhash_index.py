@@ -16,11 +16,11 @@ from redis.retry import Retry
 
 from fingerprint.base import IncompatibleFingerprints
 from fingerprint.simhash import hamming_many
-from matcher import simhash_index
 from matcher.errors import IndexUnavailable
-from matcher.redis_io import IndexClient
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
-from matcher.simhash_layout import blocks, gather, take
+from matcher.index import simhash_index
+from matcher.index.redis_io import IndexClient
+from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.index.simhash_layout import blocks, gather, take
 from tests.conftest import all_keys, another_client
 
 INDEX_BACKENDS = ("server", "cluster")

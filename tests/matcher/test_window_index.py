@@ -10,8 +10,8 @@ from redis.retry import Retry
 
 from fingerprint.base import IncompatibleFingerprints
 from matcher.errors import IndexUnavailable
-from matcher.redis_io import IndexClient
-from matcher.window_index import WindowIndex
+from matcher.index.redis_io import IndexClient
+from matcher.index.window_index import WindowIndex
 from tests.conftest import all_keys
 
 INDEX_BACKENDS = ("server", "cluster")

@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from matcher.redis_io import IndexClient
+from matcher.index.redis_io import IndexClient
+from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.index.window_index import WindowIndex
 from matcher.settings import Settings
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
-from matcher.window_index import WindowIndex
 
 
 @dataclass

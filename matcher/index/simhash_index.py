@@ -17,7 +17,7 @@ cost per fetched bucket dominates, it lost on every count at 10M real-text finge
 bytes per fingerprint and 11,900 batched queries/s, against 58 and 19,700 for pigeonhole);
 it is meant for indexes of 10^8 fingerprints and more, where 16-bit buckets hold thousands.
 
-Records: a bucket is one Redis string of fixed-width records (:mod:`matcher.packed`): the
+Records: a bucket is one Redis string of fixed-width records (:mod:`matcher.index.packed`): the
 fingerprint's f - bucket_bits other bits (its residual, 6 bytes for f = 64) and the uint32
 owner id, 10 bytes in all. Every record of a bucket shares the bucket's bits with the query,
 so the distance is the popcount of the residuals' XOR, computed client-side with numpy.
@@ -48,7 +48,7 @@ in the group. A query reads each group's buckets with that group's token and sto
 parameters in one MGET (one MGET of everything on a single server; one round trip per node
 on a cluster); MGET is atomic, so a group's buckets match its token, and only the groups
 whose token changed are reloaded and the query redone. Edits run the scripts of
-:mod:`matcher.packed`, which refuse to write against a stale token; an add or remove is one
+:mod:`matcher.index.packed`, which refuse to write against a stale token; an add or remove is one
 script call per group and chunk of whole owners (all pipelined), so atomic per owner within
 a group and idempotent overall (an interrupted add is completed by running it again). When
 an add pushes a bucket over the limit, the client splits it in a WATCH / MULTI transaction
@@ -73,8 +73,7 @@ import redis
 
 from fingerprint.base import params_dict
 from matcher.errors import IndexUnavailable, redis_errors
-from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, simhash_keys
-from matcher.packed import (
+from matcher.index.packed import (
     MISMATCH,
     STALE,
     BucketScripts,
@@ -86,7 +85,7 @@ from matcher.packed import (
     payload_buffer,
     script_args,
 )
-from matcher.redis_io import (
+from matcher.index.redis_io import (
     IndexClient,
     bucket_sizes,
     claim,
@@ -97,13 +96,14 @@ from matcher.redis_io import (
     set_buckets,
     unlink,
 )
-from matcher.simhash_layout import (
+from matcher.index.simhash_layout import (
     Layout,
     Run,
     SimhashIndexParams,
     gather,
     gather_int,
 )
+from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, simhash_keys
 
 MAX_KEYS_PER_CALL = 1024
 RETRIES = 8

@@ -1,7 +1,7 @@
 """Window postings in Redis: from a 64-bit window key to the uint32 owners whose text has it.
 
 A window key is any stable 64-bit hash of a window (a pinyin-window "dna", a shingle hash).
-Postings are packed like the simhash index's buckets (:mod:`matcher.packed`): the key is
+Postings are packed like the simhash index's buckets (:mod:`matcher.index.packed`): the key is
 mixed with ``fmix64`` (MurmurHash3's finaliser, a bijection), the top ``bucket_bits`` bits of
 the mix name the bucket, and a record is the next 24 bits of the mix (the key's check) and
 the owner: 7 bytes. Containment is then counted from the index alone: :meth:`WindowIndex.hits`
@@ -35,8 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from fingerprint.hashing import fmix64
-from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
-from matcher.packed import (
+from matcher.index.packed import (
     MISMATCH,
     BucketScripts,
     IndexParamsMismatch,
@@ -47,7 +46,7 @@ from matcher.packed import (
     payload_buffer,
     script_args,
 )
-from matcher.redis_io import (
+from matcher.index.redis_io import (
     IndexClient,
     claim,
     delete_matching,
@@ -55,6 +54,7 @@ from matcher.redis_io import (
     run_script,
     set_buckets,
 )
+from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
 
 POSTINGS_PER_CHAR = 0.18
 """Postings keys per content character of a text (pinyin-window dnas and sampled anchors,
@@ -138,7 +138,7 @@ class WindowIndex:
 
         ``fresh``: none of ``owners`` has a posting yet (a newly registered work's segments,
         sent once each), so the records are appended without a search
-        (:data:`matcher.packed.APPEND_LUA`); a wrong ``fresh`` would store duplicates."""
+        (:data:`matcher.index.packed.APPEND_LUA`); a wrong ``fresh`` would store duplicates."""
         script = self._scripts.append if fresh else self._scripts.add
         self._edit(script, owners, keys, "adding to the window index")
 
