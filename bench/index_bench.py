@@ -72,6 +72,7 @@ from fingerprint.normalize import normalize
 from fingerprint.tokens import ngram_hash_array
 from matcher.index.redis_io import IndexClient, connect
 from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.redis_clients import connect_url
 from matcher.settings import IndexRedis
 
 PREFIX = "fptrack-bench"
@@ -394,7 +395,7 @@ def run_datasketch_peer(
     from datasketch import MinHash, MinHashLSH
 
     n = args.peer_n
-    kw = redis.Redis.from_url(args.redis_url).connection_pool.connection_kwargs
+    kw = connect_url(args.redis_url).connection_pool.connection_kwargs
     config = {
         "type": "redis",
         "basename": f"{PREFIX}:ds".encode(),
@@ -408,7 +409,7 @@ def run_datasketch_peer(
     say(f"datasketch: {n + args.peer_queries} MinHashes (not timed) ...")
     stored = [minhash(w) for w in work.stored_windows[:n]]
     asked = [minhash(w) for w in work.query_windows[: args.peer_queries]]
-    client = redis.Redis.from_url(args.redis_url)
+    client = connect_url(args.redis_url)
     for r in range(args.repeat):
         say(f"round {r + 1}/{args.repeat}: datasketch: inserting {n} ...")
         clear_prefix(client, f"{PREFIX}:ds")
@@ -566,7 +567,7 @@ def _div(a: float | None, b: float | None) -> float | None:
 
 def run(texts: Sequence[str] | None, args: argparse.Namespace, say) -> dict[str, Any]:
     started = time.perf_counter()
-    client = redis.Redis.from_url(args.redis_url)
+    client = connect_url(args.redis_url)
     database = prepare_database(client)
     say("fingerprinting corpus windows ...")
     corpus = Corpus.from_texts(texts if texts is not None else _corpus_texts())

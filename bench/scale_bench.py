@@ -63,6 +63,7 @@ def start_redis() -> tuple[subprocess.Popen, str]:
     import redis
 
     from bench.pipeline_support import free_port
+    from matcher.redis_clients import COMMAND, connect_url
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()
@@ -72,7 +73,7 @@ def start_redis() -> tuple[subprocess.Popen, str]:
     deadline = time.monotonic() + 30
     while True:
         try:
-            redis.Redis.from_url(url).ping()
+            connect_url(url, COMMAND).ping()
             return server, url
         except redis.ConnectionError:
             if server.poll() is not None or time.monotonic() > deadline:
@@ -110,13 +111,13 @@ class Bench:
         self.tmp = tempfile.TemporaryDirectory(prefix="fptrack-scale-")
 
     def __enter__(self) -> Bench:
-        import redis
+        from matcher.redis_clients import connect_url
 
         url = self.args.redis_url
         if not url:
             proc, url = start_redis()
             self.procs.append(proc)
-        self.redis = redis.Redis.from_url(url)
+        self.redis = connect_url(url)
         if self.redis.dbsize():
             raise SystemExit(f"{url} is not empty: give an empty Redis (used_memory is read)")
         uri = self.args.mongo_uri

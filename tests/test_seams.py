@@ -32,8 +32,8 @@ ENVIRON_READERS = {"matcher/settings.py", "matcher/jobs.py"}
 """``os.environ`` is read by the settings, and handed on whole to the crawl subprocess."""
 
 
-def modules() -> Iterator[tuple[str, ast.Module]]:
-    for package in PACKAGES:
+def modules(packages: tuple[str, ...] = PACKAGES) -> Iterator[tuple[str, ast.Module]]:
+    for package in packages:
         for path in sorted((ROOT / package).rglob("*.py")):
             name = path.relative_to(ROOT).as_posix()
             yield name, ast.parse(path.read_text(encoding="utf-8"), filename=name)
@@ -110,6 +110,9 @@ def test_redis_key_names_are_built_in_keys_only() -> None:
 
 
 REDIS_CLIENTS = {"Redis", "StrictRedis", "RedisCluster", "Sentinel"}
+SERVER_HARNESSES = {"matcher/redis_clients.py", "bench/local_cluster.py", "bench/local_sentinel.py"}
+"""The client factory, and the benchmarks' harnesses of throwaway servers, which talk to each
+node or sentinel process alone (``CLUSTER``, ``SENTINEL``, ``SHUTDOWN``)."""
 
 
 def is_redis_client_built(node: ast.AST) -> bool:
@@ -124,14 +127,15 @@ def is_redis_client_built(node: ast.AST) -> bool:
 
 
 def test_redis_clients_are_built_in_redis_clients_only() -> None:
-    """Every Redis client comes from :mod:`matcher.redis_clients` (one option set: timeouts,
-    health checks, retries; servers, clusters and Sentinel alike)."""
+    """Every Redis client of the product and the benchmarks comes from
+    :mod:`matcher.redis_clients` (one option set: timeouts, health checks, retries; servers,
+    clusters and Sentinel alike)."""
     sample = "redis.Redis.from_url(u)\nRedisCluster(startup_nodes=n)\nredis.sentinel.Sentinel(s)\n"
     assert uses(ast.parse(sample), is_redis_client_built) == [1, 2, 3]
     found = {
         name: lines
-        for name, tree in modules()
-        if name != "matcher/redis_clients.py" and (lines := uses(tree, is_redis_client_built))
+        for name, tree in modules((*PACKAGES, "bench"))
+        if name not in SERVER_HARNESSES and (lines := uses(tree, is_redis_client_built))
     }
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
 
