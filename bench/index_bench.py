@@ -72,6 +72,7 @@ from fingerprint.normalize import normalize
 from fingerprint.tokens import ngram_hash_array
 from matcher.index.redis_io import IndexClient, connect
 from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.index.storage import RedisStorage
 from matcher.redis_clients import connect_url
 from matcher.settings import IndexRedis
 
@@ -259,7 +260,8 @@ def run_ours(
     if args.permuted:
         sets["permuted"] = sets["uniform"]
         variants["permuted"] = SimhashIndexParams(permuted=True)
-    indexes = {name: SimhashIndex(client, f"{PREFIX}:{name}", p) for name, p in variants.items()}
+    storage = RedisStorage(client)
+    indexes = {name: SimhashIndex(storage, f"{PREFIX}:{name}", p) for name, p in variants.items()}
     ids = np.arange(args.n, dtype=np.uint32)
     stats: dict[str, dict] = {}
     for r in range(args.repeat):
@@ -310,7 +312,7 @@ def run_cluster(work: Workload, args: argparse.Namespace, runs: Runs, say) -> di
         name = f"cluster{masters}"
         with LocalCluster(masters) as cluster:
             client = connect(IndexRedis.parse(cluster.url))
-            index = SimhashIndex(client, f"{PREFIX}:{name}", SimhashIndexParams())
+            index = SimhashIndex(RedisStorage(client), f"{PREFIX}:{name}", SimhashIndexParams())
             for r in range(args.repeat):
                 say(f"round {r + 1}/{args.repeat}: {name}: loading {args.n} ...")
                 index.clear()

@@ -41,6 +41,7 @@ from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_erro
 from matcher.evidence import Evidence
 from matcher.index.indexes import Side
 from matcher.index.redis_io import IndexClient, connect
+from matcher.index.storage import RedisStorage
 from matcher.integrity import Integrity, Snapshot
 from matcher.keys import SEGMENT_BITS, Keys, owner_work
 from matcher.pages import CrawledPage
@@ -85,8 +86,9 @@ class Engine:
 
     def __post_init__(self) -> None:
         self.keys = Keys(self.settings.redis_prefix)
-        self.works = Side.open(self.redis, self.keys.works, self.settings)
-        self.pages = Side.open(self.redis, self.keys.pages, self.settings)
+        self.index_storage = RedisStorage(self.redis)
+        self.works = Side.open(self.index_storage, self.keys.works, self.settings)
+        self.pages = Side.open(self.index_storage, self.keys.pages, self.settings)
         self.evidence = Evidence(self.store)
         self.registry = Registry(self.settings, self.store, self.redis, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)

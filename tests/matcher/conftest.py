@@ -1,5 +1,7 @@
 """Fixtures of the matcher suite: an engine on the test servers (its indexes on the
-3-master cluster too in the modules that set ``INDEX_BACKENDS``), and pirate pages.
+3-master cluster too in the modules that set ``INDEX_BACKENDS``), the indexes' storage
+(:func:`storage`: the in-memory twin, or Redis on the server or the cluster), and pirate
+pages.
 
 Pages reach the engine as crawled pages do: :func:`crawl` stores them through
 :class:`matcher.ingest.Ingest` and runs the ``process_page`` task's work
@@ -15,7 +17,9 @@ import pytest
 from pymongo.database import Database
 
 from matcher.engine import Engine
+from matcher.index.memory import MemoryStorage
 from matcher.index.redis_io import IndexClient
+from matcher.index.storage import RedisStorage, Storage
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
@@ -64,6 +68,16 @@ def novel(chapters: int, chapter_chars: int, seed: int = 0) -> tuple[str, list[s
     rng = random.Random(seed)
     parts = [f"第{n}章 风起{n}\n\n" + prose(rng, chapter_chars) for n in range(1, chapters + 1)]
     return "\n\n".join(parts), parts
+
+
+@pytest.fixture
+def storage(index_backend: str, request: pytest.FixtureRequest) -> Storage:
+    """The storage of the test's backend: ``memory`` (:class:`MemoryStorage`, for tests of
+    the indexes' logic), or ``server`` and ``cluster`` (:class:`RedisStorage` of
+    ``index_client``)."""
+    if index_backend == "memory":
+        return MemoryStorage()
+    return RedisStorage(request.getfixturevalue("index_client"))
 
 
 @pytest.fixture
