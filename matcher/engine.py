@@ -41,7 +41,7 @@ from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_erro
 from matcher.evidence import Evidence
 from matcher.index.indexes import Side
 from matcher.index.redis_io import IndexClient, connect
-from matcher.index.storage import RedisStorage
+from matcher.index.storage import RedisStorage, Storage
 from matcher.integrity import Integrity, Snapshot
 from matcher.keys import SEGMENT_BITS, Keys, owner_work
 from matcher.pages import CrawledPage
@@ -73,26 +73,35 @@ LOCK_WAIT_SECONDS = 60
 @dataclass
 class Engine:
     """Matching over one store and the index client (one Redis server or a Redis Cluster,
-    :func:`matcher.index.redis_io.connect`), with one set of settings."""
+    :func:`matcher.redis_clients.connect`), with one set of settings.
+
+    Every index key (the indexes, the segments' references, the markers, the page locks) is
+    reached through ``storage``: :class:`RedisStorage` of ``redis`` unless another
+    :class:`~matcher.index.storage.Storage` is given (the in-memory twin of the unit
+    tests, whose engine has no ``redis``)."""
 
     settings: Settings
     store: Store
-    redis: IndexClient
+    redis: IndexClient | None
     problems: deque[str] = field(default_factory=lambda: deque(maxlen=PROBLEMS_KEPT))
     index_pages: bool = True
     """Add each processed page to the pages' indexes (the reverse direction: works
     registered later); ``False`` leaves that to a bulk load
     (:func:`matcher.maintenance.load_side`), as the embedded scan does."""
+    storage: Storage = None  # type: ignore[assignment]  # RedisStorage(redis) by default
 
     def __post_init__(self) -> None:
+        if self.storage is None:
+            if self.redis is None:
+                raise ValueError("an engine needs an index client or a storage")
+            self.storage = RedisStorage(self.redis)
         self.keys = Keys(self.settings.redis_prefix)
-        self.index_storage = RedisStorage(self.redis)
-        self.works = Side.open(self.index_storage, self.keys.works, self.settings)
-        self.pages = Side.open(self.index_storage, self.keys.pages, self.settings)
+        self.works = Side.open(self.storage, self.keys.works, self.settings)
+        self.pages = Side.open(self.storage, self.keys.pages, self.settings)
         self.evidence = Evidence(self.store)
-        self.registry = Registry(self.settings, self.store, self.redis, self.works, self.keys)
+        self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
-        self.segments = SegmentData(self.redis, self.store, self.keys, cache, self._problem)
+        self.segments = SegmentData(self.storage, self.store, self.keys, cache, self._problem)
         self.integrity = Integrity(self)
 
     @classmethod
@@ -101,18 +110,19 @@ class Engine:
         settings: Settings,
         mongo_client: Any = None,
         redis_client: IndexClient | None = None,
+        storage: Storage | None = None,
     ) -> Engine:
         """An engine on the given clients (or new ones from the settings), indexes ensured.
 
         The index client comes from ``settings.index_redis`` (``FPTRACK_INDEX_REDIS_URL``,
-        else ``FPTRACK_REDIS_URL``). Indexes of an older key layout are reported as a problem
-        (``fptrack index rebuild`` converts them).
+        else ``FPTRACK_REDIS_URL``), unless a ``storage`` is given. Indexes of an older key
+        layout are reported as a problem (``fptrack index rebuild`` converts them).
         """
         store = Store.connect(settings.mongo_uri, settings.mongo_db, mongo_client)
         store.ensure_indexes()
-        if redis_client is None:
+        if redis_client is None and storage is None:
             redis_client = connect(settings.index_redis)
-        engine = cls(settings, store, redis_client)
+        engine = cls(settings, store, redis_client, storage=storage)
         engine._check_layout()
         with suppress(IndexUnavailable):
             engine.integrity.start()
@@ -121,8 +131,9 @@ class Engine:
     def _check_layout(self) -> None:
         """Report indexes left in key layout 1 (no hash tags), which this code cannot read."""
         sides = (self.keys.works, self.keys.pages)
-        with suppress(IndexUnavailable), redis_errors("checking the index layout"):
-            if any(self.redis.exists(self.keys.simhash(side).legacy_params) for side in sides):
+        legacy = [self.keys.simhash(side).legacy_params for side in sides]
+        with suppress(IndexUnavailable):
+            if any(self.storage.mget(legacy, "checking the index layout")[0]):
                 self._problem("the Redis indexes were built with an older key layout")
 
     # the index's integrity -------------------------------------------------------------
@@ -325,9 +336,7 @@ class Engine:
         lease = self.settings.page_lock_seconds
         with ExitStack() as stack, redis_errors("locking a page"):
             for seq in sorted({int(p["seq"]) for p in parts}):
-                lock = self.redis.lock(
-                    self.keys.page_lock(seq), timeout=lease, blocking_timeout=LOCK_WAIT_SECONDS
-                )
+                lock = self.storage.lock(self.keys.page_lock(seq), lease, LOCK_WAIT_SECONDS)
                 if not lock.acquire():
                     raise IndexUnavailable(f"page {seq} is being matched elsewhere; try again")
                 stack.callback(_release, lock)

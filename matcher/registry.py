@@ -28,7 +28,7 @@ from fingerprint.segments import Segment, SegmentParams, segment
 from matcher import near_twins
 from matcher.errors import UnusableText, redis_errors
 from matcher.index.indexes import Side
-from matcher.index.redis_io import IndexClient, set_buckets, unlink
+from matcher.index.storage import Storage
 from matcher.keys import Keys, segment_owner
 from matcher.prepared import (
     INDEX_KEYS,
@@ -58,7 +58,7 @@ class Registry:
 
     settings: Settings
     store: Store
-    redis: IndexClient
+    storage: Storage
     works: Side
     keys: Keys
     index_now: bool = True
@@ -211,7 +211,7 @@ class Registry:
                 keys = array_from_hex(value["windows"], "<u8", np.uint64)
                 self.works.remove(int(fp["seq"]), int(value["simhash"], 16), keys)
         segments = [self.keys.segment(int(fp["seq"])) for fp in stored]
-        unlink(self.redis, segments, "removing a work's segments")
+        self.storage.unlink(segments, "removing a work's segments")
 
     def _index(
         self,
@@ -298,7 +298,7 @@ class Registry:
         if self.index_now and batch.owners:
             with redis_errors("indexing a work"):
                 self.works.add_many(batch.owners, batch.simhashes, batch.keys, fresh=fresh)
-            set_buckets(self.redis, batch.refs, "indexing a work")
+            self.storage.set_many(batch.refs, "indexing a work")
 
 
 @dataclass

@@ -19,12 +19,15 @@ test_packed.py`` runs the same assertions on it, on a Redis server and on a Redi
 from __future__ import annotations
 
 import re
+import secrets
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import cache
 from typing import Any
 
 import numpy as np
+from redis.exceptions import LockError
 
 from matcher.index.storage import WATCH_ATTEMPTS, Call, Command, Decide, Key, Script, T
 from matcher.keys import key_slot
@@ -82,6 +85,8 @@ class MemoryStorage:
 
     def __init__(self) -> None:
         self.data: dict[bytes, Value] = {}
+        self.expiry: dict[bytes, float] = {}
+        """When a lock's key goes (``time.monotonic()``), as Redis expires a key."""
         self._lock = threading.RLock()
 
     # -- Storage ---------------------------------------------------------------------------
@@ -159,12 +164,26 @@ class MemoryStorage:
             doomed = self.scan(pattern)
             for key in doomed:
                 del self.data[key]
+                self.expiry.pop(key, None)
         return len(doomed)
 
     def unlink(self, keys: Sequence[Key], what: str) -> None:
         with self._lock:
             for key in keys:
                 self.data.pop(_bytes(key), None)
+                self.expiry.pop(_bytes(key), None)
+
+    def delete_heads(
+        self, pattern: str, heads: Sequence[str], slots: Iterable[int], what: str
+    ) -> int:
+        starts = tuple(h.encode() for h in heads)
+        with self._lock:
+            doomed = [key for key in self.scan(pattern) if key.startswith(starts)]
+            self.unlink(doomed, what)
+        return len(doomed)
+
+    def lock(self, name: str, timeout: float, blocking_timeout: float) -> MemoryLock:
+        return MemoryLock(self, name, timeout, blocking_timeout)
 
     # -- single commands ---------------------------------------------------------------------
 
@@ -189,7 +208,11 @@ class MemoryStorage:
         if name == "GET":
             return self._string(key)
         if name == "SET":
-            (value,) = args
+            value, *flags = args
+            if [_bytes(f).upper() for f in flags] == [b"NX"] and _bytes(key) in self.data:
+                return None
+            if flags and [_bytes(f).upper() for f in flags] != [b"NX"]:
+                raise ValueError(f"MemoryStorage does not do SET {flags}")
             self.data[_bytes(key)] = _bytes(value)
             return True
         if name == "HSET":
@@ -302,3 +325,58 @@ class MemoryStorage:
         if counted:
             self.data[keys[1]] = _bytes(int(self._string(keys[1]) or 0) - counted)
         return [0, counted, []]
+
+
+class MemoryLock:
+    """redis-py's ``Lock`` in a :class:`MemoryStorage`: the key holds a token until it is
+    released or ``timeout`` seconds pass; :meth:`reacquire` restarts the timeout."""
+
+    POLL_SECONDS = 0.01
+
+    def __init__(
+        self, storage: MemoryStorage, name: str, timeout: float, blocking_timeout: float
+    ) -> None:
+        self.storage, self.name = storage, name
+        self.timeout, self.blocking_timeout = timeout, blocking_timeout
+        self._key = _bytes(name)
+        self._token: bytes | None = None
+
+    def acquire(self) -> bool:
+        token = secrets.token_hex(16).encode()
+        deadline = time.monotonic() + self.blocking_timeout
+        while True:
+            with self.storage._lock:
+                if self._holder() is None:
+                    self.storage.data[self._key] = token
+                    self.storage.expiry[self._key] = time.monotonic() + self.timeout
+                    self._token = token
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(self.POLL_SECONDS)
+
+    def reacquire(self) -> bool:
+        with self.storage._lock:
+            self._owned()
+            self.storage.expiry[self._key] = time.monotonic() + self.timeout
+        return True
+
+    def release(self) -> None:
+        with self.storage._lock:
+            self._owned()
+            del self.storage.data[self._key]
+            self.storage.expiry.pop(self._key, None)
+            self._token = None
+
+    def _holder(self) -> bytes | None:
+        """The token the key holds, once an expired one is dropped."""
+        data, expiry = self.storage.data, self.storage.expiry
+        if self._key in expiry and expiry[self._key] <= time.monotonic():
+            data.pop(self._key, None)
+            del expiry[self._key]
+        value = data.get(self._key)
+        return value if isinstance(value, bytes) else None
+
+    def _owned(self) -> None:
+        if self._token is None or self._holder() != self._token:
+            raise LockError(f"{self.name} is not held by this lock", lock_name=self.name)

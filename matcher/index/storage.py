@@ -5,6 +5,8 @@ The simhash index (:mod:`matcher.index.simhash_index`) and the window postings
 batches: read many values in one round trip, write many, edit packed buckets atomically per
 tag group (the scripts of :mod:`matcher.index.packed`), claim parameter keys, rewrite a
 bucket if nobody touched it meanwhile, and count, list or delete what a pattern matches.
+The engine around them adds two: delete the keys of some tag groups (a rebuild of the
+groups Redis lost, :mod:`matcher.integrity`), and lock a page while it is matched.
 :class:`Storage` names those operations, as datasketch's ``storage.py`` puts a small
 ``Storage`` in front of every backend; :class:`RedisStorage` does them on one server, a
 Redis Cluster or the primary Sentinel watches (:mod:`matcher.index.redis_io`), and
@@ -34,7 +36,8 @@ Script: TypeAlias = Literal["add", "append", "remove"]
 Call: TypeAlias = tuple[list[Key], list[Any]]
 """One script call: its keys (one hash slot) and its arguments (:func:`packed.script_args`)."""
 Command: TypeAlias = tuple[Any, ...]
-"""A single-key command: ``GET``, ``SET``, ``HSET``, ``HGETALL``, ``HLEN`` or ``UNLINK``."""
+"""A single-key command: ``GET``, ``SET`` (``NX`` allowed), ``HSET``, ``HGETALL``, ``HLEN``
+or ``UNLINK``."""
 T = TypeVar("T")
 Decide: TypeAlias = Callable[[list[bytes | None]], tuple[Sequence[Command], T]]
 WATCH_ATTEMPTS = 8
@@ -94,6 +97,19 @@ class Storage(Protocol):
 
     def unlink(self, keys: Sequence[Key], what: str) -> None:
         """Delete ``keys`` (absent ones are ignored)."""
+        ...
+
+    def delete_heads(
+        self, pattern: str, heads: Sequence[str], slots: Iterable[int], what: str
+    ) -> int:
+        """Delete every key that starts with one of ``heads`` (among those ``pattern``
+        matches, or those of ``slots`` on a cluster); how many there were."""
+        ...
+
+    def lock(self, name: str, timeout: float, blocking_timeout: float) -> Any:
+        """A lock of ``timeout`` seconds, as redis-py's ``Lock``: ``acquire()`` (waiting up
+        to ``blocking_timeout`` seconds), ``reacquire()``, ``release()``, ``name``; the last
+        two raise ``redis.exceptions.LockError`` for a lock not held."""
         ...
 
 
@@ -159,3 +175,11 @@ class RedisStorage:
 
     def unlink(self, keys: Sequence[Key], what: str) -> None:
         redis_io.unlink(self.client, keys, what)
+
+    def delete_heads(
+        self, pattern: str, heads: Sequence[str], slots: Iterable[int], what: str
+    ) -> int:
+        return redis_io.delete_heads(self.client, pattern, heads, slots, what)
+
+    def lock(self, name: str, timeout: float, blocking_timeout: float) -> Any:
+        return self.client.lock(name, timeout=timeout, blocking_timeout=blocking_timeout)

@@ -81,11 +81,15 @@ def storage(index_backend: str, request: pytest.FixtureRequest) -> Storage:
 
 
 @pytest.fixture
-def engine(index_client: IndexClient, mongo_db: Database) -> Engine:
-    """An engine on a fresh database of the MongoDB server and the test's index client (the
-    server, or the cluster in a module's ``INDEX_BACKENDS``)."""
+def engine(index_backend: str, request: pytest.FixtureRequest, mongo_db: Database) -> Engine:
+    """An engine on a fresh database of the MongoDB server and the test's index backend: the
+    server, or the cluster, or the in-memory twin (``memory``) in a module's
+    ``INDEX_BACKENDS``."""
     settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
-    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
+    if index_backend == "memory":
+        return Engine.open(settings, mongo_client=mongo_db.client, storage=MemoryStorage())
+    client: IndexClient = request.getfixturevalue("index_client")
+    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=client)
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ in-memory twin the index tests run on (:class:`MemoryStorage`); what only Redis 
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import pytest
 import redis
@@ -35,7 +37,7 @@ from matcher.index.redis_io import (
     set_buckets,
 )
 from matcher.index.storage import RedisStorage, Script, Storage
-from matcher.keys import glob_escape, key_slot
+from matcher.keys import glob_escape, group_slot, group_tags, key_slot
 
 PARAMS = '{"test":1}'
 T = "{t}"
@@ -231,12 +233,45 @@ def test_claim_and_commands(storage: Storage) -> None:
             ("GET", T + "none"),
             ("UNLINK", T + "v"),
             ("GET", T + "v"),
+            ("SET", T + "m", "first", "NX"),
+            ("SET", T + "m", "second", "NX"),
+            ("GET", T + "m"),
         ],
         "testing",
     )
     assert [bool(replies[0]), *replies[1:]] == [
-        True, b"t1", 2, 0, {b"x": b"3", b"y": b"5"}, 2, 0, None, 1, None,
+        True, b"t1", 2, 0, {b"x": b"3", b"y": b"5"}, 2, 0, None, 1, None, True, None, b"first",
     ]  # fmt: skip
+
+
+def test_delete_heads_deletes_the_keys_of_some_groups(storage: Storage) -> None:
+    tags = group_tags()
+    keys = [f"h:{tags[g]}:{kind}:{i}" for g in (1, 2) for kind in ("a", "b") for i in range(3)]
+    storage.set_many([(k, "1") for k in keys] + [("other", "x")], "testing")
+    heads = [f"h:{tags[1]}:a:", f"h:{tags[2]}:"]
+    slots = [group_slot(1), group_slot(2)]
+    assert storage.delete_heads("h:*{????}*", heads, slots, "testing") == 9
+    kept = [b"other", *(f"h:{tags[1]}:b:{i}".encode() for i in range(3))]
+    assert sorted(storage.scan("*")) == sorted(kept)
+
+
+def test_locks(storage: Storage) -> None:
+    """A page lock: held by one at a time, renewed by its holder, gone after its timeout."""
+    first = storage.lock(T + "lock", 0.5, 0.1)
+    assert first.acquire()
+    second = storage.lock(T + "lock", 0.5, 0.1)
+    assert not second.acquire()  # waits 0.1 s, then gives up
+    assert first.reacquire()
+    first.release()
+    with pytest.raises(redis.exceptions.LockError):
+        first.release()
+    assert second.acquire()
+    time.sleep(0.7)  # not renewed: the lock expires
+    assert first.acquire()
+    with pytest.raises(redis.exceptions.LockError):
+        second.reacquire()
+    first.release()
+    assert storage.scan(T + "*") == []
 
 
 def test_transact_writes_only_what_was_decided_on_unchanged_values(storage: Storage) -> None:
