@@ -140,6 +140,32 @@ def test_redis_clients_are_built_in_redis_clients_only() -> None:
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
 
 
+INDEX_BACKEND_MODULES = {
+    "matcher/index/storage.py",
+    "matcher/index/redis_io.py",
+    "matcher/index/packed.py",
+    "matcher/index/memory.py",
+}
+"""The storage of the indexes: the protocol and its Redis backend, the Redis IO and Lua
+scripts behind it, and the in-memory twin (which raises redis-py's ``LockError``)."""
+
+
+def test_the_indexes_reach_redis_through_their_storage() -> None:
+    """The index logic of ``matcher/index/`` (simhash, windows, their layout, ``Side``)
+    imports neither redis-py nor the Redis IO: it talks to a
+    :class:`matcher.index.storage.Storage`, so that it runs on the in-memory twin too."""
+    found = {
+        name: sorted(
+            m for m in imported(tree)
+            if m.split(".")[0] == "redis" or m.startswith("matcher.index.redis_io")
+        )
+        for name, tree in modules()
+        if name.startswith("matcher/index/") and name not in INDEX_BACKEND_MODULES
+    }  # fmt: skip
+    assert {name: found for name, found in found.items() if found} == {}
+    assert "matcher/index/simhash_index.py" in dict(modules())
+
+
 APP_IMPORTERS = {"admin/web/app.py", "admin/web/serve.py"}
 """The web modules that may import :mod:`admin.web.app`: the app itself and the server
 that builds it. Views get their services from :mod:`admin.web.deps`."""

@@ -51,8 +51,9 @@ whose token changed are reloaded and the query redone. Edits run the scripts of
 :mod:`matcher.index.packed`, which refuse to write against a stale token; an add or remove is one
 script call per group and chunk of whole owners (all pipelined), so atomic per owner within
 a group and idempotent overall (an interrupted add is completed by running it again). When
-an add pushes a bucket over the limit, the client splits it in a WATCH / MULTI transaction
-on the bucket, the group's token and record count (the numpy code of bulk loads); until then
+an add pushes a bucket over the limit, the client splits it in a watched transaction
+(:meth:`matcher.index.storage.Storage.transact`: WATCH / MULTI on Redis) on the bucket, the
+group's token and record count (the numpy code of bulk loads); until then
 the bucket is merely large, and a crash in between leaves it for the next add to split. A
 :class:`SimhashIndex` object caches the directory as one snapshot (:class:`_Directory`),
 replaced whole; each query, edit or split reads it once and checks the stored tokens
