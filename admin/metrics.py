@@ -40,6 +40,7 @@ from prometheus_client.registry import CollectorRegistry
 from admin.context import Context
 from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 from matcher.errors import MatcherError
+from matcher.index.storage import RedisStorage
 from matcher.integrity import read_markers
 from matcher.keys import CELERY_UNACKED, TAG_GROUPS, Keys, celery_queue_keys
 from matcher.redis_clients import COMMAND, IndexClient, connect, connect_server
@@ -251,7 +252,7 @@ class StoreMetrics:
         counts, from the indexes' Redis."""
         engine = self.ctx.engine
         client = self._index_client()
-        snapshot = read_markers(client, engine.keys)
+        snapshot = read_markers(RedisStorage(client), engine.keys)
         present = _gauge("fptrack_index_group_present", ["group"])
         for group in range(TAG_GROUPS):
             present.add_metric([str(group)], 0 if snapshot.markers[group] is None else 1)

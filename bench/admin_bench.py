@@ -90,7 +90,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 import mongomock
-import redis
 from bson import ObjectId
 from flask import Flask
 from mongomock.collection import Cursor
@@ -102,6 +101,7 @@ from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
 from admin.web.users import Users
 from bench.http_server import WSGIServer
 from matcher.engine import Engine
+from matcher.redis_clients import COMMAND, connect_url
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import STATUSES, Store, now, tallies
@@ -138,7 +138,7 @@ INACTIVE = 0.05
 STATUS_WEIGHTS = {"new": 45, "confirmed": 25, "takedown_sent": 20, "false_positive": 10}
 USER, PASSWORD = "bench", "bench-password-1"
 CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
-DEAD_REDIS = {"host": "127.0.0.1", "port": 1, "socket_connect_timeout": 0.2}
+DEAD_REDIS = "redis://127.0.0.1:1/0"
 
 
 def log(message: str) -> None:
@@ -319,7 +319,7 @@ def context(db: Any) -> Context:
     """A context over ``db`` whose Redis client has no server behind it, and no evidence
     archive (GridFS needs a real MongoDB client, and the bench stores no evidence)."""
     settings = Settings(redis_prefix="fptrack-admin-bench", archive="none")
-    engine = Engine(settings, Store(db), redis.Redis(**DEAD_REDIS))
+    engine = Engine(settings, Store(db), connect_url(DEAD_REDIS, COMMAND))
     return Context(settings=settings, engine=engine)
 
 

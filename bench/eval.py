@@ -60,14 +60,13 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
     The engine keeps its indexes under a unique Redis key prefix; every key under it is
     deleted at the end, never the whole database.
     """
-    import redis
-
     from admin.memory_store import memory_client
     from matcher.engine import Engine
+    from matcher.redis_clients import connect_url
     from matcher.settings import Settings
 
     prefix = f"fptrack-eval-{uuid.uuid4().hex[:12]}"
-    client = redis.Redis.from_url(redis_url)
+    client = connect_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=prefix)
     try:
         engine = Engine.open(settings, mongo_client=memory_client(), redis_client=client)

@@ -74,8 +74,6 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     scan's contract form (``admin.scan.contract_matches``), the pages stored, the daily
     job's summary and the seconds of each step.
     """
-    import redis
-
     from admin.memory_store import memory_client
     from admin.scan import contract_matches
     from crawler.run import crawl_in_process
@@ -83,11 +81,12 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     from matcher.engine import Engine
     from matcher.ingest import Ingest
     from matcher.maintenance import drop_indexes
+    from matcher.redis_clients import connect_url
     from matcher.settings import Settings
     from matcher.sites import SiteConfig
     from matcher.store.operations import Operations
 
-    client = redis.Redis.from_url(redis_url)
+    client = connect_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=f"fptrack-eval-sites-{uuid.uuid4().hex}")
     engine = Engine.open(settings, mongo_client=memory_client(), redis_client=client)
     seconds: dict[str, float] = {}

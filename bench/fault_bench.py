@@ -196,11 +196,10 @@ class Deployment:
         self.cluster = LocalCluster(masters=3)
 
     def start(self) -> None:
-        import redis
-
         from matcher.celery_app import make_app
         from matcher.engine import Engine
-        from matcher.redis_io import connect
+        from matcher.index.redis_io import connect
+        from matcher.redis_clients import COMMAND, connect_url
         from matcher.settings import IndexRedis, Settings
         from matcher.store import Store, mongo_client
         from matcher.store.operations import Operations
@@ -225,7 +224,7 @@ class Deployment:
             self.workdir / "mongodb.log", dict(os.environ),
         )  # fmt: skip
         self.mongo.start()
-        self.broker_client = redis.Redis(port=broker_port)
+        self.broker_client = connect_url(f"redis://127.0.0.1:{broker_port}/0", COMMAND)
         wait_for(self.broker_client.ping, 30, "the broker")
         self.env = {
             **os.environ,

@@ -1,4 +1,5 @@
-"""The Redis simhash index (matcher.simhash_index) against peer indexes, on real-text simhashes.
+"""The Redis simhash index (matcher.index.simhash_index) against peer indexes, on real-text
+simhashes.
 
 Run from the repository root as ``python -m bench.index_bench`` (or ``python
 bench/index_bench.py``); ``--help`` lists the options. It needs the Redis server of
@@ -34,7 +35,7 @@ one-by-one rate (single queries in a loop), which is also measured for fptrack.
 Redis Cluster (``--cluster``): in the same run, the real-text set is loaded into a
 cluster of one master and a cluster of three (:class:`bench.local_cluster.LocalCluster`,
 ``redis-server`` processes on free ports of 127.0.0.1, started and stopped by the benchmark)
-through the cluster client of :func:`matcher.redis_io.connect`, and the same queries are
+through the cluster client of :func:`matcher.index.redis_io.connect`, and the same queries are
 timed: queries/s on three nodes against one. Memory is the growth of ``used_memory`` summed
 over the masters. All the servers and this process share the machine's cores, so on a
 machine of a few cores the figure measures the cost of cutting a batch per node, not a
@@ -69,9 +70,11 @@ from fingerprint.hashing import fmix64
 from fingerprint.minhash import oph_signature
 from fingerprint.normalize import normalize
 from fingerprint.tokens import ngram_hash_array
-from matcher.redis_io import IndexClient, connect
+from matcher.index.redis_io import IndexClient, connect
+from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.index.storage import RedisStorage
+from matcher.redis_clients import connect_url
 from matcher.settings import IndexRedis
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 
 PREFIX = "fptrack-bench"
 DEFAULT_URL = "redis://127.0.0.1:6379/12"
@@ -253,7 +256,8 @@ def run_ours(
     if args.permuted:
         sets["permuted"] = sets["uniform"]
         variants["permuted"] = SimhashIndexParams(permuted=True)
-    indexes = {name: SimhashIndex(client, f"{PREFIX}:{name}", p) for name, p in variants.items()}
+    storage = RedisStorage(client)
+    indexes = {name: SimhashIndex(storage, f"{PREFIX}:{name}", p) for name, p in variants.items()}
     ids = np.arange(args.n, dtype=np.uint32)
     stats: dict[str, dict] = {}
     for r in range(args.repeat):
@@ -304,7 +308,7 @@ def run_cluster(work: Workload, args: argparse.Namespace, runs: Runs, say) -> di
         name = f"cluster{masters}"
         with LocalCluster(masters) as cluster:
             client = connect(IndexRedis.parse(cluster.url))
-            index = SimhashIndex(client, f"{PREFIX}:{name}", SimhashIndexParams())
+            index = SimhashIndex(RedisStorage(client), f"{PREFIX}:{name}", SimhashIndexParams())
             for r in range(args.repeat):
                 say(f"round {r + 1}/{args.repeat}: {name}: loading {args.n} ...")
                 index.clear()
@@ -389,7 +393,7 @@ def run_datasketch_peer(
     from datasketch import MinHash, MinHashLSH
 
     n = args.peer_n
-    kw = redis.Redis.from_url(args.redis_url).connection_pool.connection_kwargs
+    kw = connect_url(args.redis_url).connection_pool.connection_kwargs
     config = {
         "type": "redis",
         "basename": f"{PREFIX}:ds".encode(),
@@ -403,7 +407,7 @@ def run_datasketch_peer(
     say(f"datasketch: {n + args.peer_queries} MinHashes (not timed) ...")
     stored = [minhash(w) for w in work.stored_windows[:n]]
     asked = [minhash(w) for w in work.query_windows[: args.peer_queries]]
-    client = redis.Redis.from_url(args.redis_url)
+    client = connect_url(args.redis_url)
     for r in range(args.repeat):
         say(f"round {r + 1}/{args.repeat}: datasketch: inserting {n} ...")
         clear_prefix(client, f"{PREFIX}:ds")
@@ -561,7 +565,7 @@ def _div(a: float | None, b: float | None) -> float | None:
 
 def run(texts: Sequence[str] | None, args: argparse.Namespace, say) -> dict[str, Any]:
     started = time.perf_counter()
-    client = redis.Redis.from_url(args.redis_url)
+    client = connect_url(args.redis_url)
     database = prepare_database(client)
     say("fingerprinting corpus windows ...")
     corpus = Corpus.from_texts(texts if texts is not None else _corpus_texts())

@@ -64,6 +64,7 @@ from bench.pipeline_support import (
     stop_children,
     wait_for,
 )
+from matcher.redis_clients import connect_url
 
 DEFAULTS = {
     "pages": 5000,
@@ -120,7 +121,7 @@ def spread(values: Sequence[float]) -> dict[str, float]:
 
 def claim_db(url: str, owned: tuple[str, ...]) -> redis.Redis:
     """A client of ``url``'s database, flushed; refuses one holding keys not ``owned``."""
-    client = redis.Redis.from_url(url)
+    client = connect_url(url)
     for key in client.scan_iter(count=1000):
         name = key.decode(errors="replace")
         if not name.startswith(owned):

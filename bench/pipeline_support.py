@@ -122,15 +122,15 @@ def ready_key(prefix: str, pid: int) -> str:
 def run_worker(profile: Path | None, queues: str = "fptrack") -> None:
     """Run one Celery worker of ``queues`` until it is stopped (its store and index from the
     settings)."""
-    import redis
     from celery.signals import worker_ready
 
     from matcher.celery_app import make_app
+    from matcher.redis_clients import connect_server
     from matcher.settings import Settings
 
     settings = Settings.from_env()
     app = make_app(settings)
-    client = redis.Redis.from_url(settings.redis_url)
+    client = connect_server(settings.redis_target)
     app.fptrack.engine()  # connect before taking tasks
 
     def on_ready(**_: Any) -> None:

@@ -68,6 +68,7 @@ from bench.pipeline_support import (
     wait_for,
 )
 from bench.release_site import NovelSite
+from matcher.redis_clients import COMMAND, connect_url
 
 DEFAULTS = {"chapters": 6, "window": 480.0, "existing": 60, "recrawl": "every 2m", "rounds": 2}
 QUICK = {"chapters": 2, "window": 20.0, "existing": 8, "recrawl": "every 10s", "rounds": 1}
@@ -126,7 +127,7 @@ class Deployment:
              "--appendonly", "no", "--dir", str(self.workdir)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip
-        self.index = redis.Redis(port=port)
+        self.index = connect_url(f"redis://127.0.0.1:{port}/0", COMMAND)
         wait_for(self._redis_up, 30, "redis-server")
         self.env = {
             **os.environ,
@@ -150,6 +151,11 @@ class Deployment:
             wait_for(lambda pid=pid: self.index.exists(ready_key(PREFIX, pid)), 60, "a worker")
         self.child("beat", ["beat"])
 
+    def _broker(self) -> redis.Redis:
+        """A client of the broker's database (database 1 of the bench's server)."""
+        port = self.index.connection_pool.connection_kwargs["port"]
+        return connect_url(f"redis://127.0.0.1:{port}/1", COMMAND)
+
     def _redis_up(self) -> bool:
         try:
             return bool(self.index.ping())
@@ -172,7 +178,7 @@ class Deployment:
         (:meth:`matcher.store.Store.reset_pages`)."""
         self.store.reset_pages(crawls=True)
         self.engine.pages.clear()
-        redis.Redis(port=self.index.connection_pool.connection_kwargs["port"], db=1).flushdb()
+        self._broker().flushdb()
 
     def wait_crawls_done(self) -> None:
         """Wait until no crawl is queued or running (a chapter is matched before the crawl
@@ -181,7 +187,7 @@ class Deployment:
         from matcher.keys import Keys
 
         lock = Keys(PREFIX).crawl(SITE).recrawl_lock
-        broker = redis.Redis(port=self.index.connection_pool.connection_kwargs["port"], db=1)
+        broker = self._broker()
 
         def idle() -> bool:
             self.check_alive()

@@ -30,8 +30,8 @@ server on disk in a temporary directory (or ``--mongo-uri``):
 Targets (issue 14): bytes_per_char <= 2, page p50 <= 10 ms, p99 <= 50 ms, >= 100 pages/s,
 register_2m_s <= 2. ``--bucket-bits`` is ``FPTRACK_WINDOW_BUCKET_BITS``; by default each
 step sizes it as docs/configuration.md tells a deployment to, for the characters it registers
-(:func:`matcher.window_index.bucket_bits_for`: buckets of about 70 postings; 17 for step 1's
-43 million characters, 19 for step 2's 200 million). ``--quick`` is the smoke test's run.
+(:func:`matcher.index.window_index.bucket_bits_for`: buckets of about 70 postings; 17 for
+step 1's 43 million characters, 19 for step 2's 200 million). ``--quick`` is the smoke test's run.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ def start_redis() -> tuple[subprocess.Popen, str]:
     import redis
 
     from bench.net import free_port, wait_until
+    from matcher.redis_clients import COMMAND, connect_url
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()
@@ -72,7 +73,7 @@ def start_redis() -> tuple[subprocess.Popen, str]:
 
     def answers() -> bool:
         try:
-            return bool(redis.Redis.from_url(url).ping())
+            return bool(connect_url(url, COMMAND).ping())
         except redis.ConnectionError:
             return server.poll() is not None  # exited: no use waiting
 
@@ -111,13 +112,13 @@ class Bench:
         self.tmp = tempfile.TemporaryDirectory(prefix="fptrack-scale-")
 
     def __enter__(self) -> Bench:
-        import redis
+        from matcher.redis_clients import connect_url
 
         url = self.args.redis_url
         if not url:
             proc, url = start_redis()
             self.procs.append(proc)
-        self.redis = redis.Redis.from_url(url)
+        self.redis = connect_url(url)
         if self.redis.dbsize():
             raise SystemExit(f"{url} is not empty: give an empty Redis (used_memory is read)")
         uri = self.args.mongo_uri
@@ -137,8 +138,8 @@ class Bench:
         import pymongo
 
         from matcher.engine import Engine
+        from matcher.index.window_index import bucket_bits_for
         from matcher.settings import Settings
-        from matcher.window_index import bucket_bits_for
 
         self.redis.flushdb()
         settings = Settings(

@@ -18,15 +18,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from redis.exceptions import LockError
 
 from crawler.frontier import STAT, Frontier
 from matcher.keys import Keys
+from matcher.redis_clients import connect_server
 from matcher.renewal import Renewal
 from matcher.sites import MAX_CRAWLERS, SiteConfig
+
+if TYPE_CHECKING:
+    from matcher.settings import Settings
 
 logger = logging.getLogger(__name__)
 
@@ -165,6 +169,14 @@ class RedisFrontiers:
     client: redis.Redis
     prefix: str
     lease_seconds: float
+
+    @classmethod
+    def connect(cls, settings: Settings) -> RedisFrontiers:
+        """The frontiers of a deployment: the Redis of ``FPTRACK_REDIS_URL`` (a server or the
+        primary Sentinel watches, never a cluster: :func:`matcher.redis_clients.connect_server`),
+        under its ``redis_prefix``, with leases of ``crawl_lease`` seconds."""
+        client = connect_server(settings.redis_target)
+        return cls(client, settings.redis_prefix, settings.crawl_lease)
 
     def lease(self, site: SiteConfig) -> CrawlLease | None:
         """A slot of ``site``'s crawl (see :meth:`CrawlLease.acquire`)."""

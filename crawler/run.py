@@ -55,7 +55,6 @@ from crawler.settings import SETTINGS_SETTING, crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
 from matcher.crawl_runs import RENDER_UNAVAILABLE, start_problem
 from matcher.errors import MatcherError
-from matcher.redis_clients import connect_server
 from matcher.sites import SiteConfig, SiteConfigError
 
 Stats = dict[str, Any]
@@ -305,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         settings = Settings.from_env()
-        frontiers = _frontiers(settings) if args.frontier == "redis" else None
+        frontiers = RedisFrontiers.connect(settings) if args.frontier == "redis" else None
         on_lease = _announce if args.announce else None
         overrides = {SETTINGS_SETTING: settings, "FPTRACK_CHROMIUM": settings.chromium}
         all_stats = crawl_in_process(
@@ -333,12 +332,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"crawler.run: site {site.name}: {_one_line(error)}", file=sys.stderr)
         return 1
     return 0
-
-
-def _frontiers(settings: Any) -> RedisFrontiers:
-    """The frontiers of this deployment, on its :class:`matcher.settings.Settings`."""
-    client = connect_server(settings.redis_target)
-    return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
 
 
 def _announce(site: SiteConfig, lease: CrawlLease) -> None:

@@ -69,14 +69,19 @@ LOCK_WAIT_SECONDS = 60
 class Engine(IndexView):
     """Matching over the indexes of one store and the index client (the fields of
     :class:`matcher.index_view.IndexView`; :meth:`IndexView.open
-    <matcher.index_view.IndexView.open>` opens one)."""
+    <matcher.index_view.IndexView.open>` opens one).
+
+    Every index key (the indexes, the segments' references, the markers, the page locks) is
+    reached through ``storage``: :class:`~matcher.index.storage.RedisStorage` of ``redis``
+    unless another :class:`~matcher.index.storage.Storage` is given (the in-memory twin of
+    the unit tests, whose engine has no ``redis``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.evidence = Evidence(self.store)
-        self.registry = Registry(self.settings, self.store, self.redis, self.works, self.keys)
+        self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
-        self.segments = SegmentData(self.redis, self.store, self.keys, cache, self._problem)
+        self.segments = SegmentData(self.storage, self.store, self.keys, cache, self._problem)
 
     # the index's integrity -------------------------------------------------------------
 
@@ -274,9 +279,7 @@ class Engine(IndexView):
         lease = self.settings.page_lock_seconds
         with ExitStack() as stack, redis_errors("locking a page"):
             for seq in sorted({int(p["seq"]) for p in parts}):
-                lock = self.redis.lock(
-                    self.keys.page_lock(seq), timeout=lease, blocking_timeout=LOCK_WAIT_SECONDS
-                )
+                lock = self.storage.lock(self.keys.page_lock(seq), lease, LOCK_WAIT_SECONDS)
                 if not lock.acquire():
                     raise IndexUnavailable(f"page {seq} is being matched elsewhere; try again")
                 stack.callback(_release, lock)

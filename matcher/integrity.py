@@ -54,8 +54,8 @@ import numpy as np
 
 from matcher import maintenance
 from matcher.errors import IndexUnavailable, MatcherError, redis_errors
+from matcher.index.storage import Storage
 from matcher.keys import TAG_GROUPS, Keys
-from matcher.redis_io import IndexClient, mget
 from matcher.store.index_state import IndexState
 
 if TYPE_CHECKING:
@@ -91,11 +91,11 @@ class Snapshot:
         return all(m is not None for m in self.markers)
 
 
-def read_markers(client: IndexClient, keys: Keys) -> Snapshot:
+def read_markers(storage: Storage, keys: Keys) -> Snapshot:
     """Every tag group's marker under ``keys``, in one round trip (one per node on a
     cluster)."""
     names = [keys.marker(g) for g in ALL_GROUPS]
-    values, _ = mget(client, names, "reading the index markers", np.arange(TAG_GROUPS))
+    values, _ = storage.mget(names, "reading the index markers", np.arange(TAG_GROUPS))
     return Snapshot(tuple(values))
 
 
@@ -118,7 +118,7 @@ class Integrity:
 
     def snapshot(self) -> Snapshot:
         """Every group's marker, in one round trip (one per node on a cluster)."""
-        return read_markers(self.engine.redis, self.engine.keys)
+        return read_markers(self.engine.storage, self.engine.keys)
 
     def start(self) -> None:
         """Mark a new deployment's empty indexes whole: no marker at all and no fingerprint
@@ -225,11 +225,9 @@ class Integrity:
     def _mark(self, groups: Iterable[int], *, only_new: bool = False) -> None:
         """Write a new token into each group's marker (``only_new``: where there is none)."""
         keys = self.engine.keys
-        with redis_errors("writing the index markers"):
-            pipe = self.engine.redis.pipeline(transaction=False)
-            for g in groups:
-                pipe.set(keys.marker(g), secrets.token_hex(8), nx=only_new)
-            pipe.execute()
+        flags = ("NX",) if only_new else ()
+        commands = [("SET", keys.marker(g), secrets.token_hex(8), *flags) for g in groups]
+        self.engine.storage.commands(commands, "writing the index markers")
 
     def _renew(self) -> None:
         """Called now and then by a load: stop when the lease was lost to another process."""

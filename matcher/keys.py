@@ -199,12 +199,12 @@ class IndexKeys:
 
 
 def simhash_keys(prefix: str) -> IndexKeys:
-    """The keys of the simhash index under ``prefix`` (:mod:`matcher.simhash_index`)."""
+    """The keys of the simhash index under ``prefix`` (:mod:`matcher.index.simhash_index`)."""
     return IndexKeys(f"{prefix}:sh")
 
 
 def window_keys(prefix: str) -> IndexKeys:
-    """The keys of the postings index under ``prefix`` (:mod:`matcher.window_index`)."""
+    """The keys of the postings index under ``prefix`` (:mod:`matcher.index.window_index`)."""
     return IndexKeys(f"{prefix}:win")
 
 

@@ -18,9 +18,8 @@ import numpy as np
 from fingerprint.base import array_from_hex
 from matcher.errors import redis_errors
 from matcher.field_names import INDEX_KEYS
-from matcher.indexes import Side
+from matcher.index.indexes import Side
 from matcher.keys import TAG_GROUPS, group_slot, segment_group
-from matcher.redis_io import delete_heads, delete_matching
 
 if TYPE_CHECKING:
     from matcher.engine import Engine
@@ -46,7 +45,7 @@ def clear_sides(engine: Engine, kinds: Iterable[str]) -> None:
         with redis_errors("clearing the index"):
             side.clear()
             if kind == "work":
-                delete_matching(engine.redis, engine.keys.segment_pattern, "clearing segments")
+                engine.storage.delete_matching(engine.keys.segment_pattern, "clearing segments")
 
 
 def clear_groups(engine: Engine, groups: Collection[int], kinds: Iterable[str] = KINDS) -> int:
@@ -55,7 +54,7 @@ def clear_groups(engine: Engine, groups: Collection[int], kinds: Iterable[str] =
     keys = engine.keys
     heads = [head for g in groups for head in keys.group_heads(g, kinds)]
     slots = [group_slot(g) for g in groups]
-    deleted = delete_heads(engine.redis, keys.index_pattern, heads, slots, "clearing lost groups")
+    deleted = engine.storage.delete_heads(keys.index_pattern, heads, slots, "clearing lost groups")
     for side in (engine.works, engine.pages):
         side.simhash.forget(groups)
         side.windows.forget()
@@ -87,21 +86,21 @@ def load_side(
         from matcher.prepared import segment_ref
 
         chosen = set(range(TAG_GROUPS) if groups is None else groups)
-        with redis_errors("loading the index"):
-            pipe = engine.redis.pipeline(transaction=False)
-            twins = engine.store.twin_ids()
-            for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
-                owner = int(fp["seq"])
-                if fp["owner_id"] in twins or segment_group(owner) not in chosen:
-                    continue
-                blob = bytes(fp["value"])
-                pipe.set(engine.keys.segment(owner), segment_ref(blob, fp["owner_id"]))
-                if fill_cache:
-                    engine.segments.remember(blob, fp["owner_id"])
-                if i % BATCH_KEYS == 0:
-                    pipe.execute()
-                    tick()
-            pipe.execute()
+        refs: list[tuple[str, bytes]] = []
+        twins = engine.store.twin_ids()
+        for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
+            owner = int(fp["seq"])
+            if fp["owner_id"] in twins or segment_group(owner) not in chosen:
+                continue
+            blob = bytes(fp["value"])
+            refs.append((engine.keys.segment(owner), segment_ref(blob, fp["owner_id"])))
+            if fill_cache:
+                engine.segments.remember(blob, fp["owner_id"])
+            if i % BATCH_KEYS == 0:
+                engine.storage.set_many(refs, "loading the index")
+                refs = []
+                tick()
+        engine.storage.set_many(refs, "loading the index")
     return count
 
 
@@ -143,4 +142,4 @@ def _joined(arrays: Iterable[np.ndarray], dtype: type) -> np.ndarray:
 
 def drop_indexes(engine: Engine) -> None:
     """Delete every Redis key of the engine's prefix (the store is untouched)."""
-    delete_matching(engine.redis, engine.keys.everything, "dropping the indexes")
+    engine.storage.delete_matching(engine.keys.everything, "dropping the indexes")

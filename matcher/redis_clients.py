@@ -105,6 +105,11 @@ def connect(target: RedisTarget, patience: Patience = SERVICE) -> IndexClient:
     return connect_server(target, patience)
 
 
+def connect_url(url: str, patience: Patience = SERVICE) -> IndexClient:
+    """:func:`connect` of a URL (:meth:`RedisTarget.parse`): the benchmarks' clients."""
+    return connect(RedisTarget.parse(url), patience)
+
+
 def connect_server(target: RedisTarget, patience: Patience = SERVICE) -> redis.Redis:
     """The client of one server or of the primary Sentinel watches (never a cluster)."""
     options = client_options(patience)

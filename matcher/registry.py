@@ -3,7 +3,7 @@
 A work is cut into segments (:func:`fingerprint.segments.segment`); each is stored with its
 text (and its overlap with the next), fingerprinted with the same steps as a page
 (:func:`matcher.prepared.prepare`), and indexed as an owner of the works' side
-(:class:`matcher.indexes.Side`); its verification blob (:func:`matcher.prepared.segment_blob`)
+(:class:`matcher.index.indexes.Side`); its verification blob (:func:`matcher.prepared.segment_blob`)
 is stored with its fingerprints and the index holds a reference to it
 (:mod:`matcher.segment_cache`). Memory stays flat in the length of the work: a
 first pass counts each segment's content characters (the blobs place each segment in its
@@ -27,7 +27,8 @@ from fingerprint.base import array_from_hex
 from fingerprint.segments import Segment, SegmentParams, segment
 from matcher import near_twins
 from matcher.errors import UnusableText, redis_errors
-from matcher.indexes import Side
+from matcher.index.indexes import Side
+from matcher.index.storage import Storage
 from matcher.keys import Keys, segment_owner
 from matcher.prepared import (
     INDEX_KEYS,
@@ -39,7 +40,6 @@ from matcher.prepared import (
     segment_blob,
     segment_ref,
 )
-from matcher.redis_io import IndexClient, set_buckets, unlink
 from matcher.settings import Settings
 from matcher.store import Store
 
@@ -58,7 +58,7 @@ class Registry:
 
     settings: Settings
     store: Store
-    redis: IndexClient
+    storage: Storage
     works: Side
     keys: Keys
     index_now: bool = True
@@ -211,7 +211,7 @@ class Registry:
                 keys = array_from_hex(value["windows"], "<u8", np.uint64)
                 self.works.remove(int(fp["seq"]), int(value["simhash"], 16), keys)
         segments = [self.keys.segment(int(fp["seq"])) for fp in stored]
-        unlink(self.redis, segments, "removing a work's segments")
+        self.storage.unlink(segments, "removing a work's segments")
 
     def _index(
         self,
@@ -298,7 +298,7 @@ class Registry:
         if self.index_now and batch.owners:
             with redis_errors("indexing a work"):
                 self.works.add_many(batch.owners, batch.simhashes, batch.keys, fresh=fresh)
-            set_buckets(self.redis, batch.refs, "indexing a work")
+            self.storage.set_many(batch.refs, "indexing a work")
 
 
 @dataclass

@@ -23,6 +23,7 @@ from bson import ObjectId
 
 from fingerprint.anchors import Anchors
 from fingerprint.base import FingerprintError
+from matcher.index.storage import Storage
 from matcher.keys import Keys, owner_segment
 from matcher.prepared import (
     SegmentHeader,
@@ -31,7 +32,6 @@ from matcher.prepared import (
     ref_work,
     segment_ref,
 )
-from matcher.redis_io import IndexClient, mget
 from matcher.store import Store
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ class SegmentCache:
 class SegmentData:
     """Reads candidate segments' verification data (see the module docstring)."""
 
-    redis: IndexClient
+    storage: Storage
     store: Store
     keys: Keys
     cache: SegmentCache
@@ -88,7 +88,8 @@ class SegmentData:
     def load(self, owners: Sequence[int]) -> dict[int, Parsed]:
         """The parsed blob of each of ``owners`` (segment owner ids) that the index holds;
         a segment whose data is missing or unusable is reported and left out."""
-        refs, _ = mget(self.redis, [self.keys.segment(o) for o in owners], "reading work segments")
+        names = [self.keys.segment(o) for o in owners]
+        refs, _ = self.storage.mget(names, "reading work segments")
         found: dict[int, Parsed] = {}
         wanted: dict[int, bytes] = {}
         for owner, ref in zip(owners, refs, strict=True):

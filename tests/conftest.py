@@ -51,7 +51,7 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from bench.local_cluster import LocalCluster
 from bench.local_sentinel import LocalSentinel
-from matcher.redis_io import IndexClient, connect, scan
+from matcher.index.redis_io import IndexClient, connect, scan
 from matcher.settings import IndexRedis, Settings
 from tests import command_audit
 from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401

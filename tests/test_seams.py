@@ -30,8 +30,8 @@ def allowed_in(name: str, allowed: set[str]) -> bool:
     return any(name == a or (a.endswith("/") and name.startswith(a)) for a in allowed)
 
 
-def modules() -> Iterator[tuple[str, ast.Module]]:
-    for package in PACKAGES:
+def modules(packages: tuple[str, ...] = PACKAGES) -> Iterator[tuple[str, ast.Module]]:
+    for package in packages:
         for path in sorted((ROOT / package).rglob("*.py")):
             name = path.relative_to(ROOT).as_posix()
             yield name, ast.parse(path.read_text(encoding="utf-8"), filename=name)
@@ -108,6 +108,9 @@ def test_redis_key_names_are_built_in_keys_only() -> None:
 
 
 REDIS_CLIENTS = {"Redis", "StrictRedis", "RedisCluster", "Sentinel"}
+SERVER_HARNESSES = {"matcher/redis_clients.py", "bench/local_cluster.py", "bench/local_sentinel.py"}
+"""The client factory, and the benchmarks' harnesses of throwaway servers, which talk to each
+node or sentinel process alone (``CLUSTER``, ``SENTINEL``, ``SHUTDOWN``)."""
 
 
 def is_redis_client_built(node: ast.AST) -> bool:
@@ -122,14 +125,15 @@ def is_redis_client_built(node: ast.AST) -> bool:
 
 
 def test_redis_clients_are_built_in_redis_clients_only() -> None:
-    """Every Redis client comes from :mod:`matcher.redis_clients` (one option set: timeouts,
-    health checks, retries; servers, clusters and Sentinel alike)."""
+    """Every Redis client of the product and the benchmarks comes from
+    :mod:`matcher.redis_clients` (one option set: timeouts, health checks, retries; servers,
+    clusters and Sentinel alike)."""
     sample = "redis.Redis.from_url(u)\nRedisCluster(startup_nodes=n)\nredis.sentinel.Sentinel(s)\n"
     assert uses(ast.parse(sample), is_redis_client_built) == [1, 2, 3]
     found = {
         name: lines
-        for name, tree in modules()
-        if name != "matcher/redis_clients.py" and (lines := uses(tree, is_redis_client_built))
+        for name, tree in modules((*PACKAGES, "bench"))
+        if name not in SERVER_HARNESSES and (lines := uses(tree, is_redis_client_built))
     }
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
 
@@ -159,6 +163,32 @@ def test_mongo_clients_are_built_by_the_store_factory_only() -> None:
         if name not in MONGO_CLIENT_BUILDERS and (lines := uses(tree, is_mongo_client_built))
     }
     assert found == {}, f"MongoDB clients built outside {sorted(MONGO_CLIENT_BUILDERS)}: {found}"
+
+
+INDEX_BACKEND_MODULES = {
+    "matcher/index/storage.py",
+    "matcher/index/redis_io.py",
+    "matcher/index/packed.py",
+    "matcher/index/memory.py",
+}
+"""The storage of the indexes: the protocol and its Redis backend, the Redis IO and Lua
+scripts behind it, and the in-memory twin (which raises redis-py's ``LockError``)."""
+
+
+def test_the_indexes_reach_redis_through_their_storage() -> None:
+    """The index logic of ``matcher/index/`` (simhash, windows, their layout, ``Side``)
+    imports neither redis-py nor the Redis IO: it talks to a
+    :class:`matcher.index.storage.Storage`, so that it runs on the in-memory twin too."""
+    found = {
+        name: sorted(
+            m for m in imported(tree)
+            if m.split(".")[0] == "redis" or m.startswith("matcher.index.redis_io")
+        )
+        for name, tree in modules()
+        if name.startswith("matcher/index/") and name not in INDEX_BACKEND_MODULES
+    }  # fmt: skip
+    assert {name: found for name, found in found.items() if found} == {}
+    assert "matcher/index/simhash_index.py" in dict(modules())
 
 
 APP_IMPORTERS = {"admin/web/app.py", "admin/web/serve.py"}

@@ -150,8 +150,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 def _shared_frontier(ctx: Context) -> Any:
     """The sites' frontiers in the Redis of ``FPTRACK_REDIS_URL``."""
     from crawler.lease import RedisFrontiers
-    from matcher.redis_clients import connect_server
 
-    settings = ctx.settings
-    client = connect_server(settings.redis_target)
-    return RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
+    return RedisFrontiers.connect(ctx.settings)

@@ -157,8 +157,8 @@ def sigterm_interrupts() -> Iterator[None]:
 
 def drop_keys(client: redis.Redis, prefix: str) -> None:
     """Delete every key under ``prefix:`` (the scan's indexes, whatever state they are in)."""
+    from matcher.index.redis_io import delete_matching
     from matcher.keys import Keys
-    from matcher.redis_io import delete_matching
 
     delete_matching(client, Keys(prefix).everything, "deleting the scan's keys")
 

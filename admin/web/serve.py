@@ -22,7 +22,7 @@ renders in a child process of its own); the metrics' cache and clients (under a 
 :mod:`admin.metrics`); the engine's caches and index directory (the segment and evidence
 caches under locks, :mod:`matcher.segment_cache`, :mod:`matcher.evidence`; the simhash
 index's split directory replaced whole and read once per operation,
-:mod:`matcher.simhash_index`; the index rebuild lease taken by one thread at a time,
+:mod:`matcher.index.simhash_index`; the index rebuild lease taken by one thread at a time,
 :mod:`matcher.integrity`); login throttling (counted by atomic updates in the store,
 :mod:`admin.web.users`). The embedded admin's mongomock store is not shared with threads
 here (``fptrack scan --serve`` serves under its own lock).

@@ -13,7 +13,6 @@ from bench.local_sentinel import LocalSentinel
 from crawler.lease import RedisFrontiers
 from crawler.run import crawl_in_process
 from matcher.keys import Keys
-from matcher.redis_clients import connect_server
 from matcher.settings import Settings
 from tests.crawler.test_frontier import CHAIN, PREFIX, chain_site, config
 
@@ -24,8 +23,7 @@ def test_a_crawl_and_a_lease_go_on_on_the_new_primary(
     redis_sentinel: LocalSentinel, test_overrides: dict[str, Any]
 ) -> None:
     settings = Settings(redis_url=redis_sentinel.url(), redis_prefix=PREFIX, crawl_lease=LEASE_S)
-    client = connect_server(settings.redis_target)
-    frontiers = RedisFrontiers(client, settings.redis_prefix, settings.crawl_lease)
+    frontiers = RedisFrontiers.connect(settings)  # the deployment's: as crawler.run builds it
     overrides = {**test_overrides, "CONCURRENT_REQUESTS": 1}
     with FixtureSite(chain_site(delay=0.3)) as site:
         stopped = crawl_in_process([config(site)], overrides, 1.5, frontiers)["chain"]

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from matcher import jobs
-from matcher.indexes import Side
+from matcher.index.indexes import Side
 from matcher.store.fingerprints import Fingerprints
 from matcher.store.matches import Matches
 from matcher.worker import app

@@ -1,5 +1,7 @@
 """Fixtures of the matcher suite: an engine on the test servers (its indexes on the
-3-master cluster too in the modules that set ``INDEX_BACKENDS``), and pirate pages.
+3-master cluster too in the modules that set ``INDEX_BACKENDS``), the indexes' storage
+(:func:`storage`: the in-memory twin, or Redis on the server or the cluster), and pirate
+pages.
 
 Pages reach the engine as crawled pages do: :func:`crawl` stores them through
 :class:`matcher.ingest.Ingest` and runs the ``process_page`` task's work
@@ -15,9 +17,11 @@ import pytest
 from pymongo.database import Database
 
 from matcher.engine import Engine
+from matcher.index.memory import MemoryStorage
+from matcher.index.redis_io import IndexClient
+from matcher.index.storage import RedisStorage, Storage
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
-from matcher.redis_io import IndexClient
 from matcher.settings import Settings
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -67,11 +71,25 @@ def novel(chapters: int, chapter_chars: int, seed: int = 0) -> tuple[str, list[s
 
 
 @pytest.fixture
-def engine(index_client: IndexClient, mongo_db: Database) -> Engine:
-    """An engine on a fresh database of the MongoDB server and the test's index client (the
-    server, or the cluster in a module's ``INDEX_BACKENDS``)."""
+def storage(index_backend: str, request: pytest.FixtureRequest) -> Storage:
+    """The storage of the test's backend: ``memory`` (:class:`MemoryStorage`, for tests of
+    the indexes' logic), or ``server`` and ``cluster`` (:class:`RedisStorage` of
+    ``index_client``)."""
+    if index_backend == "memory":
+        return MemoryStorage()
+    return RedisStorage(request.getfixturevalue("index_client"))
+
+
+@pytest.fixture
+def engine(index_backend: str, request: pytest.FixtureRequest, mongo_db: Database) -> Engine:
+    """An engine on a fresh database of the MongoDB server and the test's index backend: the
+    server, or the cluster, or the in-memory twin (``memory``) in a module's
+    ``INDEX_BACKENDS``."""
     settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
-    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
+    if index_backend == "memory":
+        return Engine.open(settings, mongo_client=mongo_db.client, storage=MemoryStorage())
+    client: IndexClient = request.getfixturevalue("index_client")
+    return Engine.open(settings, mongo_client=mongo_db.client, redis_client=client)
 
 
 @pytest.fixture

@@ -1,8 +1,8 @@
 """The indexes and the engine on a real 3-master Redis Cluster: spread, equal answers,
 redirections (MOVED, ASK) and the client factory.
 
-The suites of the indexes and the engine run on the cluster too (their ``INDEX_BACKENDS``);
-this module checks what only a cluster has.
+The suites of the engine and of the storage contract (``test_packed.py``) run on the cluster
+too (their ``INDEX_BACKENDS``); this module checks what only a cluster has.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ from redis.cluster import RedisCluster
 from bench.local_cluster import LocalCluster
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, SettingsError
+from matcher.index.redis_io import connect, is_cluster, mget
+from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.index.storage import RedisStorage
 from matcher.keys import TAG_GROUPS, group_tags, key_slot, simhash_keys
 from matcher.maintenance import drop_indexes
-from matcher.redis_io import connect, is_cluster, mget
 from matcher.settings import IndexRedis, Settings
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
 from tests.matcher.conftest import crawl, matched, novel, page_of, sample
 
 PREFIX = "fptrack-test"
@@ -119,7 +120,7 @@ def test_one_startup_node_is_enough(
 def test_a_plain_client_of_one_node_gets_moved(redis_cluster: LocalCluster) -> None:
     """What the issue measured: a non-cluster client of one node; the factory avoids it."""
     node = redis_cluster.node(redis_cluster.ports[0])
-    index = SimhashIndex(node, "t")
+    index = SimhashIndex(RedisStorage(node), "t")
     with pytest.raises(SettingsError, match=r"MOVED.*redis\+cluster://"):
         index.add(np.arange(100), np.arange(100, dtype=np.uint64) << np.uint64(40))
 
@@ -138,7 +139,7 @@ def test_slot_migration_is_followed_through_ask_and_moved(
     rng = np.random.default_rng(3)
     values = rng.integers(0, 2**64, 4000, dtype=np.uint64)
     ids = np.arange(4000, dtype=np.uint32)
-    index = SimhashIndex(cluster_client, "t", SimhashIndexParams(split_floor=16))
+    index = SimhashIndex(RedisStorage(cluster_client), "t", SimhashIndexParams(split_floor=16))
     index.add(ids[:3000], values[:3000])
     queries = values[::40] ^ np.uint64(0b1011)
     expected = index.query_many(queries)
@@ -160,7 +161,8 @@ def test_slot_migration_is_followed_through_ask_and_moved(
     assert index.query_many(queries) == expected
     index.add(ids[3000:], values[3000:])  # scripts of every group, group 5's on its new master
     assert index.stats()["entries"] == 4000
-    fresh = SimhashIndex(connect(IndexRedis.parse(redis_cluster.url)), "t", index.params)
+    fresh_client = connect(IndexRedis.parse(redis_cluster.url))
+    fresh = SimhashIndex(RedisStorage(fresh_client), "t", index.params)
     assert fresh.query_many(queries) == index.query_many(queries)
     for q, got_q in zip(queries[:20].tolist(), index.query_many(queries[:20]), strict=True):
         dist = np.bitwise_count(values ^ np.uint64(q))

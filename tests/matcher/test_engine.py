@@ -1,4 +1,8 @@
-"""The matching engine end to end on the test servers (and its indexes on the cluster).
+"""The matching engine end to end: the store on the test MongoDB server, the indexes on the
+in-memory twin of Redis (:class:`matcher.index.memory.MemoryStorage`, held to Redis's
+behaviour by ``test_packed.py``); the engine on the real server and cluster is tested in
+``test_cluster.py``, ``test_index_lost.py``, ``test_field_shapes.py`` and
+``test_redis_guard.py`` (an outage included).
 
 Works are the shipped sample works (``samples/works``); pages are built from them with the
 edits pirates make and reach the engine as crawled pages do (``crawl``: the ingest, then
@@ -16,10 +20,9 @@ import pytest
 
 from fingerprint.normalize import normalize
 from matcher.engine import Engine
-from matcher.errors import IndexUnavailable, UnusableText
+from matcher.errors import UnusableText
 from matcher.keys import segment_owner
 from matcher.maintenance import drop_indexes, rebuild_indexes
-from tests.conftest import all_keys
 from tests.matcher.conftest import (
     UNRELATED,
     crawl,
@@ -29,7 +32,7 @@ from tests.matcher.conftest import (
     sample,
 )
 
-INDEX_BACKENDS = ("server", "cluster")
+INDEX_BACKENDS = ("memory",)
 
 
 def test_exact_copy_in_new_chrome_matches_with_evidence(engine: Engine, works) -> None:
@@ -155,12 +158,12 @@ def test_rebuild_from_store_gives_identical_answers(engine: Engine, works) -> No
     before = {u: engine.match_text(t) for u, t in pages.items()}
     for url, text in pages.items():
         crawl(engine, url, text)
-    keys_before = all_keys(engine.redis, "fptrack-test:*")
+    keys_before = sorted(engine.storage.scan("fptrack-test:*"))
     drop_indexes(engine)
-    assert all_keys(engine.redis, "fptrack-test:*") == []
+    assert engine.storage.scan("fptrack-test:*") == []
     assert rebuild_indexes(engine) == {"work": 4, "page": 2}
     after = {u: engine.match_text(t) for u, t in pages.items()}
-    assert all_keys(engine.redis, "fptrack-test:*") == keys_before
+    assert sorted(engine.storage.scan("fptrack-test:*")) == keys_before
     for url in pages:
         assert [(r["work_id"], r["score"], r["evidence"]) for r in before[url]] == [
             (r["work_id"], r["score"], r["evidence"]) for r in after[url]
@@ -195,32 +198,11 @@ def test_bytes_in_legacy_encodings_are_decoded(engine: Engine, works) -> None:
     assert matched(engine.process_page("http://x/big5", big5)) == {works["river-town.txt"]}
 
 
-def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_index_client) -> None:
-    broken = Engine(engine.settings, engine.store, dead_index_client)
-    with pytest.raises(IndexUnavailable, match="unavailable while"):
-        crawl(broken, "http://x/1", page_of(sample("lighthouse.txt")))
-    # The crawler stored the page; its task wrote nothing and left it pending for a retry.
-    assert engine.store.count("pages") == 1 and engine.store.page_by_url("http://x/1")["pending"]
-    assert engine.store.matches.count() == 0
-    assert engine.store.fingerprints.count("page") == 0
-    # Refetched unchanged, it is not enqueued twice; the task's retry matches it.
-    assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
-    assert engine.store.count("pages") == 1
-    page = engine.store.page_by_url("http://x/1")
-    engine.process_stored_page(str(page["_id"]))
-    assert (
-        engine.store.matches_for("page_id", str(page["_id"]))
-        and len(engine.store.matches_for("page_id", str(page["_id"]))) == 1
-    )
-    assert (
-        engine.store.count("pages") == 1 and not engine.store.page_by_url("http://x/1")["pending"]
-    )
-
-
 def test_corrupt_stored_fingerprint_is_reported_not_compared(engine: Engine, works, caplog) -> None:
     owner = segment_owner(engine.store.get_work(works["lighthouse.txt"])["seq"], 0)
     key = engine.keys.segment(owner)
-    engine.redis.set(key, engine.redis.get(key)[:-3])
+    [ref], _ = engine.storage.mget([key], "testing")
+    engine.storage.set_many([(key, ref[:-3])], "testing")
     assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
     assert any(f"segment {owner}" in p for p in engine.problems)
     assert "rebuild" in caplog.text

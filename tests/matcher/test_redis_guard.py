@@ -8,6 +8,8 @@ of every command sent to the real server and to the real cluster (the first fram
 redis-py) while the backend's paths run: registration, matching both ways, split chapters,
 removal, re-indexing, losses and rebuilds, the heal and crawl-resumption jobs, the API's
 rate limit. It lists the sites, and fails naming each one that sent a command unguarded.
+An outage of the index's server, or of the whole cluster, is an IndexUnavailable that writes
+nothing.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from redis.cluster import ClusterPipeline, RedisCluster
 from admin.web import rate_limit
 from matcher import jobs
 from matcher.engine import Engine
-from matcher.errors import guarded
+from matcher.errors import IndexUnavailable, guarded
 from matcher.keys import Keys
 from matcher.maintenance import rebuild_indexes
 from tests.matcher.conftest import crawl, novel, page_of, sample
@@ -114,8 +116,8 @@ def test_every_redis_command_of_the_backend_is_sent_inside_the_guard(
     for expected in (
         "matcher/engine.py:Engine._locked",
         "matcher/engine.py:_release",
-        "matcher/integrity.py:Integrity._mark",
-        "matcher/redis_io.py:mget",
+        "matcher/index/redis_io.py:pipelined",  # the markers (Integrity._mark)
+        "matcher/index/redis_io.py:mget",
         "matcher/jobs.py:resume_crawls",
         "admin/web/rate_limit.py:spend",
     ):
@@ -128,3 +130,22 @@ def test_the_audit_sees_an_unguarded_command(engine: Engine, sites: dict[str, li
         {"engine": engine},
     )
     assert sites == {"matcher/engine.py:<module>": [False]}
+
+
+def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_index_client) -> None:
+    broken = Engine(engine.settings, engine.store, dead_index_client)
+    with pytest.raises(IndexUnavailable, match="unavailable while"):
+        crawl(broken, "http://x/1", page_of(sample("lighthouse.txt")))
+    # The crawler stored the page; its task wrote nothing and left it pending for a retry.
+    assert [p["pending"] for p in engine.store.db.pages.find()] == [True]
+    assert engine.store.db.matches.count_documents({}) == 0
+    assert engine.store.db.fingerprints.count_documents({"owner_kind": "page"}) == 0
+    # Refetched unchanged, it is not enqueued twice; the task's retry matches it.
+    assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
+    [page] = engine.store.db.pages.find()
+    engine.process_stored_page(str(page["_id"]))
+    assert (
+        engine.store.matches_for("page_id", str(page["_id"]))
+        and len(engine.store.matches_for("page_id", str(page["_id"]))) == 1
+    )
+    assert [p["pending"] for p in engine.store.db.pages.find()] == [False]

@@ -1,4 +1,7 @@
-"""Window postings against brute force: per owner, the distinct query keys it holds."""
+"""Window postings against brute force: per owner, the distinct query keys it holds.
+
+The logic runs on the in-memory twin of Redis (``tests/matcher/test_packed.py`` holds it to
+what Redis does); the outage test runs on a server that is gone."""
 
 from __future__ import annotations
 
@@ -10,11 +13,10 @@ from redis.retry import Retry
 
 from fingerprint.base import IncompatibleFingerprints
 from matcher.errors import IndexUnavailable
-from matcher.redis_io import IndexClient
-from matcher.window_index import WindowIndex
-from tests.conftest import all_keys
+from matcher.index.storage import RedisStorage, Storage
+from matcher.index.window_index import WindowIndex
 
-INDEX_BACKENDS = ("server", "cluster")
+INDEX_BACKENDS = ("memory",)
 MAX_DF = 25
 
 
@@ -49,9 +51,9 @@ def query_keys(docs: dict[int, np.ndarray], seed: int) -> np.ndarray:
 
 
 @pytest.mark.parametrize("load", ["add", "bulk", "add_many", "fresh"])
-def test_hits_match_brute_force(index_client: IndexClient, load: str) -> None:
+def test_hits_match_brute_force(storage: Storage, load: str) -> None:
     docs = documents(120, seed=1)
-    index = WindowIndex(index_client, "w", bucket_bits=10, max_df=MAX_DF)
+    index = WindowIndex(storage, "w", bucket_bits=10, max_df=MAX_DF)
     if load == "add":
         for owner, keys in docs.items():
             index.add(owner, keys)
@@ -70,8 +72,8 @@ def test_hits_match_brute_force(index_client: IndexClient, load: str) -> None:
         assert as_dict(index.hits(query)) == brute(docs, query, MAX_DF)
 
 
-def test_stop_keys_are_ignored(index_client: IndexClient) -> None:
-    index = WindowIndex(index_client, "w", max_df=3)
+def test_stop_keys_are_ignored(storage: Storage) -> None:
+    index = WindowIndex(storage, "w", max_df=3)
     for owner in range(4):
         index.add(owner, np.array([100, 200 + owner], np.uint64))  # 100: held by 4 > 3 owners
     for owner in range(3):
@@ -80,12 +82,12 @@ def test_stop_keys_are_ignored(index_client: IndexClient) -> None:
     assert got == {0: 1, 1: 2, 2: 1}
 
 
-def test_fresh_records_are_the_records_an_add_writes(index_client: IndexClient) -> None:
+def test_fresh_records_are_the_records_an_add_writes(storage: Storage) -> None:
     docs = documents(40, seed=4)
     owners = np.concatenate([np.full(len(k), o) for o, k in docs.items()])
     keys = np.concatenate(list(docs.values()))
-    searched = WindowIndex(index_client, "a", bucket_bits=8, max_df=MAX_DF)
-    appended = WindowIndex(index_client, "b", bucket_bits=8, max_df=MAX_DF)
+    searched = WindowIndex(storage, "a", bucket_bits=8, max_df=MAX_DF)
+    appended = WindowIndex(storage, "b", bucket_bits=8, max_df=MAX_DF)
     searched.add_many(owners, keys)
     appended.add_many(owners[::-1], keys[::-1], fresh=True)  # in any order
     assert searched.records() == appended.records() == len(keys)
@@ -98,9 +100,9 @@ def test_fresh_records_are_the_records_an_add_writes(index_client: IndexClient) 
     assert first not in as_dict(appended.hits(docs[first]))
 
 
-def test_add_is_idempotent_and_remove_works(index_client: IndexClient) -> None:
+def test_add_is_idempotent_and_remove_works(storage: Storage) -> None:
     docs = documents(40, seed=4)
-    index = WindowIndex(index_client, "w", bucket_bits=8, max_df=MAX_DF)
+    index = WindowIndex(storage, "w", bucket_bits=8, max_df=MAX_DF)
     for owner, keys in docs.items():
         index.add(owner, keys)
         index.add(owner, np.r_[keys, keys[:3]])
@@ -117,26 +119,26 @@ def test_add_is_idempotent_and_remove_works(index_client: IndexClient) -> None:
         index.bulk_load(np.array([1]), np.array([5], np.uint64))
 
 
-def test_clear_empty_and_bad_input(index_client: IndexClient) -> None:
-    index_client.set("w2:win:records", "9")
-    index = WindowIndex(index_client, "w")
+def test_clear_empty_and_bad_input(storage: Storage) -> None:
+    storage.set_many([("w2:win:records", "9")], "testing")
+    index = WindowIndex(storage, "w")
     assert as_dict(index.hits(np.array([1, 2], np.uint64))) == {}
     index.add(5, np.array([1, 2], np.uint64))
     index.add(5, np.array([], np.uint64))
     assert as_dict(index.hits(np.array([], np.uint64))) == {}
     index.clear()
-    assert all_keys(index_client, "*") == [b"w2:win:records"]
+    assert storage.scan("*") == [b"w2:win:records"]
     with pytest.raises(ValueError):
         index.add(-1, np.array([1], np.uint64))
     with pytest.raises(ValueError):
         index.bulk_load(np.array([1, 2]), np.array([1], np.uint64))
     with pytest.raises(ValueError):
-        WindowIndex(index_client, "w", bucket_bits=40)
+        WindowIndex(storage, "w", bucket_bits=40)
 
 
-def test_parameters_are_checked(index_client: IndexClient) -> None:
-    WindowIndex(index_client, "w", bucket_bits=20).add(1, np.array([5], np.uint64))
-    other = WindowIndex(index_client, "w", bucket_bits=16)
+def test_parameters_are_checked(storage: Storage) -> None:
+    WindowIndex(storage, "w", bucket_bits=20).add(1, np.array([5], np.uint64))
+    other = WindowIndex(storage, "w", bucket_bits=16)
     for call in (
         lambda: other.hits(np.array([5], np.uint64)),
         lambda: other.add(2, np.array([5], np.uint64)),
@@ -145,14 +147,12 @@ def test_parameters_are_checked(index_client: IndexClient) -> None:
         with pytest.raises(IncompatibleFingerprints, match="was built with"):
             call()
     # max_df is a query-time setting, not part of the layout
-    assert as_dict(WindowIndex(index_client, "w", max_df=1).hits(np.array([5], np.uint64))) == {
-        1: 1
-    }
+    assert as_dict(WindowIndex(storage, "w", max_df=1).hits(np.array([5], np.uint64))) == {1: 1}
 
 
 def test_outage_is_index_unavailable(dead_redis: redis.Redis) -> None:
     dead_redis.set_retry(Retry(NoBackoff(), 0))  # fail at once instead of backing off
-    index = WindowIndex(dead_redis, "w")
+    index = WindowIndex(RedisStorage(dead_redis), "w")
     with pytest.raises(IndexUnavailable, match="Redis unavailable while reading the window"):
         index.hits(np.array([1], np.uint64))
     for call in (
@@ -165,11 +165,11 @@ def test_outage_is_index_unavailable(dead_redis: redis.Redis) -> None:
             call()
 
 
-def test_bulk_load_of_nothing_writes_nothing(redis_client: redis.Redis) -> None:
+def test_bulk_load_of_nothing_writes_nothing(storage: Storage) -> None:
     """A new deployment's rebuild: no postings at all is a no-op, and the index still works."""
-    index = WindowIndex(redis_client, "w", bucket_bits=8)
+    index = WindowIndex(storage, "w", bucket_bits=8)
     index.bulk_load(np.empty(0, np.uint32), np.empty(0, np.uint64))
-    assert redis_client.dbsize() == 0
+    assert storage.scan("*") == []
     assert as_dict(index.hits(np.array([1, 2], np.uint64))) == {}
     index.add(5, np.array([1, 2], np.uint64))
     assert as_dict(index.hits(np.array([1, 2, 3], np.uint64))) == {5: 2}

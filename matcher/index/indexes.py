@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from matcher.redis_io import IndexClient
+from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
+from matcher.index.storage import Storage
+from matcher.index.window_index import WindowIndex
 from matcher.settings import Settings
-from matcher.simhash_index import SimhashIndex, SimhashIndexParams
-from matcher.window_index import WindowIndex
 
 
 @dataclass
@@ -24,12 +24,12 @@ class Side:
     windows: WindowIndex
 
     @classmethod
-    def open(cls, client: IndexClient, prefix: str, settings: Settings) -> Side:
-        """Both indexes under ``prefix``, with the settings' parameters."""
+    def open(cls, storage: Storage, prefix: str, settings: Settings) -> Side:
+        """Both indexes under ``prefix`` in ``storage``, with the settings' parameters."""
         params = SimhashIndexParams(permuted=settings.simhash_permuted)
         return cls(
-            SimhashIndex(client, prefix, params),
-            WindowIndex(client, prefix, settings.window_bucket_bits, settings.window_max_df),
+            SimhashIndex(storage, prefix, params),
+            WindowIndex(storage, prefix, settings.window_bucket_bits, settings.window_max_df),
         )
 
     def add(self, owner: int, simhash: int, keys: np.ndarray) -> None:

@@ -1,7 +1,7 @@
 """Window postings in Redis: from a 64-bit window key to the uint32 owners whose text has it.
 
 A window key is any stable 64-bit hash of a window (a pinyin-window "dna", a shingle hash).
-Postings are packed like the simhash index's buckets (:mod:`matcher.packed`): the key is
+Postings are packed like the simhash index's buckets (:mod:`matcher.index.packed`): the key is
 mixed with ``fmix64`` (MurmurHash3's finaliser, a bijection), the top ``bucket_bits`` bits of
 the mix name the bucket, and a record is the next 24 bits of the mix (the key's check) and
 the owner: 7 bytes. Containment is then counted from the index alone: :meth:`WindowIndex.hits`
@@ -36,10 +36,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from fingerprint.hashing import fmix64
-from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
-from matcher.packed import (
+from matcher.index.packed import (
     MISMATCH,
-    BucketScripts,
     IndexParamsMismatch,
     RecordFormat,
     as_ids,
@@ -48,14 +46,8 @@ from matcher.packed import (
     payload_buffer,
     script_args,
 )
-from matcher.redis_io import (
-    IndexClient,
-    claim,
-    delete_matching,
-    mget,
-    run_script,
-    set_buckets,
-)
+from matcher.index.storage import Script, Storage
+from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
 
 POSTINGS_PER_CHAR = 0.18
 """Postings keys per content character of a text (pinyin-window dnas and sampled anchors,
@@ -106,11 +98,11 @@ class WindowIndex:
     """
 
     def __init__(
-        self, client: IndexClient, prefix: str, bucket_bits: int = 20, max_df: int = 1000
+        self, storage: Storage, prefix: str, bucket_bits: int = 20, max_df: int = 1000
     ) -> None:
         if not 1 <= bucket_bits <= 32 or max_df < 1:
             raise ValueError("bucket_bits must be 1..32 and max_df >= 1")
-        self._client = client
+        self._storage = storage
         self._prefix = prefix
         self._bits = bucket_bits
         self.max_df = max_df
@@ -125,7 +117,6 @@ class WindowIndex:
             sort_keys=True,
             separators=(",", ":"),
         )
-        self._scripts = BucketScripts(client)
         self._claimed = False
 
     def add(self, owner: int, keys: np.ndarray) -> None:
@@ -139,14 +130,13 @@ class WindowIndex:
 
         ``fresh``: none of ``owners`` has a posting yet (a newly registered work's segments,
         sent once each), so the records are appended without a search
-        (:data:`matcher.packed.APPEND_LUA`); a wrong ``fresh`` would store duplicates."""
-        script = self._scripts.append if fresh else self._scripts.add
-        self._edit(script, owners, keys, "adding to the window index")
+        (:data:`matcher.index.packed.APPEND_LUA`); a wrong ``fresh`` would store duplicates."""
+        self._edit("append" if fresh else "add", owners, keys, "adding to the window index")
 
     def remove(self, owner: int, keys: np.ndarray) -> None:
         """Remove ``owner``'s postings of ``keys`` (a script call per tag group)."""
         owners = np.repeat(as_ids([owner]), len(keys))
-        self._edit(self._scripts.remove, owners, keys, "removing from the window index")
+        self._edit("remove", owners, keys, "removing from the window index")
 
     def bulk_load(
         self, owners: np.ndarray, keys: np.ndarray, groups: Collection[int] | None = None
@@ -180,9 +170,9 @@ class WindowIndex:
         per_group = np.bincount((sig >> _CHECK) % _GROUPS, minlength=TAG_GROUPS).tolist()
         meta = [(self._keys.params(g), self._params_json) for g in chosen]
         meta += [(self._keys.records(g), str(per_group[g])) for g in chosen if per_group[g]]
-        set_buckets(self._client, meta, what)
+        self._storage.set_many(meta, what)
         buckets, payloads = group_bytes(self._fmt.records(sig, owners), sig >> _CHECK)
-        set_buckets(self._client, zip(self._names(buckets), payloads, strict=True), what)
+        self._storage.set_many(zip(self._names(buckets), payloads, strict=True), what)
 
     def records(self, what: str = "counting window postings") -> int:
         """Postings in the index (the groups' counts added up); checks the parameters."""
@@ -192,7 +182,7 @@ class WindowIndex:
         """Each tag group's posting count; checks the parameters."""
         groups = np.arange(TAG_GROUPS)
         names = [self._keys.records(g) for g in range(TAG_GROUPS)]
-        counts, meta = mget(self._client, names, what, groups, lambda g: [self._keys.params(g)])
+        counts, meta = self._storage.mget(names, what, groups, lambda g: [self._keys.params(g)])
         for (stored,) in meta.values():
             self._check_params(stored)
         return [int(c or 0) for c in counts]
@@ -230,8 +220,7 @@ class WindowIndex:
             return empty
         buckets = np.unique(sig_sorted >> _CHECK)
         groups = (buckets % _GROUPS).astype(np.int64)
-        payloads, meta = mget(
-            self._client,
+        payloads, meta = self._storage.mget(
             self._names(buckets),
             "reading the window index",
             groups,
@@ -271,10 +260,10 @@ class WindowIndex:
 
     def clear(self) -> None:
         """Delete every key of the index (SCAN + UNLINK, pipelined)."""
-        delete_matching(self._client, self._keys.everything, "clearing the window index")
+        self._storage.delete_matching(self._keys.everything, "clearing the window index")
         self._claimed = False
 
-    def _edit(self, script, owners: np.ndarray, keys: np.ndarray, what: str) -> None:
+    def _edit(self, script: Script, owners: np.ndarray, keys: np.ndarray, what: str) -> None:
         self._claim(what)
         owners, keys = as_ids(owners), as_values(keys)
         if len(owners) != len(keys):
@@ -302,7 +291,7 @@ class WindowIndex:
                 [payloads[i] for i in chosen],
             )
             calls.append((keys, args))
-        for result in run_script(self._client, script, calls, what):
+        for result in self._storage.edit_buckets(script, calls, what):
             if result[0] == MISMATCH:
                 self._check_params(result[1])
 
@@ -312,7 +301,7 @@ class WindowIndex:
         a client with other parameters is refused whichever groups it reads or writes."""
         if not self._claimed:
             names = [self._keys.params(g) for g in range(TAG_GROUPS)]
-            for stored in claim(self._client, names, self._params_json, what):
+            for stored in self._storage.claim(names, self._params_json, what):
                 self._check_params(stored)
             self._claimed = True
 

@@ -12,8 +12,8 @@ A script call edits every bucket it is given atomically and idempotently (a reco
 present is not added again; removing an absent one does nothing), and refuses to write
 unless the index's stored parameters, and optionally its directory version, are the ones
 the caller expects. Bulk loads build the buckets client-side and SET them in pipelined
-chunks (:func:`matcher.redis_io.set_buckets`); reads fetch many buckets with one MGET per
-tag group (:func:`matcher.redis_io.mget`) and parse all of them in a few numpy passes
+chunks (:func:`matcher.index.redis_io.set_buckets`); reads fetch many buckets with one MGET per
+tag group (:func:`matcher.index.redis_io.mget`) and parse all of them in a few numpy passes
 (:meth:`RecordFormat.unpack`). Every script call's keys share one hash slot: the buckets of
 one tag group and that group's metadata (:mod:`matcher.keys`).
 """
@@ -274,7 +274,7 @@ def _record_dtype(value_bytes: int) -> np.dtype:
 
 class BucketScripts:
     """The add, append and remove scripts, registered on one client (run by
-    :func:`matcher.redis_io.run_script`)."""
+    :func:`matcher.index.redis_io.run_script`)."""
 
     def __init__(self, client: redis.Redis | redis.RedisCluster) -> None:
         self.add = client.register_script(ADD_LUA)

@@ -2,7 +2,7 @@
 
 Pure arithmetic on bit positions (no Redis): which bits of a fingerprint name its bucket in
 each table, which remain as its stored residual, and how a hot bucket's free bits are cut
-into the k + 1 sub-blocks of its split (see :mod:`matcher.simhash_index` for the scheme).
+into the k + 1 sub-blocks of its split (see :mod:`matcher.index.simhash_index` for the scheme).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from matcher.packed import RecordFormat
+from matcher.index.packed import RecordFormat
 
 PIGEONHOLE_BUCKET_BITS = 16
 PERMUTED_BUCKET_BITS = 18

@@ -17,7 +17,7 @@ cost per fetched bucket dominates, it lost on every count at 10M real-text finge
 bytes per fingerprint and 11,900 batched queries/s, against 58 and 19,700 for pigeonhole);
 it is meant for indexes of 10^8 fingerprints and more, where 16-bit buckets hold thousands.
 
-Records: a bucket is one Redis string of fixed-width records (:mod:`matcher.packed`): the
+Records: a bucket is one Redis string of fixed-width records (:mod:`matcher.index.packed`): the
 fingerprint's f - bucket_bits other bits (its residual, 6 bytes for f = 64) and the uint32
 owner id, 10 bytes in all. Every record of a bucket shares the bucket's bits with the query,
 so the distance is the popcount of the residuals' XOR, computed client-side with numpy.
@@ -48,11 +48,12 @@ in the group. A query reads each group's buckets with that group's token and sto
 parameters in one MGET (one MGET of everything on a single server; one round trip per node
 on a cluster); MGET is atomic, so a group's buckets match its token, and only the groups
 whose token changed are reloaded and the query redone. Edits run the scripts of
-:mod:`matcher.packed`, which refuse to write against a stale token; an add or remove is one
+:mod:`matcher.index.packed`, which refuse to write against a stale token; an add or remove is one
 script call per group and chunk of whole owners (all pipelined), so atomic per owner within
 a group and idempotent overall (an interrupted add is completed by running it again). When
-an add pushes a bucket over the limit, the client splits it in a WATCH / MULTI transaction
-on the bucket, the group's token and record count (the numpy code of bulk loads); until then
+an add pushes a bucket over the limit, the client splits it in a watched transaction
+(:meth:`matcher.index.storage.Storage.transact`: WATCH / MULTI on Redis) on the bucket, the
+group's token and record count (the numpy code of bulk loads); until then
 the bucket is merely large, and a crash in between leaves it for the next add to split. A
 :class:`SimhashIndex` object caches the directory as one snapshot (:class:`_Directory`),
 replaced whole; each query, edit or split reads it once and checks the stored tokens
@@ -61,6 +62,7 @@ against that snapshot's, so the threads of a process may share the object.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import secrets
@@ -69,15 +71,12 @@ from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-import redis
 
 from fingerprint.base import params_dict
-from matcher.errors import IndexUnavailable, redis_errors
-from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, simhash_keys
-from matcher.packed import (
+from matcher.errors import IndexUnavailable
+from matcher.index.packed import (
     MISMATCH,
     STALE,
-    BucketScripts,
     IndexParamsMismatch,
     as_ids,
     as_values,
@@ -86,30 +85,23 @@ from matcher.packed import (
     payload_buffer,
     script_args,
 )
-from matcher.redis_io import (
-    IndexClient,
-    bucket_sizes,
-    claim,
-    delete_matching,
-    mget,
-    pipelined,
-    run_script,
-    set_buckets,
-    unlink,
-)
-from matcher.simhash_layout import (
+from matcher.index.simhash_layout import (
     Layout,
     Run,
     SimhashIndexParams,
     gather,
     gather_int,
 )
+from matcher.index.storage import Command, Script, Storage
+from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, simhash_keys
 
 MAX_KEYS_PER_CALL = 1024
 RETRIES = 8
 REFUSED_GROWTH = 1.25
 """A bucket refused for splitting is reconsidered once it has grown by this factor."""
 _U64 = np.uint64
+_STALE = object()
+"""A split found the group's directory changed: reload it, and try again."""
 
 
 @dataclass(frozen=True)
@@ -151,12 +143,12 @@ class SimhashIndex:
 
     def __init__(
         self,
-        client: IndexClient,
+        storage: Storage,
         prefix: str,
         params: SimhashIndexParams | None = None,
     ) -> None:
         params = params or SimhashIndexParams()
-        self._client = client
+        self._storage = storage
         self._prefix = prefix
         self._params = params
         self._layout = Layout(params)
@@ -177,7 +169,6 @@ class SimhashIndex:
         self._query_meta = [
             (self._keys.version(g), self._keys.params(g)) for g in range(TAG_GROUPS)
         ]
-        self._scripts = BucketScripts(client)
         self._refused: dict[bytes, int] = {}
         self._claimed = False
         self._directory_lock = threading.Lock()
@@ -190,14 +181,14 @@ class SimhashIndex:
     def add(self, ids: Sequence[int] | np.ndarray, values: Sequence[int] | np.ndarray) -> None:
         """File each (id, value) pair; a pair already filed is left as it is."""
         ids, values = self._pairs(ids, values)
-        over = self._edit(self._scripts.add, ids, values, "adding to the simhash index")
+        over = self._edit("add", ids, values, "adding to the simhash index")
         for name, size in over.items():
             self._split_bucket(name, size)
 
     def remove(self, ids: Sequence[int] | np.ndarray, values: Sequence[int] | np.ndarray) -> None:
         """Remove each (id, value) pair; absent pairs are ignored."""
         ids, values = self._pairs(ids, values)
-        self._edit(self._scripts.remove, ids, values, "removing from the simhash index")
+        self._edit("remove", ids, values, "removing from the simhash index")
 
     def bulk_load(
         self,
@@ -230,22 +221,22 @@ class SimhashIndex:
         k = self._keys
         meta = [(k.params(g), self._params_json) for g in chosen]
         meta += [(k.records(g), str(int(per_group[g]))) for g in chosen if per_group[g]]
-        set_buckets(self._client, meta, what)
+        self._storage.set_many(meta, what)
         splits: dict[bytes, int] = {}
         limits = [self._limit(int(n)) for n in per_group]
         leaves = self._bulk_buckets(ids, values, limits, splits, set(chosen))
-        set_buckets(self._client, leaves, what)
+        self._storage.set_many(leaves, what)
         if not splits:
             return
         by_group: dict[int, dict[bytes, int]] = {}
         for name, s in splits.items():
             by_group.setdefault(self._group_of(name), {})[name] = s
         tokens = {g: _token() for g in by_group}
-        commands: list[tuple] = []
+        commands: list[Command] = []
         for g, mapping in by_group.items():  # the directory first, then its version
             commands.append(("HSET", k.split(g), *itertools.chain(*mapping.items())))
             commands.append(("SET", k.version(g), tokens[g]))
-        pipelined(self._client, commands, what)
+        self._storage.commands(commands, what)
         self._set_directory({g: (tokens[g], mapping) for g, mapping in by_group.items()})
 
     def query(self, value: int, k: int | None = None) -> list[tuple[int, int]]:
@@ -265,8 +256,7 @@ class SimhashIndex:
         for _ in range(RETRIES):
             d = self._dir
             plan = self._route(values, d)
-            payloads, meta = mget(
-                self._client,
+            payloads, meta = self._storage.mget(
                 plan.names,
                 "querying the simhash index",
                 plan.groups,
@@ -294,8 +284,8 @@ class SimhashIndex:
         what = "clearing the simhash index"
         k = self._keys
         directories = [n for g in range(TAG_GROUPS) for n in (k.version(g), k.split(g))]
-        unlink(self._client, directories, what)
-        delete_matching(self._client, self._keys.everything, what)
+        self._storage.unlink(directories, what)
+        self._storage.delete_matching(self._keys.everything, what)
         self.forget(range(TAG_GROUPS))
 
     def forget(self, groups: Iterable[int]) -> None:
@@ -313,11 +303,11 @@ class SimhashIndex:
     def stats(self) -> dict:
         """Buckets, records, split buckets, largest bucket, bytes (SCANs the whole index)."""
         what = "reading simhash index statistics"
-        sizes = bucket_sizes(self._client, self._keys.bucket_pattern, what)
+        sizes = self._storage.sizes(self._keys.bucket_pattern, what)
         counts_by_group, _ = self._group_meta(what)
         total = sum(counts_by_group)
         hlens = [("HLEN", self._keys.split(g)) for g in range(TAG_GROUPS)]
-        split = sum(pipelined(self._client, hlens, what))
+        split = sum(self._storage.commands(hlens, what))
         counts = np.fromiter(sizes.values(), np.int64, len(sizes)) // self._fmt.width
         tables = len(self._layout.tables)
         return {
@@ -338,8 +328,8 @@ class SimhashIndex:
         k = self._keys
         groups = np.arange(TAG_GROUPS)
         names = [k.records(g) for g in range(TAG_GROUPS)]
-        counts, meta = mget(
-            self._client, names, what, groups, lambda g: [k.version(g), k.params(g)]
+        counts, meta = self._storage.mget(
+            names, what, groups, lambda g: [k.version(g), k.params(g)]
         )
         for _, stored in meta.values():
             self._check_params(stored)
@@ -469,13 +459,15 @@ class SimhashIndex:
         first[1:] = (ids[1:] != ids[:-1]) | (values[1:] != values[:-1])
         return ids[first], values[first]
 
-    def _edit(self, script, ids: np.ndarray, values: np.ndarray, what: str) -> dict[bytes, int]:
+    def _edit(
+        self, script: Script, ids: np.ndarray, values: np.ndarray, what: str
+    ) -> dict[bytes, int]:
         """Run ``script`` over the pairs, one call per tag group and chunk of owners, all in one
         pipeline; returns the oversized leaves. Pairs refused for a stale directory are redone
         (in every group: adding twice changes nothing)."""
         if not self._claimed:  # the parameters into every group, as WindowIndex._claim does
             names = [self._keys.params(g) for g in range(TAG_GROUPS)]
-            for stored in claim(self._client, names, self._params_json, what):
+            for stored in self._storage.claim(names, self._params_json, what):
                 self._check_params(stored)
             self._claimed = True
         pending = np.arange(len(ids))
@@ -494,7 +486,7 @@ class SimhashIndex:
                     self._params_json, d.versions[g], self._fmt.width, flags, payloads, split
                 )
                 scripted.append((keys, args))
-            results = run_script(self._client, script, scripted, what)
+            results = self._storage.edit_buckets(script, scripted, what)
             stale, stale_groups = [], set()
             for (g, names, _, _, members), result in zip(calls, results, strict=True):
                 if result[0] == MISMATCH:
@@ -550,45 +542,57 @@ class SimhashIndex:
         return max(float(self._params.split_floor), (1.0 + self._params.split_mu) * mean)
 
     def _split_bucket(self, name: bytes, size: int) -> None:
-        """Split an oversized leaf in a WATCH / MULTI transaction (retried on conflict)."""
+        """Split an oversized leaf: its records are read with the group's version and record
+        count, and the leaves, directory and new version written only if none of the three
+        changed meanwhile (:meth:`Storage.transact`; a WATCH / MULTI transaction on Redis)."""
         g = self._group_of(name)
         watched = (name, self._keys.version(g), self._keys.records(g))  # one slot
-        what = "splitting a simhash bucket"
-        with redis_errors(what), self._client.pipeline(transaction=True) as pipe:
-            for _ in range(RETRIES):
-                d = self._dir
-                place = self._locate(name, d.split)
-                if place is None or size < self._refused.get(name, 0) * REFUSED_GROWTH:
-                    return
-                try:
-                    pipe.watch(*watched)
-                    data, version, total = pipe.execute_command("MGET", *watched)
-                    if not data:
-                        return
-                    if (version or b"") != d.versions[g]:
-                        pipe.unwatch()
-                        self._sync([g])
-                        continue
-                    residual, ids = self._fmt.unpack(data)
-                    splits: dict[bytes, int] = {}
-                    leaves = self._split_leaves(
-                        name, *place, residual, ids, self._limit(int(total or 0)), splits
-                    )
-                    if not splits:
-                        self._refused[name] = len(ids)
-                        return
-                    token = _token()
-                    pipe.multi()
-                    pipe.unlink(name)
-                    for leaf, payload in leaves:
-                        pipe.set(leaf, payload)
-                    pipe.hset(self._keys.split(g), mapping=splits)
-                    pipe.set(self._keys.version(g), token)
-                    pipe.execute()
-                except redis.WatchError:
-                    continue
-                self._set_directory({g: (token, {**d.splits[g], **splits})})
+        for _ in range(RETRIES):
+            d = self._dir
+            place = self._locate(name, d.split)
+            if place is None or size < self._refused.get(name, 0) * REFUSED_GROWTH:
                 return
+            decide = functools.partial(self._split_writes, name, g, place, d)
+            done = self._storage.transact(watched, decide, "splitting a simhash bucket")
+            if done is _STALE:
+                self._sync([g])
+                continue
+            if done is not None:
+                token, splits = done
+                self._set_directory({g: (token, {**d.splits[g], **splits})})
+            return
+
+    def _split_writes(
+        self,
+        name: bytes,
+        g: int,
+        place: tuple[int, tuple[Run, ...]],
+        d: _Directory,
+        watched: list[bytes | None],
+    ) -> tuple[list[Command], object]:
+        """The writes that split bucket ``name`` of group ``g`` (its records, version and
+        count in ``watched``), and the new (version, split buckets); no write, and
+        :data:`_STALE`, when the group's directory is not ``d``'s; none, and None, when
+        the bucket is gone or a split would not shorten its scan."""
+        data, version, total = watched
+        if not data:
+            return [], None
+        if (version or b"") != d.versions[g]:
+            return [], _STALE
+        residual, ids = self._fmt.unpack(data)
+        splits: dict[bytes, int] = {}
+        leaves = self._split_leaves(
+            name, *place, residual, ids, self._limit(int(total or 0)), splits
+        )
+        if not splits:
+            self._refused[name] = len(ids)
+            return [], None
+        token = _token()
+        commands: list[Command] = [("UNLINK", name)]
+        commands += [("SET", leaf, payload) for leaf, payload in leaves]
+        commands.append(("HSET", self._keys.split(g), *itertools.chain(*splits.items())))
+        commands.append(("SET", self._keys.version(g), token))
+        return commands, (token, splits)
 
     def _split_leaves(
         self,
@@ -684,7 +688,7 @@ class SimhashIndex:
             for g in pending:
                 commands += [("GET", k.params(g)), ("GET", k.version(g))]
                 commands += [("HGETALL", k.split(g)), ("GET", k.version(g))]
-            replies = pipelined(self._client, commands, what)
+            replies = self._storage.commands(commands, what)
             fresh, again = {}, []
             for i, g in enumerate(pending):
                 stored, before, split, after = replies[4 * i : 4 * i + 4]
