@@ -21,7 +21,7 @@ subclass :class:`ResilientScheduler` waits instead:
   then, so each runs at its next time.
 
 ``fptrack beat`` runs it (``-S matcher.beat.ResilientScheduler``); settings come from the
-app's :class:`~matcher.celery_app.Runtime`.
+app's :class:`~matcher.runtime.Runtime`.
 """
 
 from __future__ import annotations

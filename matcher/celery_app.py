@@ -39,8 +39,6 @@ settings; tests and the embedded scan hand it a ready one.
 from __future__ import annotations
 
 import logging
-import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
@@ -48,10 +46,11 @@ from celery import Celery
 from matcher import redis_clients
 from matcher.heartbeat import VisibilityHeartbeat
 from matcher.keys import Keys
+from matcher.runtime import Runtime
 from matcher.settings import Settings
 
 if TYPE_CHECKING:
-    from matcher.engine import Engine
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -112,60 +111,6 @@ def celery_config(
         "worker_hijack_root_logger": False,
         "task_annotations": {"*": {"max_retries": settings.task_max_retries}},
     }
-
-
-class Runtime:
-    """The settings and engine of one app's tasks in this process (the engine built on
-    first use)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.settings = settings
-        self._engine: Engine | None = None
-        self._given: Engine | None = None
-        self._counter: redis_clients.IndexClient | None = None
-        self._counting: ThreadPoolExecutor | None = None
-        self._lock = threading.Lock()
-
-    def engine(self) -> Engine:
-        with self._lock:
-            if self._engine is None:
-                from matcher.engine import Engine  # the matching code, in workers only
-
-                self._engine = Engine.open(self.settings)
-            return self._engine
-
-    def use(self, engine: Engine | None) -> None:
-        """Make the tasks use ``engine`` (``None``: build one from the settings again)."""
-        with self._lock:
-            self._engine = self._given = engine
-
-    def count(self, event: str, task: str) -> Future[None]:
-        """Add 1 to ``<event>|<task>`` in the hash ``Keys.task_events`` of the indexes' Redis,
-        which the admin's ``/metrics`` reads (:mod:`admin.metrics`), in this process's
-        counting thread: the task never waits for it. The client gives up at once
-        (:data:`~matcher.redis_clients.COMMAND`), unlike the engine's; an engine handed in by
-        :meth:`use` counts with its own client. A count Redis refuses is logged and lost."""
-        with self._lock:
-            if self._given is not None:
-                client, keys = self._given.redis, self._given.keys
-            else:
-                if self._counter is None:
-                    self._counter = redis_clients.connect(
-                        self.settings.index_redis, redis_clients.COMMAND
-                    )
-                client, keys = self._counter, Keys(self.settings.redis_prefix)
-            if self._counting is None:  # made on first use: in the worker process, not before
-                self._counting = ThreadPoolExecutor(1, thread_name_prefix="fptrack-count")
-            field = f"{event}|{task}"
-            return self._counting.submit(_count, client, keys.task_events, field)
-
-
-def _count(client: redis_clients.IndexClient, key: str, field: str) -> None:
-    try:
-        client.hincrby(key, field, 1)
-    except Exception as exc:  # Redis may be what made the task retry or fail
-        log.warning("could not count %s in Redis: %s", field, exc)
-        raise
 
 
 def make_app(

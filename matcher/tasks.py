@@ -22,10 +22,10 @@ from typing import Any
 from celery import Task, shared_task
 
 from matcher import alerts, jobs
-from matcher.celery_app import Runtime
 from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
 from matcher.redis_clients import connect_server
+from matcher.runtime import Runtime
 from matcher.store.alerts import AlertStore
 from matcher.store.operations import Operations
 

@@ -27,7 +27,7 @@ from celery.signals import task_success
 from pymongo.database import Database
 
 from matcher import tasks
-from matcher.celery_app import Runtime
+from matcher.runtime import Runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.keys import Keys

@@ -1,0 +1,74 @@
+"""What one Celery app's tasks use in this process (``app.fptrack``, :mod:`matcher.celery_app`):
+their settings, their :class:`~matcher.engine.Engine` (built on first use, in the worker
+process, or handed in by tests and the embedded scan) and the counter of task events that
+the admin's ``/metrics`` reads."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from matcher import redis_clients
+from matcher.keys import Keys
+from matcher.settings import Settings
+
+if TYPE_CHECKING:
+    from matcher.engine import Engine
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    """The settings and engine of one app's tasks in this process (the engine built on
+    first use)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._engine: Engine | None = None
+        self._given: Engine | None = None
+        self._counter: redis_clients.IndexClient | None = None
+        self._counting: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+
+    def engine(self) -> Engine:
+        with self._lock:
+            if self._engine is None:
+                from matcher.engine import Engine  # the matching code, in workers only
+
+                self._engine = Engine.open(self.settings)
+            return self._engine
+
+    def use(self, engine: Engine | None) -> None:
+        """Make the tasks use ``engine`` (``None``: build one from the settings again)."""
+        with self._lock:
+            self._engine = self._given = engine
+
+    def count(self, event: str, task: str) -> Future[None]:
+        """Add 1 to ``<event>|<task>`` in the hash ``Keys.task_events`` of the indexes' Redis,
+        which the admin's ``/metrics`` reads (:mod:`admin.metrics`), in this process's
+        counting thread: the task never waits for it. The client gives up at once
+        (:data:`~matcher.redis_clients.COMMAND`), unlike the engine's; an engine handed in by
+        :meth:`use` counts with its own client. A count Redis refuses is logged and lost."""
+        with self._lock:
+            if self._given is not None:
+                client, keys = self._given.redis, self._given.keys
+            else:
+                if self._counter is None:
+                    self._counter = redis_clients.connect(
+                        self.settings.index_redis, redis_clients.COMMAND
+                    )
+                client, keys = self._counter, Keys(self.settings.redis_prefix)
+            if self._counting is None:  # made on first use: in the worker process, not before
+                self._counting = ThreadPoolExecutor(1, thread_name_prefix="fptrack-count")
+            field = f"{event}|{task}"
+            return self._counting.submit(_count, client, keys.task_events, field)
+
+
+def _count(client: redis_clients.IndexClient, key: str, field: str) -> None:
+    try:
+        client.hincrby(key, field, 1)
+    except Exception as exc:  # Redis may be what made the task retry or fail
+        log.warning("could not count %s in Redis: %s", field, exc)
+        raise
