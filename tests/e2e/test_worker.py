@@ -27,12 +27,12 @@ from celery.signals import task_success
 from pymongo.database import Database
 
 from matcher import tasks
-from matcher.runtime import Runtime
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.keys import Keys
 from matcher.pages import CrawledPage
 from matcher.redis_clients import COMMAND
+from matcher.runtime import Runtime
 from matcher.settings import Settings
 from matcher.store import Store
 from matcher.store.operations import Operations
