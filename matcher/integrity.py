@@ -61,7 +61,7 @@ from matcher.store.index_state import IndexState
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from matcher.engine import Engine
+    from matcher.engine_protocol import IndexedEngine
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ def read_markers(storage: Storage, keys: Keys) -> Snapshot:
 class Integrity:
     """The markers and rebuilds of one engine's indexes (see the module docstring)."""
 
-    def __init__(self, engine: Engine, wait: float = WAIT_SECONDS) -> None:
+    def __init__(self, engine: IndexedEngine, wait: float = WAIT_SECONDS) -> None:
         self.engine = engine
         self.state = IndexState(engine.store)
         self.wait = wait

@@ -22,13 +22,13 @@ from matcher.index.indexes import Side
 from matcher.keys import TAG_GROUPS, group_slot, segment_group
 
 if TYPE_CHECKING:
-    from matcher.engine import Engine
+    from matcher.engine_protocol import IndexedEngine
 
 BATCH_KEYS = 1000
 KINDS = ("work", "page")
 
 
-def rebuild_indexes(engine: Engine, kinds: Iterable[str] = KINDS) -> dict[str, int]:
+def rebuild_indexes(engine: IndexedEngine, kinds: Iterable[str] = KINDS) -> dict[str, int]:
     """Drop the Redis indexes of ``kinds`` and rebuild them from the fingerprints stored in
     MongoDB, under the rebuild lease, then mark every tag group whole
     (:meth:`matcher.integrity.Integrity.rebuild`).
@@ -38,7 +38,7 @@ def rebuild_indexes(engine: Engine, kinds: Iterable[str] = KINDS) -> dict[str, i
     return engine.integrity.rebuild(range(TAG_GROUPS), "a rebuild was requested", kinds)
 
 
-def clear_sides(engine: Engine, kinds: Iterable[str]) -> None:
+def clear_sides(engine: IndexedEngine, kinds: Iterable[str]) -> None:
     """Delete every key of the indexes of ``kinds`` (older key layouts' too)."""
     for kind in kinds:
         side = engine.works if kind == "work" else engine.pages
@@ -48,7 +48,9 @@ def clear_sides(engine: Engine, kinds: Iterable[str]) -> None:
                 engine.storage.delete_matching(engine.keys.segment_pattern, "clearing segments")
 
 
-def clear_groups(engine: Engine, groups: Collection[int], kinds: Iterable[str] = KINDS) -> int:
+def clear_groups(
+    engine: IndexedEngine, groups: Collection[int], kinds: Iterable[str] = KINDS
+) -> int:
     """Delete every index key of the tag ``groups`` of the sides ``kinds`` (with the works'
     segments) and the groups' markers; returns how many there were."""
     keys = engine.keys
@@ -62,7 +64,7 @@ def clear_groups(engine: Engine, groups: Collection[int], kinds: Iterable[str] =
 
 
 def load_side(
-    engine: Engine,
+    engine: IndexedEngine,
     kind: str,
     *,
     fill_cache: bool = False,
@@ -105,7 +107,7 @@ def load_side(
 
 
 def _load(
-    engine: Engine,
+    engine: IndexedEngine,
     kind: str,
     side: Side,
     groups: Collection[int] | None,
@@ -140,6 +142,6 @@ def _joined(arrays: Iterable[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(arrays) if arrays else np.empty(0, dtype=dtype)
 
 
-def drop_indexes(engine: Engine) -> None:
+def drop_indexes(engine: IndexedEngine) -> None:
     """Delete every Redis key of the engine's prefix (the store is untouched)."""
     engine.storage.delete_matching(engine.keys.everything, "dropping the indexes")

@@ -266,3 +266,74 @@ def test_every_command_module_is_listed() -> None:
             tree = ast.parse(path.read_text(encoding="utf-8"))
             defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
             assert "add_arguments" in defined, path.name
+
+
+def import_graph(packages: tuple[str, ...] = (*PACKAGES, "bench")) -> dict[str, set[str]]:
+    """Module file -> the module files of the house it imports (at any depth, under
+    ``TYPE_CHECKING`` too): ``a.b.c`` is ``a/b/c.py`` or, a package, ``a/b/c/__init__.py``;
+    ``from a.b import c`` is the submodule ``a.b.c`` if there is one, else module ``a.b``
+    (the package's ``__init__`` runs first either way, as Python imports it, but a
+    submodule taken from its package is not a need of the package's own code)."""
+    files = {name for name, _ in modules(packages)}
+
+    def file_of(module: str) -> str | None:
+        path = module.replace(".", "/")
+        for candidate in (f"{path}.py", f"{path}/__init__.py"):
+            if candidate in files:
+                return candidate
+        return None
+
+    def targets(tree: ast.Module) -> Iterator[str | None]:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                yield from (file_of(alias.name) for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:  # a submodule, else a name of the module
+                    yield file_of(f"{node.module}.{alias.name}") or file_of(node.module)
+
+    graph: dict[str, set[str]] = {}
+    for name, tree in modules(packages):
+        graph[name] = {t for t in targets(tree) if t is not None and t != name}
+    return graph
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph.get(node, ())):
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_in_the_house() -> None:
+    """Imports run one way, in the product and the benchmarks alike: no two modules need
+    each other, however indirectly (a circle is found as a component of the import graph)."""
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert circles(import_graph()) == []
