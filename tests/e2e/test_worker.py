@@ -7,14 +7,11 @@ other tests run a worker in this process (``start_worker``), to count its tasks.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +34,7 @@ from matcher.settings import Settings
 from matcher.store import Store
 from matcher.store.operations import Operations
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
+from tests.support.raw_servers import hanging_up_redis
 from tests.support.waits import eventually
 
 
@@ -206,31 +204,6 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
     eventually(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
 
 
-@contextmanager
-def hanging_up_redis() -> Iterator[tuple[str, threading.Event, list[float]]]:
-    """A Redis URL whose server holds each connection until ``answer`` is set, then closes
-    it unanswered, and the connections it took: one per attempt of a client."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    answer, connections = threading.Event(), []
-
-    def serve() -> None:
-        with contextlib.suppress(OSError):
-            while True:
-                conn, _ = listener.accept()
-                connections.append(time.monotonic())
-                answer.wait(60)
-                conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0", answer, connections
-    finally:
-        answer.set()
-        with contextlib.suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
-
-
 def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(
     redis_client: redis.Redis,
 ) -> None:
@@ -243,7 +216,8 @@ def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(
     assert redis_client.hgetall(Keys("fptrack-test-count").task_events) == {
         b"retry|fptrack.process_page": b"2"
     }
-    with hanging_up_redis() as (url, answer, connections):
+    answer = threading.Event()
+    with hanging_up_redis(answer) as (url, connections):
         down = Runtime(Settings.from_env(index_redis_url=url))
         counting = down.count("retry", "fptrack.process_page")
         assert not counting.done()  # the server holds the count: the caller does not wait

@@ -6,11 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -33,6 +29,7 @@ from matcher.redis_clients import COMMAND, SERVICE, Patience
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import now
+from tests.support.raw_servers import hanging_up_redis
 from tests.web.web_support import PASSWORDS, login, sample_text, seed_match
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "fptrack-dashboard.json"
@@ -174,29 +171,6 @@ def test_metrics_are_cached_then_computed_again(
     assert scrape(app, token)[works] == 0  # within FPTRACK_METRICS_CACHE_SECONDS
     app.extensions["fptrack"].metrics.cache_seconds = 0
     assert scrape(app, token)[works] == 1
-
-
-@contextmanager
-def hanging_up_redis() -> Iterator[tuple[str, list[float]]]:
-    """A Redis URL whose server closes every connection unanswered, and the connections it
-    took: one per attempt of a client."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    connections: list[float] = []
-
-    def serve() -> None:
-        with suppress(OSError):
-            while True:
-                conn, _ = listener.accept()
-                connections.append(time.monotonic())
-                conn.close()
-
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield f"redis://127.0.0.1:{listener.getsockname()[1]}/0", connections
-    finally:
-        with suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
 
 
 def test_a_source_down_is_reported_not_fatal(redis_client: redis.Redis, mongo_db: Database) -> None:

@@ -22,6 +22,7 @@ from bench.net import wait_until
 from matcher.store.alerts import AlertStore
 from tests.support.alerts import webhook_receiver
 from tests.support.outbound import slow_server
+from tests.support.raw_servers import raw_server
 from tests.web.web_support import Browser, post
 
 HANG_DEADLINE = 120.0
@@ -62,25 +63,17 @@ def in_background(call: Any) -> tuple[threading.Thread, dict[str, Any]]:
 def silent_server() -> Iterator[tuple[str, threading.Event]]:
     """An HTTP URL whose server reads the request and never answers nor closes, and an event
     set when the client hangs up: only the client's own deadline ends such a request."""
-    listener = socket.create_server(("127.0.0.1", 0))
     hung_up = threading.Event()
 
-    def serve() -> None:
-        with suppress(OSError):
-            conn, _ = listener.accept()
-            with conn:
-                conn.recv(65536)  # the request
-                while conn.recv(65536):  # b"": the client closed the connection
-                    pass
-                hung_up.set()
+    def hold(conn: socket.socket) -> None:
+        with conn, suppress(OSError):
+            conn.recv(65536)  # the request
+            while conn.recv(65536):  # b"": the client closed the connection
+                pass
+            hung_up.set()
 
-    threading.Thread(target=serve, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{listener.getsockname()[1]}/silent", hung_up
-    finally:
-        with suppress(OSError):
-            listener.shutdown(socket.SHUT_RDWR)
-        listener.close()
+    with raw_server(hold) as port:
+        yield f"http://127.0.0.1:{port}/silent", hung_up
 
 
 def test_other_users_are_answered_while_a_query_fetch_hangs(app: Flask, web_ctx) -> None:
