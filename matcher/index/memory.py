@@ -257,6 +257,14 @@ class MemoryStorage:
         return [0, counted, over]
 
     def _add(self, keys: list[bytes], args: list[Any]) -> list[Any]:
+        """The ``add`` script: each bucket gets the records it does not hold yet."""
+        return self._grow(keys, args, only_new=True)
+
+    def _append(self, keys: list[bytes], args: list[Any]) -> list[Any]:
+        """The ``append`` script: each bucket gets its records as they are."""
+        return self._grow(keys, args, only_new=False)
+
+    def _grow(self, keys: list[bytes], args: list[Any], only_new: bool) -> list[Any]:
         refused = self._check(keys, args)
         if refused:
             return refused
@@ -267,33 +275,20 @@ class MemoryStorage:
         for i, key in enumerate(keys[3:]):
             data = self._string(key) or b""
             records = _bytes(args[7 + i])
-            fresh = [
-                records[p : p + width]
-                for p in range(0, len(records), width)
-                if _find_record(data, records[p : p + width], width) < 0
-            ]
-            if fresh:
-                data += b"".join(fresh)
+            if only_new:
+                added = [
+                    records[p : p + width]
+                    for p in range(0, len(records), width)
+                    if _find_record(data, records[p : p + width], width) < 0
+                ]
+                grown, count = b"".join(added), len(added)
+            else:
+                grown, count = records, len(records) // width
+            if grown or not only_new:  # APPEND writes its key even with nothing to add
+                data += grown
                 self.data[key] = data
                 if flags[i : i + 1] == b"1":
-                    counted += len(fresh)
-            sizes.append(len(data) // width)
-        return self._grown(keys, args, counted, sizes)
-
-    def _append(self, keys: list[bytes], args: list[Any]) -> list[Any]:
-        refused = self._check(keys, args)
-        if refused:
-            return refused
-        width, flags = int(args[2]), _bytes(args[6])
-        if self._string(keys[0]) is None:
-            self.data[keys[0]] = _bytes(args[0])
-        counted, sizes = 0, []
-        for i, key in enumerate(keys[3:]):
-            records = _bytes(args[7 + i])
-            data = (self._string(key) or b"") + records
-            self.data[key] = data
-            if flags[i : i + 1] == b"1":
-                counted += len(records) // width
+                    counted += count
             sizes.append(len(data) // width)
         return self._grown(keys, args, counted, sizes)
 
