@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 import redis
@@ -38,10 +39,10 @@ print(json.dumps(sorted(m for m in {heavy} if m in sys.modules)))
 """
 
 
-def loaded(*argv: str) -> set[str]:
-    """The heavy libraries in ``sys.modules`` after ``fptrack ARGV`` (nothing: the import)."""
+def probe(code: str, *args: str) -> Any:
+    """What ``code`` prints as JSON, run in a fresh interpreter (nothing imported yet)."""
     done = subprocess.run(
-        [sys.executable, "-c", PROBE.format(heavy=HEAVY), json.dumps(argv)],
+        [sys.executable, "-c", code, *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -49,7 +50,12 @@ def loaded(*argv: str) -> set[str]:
         timeout=60,
         check=True,
     )
-    return set(json.loads(done.stdout))
+    return json.loads(done.stdout)
+
+
+def loaded(*argv: str) -> set[str]:
+    """The heavy libraries in ``sys.modules`` after ``fptrack ARGV`` (nothing: the import)."""
+    return set(probe(PROBE.format(heavy=HEAVY), json.dumps(argv)))
 
 
 def test_importing_the_cli_loads_nothing_heavy() -> None:
@@ -83,16 +89,7 @@ def test_check_loads_no_fingerprint_kernels_nor_scrapy(
     """``fptrack check`` against the test servers runs every check (none skipped for a server
     that is down) and loads the drivers and Celery it talks through, never numba, Scrapy or
     the matching engine: its indexes check reads the indexes without the engine."""
-    done = subprocess.run(
-        [sys.executable, "-c", CHECK_PROBE.format(heavy=set(HEAVY))],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
-        timeout=60,
-        check=True,
-    )
-    ran = json.loads(done.stdout)
+    ran = probe(CHECK_PROBE.format(heavy=set(HEAVY)))
     states = {line.split()[1]: line.split()[0] for line in ran["lines"]}
     assert list(states) == list(NAMES)
     assert all(states[name] == "ok" for name in ("mongodb", "redis", "broker", "indexes")), ran
