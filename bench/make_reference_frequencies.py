@@ -15,10 +15,7 @@ import argparse
 import datetime
 import importlib
 import math
-import os
 import sys
-import tempfile
-import textwrap
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -27,6 +24,7 @@ from types import ModuleType
 import numpy as np
 
 from bench.corpus import MB, corpus_info, load_texts
+from bench.generated_module import docstring, write_atomically
 
 MODULE = Path(__file__).resolve().parents[1] / "fingerprint" / "reference_frequencies.py"
 FLOOR = 1e-4
@@ -85,25 +83,16 @@ def render_module(freqs: np.ndarray, alphabet: str, han: int, mb: float, info: d
         f"{DECIMALS} decimals."
     )
     lines = [
-        '"""Reference frequencies of the pinyin initials (``fingerprint.pinyin.ALPHABET`` order).',
-        "",
-        textwrap.fill(about, width=96, break_on_hyphens=False),
-        '"""',
+        *docstring(
+            "Reference frequencies of the pinyin initials (``fingerprint.pinyin.ALPHABET`` order).",
+            about,
+        ),
         "",
         "REFERENCE_FREQUENCIES: tuple[float, ...] = (",
         *(f"    {f:.{DECIMALS}f},  # {letter}" for f, letter in zip(freqs, alphabet, strict=True)),
         ")",
     ]
     return "\n".join(lines) + "\n"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` in one step, so that a concurrent import never sees half a module."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".py")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -44,12 +44,15 @@ from fingerprint.pinyin import (
 from fingerprint.sentences import SentenceSignature, sentence_end_table
 from fingerprint.shingles import WinnowFingerprint, sliding_min
 from fingerprint.simhash import Simhash
+from fingerprint.t2s import build_tables
+from fingerprint.t2s import tables as t2s_tables
 from fingerprint.tokens import codepoints, content_mask, from_codepoints
 
 SEPARATOR = "\n\uffff\n"
 _SPACE, _NEWLINE = ord(" "), ord("\n")
 _LOW32 = np.uint64(0xFFFFFFFF)
 _EMPTY32 = np.uint32(0xFFFFFFFF)
+_IDENTITY = build_tables("", "", ())
 
 
 def _bounds(doc: np.ndarray, count: int) -> np.ndarray:
@@ -118,6 +121,9 @@ def normalize_joined(
     if fast:
         mapped, offsets = normalize_kernels.map_chars("".join(texts), config.lowercase)
         cut = np.searchsorted(offsets, text_starts)
+        converted = _joined_t2s(mapped, cut, config.t2s)
+        if converted is not None:
+            return _folded(texts, converted, np.diff(cut), offsets, text_starts, config)
     else:
         mapped, offsets = map_chars("".join(texts), config.lowercase)
         cut = _bounds(_segments(text_starts, offsets), count)
@@ -128,14 +134,7 @@ def normalize_joined(
     joined = SEPARATOR.join(parts)
     lengths = np.array([len(p) for p in parts], dtype=np.int64)
     if fast:
-        codes, local, cut = normalize_kernels.fold(
-            codepoints(joined),
-            lengths,
-            len(SEPARATOR),
-            noise_mask(joined, config),
-            offsets,
-            text_starts,
-        )
+        return _folded(texts, codepoints(joined), lengths, offsets, text_starts, config)
     else:
         labels = np.full(2 * count - 1, -1, dtype=np.int64)
         labels[0::2] = np.arange(count)
@@ -147,12 +146,50 @@ def normalize_joined(
         codes, doc = codepoints(joined)[keep], doc[keep]
         codes, doc, local = _fold(codes, doc, offsets[mapped_index] - text_starts[doc])
         cut = _bounds(doc, count)
+    return _made(texts, codes, local, cut)
+
+
+def _made(texts, codes, local, cut) -> tuple[list[Normalized], np.ndarray, np.ndarray]:
+    """The ``Normalized`` of each text, from the normalised texts end to end."""
     text = from_codepoints(codes)
     normalized = [
         Normalized(text[cut[d] : cut[d + 1]], local[cut[d] : cut[d + 1]], texts[d])
-        for d in range(count)
+        for d in range(len(texts))
     ]
     return normalized, np.asarray(codes, dtype=np.uint32), np.asarray(cut, dtype=np.int64)
+
+
+_SEPARATOR_CODES = codepoints(SEPARATOR).copy()
+
+
+def _joined_t2s(mapped: np.ndarray, cut: np.ndarray, t2s: bool) -> np.ndarray | None:
+    """Step 2 on the compiled path: the mapped texts joined by ``SEPARATOR``, converted by
+    the t2s table of :mod:`fingerprint.t2s` where that is exact and by OpenCC in the texts
+    holding one of its exceptions; None when the table does not fit the installed OpenCC."""
+    if t2s:
+        tables = t2s_tables()
+        if tables is None:
+            return None
+        arrays = tuple(vars(tables).values())
+    else:
+        arrays = tuple(vars(_IDENTITY).values())
+    joined, flagged = normalize_kernels.join_t2s(mapped, cut, _SEPARATOR_CODES, t2s, *arrays)
+    gap = len(SEPARATOR)
+    for d in np.flatnonzero(flagged).tolist():
+        a, b = int(cut[d]), int(cut[d + 1])
+        text = from_codepoints(mapped[a:b])
+        joined[a + d * gap : b + d * gap] = codepoints(to_simplified(text))
+    return joined
+
+
+def _folded(texts, joined, lengths, offsets, text_starts, config):
+    """Steps 3 and 4 on the compiled path: noise patterns on the joined texts, then noise and
+    separators removed and whitespace folded by :func:`normalize_kernels.fold`."""
+    mask = noise_mask(from_codepoints(joined), config, joined)
+    codes, local, cut = normalize_kernels.fold(
+        joined, lengths, len(SEPARATOR), mask, offsets, text_starts
+    )
+    return _made(texts, codes, local, cut)
 
 
 # --- n-grams and winnowing across documents -------------------------------------------------

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from functools import cache
-from itertools import pairwise
+from itertools import pairwise, starmap
 
 import numpy as np
+from xxhash import xxh3_64_intdigest
 
 from fingerprint import kernels
 from fingerprint.anchors import AnchorParams, Anchors, Channel
-from fingerprint.hashing import hash64
 from fingerprint.minhash import MinHash, MinHashParams, minhash_of_hashes
 from fingerprint.normalize import Normalized
 from fingerprint.pinyin import ALPHABET, PinyinFingerprint, PinyinParams, initial_table
@@ -158,11 +158,12 @@ def _sentences(t: _Texts, params) -> list[SentenceSignature]:
         t.all_codes, t.mask, t.text_starts, sentence_end_table(), params.k, params.min_chars
     )
     # hash64 of each sentence's content characters: one UTF-8 encoding for them all, then
-    # XXH3 of each sentence's bytes (``kernels.utf8_offsets``: where each one begins).
+    # XXH3 (seed 0, as hash64) of each sentence's bytes (``kernels.utf8_offsets``: where
+    # each one begins), called without hash64's wrapper.
     data = memoryview(from_codepoints(text).encode("utf-8", "surrogatepass"))
     ends = kernels.utf8_offsets(text, begins).tolist()
     hashes = np.fromiter(
-        (hash64(data[a:b]) for a, b in pairwise(ends)),
+        map(xxh3_64_intdigest, map(data.__getitem__, starmap(slice, pairwise(ends)))),
         dtype=np.uint64,
         count=len(ends) - 1,
     )

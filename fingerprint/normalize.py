@@ -230,30 +230,65 @@ def _kept_at_most(text: str, drop: np.ndarray, start: int, end: int, limit: int)
     return True
 
 
-def noise_mask(text: str, config: NormalizeConfig) -> np.ndarray:
-    """Step 3: True for each character of ``text`` in a link, an ad line or microblog noise."""
+_METACHARACTERS = frozenset(".^$*+?{}[]\\|()#")
+
+
+@cache
+def literal_alternatives(pattern: str) -> tuple[str, ...] | None:
+    """The alternatives of ``pattern`` when it is ``a|b|c...`` of plain, non-empty literals
+    (no regular-expression syntax in any), else None."""
+    parts = tuple(pattern.split("|"))
+    if any(not p or _METACHARACTERS.intersection(p) or p.isspace() for p in parts):
+        return None
+    return parts
+
+
+def _pattern_spans(pattern: str, text: str, codes: np.ndarray | None):
+    """Spans of ``re.finditer(pattern, text)``; by the compiled scanner of
+    :func:`fingerprint.literal_scan.literal_matches` when ``codes`` (``text``'s code
+    points) are given and ``pattern`` is an alternation of literals."""
+    literals = literal_alternatives(pattern) if codes is not None else None
+    if literals is None:
+        return [m.span() for m in _compiled((pattern,))[0].finditer(text)]
+    from fingerprint.literal_scan import literal_matches
+
+    return literal_matches(codes, literals)
+
+
+def noise_mask(text: str, config: NormalizeConfig, codes: np.ndarray | None = None) -> np.ndarray:
+    """Step 3: True for each character of ``text`` in a link, an ad line or microblog noise.
+
+    ``codes``: ``text``'s code points, when known; then the ad patterns that are alternations
+    of literals (the default one) are matched by a compiled scanner, with the same matches.
+    """
     drop = np.zeros(len(text), dtype=bool)
     if config.links:
         # LINK_PATTERN's two alternatives scanned apart, each from its literal prefix (which
         # re finds fast): every match of either lies inside a match of LINK_PATTERN, which
         # is one of theirs, so the characters dropped are the same.
-        for pattern in _compiled(_LINK_PARTS):
-            for match in pattern.finditer(text):
-                drop[match.start() : match.end()] = True
-        for start, end in domain_spans(text):
-            drop[start:end] = True
-    for pattern in _compiled(config.ad_patterns):
-        for match in pattern.finditer(text):
-            line_start = text.rfind("\n", 0, match.start()) + 1
-            line_end = text.find("\n", match.end())
+        spans = [m.span() for pattern in _compiled(_LINK_PARTS) for m in pattern.finditer(text)]
+        _mark(drop, spans + domain_spans(text))
+    for pattern in config.ad_patterns:
+        for start, end in _pattern_spans(pattern, text, codes):
+            line_start = text.rfind("\n", 0, start) + 1
+            line_end = text.find("\n", end)
             line_end = len(text) if line_end < 0 else line_end
             if _kept_at_most(text, drop, line_start, line_end, config.ad_line_max_chars):
                 drop[line_start:line_end] = True
     if config.microblog:
-        for pattern in _compiled(MICROBLOG_PATTERNS):
-            for match in pattern.finditer(text):
-                drop[match.start() : match.end()] = True
+        patterns = _compiled(MICROBLOG_PATTERNS)
+        _mark(drop, [m.span() for pattern in patterns for m in pattern.finditer(text)])
     return drop
+
+
+def _mark(drop: np.ndarray, spans: list[tuple[int, int]]) -> None:
+    """Set ``drop[start:end]`` for every span (in place; spans may overlap)."""
+    if not spans:
+        return
+    bounds = np.array(spans, dtype=np.int64)
+    size = len(drop) + 1
+    depth = np.bincount(bounds[:, 0], minlength=size) - np.bincount(bounds[:, 1], minlength=size)
+    drop |= np.cumsum(depth[:-1]) > 0
 
 
 def _fold_whitespace(codes: np.ndarray, offsets: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -1,10 +1,13 @@
 """Compiled loops of normalisation (numba); :mod:`fingerprint.batch` is their reference.
 
-Two passes of :func:`fingerprint.batch.normalize_many` run here: the per-character mapping
-of step 1 (``normalize.map_chars``) and, after OpenCC and the noise patterns (which stay in
-OpenCC's C++ and Python's ``re``), the removal of noise and separators with the whitespace
-folding of step 4 (``batch._fold``). ``tests/fingerprint/test_normalize_kernels.py``
-asserts that the results are equal.
+Three passes of :func:`fingerprint.batch.normalize_many` run here: the per-character mapping
+of step 1 (``normalize.map_chars``); OpenCC's ``t2s`` of step 2 by the code-point table of
+:mod:`fingerprint.t2s`, with the texts joined by the separator (:func:`join_t2s`: a text
+holding one of the table's exceptions is flagged, and converted by OpenCC itself); and,
+after the noise patterns (which stay in Python's ``re``), the removal of noise and
+separators with the whitespace folding of step 4 (``batch._fold``).
+``tests/fingerprint/test_normalize_kernels.py`` and ``test_t2s.py`` assert that the results
+are equal.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from functools import cache
 import numpy as np
 
 from fingerprint.kernels import compile_kernel
+from fingerprint.literal_scan import first_literal_at
 from fingerprint.normalize import _BMP, _EXPAND, _expand, char_table
 from fingerprint.tokens import codepoints
 
@@ -86,6 +90,60 @@ def map_chars(text: str, lowercase: bool) -> tuple[np.ndarray, np.ndarray]:
         starts = np.concatenate([starts, starts[-1] + np.cumsum([len(m) for m in mapped])])
         values = np.concatenate([values, *mapped])
     return _map(codes, _table32(lowercase), special, starts, values)
+
+
+def _join_t2s(
+    codes,
+    cut,
+    separator,
+    convert,
+    bmp,
+    astral,
+    astral_to,
+    is_head,
+    heads,
+    head_starts,
+    phrase_starts,
+    phrase_codes,
+):
+    """The texts ``codes[cut[d]:cut[d + 1]]`` joined by ``separator``, each character through
+    the t2s table when ``convert`` (:class:`fingerprint.t2s.T2sTables`), and per text whether
+    one of the table's exceptions (phrases) occurs in it (the caller converts those texts
+    with OpenCC). Phrases are looked for in the unconverted text, as OpenCC sees it."""
+    count = len(cut) - 1
+    gap = len(separator)
+    out = np.empty(len(codes) + gap * max(count - 1, 0), np.uint32)
+    flagged = np.zeros(count, np.bool_)
+    k = 0
+    for d in range(count):
+        if d > 0:
+            for g in range(gap):
+                out[k] = separator[g]
+                k += 1
+        end = cut[d + 1]
+        for p in range(cut[d], end):
+            c = codes[p]
+            if not convert:
+                out[k] = c
+                k += 1
+                continue
+            if c < 0x10000:
+                out[k] = bmp[c]
+                head = is_head[c]
+            else:
+                j = np.searchsorted(astral, c)
+                out[k] = astral_to[j] if j < len(astral) and astral[j] == c else c
+                j = np.searchsorted(heads, c)
+                head = j < len(heads) and heads[j] == c
+            k += 1
+            if head and not flagged[d]:
+                h = np.searchsorted(heads, c)
+                found = first_literal_at(codes, p, end, h, head_starts, phrase_starts, phrase_codes)
+                flagged[d] = found > 0
+    return out, flagged
+
+
+join_t2s = compile_kernel(_join_t2s)
 
 
 def _fold(codes, lengths, gap, drop, offsets, text_starts):

@@ -25,6 +25,17 @@ PIECES = [
     "[微笑]",
     "@用户",
     SEPARATOR,
+    # OpenCC converts these phrases otherwise than the t2s table would character by
+    # character (fingerprint.t2s_table.PHRASES); 乾隆 and 鍾 alone it converts as the table.
+    "錢鍾書",
+    "回覆",
+    "哪吒",
+    "乾",
+    "鍾",
+    "隆",
+    "本章未完",
+    "txt下载",
+    "加入书签",
 ]
 text = st.lists(st.sampled_from(PIECES), max_size=60).map("".join)
 texts = st.lists(text, max_size=8)
