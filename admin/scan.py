@@ -62,6 +62,12 @@ class ScanResult:
     (:func:`matcher.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
     deadline, http_404...); a site with none is left out."""
 
+    crawl: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Per site URL, where its requests went (:func:`crawl_economy`): ``requests`` made,
+    distinct ``pages`` stored, ``aliases_fetched`` (responses that were a stored page under
+    another URL), ``dead_fetched`` (404/410 answers) and ``skipped`` requests by reason
+    (``alias``, ``dead_pattern``), and ``rules_learnt``."""
+
     def to_json(self) -> dict[str, Any]:
         return {
             "works": self.works,
@@ -70,7 +76,21 @@ class ScanResult:
             "errors": self.errors,
             "duplicates": self.duplicates,
             "not_crawled": self.not_crawled,
+            "crawl": self.crawl,
         }
+
+
+def crawl_economy(stats: dict[str, Any]) -> dict[str, Any]:
+    """Where a crawl's requests went, from its stats (see :attr:`ScanResult.crawl`)."""
+    prefix = "fptrack/skipped/"
+    return {
+        "requests": int(stats.get("downloader/request_count", 0)),
+        "pages": int(stats.get("fptrack/stored_pages", 0)),
+        "aliases_fetched": int(stats.get("fptrack/aliases/fetched", 0)),
+        "dead_fetched": sum(int(stats.get(f"fptrack/http_status/{c}", 0)) for c in (404, 410)),
+        "skipped": {k[len(prefix) :]: int(v) for k, v in stats.items() if k.startswith(prefix)},
+        "rules_learnt": int(stats.get("fptrack/rules/learnt", 0)),
+    }
 
 
 DEFAULT_DEADLINE = scan_defaults.DEADLINE
@@ -255,6 +275,7 @@ def run_scan(
         skipped = crawl_runs.not_crawled(stats)
         if skipped:
             result.not_crawled[url] = skipped
+        result.crawl[url] = crawl_economy(stats)
     for failure in Operations(engine.store).failures(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")
     result.pages = engine.store.count("pages")
@@ -301,18 +322,22 @@ def _until_back(
 
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     """Every active match in the contract's form, by page URL then work; ``twins`` names the
-    works with the same or nearly the same text as the matched work (recorded under it)."""
+    works with the same or nearly the same text as the matched work (recorded under it);
+    ``aliases`` the other URLs the page was reached under (one page, one entry)."""
     ops = Operations(engine.store)
+    matches = list(ops.active_matches())
+    pages = engine.store.pages_by_url({m["url"] for m in matches}, {"aliases": 1})
     works = ops.work_sources()
     twins: dict[Any, list[str]] = {}
     for twin, first in ops.twin_pairs():
         twins.setdefault(first["_id"], []).append(twin.get("source", ""))
     out = []
-    for m in ops.active_matches():
+    for m in matches:
         methods = list(m.get("methods", []))
         out.append(
             {
                 "url": m["url"],
+                "aliases": list(pages.get(m["url"], {}).get("aliases") or []),
                 "work": works.get(m["work_id"], m.get("work_source", "")),
                 "twins": twins.get(m["work_id"], []),
                 "score": round(float(m["score"]), 4),

@@ -13,7 +13,13 @@ as static files and served on 127.0.0.1:
   is crawled into a store first, then the whole novel is registered, then the daily job
   (``match_new_works``, which runs ``match_work_against_pages`` for each new work) matches
   it against the pages crawled; the matches recorded are the predictions
-  (:func:`engine_reverse`, the only code here that calls the engine).
+  (:func:`engine_reverse`, the only code here that calls the engine);
+- **biquge** (crawl economy, issue 25): a 笔趣阁-style site that repeats itself
+  (:func:`bench.site_shapes.biquge_shape`: cache-busters on a third of the links, a dead
+  link on every chapter, the home page under ``/`` and ``/index.html``) is scanned alone
+  with ``--max-pages`` = :data:`BIQUGE_BUDGET` x its files. Its figures: requests per
+  distinct page stored (target at most :data:`BIQUGE_REQUESTS_PER_PAGE`), every copy found,
+  and no duplicate (page, work) entries (the same page listed under two URLs).
 
 Ground truth is the matching semantics being built: a positive pair is (page URL, work)
 for every page URL that carries copied text of that work, each part of a split chapter its
@@ -46,7 +52,7 @@ from bench.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
 
 REPO = Path(__file__).resolve().parents[1]
 FORWARD_SHAPES = ("docs", "novel", "forum", "related")
-SHAPES = (*FORWARD_SHAPES, "reverse")
+SHAPES = (*FORWARD_SHAPES, "reverse", "biquge")
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 DEFAULT_SCAN_TIMEOUT = 3600
 QUICK_CORPUS_MB = 2.0
@@ -55,6 +61,10 @@ LISTED = 6
 """False positives and misses printed per shape (the JSON has them all)."""
 PAGES_MARGIN = 50
 """``--max-pages`` of the scan: the largest site's file count plus this."""
+BIQUGE_BUDGET = 1.2
+"""``--max-pages`` of the biquge scan, in files of its site."""
+BIQUGE_REQUESTS_PER_PAGE = 1.1
+"""Target: requests of the biquge scan per distinct page stored."""
 CHAIN_LIMIT = 500
 """Steps followed along 下一页 / 上一页 links when explaining a result."""
 
@@ -289,6 +299,48 @@ def reverse_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
     }
 
 
+def page_path(url: str, base: str) -> str:
+    """The site path a scanned URL names: without the base, its query, and ``index.html``
+    for the home page (``/`` and ``/index.html`` are one page)."""
+    path = url.removeprefix(base).split("?", 1)[0]
+    return path or "index.html"
+
+
+def biquge_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
+    """Scan the biquge site alone with a budget of :data:`BIQUGE_BUDGET` x its files;
+    scores, requests per page, duplicates."""
+    (site,) = shape.sites
+    works = root / "biquge-works"
+    shape.write_works(works)
+    folder = site.write(root / "sites" / site.name)
+    budget = math.ceil(BIQUGE_BUDGET * len(site.pages))
+    with served({site.name: folder}) as bases:
+        base = bases[site.name]
+        log(f"biquge: scanning {len(site.pages)} files with --max-pages {budget} ...")
+        scan = run_scan(works, [base], root / "biquge.json", budget, args)
+    entries = [(page_path(m["url"], base), m["work"]) for m in scan["matches"]]
+    predicted = {site.name: set(entries)}
+    result = judge(shape, predicted)
+    crawl = scan.get("crawl", {}).get(base, {})
+    pages = crawl.get("pages", 0) or scan["pages"]
+    requests = crawl.get("requests", 0)
+    copies = {pair for pair in site.truth()}
+    return result | {
+        "files": len(site.pages),
+        "max_pages": budget,
+        "pages_stored": scan["pages"],
+        "requests": requests,
+        "requests_per_page": round(requests / pages, 3) if pages else 0.0,
+        "copies": len(copies),
+        "copies_found": len(copies & set(entries)),
+        "duplicates": len(entries) - len(set(entries)),
+        "crawl": crawl,
+        "exit_status": scan["exit_status"],
+        "errors": scan["errors"],
+        "seconds": scan["seconds"],
+    }
+
+
 # --- report ----------------------------------------------------------------------------------
 def check_targets(result: dict[str, Any]) -> dict[str, bool]:
     """PASS/MISS of each target over the shapes and directions that ran."""
@@ -305,6 +357,14 @@ def check_targets(result: dict[str, Any]) -> dict[str, bool]:
     if "reverse" in result:
         r = result["reverse"]
         out[f"reverse found {r['chapters']} of {r['chapters']}"] = r["found"] == r["chapters"]
+    if "biquge" in result:
+        b = result["biquge"]
+        if result.get("sizes_name") != "quick":  # 3 sightings per pattern: not amortised
+            out[f"biquge requests/page<={BIQUGE_REQUESTS_PER_PAGE}"] = (  # on 20 files
+                b["requests_per_page"] <= BIQUGE_REQUESTS_PER_PAGE
+            )
+        out[f"biquge found {b['copies']} of {b['copies']}"] = b["copies_found"] == b["copies"]
+        out["biquge duplicates==0"] = b["duplicates"] == 0
     return out
 
 
@@ -346,6 +406,10 @@ def report(result: dict[str, Any]) -> str:
         (site,) = reverse["sites"].values()
         lines.append(_row("reverse", reverse, site["files"], site["records"]))
         details += _listed("reverse", reverse)
+    if result.get("biquge"):
+        (site,) = result["biquge"]["sites"].values()
+        lines.append(_row("biquge", result["biquge"], site["files"], site["records"]))
+        details += _listed("biquge", result["biquge"])
     if forward:
         lines += [
             "",
@@ -360,6 +424,18 @@ def report(result: dict[str, Any]) -> str:
             f"reverse: {reverse['found']} of {reverse['chapters']} chapter pages found; novel of "
             f"{reverse['novel_chars']:,} characters; {reverse['pages_stored']} pages stored; "
             f"crawl {s['crawl']} s, register {s['register']} s, daily job {s['daily_job']} s"
+        )
+    biquge = result.get("biquge")
+    if biquge:
+        c = biquge["crawl"]
+        lines.append(
+            f"biquge: {biquge['copies_found']} of {biquge['copies']} copies found with"
+            f" --max-pages {biquge['max_pages']} ({BIQUGE_BUDGET} x {biquge['files']} files);"
+            f" {biquge['pages_stored']} pages stored, {biquge['requests']} requests"
+            f" ({biquge['requests_per_page']} per page; aliases fetched"
+            f" {c.get('aliases_fetched', 0)}, dead links fetched {c.get('dead_fetched', 0)},"
+            f" skipped {c.get('skipped', {})}, rules learnt {c.get('rules_learnt', 0)});"
+            f" {biquge['duplicates']} duplicate (page, work) entries; {biquge['seconds']} s"
         )
     if details:
         lines += ["", f"false positives and misses (first {LISTED} of each per shape):", *details]
@@ -379,8 +455,10 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.eval_sites",
         description="Precision / recall of fptrack on documentation, novel, forum and "
-        "related-works sites (forward: fptrack scan) and on a 2M-character novel registered "
-        "after its chapters were crawled (reverse: the daily job).",
+        "related-works sites (forward: fptrack scan), on a 2M-character novel registered "
+        "after its chapters were crawled (reverse: the daily job), and on a pirate novel "
+        f"site that repeats itself (biquge: fptrack scan with --max-pages {BIQUGE_BUDGET} x "
+        f"its files; requests per page stored, target <= {BIQUGE_REQUESTS_PER_PAGE}).",
         epilog=f"Sizes (bench.site_shapes.Sizes): {sizes(Sizes())}. With --quick: "
         f"{sizes(QUICK_SIZES)}, on the first {QUICK_CORPUS_MB:g} MB of the corpus.",
     )
@@ -451,7 +529,7 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
           english: Sequence[Section] | None) -> list[Shape]:  # fmt: skip
     """The selected shapes (the forward ones are always drawn together, so each is the same
     whatever the selection)."""
-    from bench.site_shapes import forward_shapes, reverse_shape
+    from bench.site_shapes import biquge_shape, forward_shapes, reverse_shape
 
     if texts is None:
         from bench.corpus import load_texts
@@ -467,6 +545,8 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
                    if s.name in args.shapes]  # fmt: skip
     if "reverse" in args.shapes:
         shapes.append(reverse_shape(texts, sizes, args.seed))
+    if "biquge" in args.shapes:
+        shapes.append(biquge_shape(texts, sizes, args.seed))
     return shapes
 
 
@@ -499,6 +579,9 @@ def main(
         reverse = [s for s in shapes if s.name == "reverse"]
         if reverse:
             result["reverse"] = reverse_direction(reverse[0], root, args, log)
+        biquge = [s for s in shapes if s.name == "biquge"]
+        if biquge:
+            result["biquge"] = biquge_direction(biquge[0], root, args, log)
         if args.keep:
             truth = {s.name: {site.name: sorted(site.truth()) for site in s.sites} for s in shapes}
             (root / "truth.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1))

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import random
 import re
+import zlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
@@ -919,6 +920,60 @@ def reverse_shape(texts: Sequence[str], sizes: Sizes, seed: int) -> Shape:
     style = _NovelStyle(0, False, sizes.reverse_list_size, site)
     built = _novel_site("reverse", books, editor, style, blurbs)
     return Shape("reverse", {name: novel_text("万古长歌", "云中客", chapters)}, [built])
+
+
+BUSTED_SHARE = 3
+"""One link in this many carries a cache-buster in the ``biquge`` shape."""
+
+
+def _bust(html: str, path: str) -> str:
+    """``html`` with a cache-buster ``?t=NNN`` on one relative ``.html`` link in
+    :data:`BUSTED_SHARE`, its value depending on the page and the link (as a pirate site
+    stamps the time it wrote each page)."""
+    count = 0
+
+    def stamp(m: re.Match[str]) -> str:
+        nonlocal count
+        count += 1
+        href = m.group(1)
+        key = zlib.crc32(f"{path}|{href}|{count}".encode())
+        if key % BUSTED_SHARE:
+            return m.group(0)
+        return f'href="{href}?t={1_700_000 + key % 100_000}"'
+
+    return re.sub(r'href="([^":?#]+\.html)"', stamp, html)
+
+
+def biquge_shape(texts: Sequence[str], sizes: Sizes, seed: int) -> Shape:
+    """A 笔趣阁-style pirate novel site that repeats itself (issue 25): the novel shape's
+    books (paginated chapter lists, chapters split into parts, 上一章/下一章), with
+    cache-busters ``?t=NNN`` on a third of the links (:func:`_bust`), a dead link
+    ``/user/addmark.php?bid=..&cid=..`` on every chapter, and the home page under ``/`` and
+    ``/index.html``. Drawn from a pool of its own, so the other shapes are unchanged."""
+    pool = TextPool(texts, seed, "biquge")
+    editor = Editor.for_pool(pool, seed, "biquge")
+    rng = random.Random(f"{seed}:biquge")
+    a, b = (_book_text(pool, rng, n) for n in sizes.novel_chapters[:2])
+    whole = "biquge/book-a.txt"
+    books = [
+        _Book(2031, "剑啸长风", "孤舟", a, (whole,) * len(a)),
+        _Book(2032, "雪夜归人", "南山客", b, (None,) * len(b)),
+    ]
+    chrome = make_sites(random.Random(f"{seed}:biquge-chrome"), 1)[0]
+    blurbs = [pool.take(150, min_han=0.3) for _ in books]
+    built = _novel_site(
+        "biquge", books, editor, _NovelStyle(0, True, sizes.novel_list_size, chrome), blurbs
+    )
+    pages = []
+    for page in built.pages:
+        html = _bust(page.html, page.path)
+        if page.kind == "chapter":
+            bid, cid = page.path.split("/")[1], page.path.rsplit("/", 1)[1].split(".")[0]
+            mark = f'<a href="/user/addmark.php?bid={bid}&amp;cid={cid}">加入书签</a>'
+            html = html.replace("</body>", mark + "</body>")
+        pages.append(replace(page, html=html))
+    works = {whole: novel_text("剑啸长风", "孤舟", a)}
+    return Shape("biquge", works, [SiteBuild("biquge", pages)])
 
 
 def forward_shapes(

@@ -8,11 +8,16 @@ at once (``Content-Length`` 100000) and then the body byte by byte, ``/hang`` no
 all. Once all is sent the connection is kept open. Every path asked is recorded
 (:attr:`SlowServer.paths`), so a case can tell whether a request reached the server at all.
 With ``speaks_first`` the server drips an SMTP greeting instead. A connection ends by itself
-after ``give_up`` seconds, so a client that never gives up cannot hang a test or a run.
+after ``give_up`` seconds, so a client that never gives up cannot hang a test or a run; the
+path of a connection the client closed first, while it was dripped to or held open, is
+recorded too (:attr:`SlowServer.hung_up`), so a case can tell that the client gave up by
+itself and not because the server did.
 """
 
 from __future__ import annotations
 
+import select
+import socket
 import socketserver
 import ssl
 import threading
@@ -31,6 +36,8 @@ MODES = {
     "body": (STATUS + b"Content-Length: 100000\r\n\r\n", b"x" * 100000),
 }
 """For each path: what is sent at once, then what is sent one byte at a time."""
+POLL_S = 0.1
+"""How often a connection held open looks whether the stop or the give-up came."""
 
 
 class _Handler(socketserver.BaseRequestHandler):
@@ -40,7 +47,7 @@ class _Handler(socketserver.BaseRequestHandler):
         ends = time.monotonic() + self.server.give_up
         if self.server.speaks_first:
             self.server.record("greeting")
-            self._send(b"", GREETING, ends)
+            self._send(b"", GREETING, ends, "greeting")
             return
         sock = self.request
         sock.settimeout(5)
@@ -52,20 +59,53 @@ class _Handler(socketserver.BaseRequestHandler):
         path = parts[1].decode("latin-1") if len(parts) > 1 else "/"
         self.server.record(path)
         now, drip = MODES.get(path.strip("/").split("?")[0], (b"", b""))
-        if self._send(now, drip, ends):  # /hang, or all sent: keep the connection open
-            self.server.stopping.wait(max(ends - time.monotonic(), 0.0))
+        if self._send(now, drip, ends, path):  # /hang, or all sent: keep the connection open
+            self._hold(ends, path)
 
-    def _send(self, now: bytes, drip: bytes, ends: float) -> bool:
-        """``now`` at once, then ``drip`` byte by byte; False when cut short."""
+    def _send(self, now: bytes, drip: bytes, ends: float, path: str) -> bool:
+        """``now`` at once, then ``drip`` byte by byte; False when cut short (the client
+        hung up: recorded, or the server stopped or gave up)."""
         try:
             self.request.sendall(now)
             for i in range(len(drip)):
                 if self.server.stopping.wait(self.server.drip) or time.monotonic() > ends:
                     return False
+                if self._closed_by_client(0.0):
+                    raise ConnectionResetError
                 self.request.sendall(drip[i : i + 1])
-        except OSError:
-            return False  # the client gave up
+        except OSError:  # the client gave up
+            self.server.hang_up(path)
+            return False
         return True
+
+    def _hold(self, ends: float, path: str) -> None:
+        """Keep the connection open until the server stops, gives up, or the client hangs up
+        (recorded)."""
+        while not self.server.stopping.is_set():
+            left = ends - time.monotonic()
+            if left <= 0:
+                return
+            if self._closed_by_client(min(left, POLL_S)):
+                self.server.hang_up(path)
+                return
+
+    def _closed_by_client(self, wait: float) -> bool:
+        """Whether the client closed the connection (seen within ``wait`` seconds): the
+        socket reads as the end of the stream, or fails; anything it sends is dropped."""
+        sock: socket.socket = self.request
+        try:
+            readable, _, _ = select.select([sock], [], [], wait)
+            if not readable:
+                return False
+            sock.settimeout(0)
+            try:
+                return sock.recv(65536) == b""
+            finally:
+                sock.settimeout(5)
+        except (BlockingIOError, ssl.SSLWantReadError):
+            return False
+        except (OSError, ValueError):
+            return True
 
 
 class _Server(socketserver.ThreadingTCPServer):
@@ -79,11 +119,16 @@ class _Server(socketserver.ThreadingTCPServer):
         self.drip, self.give_up, self.speaks_first = drip, give_up, speaks_first
         self.lock = threading.Lock()
         self.paths: list[str] = []
+        self.hung_up: list[str] = []
         self.stopping = threading.Event()
 
     def record(self, path: str) -> None:
         with self.lock:
             self.paths.append(path)
+
+    def hang_up(self, path: str) -> None:
+        with self.lock:
+            self.hung_up.append(path)
 
 
 class SlowServer(FixtureServer):
@@ -120,6 +165,15 @@ class SlowServer(FixtureServer):
         assert isinstance(server, _Server)
         with server.lock:
             return list(server.paths)
+
+    @property
+    def hung_up(self) -> list[str]:
+        """The paths (``greeting`` for the SMTP one) of the connections the client closed
+        while the server dripped to it or held it open, before the server's own give-up."""
+        server = self._server
+        assert isinstance(server, _Server)
+        with server.lock:
+            return list(server.hung_up)
 
     def stop(self) -> None:
         """End the dripping connections, then stop serving."""

@@ -41,7 +41,6 @@ TRIM_AFTER_BYTES = 1 << 20
 """A reader hands its freed memory back to the system after a job bigger than this."""
 BIG_PAGE_BYTES = 2 << 20
 """HTML bodies over this are read one at a time (:class:`ReaderPool`)."""
-"""A reader hands its freed memory back to the system after a job bigger than this."""
 TIMEOUT = "timeout"
 FAILED = "failed"
 DEADLINE = "deadline"

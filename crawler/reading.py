@@ -2,7 +2,8 @@
 
 :func:`read_page` decodes a body (:mod:`crawler.encoding`), extracts its title and main
 text (:mod:`crawler.extract`) and finds its links, its "next page" and "previous page"
-links and its neighbours among whole pages (上一章/下一章). It takes and returns only
+links and its neighbours among whole pages (上一章/下一章), and the URL its head declares
+canonical (``<link rel="canonical">``). It takes and returns only
 picklable values, so that it can run in another process (:mod:`crawler.reader_pool`) under
 a time limit: a page built to be slow to extract never holds the thread that drives the
 downloads.
@@ -56,6 +57,7 @@ class Reading:
     next_url: str | None = None
     prev_url: str | None = None
     sequence: tuple[str, ...] = ()  # its neighbours among whole pages (上一章/下一章 ...)
+    canonical: str | None = None  # its head's <link rel="canonical">, when another URL
     undecodable: str = ""  # why the body could not be decoded; "" when it was
 
 
@@ -80,6 +82,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
     if job.max_links:
         links, beyond = page_links_counted(page, job.url, encoding, limit=job.max_links)
     sequence = find_page_links(page, job.url, SEQUENCE_TEXTS, encoding)
+    canonical = find_rel_link(page, job.url, {"canonical"}, encoding)
     return Reading(
         title=extracted.title,
         text=extracted.text,
@@ -91,6 +94,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         next_url=next_url,
         prev_url=prev_url,
         sequence=sequence,
+        canonical=canonical,
     )
 
 

@@ -26,8 +26,9 @@ recrawl lease first (:class:`crawler.lease.RecrawlLease`: exit status 3 while an
 incremental crawl or a full crawl of the site runs). ``--announce`` prints one
 JSON line (run id, slot, token, host, pid) on stdout when the crawl starts. SIGTERM stops
 the crawl gracefully, like ``--timeout``. Exit status: 0 when the crawl ran, 1 when it
-failed, a start URL gave no page, or no page could be fetched (the error on one line on
-stderr, :func:`crawl_problem`), 2 for a bad
+failed, a start URL gave no page, or no page could be fetched while its run lasted (the
+error on one line on stderr, :func:`crawl_problem`; a run whose frontier Redis lost is not
+a failure), 2 for a bad
 configuration or bad arguments (one line on stderr), 3 when every crawler slot of the site
 (its ``crawlers``) is held by another process. Defaults: ``--log-level`` INFO, no
 ``--timeout``, ``--frontier redis``.
@@ -53,7 +54,7 @@ from crawler.lease import CrawlLease, FullCrawlRunning, LeaseCallback, RecrawlLe
 from crawler.scheduler import frontier_settings
 from crawler.settings import SETTINGS_SETTING, crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
-from matcher.crawl_runs import RENDER_UNAVAILABLE, start_problem
+from matcher.crawl_runs import RENDER_UNAVAILABLE, start_problem, state_lost
 from matcher.errors import MatcherError
 from matcher.sites import SiteConfig, SiteConfigError
 
@@ -237,13 +238,18 @@ def _jsonable(value: Any) -> Any:
 def crawl_problem(stats: Stats) -> str | None:
     """A one-line reason when a finished crawl failed: its pages cannot be rendered, a start
     URL gave no page (:func:`matcher.crawl_runs.start_problem`: not 2xx, robots.txt forbids
-    it, redirected off the site, not a page), or nothing at all could be fetched; else None."""
+    it, redirected off the site, not a page), or nothing at all could be fetched; else None.
+
+    Nothing fetched is no failure when the run's state in Redis went away first
+    (:func:`matcher.crawl_runs.state_lost`): Redis was emptied before the start request was
+    fetched, or the lease was lost (the run is interrupted, and its job starts another), or
+    another process ended the run (nothing was left to fetch)."""
     if stats.get(RENDER_UNAVAILABLE):
         return f"its pages cannot be rendered: {stats[RENDER_UNAVAILABLE]}"
     start = start_problem(stats)
     if start:
         return start
-    if stats.get("downloader/response_count", 0) > 0:
+    if stats.get("downloader/response_count", 0) > 0 or state_lost(stats):
         return None
     errors = sorted(k.removeprefix("fptrack/errors/") for k in stats if "/errors/" in k)
     if errors:

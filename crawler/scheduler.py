@@ -21,7 +21,7 @@ from scrapy_redis.scheduler import Scheduler
 from crawler.frontier import REQUEST_CODEC, RUN_OVER, STAT
 from crawler.lease import CrawlLease
 from crawler.settings import FRONTIER_SETTING, ByReference
-from matcher.crawl_runs import NOT_CRAWLED, stop_reason
+from matcher.crawl_runs import LEASE_LOST, NOT_CRAWLED, RUN_GONE, stop_reason
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +87,7 @@ class FrontierScheduler(Scheduler):
         self.stats.set_value(STAT + "ended_run", int(self.ended_run))
         # the run was over when this process looked: another process ended it, or Redis
         # lost the frontier (then no process records an end of the run)
-        self.stats.set_value(STAT + "run_gone", int(self.run_over and not self.ended_run))
+        self.stats.set_value(RUN_GONE, int(self.run_over and not self.ended_run))
 
     def __len__(self) -> int:
         return self.frontier.queued()
@@ -146,7 +146,7 @@ class FrontierScheduler(Scheduler):
         """The queue is empty here: wait for the other processes, or end the run."""
         self._ack_done()
         if self.lease.lost_lease.is_set():
-            raise CloseSpider("lease_lost")
+            raise CloseSpider(LEASE_LOST)
         if self.run_over:
             return
         ended = self.frontier.finish(self.lease.run_id)

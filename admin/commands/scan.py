@@ -65,7 +65,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--max-pages",
         type=int,
         default=scan_defaults.MAX_PAGES,
-        help=f"pages per site at most (default: {scan_defaults.MAX_PAGES:,})",
+        help="distinct pages stored per site at most: aliases, dead links and link lists "
+        f"do not count (default: {scan_defaults.MAX_PAGES:,})",
     )
     p.add_argument(
         "--max-depth",

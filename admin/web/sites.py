@@ -1,4 +1,6 @@
-"""Sites: crawl configuration and schedule, authorised flag, crawl now, last crawls."""
+"""Sites: crawl configuration and schedule, authorised flag, crawl now, last crawls, and
+the URL rules crawls learnt (:mod:`crawler.dust`): parameter rules listed, deleted (never
+learnt again) and added by hand, dead link patterns listed and forgotten."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from admin.web import deps
 from admin.web.security import requires
 from matcher import crawl_runs
 from matcher.sites import SiteConfig, SiteConfigError
+from matcher.store.common import StoreError
 
 bp = Blueprint("sites", __name__, url_prefix="/sites")
 LINE_FIELDS = ("start_urls", "allowed_domains", "include", "exclude")
@@ -32,7 +35,36 @@ def detail(name: str) -> Any:
     site = deps.site_or_404(name)
     crawls = deps.ops().last_crawls(site.name, 10)
     outlines = [crawl_runs.outline(c) for c in crawls]
-    return render_template("site.html", site=site, crawls=zip(crawls, outlines, strict=True))
+    rules = deps.ops().store.sites.site_rules(site.name)
+    return render_template(
+        "site.html", site=site, crawls=zip(crawls, outlines, strict=True), rules=rules
+    )
+
+
+@bp.post("/<name>/rules")
+@requires("admin")
+def rules(name: str) -> Any:
+    """Add a parameter rule, delete one, or forget a dead link pattern (``action``)."""
+    site = deps.site_or_404(name)
+    sites = deps.ops().store.sites
+    form = request.form
+    action = form.get("action", "")
+    pattern, param = form.get("pattern", "").strip(), form.get("param", "").strip()
+    try:
+        if action == "add":
+            done = sites.add_site_rule(site.name, pattern, param)
+            flash(f"links on {pattern} lose {param}" if done else "that rule exists")
+        elif action == "delete":
+            done = sites.delete_site_rule(site.name, pattern, param)
+            flash(f"rule deleted: {param} on {pattern}" if done else "no such rule")
+        elif action == "forget":
+            done = sites.delete_dead_pattern(site.name, pattern)
+            flash(f"{pattern} is asked for again" if done else "no such dead pattern")
+        else:
+            flash("unknown action")
+    except StoreError as exc:
+        flash(str(exc))
+    return redirect(url_for("sites.detail", name=site.name))
 
 
 def _form_site(form: Any, name: str | None) -> SiteConfig:

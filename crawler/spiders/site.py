@@ -95,6 +95,7 @@ from twisted.internet.defer import TimeoutError as TwistedTimeout
 from twisted.python.failure import Failure
 from w3lib.url import canonicalize_url
 
+from crawler import dust
 from crawler import incremental as inc
 from crawler.deadline import deadline_of, past_deadline
 from crawler.encoding import sniff_html
@@ -108,9 +109,22 @@ from crawler.reading import Reading, ReadJob
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
 from matcher.crawl_runs import NOT_CRAWLED, START_ERROR, START_FAILED, stop_reason
-from matcher.pages import GonePage, UnchangedPage
+from matcher.pages import GonePage, PageAlias, UnchangedPage
 from matcher.sites import SiteConfig, SiteConfigError
 
+SKIPPED_ALIAS = "fptrack/skipped/alias"
+"""Stat: links not requested because they name a page already requested under another URL
+(a default document, a parameter a learnt rule drops, a ``rel=canonical``)."""
+SKIPPED_DEAD = "fptrack/skipped/dead_pattern"
+"""Stat: requests not made because their path pattern is dead
+(:class:`crawler.dust.DeadPatterns`)."""
+ALIAS_FETCHED = "fptrack/aliases/fetched"
+"""Stat: responses that were an already fetched page under another query (same path, same
+body digest): recorded as aliases, not pages."""
+RULES_LEARNT = "fptrack/rules/learnt"
+DEAD_MESSAGE = "dead link pattern"
+ALIAS_MESSAGE = "alias of a page already requested"
+MAX_PENDING_ALIASES = 8
 PENDING_CAPPED = "fptrack/pending_capped"
 """Stat: new links not requested because ``max_pending`` requests were already queued."""
 MAX_START_ERRORS = 3
@@ -125,8 +139,10 @@ _IGNORED_SUFFIX = re.compile(
 
 
 def canonical(url: str) -> str:
-    """The URL the store keys pages by: canonical, without fragment."""
-    return canonicalize_url(url, keep_fragments=False)
+    """The URL the store keys pages by before a site's learnt rules
+    (:func:`crawler.dust.normalise`: canonical, without fragment, tracking parameters or
+    default document)."""
+    return dust.normalise(url)
 
 
 def exchange_of(response: Response, fetched_at: datetime) -> Exchange:
@@ -195,6 +211,9 @@ class SiteSpider(scrapy.Spider):
         feed_max_bytes: int = 5 * 1024 * 1024,
         feed_max_entries: int = 50_000,
         ledger: inc.PageLedger | None = None,
+        dust_threshold: int = dust.DUST_THRESHOLD,
+        dead_threshold: int = dust.DEAD_THRESHOLD,
+        rules_store: Any = None,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -234,6 +253,16 @@ class SiteSpider(scrapy.Spider):
         self._start_redirects: dict[str, str] = {}
         self._start_errors: list[str] = []
         self._beyond_depth: set[int] = set()
+        self.dust = dust.DustRules(threshold=dust_threshold)
+        self.dead = dust.DeadPatterns(threshold=dead_threshold)
+        self.rules_store = rules_store  # .site_rules / .save_crawl_rules (matcher.store.sites)
+        self._linked: set[int] = set()  # links as written (before rules), once each
+        self._yielded: dict[int, str] = {}  # page key -> the URL its item was stored under
+        self._aliases: dict[int, list[str]] = {}  # page key -> aliases not yet recorded
+        self._later: list[PageAlias] = []  # aliases a rule just learnt revealed
+        self._revealed: set[int] = set()  # keys of pages fetched under a URL a rule then dropped
+        self._dead_links: set[int] = set()  # links skipped for their dead pattern
+        self._paths: set[int] = set()  # canonical paths (without query) requested
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -252,6 +281,12 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("recrawl_depth", settings.getint("FPTRACK_RECRAWL_DEPTH", 2))
         kwargs.setdefault("feed_max_bytes", settings.getint("FPTRACK_FEED_MAX_BYTES", 5 << 20))
         kwargs.setdefault("feed_max_entries", settings.getint("FPTRACK_FEED_MAX_ENTRIES", 50_000))
+        kwargs.setdefault(
+            "dust_threshold", settings.getint("FPTRACK_DUST_THRESHOLD", dust.DUST_THRESHOLD)
+        )
+        kwargs.setdefault(
+            "dead_threshold", settings.getint("FPTRACK_DEAD_THRESHOLD", dust.DEAD_THRESHOLD)
+        )
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider._url_limit = settings.getint("URLLENGTH_LIMIT", 2083) or 1 << 62
         crawler.signals.connect(spider._scheduled, signal=signals.request_scheduled)
@@ -259,6 +294,9 @@ class SiteSpider(scrapy.Spider):
         crawler.signals.connect(spider._dropped, signal=signals.request_dropped)
         if spider.incremental and spider.ledger is None:
             spider.ledger, spider._owned_store = _ledger(crawler.settings)
+        if spider.rules_store is None:
+            spider.rules_store, owned = _rules_store(crawler.settings, spider._owned_store)
+            spider._owned_store = spider._owned_store or owned
         return spider
 
     def closed(self, reason: str) -> None:
@@ -284,6 +322,7 @@ class SiteSpider(scrapy.Spider):
             stats.set_value(INC + "changed", stats.get_value(ingested + "changed", 0))
             same = stats.get_value(ingested + "unchanged", 0)
             stats.set_value(INC + "unchanged", same + not_modified)
+        self._save_rules()
         if self._owned_store is not None:
             self._owned_store.close()
             self._owned_store = None
@@ -292,6 +331,32 @@ class SiteSpider(scrapy.Spider):
         """The deadline's clock starts with the crawl (as Scrapy's ``CLOSESPIDER_TIMEOUT``)."""
         if self.deadline > 0:
             self._deadline_at = time.monotonic() + self.deadline
+        self._load_rules()
+
+    def _load_rules(self) -> None:
+        """The site's rules and dead patterns as earlier crawls left them (never fatal)."""
+        if self.rules_store is None:
+            return
+        try:
+            known = self.rules_store.site_rules(self.site.name)
+        except Exception as exc:  # the store's errors: the crawl goes on without them
+            self.logger.warning("site rules not read: %s", exc)
+            return
+        self.dust = dust.DustRules.from_stored(
+            known["params"], self.dust.threshold, known.get("rejected", [])
+        )
+        self.dead = dust.DeadPatterns.from_stored(known["dead"], self.dead.threshold)
+
+    def _save_rules(self) -> None:
+        """Keep the rules this crawl learnt and its dead patterns with the site."""
+        if self.rules_store is None:
+            return
+        try:
+            self.rules_store.save_crawl_rules(
+                self.site.name, [r.to_dict() for r in self.dust.learnt], self.dead.to_list()
+            )
+        except Exception as exc:  # the store's errors: logged, the crawl's pages are stored
+            self.logger.warning("site rules not saved: %s", exc)
 
     # requests -------------------------------------------------------------------------
 
@@ -414,7 +479,7 @@ class SiteSpider(scrapy.Spider):
         wanted = {}
         for entry in entries:
             if self._wanted(entry.url):
-                wanted.setdefault(canonical(entry.url), entry)
+                wanted.setdefault(self._canon(entry.url), entry)
         known = self._known(wanted)
         for key, entry in wanted.items():
             page = known.get(key)
@@ -451,14 +516,27 @@ class SiteSpider(scrapy.Spider):
         start = response.meta.get(START)
         if start:
             self._start_answered.add(start)
+        self.dead.answered(response.url, response.status)
         if response.status == NOT_MODIFIED:  # a conditional request: the page is unchanged
             self._inc(f"fptrack/http_status/{NOT_MODIFIED}")
             self._inc(INC + "not_modified")
-            yield UnchangedPage(canonical(response.url))
+            yield UnchangedPage(self._canon(response.url))
             return
         reading = await self._read(response, depth)
         if reading is None:
             return
+        url = self._canon(response.url)
+        page_url = self._page_url(reading, url)
+        digest = _digest(reading)
+        if digest is not None:
+            alias = self.dust.alias_of(url, digest)
+            self._learn(url, digest, alias or page_url)
+            if alias is not None:  # the same page under another query: not a page again
+                self._inc(ALIAS_FETCHED)
+                self._alias(self._key(alias), canonicalize_url(response.url))
+                for item in self._alias_items():
+                    yield item
+                return
         next_url = self._neighbour(reading.next_url)
         prev_url = self._neighbour(reading.prev_url)
         if self.incremental:
@@ -470,8 +548,84 @@ class SiteSpider(scrapy.Spider):
             follow = self._follow(reading, depth, neighbours=(next_url, prev_url))
         for request in follow:
             yield request
-        for item in self._item(response, reading, next_url, prev_url):
+        for item in self._item(response, reading, next_url, prev_url, page_url):
             yield item
+        for item in self._alias_items():
+            yield item
+
+    def skip_queued(self, request: scrapy.Request) -> str:
+        """Why a queued request is no longer worth making ("" when it is): its path pattern
+        died since it was queued; or a rule learnt since drops one of its parameters and the
+        page was already requested without it (the first such request still goes, and the
+        page is then known as requested); or the page was fetched meanwhile under a URL
+        the rule reduces to this one (``/1.html`` queued, ``/1.html?t=9`` fetched first)."""
+        if request.callback != self.parse:
+            return ""
+        if self.dead.dead(request.url):
+            return DEAD_MESSAGE
+        bare = self.dust.apply(request.url)
+        if bare != request.url:
+            key = self._key(bare)
+            if key in self._requested:
+                return ALIAS_MESSAGE
+            self._requested.add(key)
+        elif self._key(bare) in self._revealed:
+            return ALIAS_MESSAGE
+        return ""
+
+    def _canon(self, url: str) -> str:
+        """The URL a page at ``url`` is stored under: :func:`canonical` once the site's
+        parameter rules dropped what they drop (:class:`crawler.dust.DustRules`)."""
+        return canonical(self.dust.apply(url))
+
+    def _key(self, url: str) -> int:
+        return xxhash.xxh3_64_intdigest(self._canon(url).encode("utf-8", "surrogatepass"))
+
+    def _page_url(self, reading: Reading, url: str) -> str:
+        """The page's own ``<link rel="canonical">`` when it is on the site (same origin),
+        else ``url``; marked as requested, so links to it are not asked for again."""
+        declared = reading.canonical
+        if declared and self._on_site(declared) and self._same_origin(declared):
+            page_url = self._canon(declared)
+            self._requested.add(self._key(page_url))
+            return page_url
+        return url
+
+    def _learn(self, url: str, digest: int, known_as: str) -> None:
+        """Observe a fetch for the site's rules; a rule learnt makes the URLs its pattern's
+        pages were fetched under, without its parameter, known: not requested again, and
+        kept as those pages' aliases."""
+        for rule in self.dust.observe(url, digest, known_as):
+            self._inc(RULES_LEARNT)
+            self.logger.info(
+                "site %s: parameter %r dropped from links on %s (seen %d times)",
+                self.site.name,
+                rule.param,
+                rule.pattern,
+                rule.support,
+            )
+            for stored in self.dust.fetched_on(rule.pattern):
+                bare = self._canon(stored)
+                key = self._key(bare)
+                self._requested.add(key)
+                if bare != stored:
+                    self._later.append(PageAlias(stored, bare))
+                    self._revealed.add(key)
+
+    def _alias(self, key: int, alias: str) -> None:
+        """Another URL of the page of ``key``: recorded with its item, or after it."""
+        pending = self._aliases.setdefault(key, [])
+        if alias not in pending and len(pending) < MAX_PENDING_ALIASES:
+            pending.append(alias)
+
+    def _alias_items(self) -> Iterator[PageAlias]:
+        """The aliases found for pages already yielded (one store write each)."""
+        while self._later:
+            yield self._later.pop()
+        for key in [k for k in self._aliases if k in self._yielded]:
+            for alias in self._aliases.pop(key):
+                if alias != self._yielded[key]:
+                    yield PageAlias(self._yielded[key], alias)
 
     def on_error(self, failure: Failure) -> Iterator[Any]:
         """Count a failed request (never fatal to the crawl, but a start URL's failure fails
@@ -484,9 +638,11 @@ class SiteSpider(scrapy.Spider):
             self._start_answered.add(start)
             where = "" if request.url == start else f"redirected to {request.url}: "
             self._start_failed(start, where + failure_reason(failure))
+        if failure.check(HttpError):
+            self.dead.answered(failure.value.response.url, failure.value.response.status)
         if failure.check(HttpError) and failure.value.response.status in GONE_STATUSES:
             response = failure.value.response
-            return iter([GonePage(canonical(response.url), response.status)])
+            return iter([GonePage(self._canon(response.url), response.status)])
         return iter(())
 
     # helpers ----------------------------------------------------------------------------
@@ -561,7 +717,7 @@ class SiteSpider(scrapy.Spider):
     ) -> Iterator[scrapy.Request]:
         """Requests for the page's links: its next and previous pages and its neighbouring
         chapters at its own depth, the others one level deeper."""
-        same_level = {canonical(u) for u in neighbours if u}
+        same_level = {self._canon(u) for u in neighbours if u}
         for url in neighbours:
             suffix_ok = url and not _IGNORED_SUFFIX.search(url.split("?", 1)[0])
             if suffix_ok and self._same_origin(url):
@@ -569,7 +725,7 @@ class SiteSpider(scrapy.Spider):
                 if request is not None:
                     yield request
         siblings = self._siblings(reading, same_level)
-        same_level.update(canonical(u) for u in siblings)
+        same_level.update(self._canon(u) for u in siblings)
         for url in siblings:
             request = self._request(url, depth)
             if request is not None:
@@ -579,7 +735,7 @@ class SiteSpider(scrapy.Spider):
             return
         links = self._capped(reading)
         for url in links:
-            if canonical(url) not in same_level and self._wanted(url):
+            if self._canon(url) not in same_level and self._wanted(url):
                 request = self._request(url, depth + 1)
                 if request is not None:
                     yield request
@@ -597,9 +753,9 @@ class SiteSpider(scrapy.Spider):
         """Count, once each, the wanted links not requested because they lie beyond
         ``max_depth`` (``fptrack/not_crawled/depth``; at most ``max_requests`` remembered)."""
         for url in links:
-            if canonical(url) in taken:
+            if self._canon(url) in taken:
                 continue
-            key = xxhash.xxh3_64_intdigest(canonical(url).encode("utf-8", "surrogatepass"))
+            key = self._key(url)
             if key in self._requested or key in self._beyond_depth:
                 continue
             if (
@@ -614,7 +770,7 @@ class SiteSpider(scrapy.Spider):
     def _siblings(self, reading: Reading, taken: set[str]) -> list[str]:
         """The page's neighbouring chapters (:attr:`Reading.sequence`) to follow at its own
         depth: those ``include`` and ``exclude`` allow, not among the canonical ``taken``."""
-        return [u for u in reading.sequence if canonical(u) not in taken and self._wanted(u)]
+        return [u for u in reading.sequence if self._canon(u) not in taken and self._wanted(u)]
 
     def _follow_new(
         self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
@@ -627,27 +783,27 @@ class SiteSpider(scrapy.Spider):
             for u in neighbours
             if u and not _IGNORED_SUFFIX.search(u.split("?", 1)[0]) and self._same_origin(u)
         ]
-        skip = {canonical(u) for u in same_level}
+        skip = {self._canon(u) for u in same_level}
         sequence = self._siblings(reading, skip)
-        skip.update(canonical(u) for u in sequence)
+        skip.update(self._canon(u) for u in sequence)
         links: list[str] = []
         if depth < self.max_depth:
             capped = self._capped(reading)
-            links = [u for u in capped if canonical(u) not in skip and self._wanted(u)]
-        known = self._known({canonical(u) for u in [*same_level, *sequence, *links]})
+            links = [u for u in capped if self._canon(u) not in skip and self._wanted(u)]
+        known = self._known({self._canon(u) for u in [*same_level, *sequence, *links]})
         for url in same_level:
-            request = self._request(url, depth, known.get(canonical(url)))
+            request = self._request(url, depth, known.get(self._canon(url)))
             if request is not None:
                 yield request
         for url in sequence:
-            if canonical(url) in known:
+            if self._canon(url) in known:
                 self._inc(INC + "skipped")
                 continue
             request = self._request(url, depth)
             if request is not None:
                 yield request
         for url in links:
-            if canonical(url) in known:
+            if self._canon(url) in known:
                 self._inc(INC + "skipped")
                 continue
             request = self._request(url, depth + 1)
@@ -661,22 +817,62 @@ class SiteSpider(scrapy.Spider):
         ``max_requests`` distinct ones (the frontier's bound: a site generating links without
         end cannot grow it, or this process's memory, without end). A ``stored`` page is
         asked for with its validators (``If-None-Match``, ``If-Modified-Since``): a 304
-        answer reaches :meth:`parse`."""
-        key = xxhash.xxh3_64_intdigest(canonical(url).encode("utf-8", "surrogatepass"))
-        if key not in self._requested:
+        answer reaches :meth:`parse`.
+
+        The site's learnt rules first drop the parameters they drop. A new link naming a
+        page already requested under another URL is not requested (``fptrack/skipped/
+        alias``); one on a dead path pattern neither (``fptrack/skipped/dead_pattern``),
+        and one on a pattern that answered 404/410 lately, or one with a query whose path
+        was already requested, is asked for later (lower priority): :mod:`crawler.dust`."""
+        given, url = url, self.dust.apply(url)
+        key = self._key(url)
+        raw = xxhash.xxh3_64_intdigest(given.encode("utf-8", "surrogatepass"))
+        new_link = raw not in self._linked
+        if new_link and len(self._linked) < self.max_requests:
+            self._linked.add(raw)
+        priority = 0
+        if key in self._dead_links:
+            return None
+        if key in self._requested:
+            alias = canonicalize_url(given)
+            if alias != self._canon(url):  # another URL of a page already requested
+                if new_link:
+                    self._inc(SKIPPED_ALIAS)
+                    if url == given:  # an alias by normalisation, not by a learnt rule
+                        self._alias(key, alias)
+                return None
+        else:
             if len(self._requested) >= self.max_requests:
                 self._inc("fptrack/requests_capped")
                 return None
             if self._pending() >= self.max_pending:
                 self._inc(PENDING_CAPPED)
                 return None
+            skip, priority = self.dead.verdict(url)
             self._requested.add(key)
+            if "?" in url:  # the path already asked for under another query: later
+                path = xxhash.xxh3_64_intdigest(self._canon(url).split("?", 1)[0].encode())
+                if path in self._paths:
+                    priority -= 1
+                elif len(self._paths) < self.max_requests:
+                    self._paths.add(path)
+            elif len(self._paths) < self.max_requests:
+                self._paths.add(xxhash.xxh3_64_intdigest(self._canon(url).encode()))
+            if skip and depth > 0:
+                self._inc(SKIPPED_DEAD)
+                self._dead_links.add(key)
+                return None
         meta: dict[str, Any] = {DEPTH: depth}
         headers = stored.headers() if stored is not None else {}
         if headers:
             meta["handle_httpstatus_list"] = [NOT_MODIFIED]
         request = scrapy.Request(
-            url, self.parse, errback=self.on_error, meta=meta, headers=headers or None
+            url,
+            self.parse,
+            errback=self.on_error,
+            meta=meta,
+            headers=headers or None,
+            priority=priority,
         )
         if len(request.url) <= self._url_limit:  # longer: dropped unseen (UrlLengthMiddleware)
             self._made += 1
@@ -746,28 +942,44 @@ class SiteSpider(scrapy.Spider):
         return not any(p.search(url) for p in self._exclude)
 
     def _item(
-        self, response: Response, page: Reading, next_url: str | None, prev_url: str | None
+        self,
+        response: Response,
+        page: Reading,
+        next_url: str | None,
+        prev_url: str | None,
+        page_url: str,
     ) -> Iterator[PageItem]:
+        """The page's item under ``page_url``, with the other URLs it was reached under."""
+        key = self._key(page_url)
+        fetched_as = self._key(response.url)
+        if fetched_as != key and fetched_as in self._aliases:
+            for alias in self._aliases.pop(fetched_as):
+                self._alias(key, alias)
+        if canonical(response.url) != page_url:
+            self._alias(key, canonicalize_url(response.url))
         if page.own_chars < self.min_text_chars:
             self._inc("fptrack/thin")
             return
+        aliases = tuple(a for a in self._aliases.pop(key, []) if a != page_url)
+        self._yielded[key] = page_url
         self._inc("fptrack/pages")
         if next_url or prev_url:
             self._inc("fptrack/paged")
         fetched_at = datetime.now(UTC)
         yield PageItem(
-            url=canonical(response.url),
+            url=page_url,
             site=self.site.name,
             title=page.title,
             text=page.text,
             status=response.status,
             encoding=page.encoding,
             fetched_at=fetched_at,
-            next_url=canonical(next_url) if next_url else "",
-            prev_url=canonical(prev_url) if prev_url else "",
+            next_url=self._canon(next_url) if next_url else "",
+            prev_url=self._canon(prev_url) if prev_url else "",
             exchange=exchange_of(response, fetched_at),
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
+            aliases=aliases,
         )
 
     def _count_failure(self, failure: Failure) -> None:
@@ -775,6 +987,10 @@ class SiteSpider(scrapy.Spider):
             self._inc(NOT_CRAWLED + "deadline")
         elif failure.check(HttpError):
             self._inc(f"fptrack/http_status/{failure.value.response.status}")
+        elif failure.check(IgnoreRequest) and str(failure.value).startswith(DEAD_MESSAGE):
+            self._inc(SKIPPED_DEAD)
+        elif failure.check(IgnoreRequest) and str(failure.value).startswith(ALIAS_MESSAGE):
+            self._inc(SKIPPED_ALIAS)
         elif failure.check(IgnoreRequest) and "DOWNLOAD_MAXSIZE" not in str(failure.value):
             self._inc("fptrack/ignored")
         elif failure.check(DownloadCancelledError, IgnoreRequest):  # over DOWNLOAD_MAXSIZE
@@ -819,6 +1035,40 @@ def failure_reason(failure: Failure) -> str:
             return "on another port of the site's host"
         return f"not requested ({message})"
     return f"no answer ({type(value).__name__}: {message})".replace(": )", ")")
+
+
+def _digest(reading: Reading) -> int | None:
+    """A digest of what makes the page itself: its title, main text and links (None when it
+    has none of them: nothing to compare)."""
+    if not (reading.text or reading.links):
+        return None
+    body = "\x00".join([reading.title, reading.text, *sorted(set(reading.links))])
+    return xxhash.xxh3_64_intdigest(body.encode("utf-8", "surrogatepass"))
+
+
+def _rules_store(settings: Any, opened: Any) -> tuple[Any, Any]:
+    """Where the site's rules are kept (:meth:`matcher.store.sites.Sites.site_rules`): the
+    in-process ingest's store when it has one, else the store ``opened`` for the ledger,
+    else a store on the deployment's settings (returned to be closed); None without any."""
+    from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
+
+    def value(name: str) -> Any:
+        found = settings.get(name)
+        return found.value if isinstance(found, ByReference) else found
+
+    ingest = value(INGEST_SETTING)
+    if ingest is not None:
+        store = getattr(ingest, "store", None)
+        return getattr(store, "sites", None), None
+    if opened is not None:
+        return opened.sites, None
+    deployment = value(SETTINGS_SETTING)
+    if deployment is None:
+        return None, None
+    from matcher.store import Store
+
+    store = Store.connect(deployment.mongo_uri, deployment.mongo_db)
+    return store.sites, store
 
 
 def _origin(url: str) -> str:

@@ -85,6 +85,12 @@ def test_quick_run_meets_the_targets_with_a_consistent_truth(run, texts) -> None
     assert all(isinstance(ok, bool) for ok in run["targets"].values())
     assert f"reverse found {reverse['chapters']} of {reverse['chapters']}" in run["targets"]
     assert run["dbsize"] == 0  # the scan's and the reverse run's keys are gone
+    biquge = run["biquge"]  # the pirate site that repeats itself: one page, one entry
+    check_shape(biquge)
+    assert biquge["duplicates"] == 0 and biquge["copies_found"] == biquge["copies"] > 0
+    assert biquge["pages_stored"] <= biquge["files"] and biquge["exit_status"] == 0
+    skipped = biquge["crawl"]["skipped"]
+    assert skipped.get("dead_pattern", 0) > 0 and biquge["crawl"]["rules_learnt"] >= 1
     failed = [name for name, ok in run["targets"].items() if not ok]
     assert failed == [], f"targets missed on the quick sites: {failed}"
 

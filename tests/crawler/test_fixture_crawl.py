@@ -236,9 +236,10 @@ def test_max_pages_closes_the_crawl(
         {**test_overrides, "CONCURRENT_REQUESTS": 1},
     )
     s = stats["novels"]
-    assert s["finish_reason"] in ("closespider_pagecount", "closespider_itemcount")
-    assert s["response_received_count"] <= 4  # robots.txt + 3 pages (in-flight ones finish)
-    assert len(ingest.calls) <= 3
+    assert s["finish_reason"] == "closespider_itemcount"  # max_pages counts stored pages
+    assert len(ingest.calls) == 3 == s["fptrack/stored_pages"]
+    # robots.txt, the 3 pages stored and the one in flight when the crawl closed
+    assert s["response_received_count"] <= 5
 
 
 def test_real_ingest_into_the_store(
@@ -350,5 +351,6 @@ def test_requests_left_at_max_pages_are_counted_as_budget(
         overrides = {**test_overrides, "CONCURRENT_REQUESTS": 1}
         stats = crawl_in_process([config], overrides, timeout=60)["b"]
         fetched = len([p for p in site.requested() if p.startswith("/p/")])
-    assert stats["finish_reason"] == "closespider_pagecount"
+    assert stats["finish_reason"] == "closespider_itemcount"  # max_pages counts stored pages
+    assert stats["fptrack/stored_pages"] >= 3
     assert crawl_runs.not_crawled(stats) == {"budget": 30 - fetched}

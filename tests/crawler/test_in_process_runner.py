@@ -87,3 +87,14 @@ def test_crawl_problem() -> None:
         "no page could be fetched (DNSLookupError)"
     )
     assert crawl_problem({}) == "no page could be fetched"
+
+
+def test_nothing_fetched_is_no_failure_once_the_run_state_is_gone() -> None:
+    """Redis lost the frontier, or the lease, before anything was fetched: an interruption;
+    a start URL that gave no page still fails the crawl."""
+    assert crawl_problem({"fptrack/frontier/run_gone": 1}) is None
+    assert crawl_problem({"finish_reason": "lease_lost"}) is None
+    assert crawl_problem({"fptrack/frontier/run_gone": 0}) == "no page could be fetched"
+    start = "start URL http://127.0.0.1:9/: connection refused"
+    failed = {"fptrack/start_failed": 1, "fptrack/start_error": start}
+    assert crawl_problem({**failed, "fptrack/frontier/run_gone": 1}) == start

@@ -18,7 +18,7 @@ from twisted.python.failure import Failure
 from crawler.extract import SelectorError
 from crawler.items import PageItem
 from crawler.settings import crawl_settings
-from crawler.spiders.site import DEPTH, SiteSpider
+from crawler.spiders.site import ALIAS_MESSAGE, DEPTH, SiteSpider
 from matcher.sites import SiteConfig, SiteConfigError
 from tests.support.crawl import parsed
 
@@ -248,3 +248,18 @@ def test_http_errors_and_ignored_requests_are_counted() -> None:
     assert (gone.url, gone.status, ignored) == (BASE + "/gone.html", 404, [])
     assert stat(spider, "fptrack/http_status/404") == 1
     assert stat(spider, "fptrack/ignored") == 1
+
+
+def test_a_queued_url_the_learnt_rule_reduces_another_fetch_to_is_not_fetched() -> None:
+    """``/book/2.html`` queued while ``/book/2.html?t=5`` was fetched; a rule learnt since
+    drops ``t`` on that pattern: the queued request is an alias, not fetched."""
+    spider = make_spider()
+    queued = Request(BASE + "/book/2.html", spider.parse)
+    never_fetched = Request(BASE + "/book/3.html", spider.parse)
+    split(spider.parse(response(BASE + "/book/2.html?t=5", chapter(PART2))))
+    assert spider.skip_queued(queued) == ""  # no rule yet: t may change the page
+    for t in range(4):  # the same body under other values of t: the rule's support
+        parsed(spider.parse(response(f"{BASE}/book/1.html?t={t}", chapter(PART1))))
+    assert stat(spider, "fptrack/rules/learnt") == 1
+    assert spider.skip_queued(queued) == ALIAS_MESSAGE
+    assert spider.skip_queued(never_fetched) == ""

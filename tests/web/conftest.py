@@ -7,11 +7,13 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from argon2 import PasswordHasher, profiles
 from flask import Flask
 from flask.testing import FlaskClient
 from pymongo.database import Database
 
 from admin.context import Context
+from admin.web import users as users_module
 from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
@@ -20,6 +22,19 @@ from matcher.settings import Settings
 from tests.web.web_support import PASSWORDS, login
 
 CRAWL_OVERRIDES = {"AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "WARNING"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def product_hasher() -> Iterator[PasswordHasher]:
+    """The product's password hasher, yielded; meanwhile the accounts of the web tests (each
+    test makes three and logs in) are hashed with argon2id's cheapest parameters, as a
+    test settings' hasher would: verifying reads the parameters from the hash itself."""
+    product = users_module._hasher
+    users_module._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
+    try:
+        yield product
+    finally:
+        users_module._hasher = product
 
 
 @pytest.fixture

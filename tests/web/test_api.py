@@ -3,9 +3,12 @@ hashed at rest, rate limits, keyset pages, and input that can carry no MongoDB o
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import re
+import socket
+from contextlib import suppress
 from typing import Any
 
 import pytest
@@ -18,6 +21,7 @@ from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
+from tests.support.raw_servers import raw_server
 from tests.web.web_support import PASSWORDS, login, post, sample_text, seed_match
 
 SECRET = re.compile(r'id="token-secret">([^<]+)<')
@@ -101,6 +105,30 @@ def test_every_route_under_every_role(
             assert set(response.get_json()) == {"error"}
             if expected == 401:
                 assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_query_by_url_whose_page_is_cut_off_says_it_could_not_be_fetched(
+    app: Flask, client: FlaskClient, as_reviewer: FlaskClient, web_ctx: Context
+) -> None:
+    """A page cut off in its headers is a failed fetch (the API's 422, the query page's
+    error), not an empty page taken for no text given."""
+    web_ctx.__dict__["settings"] = dataclasses.replace(web_ctx.settings, query_allow_private=True)
+    headers = bearer(make_token(app, "rita"))
+
+    def cut_off(conn: socket.socket) -> None:
+        with conn, suppress(OSError):
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\n")
+
+    with raw_server(cut_off) as port:
+        url = f"http://127.0.0.1:{port}/cut"
+        answer = client.post("/api/v1/query", json={"url": url}, headers=headers)
+        page = post(as_reviewer, "/query/", {"url": url})
+    assert answer.status_code == 422, answer.get_json()
+    assert answer.get_json() == {"error": "that URL could not be fetched"}
+    assert page.status_code == 200
+    assert 'id="query-error"' in page.get_data(as_text=True)
+    assert "that URL could not be fetched" in page.get_data(as_text=True)
 
 
 def test_what_the_routes_answer(

@@ -406,6 +406,37 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert as_admin.get("/sites/pirate").status_code == 404
 
 
+def test_a_sites_url_rules_are_listed_escaped_added_deleted_and_forgotten(
+    web_ctx: Context, as_admin: FlaskClient
+) -> None:
+    form = {"name": "rules", "start_urls": "http://rules.example/"}
+    assert post(as_admin, "/sites/new", form).status_code == 302
+    sites = web_ctx.engine.store.sites
+    sites.save_crawl_rules(
+        "rules",
+        [{"pattern": "/book/*.html", "param": "<t>", "support": 3}],
+        [{"pattern": "/user/<b>addmark</b>.php", "misses": 3}],
+    )
+    page = _text(as_admin.get("/sites/rules"))
+    assert "<code>&lt;t&gt;</code>" in page and "<b>addmark" not in page
+    assert "/user/&lt;b&gt;addmark&lt;/b&gt;.php" in page
+    add = {"action": "add", "pattern": "/list/*.html", "param": "sid"}
+    assert post(as_admin, "/sites/rules/rules", add).status_code == 302
+    assert {"pattern": "/list/*.html", "param": "sid", "support": 0} in (
+        sites.site_rules("rules")["params"]
+    )
+    bad = {"action": "add", "pattern": "no-slash", "param": "t"}
+    assert post(as_admin, "/sites/rules/rules", bad).status_code == 302  # flashed, not kept
+    assert len(sites.site_rules("rules")["params"]) == 2
+    gone = {"action": "delete", "pattern": "/book/*.html", "param": "<t>"}
+    assert post(as_admin, "/sites/rules/rules", gone).status_code == 302
+    assert 'id="rejected-rules"' in _text(as_admin.get("/sites/rules"))
+    forget = {"action": "forget", "pattern": "/user/<b>addmark</b>.php"}
+    assert post(as_admin, "/sites/rules/rules", forget).status_code == 302
+    known = sites.site_rules("rules")
+    assert [r["param"] for r in known["params"]] == ["sid"] and known["dead"] == []
+
+
 def test_site_changes_reach_the_beat_schedule(web_ctx: Context, redis_client) -> None:
     from admin.web.app import create_app
     from admin.web.users import Users
