@@ -2,8 +2,9 @@
 
 Run from the repository root as ``python -m bench.admin_bench`` (or ``python
 bench/admin_bench.py``); ``--help`` lists the options. No server is needed: each size gets
-its own in-memory mongomock store (indexes from ``Store.ensure_indexes()``), and the
-engine's Redis client points at a port where nothing listens, so any Redis call from the
+its own in-memory mongomock store, the embedded scan's
+(:func:`admin.memory_store.memory_client`; indexes from ``Store.ensure_indexes()``), and
+the engine's Redis client points at a port where nothing listens, so any Redis call from the
 dashboard would fail the run.
 
 Data, the same shape at both sizes: ``--sites`` sites (default 50, three of them
@@ -89,13 +90,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-import mongomock
 from bson import ObjectId
 from flask import Flask
 from mongomock.collection import Cursor
 from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
+from admin.memory_store import memory_client
 from admin.web.app import create_app
 from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
 from admin.web.users import Users
@@ -367,7 +368,7 @@ def add_sites_and_runs(ops: Operations, shape: Shape, end: datetime, seed: int) 
 def build_small(n: int, shape: Shape, seed: int, end: datetime, chunk: int) -> Built:
     """Pages and works in bulk, then every match through ``Store.upsert_match``."""
     started = time.perf_counter()
-    db = mongomock.MongoClient(tz_aware=True)["fptrack_admin_bench"]
+    db = memory_client()["fptrack_admin_bench"]
     store = Store(db)
     plan = list(generate(n, shape, seed, end))
     works = work_docs(shape, end)
@@ -409,7 +410,7 @@ def build_small(n: int, shape: Shape, seed: int, end: datetime, chunk: int) -> B
 def build_large(n: int, shape: Shape, seed: int, end: datetime, chunk: int) -> Built:
     """Works, pages and matches with ``insert_many``, then the indexes, then ``recount``."""
     started = time.perf_counter()
-    db = mongomock.MongoClient(tz_aware=True)["fptrack_admin_bench"]
+    db = memory_client()["fptrack_admin_bench"]
     db.works.insert_many(work_docs(shape, end))
     written = 0
     for batch in chunks(generate(n, shape, seed, end), max(1, chunk // 2)):

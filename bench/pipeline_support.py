@@ -114,6 +114,10 @@ WORKER_ARGV = [
 ]
 
 
+COMMAND_LOG_DIR = "FPTRACK_BENCH_COMMAND_LOG"
+"""Where a worker writes the commands its store sends (:mod:`bench.command_log`), when set."""
+
+
 def ready_key(prefix: str, pid: int) -> str:
     """The Redis key a worker sets when it is ready."""
     return f"{prefix}:bench-ready:{pid}"
@@ -129,6 +133,10 @@ def run_worker(profile: Path | None, queues: str = "fptrack") -> None:
     from matcher.settings import Settings
 
     settings = Settings.from_env()
+    if os.environ.get(COMMAND_LOG_DIR):
+        from bench import command_log
+
+        command_log.write_every(Path(os.environ[COMMAND_LOG_DIR]) / f"commands-{os.getpid()}.json")
     app = make_app(settings)
     client = connect_server(settings.redis_target)
     app.fptrack.engine()  # connect before taking tasks

@@ -15,6 +15,13 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
   (:meth:`matcher.store.Store.evidence_archive`). :meth:`IngestPipeline.close_spider` closes the
   MongoDB client.
 
+A :class:`matcher.pages.PageAlias` (another URL of a page already stored) goes to the
+ingest's ``alias`` when it has one (``fptrack/aliases/recorded``).
+
+The crawl's budget is pages: with ``FPTRACK_MAX_PAGES`` (the site's ``max_pages``) above 0
+the crawl closes (``closespider_itemcount``, a budget stop) once that many distinct pages
+are stored (``fptrack/stored_pages``); aliases, dead links and link lists never count.
+
 A :class:`matcher.pages.GonePage` (a URL that answered 404 or 410) goes to the ingest's
 ``gone`` when it has one: ``fptrack/gone`` counts the stored pages so found removed. A
 :class:`matcher.pages.UnchangedPage` (a stored page that answered 304 to an incremental
@@ -27,22 +34,29 @@ run); ``fptrack/ingest_rejected`` when the backend refuses the page
 (another :class:`matcher.errors.MatcherError`, e.g. a text too long); and
 ``fptrack/enqueue_errors`` when a task could not be sent (the page stays stored as
 unprocessed and ``Ingest.requeue_pending`` sends it again). None of these stops the crawl.
-The ingest runs in the reactor thread, one page at a time.
+With ``FPTRACK_INGEST_LANES`` above 0 (default 4) and an ingest that says it is
+``thread_safe`` (:class:`matcher.ingest.Ingest` on a pymongo store: the production ingest,
+not the embedded scan's mongomock one), the store calls run in that many threads, in order
+per page (:mod:`crawler.ingest_lanes`), and the crawl goes on meanwhile; otherwise they run
+in the reactor thread, one page at a time.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
+from scrapy.utils.defer import maybe_deferred_to_future
 
+from crawler.ingest_lanes import IngestLanes
 from crawler.items import PageItem
+from crawler.reactor import deferred_from_future
 from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
 from matcher.errors import MatcherError, Retryable
-from matcher.pages import GonePage, UnchangedPage
+from matcher.pages import GonePage, PageAlias, UnchangedPage
 
 logger = logging.getLogger(__name__)
 
@@ -59,14 +73,42 @@ class IngestUnavailable(RuntimeError):
     """The production ingest cannot be built (missing module or bad settings)."""
 
 
+_MARKS: tuple[tuple[type, str, str, str], ...] = (
+    (PageAlias, "alias", "fptrack/aliases/recorded", "alias"),
+    (UnchangedPage, "unchanged", "", "304"),
+    (GonePage, "gone", "fptrack/gone", "removal"),
+)
+"""Items that mark a stored page rather than store one: the ingest's method, the stat a
+true answer counts, and what the warning says was not recorded."""
+
+
+def _mark_of(item: Any) -> tuple[type, str, str, str] | None:
+    """``item``'s entry of :data:`_MARKS`; None for a page to store."""
+    return next((mark for mark in _MARKS if isinstance(item, mark[0])), None)
+
+
 class IngestPipeline:
     """Stores each page through an ingest (see the module docstring)."""
 
-    def __init__(self, stats: Any, ingest: PageIngest | None = None, settings: Any = None) -> None:
+    def __init__(
+        self,
+        stats: Any,
+        ingest: PageIngest | None = None,
+        settings: Any = None,
+        max_pages: int = 0,
+        crawler: Crawler | None = None,
+        lanes: int = 0,
+    ) -> None:
         self.stats = stats
         self.ingest = ingest
         self.settings = settings
+        self.max_pages = max_pages
+        self.crawler = crawler
         self._owned_client: Any = None
+        self._stored = 0
+        self._pages: set[str] = set()  # ids of the pages stored by this crawl
+        self.lane_count = lanes
+        self._lanes: IngestLanes | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IngestPipeline:
@@ -80,7 +122,9 @@ class IngestPipeline:
         settings = crawler.settings.get(SETTINGS_SETTING)
         if isinstance(settings, ByReference):
             settings = settings.value
-        return cls(crawler.stats, ingest, settings)
+        max_pages = crawler.settings.getint("FPTRACK_MAX_PAGES", 0)
+        lanes = crawler.settings.getint("FPTRACK_INGEST_LANES", 0)
+        return cls(crawler.stats, ingest, settings, max_pages, crawler, lanes)
 
     def open_spider(self) -> None:
         """Build the production ingest unless one was given."""
@@ -91,52 +135,88 @@ class IngestPipeline:
                     " pages in"
                 )
             self.ingest, self._owned_client = production_ingest(self.stats, self.settings)
+        if self.lane_count > 0 and getattr(self.ingest, "thread_safe", False):
+            self._lanes = IngestLanes(self.lane_count)
 
     def close_spider(self) -> None:
-        """Close the MongoDB client the pipeline opened (never a given ingest's)."""
+        """Stop the lanes (their calls are done: Scrapy closes the pipelines after the last
+        item); close the MongoDB client the pipeline opened (never a given ingest's)."""
+        if self._lanes is not None:
+            self._lanes.close()
+            self._lanes = None
         if self._owned_client is not None:
             self._owned_client.close()
             self._owned_client = None
             self.ingest = None
 
     def process_item(
-        self, item: PageItem | GonePage | UnchangedPage
-    ) -> PageItem | GonePage | UnchangedPage:
-        """Store one page (or that a stored one is gone, or unchanged); a store outage or a
-        refused page drops it, counted."""
+        self, item: PageItem | GonePage | UnchangedPage | PageAlias
+    ) -> PageItem | GonePage | UnchangedPage | PageAlias | Coroutine[Any, Any, Any]:
+        """Store one page (or that a stored one is gone, or unchanged, or has another URL);
+        a store outage or a refused page drops it, counted. With lanes, the store call runs
+        on the page's lane and the item comes back when it is done (a coroutine)."""
         if self.ingest is None:  # pragma: no cover - open_spider always runs first
             raise RuntimeError("IngestPipeline.process_item before open_spider")
-        if isinstance(item, UnchangedPage):
-            unchanged = getattr(self.ingest, "unchanged", None)
-            try:
-                if unchanged is not None:
-                    unchanged(item)
-            except Retryable as exc:
-                self.stats.inc_value("fptrack/ingest_errors")
-                logger.warning("store unavailable, 304 not recorded: %s: %s", item.url, exc)
-            return item
-        if isinstance(item, GonePage):
-            gone = getattr(self.ingest, "gone", None)
-            try:
-                if gone is not None and gone(item):
-                    self.stats.inc_value("fptrack/gone")
-            except Retryable as exc:
-                self.stats.inc_value("fptrack/ingest_errors")
-                logger.warning("store unavailable, removal not recorded: %s: %s", item.url, exc)
-            return item
+        if self._lanes is None:
+            return self._account(item, *self._store(item))
+        return self._in_lane(item)
+
+    async def _in_lane(self, item: Any) -> Any:
+        assert self._lanes is not None
+        future = self._lanes.submit(item.url, self._store, item)
+        answer, error = await maybe_deferred_to_future(deferred_from_future(future))
+        return self._account(item, answer, error)
+
+    def _store(self, item: Any) -> tuple[Any, MatcherError | None]:
+        """The ingest's call for ``item`` (in any thread): its answer, or the store's error."""
+        assert self.ingest is not None
+        mark = _mark_of(item)
+        method = self.ingest.page if mark is None else getattr(self.ingest, mark[1], None)
         try:
-            result = self.ingest.page(item)
-        except Retryable as exc:
-            self.stats.inc_value("fptrack/ingest_errors")
-            logger.warning("store unavailable, page dropped: %s: %s", item.url, exc)
-            raise DropItem(f"store unavailable: {exc}") from exc
+            return (method(item) if method is not None else None), None
         except MatcherError as exc:
+            return None, exc
+
+    def _account(self, item: Any, answer: Any, error: MatcherError | None) -> Any:
+        """Count the store call's outcome (in the reactor thread); the item, or DropItem."""
+        mark = _mark_of(item)
+        if mark is not None:
+            _, _, counted, lost = mark
+            if isinstance(error, Retryable):
+                self.stats.inc_value("fptrack/ingest_errors")
+                url = getattr(item, "alias", None) or item.url
+                logger.warning("store unavailable, %s not recorded: %s: %s", lost, url, error)
+            elif error is not None:
+                raise error
+            elif answer and counted:
+                self.stats.inc_value(counted)
+            return item
+        if isinstance(error, Retryable):
+            self.stats.inc_value("fptrack/ingest_errors")
+            logger.warning("store unavailable, page dropped: %s: %s", item.url, error)
+            raise DropItem(f"store unavailable: {error}") from error
+        if error is not None:
             self.stats.inc_value("fptrack/ingest_rejected")
-            logger.warning("page refused by the backend: %s: %s", item.url, exc)
-            raise DropItem(f"page refused: {exc}") from exc
-        state = getattr(result, "state", None) or "unknown"
+            logger.warning("page refused by the backend: %s: %s", item.url, error)
+            raise DropItem(f"page refused: {error}") from error
+        state = getattr(answer, "state", None) or "unknown"
         self.stats.inc_value(f"fptrack/ingested/{state}")
+        self._count_page(getattr(answer, "page_id", None) or item.url)
         return item
+
+    def _count_page(self, page_id: str) -> None:
+        """One more distinct page stored; at ``max_pages`` the crawl closes (a budget stop)."""
+        if page_id in self._pages:
+            return
+        self._pages.add(page_id)
+        self._stored += 1
+        self.stats.inc_value("fptrack/stored_pages")
+        if self.max_pages > 0 and self._stored == self.max_pages and self.crawler is not None:
+            from scrapy.utils.defer import deferred_from_coro
+
+            engine = self.crawler.engine
+            if engine is not None:
+                deferred_from_coro(engine.close_spider_async(reason="closespider_itemcount"))
 
 
 def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:

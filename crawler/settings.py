@@ -11,7 +11,10 @@ Defaults:
 - ``AUTOTHROTTLE_ENABLED``: ``True``; ``AUTOTHROTTLE_START_DELAY`` 1.0 s,
   ``AUTOTHROTTLE_MAX_DELAY`` 60.0 s, ``AUTOTHROTTLE_TARGET_CONCURRENCY`` 4.0;
   ``DOWNLOAD_DELAY`` 0 (AutoThrottle's lower bound).
-- ``CONCURRENT_REQUESTS``: 16; ``CONCURRENT_REQUESTS_PER_DOMAIN``: 8.
+- ``CONCURRENT_REQUESTS``: 16; ``CONCURRENT_REQUESTS_PER_DOMAIN``: 8. The per-domain bound
+  holds only with a download delay (AutoThrottle's, by default): with AutoThrottle off and
+  ``DOWNLOAD_DELAY`` 0, Scrapy (2.14 on, asyncio reactor) starts requests before it counts
+  them, and one host gets up to ``CONCURRENT_REQUESTS`` at once.
 - ``RETRY_TIMES``: 2 (Scrapy's retried errors and HTTP codes).
 - ``DOWNLOAD_TIMEOUT``: 30 s.
 - ``DOWNLOAD_MAXSIZE``: 10 MiB (10485760 bytes). A bigger response is cancelled by Scrapy;
@@ -20,14 +23,17 @@ Defaults:
 - ``DEPTH_LIMIT``: 0 (Scrapy's own limit is off): the spider applies ``SiteConfig.max_depth``
   itself, passed as ``FPTRACK_MAX_DEPTH``, because a page's "next page" and "previous page"
   links (下一页 / 上一页) are not a level deeper than the page itself.
-- ``CLOSESPIDER_PAGECOUNT`` and ``CLOSESPIDER_ITEMCOUNT``: ``SiteConfig.max_pages`` when it
-  is above 0, else unset (no limit); ``CLOSESPIDER_TIMEOUT``: ``SiteConfig.deadline`` when
-  above 0.
+- ``CLOSESPIDER_TIMEOUT``: ``SiteConfig.deadline`` when above 0 (``max_pages`` is
+  ``FPTRACK_MAX_PAGES``, below).
 - ``LOG_LEVEL``: ``INFO``; ``TELNETCONSOLE_ENABLED`` and ``REMOTE_CONTROL_ENABLED``:
   ``False`` (no console or control port is opened by a crawl).
 - ``ITEM_PIPELINES``: :class:`crawler.pipelines.IngestPipeline` only.
 - ``DOWNLOADER_MIDDLEWARES``: :class:`crawler.origin.SameOriginMiddleware` at 50 (before
   robots.txt): no request to another port of a start URL's host;
+  :class:`crawler.dust.QueuedRequestMiddleware` at 60: a queued request whose path pattern
+  died since (404/410 ``FPTRACK_DEAD_THRESHOLD`` times in a row), or that a parameter rule
+  learnt since makes an alias of a page already requested, is dropped, counted as
+  ``fptrack/skipped/dead_pattern`` or ``fptrack/skipped/alias``;
   :class:`crawler.robots.RobotsMiddleware` at 100 in place of Scrapy's robots.txt
   middleware: a robots.txt that cannot be read (as Scrapy, the host is then crawled as if it
   allowed everything) is one line and ``fptrack/robots_unread``, not a traceback;
@@ -41,6 +47,9 @@ Defaults:
   ``.page(**fields)`` here; :func:`crawl_settings` wraps it in :class:`ByReference` so that
   Scrapy's deep copy of its settings keeps the very same object (a mongomock store must not
   be copied).
+- ``FPTRACK_INGEST_LANES``: 4 threads storing pages for the pipeline, in order per page,
+  when the ingest is ``thread_safe`` (:mod:`crawler.ingest_lanes`); 0: in the reactor
+  thread, one page at a time.
 - ``FPTRACK_SETTINGS``: unset; a production crawl's entry point (``python -m crawler.run``)
   puts the :class:`matcher.settings.Settings` it read here (by reference), and the pipeline
   builds its store and Celery app from them.
@@ -74,6 +83,18 @@ Defaults:
   gunzip) is skipped with one line (``fptrack/incremental/feed_problems``).
 - ``FPTRACK_FEED_MAX_ENTRIES``: 50,000 entries read from one sitemap or feed (the sitemap
   protocol's own limit).
+- ``FPTRACK_DUST_THRESHOLD``: 3: a query parameter is dropped from a path pattern's links
+  once the same body was fetched under another value of it that many times
+  (:class:`crawler.dust.DustRules`); the rule is kept with the site.
+- ``FPTRACK_DEAD_THRESHOLD``: 3: a path pattern answering 404/410 that many times in a row
+  (in this crawl and earlier ones) is skipped (:class:`crawler.dust.DeadPatterns`).
+- ``FPTRACK_MAX_PAGES``: ``SiteConfig.max_pages`` (0: no limit): the crawl stops once that
+  many distinct pages are stored (:class:`crawler.pipelines.IngestPipeline`; requests for
+  aliases, dead links and link lists do not count; pages already fetched then are still
+  stored).
+- ``FPTRACK_REQUESTS_PER_PAGE``: 4: with ``max_pages``, the crawl also stops after
+  ``max_pages`` x 4 responses (``CLOSESPIDER_PAGECOUNT``): a site of link lists without
+  end (no page with main text) is held all the same.
 
 ``REQUEST_FINGERPRINTER_IMPLEMENTATION`` is not set: Scrapy 2.12 and later have only the
 "2.7" implementation and no longer read the setting.
@@ -115,6 +136,7 @@ REMOTE_CONTROL_ENABLED = False
 ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
 DOWNLOADER_MIDDLEWARES = {
     "crawler.origin.SameOriginMiddleware": 50,
+    "crawler.dust.QueuedRequestMiddleware": 60,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.robots.RobotsMiddleware": 100,
     "crawler.deadline.DeadlineMiddleware": 360,
@@ -135,6 +157,10 @@ FPTRACK_RENDER_PAGES = render.RENDER_PAGES
 FPTRACK_RECRAWL_DEPTH = 2
 FPTRACK_FEED_MAX_BYTES = 5 * 1024 * 1024
 FPTRACK_FEED_MAX_ENTRIES = 50_000
+FPTRACK_DUST_THRESHOLD = 3
+FPTRACK_DEAD_THRESHOLD = 3
+FPTRACK_REQUESTS_PER_PAGE = 4
+FPTRACK_INGEST_LANES = 4
 
 INGEST_SETTING = "FPTRACK_INGEST"
 SETTINGS_SETTING = "FPTRACK_SETTINGS"
@@ -174,7 +200,7 @@ def crawl_settings(site: SiteConfig, overrides: dict[str, Any] | None = None) ->
     >>> site = SiteConfig.from_dict({"name": "demo", "start_urls": ["http://127.0.0.1/"],
     ...                              "obey_robots": False, "max_pages": 40})
     >>> s = crawl_settings(site, {"AUTOTHROTTLE_ENABLED": False})
-    >>> s.getbool("ROBOTSTXT_OBEY"), s.getint("CLOSESPIDER_PAGECOUNT"), s["FPTRACK_MAX_DEPTH"]
+    >>> s.getbool("ROBOTSTXT_OBEY"), s.getint("FPTRACK_MAX_PAGES"), s["FPTRACK_MAX_DEPTH"]
     (False, 40, 5)
     >>> s.getbool("AUTOTHROTTLE_ENABLED")
     False
@@ -182,12 +208,13 @@ def crawl_settings(site: SiteConfig, overrides: dict[str, Any] | None = None) ->
     values = project_defaults()
     values["ROBOTSTXT_OBEY"] = site.obey_robots
     values["FPTRACK_MAX_DEPTH"] = site.max_depth
-    if site.max_pages > 0:
-        values["CLOSESPIDER_PAGECOUNT"] = site.max_pages
-        values["CLOSESPIDER_ITEMCOUNT"] = site.max_pages
+    values["FPTRACK_MAX_PAGES"] = max(site.max_pages, 0)
     if site.deadline > 0:
         values["CLOSESPIDER_TIMEOUT"] = site.deadline
     values.update(overrides or {})
+    per_page = int(values.get("FPTRACK_REQUESTS_PER_PAGE") or 0)
+    if site.max_pages > 0 and per_page > 0 and "CLOSESPIDER_PAGECOUNT" not in (overrides or {}):
+        values["CLOSESPIDER_PAGECOUNT"] = site.max_pages * per_page
     if site.render:
         values.update(render.render_settings(values))
     for name in (INGEST_SETTING, SETTINGS_SETTING):

@@ -16,6 +16,8 @@ sh.shardCollection("fptrack.state", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("api_tokens").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.api_tokens", {"_id": "hashed"});
 sh.shardCollection("fptrack.reports", {"day": 1});
+db.getSiblingDB("fptrack").getCollection("site_rules").createIndex({"_id": "hashed"});
+sh.shardCollection("fptrack.site_rules", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("tallies").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.tallies", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("tallies_works").createIndex({"_id": "hashed"});

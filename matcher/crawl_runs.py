@@ -32,6 +32,14 @@ from __future__ import annotations
 from typing import Any
 
 FRONTIER = "fptrack/frontier/"
+RUN_GONE = FRONTIER + "run_gone"
+"""1 when a process found its run over though it did not end it: another process did, or
+Redis lost the frontier (emptied, or restarted without its data)."""
+LEASE_LOST = "lease_lost"
+"""A crawl process's ``finish_reason`` when it could not renew its slot's lease: Redis was
+unreachable longer than a lease, or came back without the frontier."""
+FRONTIER_LOST = "the frontier was lost (Redis emptied before the run ended): crawled anew"
+"""The one-line reason of a run interrupted because Redis lost its frontier."""
 SUMMED_FRONTIER_STATS = frozenset({FRONTIER + "reclaimed", FRONTIER + "requeued"})
 RENDER_UNAVAILABLE = "fptrack/render_unavailable"
 PAGES = "fptrack/pages"
@@ -122,6 +130,18 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def state_lost(stats: dict[str, Any]) -> bool:
+    """Whether the run's state in Redis went away under the process (its lease lost, or its
+    run over though it did not end it): the crawl was cut short, not failed by its site.
+
+    >>> state_lost({RUN_GONE: 1}), state_lost({"finish_reason": "lease_lost"})
+    (True, True)
+    >>> state_lost({RUN_GONE: 0, "finish_reason": "finished"})
+    False
+    """
+    return bool(stats.get(RUN_GONE)) or stats.get("finish_reason") == LEASE_LOST
+
+
 def stop_reason(finish_reason: str) -> str:
     """Why requests still queued when a crawl closed were not fetched ("" when it drained):
     ``deadline`` (the site's ``deadline``), ``budget`` (its ``max_pages``), ``stopped``
@@ -187,8 +207,8 @@ def outline(run: dict[str, Any] | None, matched: int | None = None) -> dict[str,
     """A crawl run in a few facts, as ``fptrack sites list`` and the admin show a site's
     last crawl: ``run_id``, ``kind``, ``started_at``, ``finished_at``, ``outcome``, ``pages``,
     ``matches`` (``matched``, when counted), ``errors`` (requests that failed: HTTP errors
-    and no answers), ``error`` (why the run failed, one line) and ``not_crawled`` (by reason,
-    :func:`not_crawled`). None for no run.
+    and no answers), ``error`` (why the run failed, or was interrupted: one line) and
+    ``not_crawled`` (by reason, :func:`not_crawled`). None for no run.
 
     >>> o = outline({"run_id": "r", "outcome": "failed", "error": "start URL x: answered 404",
     ...              "stats": {"fptrack/http_status/404": 1}})

@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
@@ -238,7 +238,7 @@ class Engine(IndexView):
         return self.process_stored_page(str(doc["_id"]), authorised_sites=authorised_sites)
 
     def process_stored_page(
-        self, page_id: str, authorised_sites: Iterable[str] = ()
+        self, page_id: str, authorised_sites: Iterable[str] | Callable[[], Iterable[str]] = ()
     ) -> list[dict[str, Any]]:
         """Match a stored page (the ``process_page`` task's work); returns its match records.
 
@@ -247,7 +247,8 @@ class Engine(IndexView):
         parts' own matches stay as their own tasks wrote them. Idempotent: the same texts
         give the same records; records of works a page no longer copies are marked
         ``active: False``. Matches on pages of ``authorised_sites`` are recorded with status
-        ``authorised``.
+        ``authorised`` (given as a function, it is called only when there is a match to
+        write).
         """
         for attempt in range(2):
             snap = self.ready()
@@ -255,19 +256,47 @@ class Engine(IndexView):
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
             try:
-                with self._locked(self._parts(doc)) as lock_lost:
-                    doc = self.store.get_page(page_id) or doc
-                    parts = self._parts(doc)
-                    return self._process(doc, parts, set(authorised_sites), snap, lock_lost)
+                parts = self._parts(doc)
+                with self._locked(parts) as lock_lost:
+                    doc, parts = self._reread(doc, parts)
+                    return self._process(doc, parts, authorised_sites, snap, lock_lost)
             except IndexLost:
                 if attempt:
                     raise
         raise AssertionError("unreachable")
 
     def _parts(self, doc: dict) -> list[dict]:
-        return split.chain(
-            doc, self.store.pages_by_url, self.store.pages_linking_to, self.settings.max_split_parts
-        )
+        """The parts of ``doc``'s split chapter (:func:`matcher.split.chain`), the first
+        steps answered by one read of the pages around it (:meth:`Store.pages_around`)."""
+        by_url, linking_to = self.store.pages_by_url, self.store.pages_linking_to
+        around = self.store.pages_around(doc)
+        if around is not None:
+            known, linkers = around
+            looked = {u for u in (doc.get("prev_url"), doc.get("next_url")) if u}
+
+            def by_url(urls: Iterable[str]) -> dict[str, dict]:
+                wanted = set(urls)
+                if wanted <= looked:
+                    return {u: known[u] for u in wanted if u in known}
+                return self.store.pages_by_url(wanted)
+
+            def linking_to(url: str) -> list[dict]:
+                return linkers if url == doc["url"] else self.store.pages_linking_to(url)
+
+        return split.chain(doc, by_url, linking_to, self.settings.max_split_parts)
+
+    def _reread(self, doc: dict, parts: list[dict]) -> tuple[dict, list[dict]]:
+        """``doc`` and its parts as stored now that their locks are held (one read): the
+        chapter walked again only when a part's links or title changed meanwhile, or one is
+        gone (a part that appeared meanwhile has a task of its own)."""
+        fresh = self.store.pages_by_id([p["_id"] for p in parts])
+        doc = fresh.get(doc["_id"], doc)
+        if any(
+            p["_id"] not in fresh or split.Part.of(p) != split.Part.of(fresh[p["_id"]])
+            for p in parts
+        ):
+            return doc, self._parts(doc)
+        return doc, [fresh[p["_id"]] for p in parts]
 
     @contextmanager
     def _locked(self, parts: Sequence[dict]) -> Iterator[threading.Event]:
@@ -291,7 +320,7 @@ class Engine(IndexView):
         self,
         doc: dict,
         parts: Sequence[dict],
-        authorised: set[str],
+        authorised_sites: Iterable[str] | Callable[[], Iterable[str]],
         snap: Snapshot,
         lock_lost: threading.Event,
     ) -> list[dict[str, Any]]:
@@ -316,13 +345,24 @@ class Engine(IndexView):
         self._still(snap, "the page was matched")
         if lock_lost.is_set():
             raise IndexUnavailable(f"the lock of page {doc['seq']} expired; try again")
+        authorised: set[str] = set()
+        if records or any(shares.values()):
+            source = authorised_sites
+            authorised = set(source() if callable(source) else source)
         written = self._record_page(
-            doc, page, records, doc.get("site") in authorised, considered, urls
+            doc,
+            page,
+            records,
+            doc.get("site") in authorised,
+            considered,
+            urls,
+            previous.get(doc["_id"], {}),
         )
         for part in parts:
             if part["_id"] != doc["_id"]:
                 licensed = part.get("site") in authorised
-                self._record_share(part, shares.get(part["_id"], []), urls, licensed)
+                before = previous.get(part["_id"], {})
+                self._record_share(part, shares.get(part["_id"], []), urls, licensed, before)
         return written
 
     def _chapter_shares(
@@ -372,14 +412,21 @@ class Engine(IndexView):
         return prepare(part["text"], self.settings.max_text_chars, f"page {part['url']}")
 
     def _record_share(
-        self, part: dict, verdicts: list[Verdict], urls: list[str], authorised: bool
+        self,
+        part: dict,
+        verdicts: list[Verdict],
+        urls: list[str],
+        authorised: bool,
+        previous: dict[ObjectId, str],
     ) -> None:
-        """Write another part's records of the chapter's matches (its own matches stay)."""
+        """Write another part's records of the chapter's matches (its own matches stay);
+        ``previous``: its active matches before (work id -> how found)."""
         extra = {"split": urls, "via": "split"}
         records = self.evidence.records(verdicts, locate(part["text"]), part, extra)
         initial = "authorised" if authorised else "new"
         written = [self.store.upsert_match(r, initial)["work_id"] for r in records]
-        self.store.deactivate_matches("page_id", part["_id"], written, via="split")
+        if any(w not in written for w, via in previous.items() if via == "split"):
+            self.store.deactivate_matches("page_id", part["_id"], written, via="split")
         self.store.set_split(part["_id"], urls)
 
     def _considered(self, verdicts: Sequence[Verdict], recorded: set[ObjectId]) -> list[dict]:
@@ -421,8 +468,11 @@ class Engine(IndexView):
         authorised: bool,
         considered: list[dict],
         split_urls: list[str],
+        previous: dict[ObjectId, str],
     ) -> list[dict[str, Any]]:
-        """Write a matched page's fingerprints, index entries, records and processed mark.
+        """Write a matched page's fingerprints, index entries, records and processed mark;
+        ``previous``: its active matches before (work id -> how found), read under the
+        page's lock, so those no longer found are the only ones to let go.
 
         The page's new index entries are added before its old ones, those of a text it no
         longer has, are removed: an outage in between leaves a stale entry (a candidate
@@ -430,8 +480,10 @@ class Engine(IndexView):
         the index that a work registered later looks it up in.
         """
         seq = int(doc["seq"])
-        old = self._indexed_page(doc["_id"]) if self.index_pages else None
-        self.store.save_fingerprints("page", doc["_id"], seq, page.stored_fingerprints())
+        replaced = self.store.swap_fingerprints(
+            "page", doc["_id"], seq, page.stored_fingerprints(), INDEX_KEYS
+        )
+        old = _index_entries(replaced) if self.index_pages else None
         if self.index_pages:
             with redis_errors("indexing a page"):
                 self.pages.add(seq, page.simhash, page.window_keys)
@@ -440,17 +492,11 @@ class Engine(IndexView):
                     self.pages.remove_stale(seq, simhash, keys, page.simhash, page.window_keys)
         initial = "authorised" if authorised else "new"
         written = [self.store.upsert_match(r, initial) for r in records]
-        self.store.deactivate_matches("page_id", doc["_id"], [r["work_id"] for r in written])
+        kept = [r["work_id"] for r in written]
+        if any(w not in kept for w in previous):
+            self.store.deactivate_matches("page_id", doc["_id"], kept)
         self.store.mark_processed(doc["_id"], doc["content_hash"], considered, split_urls)
         return written
-
-    def _indexed_page(self, page_id: ObjectId) -> tuple[int, np.ndarray] | None:
-        """The simhash and postings keys the page was last indexed with (None: never)."""
-        stored = self.store.load_fingerprints("page", [page_id], INDEX_KEYS).get(page_id)
-        if stored is None:
-            return None
-        value = stored["value"]
-        return int(value["simhash"], 16), array_from_hex(value["windows"], "<u8", np.uint64)
 
     # works -> pages --------------------------------------------------------------------
 
@@ -535,3 +581,12 @@ def _release(lock: Any) -> None:
         pass
     except IndexUnavailable as exc:
         log.warning("could not release %s (it expires on its own): %s", lock.name, exc)
+
+
+def _index_entries(stored: dict | None) -> tuple[int, np.ndarray] | None:
+    """The simhash and postings keys a page was indexed with, from its stored fingerprints
+    (None: it never was)."""
+    if stored is None:
+        return None
+    value = stored["value"]
+    return int(value["simhash"], 16), array_from_hex(value["windows"], "<u8", np.uint64)

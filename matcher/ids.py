@@ -7,11 +7,12 @@
   of ``pages`` (two URLs sharing all four 63-bit slots would need about 2**190 pages).
 - Works and pages also get a small integer ``seq``: the owner id of the Redis indexes (a
   uint32). Seqs come from :data:`STRIPES` counter documents instead of one: stripe ``s``
-  hands out ``s + STRIPES * n`` for ``n = 1, 2, ...`` (its own ``$inc``), and a writer uses
-  the stripe of its page id or work key, so concurrent writers rarely touch the same
-  counter. Each stripe has ``2**32 / STRIPES`` (67 million) seqs: 4.29 billion pages in
-  all; a work's seq leaves 12 bits of the owner id to its segments
-  (:data:`matcher.keys.MAX_WORK_SEQ`): about a million works.
+  hands out ``s + STRIPES * n`` for ``n = 1, 2, ...`` (its own ``$inc``); a work's writer
+  uses the stripe of its key, and a process storing pages takes their seqs in blocks from
+  the stripe of the first page it stores (:data:`matcher.store.pages.SEQ_BLOCK`), so
+  concurrent writers rarely touch the same counter. Each stripe has ``2**32 / STRIPES``
+  (67 million) seqs: 4.29 billion pages in all; a work's seq leaves 12 bits of the owner
+  id to its segments (:data:`matcher.keys.MAX_WORK_SEQ`): about a million works.
 
 Pure functions; the store does the IO.
 

@@ -2,15 +2,16 @@
 
 The crawler's item pipeline calls :meth:`Ingest.page` for every page it extracts. The page
 is upserted by URL; its content hash says whether the text changed since it was last
-stored. A new or changed page is handed to ``enqueue`` (with its id, never the document),
-and then marked as enqueued with that hash and the time (``enqueued_hash``,
-``enqueued_at``). An unchanged page whose text was never matched (``processed_hash``) is
-enqueued again unless its task was sent less than :data:`REENQUEUE_AFTER` ago: a page
-fetched twice within minutes (a crawl killed and resumed) gets one task, while a crawler
-that died between storing a page and enqueueing it, or a task lost with a broker that keeps
-nothing on disk, is made good by the next crawl. A page whose enqueue failed stays marked
-unprocessed (``pending``) and is enqueued again by :meth:`Ingest.requeue_pending`, which the
-daily job runs: a broker outage loses no page.
+stored. A new or changed page is marked as enqueued with that hash and the time
+(``enqueued_hash``, ``enqueued_at``) in the same write that stores it, then handed to
+``enqueue`` (with its id, never the document). An unchanged page whose text was never
+matched (``processed_hash``) is enqueued again unless its task was sent less than
+:data:`REENQUEUE_AFTER` ago: a page fetched twice within minutes (a crawl killed and
+resumed) gets one task. A page stays ``pending`` until its text is matched, so a task that
+never left (a crawler that died between storing a page and enqueueing it, a broker outage)
+or was lost with a broker that keeps nothing on disk is sent again by beat's sweep once
+``pending_after`` has passed (:func:`matcher.jobs.requeue_pending`), and by
+:meth:`Ingest.requeue_pending`, which the daily job runs: no page is lost.
 
 With an ``archive`` (:mod:`matcher.archive`), the HTTP exchange of every new or changed text
 (and of a stored page that has none yet) is kept there as a WARC file, and the page records
@@ -24,14 +25,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pymongo.errors import PyMongoError
 
 from matcher.archive import Archive, ArchiveError, Exchange, warc_bytes
-from matcher.pages import CrawledPage, GonePage, UnchangedPage
+from matcher.pages import CrawledPage, GonePage, PageAlias, UnchangedPage
 from matcher.prepared import content_hash
 from matcher.store import Store, now
+from matcher.store.pages import Sending
 
 logger = logging.getLogger(__name__)
 NEW, CHANGED, UNCHANGED = "new", "changed", "unchanged"
@@ -55,22 +57,25 @@ class Ingest:
     clock: Callable[[], datetime] = now
     archive: Archive | None = None
 
+    @property
+    def thread_safe(self) -> bool:
+        """Whether pages may be ingested from several threads at once: the store is on a
+        pymongo client (mongomock's is not safe across threads)."""
+        return self.store.thread_safe
+
     def page(self, page: CrawledPage) -> Ingested:
         """Upsert one crawled page; enqueue it when its text is new, changed, or neither
-        matched nor recently enqueued."""
+        matched nor recently enqueued (marked enqueued in the same write)."""
         digest = content_hash(page.text)
-        doc, state = self.store.store_crawled_page(page, digest)
+        sending = Sending(self.clock(), REENQUEUE_AFTER)
+        doc, state, send = self.store.store_page_to_send(page, digest, sending)
         page_id = str(doc["_id"])
         wanted = state != UNCHANGED or not doc.get("archive")
         if self.archive is not None and page.exchange is not None and wanted:
             self._keep(doc, digest, page.exchange)
-        if state == UNCHANGED and (
-            doc.get("processed_hash") == digest or self._recently_enqueued(doc, digest)
-        ):
-            return Ingested(page_id, state, False)
-        self.enqueue(page_id)
-        self.store.mark_enqueued(doc["_id"], digest, self.clock())
-        return Ingested(page_id, state, True)
+        if send:
+            self.enqueue(page_id)
+        return Ingested(page_id, state, send)
 
     def _keep(self, doc: dict, digest: str, exchange: Exchange) -> None:
         assert self.archive is not None
@@ -83,12 +88,9 @@ class Ingest:
         ref = {"sha256": sha256, "fetched_at": exchange.fetched_at, "bytes": len(data)}
         self.store.set_page_archive(doc["_id"], digest, ref)
 
-    def _recently_enqueued(self, doc: dict, digest: str) -> bool:
-        sent = doc.get("enqueued_at")
-        if doc.get("enqueued_hash") != digest or not isinstance(sent, datetime):
-            return False
-        sent = sent if sent.tzinfo else sent.replace(tzinfo=UTC)
-        return self.clock() - sent < REENQUEUE_AFTER
+    def alias(self, alias: PageAlias) -> bool:
+        """Keep another URL of a stored page beside it (one page, one record)."""
+        return self.store.pages.add_page_alias(alias.url, alias.alias)
 
     def unchanged(self, page: UnchangedPage) -> bool:
         """Record that a stored page answered 304 Not Modified (nothing to match again)."""

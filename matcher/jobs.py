@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from matcher.archive import Archive, prune
+from matcher.crawl_runs import FRONTIER_LOST, LEASE_LOST, RUN_GONE
 from matcher.engine import Engine
 from matcher.errors import MatcherError, redis_errors
 from matcher.keys import TAG_GROUPS, Keys
@@ -37,9 +38,6 @@ NEW_WORKS_STATE = "match_new_works.since"
 NEW_WORKS_OVERLAP = timedelta(minutes=5)
 FRONTIER_STATS = "fptrack/frontier/"
 INCREMENTAL_STATS = "fptrack/incremental/"
-LEASE_LOST = "lease_lost"
-"""A crawl process's finish reason when it could not renew its slot's lease: Redis was
-unreachable longer than a lease, or came back without the frontier."""
 
 
 class CrawlFailed(MatcherError):
@@ -60,8 +58,7 @@ def process_page(engine: Engine, page_id: str, if_pending: bool = False) -> dict
         doc = engine.store.get_page(page_id, {"pending": 1})
         if doc is not None and not doc.get("pending"):
             return {"page_id": page_id, "matches": 0, "new_matches": 0, "skipped": "matched"}
-    authorised = engine.store.authorised_sites()
-    records = engine.process_stored_page(page_id, authorised_sites=authorised)
+    records = engine.process_stored_page(page_id, authorised_sites=engine.store.authorised_sites)
     return {"page_id": page_id, "matches": len(records), "new_matches": _unalerted(records)}
 
 
@@ -162,7 +159,10 @@ def crawl_site(
     slot is held the crawl is skipped. ``fan_out`` (the scheduled crawl's task) is called
     ``crawlers - 1`` times once this process has its slot, to start the site's other
     processes (on any worker). ``task_id`` (the task's) goes in the run's ``tasks``, for
-    ``fptrack crawl --wait``.
+    ``fptrack crawl --wait``. A run whose frontier Redis lost (emptied, even before its
+    start page was fetched: the process found its run over, and no process ended it) is
+    ``interrupted``, its error :data:`~matcher.crawl_runs.FRONTIER_LOST`, and the result's
+    ``frontier_lost`` asks for a new crawl, as ``lease_lost`` does.
     """
     site = ops.get_site(site_name)
     if site is None:
@@ -191,7 +191,10 @@ def crawl_site(
         raise CrawlFailed(error, stats)
     # The run ended with no process ending it, though this one found it over: Redis lost
     # the frontier. Like a lost lease, a new process is wanted (a new run, here).
-    gone = bool(stats.get(FRONTIER_STATS + "run_gone")) and run.get("outcome") == "interrupted"
+    gone = bool(stats.get(RUN_GONE)) and run.get("outcome") == "interrupted"
+    if gone:
+        log.warning("crawl of %s: %s", site.name, FRONTIER_LOST)
+        ops.record_crawl_process(lease["run_id"], site.name, lease["token"], error=FRONTIER_LOST)
     return {
         "site": site.name,
         "run_id": lease["run_id"],

@@ -13,6 +13,10 @@ bounded by ``DOWNLOAD_TIMEOUT`` and ``DOWNLOAD_MAXSIZE`` (:mod:`crawler.settings
   read stalls), and the resolver runs in a thread waited on for the time left;
 - **a size cap** (:attr:`Policy.max_bytes`) on the body, checked on ``Content-Length`` and
   while reading (chunked or not); headers are bounded by :mod:`http.client`;
+- **no answer taken whole when it was cut off**: a connection closed inside the status line
+  or the headers (before their blank line; :mod:`http.client` would take what came as all
+  of them) or before the body's ``Content-Length`` or last chunk is a failure, not a short
+  answer (a webhook's answer, whose body is not read, counts once its headers are in);
 - **no internal addresses** unless :attr:`Policy.allow_private`: a host is resolved once,
   refused if any address it resolves to is not global (private, loopback, link-local,
   shared/CGNAT such as ``100.100.100.200``, reserved, multicast, unspecified; IPv4-mapped
@@ -147,6 +151,45 @@ class _Bounded:
     def sendall(self, *args: Any) -> None:
         self._bound()
         return super().sendall(*args)  # type: ignore[misc]
+
+
+class _NotingEOF:
+    """A response's file, noting whether a line read from it ended at the end of the stream
+    (no line feed) rather than at a line feed."""
+
+    def __init__(self, fp: Any) -> None:
+        self.fp = fp
+        self.hit_eof = False
+
+    def readline(self, *args: Any) -> bytes:
+        line = self.fp.readline(*args)
+        if not line.endswith(b"\n"):
+            self.hit_eof = True
+        return line
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.fp, name)
+
+
+class CutOffHeaders(http.client.HTTPException):
+    """The connection closed before the blank line ending the headers."""
+
+
+class _Response(http.client.HTTPResponse):
+    """An :class:`http.client.HTTPResponse` that raises :class:`CutOffHeaders` where its
+    parent, reaching the end of the stream while reading the headers, takes the lines read
+    so far as all of them."""
+
+    def begin(self) -> None:
+        noting = _NotingEOF(self.fp)
+        self.fp = noting
+        try:
+            super().begin()
+        finally:
+            if self.fp is noting:
+                self.fp = noting.fp
+        if noting.hit_eof:
+            raise CutOffHeaders("the answer was cut off in its headers")
 
 
 class _Socket(_Bounded, socket.socket):
@@ -307,6 +350,8 @@ def request(
         raise OutboundError(f"{url}: no whole answer within {policy.deadline:g} s") from None
     except OutboundError:
         raise
+    except CutOffHeaders:
+        raise OutboundError(f"{url}: the answer was cut off in its headers") from None
     except (OSError, ValueError, http.client.HTTPException) as exc:
         text = " ".join(str(exc).split()) or type(exc).__name__
         raise OutboundError(f"cannot fetch {url}: {text}") from None
@@ -330,6 +375,7 @@ def _request(
             if scheme == "https"
             else http.client.HTTPConnection(host, port)
         )
+        connection.response_class = _Response
         connection.sock = sock  # connected to the checked address: never resolved again
         try:
             connection.request(method, path, body, {"Connection": "close", **headers})
@@ -350,13 +396,25 @@ def _request(
 
 
 def _read(answer: http.client.HTTPResponse, url: str, max_bytes: int) -> bytes:
+    """The body of ``answer``, at most ``max_bytes``; :class:`OutboundError` when it is over,
+    or cut off before its ``Content-Length`` or its last chunk (:meth:`read1
+    <http.client.HTTPResponse.read1>` returns the short body as if whole, or raises
+    :class:`http.client.IncompleteRead` for a chunked one)."""
     length = answer.getheader("Content-Length", "")
     if length.strip().isdigit() and int(length) > max_bytes:
         raise OutboundError(f"{url}: the page is over {max_bytes:,} bytes")
     chunks, size = [], 0
     while True:
-        chunk = answer.read1(CHUNK)
+        try:
+            chunk = answer.read1(CHUNK)
+        except http.client.IncompleteRead:
+            raise OutboundError(f"{url}: the answer was cut off after {size:,} bytes") from None
         if not chunk:
+            if answer.length:  # bytes still due by Content-Length
+                expected = size + answer.length
+                raise OutboundError(
+                    f"{url}: the answer was cut off after {size:,} of {expected:,} bytes"
+                )
             return b"".join(chunks)
         size += len(chunk)
         if size > max_bytes:

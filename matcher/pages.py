@@ -41,6 +41,16 @@ class CrawledPage:
     exchange: Exchange | None = field(default=None, repr=False)
     etag: str = ""
     last_modified: str = ""
+    aliases: tuple[str, ...] = ()
+    """Other URLs the crawl reached this page under (``/index.html`` for ``/``)."""
+
+
+@dataclass
+class PageAlias:
+    """Another URL of a page the crawl already yielded: ``alias`` is the page at ``url``."""
+
+    url: str
+    alias: str
 
 
 @dataclass

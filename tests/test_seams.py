@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -32,9 +33,18 @@ def allowed_in(name: str, allowed: set[str]) -> bool:
 
 def modules(packages: tuple[str, ...] = PACKAGES) -> Iterator[tuple[str, ast.Module]]:
     for package in packages:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            name = path.relative_to(ROOT).as_posix()
-            yield name, ast.parse(path.read_text(encoding="utf-8"), filename=name)
+        yield from _parsed(package)
+
+
+@cache
+def _parsed(package: str) -> tuple[tuple[str, ast.Module], ...]:
+    """Each module of ``package`` and its syntax tree, parsed once for every test here (the
+    tests only read the trees)."""
+    parsed = []
+    for path in sorted((ROOT / package).rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        parsed.append((name, ast.parse(path.read_text(encoding="utf-8"), filename=name)))
+    return tuple(parsed)
 
 
 def uses(tree: ast.Module, test) -> list[int]:

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pymongo import MongoClient
 from pymongo.database import Database
 
 from matcher.archive import Archive, open_archive
@@ -113,6 +114,12 @@ class Store:
     def close(self) -> None:
         """Close the client of this store's database."""
         self.db.client.close()
+
+    @property
+    def thread_safe(self) -> bool:
+        """Whether the store may be used from several threads at once (a pymongo client is;
+        the embedded scan's mongomock one is not)."""
+        return isinstance(self.db.client, MongoClient)
 
     @classmethod
     def connect(cls, uri: str, db_name: str, client: Any = None) -> Store:
@@ -201,9 +208,12 @@ class Store:
     page_by_url = Forward("pages")
     pages_by_seq = Forward("pages")
     store_crawled_page = Forward("pages")
+    store_page_to_send = Forward("pages")
     pages_by_url = Forward("pages")
     page_validators = Forward("pages")
     pages_linking_to = Forward("pages")
+    pages_around = Forward("pages")
+    pages_by_id = Forward("pages")
     mark_processed = Forward("pages")
     set_page_archive = Forward("pages")
     mark_page_gone = Forward("pages")
@@ -213,6 +223,7 @@ class Store:
 
     # fingerprints ------------------------------------------------------------------------
     save_fingerprints = Forward("fingerprints")
+    swap_fingerprints = Forward("fingerprints")
     save_fingerprints_many = Forward("fingerprints")
     load_fingerprints = Forward("fingerprints")
     owner_fingerprints = Forward("fingerprints")

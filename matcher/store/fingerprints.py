@@ -27,6 +27,20 @@ def method_name(name: str) -> str:
     return name
 
 
+def _methods(fingerprints: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The stored form of an owner's fingerprints: ``{method: {"version", "params",
+    "value"}}``, ``bytes`` values as BSON binary."""
+    methods = {}
+    for method, fp in fingerprints.items():
+        value = fp["value"]
+        methods[method_name(method)] = {
+            "version": int(fp["version"]),
+            "params": fp.get("params", {}),
+            "value": Binary(value) if isinstance(value, bytes) else value,
+        }
+    return methods
+
+
 class Fingerprints:
     """The ``fingerprints`` collection."""
 
@@ -43,6 +57,28 @@ class Fingerprints:
     ) -> None:
         """Store an owner's fingerprints (see :meth:`save_fingerprints_many`)."""
         self.save_fingerprints_many(kind, owner_id, [(seq, segment, fingerprints)])
+
+    @mongo_errors
+    def swap_fingerprints(
+        self,
+        kind: str,
+        owner_id: ObjectId,
+        seq: int,
+        fingerprints: dict[str, dict[str, Any]],
+        method: str,
+    ) -> dict | None:
+        """Store a page's (or one-segment owner's) fingerprints as
+        :meth:`save_fingerprints_many` does, and return the method ``method`` of those they
+        replace (flattened as by :meth:`load_fingerprints`; None:
+        there were none)."""
+        key = {"owner_kind": checked_kind(kind), "owner_id": owner_id, "segment": 0}
+        fields = {"seq": int(seq), "methods": _methods(fingerprints), "updated_at": now()}
+        projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{method_name(method)}": 1}
+        # A read and a plain update, not one findAndModify (see
+        # matcher.store.sequences.Sequences.upsert); the page's lock is held meanwhile.
+        before = self.db.fingerprints.find_one(key, projection)
+        self.db.fingerprints.update_one(key, {"$set": fields}, upsert=True)
+        return None if before is None else self._flatten(before, method)
 
     @mongo_errors
     def save_fingerprints_many(
@@ -62,16 +98,8 @@ class Fingerprints:
         kind = checked_kind(kind)
         ops = []
         for seq, segment, fingerprints in items:
-            methods = {}
-            for method, fp in fingerprints.items():
-                value = fp["value"]
-                methods[method_name(method)] = {
-                    "version": int(fp["version"]),
-                    "params": fp.get("params", {}),
-                    "value": Binary(value) if isinstance(value, bytes) else value,
-                }
             key = {"owner_kind": kind, "owner_id": owner_id, "segment": int(segment)}
-            fields = {"seq": int(seq), "methods": methods, "updated_at": now()}
+            fields = {"seq": int(seq), "methods": _methods(fingerprints), "updated_at": now()}
             ops.append(UpdateOne(key, {"$set": fields}, upsert=True))
         if ops:
             self.db.fingerprints.bulk_write(ops, ordered=False)

@@ -36,6 +36,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
         IndexModel([("next_url", ASCENDING)], name="next_url"),
+        IndexModel([("aliases", ASCENDING)], name="aliases", sparse=True),
         IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],
     "work_segments": [
@@ -89,6 +90,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     "state": [],
     "api_tokens": [IndexModel([("username", ASCENDING)], name="username")],
     "reports": [IndexModel([("day", ASCENDING)], unique=True, name="day_unique")],
+    "site_rules": [],
     tallies.COLLECTION: tallies.INDEXES,
     tallies.WORKS_COLLECTION: tallies.WORKS_INDEXES,
     "counters": [],
@@ -109,6 +111,7 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
     "state": {"_id": "hashed"},
     "api_tokens": {"_id": "hashed"},
     "reports": {"day": ASCENDING},
+    "site_rules": {"_id": "hashed"},
     tallies.COLLECTION: {"_id": "hashed"},
     tallies.WORKS_COLLECTION: {"_id": "hashed"},
     "counters": {"_id": "hashed"},

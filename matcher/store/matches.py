@@ -65,14 +65,17 @@ class Matches:
             first["archive"] = dict(record["archive"])
         if initial_status == "new":
             first["alert"] = "pending"
-        before = self.db.matches.find_one_and_update(
-            key,
-            {"$set": fields, "$setOnInsert": first},
-            upsert=True,
-            return_document=ReturnDocument.BEFORE,
-            projection={"active": 1},
-        )
-        doc = self.db.matches.find_one(key)
+        # A read and a plain update, not one findAndModify: a server may answer that by
+        # reading the whole collection (see matcher.store.sequences.Sequences.upsert). The
+        # page's matching lock keeps other writers of its records out in between.
+        before = self.db.matches.find_one(key)
+        done = self.db.matches.update_one(key, {"$set": fields, "$setOnInsert": first}, upsert=True)
+        if before is None and done.upserted_id is None:  # written meanwhile after all
+            before = self.db.matches.find_one(key)
+        if before is None:
+            doc = {**key, **first, **fields, "_id": done.upserted_id}
+        else:
+            doc = {**before, **fields}
         if before is None or not before.get("active", True):
             changes = tallies.Changes()
             changes.match(doc, 1, created=before is None)

@@ -1,15 +1,20 @@
 """Crawled pages (``pages``): stored under an id derived from their URL
 (:mod:`matcher.ids`), marked ``pending`` until their current text is matched, and the marks
-a crawl leaves on them (gone, unchanged, enqueued, archived)."""
+a crawl leaves on them (gone, unchanged, enqueued, archived).
+
+One page is one record: the other URLs the page was reached under are its ``aliases`` (at
+most :data:`MAX_ALIASES`, index ``aliases``), and a page looked up or stored under one of
+them is that record (:meth:`Pages.page_slot`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING, ReturnDocument
+from pymongo import ASCENDING
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
@@ -30,8 +35,36 @@ from matcher.store.failures import Failures
 from matcher.store.sequences import Sequences
 
 _LINKS = {"next_url": 1, "prev_url": 1}
+SEQ_BLOCK = 32
+"""A process takes page seqs this many at a time, from one counter stripe
+(:attr:`Pages.seq_stripe`)."""
+LINKERS = 8
+"""At most this many pages linking to one page as their next page are read."""
+MAX_ALIASES = 20
+"""At most this many other URLs are kept beside a page (a site's cache-busters are endless)."""
 VALIDATOR_CHARS = 200
 """At most this much of a page's ``ETag`` and ``Last-Modified`` is kept (hostile headers)."""
+
+
+@dataclass(frozen=True)
+class Sending:
+    """A page's task about to be sent at ``at``, unless the same text's was sent less than
+    ``again_after`` ago (:meth:`Pages.store_page_to_send`)."""
+
+    at: datetime
+    again_after: timedelta
+
+
+def _sent_lately(before: dict | None, content_hash: str, sending: Sending) -> bool:
+    """Whether ``before`` (the stored page) had this text's task sent within
+    ``sending.again_after`` of ``sending.at``."""
+    sent = None if before is None else before.get("enqueued_at")
+    if before is None or before.get("enqueued_hash") != content_hash:
+        return False
+    if not isinstance(sent, datetime):
+        return False
+    sent = sent if sent.tzinfo else sent.replace(tzinfo=UTC)
+    return sending.at - sent < sending.again_after
 
 
 class Pages:
@@ -41,10 +74,19 @@ class Pages:
         self.db = db
         self.sequences = sequences
         self.failures = failures
+        self.seq_stripe: int | None = None
+        """The counter stripe this process takes page seqs from: that of the first page it
+        stores (so a crawl made again in the same order numbers its pages the same)."""
 
     @mongo_errors
     def get_page(self, page_id: str | int, projection: dict[str, int] | None = None) -> dict | None:
         return self.db.pages.find_one({"_id": page_key(page_id)}, projection)
+
+    @mongo_errors
+    def pages_by_id(self, page_ids: Iterable[str | int]) -> dict[int, dict]:
+        """Stored pages by ``_id`` (those not stored are absent), in one read."""
+        keys = [page_key(p) for p in page_ids]
+        return {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": keys}})}
 
     @mongo_errors
     def page_by_url(self, url: str, projection: dict[str, int] | None = None) -> dict | None:
@@ -53,19 +95,39 @@ class Pages:
     def page_slot(
         self, url: str, projection: dict[str, int] | None = None
     ) -> tuple[dict | None, int]:
-        """``(the stored page of url or None, its _id or the free slot for it)``: one read
-        of the URL's candidate ids (:mod:`matcher.ids`)."""
+        """``(the stored page of url or None, its _id or the free slot for it)``: a read of
+        the URL's candidate ids (:mod:`matcher.ids`), then, when none holds it, of the page
+        that has ``url`` among its ``aliases`` (then that page and its own ``_id``). Two
+        reads, not one ``$or``: a server may answer that with a collection scan."""
         slots = list(ids.candidates(ids.page_id(url)))
-        wanted = None if projection is None else {**projection, "url": 1}
+        wanted = None if projection is None else {**projection, "url": 1, "aliases": 1}
         found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": slots}}, wanted)}
         for slot in slots:
             doc = found.get(slot)
             if doc is not None and doc.get("url") == url:
                 return doc, slot
+        alias_of = self.db.pages.find_one({"aliases": url}, wanted)
+        if alias_of is not None:
+            return alias_of, alias_of["_id"]
         for slot in slots:
             if slot not in found:
                 return None, slot
         raise StoreError(f"every id slot of {url!r} holds another URL")
+
+    @mongo_errors
+    def add_page_alias(self, url: str, alias: str) -> bool:
+        """Keep ``alias`` as another URL of the page stored at ``url`` (by its URL or one of
+        its aliases), up to :data:`MAX_ALIASES`; False when no page is stored there."""
+        alias = checked_str(alias, "alias")
+        doc, _ = self.page_slot(checked_str(url, "url"), {"_id": 1})
+        if doc is None:
+            return False
+        if alias != doc["url"]:
+            self.db.pages.update_one(
+                {"_id": doc["_id"], f"aliases.{MAX_ALIASES - 1}": {"$exists": False}},
+                {"$addToSet": {"aliases": alias}},
+            )
+        return True
 
     def pages_by_seq(
         self, seqs: Iterable[int], projection: dict[str, int] | None = None
@@ -73,17 +135,44 @@ class Pages:
         return self.sequences.by_seq("pages", seqs, projection)
 
     @mongo_errors
-    def store_crawled_page(
-        self, page: CrawledPage, content_hash: str, _attempt: int = 0
-    ) -> tuple[dict, str]:
+    def store_crawled_page(self, page: CrawledPage, content_hash: str) -> tuple[dict, str]:
         """Store a fetched page under its unique URL; returns ``(document, state)``.
 
         ``state`` is ``"new"``, ``"changed"`` (its text or its next / previous page links
         differ from the stored ones) or ``"unchanged"``. A new or changed page is marked
         ``pending`` until :meth:`mark_processed` records that this very text was matched.
+        A page whose URL is an alias of a stored page is that page; the page's ``aliases``
+        are added to the stored ones (up to :data:`MAX_ALIASES`).
         """
+        doc, state, _ = self._store(page, content_hash, None)
+        return doc, state
+
+    @mongo_errors
+    def store_page_to_send(
+        self, page: CrawledPage, content_hash: str, sending: Sending
+    ) -> tuple[dict, str, bool]:
+        """:meth:`store_crawled_page`, and whether the page's task is to be sent: its text
+        is new or changed, or was never matched and its task not sent within
+        ``sending.again_after``. When it is, the page is marked sent (``enqueued_hash``,
+        ``enqueued_at``) in the same write; a task then lost with its sender is sent again
+        by beat's sweep of pending pages (:meth:`stale_pending_pages`)."""
+        return self._store(page, content_hash, sending)
+
+    def _stripe(self, slot: int) -> int:
+        if self.seq_stripe is None:
+            self.seq_stripe = ids.stripe_of(slot)
+        return self.seq_stripe
+
+    def _store(
+        self, page: CrawledPage, content_hash: str, sending: Sending | None, attempt: int = 0
+    ) -> tuple[dict, str, bool]:
         url = checked_str(page.url, "url")
-        before, slot = self.page_slot(url, {"content_hash": 1, "seq": 1, **_LINKS})
+        before, slot = self.page_slot(url)  # whole: the document returned is made from it
+        aliases = [checked_str(a, "alias") for a in getattr(page, "aliases", ()) or ()]
+        if before is not None and before["url"] != url:  # stored under another URL
+            aliases.append(url)
+            url = before["url"]
+        aliases = [a for a in dict.fromkeys(aliases) if a != url]
         stamp = now()
         fields = {
             "site": checked_str(page.site, "site"),
@@ -98,44 +187,52 @@ class Pages:
             "prev_url": checked_str(page.prev_url, "previous url"),
             "etag": checked_str(page.etag, "etag")[:VALIDATOR_CHARS],
             "last_modified": checked_str(page.last_modified, "last modified")[:VALIDATOR_CHARS],
-            "_stamp": stamp,
         }
+        changed = (
+            before is None
+            or before.get("content_hash") != content_hash
+            or any(before.get(k, "") != fields[k] for k in _LINKS)
+        )
+        unmatched = changed or before.get("processed_hash") != content_hash
+        if unmatched:
+            fields["pending"] = True  # in the same write: no moment stored and not pending
+        send = sending is not None and (
+            changed or (unmatched and not _sent_lately(before, content_hash, sending))
+        )
+        if send:
+            assert sending is not None
+            fields.update(enqueued_hash=content_hash, enqueued_at=sending.at)
+        fields["_stamp"] = stamp
         try:
             doc, created = self.sequences.upsert(
                 "pages",
                 "page",
                 {"_id": slot, "url": url},
                 fields,
-                stripe=ids.stripe_of(slot),
+                stripe=self._stripe(slot),
+                block=SEQ_BLOCK,
                 existing=before,
             )
         except DuplicateKeyError:  # another URL took the slot first: look again
-            if _attempt >= ids.PROBES:
+            if attempt >= ids.PROBES:
                 raise StoreError(f"no id slot of {url!r} could be taken") from None
-            return self.store_crawled_page(page, content_hash, _attempt=_attempt + 1)
+            return self._store(page, content_hash, sending, attempt + 1)
+        known = list(doc.get("aliases") or ())
+        added = [a for a in aliases if a not in known][: max(0, MAX_ALIASES - len(known))]
+        if added:
+            self.db.pages.update_one(
+                {"_id": doc["_id"]}, {"$addToSet": {"aliases": {"$each": added}}}
+            )
+            doc["aliases"] = known + added
         if doc.get("gone"):  # it answers again
             self.db.pages.update_one({"_id": doc["_id"]}, {"$unset": {"gone": ""}})
             doc.pop("gone")
         changes = tallies.Changes()
         changes.page(doc.get("site", ""), doc["fetched_at"], created)
         changes.apply(self.db)
-        if created:
-            state = "new"
-        elif (
-            before is None
-            or before.get("content_hash") != content_hash
-            or any(before.get(k, "") != fields[k] for k in _LINKS)
-        ):  # a concurrent writer stored it first: match this text again
-            state = "changed"
-        else:
-            state = "unchanged"
-        if state != "unchanged" or doc.get("processed_hash") != content_hash:
-            doc = self.db.pages.find_one_and_update(
-                {"_id": doc["_id"]},
-                {"$set": {"pending": True}},
-                return_document=ReturnDocument.AFTER,
-            )
-        return doc, state
+        # (``before`` None and not created: a concurrent writer stored it first: "changed")
+        state = "new" if created else "changed" if changed else "unchanged"
+        return doc, state, send
 
     @mongo_errors
     def pages_by_url(
@@ -160,8 +257,26 @@ class Pages:
 
     @mongo_errors
     def pages_linking_to(self, url: str, projection: dict[str, int] | None = None) -> list[dict]:
-        """Pages whose "next page" link leads to ``url``."""
-        return list(self.db.pages.find({"next_url": checked_str(url, "url")}, projection).limit(8))
+        """Pages whose "next page" link leads to ``url`` (at most :data:`LINKERS`)."""
+        query = {"next_url": checked_str(url, "url")}
+        return list(self.db.pages.find(query, projection).limit(LINKERS))
+
+    @mongo_errors
+    def pages_around(self, doc: dict) -> tuple[dict[str, dict], list[dict]] | None:
+        """What the first steps of a split chain from the page ``doc`` look at
+        (:func:`matcher.split.chain`): ``({url: page}`` of the pages stored at its previous
+        and next URLs, ``[pages whose next page is its URL])``, in one read by id and one by
+        ``next_url`` (not one ``$or``: a server may answer that with a collection scan);
+        None when more pages link to it than :data:`LINKERS` (then each is looked up on its
+        own)."""
+        urls = {checked_str(u, "url") for u in (doc.get("prev_url"), doc.get("next_url")) if u}
+        url = checked_str(doc["url"], "url")
+        linking = list(self.db.pages.find({"next_url": url}).limit(LINKERS + 1))
+        if len(linking) > LINKERS:
+            return None
+        slots = [slot for u in urls for slot in ids.candidates(ids.page_id(u))]
+        found = list(self.db.pages.find({"_id": {"$in": slots}})) if slots else []
+        return {d["url"]: d for d in found if d.get("url") in urls}, linking
 
     @mongo_errors
     def mark_processed(

@@ -4,6 +4,7 @@ new document its ``seq`` (from which the Redis indexes' owner ids are made, :mod
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 from typing import Any
 
@@ -22,22 +23,40 @@ from matcher.store.common import (
 )
 
 
+class Unread:
+    """The caller of :meth:`Sequences.upsert` did not read the document first."""
+
+
+UNREAD = Unread()
+
+
 class Sequences:
     """The ``counters`` collection, and upserts that number what they create."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._reserved: dict[tuple[str, int], list[int]] = {}
+        self._lock = threading.Lock()
 
     @mongo_errors
-    def next_seq(self, kind: str, stripe: int) -> int:
+    def next_seq(self, kind: str, stripe: int, block: int = 1) -> int:
         """A new integer id for a work or page, from counter stripe ``stripe``
-        (:mod:`matcher.ids`: an atomic ``$inc`` on one of the ``counters`` documents)."""
-        limit = MAX_WORK_SEQ if checked_kind(kind) == "work" else ids.MAX_SEQ
+        (:mod:`matcher.ids`: an atomic ``$inc`` on one of the ``counters`` documents).
+
+        With ``block`` > 1, that many are taken at once and the rest handed out by later
+        calls of this object: one command per ``block`` ids (those not handed out when the
+        process ends are never used: gaps are harmless)."""
+        kind = checked_kind(kind)
+        with self._lock:
+            left = self._reserved.get((kind, stripe))
+            if left:
+                return left.pop()
+        limit = MAX_WORK_SEQ if kind == "work" else ids.MAX_SEQ
         for _ in range(5):
             try:
                 doc = self.db.counters.find_one_and_update(
                     {"_id": f"{kind}|{int(stripe)}"},
-                    {"$inc": {"n": 1}},
+                    {"$inc": {"n": int(block)}},
                     upsert=True,
                     return_document=ReturnDocument.AFTER,
                 )
@@ -45,10 +64,19 @@ class Sequences:
                 continue
             if doc is None:  # the same race, as some servers report it
                 continue
+            last = int(doc["n"])
             try:
-                return ids.seq_of(stripe=stripe, n=int(doc["n"]), limit=limit)
+                seqs = [
+                    ids.seq_of(stripe=stripe, n=n, limit=limit)
+                    for n in range(last, last - int(block), -1)
+                ]
             except ids.SeqExhausted as exc:
                 raise StoreError(f"no {kind} ids left: {exc}") from exc
+            first = seqs.pop()
+            if seqs:
+                with self._lock:
+                    self._reserved.setdefault((kind, stripe), []).extend(seqs)
+            return first
         raise StoreUnavailable(f"counter {kind}|{stripe} could not be incremented")
 
     def upsert(
@@ -60,38 +88,37 @@ class Sequences:
         on_insert: dict[str, Any] | None = None,
         *,
         stripe: int,
-        existing: dict[str, Any] | None = None,
+        block: int = 1,
+        existing: dict[str, Any] | Unread | None = UNREAD,
     ) -> tuple[dict[str, Any], bool]:
         """Upsert by ``key``; a new document gets ``first_seen``, ``on_insert`` and a ``seq``
-        from counter stripe ``stripe``. ``existing``: the stored document, when the caller
-        already read it (else it is read here)."""
+        from counter stripe ``stripe`` (taken ``block`` at a time, :meth:`next_seq`).
+        ``existing``: the whole stored document (None: there was none) when the caller
+        already read it, else it is read here. Returns the document as written (made from
+        ``existing`` and what was written) and whether it was created.
+
+        Plain updates, never ``findAndModify``: a server may answer that by reading the
+        whole collection (SecantusDB does, at about 15 ms per 1,000 documents), while an
+        update by ``_id`` costs a millisecond.
+        """
         coll = self.db[collection]
-        if existing is None:
-            existing = coll.find_one(key, {"_id": 1, "seq": 1})
+        if isinstance(existing, Unread):
+            existing = coll.find_one(key)
         stamp = fields.pop("_stamp", now())
-        if existing is not None:
-            doc = coll.find_one_and_update(
-                key, {"$set": fields}, return_document=ReturnDocument.AFTER
-            )
-            return doc, False
-        seq = self.next_seq(kind, stripe)
+        if existing is not None and coll.update_one(key, {"$set": fields}).matched_count:
+            return {**existing, **fields}, False
+        seq = self.next_seq(kind, stripe, block)
         insert = {"seq": seq, "first_seen": stamp, **(on_insert or {})}
         for _ in range(3):
             try:
-                doc = coll.find_one_and_update(
-                    key,
-                    {"$set": fields, "$setOnInsert": insert},
-                    upsert=True,
-                    return_document=ReturnDocument.AFTER,
-                )
+                done = coll.update_one(key, {"$set": fields, "$setOnInsert": insert}, upsert=True)
             except DuplicateKeyError:  # a concurrent writer inserted the same key first
-                doc = None
-            if doc is None:  # (some servers answer a lost upsert race with no document)
-                doc = coll.find_one_and_update(
-                    key, {"$set": fields}, return_document=ReturnDocument.AFTER
-                )
-            if doc is not None:
-                return doc, doc["seq"] == seq
+                continue
+            if done.upserted_id is not None:
+                return {**key, **insert, **fields, "_id": done.upserted_id}, True
+            found = coll.find_one(key)  # a concurrent writer inserted it first
+            if found is not None:
+                return found, False
         # The key's unique field is held by a document that does not match ``key`` (a
         # page's id slot taken by another URL): the caller looks again.
         raise DuplicateKeyError(f"{collection}: {sorted(key)} taken by another document")
@@ -112,3 +139,6 @@ class Sequences:
         is left: its ids would be handed out again)."""
         names = [f"{checked_kind(kind)}|{stripe}" for stripe in range(ids.STRIPES)]
         self.db.counters.delete_many({"_id": {"$in": names}})
+        with self._lock:
+            for key in [k for k in self._reserved if k[0] == kind]:
+                del self._reserved[key]

@@ -36,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from pymongo import DESCENDING, IndexModel
+from pymongo import DESCENDING, IndexModel, UpdateOne
 
 COLLECTION = "tallies"
 WORKS_COLLECTION = "tallies_works"
@@ -106,12 +106,11 @@ class Changes:
 
     def apply(self, db: Any, stripe: int | None = None) -> None:
         """Send every increment, upserting the documents (those of ``tallies`` in stripe
-        ``stripe``, by default one chosen at random).
-
-        One ``update_one`` per document (a handful per write): mongomock's ``bulk_write``
-        does not take the current pymongo's ``UpdateOne``.
-        """
+        ``stripe``, by default one chosen at random): one unordered bulk write per
+        collection, so a write's tallies cost one or two commands however many documents
+        they touch."""
         stripe = random.randrange(STRIPES) if stripe is None else int(stripe) % STRIPES
+        writes: dict[str, list[UpdateOne]] = {COLLECTION: [], WORKS_COLLECTION: []}
         for doc_id, counts in self.incs.items():
             inc = {f: n for f, n in counts.items() if n}
             labels = self.labels.get(doc_id, {})
@@ -123,10 +122,13 @@ class Changes:
             if labels:
                 update["$set"] = labels
             if doc_id.startswith("work|"):
-                db[WORKS_COLLECTION].update_one({"_id": doc_id}, update, upsert=True)
+                writes[WORKS_COLLECTION].append(UpdateOne({"_id": doc_id}, update, upsert=True))
                 continue
             update.setdefault("$set", {})["base"] = doc_id
-            db[COLLECTION].update_one({"_id": f"{doc_id}#{stripe}"}, update, upsert=True)
+            writes[COLLECTION].append(UpdateOne({"_id": f"{doc_id}#{stripe}"}, update, upsert=True))
+        for name, requests in writes.items():
+            if requests:
+                db[name].bulk_write(requests, ordered=False)
         self.incs.clear()
         self.labels.clear()
 

@@ -11,7 +11,8 @@ import os
 import signal
 import subprocess
 import sys
-import time
+import threading
+from typing import Any
 
 import redis
 from pymongo.database import Database
@@ -84,12 +85,19 @@ def test_workers_of_this_host_only(mongo_db: Database, redis_client: redis.Redis
     assert unknown.status == 2 and "no check named bogus" in unknown.err
 
 
+PING_GUARD_S = 60.0
+"""A hang guard for a ping that ends once the worker answered: a tenth of that ping's own
+timeout (:data:`LONG_PING_S`), so a ping that waited its timeout fails the test."""
+LONG_PING_S = 600.0
+
+
 def test_the_worker_ping_ends_once_every_bound_worker_answered(
-    mongo_db: Database, redis_client: redis.Redis
+    mongo_db: Database, redis_client: redis.Redis, monkeypatch
 ) -> None:
-    """A ping waits for as many replies as workers are bound to Celery's broadcast exchange,
-    not for its whole timeout (an unlimited ping always takes the timeout). A worker killed
-    with SIGKILL leaves its binding: the ping then waits out the timeout and names none."""
+    """A ping waits for as many replies as workers are bound to Celery's broadcast exchange
+    (its ``limit``), not for its whole timeout (an unlimited ping always takes the timeout).
+    A worker killed with SIGKILL leaves its binding: the ping then asks for one reply more
+    than can come, waits out the timeout and names none."""
     worker = subprocess.Popen(
         [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1", "--loglevel",
          "WARNING"],
@@ -97,13 +105,27 @@ def test_the_worker_ping_ends_once_every_bound_worker_answered(
         stderr=subprocess.DEVNULL, start_new_session=True,
     )  # fmt: skip
     app = Context().app  # the FPTRACK_* of the test servers
+    pings: list[tuple[Any, int]] = []
+    ping = app.control.ping
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        replies = ping(*args, **kwargs)
+        pings.append((kwargs.get("limit"), len(replies)))
+        return replies
+
+    monkeypatch.setattr(app.control, "ping", recorded)
     name = f"fptrack-{worker.pid}@"
     try:
         eventually(lambda: fptrack("check", "workers").status == 0, 90, "the worker's answer")
-        started = time.monotonic()
-        answered = ping_workers(app, timeout=20)
-        assert time.monotonic() - started < 10
-        assert [n.startswith(name) for n in answered] == [True]
+        done: dict[str, list[str]] = {}
+        pinging = threading.Thread(
+            target=lambda: done.update(answered=ping_workers(app, timeout=LONG_PING_S)),
+            daemon=True,
+        )
+        pinging.start()
+        eventually(lambda: "answered" in done, PING_GUARD_S, "the ping to end on the answer")
+        assert pings == [(1, 1)]  # one bound, one reply: the limit ended it
+        assert [n.startswith(name) for n in done["answered"]] == [True]
     finally:
         os.killpg(worker.pid, signal.SIGKILL)
         worker.wait(30)
@@ -111,9 +133,9 @@ def test_the_worker_ping_ends_once_every_bound_worker_answered(
     table = f"_kombu.binding.{app.control.mailbox.exchange.name}"
     [left] = [m for m in broker.smembers(table) if name.encode() in m]  # the killed one's
     try:
-        started = time.monotonic()
+        pings.clear()
         assert ping_workers(app, timeout=1.0) == []
-        assert time.monotonic() - started >= 1.0
+        assert pings == [(1, 0)]  # one reply asked for, none came: the timeout ended it
         ran = fptrack("check", "workers")
         assert ran.status == 1 and "none answered within 1 s" in check_lines(ran.out)["workers"]
     finally:

@@ -50,7 +50,15 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     for key in ("pages_per_s", "bare_pages_per_s", "ratio", "scan_700_s"):
         assert isinstance(data[key], float) and data[key] > 0, key
     assert data["ratio"] == pytest.approx(data["pages_per_s"] / data["bare_pages_per_s"])
-    assert set(data["met"]) == set(data["targets"]) == {"ratio", "scan_700_s"}
+    assert set(data["met"]) == set(data["targets"]) == {"ratio", "scan_700_s", "commands_per_page"}
+    # Every process's store commands were recorded: the crawl's ingest and the workers'.
+    commands = data["commands"]
+    assert data["commands_per_page"] == commands["per_page"] > 1
+    kinds = commands["by_kind"]
+    assert kinds["update pages"] > 0  # the ingest's page upserts
+    assert kinds["update fingerprints"] > 0  # the workers' fingerprint writes
+    assert commands["per_page"] <= commands["server_per_page"]  # the server saw them all
+    assert commands["slowest_ms"] and all(ms >= 0 for ms in commands["slowest_ms"].values())
 
     (one,) = data["rounds"]
     sizes = data["sizes"]

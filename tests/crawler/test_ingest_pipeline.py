@@ -13,11 +13,13 @@ from pymongo.database import Database
 from scrapy.exceptions import DropItem
 from scrapy.utils.test import get_crawler
 
+from crawler import reactor
 from crawler.items import PageItem
 from crawler.pipelines import PROCESS_PAGE_TASK, IngestPipeline, IngestUnavailable
 from crawler.settings import crawl_settings
 from crawler.spiders.site import SiteSpider
 from matcher.errors import StoreUnavailable, UnusableText
+from matcher.pages import PageAlias
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
@@ -41,7 +43,9 @@ def item(url: str = "http://novels.test/book/17/3.html", text: str = TEXT) -> Pa
 
 
 def pipeline_for(overrides: dict[str, Any]) -> IngestPipeline:
-    settings = crawl_settings(SITE, overrides)
+    """The pipeline of a crawl with ``overrides``; without lanes unless they name some, so
+    that each store call is made, and done, in the test's own thread."""
+    settings = crawl_settings(SITE, {"FPTRACK_INGEST_LANES": 0, **overrides})
     crawler = get_crawler(SiteSpider, settings.copy_to_dict())
     crawler.stats.open_spider()
     return IngestPipeline.from_crawler(crawler)
@@ -67,6 +71,7 @@ def test_given_ingest_is_used_as_is_not_a_copy(ingest: RecordingIngest) -> None:
         "exchange": None,
         "etag": "",
         "last_modified": "",
+        "aliases": (),
     }
     assert pipeline.stats.get_value("fptrack/ingested/new") == 1
 
@@ -162,6 +167,38 @@ def test_production_ingest_stores_and_sends_tasks_by_name(
     assert pipeline.stats.get_value("fptrack/ingested/changed") == 1
     pipeline.close_spider()
     assert pipeline.ingest is None
+
+
+def test_lanes_store_pages_at_once_and_each_page_s_alias_after_it(
+    production: tuple[FakeCeleryApp, Store, list[Any]],
+) -> None:
+    """With lanes the store calls run in their threads and each item comes back when its
+    call is done; an alias, given right after its page, is recorded on the stored page."""
+    from scrapy.utils.defer import deferred_from_coro
+    from twisted.internet.defer import DeferredList
+
+    app, store, _ = production
+    pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION, "FPTRACK_INGEST_LANES": 3})
+    pipeline.open_spider()
+    urls = [f"http://novels.test/book/17/{n}.html" for n in range(12)]
+    items: list[Any] = []
+    for n, url in enumerate(urls):
+        items += [item(url, text=f"{TEXT}第{n}回。"), PageAlias(url, url + "?t=1")]
+
+    def store_all() -> Any:
+        coroutines = [pipeline.process_item(i) for i in items]
+        return DeferredList([deferred_from_coro(c) for c in coroutines], fireOnOneErrback=True)
+
+    outcomes = reactor.run_in_reactor(store_all, timeout=60)
+    assert [result for _, result in outcomes] == items  # every item back, in its place
+    for url in urls:
+        doc = store.page_by_url(url)
+        assert doc is not None and doc["aliases"] == [url + "?t=1"]
+    assert pipeline.stats.get_value("fptrack/ingested/new") == len(urls)
+    assert pipeline.stats.get_value("fptrack/aliases/recorded") == len(urls)
+    assert pipeline.stats.get_value("fptrack/stored_pages") == len(urls)
+    assert len(app.sent) == len(urls)
+    pipeline.close_spider()
 
 
 def test_broker_outage_keeps_the_page_pending(

@@ -14,7 +14,7 @@ import redis
 from pymongo.database import Database
 
 from bench.net import wait_until
-from matcher import jobs
+from matcher import crawl_runs, jobs
 from matcher.keys import Keys
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
@@ -185,8 +185,8 @@ def crawl_while(
         )
         crawl.start()
         assert wait_until(lambda: redis_client.exists(KEYS.slot_lock(0)), 60)
-        # under way: the start page read and its chapters asked for (a crawl that lost its
-        # start request with the frontier would end failed, which is another story)
+        # under way: the start page read and its chapters asked for (a run that loses its
+        # frontier before its start page is read: test_a_run_whose_redis_is_emptied_...)
         assert wait_until(lambda: any(p.startswith("/c/") for p in site.requested()), 60)
         redis_client.delete(*redis_client.keys(losing))
         crawl.join(60)
@@ -217,3 +217,83 @@ def test_a_run_whose_frontier_is_lost_asks_for_another(
     assert result["frontier_lost"] is True and result["lease_lost"] is False
     [process] = run["processes"].values()
     assert run["outcome"] == "interrupted" and process["stats"]["fptrack/frontier/run_gone"] == 1
+
+
+def crawl_emptied(
+    ops: Operations, at_lease: bool
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A crawl on a Redis of its own, emptied (FLUSHALL, as a server restarted without its
+    data) before its start page was fetched: ``at_lease``, once its process announced its
+    slot in a new run (``fan_out`` is called then, before the process has queued its start
+    request), else while the start page is being fetched (the site holds it until the test
+    lets it go). The job's result, the run's record, and the result of the job sent again
+    (as its task does on ``frontier_lost``)."""
+    import threading
+
+    from bench.fixture_site import FixtureSite, page
+    from tests.support.servers import own_redis
+    from tests.support.waits import eventually
+
+    gate = threading.Event()
+
+    def start_page() -> list[bytes]:
+        gate.wait(60)
+        return [b'<html><body><a href="/c/1.html">1</a></body></html>']
+
+    server = own_redis()
+    server.start()
+    url = f"redis://{server.host}:{server.port}/0"
+    client = redis.Redis.from_url(url)
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "FPTRACK_REDIS_URL": url}
+    env |= {"FPTRACK_REDIS_PREFIX": "fptrack-test", "FPTRACK_CRAWL_LEASE": "3"}
+    settings = Settings(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
+    pages = {"/": (200, {"Content-Type": "text/html"}, start_page)}
+    pages["/c/1.html"] = page("<html><body><p>" + "盗版章节正文。" * 40 + "</p></body></html>")
+    result: list[dict[str, Any]] = []
+
+    def job() -> None:
+        """The job (its failure as ``{"failed": error}``); ``at_lease``, FLUSHALL in its
+        ``fan_out``, called once the process announced its lease."""
+        fan_out = client.flushall if at_lease else None
+        try:
+            result.append(jobs.crawl_site(settings, ops, "pirate", environ=env, fan_out=fan_out))
+        except jobs.CrawlFailed as exc:
+            result.append({"failed": str(exc)})
+
+    try:
+        with FixtureSite(pages) as site:
+            # two crawlers, so that the job calls fan_out (here: FLUSHALL) for the second
+            ops.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),), crawlers=2))
+            crawl = threading.Thread(target=job)
+            crawl.start()
+            if not at_lease:
+                eventually(lambda: "/" in site.requested(), 60, "the start page asked for")
+                client.flushall()
+            gate.set()
+            crawl.join(60)
+            again = jobs.crawl_site(settings, ops, "pirate", environ=env) if result else {}
+    finally:
+        gate.set()
+        client.close()
+        server.stop()
+    assert result, "the crawl job did not end within 60 s"
+    [run] = [r for r in ops.last_crawls("pirate") if r["run_id"] != again.get("run_id")]
+    return result[0], run, again
+
+
+@pytest.mark.parametrize("at_lease", [True, False], ids=["start-request-unqueued", "in-flight"])
+def test_a_run_whose_redis_is_emptied_before_its_start_page_is_interrupted(
+    ops: Operations, mongo_db: Database, at_lease: bool
+) -> None:
+    """The run's state is gone with Redis, not a fault of the site: the run is
+    ``interrupted``, says why in one line, and the job asks for another crawl (whether
+    nothing could be fetched, or the start page was answered and its links found no run)."""
+    result, run, again = crawl_emptied(ops, at_lease)
+    assert result["frontier_lost"] is True  # crawl_site's task sends itself again
+    [process] = run["processes"].values()
+    assert process["stats"]["fptrack/frontier/run_gone"] == 1
+    assert run["outcome"] == "interrupted" and run["error"] == crawl_runs.FRONTIER_LOST
+    fetched = process["stats"].get("downloader/response_count", 0)
+    assert (fetched == 0) == at_lease  # at_lease: nothing asked for, not even robots.txt
+    [anew] = [r for r in ops.last_crawls("pirate") if r["run_id"] == again["run_id"]]
+    assert anew["outcome"] == "finished" and again["pages"] == 1  # the site crawled anew

@@ -7,6 +7,9 @@ Pages go through the production path (``crawl``: the ingest, then the task's wor
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+
+import pytest
 
 from matcher.engine import Engine
 from matcher.keys import segment_owner
@@ -124,18 +127,24 @@ def test_a_chapter_of_a_novel_names_its_chapter_and_quotes_the_work(engine: Engi
             assert text[a:b] == page[c:d]
 
 
-def test_a_novel_registered_after_its_chapters_finds_every_one(engine: Engine) -> None:
-    """More pages than any candidate cap: 150 chapters crawled, then the novel registered."""
-    text, chapters = novel(150, 1500, seed=5)
+def test_a_novel_registered_after_its_chapters_finds_every_one(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More chapters than the work's segments are read at a time and than the pages matched
+    again at a time (both batches made small here: 16): 40 chapters crawled, then the novel
+    registered, every chapter found."""
+    engine.settings = replace(engine.settings, candidate_batch=16)
+    monkeypatch.setattr("matcher.engine.PAGE_BATCH", 16)
+    text, chapters = novel(40, 1500, seed=5)
     for n, chapter in enumerate(chapters, 1):
         crawl(engine, f"http://p/{n}.html", page_of(chapter, UNRELATED))
     crawl(engine, "http://p/news.html", page_of(UNRELATED * 3))
     work_id = engine.add_work(text, title="长篇", source="novel.txt")
     records = engine.match_work_against_pages(work_id)
-    assert sorted(r["url"] for r in records) == sorted(f"http://p/{n}.html" for n in range(1, 151))
+    assert sorted(r["url"] for r in records) == sorted(f"http://p/{n}.html" for n in range(1, 41))
     again = engine.match_work_against_pages(work_id)  # idempotent
     assert [r["_id"] for r in again] == [r["_id"] for r in records]
-    assert engine.store.matches.count() == 150
+    assert engine.store.matches.count() == 40
 
 
 def test_text_shared_by_related_works_goes_to_the_one_the_page_copies(engine: Engine) -> None:

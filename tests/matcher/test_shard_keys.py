@@ -9,6 +9,7 @@ definitions. The others run on the test MongoDB server.
 from __future__ import annotations
 
 import json
+import math
 import threading
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from pymongo.database import Database
 from matcher import ids
 from matcher.pages import CrawledPage
 from matcher.store import INDEXES, SHARD_KEYS, Store, shard_commands, tallies
+from matcher.store.pages import SEQ_BLOCK
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -105,13 +107,20 @@ def test_concurrent_writers_of_one_url_store_it_once(mongo_db: Database) -> None
 
 
 def test_seqs_come_from_counter_stripes_and_never_repeat(store: Store) -> None:
-    docs = [store.store_crawled_page(page(f"http://p.test/{i}"), "h")[0] for i in range(200)]
+    """Each process takes page seqs in blocks from a stripe of its own: one counter command
+    per block; two processes on one stripe still never hand out the same seq."""
+    other = Store(store.db)  # another process's store
+    store.pages.seq_stripe = other.pages.seq_stripe = 5  # both on one stripe
+    docs = [
+        (store if i % 3 else other).store_crawled_page(page(f"http://p.test/{i}"), "h")[0]
+        for i in range(200)
+    ]
     seqs = [d["seq"] for d in docs]
     assert len(set(seqs)) == 200 and all(0 < s <= ids.MAX_SEQ for s in seqs)
-    assert all(ids.stripe_of(d["seq"]) == ids.stripe_of(d["_id"]) for d in docs)
-    counters = list(store.db.counters.find({}))
-    assert len(counters) > 30  # the writes spread over the stripes, not one document
-    assert sum(c["n"] for c in counters) == 200
+    assert {ids.stripe_of(s) for s in seqs} == {store.pages.seq_stripe}
+    [counter] = store.db.counters.find({})
+    blocks = math.ceil(133 / SEQ_BLOCK) + math.ceil(67 / SEQ_BLOCK)  # each store's pages
+    assert counter["n"] == blocks * SEQ_BLOCK
 
 
 def test_tallies_are_written_in_stripes_and_read_as_one(store: Store) -> None:
