@@ -1,6 +1,6 @@
 """Two crawler processes share one site's Redis frontier; one is killed (SIGKILL) mid-crawl.
 
-The site has 2,001 pages, three levels deep under ``max_depth`` 3: hubs (link lists), books,
+The site has 611 pages, three levels deep under ``max_depth`` 3: hubs (link lists), books,
 and chapters cut in two parts (下一页 / 上一页, the second part at the chapter's depth),
 each chapter also linking a page one level too deep, which must never be fetched. Every
 request the server answers is counted, so a page fetched twice or never is seen.
@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -28,16 +29,22 @@ from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "fptrack-test"
-HUBS, BOOKS = 20, 33
+HUBS, BOOKS = 10, 20
+PAGES = 1 + HUBS + HUBS * BOOKS * 3
 LEASE = 4.0
 RECLAIM_GUARD_S = 120.0
 """How long the test waits for the survivor to put back a killed process's requests: a hang
 guard (the survivor's own finish gets as long), far over the lease."""
+PER_PROCESS = 16
+"""The most requests one crawler process has in flight at once: ``CONCURRENT_REQUESTS``, as
+the test crawl runs without a download delay (see ``crawler/settings.py``)."""
+GATE_GUARD_S = 8.0
+"""The longest a book page waits at the gate: under the crawl's 10 s download timeout."""
 TEXT = "江南的雨总是下个不停，青石板路被洗得发亮，巷口的茶馆里坐满了躲雨的客人，说书人讲到"
 
 
 def big_site() -> dict[str, Resource]:
-    """The 2,001 pages (and the 660 too deep ones) of the crawled site."""
+    """The :data:`PAGES` pages (and the ``HUBS * BOOKS`` too deep ones) of the crawled site."""
 
     def html(body: str, *links: tuple[str, str]) -> Resource:
         anchors = "".join(f'<a href="{href}">{label}</a> ' for label, href in links)
@@ -72,9 +79,51 @@ def expected_paths() -> set[str]:
     return paths
 
 
+class Crowd:
+    """A gate for the book pages: once closed, each waits until more than
+    :data:`PER_PROCESS` of them wait (both processes are fetching them), or at most
+    :data:`GATE_GUARD_S`, after which the gate stays open.
+
+    A process that found the queue empty polls it again only at Scrapy's next heartbeat
+    (5 s), so on a quick machine one process could crawl the whole site alone.
+    """
+
+    def __init__(self) -> None:
+        self.condition = threading.Condition()
+        self.waiting = 0
+        self.open = True
+
+    def close(self) -> None:
+        with self.condition:
+            self.open, self.waiting = False, 0
+
+    def pass_through(self) -> None:
+        with self.condition:
+            if self.open:
+                return
+            self.waiting += 1
+            if self.waiting > PER_PROCESS:
+                self.open = True
+                self.condition.notify_all()
+            self.condition.wait_for(lambda: self.open, GATE_GUARD_S)
+            self.open = True
+
+
 @pytest.fixture(scope="module")
-def site() -> Iterator[FixtureSite]:
-    with FixtureSite(big_site()) as served:
+def books() -> Crowd:
+    return Crowd()
+
+
+@pytest.fixture(scope="module")
+def site(books: Crowd) -> Iterator[FixtureSite]:
+    pages = big_site()
+    gated = {path: pages.pop(path) for path in list(pages) if path.count("/") == 3}
+
+    def book(path: str) -> Resource:
+        books.pass_through()
+        return gated.get(path, (404, {"Content-Type": "text/html"}, b"no such book"))
+
+    with FixtureSite(pages, generated={"/b/": book}) as served:
         yield served
 
 
@@ -128,7 +177,7 @@ def test_two_processes_one_killed_mid_crawl(
         assert {lease["slot"] for lease in leases} == {0, 1}
         assert leases[0]["run_id"] == leases[1]["run_id"]  # one run, two processes
 
-        while len(site.requests) < 700:  # a third of the site: mid-crawl
+        while len(site.requests) < PAGES // 3:  # mid-crawl
             assert first.process.poll() is None and second.process.poll() is None
             time.sleep(0.02)
         # Kill a process that holds requests (on a loaded machine one may be between them).
@@ -167,7 +216,7 @@ def test_two_processes_one_killed_mid_crawl(
     stored = Counter(m.decode() for m in redis_client.lrange("items", 0, -1))
     reclaimed_urls = {json.loads(m)["url"] for m in in_flight}
     print(
-        f"\n2,001-page site, 2 processes, one SIGKILLed after {sum(fetched_before.values())} "
+        f"\n{PAGES}-page site, 2 processes, one SIGKILLed after {sum(fetched_before.values())} "
         f"fetches: {len(fetched)} pages fetched, {len(missed)} missed, {len(twice)} fetched "
         f"twice (the killed process held {len(in_flight)} in flight); recovered in "
         f"{recovery:.1f} s (lease {LEASE:g} s), crawl over {finished:.1f} s after the kill"
@@ -189,9 +238,10 @@ def test_two_processes_one_killed_mid_crawl(
 
 
 def test_two_processes_share_the_crawl(
-    site: FixtureSite, redis_client: redis.Redis, tmp_path: Path
+    site: FixtureSite, books: Crowd, redis_client: redis.Redis, tmp_path: Path
 ) -> None:
     site.requests.clear()
+    books.close()
     crawlers = [Crawler(site, tmp_path, "one"), Crawler(site, tmp_path, "two")]
     try:
         runs = {c.announced()["run_id"] for c in crawlers}
@@ -202,12 +252,13 @@ def test_two_processes_share_the_crawl(
     fetched = Counter(site.requested())
     stored = Counter(m.decode() for m in redis_client.lrange("items", 0, -1))
     shares = [s["fptrack/pages"] for s in stats]
-    print(f"\n2,001-page site, 2 processes: pages stored by each {shares}")
+    print(f"\n{PAGES}-page site, 2 processes: pages stored by each {shares}")
     assert len(runs) == 1
     assert set(fetched) == expected_paths() and set(fetched.values()) == {1}  # once each
     assert len(stored) == sum(shares) == HUBS * BOOKS * 3 and set(stored.values()) == {1}
-    # Both crawled; the second starts later, and on a loaded machine gets a small share.
-    assert min(shares) >= 20
+    # Both crawled (the book pages waited for both; on a loaded machine one's share may
+    # still be small).
+    assert min(shares) >= 10
     assert sorted(s["fptrack/frontier/ended_run"] for s in stats) == [0, 1]
     assert all(s["finish_reason"] == "finished" for s in stats)
     assert redis_client.keys(f"{PREFIX}:*") == []

@@ -33,7 +33,9 @@ def stop_here() -> None:
     marker = Path(sys.argv[1])
     if marker.exists():
         return
-    marker.write_text(str(os.getpid()), encoding="utf-8")
+    written = marker.with_suffix(f".{os.getpid()}")
+    written.write_text(str(os.getpid()), encoding="utf-8")
+    written.replace(marker)  # the test reads the pid as soon as the marker exists
     time.sleep(600)
     raise AssertionError("the test should have killed this process")
 
@@ -63,8 +65,8 @@ if __name__ == "__main__":
     if POINT == "start":
         jobs.process_page = stopping_before(jobs.process_page)
     elif POINT == "fingerprints":
-        Fingerprints.save_fingerprints = stopping_after(
-            Fingerprints.save_fingerprints, lambda family, kind, *a, **k: kind == "page"
+        Fingerprints.swap_fingerprints = stopping_after(
+            Fingerprints.swap_fingerprints, lambda family, kind, *a, **k: kind == "page"
         )
     elif POINT == "index":
         Side.add = stopping_after(Side.add, lambda *a, **k: True)
