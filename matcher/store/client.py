@@ -24,13 +24,17 @@ def mongo_client(uri: str, timeout_ms: int = TIMEOUT_MS) -> pymongo.MongoClient:
     and every write acknowledged once it is in the journal (``j: true``), so a server
     killed the moment after keeps it (measured on SecantusDB killed by SIGKILL after 200
     inserts: 12 lost without it, none with it); a ``w`` or ``journal`` option in the URI is
-    its owner's choice and wins."""
+    its owner's choice and wins, and so does a ``serverSelectionTimeoutMS`` or
+    ``connectTimeoutMS`` there."""
     options = pymongo.uri_parser.parse_uri(uri, warn=True)["options"] if uri else {}
-    durable = {} if {"w", "journal"} & {k.lower() for k in options} else {"journal": True}
-    return pymongo.MongoClient(
-        uri, serverSelectionTimeoutMS=timeout_ms, connectTimeoutMS=timeout_ms, tz_aware=True,
-        **durable,
-    )  # fmt: skip
+    given = {k.lower() for k in options}
+    durable = {} if {"w", "journal"} & given else {"journal": True}
+    timeouts = {
+        name: timeout_ms
+        for name in ("serverSelectionTimeoutMS", "connectTimeoutMS")
+        if name.lower() not in given
+    }
+    return pymongo.MongoClient(uri, tz_aware=True, **timeouts, **durable)
 
 
 def client_for(settings: Settings, timeout_ms: int = TIMEOUT_MS) -> pymongo.MongoClient:

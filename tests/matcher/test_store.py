@@ -199,3 +199,18 @@ def test_writes_wait_for_the_journal_unless_the_uri_says_otherwise() -> None:
     assert chosen.write_concern.document == {"w": 1, "j": False}
     journaled.close()
     chosen.close()
+
+
+def test_the_uri_s_own_timeouts_win_over_the_default() -> None:
+    from matcher.store import mongo_client
+
+    default = mongo_client("mongodb://127.0.0.1:1", timeout_ms=5000)
+    chosen = mongo_client(
+        "mongodb://127.0.0.1:1/?serverSelectionTimeoutMS=300&connectTimeoutMS=200"
+    )
+    assert default.options.server_selection_timeout == 5.0
+    assert default.options.pool_options.connect_timeout == 5.0
+    assert chosen.options.server_selection_timeout == 0.3
+    assert chosen.options.pool_options.connect_timeout == 0.2
+    default.close()
+    chosen.close()
