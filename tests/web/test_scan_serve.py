@@ -13,6 +13,8 @@ import urllib.parse
 import urllib.request
 from pathlib import Path
 
+from tests.support.waits import collect, stopped
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -21,6 +23,8 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
     proc = subprocess.Popen(
         [
             sys.executable,
+            "-X",
+            "faulthandler",
             "-c",
             "import sys; from admin.cli import main; sys.exit(main())",
             *("scan", "--works", "samples/works", "--site-dir", "samples/site"),
@@ -31,12 +35,14 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    lines: list[str] = []
     try:
         line = ""
         assert proc.stderr is not None
         for line in proc.stderr:
             if line.startswith("admin: "):
                 break
+        collect(proc.stderr, lines)
         found = re.search(r"admin: (http://\S+)  user admin, password (\S+)", line)
         assert found, f"no admin line; last: {line!r}"
         base, password = found.groups()
@@ -65,9 +71,8 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
         )
         assert len(json.loads(urllib.request.urlopen(request).read())["matches"]) == 9
     finally:
-        proc.send_signal(signal.SIGINT)
-        proc.wait(30)
-    assert proc.returncode == 0
+        status = stopped(proc, signal.SIGINT, 30, lines)
+    assert status == 0
 
 
 def test_sigterm_leaves_no_key_in_redis(tmp_path: Path, redis_client) -> None:
@@ -76,6 +81,8 @@ def test_sigterm_leaves_no_key_in_redis(tmp_path: Path, redis_client) -> None:
     proc = subprocess.Popen(
         [
             sys.executable,
+            "-X",
+            "faulthandler",
             "-m",
             "admin.cli",
             *("scan", "--works", "samples/works", "--site-dir", "samples/site"),
@@ -86,14 +93,15 @@ def test_sigterm_leaves_no_key_in_redis(tmp_path: Path, redis_client) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
+    lines: list[str] = []
     try:
         assert proc.stderr is not None
         for line in proc.stderr:
             if line.startswith("admin: "):
                 break
+        collect(proc.stderr, lines)
         assert list(redis_client.scan_iter("fptrack-scan-*", count=1000)), "no key to clean"
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    assert proc.returncode == 0
+        status = stopped(proc, signal.SIGTERM, 30, lines)
+    assert status == 0
     assert not list(redis_client.scan_iter("fptrack-scan-*", count=1000))
