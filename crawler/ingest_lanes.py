@@ -1,43 +1,96 @@
-"""Store writes of a crawl off the reactor thread, in order per page.
+"""Store writes of a crawl off the reactor thread, in order per page, in batches.
 
 A page's ingest is a few MongoDB round trips (its read, its upsert, its tallies) and a task
 sent to the broker. Made in the reactor thread, one page at a time (as in-process crawls on
 a mongomock store still do), those round trips bound the crawl's rate whatever the site
 answers. :class:`IngestLanes` runs them in ``lanes`` threads instead: each key (a page's
 URL) always goes to the same lane (:func:`xxhash.xxh3_64_intdigest` of it, never Python's
-``hash()``), and a lane runs its calls one after another, so the writes about one page
+``hash()``), and a lane handles its items one after another, so the writes about one page
 (its item, then its aliases, a 304 or a removal) keep their order while pages of other
-lanes are written at the same time. The caller awaits each call: Scrapy keeps a page's
-request in progress until its item went through, so a frontier acknowledges a request only
-once its page is stored (:mod:`crawler.frontier`).
+lanes are written at the same time. A lane takes every item waiting for it when it is free
+(at most :data:`BATCH`) and hands them to its handler together, which stores their pages
+in one batch (:meth:`matcher.store.pages.Pages.store_pages_to_send`): the busier the crawl,
+the fewer commands per page; an idle crawl's lone page waits for nothing. The caller awaits
+each item: Scrapy keeps a page's request in progress until its item went through, so a
+frontier acknowledges a request only once its page is stored (:mod:`crawler.frontier`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+import queue
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 import xxhash
 
+BATCH = 32
+"""At most this many waiting items are handed to the handler at once."""
+
+_STOP = object()
+
 
 class IngestLanes:
-    """``lanes`` single-threaded executors; calls on one key run in order on one of them."""
+    """``lanes`` threads; the items of one key are handled in order by one of them, in
+    batches of what waits: ``handle(items)`` answers each item, in order."""
 
-    def __init__(self, lanes: int) -> None:
+    def __init__(
+        self, lanes: int, handle: Callable[[Sequence[Any]], Sequence[Any]], batch: int = BATCH
+    ) -> None:
         if lanes < 1:
             raise ValueError(f"an ingest needs at least one lane, got {lanes}")
-        self._lanes = [
-            ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"fptrack-ingest-{n}")
-            for n in range(lanes)
+        self._handle = handle
+        self._batch = max(1, batch)
+        self._queues: list[queue.SimpleQueue[Any]] = [queue.SimpleQueue() for _ in range(lanes)]
+        self._threads = [
+            threading.Thread(target=self._run, args=(q,), name=f"fptrack-ingest-{n}", daemon=True)
+            for n, q in enumerate(self._queues)
         ]
+        for thread in self._threads:
+            thread.start()
 
-    def submit(self, key: str, fn: Callable[..., Any], *args: Any) -> Future[Any]:
-        """Run ``fn(*args)`` on ``key``'s lane, after the calls submitted on it before."""
-        lane = xxhash.xxh3_64_intdigest(key.encode("utf-8", "surrogatepass")) % len(self._lanes)
-        return self._lanes[lane].submit(fn, *args)
+    def submit(self, key: str, item: Any) -> Future[Any]:
+        """Handle ``item`` on ``key``'s lane, after the items submitted on it before; the
+        future holds its answer."""
+        lane = xxhash.xxh3_64_intdigest(key.encode("utf-8", "surrogatepass")) % len(self._queues)
+        future: Future[Any] = Future()
+        self._queues[lane].put((item, future))
+        return future
 
     def close(self) -> None:
-        """Wait for the calls submitted, then stop the threads."""
-        for lane in self._lanes:
-            lane.shutdown(wait=True)
+        """Handle the items submitted, then stop the threads."""
+        for q in self._queues:
+            q.put(_STOP)
+        for thread in self._threads:
+            thread.join()
+
+    def _run(self, lane: queue.SimpleQueue[Any]) -> None:
+        stopping = False
+        while not stopping:
+            first = lane.get()
+            if first is _STOP:
+                return
+            batch = [first]
+            while len(batch) < self._batch:
+                try:
+                    waiting = lane.get_nowait()
+                except queue.Empty:
+                    break
+                if waiting is _STOP:
+                    stopping = True
+                    break
+                batch.append(waiting)
+            self._answer(batch)
+
+    def _answer(self, batch: list[tuple[Any, Future[Any]]]) -> None:
+        try:
+            answers = list(self._handle([item for item, _ in batch]))
+            if len(answers) != len(batch):
+                raise RuntimeError(f"{len(answers)} answers to {len(batch)} items")
+        except Exception as exc:  # the caller awaiting each item sees the error
+            for _, future in batch:
+                future.set_exception(exc)
+            return
+        for (_, future), answer in zip(batch, answers, strict=True):
+            future.set_result(answer)

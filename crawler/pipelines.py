@@ -37,14 +37,15 @@ unprocessed and ``Ingest.requeue_pending`` sends it again). None of these stops 
 With ``FPTRACK_INGEST_LANES`` above 0 (default 4) and an ingest that says it is
 ``thread_safe`` (:class:`matcher.ingest.Ingest` on a pymongo store: the production ingest,
 not the embedded scan's mongomock one), the store calls run in that many threads, in order
-per page (:mod:`crawler.ingest_lanes`), and the crawl goes on meanwhile; otherwise they run
-in the reactor thread, one page at a time.
+per page (:mod:`crawler.ingest_lanes`), the pages waiting in a lane stored in one batch (the
+ingest's ``pages``), and the crawl goes on meanwhile; otherwise they run in the reactor
+thread, one page at a time.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 from scrapy.crawler import Crawler
@@ -136,7 +137,7 @@ class IngestPipeline:
                 )
             self.ingest, self._owned_client = production_ingest(self.stats, self.settings)
         if self.lane_count > 0 and getattr(self.ingest, "thread_safe", False):
-            self._lanes = IngestLanes(self.lane_count)
+            self._lanes = IngestLanes(self.lane_count, self._store_many)
 
     def close_spider(self) -> None:
         """Stop the lanes (their calls are done: Scrapy closes the pipelines after the last
@@ -163,7 +164,7 @@ class IngestPipeline:
 
     async def _in_lane(self, item: Any) -> Any:
         assert self._lanes is not None
-        future = self._lanes.submit(item.url, self._store, item)
+        future = self._lanes.submit(item.url, item)
         answer, error = await maybe_deferred_to_future(deferred_from_future(future))
         return self._account(item, answer, error)
 
@@ -176,6 +177,33 @@ class IngestPipeline:
             return (method(item) if method is not None else None), None
         except MatcherError as exc:
             return None, exc
+
+    def _store_many(self, items: Sequence[Any]) -> list[tuple[Any, MatcherError | None]]:
+        """:meth:`_store` of each item, in order (in a lane's thread): each run of pages
+        between two marks stored in one batch by the ingest's ``pages`` when it has one; a
+        batch the backend refuses is stored again page by page, to refuse only its page."""
+        out: list[tuple[Any, MatcherError | None]] = []
+        run: list[Any] = []
+        for item in items:
+            if _mark_of(item) is None:
+                run.append(item)
+                continue
+            out += self._store_pages(run)
+            run = []
+            out.append(self._store(item))
+        return out + self._store_pages(run)
+
+    def _store_pages(self, pages: list[Any]) -> list[tuple[Any, MatcherError | None]]:
+        assert self.ingest is not None
+        batch = getattr(self.ingest, "pages", None)
+        if len(pages) < 2 or batch is None:
+            return [self._store(page) for page in pages]
+        try:
+            return [(answer, None) for answer in batch(pages)]
+        except Retryable as exc:
+            return [(None, exc) for _ in pages]
+        except MatcherError:
+            return [self._store(page) for page in pages]
 
     def _account(self, item: Any, answer: Any, error: MatcherError | None) -> Any:
         """Count the store call's outcome (in the reactor thread); the item, or DropItem."""

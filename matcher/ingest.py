@@ -23,7 +23,7 @@ the page stored without it: evidence never costs a page.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -68,7 +68,21 @@ class Ingest:
         matched nor recently enqueued (marked enqueued in the same write)."""
         digest = content_hash(page.text)
         sending = Sending(self.clock(), REENQUEUE_AFTER)
-        doc, state, send = self.store.store_page_to_send(page, digest, sending)
+        return self._after(page, digest, *self.store.store_page_to_send(page, digest, sending))
+
+    def pages(self, pages: Sequence[CrawledPage]) -> list[Ingested]:
+        """:meth:`page` of each page, their store writes made together
+        (:meth:`matcher.store.pages.Pages.store_pages_to_send`)."""
+        digests = [content_hash(page.text) for page in pages]
+        sending = Sending(self.clock(), REENQUEUE_AFTER)
+        stored = self.store.store_pages_to_send(list(zip(pages, digests, strict=True)), sending)
+        return [
+            self._after(page, digest, *answer)
+            for page, digest, answer in zip(pages, digests, stored, strict=True)
+        ]
+
+    def _after(self, page: CrawledPage, digest: str, doc: dict, state: str, send: bool) -> Ingested:
+        """A stored page's evidence kept and its task sent, as :meth:`page` says."""
         page_id = str(doc["_id"])
         wanted = state != UNCHANGED or not doc.get("archive")
         if self.archive is not None and page.exchange is not None and wanted:

@@ -209,6 +209,7 @@ class Store:
     pages_by_seq = Forward("pages")
     store_crawled_page = Forward("pages")
     store_page_to_send = Forward("pages")
+    store_pages_to_send = Forward("pages")
     pages_by_url = Forward("pages")
     page_validators = Forward("pages")
     pages_linking_to = Forward("pages")

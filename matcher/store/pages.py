@@ -8,15 +8,15 @@ them is that record (:meth:`Pages.page_slot`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING
+from pymongo import ASCENDING, UpdateOne
 from pymongo.database import Database
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from matcher import ids
 from matcher.pages import CrawledPage
@@ -53,6 +53,28 @@ class Sending:
 
     at: datetime
     again_after: timedelta
+
+
+@dataclass(frozen=True)
+class _Planned:
+    """A page's write: the URL it is stored under, its other URLs, its fields, when, and
+    whether its text or links changed and its task is to be sent."""
+
+    url: str
+    aliases: list[str]
+    fields: dict[str, Any]
+    stamp: datetime
+    changed: bool
+    send: bool
+
+    def aliases_to_add(self, doc: dict) -> list[str]:
+        """The aliases ``doc`` (the stored page) lacks, up to :data:`MAX_ALIASES` in all."""
+        known = list(doc.get("aliases") or ())
+        return [a for a in self.aliases if a not in known][: max(0, MAX_ALIASES - len(known))]
+
+    def state(self, created: bool) -> str:
+        """``new``, ``changed`` or ``unchanged`` (:meth:`Pages.store_crawled_page`)."""
+        return "new" if created else "changed" if self.changed else "unchanged"
 
 
 def _sent_lately(before: dict | None, content_hash: str, sending: Sending) -> bool:
@@ -163,11 +185,12 @@ class Pages:
             self.seq_stripe = ids.stripe_of(slot)
         return self.seq_stripe
 
-    def _store(
-        self, page: CrawledPage, content_hash: str, sending: Sending | None, attempt: int = 0
-    ) -> tuple[dict, str, bool]:
+    def _planned(
+        self, page: CrawledPage, content_hash: str, sending: Sending | None, before: dict | None
+    ) -> _Planned:
+        """What storing ``page`` writes, given ``before``, the page stored at its URL (or
+        whose alias its URL is), read whole: the document returned is made from it."""
         url = checked_str(page.url, "url")
-        before, slot = self.page_slot(url)  # whole: the document returned is made from it
         aliases = [checked_str(a, "alias") for a in getattr(page, "aliases", ()) or ()]
         if before is not None and before["url"] != url:  # stored under another URL
             aliases.append(url)
@@ -202,28 +225,33 @@ class Pages:
         if send:
             assert sending is not None
             fields.update(enqueued_hash=content_hash, enqueued_at=sending.at)
-        fields["_stamp"] = stamp
+        return _Planned(url, aliases, fields, stamp, changed, send)
+
+    def _store(
+        self, page: CrawledPage, content_hash: str, sending: Sending | None, attempt: int = 0
+    ) -> tuple[dict, str, bool]:
+        before, slot = self.page_slot(checked_str(page.url, "url"))
+        plan = self._planned(page, content_hash, sending, before)
         try:
             doc, created = self.sequences.upsert(
                 "pages",
                 "page",
-                {"_id": slot, "url": url},
-                fields,
+                {"_id": slot, "url": plan.url},
+                {**plan.fields, "_stamp": plan.stamp},
                 stripe=self._stripe(slot),
                 block=SEQ_BLOCK,
                 existing=before,
             )
         except DuplicateKeyError:  # another URL took the slot first: look again
             if attempt >= ids.PROBES:
-                raise StoreError(f"no id slot of {url!r} could be taken") from None
+                raise StoreError(f"no id slot of {plan.url!r} could be taken") from None
             return self._store(page, content_hash, sending, attempt + 1)
-        known = list(doc.get("aliases") or ())
-        added = [a for a in aliases if a not in known][: max(0, MAX_ALIASES - len(known))]
+        added = plan.aliases_to_add(doc)
         if added:
             self.db.pages.update_one(
                 {"_id": doc["_id"]}, {"$addToSet": {"aliases": {"$each": added}}}
             )
-            doc["aliases"] = known + added
+            doc["aliases"] = list(doc.get("aliases") or ()) + added
         if doc.get("gone"):  # it answers again
             self.db.pages.update_one({"_id": doc["_id"]}, {"$unset": {"gone": ""}})
             doc.pop("gone")
@@ -231,8 +259,112 @@ class Pages:
         changes.page(doc.get("site", ""), doc["fetched_at"], created)
         changes.apply(self.db)
         # (``before`` None and not created: a concurrent writer stored it first: "changed")
-        state = "new" if created else "changed" if changed else "unchanged"
-        return doc, state, send
+        return doc, plan.state(created), plan.send
+
+    @mongo_errors
+    def store_pages_to_send(
+        self, pages: Sequence[tuple[CrawledPage, str]], sending: Sending
+    ) -> list[tuple[dict, str, bool]]:
+        """:meth:`store_page_to_send` of each ``(page, content_hash)``, in a few commands
+        whatever their number: one read of their URLs' id slots, one of the pages having one
+        of those URLs as an alias (when some URL is at none of its slots), the seqs of the
+        new pages (:data:`SEQ_BLOCK` at a time), one unordered bulk write of every page's
+        upsert (with its new aliases and its ``gone`` mark cleared) and one of the tallies.
+        A page whose write meets another writer (its slot taken meanwhile, its document
+        removed), or a second page of the same record in the batch, is then stored on its
+        own (:meth:`store_page_to_send`). Answers in the order of ``pages``."""
+        urls = [checked_str(page.url, "url") for page, _ in pages]
+        located = self._slots(urls)
+        plans: list[tuple[int, _Planned, dict | None, int, dict[str, Any]]] = []
+        alone: list[int] = []
+        records: set[int] = set()
+        for n, ((page, content_hash), url) in enumerate(zip(pages, urls, strict=True)):
+            before, slot = located[url]
+            if slot is None or slot in records:
+                alone.append(n)
+                continue
+            records.add(slot)
+            plan = self._planned(page, content_hash, sending, before)
+            plans.append((n, plan, before, slot, {}))
+        ops: list[UpdateOne] = []
+        for _, plan, before, slot, insert in plans:
+            update: dict[str, Any] = {"$set": plan.fields}
+            added = plan.aliases_to_add(before or {})
+            if added:
+                update["$addToSet"] = {"aliases": {"$each": added}}
+            if before is not None and before.get("gone"):
+                update["$unset"] = {"gone": ""}
+            if before is None:
+                seq = self.sequences.next_seq("page", self._stripe(slot), SEQ_BLOCK)
+                insert.update(seq=seq, first_seen=plan.stamp)
+                update["$setOnInsert"] = insert
+            ops.append(UpdateOne({"_id": slot, "url": plan.url}, update, upsert=before is None))
+        upserted, matched, failed = self._bulk(ops)
+        new = {i for i, (_, _, before, _, _) in enumerate(plans) if before is None}
+        alone += [plans[i][0] for i in failed | (new - set(upserted))]
+        expected = sum(1 for i in range(len(plans)) if i not in failed and i not in upserted)
+        lost = matched < expected  # an update matched nothing: its page was removed meanwhile
+        answers: dict[int, tuple[dict, str, bool]] = {}
+        changes = tallies.Changes()
+        for index, (n, plan, before, slot, insert) in enumerate(plans):
+            if index in failed or (before is None and index not in upserted):
+                continue
+            if before is not None and lost:
+                alone.append(n)
+                continue
+            doc = {**(before or {"_id": slot, "url": plan.url, **insert}), **plan.fields}
+            added = plan.aliases_to_add(before or {})
+            if added:
+                doc["aliases"] = list(doc.get("aliases") or ()) + added
+            doc.pop("gone", None)
+            changes.page(doc.get("site", ""), doc["fetched_at"], before is None)
+            answers[n] = (doc, plan.state(before is None), plan.send)
+        changes.apply(self.db)
+        for n in sorted(set(alone)):
+            page, content_hash = pages[n]
+            answers[n] = self._store(page, content_hash, sending)
+        return [answers[n] for n in range(len(pages))]
+
+    def _slots(self, urls: Sequence[str]) -> dict[str, tuple[dict | None, int | None]]:
+        """:meth:`page_slot` of many URLs in one read of their slots and, when some URL is
+        at none of them, one of the pages having those URLs as aliases; a slot None when
+        none of a URL's is free."""
+        wanted = list(dict.fromkeys(urls))
+        slots = {url: list(ids.candidates(ids.page_id(url))) for url in wanted}
+        every = [slot for candidates in slots.values() for slot in candidates]
+        found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": every}})}
+        out: dict[str, tuple[dict | None, int | None]] = {}
+        for url in wanted:
+            at = next((s for s in slots[url] if found.get(s, {}).get("url") == url), None)
+            if at is not None:
+                out[url] = (found[at], at)
+        missing = [url for url in wanted if url not in out]
+        if missing:
+            for doc in self.db.pages.find({"aliases": {"$in": missing}}):
+                for url in set(doc.get("aliases") or ()) & set(missing):
+                    out.setdefault(url, (doc, doc["_id"]))
+        taken = set(found)
+        for url in wanted:
+            if url not in out:
+                free = next((s for s in slots[url] if s not in taken), None)
+                taken.add(free)
+                out[url] = (None, free)
+        return out
+
+    def _bulk(self, ops: list[UpdateOne]) -> tuple[dict[int, Any], int, set[int]]:
+        """Send ``ops`` in one unordered bulk write: ``(the ids upserted by op index, how many
+        ops matched a document, the indexes of the ops that failed on a duplicate key)``."""
+        if not ops:
+            return {}, 0, set()
+        try:
+            result = self.db.pages.bulk_write(ops, ordered=False)
+        except BulkWriteError as exc:
+            details = exc.details
+            if any(e.get("code") != 11000 for e in details.get("writeErrors", ())):
+                raise
+            upserted = {u["index"]: u["_id"] for u in details.get("upserted", ())}
+            return upserted, details["nMatched"], {e["index"] for e in details["writeErrors"]}
+        return dict(result.upserted_ids or {}), result.matched_count, set()
 
     @mongo_errors
     def pages_by_url(

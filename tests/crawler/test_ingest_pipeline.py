@@ -95,6 +95,26 @@ def test_store_outage_and_refused_page_drop_the_item_only(ingest: RecordingInges
     assert [c["url"] for c in ingest.calls] == ["http://novels.test/ok.html"]
 
 
+def test_a_lane_s_pages_go_as_batches_between_marks_and_a_refused_one_alone(
+    ingest: RecordingIngest,
+) -> None:
+    """What a lane hands the pipeline at once: the pages between two marks (an alias) in one
+    batch; a batch the backend refuses is stored page by page, so that only the refused
+    page is dropped; a lone page goes on its own."""
+    ingest.fail_urls = {"http://novels.test/empty.html": UnusableText("no text left")}
+    pipeline = pipeline_for({"FPTRACK_INGEST": ingest})
+    pipeline.open_spider()
+    urls = [f"http://novels.test/{n}.html" for n in ("a", "b", "empty", "c")]
+    items = [item(urls[0]), item(urls[1]), PageAlias(urls[1], urls[1] + "?t=1")]
+    items += [item(urls[2]), item(urls[3]), PageAlias(urls[3], urls[3] + "?t=2"), item(urls[1])]
+    answers = pipeline._store_many(items)
+    assert ingest.batches == [urls[:2], urls[2:]]
+    assert [type(error).__name__ if error else None for _, error in answers] == [
+        None, None, None, "UnusableText", None, None, None,
+    ]  # fmt: skip
+    assert [c["url"] for c in ingest.calls] == [urls[0], urls[1], urls[3], urls[1]]
+
+
 def test_an_object_without_page_is_refused() -> None:
     with pytest.raises(TypeError, match="FPTRACK_INGEST"):
         pipeline_for({"FPTRACK_INGEST": object()})

@@ -26,6 +26,7 @@ class RecordingIngest:
     calls: list[dict[str, Any]] = field(default_factory=list)
     fail_urls: dict[str, Exception] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    batches: list[list[str]] = field(default_factory=list)
 
     def page(self, page: CrawledPage) -> Recorded:
         fields = dataclasses.asdict(page)
@@ -34,6 +35,16 @@ class RecordingIngest:
         with self.lock:
             self.calls.append(fields)
             return Recorded(page_id=str(len(self.calls)), state="new")
+
+    def pages(self, pages: list[CrawledPage]) -> list[Recorded]:
+        """Pages stored as one batch (recorded in :attr:`batches`): the first page that
+        fails fails the batch, as one bulk write would."""
+        with self.lock:
+            self.batches.append([page.url for page in pages])
+        for page in pages:
+            if page.url in self.fail_urls:
+                raise self.fail_urls[page.url]
+        return [self.page(page) for page in pages]
 
     def by_url(self) -> dict[str, dict[str, Any]]:
         """The recorded pages keyed by URL (each URL must have been ingested once)."""

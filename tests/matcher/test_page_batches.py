@@ -1,0 +1,158 @@
+"""Pages stored in batches (:meth:`matcher.store.pages.Pages.store_pages_to_send`): the same
+records, states and sends as one page at a time, in a few commands whatever the batch's
+size; the odd pages (an alias URL, the same record twice, a page gone and back) included."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pymongo
+import pytest
+from pymongo import monitoring
+from pymongo.database import Database
+
+from matcher.pages import CrawledPage
+from matcher.prepared import content_hash
+from matcher.store import Store
+from matcher.store.pages import Sending
+
+AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+SENDING = Sending(AT, timedelta(hours=1))
+VOLATILE = {"first_seen", "last_seen", "seq", "_id"}
+
+
+def crawled(n: int, text: str = "", **fields: Any) -> CrawledPage:
+    """Chapter ``n``, fetched at :data:`AT` (a time BSON keeps whole: milliseconds)."""
+    return CrawledPage(
+        f"http://pirate.test/c/{n}.html", "pirate", f"第{n}章", text or f"第{n}章的正文",
+        fetched_at=AT, **fields,
+    )  # fmt: skip
+
+
+def batch(pages: list[CrawledPage]) -> list[tuple[CrawledPage, str]]:
+    return [(page, content_hash(page.text)) for page in pages]
+
+
+def stable(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k not in VOLATILE}
+
+
+def pages_tallied(db: Database) -> Counter[str]:
+    """The ``pages`` counts of the dashboard tallies, their stripes (``id#n``) summed."""
+    out: Counter[str] = Counter()
+    for doc in db.tallies.find({"pages": {"$exists": True}}):
+        out[doc["_id"].split("#")[0]] += doc["pages"]
+    return out
+
+
+class Commands(monitoring.CommandListener):
+    """The commands a client sends, by name (pymongo's command monitoring)."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def started(self, event: monitoring.CommandStartedEvent) -> None:
+        self.names.append(event.command_name)
+
+    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
+        pass
+
+    def failed(self, event: monitoring.CommandFailedEvent) -> None:
+        pass
+
+
+@pytest.fixture
+def counted(
+    mongo_db: Database, mongo_client: pymongo.MongoClient
+) -> Iterator[tuple[Store, Commands]]:
+    """A store on the test database through a client of its own whose commands are counted."""
+    commands = Commands()
+    host, port = mongo_client.address
+    client: pymongo.MongoClient = pymongo.MongoClient(
+        host, port, tz_aware=True, event_listeners=[commands]
+    )
+    store = Store(client[mongo_db.name])
+    store.ensure_indexes()
+    commands.names.clear()
+    yield store, commands
+    client.close()
+
+
+def test_a_batch_stores_what_one_page_at_a_time_stores(store: Store, mongo_db: Database) -> None:
+    first = [crawled(n) for n in range(6)]
+    alone = [store.store_page_to_send(page, digest, SENDING) for page, digest in batch(first)]
+    again = [crawled(0), crawled(1, "新的正文"), crawled(2, next_url="http://pirate.test/c/3.html")]
+    again += [crawled(n) for n in range(6, 9)]
+    other = mongo_db.client[mongo_db.name + "_twin"]
+    try:
+        twin = Store(other)
+        twin.ensure_indexes()
+        for page, digest in batch(first):
+            twin.store_page_to_send(page, digest, SENDING)
+        singly = [twin.store_page_to_send(page, digest, SENDING) for page, digest in batch(again)]
+        batched = store.store_pages_to_send(batch(again), SENDING)
+        assert [(state, send) for _, state, send in batched] == [
+            (state, send) for _, state, send in singly
+        ]
+        assert [s for _, s, _ in batched] == [
+            "unchanged",
+            "changed",
+            "changed",
+            "new",
+            "new",
+            "new",
+        ]
+        assert [stable(d) for d, _, _ in batched] == [stable(d) for d, _, _ in singly]
+        for doc, _, _ in batched:  # the document answered is the document stored
+            assert stable(store.db.pages.find_one({"_id": doc["_id"]})) == stable(doc)
+        assert [stable(d) for d in store.db.pages.find({}, sort=[("url", 1)])] == [
+            stable(d) for d in other.pages.find({}, sort=[("url", 1)])
+        ]
+        assert pages_tallied(store.db) == pages_tallied(other)
+        assert pages_tallied(store.db)["total"] == 9  # pages stored for the first time
+        seqs = [d["seq"] for d, _, _ in alone + batched[3:]]
+        assert len(set(seqs)) == len(seqs)  # every new page its own seq
+    finally:
+        mongo_db.client.drop_database(other.name)
+
+
+def test_a_batch_costs_a_few_commands_whatever_its_size(counted: tuple[Store, Commands]) -> None:
+    store, commands = counted
+    store.store_pages_to_send(batch([crawled(n) for n in range(40)]), SENDING)
+    new = list(commands.names)
+    commands.names.clear()
+    store.store_pages_to_send(batch([crawled(n, f"改过的第{n}章") for n in range(40)]), SENDING)
+    # the slots read, the aliases read (no URL at its slots), two blocks of 32 seqs, the
+    # pages' bulk write, the tallies' bulk write
+    assert sorted(new) == sorted(
+        ["find", "find", "findAndModify", "findAndModify", "update", "update"]
+    )
+    # every URL at its slot: no aliases read, no seq taken
+    assert sorted(commands.names) == ["find", "update", "update"]
+
+
+def test_the_odd_pages_of_a_batch(store: Store) -> None:
+    home = CrawledPage(
+        "http://pirate.test/", "pirate", "首页", "目录", fetched_at=AT,
+        aliases=("http://pirate.test/index.html",),
+    )  # fmt: skip
+    store.store_page_to_send(home, content_hash(home.text), SENDING)
+    gone = crawled(1)
+    doc, _, _ = store.store_page_to_send(gone, content_hash(gone.text), SENDING)
+    store.mark_page_gone(gone.url, 404, AT)
+    assert store.get_page(doc["_id"])["gone"]
+    under_alias = CrawledPage(
+        "http://pirate.test/index.html", "pirate", "首页", "目录", fetched_at=AT
+    )
+    twice = [crawled(2), crawled(2, "又一次")]
+    answers = store.store_pages_to_send(batch([under_alias, gone, *twice]), SENDING)
+    (home_doc, home_state, _), (back, _, _), (two, two_state, _), (again, again_state, _) = answers
+    assert home_doc["url"] == "http://pirate.test/" and home_state == "unchanged"
+    assert home_doc["aliases"] == ["http://pirate.test/index.html"]
+    assert "gone" not in back and "gone" not in store.get_page(back["_id"])
+    assert two["_id"] == again["_id"] and (two_state, again_state) == ("new", "changed")
+    assert store.get_page(two["_id"])["text"] == "又一次"  # the later page wins, as one by one
+    assert store.db.pages.count_documents({}) == 3
