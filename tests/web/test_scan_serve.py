@@ -16,6 +16,9 @@ from pathlib import Path
 from tests.support.waits import collect, stopped
 
 ROOT = Path(__file__).resolve().parents[2]
+CTRL_C_INTERRUPTS = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+"""Ctrl-C interrupts the command, as in a terminal, even where the test runs with SIGINT
+ignored (a background job of a shell without job control: its children inherit that)."""
 
 
 def test_scan_then_serve_the_results(tmp_path: Path) -> None:
@@ -26,7 +29,7 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
             "-X",
             "faulthandler",
             "-c",
-            "import sys; from admin.cli import main; sys.exit(main())",
+            CTRL_C_INTERRUPTS + "import sys; from admin.cli import main; sys.exit(main())",
             *("scan", "--works", "samples/works", "--site-dir", "samples/site"),
             *("--json", str(tmp_path / "scan.json"), "--serve", "127.0.0.1:0"),
         ],
@@ -83,8 +86,8 @@ def test_sigterm_leaves_no_key_in_redis(tmp_path: Path, redis_client) -> None:
             sys.executable,
             "-X",
             "faulthandler",
-            "-m",
-            "admin.cli",
+            "-c",
+            CTRL_C_INTERRUPTS + "import sys; from admin.cli import main; sys.exit(main())",
             *("scan", "--works", "samples/works", "--site-dir", "samples/site"),
             *("--json", str(tmp_path / "scan.json"), "--serve", "127.0.0.1:0"),
         ],
