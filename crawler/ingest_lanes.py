@@ -7,10 +7,10 @@ answers. :class:`IngestLanes` runs them in ``lanes`` threads instead: each key (
 URL) always goes to the same lane (:func:`xxhash.xxh3_64_intdigest` of it, never Python's
 ``hash()``), and a lane handles its items one after another, so the writes about one page
 (its item, then its aliases, a 304 or a removal) keep their order while pages of other
-lanes are written at the same time. A lane takes every item waiting for it when it is free
-(at most :data:`BATCH`) and hands them to its handler together, which stores their pages
-in one batch (:meth:`matcher.store.pages.Pages.store_pages_to_send`): the busier the crawl,
-the fewer commands per page; an idle crawl's lone page waits for nothing. The caller awaits
+lanes are written at the same time. A lane that takes an item waits :data:`LINGER` for
+more (at most :data:`BATCH` in all) and hands them to its handler together, which stores
+their pages in one batch (:meth:`matcher.store.pages.Pages.store_pages_to_send`): a few
+commands per batch instead of a few per page. The caller awaits
 each item: Scrapy keeps a page's request in progress until its item went through, so a
 frontier acknowledges a request only once its page is stored (:mod:`crawler.frontier`).
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -27,6 +28,9 @@ import xxhash
 
 BATCH = 32
 """At most this many waiting items are handed to the handler at once."""
+LINGER = 0.05
+"""Seconds a lane that took an item waits for more before it hands them over: a crawl's
+pages come a few at a time, and a batch of one costs what one page alone does."""
 
 _STOP = object()
 
@@ -36,12 +40,17 @@ class IngestLanes:
     batches of what waits: ``handle(items)`` answers each item, in order."""
 
     def __init__(
-        self, lanes: int, handle: Callable[[Sequence[Any]], Sequence[Any]], batch: int = BATCH
+        self,
+        lanes: int,
+        handle: Callable[[Sequence[Any]], Sequence[Any]],
+        batch: int = BATCH,
+        linger: float = LINGER,
     ) -> None:
         if lanes < 1:
             raise ValueError(f"an ingest needs at least one lane, got {lanes}")
         self._handle = handle
         self._batch = max(1, batch)
+        self._linger = max(0.0, linger)
         self._queues: list[queue.SimpleQueue[Any]] = [queue.SimpleQueue() for _ in range(lanes)]
         self._threads = [
             threading.Thread(target=self._run, args=(q,), name=f"fptrack-ingest-{n}", daemon=True)
@@ -72,9 +81,10 @@ class IngestLanes:
             if first is _STOP:
                 return
             batch = [first]
+            until = time.monotonic() + self._linger
             while len(batch) < self._batch:
                 try:
-                    waiting = lane.get_nowait()
+                    waiting = lane.get(timeout=max(0.0, until - time.monotonic()))
                 except queue.Empty:
                     break
                 if waiting is _STOP:

@@ -48,8 +48,9 @@ Defaults:
   Scrapy's deep copy of its settings keeps the very same object (a mongomock store must not
   be copied).
 - ``FPTRACK_INGEST_LANES``: 4 threads storing pages for the pipeline, in order per page,
-  when the ingest is ``thread_safe`` (:mod:`crawler.ingest_lanes`); 0: in the reactor
-  thread, one page at a time.
+  the pages waiting in a lane stored in one batch (at most
+  :data:`crawler.ingest_lanes.BATCH`, 32), when the ingest is ``thread_safe``
+  (:mod:`crawler.ingest_lanes`); 0: in the reactor thread, one page at a time.
 - ``FPTRACK_SETTINGS``: unset; a production crawl's entry point (``python -m crawler.run``)
   puts the :class:`matcher.settings.Settings` it read here (by reference), and the pipeline
   builds its store and Celery app from them.

@@ -249,8 +249,16 @@ class Engine(IndexView):
         ``active: False``. Matches on pages of ``authorised_sites`` are recorded with status
         ``authorised`` (given as a function, it is called only when there is a match to
         write).
+
+        A page alone (no split chapter) is matched as read before its lock was taken, not
+        read again under it: its processed mark is written only if its text and links are
+        still those read (:meth:`_record_page`), else it is matched once more, read under
+        the lock (a task that matched a newer text between the read and the lock leaves
+        nothing older behind). The parts of a split chapter are read again under their locks.
         """
-        for attempt in range(2):
+        lost = 0
+        optimistic = True
+        while True:
             snap = self.ready()
             doc = self.store.get_page(page_id)
             if doc is None:
@@ -258,12 +266,16 @@ class Engine(IndexView):
             try:
                 parts = self._parts(doc)
                 with self._locked(parts) as lock_lost:
-                    doc, parts = self._reread(doc, parts)
-                    return self._process(doc, parts, authorised_sites, snap, lock_lost)
+                    alone = optimistic and len(parts) == 1
+                    if not alone:
+                        doc, parts = self._reread(doc, parts)
+                    return self._process(doc, parts, authorised_sites, snap, lock_lost, alone)
             except IndexLost:
-                if attempt:
+                lost += 1
+                if lost > 1:
                     raise
-        raise AssertionError("unreachable")
+            except _ReadBeforeLock:
+                optimistic = False
 
     def _parts(self, doc: dict) -> list[dict]:
         """The parts of ``doc``'s split chapter (:func:`matcher.split.chain`), the first
@@ -323,6 +335,7 @@ class Engine(IndexView):
         authorised_sites: Iterable[str] | Callable[[], Iterable[str]],
         snap: Snapshot,
         lock_lost: threading.Event,
+        read_before_lock: bool = False,
     ) -> list[dict[str, Any]]:
         """Match one page (and its chapter), then write its records and its parts' shares.
 
@@ -357,6 +370,7 @@ class Engine(IndexView):
             considered,
             urls,
             previous.get(doc["_id"], {}),
+            read_before_lock,
         )
         for part in parts:
             if part["_id"] != doc["_id"]:
@@ -469,10 +483,13 @@ class Engine(IndexView):
         considered: list[dict],
         split_urls: list[str],
         previous: dict[ObjectId, str],
+        read_before_lock: bool = False,
     ) -> list[dict[str, Any]]:
         """Write a matched page's fingerprints, index entries, records and processed mark;
         ``previous``: its active matches before (work id -> how found), read under the
-        page's lock, so those no longer found are the only ones to let go.
+        page's lock, so those no longer found are the only ones to let go. With
+        ``read_before_lock``, a page whose text or links changed since ``doc`` was read is
+        not marked: :class:`_ReadBeforeLock` asks for it to be matched again.
 
         The page's new index entries are added before its old ones, those of a text it no
         longer has, are removed: an outage in between leaves a stale entry (a candidate
@@ -495,7 +512,14 @@ class Engine(IndexView):
         kept = [r["work_id"] for r in written]
         if any(w not in kept for w in previous):
             self.store.deactivate_matches("page_id", doc["_id"], kept)
-        self.store.mark_processed(doc["_id"], doc["content_hash"], considered, split_urls)
+        links = {name: doc.get(name) for name in ("next_url", "prev_url")}
+        if read_before_lock:
+            if not self.store.mark_processed(
+                doc["_id"], doc["content_hash"], considered, split_urls, links
+            ):
+                raise _ReadBeforeLock(doc["_id"])
+        else:
+            self.store.mark_processed(doc["_id"], doc["content_hash"], considered, split_urls)
         return written
 
     # works -> pages --------------------------------------------------------------------
@@ -569,6 +593,10 @@ class Engine(IndexView):
                 if align(anchors, page, ALIGN_PARAMS).a_covered >= min_chars:
                     found.add(int(fp["seq"]))
         return found
+
+
+class _ReadBeforeLock(Exception):
+    """A page matched as read before its lock changed meanwhile: match it again."""
 
 
 def _release(lock: Any) -> None:

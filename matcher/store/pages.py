@@ -417,18 +417,26 @@ class Pages:
         content_hash: str,
         considered: list[dict[str, Any]] | None = None,
         split: list[str] | None = None,
+        links: dict[str, Any] | None = None,
     ) -> bool:
         """Record that the page's text with ``content_hash`` was matched (no-op if it changed).
 
         ``considered``: the works verified for the page and not recorded, with the reason;
-        ``split``: the URLs of the split chapter the page was matched with, in order.
+        ``split``: the URLs of the split chapter the page was matched with, in order;
+        ``links``: the page's ``next_url`` and ``prev_url`` as matched (a stored value that
+        differs, or is missing where one is given, makes it a no-op too); False on a no-op.
         """
         fields: dict[str, Any] = {"processed_hash": content_hash, "pending": False}
         fields.update(processed_at=now(), considered=considered or [], split=split or [])
-        result = self.db.pages.update_one(
-            {"_id": page_key(page_id), "content_hash": checked_str(content_hash, "hash")},
-            {"$set": fields},
-        )
+        query: dict[str, Any] = {
+            "_id": page_key(page_id),
+            "content_hash": checked_str(content_hash, "hash"),
+        }
+        for name in _LINKS:
+            if links is not None:
+                value = links.get(name)
+                query[name] = {"$exists": False} if value is None else checked_str(value, name)
+        result = self.db.pages.update_one(query, {"$set": fields})
         return result.matched_count == 1
 
     @mongo_errors

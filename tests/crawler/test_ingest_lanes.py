@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,6 +37,19 @@ def test_what_waits_while_a_lane_is_busy_goes_as_one_batch_in_order() -> None:
     assert [f.result(10)[1] for f in [first, *futures]] == list(range(7))
     lanes.close()
     assert handler.batches == [[0], [1, 2, 3, 4], [5, 6]]  # at most 4 at once
+
+
+def test_a_lane_waits_a_moment_for_the_items_that_follow() -> None:
+    handler = Handler()
+    handler.go.set()
+    lanes = IngestLanes(1, handler, batch=3, linger=30)
+    futures = []
+    for n in range(3):  # a crawl's pages, a few milliseconds apart
+        futures.append(lanes.submit("k", n))
+        time.sleep(0.02)
+    assert [f.result(10)[1] for f in futures] == [0, 1, 2]  # the batch full: no wait
+    lanes.close()
+    assert handler.batches == [[0, 1, 2]]
 
 
 def test_one_key_one_lane_and_every_item_answered_before_close() -> None:

@@ -216,3 +216,44 @@ def test_match_text_stores_nothing(engine: Engine, works) -> None:
     assert "page_id" not in records[0]
     assert engine.store.count("pages") == 0
     assert np.isclose(records[0]["containment"], records[0]["containment_work"])
+
+
+def test_a_page_changed_between_its_read_and_its_lock_is_matched_as_it_is_now(
+    engine: Engine, works, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone page is matched as read before its lock, and read once: no second read under
+    the lock. When its text changed in between (and another task matched the new text
+    meanwhile), its processed mark is not written and it is matched again, read under the
+    lock: only the new text's match stays active."""
+    url = "http://pirate.example/changing"
+    crawl(engine, url, page_of(sample("lighthouse.txt")))
+    page_id = str(engine.store.page_by_url(url)["_id"])
+    reads: list[str] = []
+    rereads: list[object] = []
+    get_page, pages_by_id = engine.store.get_page, engine.store.pages_by_id
+    monkeypatch.setattr(
+        engine.store, "pages_by_id", lambda ids: rereads.append(ids) or pages_by_id(ids)
+    )
+
+    def read(wanted: str, projection: dict | None = None) -> dict | None:
+        doc = get_page(wanted, projection)
+        reads.append(wanted)
+        if len(reads) == 1:  # the new text is stored, and matched, after this read
+            monkeypatch.setattr(engine.store, "get_page", get_page)
+            crawl(engine, url, page_of(sample("river-town.txt")))
+            monkeypatch.setattr(engine.store, "get_page", read)
+        return doc
+
+    monkeypatch.setattr(engine.store, "get_page", read)
+    engine.process_stored_page(page_id)  # the task of the first text, run late
+    assert reads == [page_id, page_id] and len(rereads) == 1  # the lock's read, the second time
+    records = engine.store.matches_for("page_id", page_id, active_only=False)
+    states = {str(m["work_id"]): m["active"] for m in records}
+    assert states == {works["lighthouse.txt"]: False, works["river-town.txt"]: True}
+    page = get_page(page_id)
+    assert page["processed_hash"] == page["content_hash"] and not page["pending"]
+
+    reads.clear()
+    rereads.clear()
+    engine.process_stored_page(page_id)  # nothing changed: one read, none under the lock
+    assert reads == [page_id] and rereads == []
