@@ -1,7 +1,7 @@
 """The README stays short and keeps the two commands ``.ci/run`` reads from it; the
 documentation site's command-line reference (``docs/gen_cli.py``) covers every command, action
 and option of ``fptrack``; the configuration page names every setting; nothing links to files
-outside the repository."""
+outside the repository; the site builds with every warning an error."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import argparse
 import dataclasses
 import importlib.util
 import re
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import get_type_hints
@@ -123,3 +125,18 @@ def test_table_cells_read_the_same_on_the_site() -> None:
     assert gfm.on_page_markdown(page) == (
         "| `a | b` | c \\| d |\n```\n| `x \\| y` |\n```\ntext `p \\| q`"
     )
+
+
+def test_the_documentation_site_builds_with_every_warning_an_error(tmp_path: Path) -> None:
+    """``mkdocs build --strict`` (broken links and anchors are warnings, so errors here), in a
+    process of its own as a reader builds it."""
+    site = tmp_path / "site"
+    built = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert built.returncode == 0, built.stderr[-4000:]
+    assert (site / "index.html").is_file() and (site / "cli" / "index.html").is_file()
