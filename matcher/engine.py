@@ -494,12 +494,16 @@ class Engine(IndexView):
         The page's new index entries are added before its old ones, those of a text it no
         longer has, are removed: an outage in between leaves a stale entry (a candidate
         verified against the stored fingerprints, never a match), never a page missing from
-        the index that a work registered later looks it up in.
+        the index that a work registered later looks it up in. A page never matched before
+        has no old entries to remove, and its old fingerprints are not read (those of a
+        task that died before marking it, for a text since replaced, would leave such a
+        stale entry).
         """
         seq = int(doc["seq"])
         replaced = self.store.swap_fingerprints(
-            "page", doc["_id"], seq, page.stored_fingerprints(), INDEX_KEYS
-        )
+            "page", doc["_id"], seq, page.stored_fingerprints(), INDEX_KEYS,
+            first="processed_hash" not in doc,
+        )  # fmt: skip
         old = _index_entries(replaced) if self.index_pages else None
         if self.index_pages:
             with redis_errors("indexing a page"):

@@ -66,17 +66,19 @@ class Fingerprints:
         seq: int,
         fingerprints: dict[str, dict[str, Any]],
         method: str,
+        first: bool = False,
     ) -> dict | None:
         """Store a page's (or one-segment owner's) fingerprints as
         :meth:`save_fingerprints_many` does, and return the method ``method`` of those they
-        replace (flattened as by :meth:`load_fingerprints`; None:
-        there were none)."""
+        replace (flattened as by :meth:`load_fingerprints`; None: there were none). With
+        ``first`` (the owner was never matched, so none are expected) they are not read:
+        None."""
         key = {"owner_kind": checked_kind(kind), "owner_id": owner_id, "segment": 0}
         fields = {"seq": int(seq), "methods": _methods(fingerprints), "updated_at": now()}
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{method_name(method)}": 1}
         # A read and a plain update, not one findAndModify (see
         # matcher.store.sequences.Sequences.upsert); the page's lock is held meanwhile.
-        before = self.db.fingerprints.find_one(key, projection)
+        before = None if first else self.db.fingerprints.find_one(key, projection)
         self.db.fingerprints.update_one(key, {"$set": fields}, upsert=True)
         return None if before is None else self._flatten(before, method)
 

@@ -158,6 +158,21 @@ def test_fingerprints_upsert_per_method(store: Store) -> None:
     ]
 
 
+def test_a_swap_returns_what_it_replaced_unless_told_there_was_none(store: Store) -> None:
+    page = add_page(store)
+    old = {"simhash": {"version": 1, "value": "00ff"}}
+    new = {"simhash": {"version": 1, "value": "ff00"}}
+    assert store.swap_fingerprints("page", page["_id"], page["seq"], old, "simhash") is None
+    replaced = store.swap_fingerprints("page", page["_id"], page["seq"], new, "simhash")
+    assert replaced is not None and replaced["value"] == "00ff"
+    # a page never matched: nothing read, nothing returned; the fingerprints still replaced
+    assert (
+        store.swap_fingerprints("page", page["_id"], page["seq"], old, "simhash", first=True)
+        is None
+    )
+    assert [d["value"] for d in store.iter_fingerprints("page", "simhash")] == ["00ff"]
+
+
 @pytest.mark.parametrize("bad", [{"$ne": ""}, {"$gt": 0}, ["a"], 5, "not-an-id", "$where"])
 def test_ids_from_outside_cannot_become_operators(store: Store, bad: object) -> None:
     add_work(store)
