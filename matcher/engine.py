@@ -57,6 +57,7 @@ from matcher.registry import Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
+from matcher.work_names import WorkNames
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,7 @@ class Engine(IndexView):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.evidence = Evidence(self.store)
+        self.work_names = WorkNames(self.store.works_by_seq)
         self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
         self.segments = SegmentData(self.storage, self.store, self.keys, cache, self._problem)
@@ -182,7 +184,7 @@ class Engine(IndexView):
         the page."""
         if not works:
             return
-        ids = [w["_id"] for w in self.store.works_by_seq(works, {"_id": 1}).values()]
+        ids = [w["_id"] for w in self.work_names.of(works).values()]
         for header, anchors in self.segments.of_works(ids):
             alignment = align(anchors, page.anchors, ALIGN_PARAMS)
             if alignment.passages:
@@ -399,10 +401,7 @@ class Engine(IndexView):
         ]
         if not chapter:
             return {}
-        ids = {
-            seq: w["_id"]
-            for seq, w in self.store.works_by_seq([v.work for v in chapter], {"_id": 1}).items()
-        }
+        ids = {seq: w["_id"] for seq, w in self.work_names.of([v.work for v in chapter]).items()}
         out = {}
         for part, offset in zip(parts, offsets, strict=True):
             if part["_id"] == doc["_id"]:
@@ -453,7 +452,7 @@ class Engine(IndexView):
         if not top:
             return []
         seqs = {v.work for v in top} | {v.explained_by for v in top if v.explained_by}
-        meta = self.store.works_by_seq(seqs, {"title": 1})
+        meta = self.work_names.of(seqs)
         out = []
         for v in top:
             work = meta.get(v.work)
