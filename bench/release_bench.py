@@ -34,7 +34,7 @@ p50 < 300 s), and the median of the rounds' p50; the median registration delay; 
 costs (medians over rounds) and the incremental / full ratios; how many incremental crawls
 beat ran and their new / unchanged counts. ``--json OUT`` writes them. Defaults: 6 chapters
 per round over 480 s, 60 existing chapters, ``every 2m``, 2 rounds, seed 0. ``--quick``:
-2 chapters over 20 s, 8 existing chapters, ``every 10s`` (a shorter schedule, printed as
+2 chapters over 10 s, 8 existing chapters, ``every 10s`` (a shorter schedule, printed as
 such: its figures say nothing of the 2-minute target), 1 round.
 """
 
@@ -71,7 +71,7 @@ from bench.release_site import NovelSite
 from matcher.redis_clients import COMMAND, connect_url
 
 DEFAULTS = {"chapters": 6, "window": 480.0, "existing": 60, "recrawl": "every 2m", "rounds": 2}
-QUICK = {"chapters": 2, "window": 20.0, "existing": 8, "recrawl": "every 10s", "rounds": 1}
+QUICK = {"chapters": 2, "window": 10.0, "existing": 8, "recrawl": "every 10s", "rounds": 1}
 TARGETS = {"p50_s": 300.0, "register_s": 60.0}
 PREFIX = "fptrack-release-bench"
 SITE = "novel"
@@ -374,7 +374,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="2 chapters over 20 s, 8 existing, 'every 10s', 1 round (a shorter schedule)",
+        help="2 chapters over 10 s, 8 existing, 'every 10s', 1 round (a shorter schedule)",
     )
     parser.add_argument("--keep", type=Path, help="keep the processes' logs in this folder")
     args = parser.parse_args(argv)
