@@ -516,13 +516,12 @@ class Engine(IndexView):
         if any(w not in kept for w in previous):
             self.store.deactivate_matches("page_id", doc["_id"], kept)
         links = {name: doc.get(name) for name in ("next_url", "prev_url")}
-        if read_before_lock:
-            if not self.store.mark_processed(
-                doc["_id"], doc["content_hash"], considered, split_urls, links
-            ):
-                raise _ReadBeforeLock(doc["_id"])
-        else:
-            self.store.mark_processed(doc["_id"], doc["content_hash"], considered, split_urls)
+        marked = self.store.mark_processed(
+            doc["_id"], doc["content_hash"], considered, split_urls,
+            links if read_before_lock else None,
+        )  # fmt: skip
+        if read_before_lock and not marked:
+            raise _ReadBeforeLock(doc["_id"])
         return written
 
     # works -> pages --------------------------------------------------------------------

@@ -117,24 +117,44 @@ class Pages:
     def page_slot(
         self, url: str, projection: dict[str, int] | None = None
     ) -> tuple[dict | None, int]:
-        """``(the stored page of url or None, its _id or the free slot for it)``: a read of
-        the URL's candidate ids (:mod:`matcher.ids`), then, when none holds it, of the page
-        that has ``url`` among its ``aliases`` (then that page and its own ``_id``). Two
-        reads, not one ``$or``: a server may answer that with a collection scan."""
-        slots = list(ids.candidates(ids.page_id(url)))
-        wanted = None if projection is None else {**projection, "url": 1, "aliases": 1}
-        found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": slots}}, wanted)}
-        for slot in slots:
-            doc = found.get(slot)
-            if doc is not None and doc.get("url") == url:
-                return doc, slot
-        alias_of = self.db.pages.find_one({"aliases": url}, wanted)
-        if alias_of is not None:
-            return alias_of, alias_of["_id"]
-        for slot in slots:
-            if slot not in found:
-                return None, slot
-        raise StoreError(f"every id slot of {url!r} holds another URL")
+        """``(the stored page of url or None, its _id or the free slot for it)``
+        (:meth:`page_slots` of one URL); a :class:`StoreError` when every slot of the URL
+        holds another."""
+        doc, slot = self.page_slots([url], projection)[url]
+        if slot is None:
+            raise StoreError(f"every id slot of {url!r} holds another URL")
+        return doc, slot
+
+    def page_slots(
+        self, urls: Sequence[str], projection: dict[str, int] | None = None
+    ) -> dict[str, tuple[dict | None, int | None]]:
+        """Per URL, ``(its stored page or None, that page's _id or a free slot for it)``: one
+        read of the URLs' candidate ids (:mod:`matcher.ids`), then, for the URLs none of them
+        holds, one of the pages having those URLs among their ``aliases`` (then that page
+        and its own ``_id``); the slot None when every one holds another URL. Two reads, not
+        one ``$or``: a server may answer that with a collection scan."""
+        wanted = list(dict.fromkeys(urls))
+        fields = None if projection is None else {**projection, "url": 1, "aliases": 1}
+        slots = {url: list(ids.candidates(ids.page_id(url))) for url in wanted}
+        every = [slot for candidates in slots.values() for slot in candidates]
+        found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": every}}, fields)}
+        out: dict[str, tuple[dict | None, int | None]] = {}
+        for url in wanted:
+            at = next((s for s in slots[url] if found.get(s, {}).get("url") == url), None)
+            if at is not None:
+                out[url] = (found[at], at)
+        missing = [url for url in wanted if url not in out]
+        if missing:
+            for doc in self.db.pages.find({"aliases": {"$in": missing}}, fields):
+                for url in set(doc.get("aliases") or ()) & set(missing):
+                    out.setdefault(url, (doc, doc["_id"]))
+        taken = set(found)
+        for url in wanted:
+            if url not in out:
+                free = next((s for s in slots[url] if s not in taken), None)
+                taken.add(free)
+                out[url] = (None, free)
+        return out
 
     @mongo_errors
     def add_page_alias(self, url: str, alias: str) -> bool:
@@ -274,7 +294,7 @@ class Pages:
         removed), or a second page of the same record in the batch, is then stored on its
         own (:meth:`store_page_to_send`). Answers in the order of ``pages``."""
         urls = [checked_str(page.url, "url") for page, _ in pages]
-        located = self._slots(urls)
+        located = self.page_slots(urls)
         plans: list[tuple[int, _Planned, dict | None, int, dict[str, Any]]] = []
         alone: list[int] = []
         records: set[int] = set()
@@ -324,32 +344,6 @@ class Pages:
             page, content_hash = pages[n]
             answers[n] = self._store(page, content_hash, sending)
         return [answers[n] for n in range(len(pages))]
-
-    def _slots(self, urls: Sequence[str]) -> dict[str, tuple[dict | None, int | None]]:
-        """:meth:`page_slot` of many URLs in one read of their slots and, when some URL is
-        at none of them, one of the pages having those URLs as aliases; a slot None when
-        none of a URL's is free."""
-        wanted = list(dict.fromkeys(urls))
-        slots = {url: list(ids.candidates(ids.page_id(url))) for url in wanted}
-        every = [slot for candidates in slots.values() for slot in candidates]
-        found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": every}})}
-        out: dict[str, tuple[dict | None, int | None]] = {}
-        for url in wanted:
-            at = next((s for s in slots[url] if found.get(s, {}).get("url") == url), None)
-            if at is not None:
-                out[url] = (found[at], at)
-        missing = [url for url in wanted if url not in out]
-        if missing:
-            for doc in self.db.pages.find({"aliases": {"$in": missing}}):
-                for url in set(doc.get("aliases") or ()) & set(missing):
-                    out.setdefault(url, (doc, doc["_id"]))
-        taken = set(found)
-        for url in wanted:
-            if url not in out:
-                free = next((s for s in slots[url] if s not in taken), None)
-                taken.add(free)
-                out[url] = (None, free)
-        return out
 
     def _bulk(self, ops: list[UpdateOne]) -> tuple[dict[int, Any], int, set[int]]:
         """Send ``ops`` in one unordered bulk write: ``(the ids upserted by op index, how many
