@@ -1,6 +1,6 @@
 """What the store sends to MongoDB during a benchmark: every command a process's pymongo
-clients run, counted by kind and collection with their total time, and the slowest query
-shapes (pymongo's command monitoring, ``pymongo.monitoring.CommandListener``).
+clients run, counted by kind and collection with their total time, the most frequent
+and the slowest query shapes (pymongo's command monitoring, ``pymongo.monitoring.CommandListener``).
 
 A process calls :func:`record` once, before it makes its clients. The benchmark process
 reads its own :func:`snapshot`; a worker process started by the benchmark also writes its
@@ -26,6 +26,8 @@ from pymongo import monitoring
 FLUSH_S = 0.5
 SLOWEST = 8
 """Query shapes kept, slowest first (by their slowest run)."""
+FREQUENT = 12
+"""Query shapes kept, most frequent first."""
 SKIPPED = frozenset({"hello", "ismaster", "isMaster", "endSessions", "ping", "serverStatus"})
 """Driver housekeeping, not the store's work."""
 
@@ -65,6 +67,7 @@ class CommandTally(monitoring.CommandListener):
         self.counts: dict[str, int] = {}
         self.micros: dict[str, int] = {}
         self.slowest: dict[str, int] = {}
+        self.shapes: dict[str, int] = {}
 
     def started(self, event: monitoring.CommandStartedEvent) -> None:  # type: ignore[override]
         name = event.command_name
@@ -93,6 +96,7 @@ class CommandTally(monitoring.CommandListener):
             self.micros[key] = self.micros.get(key, 0) + micros
             full = f"{key} {query}"
             self.slowest[full] = max(self.slowest.get(full, 0), micros)
+            self.shapes[full] = self.shapes.get(full, 0) + 1
 
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
@@ -100,6 +104,7 @@ class CommandTally(monitoring.CommandListener):
                 "counts": dict(self.counts),
                 "micros": dict(self.micros),
                 "slowest": dict(self.slowest),
+                "shapes": dict(self.shapes),
             }
 
 
@@ -121,7 +126,7 @@ def snapshot() -> dict[str, Any]:
 
 
 def empty() -> dict[str, Any]:
-    return {"counts": {}, "micros": {}, "slowest": {}}
+    return {"counts": {}, "micros": {}, "slowest": {}, "shapes": {}}
 
 
 def write_every(path: Path) -> None:
@@ -154,7 +159,7 @@ def merge(snapshots: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     """Several snapshots as one: counts and times added, the slowest run kept."""
     out = empty()
     for snap in snapshots:
-        for field in ("counts", "micros"):
+        for field in ("counts", "micros", "shapes"):
             for key, value in snap.get(field, {}).items():
                 out[field][key] = out[field].get(key, 0) + value
         for key, value in snap.get("slowest", {}).items():
@@ -166,7 +171,7 @@ def difference(after: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str,
     """What happened between two snapshots of the same processes (the slowest runs are
     those of ``after``: a maximum cannot be subtracted)."""
     out = empty()
-    for field in ("counts", "micros"):
+    for field in ("counts", "micros", "shapes"):
         for key, value in after.get(field, {}).items():
             left = value - before.get(field, {}).get(key, 0)
             if left:
@@ -176,11 +181,12 @@ def difference(after: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str,
 
 
 def per_page(snap: Mapping[str, Any], pages: int) -> dict[str, Any]:
-    """Commands per page in all and by ``command collection``, their total time, and the
-    slowest query shapes (milliseconds)."""
+    """Commands per page in all and by ``command collection``, their total time, the most
+    frequent query shapes (per page) and the slowest (milliseconds)."""
     pages = max(pages, 1)
     counts, micros = snap.get("counts", {}), snap.get("micros", {})
     ranked = sorted(snap.get("slowest", {}).items(), key=lambda kv: -kv[1])[:SLOWEST]
+    frequent = sorted(snap.get("shapes", {}).items(), key=lambda kv: -kv[1])[:FREQUENT]
     return {
         "per_page": round(sum(counts.values()) / pages, 2),
         "by_kind": {
@@ -189,4 +195,5 @@ def per_page(snap: Mapping[str, Any], pages: int) -> dict[str, Any]:
         "seconds": round(sum(micros.values()) / 1e6, 3),
         "seconds_by_kind": {key: round(micros[key] / 1e6, 3) for key in counts if key in micros},
         "slowest_ms": {key: round(value / 1000, 2) for key, value in ranked},
+        "frequent_per_page": {key: round(n / pages, 3) for key, n in frequent},
     }

@@ -48,6 +48,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -223,23 +224,20 @@ class Pipeline:
 
     def crawl(self, url: str) -> dict[str, Any]:
         """One end-to-end run: crawl, then wait until every page is processed."""
+        from crawler.pipelines import celery_ingest
         from crawler.run import crawl_in_process
-        from matcher.celery_app import make_app
-        from matcher.ingest import Ingest
-
-        sender = make_app(self.settings)
-
-        def enqueue(page_id: str) -> None:
-            sender.send_task("fptrack.process_page", args=[page_id])
 
         self.reset()
-        ingest = Ingest(self.ingest_store, enqueue)
+        errors = EnqueueErrors()
+        ingest = celery_ingest(self.ingest_store, errors, self.settings)
         commands_before, server_before = self.commands(), self.server_commands()
         started = time.perf_counter()
         stats = crawl_in_process(
             [bench_site_config(url)], {**CRAWL_OVERRIDES, "FPTRACK_INGEST": ingest}
         )["bench"]
         crawled = time.perf_counter() - started
+        if errors.values:
+            raise ChildFailed(f"tasks could not be sent: {dict(errors.values)}")
 
         def drained() -> bool:
             if not all(c.alive() for c in self.children):
@@ -290,9 +288,20 @@ class Pipeline:
     def stop(self) -> None:
         if self.ingest_client is not None:
             self.ingest_client.close()
-        stop_children(self.children, self.client, self.settings.mongo_db)
+        stop_children(self.children, self.client, self.env["FPTRACK_MONGO_DB"])
         for client in (self.broker, self.index):
             client.flushdb()
+
+
+class EnqueueErrors:
+    """The crawl stats the ingest's enqueue counts its failures in (any ends the
+    benchmark: :meth:`Pipeline.crawl`)."""
+
+    def __init__(self) -> None:
+        self.values: Counter[str] = Counter()
+
+    def inc_value(self, key: str, count: int = 1) -> None:
+        self.values[key] += count
 
 
 def bare_crawl(url: str) -> dict[str, Any]:
@@ -530,6 +539,9 @@ def print_report(r: dict[str, Any]) -> None:
     print(f"  by command and collection (last round, per page; {commands['seconds']:.1f} s):")
     for key, n in commands["by_kind"].items():
         print(f"    {key:<32} {n:>7.2f}  {commands['seconds_by_kind'].get(key, 0):>7.2f} s")
+    print("  most frequent query shapes (per page):")
+    for key, n in commands.get("frequent_per_page", {}).items():
+        print(f"    {n:>8.2f}  {key[:110]}")
     print("  slowest query shapes (ms, slowest run):")
     for key, ms in commands["slowest_ms"].items():
         print(f"    {ms:>8.1f}  {key[:110]}")
@@ -542,4 +554,7 @@ def print_report(r: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except ChildFailed as exc:
+        raise SystemExit(f"pipeline_bench: {exc}") from None

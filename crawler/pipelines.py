@@ -250,13 +250,19 @@ class IngestPipeline:
 def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
     """The ingest of a production crawl on ``settings`` (:class:`matcher.settings.Settings`)
     and the MongoDB client to close after it."""
-    from matcher.ingest import Ingest
     from matcher.store import Store
 
-    enqueue = celery_enqueue(stats, settings)
     store = Store.connect(settings.mongo_uri, settings.mongo_db)
     archive = store.evidence_archive(settings.archive)
-    return Ingest(store, enqueue, archive=archive), store.client
+    return celery_ingest(store, stats, settings, archive), store.client
+
+
+def celery_ingest(store: Any, stats: Any, settings: Any, archive: Any = None) -> Any:
+    """An :class:`matcher.ingest.Ingest` on ``store`` sending each page's task through
+    :func:`celery_enqueue`."""
+    from matcher.ingest import Ingest
+
+    return Ingest(store, celery_enqueue(stats, settings), archive=archive)
 
 
 def celery_enqueue(stats: Any, settings: Any) -> Callable[[str], None]:
