@@ -53,6 +53,7 @@ from matcher.prepared import (
     locate,
     prepare,
 )
+from matcher.recent import Recent
 from matcher.registry import Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
@@ -81,6 +82,7 @@ class Engine(IndexView):
         super().__post_init__()
         self.evidence = Evidence(self.store)
         self.work_names = WorkNames(self.store.works_by_seq)
+        self.licensed = Recent(self.store.authorised_sites)
         self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
         self.segments = SegmentData(self.storage, self.store, self.keys, cache, self._problem)
@@ -346,7 +348,8 @@ class Engine(IndexView):
         store's own data before its match is let go (:meth:`_recheck`).
         """
         page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
-        previous = self.store.active_matched_works([p["_id"] for p in parts])
+        never = len(parts) == 1 and _never_matched(doc)
+        previous = {} if never else self.store.active_matched_works([p["_id"] for p in parts])
         own = self._recheck(page, self.find_works(page), previous.get(doc["_id"], {}), "page")
         urls = [p["url"] for p in parts] if len(parts) > 1 else []
         shares = self._chapter_shares(parts, doc, page, own, previous) if urls else {}
@@ -373,6 +376,7 @@ class Engine(IndexView):
             urls,
             previous.get(doc["_id"], {}),
             read_before_lock,
+            never,
         )
         for part in parts:
             if part["_id"] != doc["_id"]:
@@ -483,12 +487,14 @@ class Engine(IndexView):
         split_urls: list[str],
         previous: dict[ObjectId, str],
         read_before_lock: bool = False,
+        never: bool = False,
     ) -> list[dict[str, Any]]:
         """Write a matched page's fingerprints, index entries, records and processed mark;
         ``previous``: its active matches before (work id -> how found), read under the
         page's lock, so those no longer found are the only ones to let go. With
         ``read_before_lock``, a page whose text or links changed since ``doc`` was read is
-        not marked: :class:`_ReadBeforeLock` asks for it to be matched again.
+        not marked: :class:`_ReadBeforeLock` asks for it to be matched again. ``never``:
+        the page was never matched (:func:`_never_matched`), its records are inserted.
 
         The page's new index entries are added before its old ones, those of a text it no
         longer has, are removed: an outage in between leaves a stale entry (a candidate
@@ -511,7 +517,7 @@ class Engine(IndexView):
                     simhash, keys = old
                     self.pages.remove_stale(seq, simhash, keys, page.simhash, page.window_keys)
         initial = "authorised" if authorised else "new"
-        written = [self.store.upsert_match(r, initial) for r in records]
+        written = [self.store.upsert_match(r, initial, fresh=never) for r in records]
         kept = [r["work_id"] for r in written]
         if any(w not in kept for w in previous):
             self.store.deactivate_matches("page_id", doc["_id"], kept)
@@ -595,6 +601,16 @@ class Engine(IndexView):
                 if align(anchors, page, ALIGN_PARAMS).a_covered >= min_chars:
                     found.add(int(fp["seq"]))
         return found
+
+
+def _never_matched(doc: dict) -> bool:
+    """Whether a page has no match records: it was never matched, nor named a part of a
+    split chapter by another part's task (which writes the part's share of the chapter's
+    matches, :meth:`Engine._record_share`). A task that died between writing a page's
+    records and its processed mark leaves records behind: the next one finds them when it
+    writes its own (:meth:`Store.upsert_match <matcher.store.Store.upsert_match>`), and
+    lets go those it does not find again only when the page is matched once more."""
+    return "processed_hash" not in doc and not doc.get("split")
 
 
 class _ReadBeforeLock(Exception):

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from matcher import redis_clients
 from matcher.keys import Keys
+from matcher.recent import Recent
 from matcher.settings import Settings
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ class Runtime:
         self._given: Engine | None = None
         self._counter: redis_clients.IndexClient | None = None
         self._counting: ThreadPoolExecutor | None = None
+        self._alerting: Recent[bool] | None = None
         self._lock = threading.Lock()
 
     def engine(self) -> Engine:
@@ -44,6 +46,19 @@ class Runtime:
         """Make the tasks use ``engine`` (``None``: build one from the settings again)."""
         with self._lock:
             self._engine = self._given = engine
+            self._alerting = None
+
+    def alert_rules_enabled(self) -> bool:
+        """Whether an alert rule is enabled, as read at most
+        :data:`~matcher.recent.KEEP_SECONDS` ago (:mod:`matcher.recent`)."""
+        from matcher.store.alerts import AlertStore
+
+        store = self.engine().store
+        with self._lock:
+            if self._alerting is None:
+                self._alerting = Recent(AlertStore(store).any_enabled)
+            alerting = self._alerting
+        return alerting.get()
 
     def count(self, event: str, task: str) -> Future[None]:
         """Add 1 to ``<event>|<task>`` in the hash ``Keys.task_events`` of the indexes' Redis,

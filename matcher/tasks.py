@@ -111,7 +111,7 @@ def process_page(self: FptrackTask, page_id: str, if_pending: bool = False) -> d
 def _alert_new(task: FptrackTask, result: dict[str, Any]) -> None:
     """Send ``deliver_alerts`` when a job made new matches and a rule may want them (with no
     rule, beat's sweep clears their marks; it also covers a lost task)."""
-    if result.get("new_matches") and AlertStore(task.runtime.engine().store).any_enabled():
+    if result.get("new_matches") and task.runtime.alert_rules_enabled():
         task.app.tasks["fptrack.deliver_alerts"].delay()
 
 

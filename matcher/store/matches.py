@@ -10,6 +10,7 @@ from typing import Any
 from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.database import Database
+from pymongo.errors import DuplicateKeyError
 
 from matcher.statuses import STATUSES
 from matcher.store import tallies
@@ -39,7 +40,9 @@ class Matches:
         self.db = db
 
     @mongo_errors
-    def upsert_match(self, record: dict[str, Any], initial_status: str = "new") -> dict:
+    def upsert_match(
+        self, record: dict[str, Any], initial_status: str = "new", fresh: bool = False
+    ) -> dict:
         """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays.
 
         ``initial_status`` is the status of a new record (``authorised`` for licensed sites).
@@ -48,6 +51,10 @@ class Matches:
         page changes later. A new ``new`` match is created with ``alert: "pending"``, in the
         same write, until the alert rules have taken it (:mod:`matcher.alerts`): an alert is
         neither lost nor sent twice, whatever fails in between.
+
+        ``fresh``: the page was never matched, so the record is most likely new; it is
+        inserted (one write, the pair's unique index refusing a record that exists after
+        all, which is then updated as any other).
         """
         if initial_status not in STATUSES:
             raise StoreError(f"unknown status {initial_status!r}")
@@ -65,6 +72,17 @@ class Matches:
             first["archive"] = dict(record["archive"])
         if initial_status == "new":
             first["alert"] = "pending"
+        if fresh:
+            doc = {**key, **first, **fields}
+            try:
+                self.db.matches.insert_one(doc)
+            except DuplicateKeyError:
+                pass
+            else:
+                changes = tallies.Changes()
+                changes.match(doc, 1, created=True)
+                changes.apply(self.db)
+                return doc
         # A read and a plain update, not one findAndModify: a server may answer that by
         # reading the whole collection (see matcher.store.sequences.Sequences.upsert). The
         # page's matching lock keeps other writers of its records out in between.

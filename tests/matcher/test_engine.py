@@ -257,3 +257,29 @@ def test_a_page_changed_between_its_read_and_its_lock_is_matched_as_it_is_now(
     rereads.clear()
     engine.process_stored_page(page_id)  # nothing changed: one read, none under the lock
     assert reads == [page_id] and rereads == []
+
+
+def test_a_page_never_matched_has_no_matches_to_read(
+    engine: Engine, works, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page never matched (no processed mark, not named a part of a chapter by another
+    part's task) has no match records: they are not read, and its records are inserted.
+    Matched again, its records are read. A record left by a task that died before the page's
+    processed mark is found by the insert and updated, never doubled."""
+    asked: list[object] = []
+    active = engine.store.active_matched_works
+    monkeypatch.setattr(
+        engine.store, "active_matched_works", lambda ids: asked.append(ids) or active(ids)
+    )
+    url = "http://pirate.example/never"
+    records = crawl(engine, url, page_of(sample("lighthouse.txt")))
+    assert matched(records) == {works["lighthouse.txt"]} and asked == []
+    page = engine.store.page_by_url(url)
+    engine.process_stored_page(str(page["_id"]))
+    assert len(asked) == 1
+
+    engine.store.db.pages.update_one({"_id": page["_id"]}, {"$unset": {"processed_hash": 1}})
+    again = engine.process_stored_page(str(page["_id"]))
+    assert len(asked) == 1 and [r["_id"] for r in again] == [records[0]["_id"]]
+    stored = engine.store.matches_for("page_id", str(page["_id"]), active_only=False)
+    assert [str(m["work_id"]) for m in stored] == [works["lighthouse.txt"]]

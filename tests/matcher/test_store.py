@@ -9,7 +9,7 @@ from bson import ObjectId
 from matcher import ids
 from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
-from matcher.store import INDEXES, Store, StoreError
+from matcher.store import INDEXES, Store, StoreError, tallies
 from matcher.store.operations import Operations
 
 
@@ -108,6 +108,26 @@ def test_match_upsert_is_idempotent_and_keeps_review_status(store: Store) -> Non
     assert again["_id"] == first["_id"] and again["status"] == "confirmed"
     assert again["score"] == 0.95 and again["first_seen"] == first["first_seen"]
     assert store.count("matches") == 1
+
+
+def test_a_fresh_match_is_inserted_and_one_that_exists_after_all_is_updated(
+    store: Store,
+) -> None:
+    work, _ = add_work(store)
+    page = add_page(store)
+    record = {"page_id": page["_id"], "work_id": work["_id"], "score": 0.9, "url": "http://a/1"}
+    first = store.upsert_match(record, fresh=True)
+    assert first["status"] == "new" and first["alert"] == "pending" and first["active"]
+    assert store.db.matches.find_one({"_id": first["_id"]}) == first
+    assert Operations(store).set_status(str(first["_id"]), "confirmed")
+    # a task that died before the page's processed mark left the record: the next one's
+    # insert is refused by the pair's unique index and the record is updated instead
+    again = store.upsert_match({**record, "score": 0.95}, fresh=True)
+    assert again["_id"] == first["_id"] and again["status"] == "confirmed"
+    assert again["score"] == 0.95 and store.count("matches") == 1
+    counted = tallies.total(store.db)
+    assert counted["matches_seen"] == 1
+    assert counted["active"].get("confirmed") == 1 and not counted["active"].get("new")
 
 
 def test_deactivate_matches_that_no_longer_hold(store: Store) -> None:
