@@ -200,12 +200,18 @@ def test_a_chinese_path_is_sent_percent_encoded() -> None:
 
 def answering(reply: bytes) -> Any:
     """A connection handler of :func:`raw_server`: read the request, send ``reply`` exactly,
-    then close."""
+    then end the answer (the client reads its end) and read what is left of the request
+    until the client closes: a socket closed with unread data answers with a reset, which
+    the client may see before the answer (a request's body sent after its headers)."""
 
     def handle(conn: socket.socket) -> None:
         with conn, suppress(OSError):
             conn.recv(65536)
             conn.sendall(reply)
+            conn.shutdown(socket.SHUT_WR)
+            conn.settimeout(5.0)
+            while conn.recv(65536):
+                pass
 
     return handle
 
