@@ -105,7 +105,7 @@ class IngestPipeline:
         self.settings = settings
         self.max_pages = max_pages
         self.crawler = crawler
-        self._owned_client: Any = None
+        self._owned_store: Any = None
         self._stored = 0
         self._pages: set[str] = set()  # ids of the pages stored by this crawl
         self.lane_count = lanes
@@ -135,19 +135,21 @@ class IngestPipeline:
                     f"neither {INGEST_SETTING} nor {SETTINGS_SETTING} is set: nothing to store"
                     " pages in"
                 )
-            self.ingest, self._owned_client = production_ingest(self.stats, self.settings)
+            self.ingest, self._owned_store = production_ingest(self.stats, self.settings)
         if self.lane_count > 0 and getattr(self.ingest, "thread_safe", False):
             self._lanes = IngestLanes(self.lane_count, self._store_many)
 
     def close_spider(self) -> None:
         """Stop the lanes (their calls are done: Scrapy closes the pipelines after the last
-        item); close the MongoDB client the pipeline opened (never a given ingest's)."""
+        item); send the dashboard tallies gathered and close the MongoDB client the pipeline
+        opened (never a given ingest's)."""
         if self._lanes is not None:
             self._lanes.close()
             self._lanes = None
-        if self._owned_client is not None:
-            self._owned_client.close()
-            self._owned_client = None
+        if self._owned_store is not None:
+            self._owned_store.flush_tallies()
+            self._owned_store.client.close()
+            self._owned_store = None
             self.ingest = None
 
     def process_item(
@@ -249,19 +251,22 @@ class IngestPipeline:
 
 def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
     """The ingest of a production crawl on ``settings`` (:class:`matcher.settings.Settings`)
-    and the MongoDB client to close after it."""
+    and its store, whose tallies to send and client to close after it."""
     from matcher.store import Store
 
     store = Store.connect(settings.mongo_uri, settings.mongo_db)
     archive = store.evidence_archive(settings.archive)
-    return celery_ingest(store, stats, settings, archive), store.client
+    return celery_ingest(store, stats, settings, archive), store
 
 
 def celery_ingest(store: Any, stats: Any, settings: Any, archive: Any = None) -> Any:
     """An :class:`matcher.ingest.Ingest` on ``store`` sending each page's task through
-    :func:`celery_enqueue`."""
+    :func:`celery_enqueue`, the store gathering its dashboard tallies
+    (``settings.tally_seconds``, :meth:`matcher.store.Store.gather_tallies`)."""
     from matcher.ingest import Ingest
 
+    if settings.tally_seconds:
+        store.gather_tallies(settings.tally_seconds)
     return Ingest(store, celery_enqueue(stats, settings), archive=archive)
 
 

@@ -42,6 +42,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 from celery import Celery
+from celery.signals import worker_process_shutdown, worker_shutdown
 
 from matcher import redis_clients
 from matcher.heartbeat import VisibilityHeartbeat
@@ -53,6 +54,18 @@ if TYPE_CHECKING:
     pass
 
 log = logging.getLogger(__name__)
+
+
+def _send_tallies(**_: Any) -> None:
+    """A worker process that stops sends the dashboard tallies it gathered
+    (:class:`matcher.store.tallies.Gathered`)."""
+    from matcher.store.tallies import flush_all
+
+    flush_all()
+
+
+worker_process_shutdown.connect(_send_tallies, weak=False)
+worker_shutdown.connect(_send_tallies, weak=False)
 
 PAGE_QUEUE = "fptrack"
 BEAT_SCHEDULER = "matcher.beat.ResilientScheduler"

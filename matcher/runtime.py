@@ -40,6 +40,8 @@ class Runtime:
                 from matcher.engine import Engine  # the matching code, in workers only
 
                 self._engine = Engine.open(self.settings)
+                if self.settings.tally_seconds:
+                    self._engine.store.gather_tallies(self.settings.tally_seconds)
             return self._engine
 
     def use(self, engine: Engine | None) -> None:

@@ -238,6 +238,9 @@ class Settings:
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
+    tally_seconds: float = 1.0
+    """A worker gathers the dashboard tallies of the match records it writes this long and
+    sends them together (:class:`matcher.store.tallies.Gathered`; 0: each at once)."""
     page_lock_seconds: int = 30
     """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
     the other parts of its chapter) this long before a redelivered task may match it."""
@@ -330,6 +333,8 @@ class Settings:
         self.metrics_networks  # noqa: B018 - validated once, at the entry point
         if self.metrics_cache_seconds < 0:
             raise SettingsError("metrics_cache_seconds must be >= 0")
+        if not 0 <= self.tally_seconds <= 60:
+            raise SettingsError(f"tally_seconds must be in 0..60, got {self.tally_seconds}")
         if not 8 <= self.window_bucket_bits <= 28:
             raise SettingsError("window_bucket_bits must be in 8..28")
         for name in (

@@ -33,6 +33,7 @@ from pymongo.database import Database
 from matcher.archive import Archive, open_archive
 from matcher.settings import Settings
 from matcher.statuses import STATUSES
+from matcher.store import tallies
 from matcher.store.accounts import ApiTokens, Users
 from matcher.store.client import client_for, mongo_client
 from matcher.store.common import (
@@ -137,6 +138,19 @@ class Store:
         if client is None:
             client = client_for(settings)
         return cls(client[settings.mongo_db])
+
+    def gather_tallies(self, seconds: float) -> tallies.Gathered:
+        """From now on, gather the dashboard tallies of the match records and pages written
+        through this store and send them every ``seconds``
+        (:class:`~matcher.store.tallies.Gathered`: a worker's store, a crawl's)."""
+        gathered = tallies.Gathered(self.db, seconds)
+        self.matches.tallies = self.pages.tallies = gathered
+        return gathered
+
+    def flush_tallies(self) -> bool:
+        """Send the tallies gathered so far now (before the client is closed); False when
+        the store refused them."""
+        return self.pages.tallies.flush() and self.matches.tallies.flush()
 
     @mongo_errors
     def ensure_indexes(self) -> None:

@@ -38,6 +38,8 @@ class Matches:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.tallies: tallies.Sent = tallies.Sent(db)
+        """Where the tallies of matching's writes go (gathered in a worker)."""
 
     @mongo_errors
     def upsert_match(
@@ -81,7 +83,7 @@ class Matches:
             else:
                 changes = tallies.Changes()
                 changes.match(doc, 1, created=True)
-                changes.apply(self.db)
+                self.tallies.add(changes)
                 return doc
         # A read and a plain update, not one findAndModify: a server may answer that by
         # reading the whole collection (see matcher.store.sequences.Sequences.upsert). The
@@ -97,7 +99,7 @@ class Matches:
         if before is None or not before.get("active", True):
             changes = tallies.Changes()
             changes.match(doc, 1, created=before is None)
-            changes.apply(self.db)
+            self.tallies.add(changes)
         return doc
 
     @mongo_errors
@@ -123,7 +125,7 @@ class Matches:
             if done.modified_count:
                 deactivated += 1
                 changes.match(match, -1)
-        changes.apply(self.db)
+        self.tallies.add(changes)
         return deactivated
 
     @mongo_errors

@@ -96,6 +96,8 @@ class Pages:
         self.db = db
         self.sequences = sequences
         self.failures = failures
+        self.tallies: tallies.Sent = tallies.Sent(db)
+        """Where the tallies of stored pages go (gathered in a crawl)."""
         self.seq_stripe: int | None = None
         """The counter stripe this process takes page seqs from: that of the first page it
         stores (so a crawl made again in the same order numbers its pages the same)."""
@@ -277,7 +279,7 @@ class Pages:
             doc.pop("gone")
         changes = tallies.Changes()
         changes.page(doc.get("site", ""), doc["fetched_at"], created)
-        changes.apply(self.db)
+        self.tallies.add(changes)
         # (``before`` None and not created: a concurrent writer stored it first: "changed")
         return doc, plan.state(created), plan.send
 
@@ -339,7 +341,7 @@ class Pages:
             doc.pop("gone", None)
             changes.page(doc.get("site", ""), doc["fetched_at"], before is None)
             answers[n] = (doc, plan.state(before is None), plan.send)
-        changes.apply(self.db)
+        self.tallies.add(changes)
         for n in sorted(set(alone)):
             page, content_hash = pages[n]
             answers[n] = self._store(page, content_hash, sending)

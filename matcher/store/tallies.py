@@ -26,17 +26,32 @@ per-work documents are many and each takes few writes: they are not striped.
 
 A crash between a write and its tally leaves the figures slightly off until
 :func:`recount` (``fptrack admin recount``) rebuilds them from the data.
+
+A worker gathers the tallies of the match records it writes, and a crawl those of the pages
+it stores, over ``FPTRACK_TALLY_SECONDS`` (:class:`Gathered`) and sends them together: a
+write or two a second per process instead of one or two per page and per new match. The
+dashboard is that much behind; a process killed by SIGKILL loses what it gathered in its
+last interval (a warm shutdown, and a normal exit, send it), as a crash between a write and
+its tally does.
 """
 
 from __future__ import annotations
 
+import atexit
+import logging
 import random
+import threading
+import time
+import weakref
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from pymongo import DESCENDING, IndexModel, UpdateOne
+from pymongo.errors import PyMongoError
+
+log = logging.getLogger(__name__)
 
 COLLECTION = "tallies"
 WORKS_COLLECTION = "tallies_works"
@@ -67,6 +82,15 @@ class Changes:
         self.incs[doc_id][field] += by
         if labels:
             self.labels[doc_id] = labels
+
+    def merge(self, other: Changes) -> None:
+        """Add ``other``'s increments (and labels) to these."""
+        for doc_id, counts in other.incs.items():
+            self.incs[doc_id].update(counts)
+        self.labels.update(other.labels)
+
+    def __bool__(self) -> bool:
+        return bool(self.incs or self.labels)
 
     def match(self, match: Mapping[str, Any], by: int, created: bool = False) -> None:
         """A match record entering (``by=1``) or leaving (``-1``) the active set."""
@@ -108,9 +132,10 @@ class Changes:
         """Send every increment, upserting the documents (those of ``tallies`` in stripe
         ``stripe``, by default one chosen at random): one unordered bulk write per
         collection, so a write's tallies cost one or two commands however many documents
-        they touch."""
+        they touch. Those sent are cleared; when a write fails, the increments of the
+        collections not written yet are kept."""
         stripe = random.randrange(STRIPES) if stripe is None else int(stripe) % STRIPES
-        writes: dict[str, list[UpdateOne]] = {COLLECTION: [], WORKS_COLLECTION: []}
+        writes: dict[str, dict[str, UpdateOne]] = {COLLECTION: {}, WORKS_COLLECTION: {}}
         for doc_id, counts in self.incs.items():
             inc = {f: n for f, n in counts.items() if n}
             labels = self.labels.get(doc_id, {})
@@ -122,15 +147,96 @@ class Changes:
             if labels:
                 update["$set"] = labels
             if doc_id.startswith("work|"):
-                writes[WORKS_COLLECTION].append(UpdateOne({"_id": doc_id}, update, upsert=True))
+                writes[WORKS_COLLECTION][doc_id] = UpdateOne({"_id": doc_id}, update, upsert=True)
                 continue
             update.setdefault("$set", {})["base"] = doc_id
-            writes[COLLECTION].append(UpdateOne({"_id": f"{doc_id}#{stripe}"}, update, upsert=True))
+            writes[COLLECTION][doc_id] = UpdateOne(
+                {"_id": f"{doc_id}#{stripe}"}, update, upsert=True
+            )
         for name, requests in writes.items():
             if requests:
-                db[name].bulk_write(requests, ordered=False)
+                db[name].bulk_write(list(requests.values()), ordered=False)
+            for doc_id in requests:
+                self.incs.pop(doc_id, None)
+                self.labels.pop(doc_id, None)
         self.incs.clear()
         self.labels.clear()
+
+
+class Sent:
+    """Where a store's writes send their tallies: at once, each write's after it."""
+
+    def __init__(self, db: Any) -> None:
+        self.db = db
+
+    def add(self, changes: Changes) -> None:
+        changes.apply(self.db)
+
+    def flush(self) -> bool:
+        """Nothing waits here."""
+        return True
+
+
+class Gathered(Sent):
+    """The tallies of many writes, sent together every ``seconds`` (see the module
+    docstring) from a daemon thread started with the first, and by :meth:`flush`: at
+    process exit, and on a worker process's shutdown (:func:`flush_all`). A send that
+    fails keeps what was not sent for the next one."""
+
+    def __init__(self, db: Any, seconds: float) -> None:
+        super().__init__(db)
+        self.seconds = seconds
+        self._pending = Changes()
+        self._lock = threading.Lock()
+        self._sending = threading.Lock()
+        self._thread: threading.Thread | None = None
+        _GATHERED.add(self)
+
+    def add(self, changes: Changes) -> None:
+        """Keep ``changes`` (cleared) for the next send."""
+        with self._lock:
+            self._pending.merge(changes)
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._loop, name="fptrack-tallies", daemon=True
+                )
+                self._thread.start()
+        changes.incs.clear()
+        changes.labels.clear()
+
+    def flush(self) -> bool:
+        """Send what was gathered; False when the store refused (it is kept)."""
+        with self._sending:
+            with self._lock:
+                taken, self._pending = self._pending, Changes()
+            if not taken:
+                return True
+            try:
+                taken.apply(self.db)
+            except PyMongoError as exc:
+                log.warning("dashboard tallies not sent, kept for the next try: %s", exc)
+                with self._lock:
+                    taken.merge(self._pending)
+                    self._pending = taken
+                return False
+            return True
+
+    def _loop(self) -> None:
+        while True:
+            time.sleep(self.seconds)
+            self.flush()
+
+
+_GATHERED: weakref.WeakSet[Gathered] = weakref.WeakSet()
+
+
+def flush_all() -> None:
+    """Send the tallies every :class:`Gathered` of this process holds."""
+    for gathered in list(_GATHERED):
+        gathered.flush()
+
+
+atexit.register(flush_all)
 
 
 def recount(db: Any, titles: Mapping[str, str] | None = None) -> int:

@@ -22,7 +22,7 @@ from matcher.errors import StoreUnavailable, UnusableText
 from matcher.pages import PageAlias
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import Store
+from matcher.store import Store, tallies
 from tests.support.crawl import RecordingIngest
 
 SITE = SiteConfig(name="novels", start_urls=("http://novels.test/",))
@@ -165,7 +165,7 @@ def production(
 
 
 def test_production_ingest_stores_and_sends_tasks_by_name(
-    production: tuple[FakeCeleryApp, Store, list[Any]],
+    production: tuple[FakeCeleryApp, Store, list[Any]], mongo_db: Database
 ) -> None:
     app, store, connects = production
     pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION})
@@ -187,6 +187,8 @@ def test_production_ingest_stores_and_sends_tasks_by_name(
     assert pipeline.stats.get_value("fptrack/ingested/changed") == 1
     pipeline.close_spider()
     assert pipeline.ingest is None
+    # the crawl gathered its dashboard tallies (FPTRACK_TALLY_SECONDS): sent as it closed
+    assert tallies.total(mongo_db)["pages"] == 1
 
 
 def test_lanes_store_pages_at_once_and_each_page_s_alias_after_it(

@@ -31,7 +31,7 @@ from matcher.pages import CrawledPage
 from matcher.redis_clients import COMMAND
 from matcher.runtime import Runtime
 from matcher.settings import Settings
-from matcher.store import Store
+from matcher.store import Store, tallies
 from matcher.store.operations import Operations
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
 from tests.support.raw_servers import hanging_up_redis
@@ -58,9 +58,10 @@ def worker(transport_options: dict | None = None):
 
 
 @contextmanager
-def worker_processes(count: int) -> Iterator[None]:
-    """``fptrack worker`` processes (one process each) on the test broker and store."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def worker_processes(count: int, **settings: str) -> Iterator[None]:
+    """``fptrack worker`` processes (one process each) on the test broker and store, with
+    ``settings`` (``FPTRACK_*`` variables) besides the test's."""
+    env = {**os.environ, **settings, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "admin.cli", "worker", "--concurrency", "1"]
     processes = [
         subprocess.Popen(
@@ -127,7 +128,9 @@ def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Red
         CrawledPage(url="http://pirate/3", site="pirate", title="", text=CHROME.format(UNRELATED))
     )
     assert broker.llen("fptrack") == 3
-    with worker_processes(2):
+    # the workers gather their dashboard tallies longer than the test runs: only their
+    # warm shutdown sends them
+    with worker_processes(2, FPTRACK_TALLY_SECONDS="60"):
         eventually(lambda: not list(engine.store.pending_pages()), 90, "the pages to be processed")
         # every message acknowledged while the workers run (a message still unacknowledged
         # when a worker stops goes back to the queue: delivered at least once, never lost)
@@ -142,6 +145,8 @@ def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Red
     }
     assert other.page_id not in {str(m["page_id"]) for m in engine.store.db.matches.find()}
     assert copy.enqueued and both.enqueued
+    counted = tallies.total(engine.store.db)
+    assert counted["matches_seen"] == 3 and counted["active"]["new"] == 3
 
 
 def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
