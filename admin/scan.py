@@ -189,7 +189,7 @@ def run_scan(
     redis_url: str | None = None,
     settings: Settings | None = None,
     on_work: Callable[[WorkFile], None] = lambda w: None,
-    on_page: Callable[[str], None] = lambda url: None,
+    on_page: Callable[[str], None] = lambda page_id: None,
     crawl_overrides: dict[str, Any] | None = None,
     index_pages: bool = False,
     archive: Archive | None = None,
@@ -206,7 +206,8 @@ def run_scan(
     are matched against the pages crawled). With an ``archive`` the pages' HTTP exchanges
     are kept there (:mod:`matcher.archive`) and the matches point at them. With ``render``
     every page is opened in headless Chromium (:mod:`crawler.render`; ``FPTRACK_CHROMIUM``
-    in ``crawl_overrides`` names it).
+    in ``crawl_overrides`` names it). ``on_work`` hears each work file as it is read,
+    ``on_page`` each page's id once it is matched.
 
     Pages that met a Redis outage (their task gave up) are matched again after the crawl,
     waiting for Redis with backoff for up to ``outage_wait`` seconds (``on_wait`` hears
@@ -218,6 +219,7 @@ def run_scan(
 
     settings = settings or scan_settings()
     engine = scan_engine(settings, redis_url)
+    engine.store.gather_tallies(None)  # sent once the pages are matched
     result = ScanResult()
     # Read one at a time: memory stays flat in the number of works.
     files = iter_work_files([works]) if isinstance(works, Path) else works
@@ -254,8 +256,7 @@ def run_scan(
 
     def enqueue(page_id: str) -> None:
         process_page.delay(page_id)
-        doc = engine.store.get_page(page_id, {"url": 1})
-        on_page(doc["url"] if doc else page_id)
+        on_page(page_id)
 
     sites = [
         site_config(url, i, max_pages, deadline, render, max_depth)
@@ -278,6 +279,7 @@ def run_scan(
         result.crawl[url] = crawl_economy(stats)
     for failure in Operations(engine.store).failures(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")
+    engine.store.send_tallies()
     result.pages = engine.store.count("pages")
     result.matches = contract_matches(engine)
     return result, engine

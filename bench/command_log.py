@@ -10,6 +10,12 @@ them; :func:`merge` adds several processes' up; :func:`per_page` divides by the 
 
 A query's *shape* is its command, collection and filter with every value replaced by its
 type, operators kept: ``find pages {"_id": {"$in": "list"}}``.
+
+mongomock (the embedded scan's store) has no command monitoring: :func:`record_mongomock`
+counts its collection methods instead, each call as the command a MongoDB server would
+have been sent for it (``find_one`` a ``find``, ``bulk_write`` an ``update`` or
+``insert``, ``find_one_and_update`` a ``findAndModify`` ...), the calls mongomock makes
+inside another not counted again.
 """
 
 from __future__ import annotations
@@ -98,6 +104,12 @@ class CommandTally(monitoring.CommandListener):
             self.slowest[full] = max(self.slowest.get(full, 0), micros)
             self.shapes[full] = self.shapes.get(full, 0) + 1
 
+    def add(self, name: str, collection: str, query: Any, micros: int) -> None:
+        """Count one command that took ``micros`` (one not seen by the monitoring)."""
+        with self.lock:
+            self.running[-1] = (name, collection, json.dumps(shape(query), sort_keys=True))
+        self._done(-1, micros)
+
     def snapshot(self) -> dict[str, Any]:
         with self.lock:
             return {
@@ -109,6 +121,70 @@ class CommandTally(monitoring.CommandListener):
 
 
 _TALLY: CommandTally | None = None
+
+MONGOMOCK_COMMANDS = {
+    "find": "find",
+    "find_one": "find",
+    "insert_one": "insert",
+    "insert_many": "insert",
+    "update_one": "update",
+    "update_many": "update",
+    "replace_one": "update",
+    "delete_one": "delete",
+    "delete_many": "delete",
+    "bulk_write": "bulk",
+    "count_documents": "aggregate",
+    "aggregate": "aggregate",
+    "distinct": "distinct",
+    "find_one_and_update": "findAndModify",
+    "find_one_and_replace": "findAndModify",
+    "find_one_and_delete": "findAndModify",
+}
+"""mongomock's collection methods and the command each stands for (``bulk``: the kind of
+its first request)."""
+
+
+def record_mongomock(tally: CommandTally) -> None:
+    """Count every call of mongomock's collection methods in ``tally`` (this process, from
+    now on; see the module docstring), those of its subclasses' own too (the embedded
+    scan's :class:`admin.memory_store.MemoryCollection`)."""
+    from mongomock.collection import Collection
+
+    import admin.memory_store  # noqa: F401 - its collection class is counted too
+
+    classes, todo = [], [Collection]
+    while todo:
+        cls = todo.pop()
+        classes.append(cls)
+        todo.extend(cls.__subclasses__())
+    inside = threading.local()
+    for cls, (method, command) in (
+        (c, m) for c in classes for m in MONGOMOCK_COMMANDS.items() if m[0] in vars(c)
+    ):
+        original = vars(cls)[method]
+
+        def counted(
+            self: Any, *args: Any, __original: Any = original, __command: str = command,
+            **kwargs: Any,
+        ) -> Any:  # fmt: skip
+            if getattr(inside, "depth", 0):
+                return __original(self, *args, **kwargs)
+            inside.depth = 1
+            started = time.perf_counter_ns()
+            try:
+                return __original(self, *args, **kwargs)
+            finally:
+                inside.depth = 0
+                name, query = __command, (args[0] if args else kwargs.get("filter", {}))
+                if name == "bulk":
+                    first = next(iter(query), None)
+                    name = "insert" if type(first).__name__ == "InsertOne" else "update"
+                    query = getattr(first, "_filter", {}) or {}
+                if not isinstance(query, (Mapping, list)):
+                    query = {}
+                tally.add(name, self.name, query, (time.perf_counter_ns() - started) // 1000)
+
+        setattr(cls, method, counted)
 
 
 def record() -> CommandTally:

@@ -139,10 +139,12 @@ class Store:
             client = client_for(settings)
         return cls(client[settings.mongo_db])
 
-    def gather_tallies(self, seconds: float) -> tallies.Gathered:
+    def gather_tallies(self, seconds: float | None) -> tallies.Gathered:
         """From now on, gather the dashboard tallies of the match records and pages written
-        through this store and send them every ``seconds``
-        (:class:`~matcher.store.tallies.Gathered`: a worker's store, a crawl's)."""
+        through this store and send them every ``seconds`` (None: when
+        :meth:`flush_tallies` or :meth:`send_tallies` is called;
+        :class:`~matcher.store.tallies.Gathered`: a worker's store, a crawl's, the embedded
+        scan's)."""
         gathered = tallies.Gathered(self.db, seconds)
         self.matches.tallies = self.pages.tallies = gathered
         return gathered
@@ -151,6 +153,13 @@ class Store:
         """Send the tallies gathered so far now (before the client is closed); False when
         the store refused them."""
         return self.pages.tallies.flush() and self.matches.tallies.flush()
+
+    def send_tallies(self) -> bool:
+        """Send the tallies gathered so far, and from now on each write's after it; False
+        when the store refused them."""
+        sent = self.flush_tallies()
+        self.matches.tallies = self.pages.tallies = tallies.Sent(self.db)
+        return sent
 
     @mongo_errors
     def ensure_indexes(self) -> None:

@@ -181,9 +181,11 @@ class Gathered(Sent):
     """The tallies of many writes, sent together every ``seconds`` (see the module
     docstring) from a daemon thread started with the first, and by :meth:`flush`: at
     process exit, and on a worker process's shutdown (:func:`flush_all`). A send that
-    fails keeps what was not sent for the next one."""
+    fails keeps what was not sent for the next one. With ``seconds`` None there is no
+    thread: only :meth:`flush` sends them (a store that is not safe across threads, the
+    embedded scan's)."""
 
-    def __init__(self, db: Any, seconds: float) -> None:
+    def __init__(self, db: Any, seconds: float | None) -> None:
         super().__init__(db)
         self.seconds = seconds
         self._pending = Changes()
@@ -196,7 +198,7 @@ class Gathered(Sent):
         """Keep ``changes`` (cleared) for the next send."""
         with self._lock:
             self._pending.merge(changes)
-            if self._thread is None:
+            if self._thread is None and self.seconds is not None:
                 self._thread = threading.Thread(
                     target=self._loop, name="fptrack-tallies", daemon=True
                 )
@@ -222,7 +224,7 @@ class Gathered(Sent):
             return True
 
     def _loop(self) -> None:
-        while True:
+        while self.seconds is not None:
             time.sleep(self.seconds)
             self.flush()
 

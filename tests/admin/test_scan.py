@@ -322,10 +322,22 @@ def test_command_line_exit_codes(tmp_path) -> None:
 @pytest.mark.parametrize("index_pages", [True, False])
 def test_pages_are_indexed_for_works_added_later_only_when_served(index_pages: bool) -> None:
     """The scan bulk-loads the pages' index after its crawl when an admin is served over its
-    result (``--serve``): a work registered there then finds the pages crawled before."""
+    result (``--serve``): a work registered there then finds the pages crawled before. The
+    dashboard's tallies, gathered during the scan, are sent by its end; those of the matches
+    made later go at once."""
     from admin.reading import iter_work_files
     from admin.scan import run_scan, serve_directory
     from matcher.maintenance import drop_indexes
+    from matcher.store import tallies
+
+    def figures() -> dict:
+        total = tallies.total(engine.store.db)
+        active = {k: v for k, v in total.get("active", {}).items() if v}
+        return {"active": active, **{k: total.get(k) for k in ("pages", "matches_seen")}}
+
+    def recounted() -> dict:
+        tallies.recount(engine.store.db)
+        return figures()
 
     works = [w for w in iter_work_files([WORKS]) if w.name != "chef-diary.txt"]
     with serve_directory(SITE) as base:
@@ -333,11 +345,16 @@ def test_pages_are_indexed_for_works_added_later_only_when_served(index_pages: b
     try:
         urls = {urlsplit(m["url"]).path for m in result.matches}
         assert "/book/1025/1.html" not in urls and "/book/1021/1.html" in urls
+        scanned = figures()
+        assert scanned["pages"] == result.pages and scanned == recounted()
         later = engine.add_work(
             (WORKS / "chef-diary.txt").read_text(encoding="utf-8"), title="chef"
         )
         found = {urlsplit(r["url"]).path for r in engine.match_work_against_pages(later)}
         assert found == ({"/book/1025/1.html"} if index_pages else set())
+        served = figures()
+        assert served["matches_seen"] == scanned["matches_seen"] + len(found)
+        assert served == recounted()
     finally:
         drop_indexes(engine)
 
@@ -353,8 +370,8 @@ def test_redis_losing_the_index_mid_scan_loses_no_match() -> None:
     settings = scan_settings()
     seen: list[str] = []
 
-    def on_page(page_url: str) -> None:
-        seen.append(page_url)
+    def on_page(page_id: str) -> None:
+        seen.append(page_id)
         if len(seen) == 6:
             for key in client.scan_iter(f"{settings.redis_prefix}:*", count=1000):
                 client.delete(key)

@@ -50,7 +50,16 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     for key in ("pages_per_s", "bare_pages_per_s", "ratio", "scan_700_s"):
         assert isinstance(data[key], float) and data[key] > 0, key
     assert data["ratio"] == pytest.approx(data["pages_per_s"] / data["bare_pages_per_s"])
-    assert set(data["met"]) == set(data["targets"]) == {"ratio", "scan_700_s", "commands_per_page"}
+    assert (
+        set(data["met"])
+        == set(data["targets"])
+        == {
+            "ratio",
+            "scan_700_s",
+            "commands_per_page",
+            "scan_commands_per_page",
+        }
+    )
     # Every process's store commands were recorded: the crawl's ingest and the workers'.
     commands = data["commands"]
     assert data["commands_per_page"] == commands["per_page"] > 1
@@ -71,6 +80,10 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
 
     (scan,) = data["scans"]
     assert scan["pages"] == sizes["scan_pages"] >= SCAN_PAGES and scan["works"] == SCAN_WORKS
+    # the scan's mongomock calls were counted: its page upserts, reads and processed marks
+    assert data["scan_commands_per_page"] == scan["commands"]["per_page"] > 1
+    scanned = scan["commands"]["by_kind"]
+    assert scanned["update pages"] >= 2 and scanned["find pages"] >= 1
     # The benchmark cleans up after itself: no key left in either database.
     for url in (BROKER_URL, INDEX_URL):
         assert redis.Redis.from_url(url).dbsize() == 0
