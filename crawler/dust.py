@@ -15,7 +15,8 @@ keeps and the store saves with the site (:meth:`matcher.store.sites.Sites.site_r
   written ``*`` (``/book/12/345_2.html`` -> ``/book/*/*_*.html``): the unit rules are
   learnt for. A link with a query whose path was already requested under another query is
   asked for later (lower priority): pages first, the queries that may be cache-busters
-  after them, by which time a rule may drop them.
+  after them, by which time a rule may drop them; but the first ``threshold`` such links
+  of each pattern are asked for at once, so that the sightings a rule needs come early.
 - :class:`DustRules`: parameters that do not change the content, learnt per path pattern
   from the crawl itself, after "Do not crawl in the DUST: different URLs with similar text"
   (Bar-Yossef, Keidar and Schonfeld, WWW 2007): when two fetches of the same path whose

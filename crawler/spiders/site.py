@@ -112,6 +112,8 @@ from matcher.crawl_runs import NOT_CRAWLED, START_ERROR, START_FAILED, stop_reas
 from matcher.pages import GonePage, PageAlias, UnchangedPage
 from matcher.sites import SiteConfig, SiteConfigError
 
+MAX_PROBED_PATTERNS = 10_000
+"""Path patterns whose first queried links are asked for at once (:meth:`SiteSpider._probe`)."""
 SKIPPED_ALIAS = "fptrack/skipped/alias"
 """Stat: links not requested because they name a page already requested under another URL
 (a default document, a parameter a learnt rule drops, a ``rel=canonical``)."""
@@ -263,6 +265,7 @@ class SiteSpider(scrapy.Spider):
         self._revealed: set[int] = set()  # keys of pages fetched under a URL a rule then dropped
         self._dead_links: set[int] = set()  # links skipped for their dead pattern
         self._paths: set[int] = set()  # canonical paths (without query) requested
+        self._probes: dict[str, int] = {}  # path pattern -> its queries asked for at once
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -823,7 +826,8 @@ class SiteSpider(scrapy.Spider):
         page already requested under another URL is not requested (``fptrack/skipped/
         alias``); one on a dead path pattern neither (``fptrack/skipped/dead_pattern``),
         and one on a pattern that answered 404/410 lately, or one with a query whose path
-        was already requested, is asked for later (lower priority): :mod:`crawler.dust`."""
+        was already requested (but the first few of its pattern, :meth:`_probe`), is asked
+        for later (lower priority): :mod:`crawler.dust`."""
         given, url = url, self.dust.apply(url)
         key = self._key(url)
         raw = xxhash.xxh3_64_intdigest(given.encode("utf-8", "surrogatepass"))
@@ -841,6 +845,9 @@ class SiteSpider(scrapy.Spider):
                     if url == given:  # an alias by normalisation, not by a learnt rule
                         self._alias(key, alias)
                 return None
+            if key in self._revealed and new_link:  # fetched under a URL a rule reduces
+                self._inc(SKIPPED_ALIAS)
+            return None  # asked for already, under this URL or one the rules reduce to it
         else:
             if len(self._requested) >= self.max_requests:
                 self._inc("fptrack/requests_capped")
@@ -852,7 +859,7 @@ class SiteSpider(scrapy.Spider):
             self._requested.add(key)
             if "?" in url:  # the path already asked for under another query: later
                 path = xxhash.xxh3_64_intdigest(self._canon(url).split("?", 1)[0].encode())
-                if path in self._paths:
+                if path in self._paths and not self._probe(url):
                     priority -= 1
                 elif len(self._paths) < self.max_requests:
                     self._paths.add(path)
@@ -878,6 +885,20 @@ class SiteSpider(scrapy.Spider):
             self._made += 1
             request.meta[NEW] = True
         return request
+
+    def _probe(self, url: str) -> bool:
+        """Whether a link with a query whose path was already requested is asked for at
+        once rather than later: the first ``threshold`` of its path pattern are, so that the
+        sightings a cache-buster rule needs (:class:`crawler.dust.DustRules`) come early
+        and the pattern's later links lose the parameter before they are queued. Asked for
+        later, they would all come at the end of the crawl, as many at once as it fetches
+        in parallel, before the rule holds."""
+        pattern = dust.pattern_of(url)
+        probes = self._probes.get(pattern, 0)
+        if probes >= self.dust.threshold or len(self._probes) >= MAX_PROBED_PATTERNS:
+            return False
+        self._probes[pattern] = probes + 1
+        return True
 
     def _pending(self) -> int:
         """Requests this process made and has not yet fetched: those in its scheduler's

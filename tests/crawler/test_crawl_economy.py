@@ -115,11 +115,14 @@ def test_aliases_rules_and_dead_links_on_a_pirate_site(store: Store) -> None:
         assert stats["fptrack/rules/learnt"] == 1
         assert stats["fptrack/stored_pages"] == CHAPTERS + 1
         busted = [p for p in paths if "?t=" in p]
-        assert stats["fptrack/aliases/fetched"] == 3  # the rule's support
+        # the rule's support: 3 instances, from at most 3 fetches (one fetch of a path may
+        # be compared with two earlier ones of it)
+        support = stats["fptrack/aliases/fetched"]
+        assert 1 <= support <= 3
         # Every request is a page stored, the print view (an alias by its canonical link), a
         # dead link, or one of the rule's support; cache-busters fetched: at most the odd
         # chapters first reached through one, and the rule's support.
-        assert len(paths) == (CHAPTERS + 1) + 1 + dead + 3
+        assert len(paths) == (CHAPTERS + 1) + 1 + dead + support
         assert len(busted) <= CHAPTERS // 2 + 3
 
         again = crawl(site, store)

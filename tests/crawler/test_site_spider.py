@@ -263,3 +263,26 @@ def test_a_queued_url_the_learnt_rule_reduces_another_fetch_to_is_not_fetched() 
     assert stat(spider, "fptrack/rules/learnt") == 1
     assert spider.skip_queued(queued) == ALIAS_MESSAGE
     assert spider.skip_queued(never_fetched) == ""
+
+
+def test_the_first_queried_links_of_a_path_pattern_go_early_the_rest_later() -> None:
+    """A link whose path was already requested under another query may be a cache-buster:
+    the first few of each path pattern (the sightings a rule needs, FPTRACK_DUST_THRESHOLD)
+    are asked for at once, the others after the pages."""
+    spider = make_spider()
+    assert spider._request(BASE + "/book/1.html", 1).priority == 0
+    queried = [spider._request(BASE + f"/book/1.html?t={n}", 1) for n in range(5)]
+    assert [r.priority for r in queried] == [0, 0, 0, -1, -1]
+    other = spider._request(BASE + "/book/2/", 1), spider._request(BASE + "/book/2/?t=1", 1)
+    assert [r.priority for r in other] == [0, 0]  # another pattern: its own first sightings
+
+
+def test_a_page_asked_for_under_a_dropped_parameter_is_not_asked_for_again() -> None:
+    """A queued ``/book/5.html?t=9`` that goes after a rule dropping ``t`` was learnt stands
+    for ``/book/5.html``: a link to that URL found later is not requested again."""
+    spider = make_spider()
+    queued = spider._request(BASE + "/book/5.html?t=9", 1)
+    spider.dust.rules["/book/*.html"] = {"t"}  # learnt meanwhile
+    assert spider.skip_queued(queued) == ""  # the page's first request goes
+    assert spider._request(BASE + "/book/5.html", 1) is None
+    assert spider._request(BASE + "/book/5.html?t=10", 1) is None  # reduced by the rule
