@@ -9,7 +9,12 @@ Two things of MongoDB's that the scan's store needs and mongomock lacks:
   over the crawl. A :class:`MemoryCollection` answers a filter whose ``_id`` is one plain
   value or an ``$in`` of plain values (ints, strings, ObjectIds) by taking those documents
   from its store, then applying the whole filter to them as before: the same documents,
-  found without the scan. Any other filter goes the usual way.
+  found without the scan. So it does for a filter on the first field of one of the
+  collection's indexes (a page's ``next_url`` or ``aliases``, a fingerprint's ``owner_id``,
+  a match's ``page_id`` ...), through a :class:`FieldIndex` of those fields' values kept
+  with the collection's documents; this also makes mongomock's check of the unique indexes
+  at every write (a filter on the index's fields) cheap. Any other filter goes the usual
+  way.
 - mongomock's ``bulk_write`` hands each request a builder whose ``add_update`` does not
   take the ``sort`` that current pymongo's ``UpdateOne`` passes (a ``TypeError``). A
   :class:`MemoryCollection` gives the requests a builder of its own that applies each one
@@ -26,12 +31,16 @@ and the server's. ``tests/admin/test_scan_store.py`` checks that the scan's stor
 
 from __future__ import annotations
 
+import itertools
+import threading
+import weakref
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 import mongomock
 from bson import ObjectId
 from mongomock.filtering import filter_applies
+from pymongo.errors import DuplicateKeyError
 
 _PLAIN = (int, str, ObjectId)
 
@@ -78,17 +87,142 @@ class MemoryDatabase(mongomock.Database):
         return self.memory_collections[name]
 
 
+class FieldIndex:
+    """The ids of a collection's documents by the values of some top-level fields (the
+    first field of each of its indexes), in the order mongomock keeps the documents.
+
+    Kept up to date from the writes' own steps (:class:`MemoryCollection`): every insert
+    and every update that changes a document ends in mongomock's check of the unique
+    indexes, which indexes the document first; a document deleted (or rolled back to what
+    it was) may leave its old entries, which only ever add candidates: every candidate is
+    looked up in the store and tested against the whole filter. A value that is not a
+    plain int, string or ObjectId (a date, a sub-document) puts its document among every
+    query's candidates for that field.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.fields: tuple[str, ...] = ()
+        self.by: dict[str, dict[Any, set[Any]]] = {}
+        self.unplain: dict[str, set[Any]] = {}
+        self.keys_of: dict[Any, list[tuple[str, Any]]] = {}
+        self.order: dict[Any, int] = {}
+        self.counter = itertools.count()
+
+    def rebuild(self, fields: tuple[str, ...], documents: Iterable[dict]) -> None:
+        with self.lock:
+            self.fields = fields
+            self.by = {f: {} for f in fields}
+            self.unplain = {f: set() for f in fields}
+            self.keys_of, self.order = {}, {}
+            for doc in documents:
+                self.order[_store_key(doc["_id"])] = next(self.counter)
+                self.add(doc)
+
+    def add(self, doc: dict) -> None:
+        """(Re)index ``doc``: its old entries out, its current values in."""
+        with self.lock:
+            key = _store_key(doc["_id"])
+            for field, value in self.keys_of.pop(key, ()):
+                bucket = self.unplain[field] if value is _UNPLAIN else self.by[field].get(value)
+                if bucket is not None:
+                    bucket.discard(key)
+            entries = []
+            for field in self.fields:
+                if field not in doc:
+                    continue
+                value = doc[field]
+                for item in value if isinstance(value, list) else [value]:
+                    if isinstance(item, _PLAIN):
+                        self.by[field].setdefault(item, set()).add(key)
+                        entries.append((field, item))
+                    else:
+                        self.unplain[field].add(key)
+                        entries.append((field, _UNPLAIN))
+            self.keys_of[key] = entries
+            self.order.setdefault(key, next(self.counter))
+
+    def inserted(self, key: Any) -> None:
+        """A document (re)inserted under ``key``: last in the collection's order."""
+        with self.lock:
+            self.order[_store_key(key)] = next(self.counter)
+
+    def candidates(self, spec: Any) -> list[Any] | None:
+        """The ids of every document that may match ``spec`` (and others), in the
+        collection's order; None when no indexed field of ``spec`` is plainly given."""
+        if not isinstance(spec, dict):
+            return None
+        for field in self.fields:
+            values = _plain_values(spec.get(field))
+            if values is None:
+                continue
+            with self.lock:
+                found = set(self.unplain[field])
+                for value in values:
+                    found |= self.by[field].get(value, set())
+                return sorted(found, key=lambda k: self.order.get(k, -1))
+        return None
+
+
+def _store_key(key: Any) -> Any:
+    """The key mongomock keeps a document under (a sub-document ``_id`` made hashable)."""
+    return mongomock.helpers.hashdict(key) if isinstance(key, dict) else key
+
+
+_UNPLAIN = object()
+_INDEXES: weakref.WeakKeyDictionary[Any, FieldIndex] = weakref.WeakKeyDictionary()
+
+
 class MemoryCollection(mongomock.Collection):
-    """A mongomock collection with the ``_id`` fast path and pymongo's bulk requests."""
+    """A mongomock collection with the ``_id`` and indexed-field fast paths and pymongo's
+    bulk requests."""
+
+    def _field_index(self) -> FieldIndex:
+        """The :class:`FieldIndex` of this collection's documents (one per mongomock
+        store, whichever collection object reaches it), rebuilt when its indexes change."""
+        index = _INDEXES.get(self._store)
+        if index is None:
+            index = _INDEXES[self._store] = FieldIndex()
+        firsts = (
+            next(iter(list(spec.get("key") or [])), ("_id", 1))[0]
+            for spec in self._store.indexes.values()
+        )
+        fields = tuple(dict.fromkeys(f for f in firsts if f != "_id" and "." not in f))
+        if fields != index.fields:
+            index.rebuild(fields, self._store.documents)
+        return index
 
     def _iter_documents(self, spec: Any) -> Iterator[dict]:
         """mongomock's one way to the documents a filter selects (find, update, delete and
-        count all go through it): those of a plain ``_id`` filter taken by their ids."""
+        count all go through it): those of a plain ``_id`` filter taken by their ids, those
+        of a plain filter on an indexed field by its :class:`FieldIndex`."""
         ids = _ids(spec)
+        if ids is None and not self._store.is_empty:
+            ids = self._field_index().candidates(spec)
         if ids is None:
             return super()._iter_documents(spec)
         found = [self._store[key] for key in dict.fromkeys(ids) if key in self._store]
         return (doc for doc in found if filter_applies(spec, doc))
+
+    def _insert(self, data: Any, session: Any = None, ordered: bool = True) -> Any:
+        inserted = super()._insert(data, session=session, ordered=ordered)
+        if isinstance(data, dict):
+            self._field_index().inserted(inserted)
+        return inserted
+
+    def _ensure_uniques(self, new_data: dict) -> None:
+        """Every insert and every update that changed a document comes here: it is indexed
+        before its uniqueness is checked (the check looks it up by its fields)."""
+        self._field_index().add(new_data)
+        super()._ensure_uniques(new_data)
+
+    def _update(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super()._update(*args, **kwargs)
+        except DuplicateKeyError:  # the document was rolled back to what it was
+            index = self._field_index()
+            index.rebuild(index.fields, self._store.documents)
+            raise
 
     def bulk_write(self, requests: Iterable[Any], ordered: bool = True, **_: Any) -> None:
         """Apply pymongo's bulk ``requests`` one by one, in order."""
@@ -124,6 +258,19 @@ class _Requests:
             self.collection.delete_one(selector)
         else:
             self.collection.delete_many(selector)
+
+
+def _plain_values(value: Any) -> list[Any] | None:
+    """The values an equality (or ``$in``) on a field admits, when all are plain."""
+    if isinstance(value, dict):
+        if set(value) != {"$in"} or not isinstance(value["$in"], list | tuple):
+            return None
+        values = list(value["$in"])
+    else:
+        values = [value]
+    if values and all(isinstance(v, _PLAIN) for v in values):
+        return values
+    return None
 
 
 def _ids(spec: Any) -> list[Any] | None:
