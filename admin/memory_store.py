@@ -24,9 +24,11 @@ Both are overrides in subclasses of mongomock's public classes (``MongoClient``,
 ``Database``, ``Collection``), made by :func:`memory_client`: no mongomock object or class is
 patched. The subclasses' objects are built on the stores mongomock made for its own
 (``_store``, ``_db_store``), so listing, dropping and counting work as in mongomock, and
-``_iter_documents`` is overridden, not replaced; an upgrade of mongomock that changes those
-fails ``tests/admin/test_scan_store.py``, which compares the answers with plain mongomock's
-and the server's. ``tests/admin/test_scan_store.py`` checks that the scan's store answers
+``_iter_documents``, ``_insert``, ``_update`` and ``_ensure_uniques`` are overridden, not
+replaced; an upgrade of mongomock that changes those fails ``tests/admin/test_scan_store.py``,
+which compares the answers with plain mongomock's and the server's, or
+``tests/admin/test_memory_index.py``, which compares them with plain mongomock's through
+random writes.
 """
 
 from __future__ import annotations
