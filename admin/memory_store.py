@@ -263,23 +263,8 @@ class _Requests:
 
 
 def _plain_values(value: Any) -> list[Any] | None:
-    """The values an equality (or ``$in``) on a field admits, when all are plain."""
-    if isinstance(value, dict):
-        if set(value) != {"$in"} or not isinstance(value["$in"], list | tuple):
-            return None
-        values = list(value["$in"])
-    else:
-        values = [value]
-    if values and all(isinstance(v, _PLAIN) for v in values):
-        return values
-    return None
-
-
-def _ids(spec: Any) -> list[Any] | None:
-    """The ``_id`` values a filter admits, when it names them plainly; else None."""
-    if not isinstance(spec, dict) or "_id" not in spec:
-        return None
-    value = spec["_id"]
+    """The values an equality (or ``$in``) on a field admits, when all are plain ints
+    (not booleans), strings or ObjectIds; else None."""
     if isinstance(value, dict):
         if set(value) != {"$in"} or not isinstance(value["$in"], list | tuple):
             return None
@@ -289,3 +274,10 @@ def _ids(spec: Any) -> list[Any] | None:
     if all(isinstance(v, _PLAIN) and not isinstance(v, bool) for v in values):
         return values
     return None
+
+
+def _ids(spec: Any) -> list[Any] | None:
+    """The ``_id`` values a filter admits, when it names them plainly; else None."""
+    if not isinstance(spec, dict) or "_id" not in spec:
+        return None
+    return _plain_values(spec["_id"])

@@ -58,7 +58,7 @@ log = logging.getLogger(__name__)
 
 def _send_tallies(**_: Any) -> None:
     """A worker process that stops sends the dashboard tallies it gathered
-    (:class:`matcher.store.tallies.Gathered`)."""
+    (:class:`matcher.store.tallies.Sender`)."""
     from matcher.store.tallies import flush_all
 
     flush_all()

@@ -240,7 +240,7 @@ class Settings:
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
     tally_seconds: float = 1.0
     """A worker gathers the dashboard tallies of the match records it writes this long and
-    sends them together (:class:`matcher.store.tallies.Gathered`; 0: each at once)."""
+    sends them together (:class:`matcher.store.tallies.Sender`; 0: each at once)."""
     page_lock_seconds: int = 30
     """How long a page's matching lock lasts: a worker killed mid-page holds the page (and
     the other parts of its chapter) this long before a redelivered task may match it."""

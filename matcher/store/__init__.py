@@ -95,10 +95,11 @@ class Store:
         self.db = db
         self.sequences = Sequences(db)
         self.fingerprints = Fingerprints(db)
-        self.matches = Matches(db)
+        self.tallies = tallies.Sender(db)
+        self.matches = Matches(db, self.tallies)
         self.failure_log = Failures(db)
         self.works = Works(db, self.sequences, self.fingerprints, self.matches)
-        self.pages = Pages(db, self.sequences, self.failure_log)
+        self.pages = Pages(db, self.sequences, self.failure_log, self.tallies)
         self.sites = Sites(db)
         self.crawls = CrawlRuns(db, self.pages, self.matches)
         self.users = Users(db)
@@ -139,27 +140,23 @@ class Store:
             client = client_for(settings)
         return cls(client[settings.mongo_db])
 
-    def gather_tallies(self, seconds: float | None) -> tallies.Gathered:
+    def gather_tallies(self, seconds: float | None) -> None:
         """From now on, gather the dashboard tallies of the match records and pages written
         through this store and send them every ``seconds`` (None: when
         :meth:`flush_tallies` or :meth:`send_tallies` is called;
-        :class:`~matcher.store.tallies.Gathered`: a worker's store, a crawl's, the embedded
+        :class:`~matcher.store.tallies.Sender`: a worker's store, a crawl's, the embedded
         scan's)."""
-        gathered = tallies.Gathered(self.db, seconds)
-        self.matches.tallies = self.pages.tallies = gathered
-        return gathered
+        self.tallies.gather(seconds)
 
     def flush_tallies(self) -> bool:
         """Send the tallies gathered so far now (before the client is closed); False when
         the store refused them."""
-        return self.pages.tallies.flush() and self.matches.tallies.flush()
+        return self.tallies.flush()
 
     def send_tallies(self) -> bool:
         """Send the tallies gathered so far, and from now on each write's after it; False
         when the store refused them."""
-        sent = self.flush_tallies()
-        self.matches.tallies = self.pages.tallies = tallies.Sent(self.db)
-        return sent
+        return self.tallies.send_each()
 
     @mongo_errors
     def ensure_indexes(self) -> None:

@@ -36,10 +36,10 @@ def match_key(match: dict[str, Any]) -> dict[str, Any]:
 class Matches:
     """The ``matches`` collection (its tallies kept in step, :mod:`matcher.store.tallies`)."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, sender: tallies.Sender | None = None) -> None:
         self.db = db
-        self.tallies: tallies.Sent = tallies.Sent(db)
-        """Where the tallies of matching's writes go (gathered in a worker)."""
+        self.tallies = sender or tallies.Sender(db)
+        """Where the tallies of its writes go (the store's :class:`tallies.Sender`)."""
 
     @mongo_errors
     def upsert_match(
@@ -74,33 +74,40 @@ class Matches:
             first["archive"] = dict(record["archive"])
         if initial_status == "new":
             first["alert"] = "pending"
-        if fresh:
-            doc = {**key, **first, **fields}
-            try:
-                self.db.matches.insert_one(doc)
-            except DuplicateKeyError:
-                pass
-            else:
-                changes = tallies.Changes()
-                changes.match(doc, 1, created=True)
-                self.tallies.add(changes)
-                return doc
-        # A read and a plain update, not one findAndModify: a server may answer that by
-        # reading the whole collection (see matcher.store.sequences.Sequences.upsert). The
-        # page's matching lock keeps other writers of its records out in between.
-        before = self.db.matches.find_one(key)
-        done = self.db.matches.update_one(key, {"$set": fields, "$setOnInsert": first}, upsert=True)
-        if before is None and done.upserted_id is None:  # written meanwhile after all
-            before = self.db.matches.find_one(key)
-        if before is None:
-            doc = {**key, **first, **fields, "_id": done.upserted_id}
-        else:
-            doc = {**before, **fields}
+        doc = self._inserted({**key, **first, **fields}) if fresh else None
+        before = None
+        if doc is None:
+            doc, before = self._upserted(key, fields, first)
         if before is None or not before.get("active", True):
             changes = tallies.Changes()
             changes.match(doc, 1, created=before is None)
             self.tallies.add(changes)
         return doc
+
+    def _inserted(self, doc: dict[str, Any]) -> dict | None:
+        """``doc`` inserted; None when the pair's unique index holds a record already."""
+        try:
+            self.db.matches.insert_one(doc)
+        except DuplicateKeyError:
+            return None
+        return doc
+
+    def _upserted(
+        self, key: dict[str, Any], fields: dict[str, Any], first: dict[str, Any]
+    ) -> tuple[dict, dict | None]:
+        """The record of ``key`` with ``fields`` set (``first`` too when it is new), and
+        the record before (None: it is new).
+
+        A read and a plain update, not one findAndModify: a server may answer that by
+        reading the whole collection (see matcher.store.sequences.Sequences.upsert). The
+        page's matching lock keeps other writers of its records out in between."""
+        before = self.db.matches.find_one(key)
+        done = self.db.matches.update_one(key, {"$set": fields, "$setOnInsert": first}, upsert=True)
+        if before is None and done.upserted_id is None:  # written meanwhile after all
+            before = self.db.matches.find_one(key)
+        if before is None:
+            return {**key, **first, **fields, "_id": done.upserted_id}, None
+        return {**before, **fields}, before
 
     @mongo_errors
     def deactivate_matches(

@@ -92,12 +92,18 @@ def _sent_lately(before: dict | None, content_hash: str, sending: Sending) -> bo
 class Pages:
     """The ``pages`` collection."""
 
-    def __init__(self, db: Database, sequences: Sequences, failures: Failures) -> None:
+    def __init__(
+        self,
+        db: Database,
+        sequences: Sequences,
+        failures: Failures,
+        sender: tallies.Sender | None = None,
+    ) -> None:
         self.db = db
         self.sequences = sequences
         self.failures = failures
-        self.tallies: tallies.Sent = tallies.Sent(db)
-        """Where the tallies of stored pages go (gathered in a crawl)."""
+        self.tallies = sender or tallies.Sender(db)
+        """Where the tallies of stored pages go (the store's :class:`tallies.Sender`)."""
         self.seq_stripe: int | None = None
         """The counter stripe this process takes page seqs from: that of the first page it
         stores (so a crawl made again in the same order numbers its pages the same)."""

@@ -28,7 +28,7 @@ A crash between a write and its tally leaves the figures slightly off until
 :func:`recount` (``fptrack admin recount``) rebuilds them from the data.
 
 A worker gathers the tallies of the match records it writes, and a crawl those of the pages
-it stores, over ``FPTRACK_TALLY_SECONDS`` (:class:`Gathered`) and sends them together: a
+it stores, over ``FPTRACK_TALLY_SECONDS`` (:class:`Sender`) and sends them together: a
 write or two a second per process instead of one or two per page and per new match. The
 dashboard is that much behind; a process killed by SIGKILL loses what it gathered in its
 last interval (a warm shutdown, and a normal exit, send it), as a crash between a write and
@@ -163,48 +163,51 @@ class Changes:
         self.labels.clear()
 
 
-class Sent:
-    """Where a store's writes send their tallies: at once, each write's after it."""
+class Sender:
+    """Where one store's writes send their tallies: each write's right after it, or, once
+    told to :meth:`gather`, gathered and sent together (see the module docstring): every
+    ``seconds`` from a daemon thread started with the first, and by :meth:`flush`, which
+    runs at process exit and on a worker process's shutdown (:func:`flush_all`). A send
+    that fails keeps what was not sent for the next one. Gathering with ``seconds`` None
+    starts no thread: only :meth:`flush` sends (a store that is not safe across threads,
+    the embedded scan's)."""
 
     def __init__(self, db: Any) -> None:
         self.db = db
-
-    def add(self, changes: Changes) -> None:
-        changes.apply(self.db)
-
-    def flush(self) -> bool:
-        """Nothing waits here."""
-        return True
-
-
-class Gathered(Sent):
-    """The tallies of many writes, sent together every ``seconds`` (see the module
-    docstring) from a daemon thread started with the first, and by :meth:`flush`: at
-    process exit, and on a worker process's shutdown (:func:`flush_all`). A send that
-    fails keeps what was not sent for the next one. With ``seconds`` None there is no
-    thread: only :meth:`flush` sends them (a store that is not safe across threads, the
-    embedded scan's)."""
-
-    def __init__(self, db: Any, seconds: float | None) -> None:
-        super().__init__(db)
-        self.seconds = seconds
+        self.gathering = False
+        self.seconds: float | None = None
         self._pending = Changes()
         self._lock = threading.Lock()
         self._sending = threading.Lock()
         self._thread: threading.Thread | None = None
-        _GATHERED.add(self)
+        _SENDERS.add(self)
+
+    def gather(self, seconds: float | None) -> None:
+        """From now on, gather the tallies and send them every ``seconds``."""
+        with self._lock:
+            self.gathering, self.seconds = True, seconds
+
+    def send_each(self) -> bool:
+        """Send what was gathered, and from now on each write's tallies after it; False
+        when the store refused (what was gathered is kept for the next :meth:`flush`)."""
+        with self._lock:
+            self.gathering, self.seconds = False, None
+        return self.flush()
 
     def add(self, changes: Changes) -> None:
-        """Keep ``changes`` (cleared) for the next send."""
+        """Send ``changes``, or keep them (cleared) for the next send when gathering."""
         with self._lock:
-            self._pending.merge(changes)
-            if self._thread is None and self.seconds is not None:
-                self._thread = threading.Thread(
-                    target=self._loop, name="fptrack-tallies", daemon=True
-                )
-                self._thread.start()
-        changes.incs.clear()
-        changes.labels.clear()
+            if self.gathering:
+                self._pending.merge(changes)
+                if self._thread is None and self.seconds is not None:
+                    self._thread = threading.Thread(
+                        target=self._loop, name="fptrack-tallies", daemon=True
+                    )
+                    self._thread.start()
+                changes.incs.clear()
+                changes.labels.clear()
+                return
+        changes.apply(self.db)
 
     def flush(self) -> bool:
         """Send what was gathered; False when the store refused (it is kept)."""
@@ -224,18 +227,18 @@ class Gathered(Sent):
             return True
 
     def _loop(self) -> None:
-        while self.seconds is not None:
+        while self.seconds:
             time.sleep(self.seconds)
             self.flush()
 
 
-_GATHERED: weakref.WeakSet[Gathered] = weakref.WeakSet()
+_SENDERS: weakref.WeakSet[Sender] = weakref.WeakSet()
 
 
 def flush_all() -> None:
-    """Send the tallies every :class:`Gathered` of this process holds."""
-    for gathered in list(_GATHERED):
-        gathered.flush()
+    """Send the tallies every :class:`Sender` of this process gathered."""
+    for sender in list(_SENDERS):
+        sender.flush()
 
 
 atexit.register(flush_all)

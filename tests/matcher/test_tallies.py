@@ -126,13 +126,13 @@ def _matches_tallied(store: Store) -> int:
 def test_a_worker_s_tallies_are_gathered_and_sent_together(store: Store) -> None:
     works = [_work(store, k) for k in "abc"]
     pages = [_page(store, f"http://x/{i}", site=f"s{i % 2}") for i in range(4)]
-    gathered = store.gather_tallies(60)  # no send of its own during the test
+    store.gather_tallies(60)  # no send of its own during the test
     for i, page in enumerate(pages):
         for work in works[: i % 3 + 1]:
             _match(store, page, work)
     store.deactivate_matches("page_id", pages[3]["_id"], [works[0]["_id"]])
     assert _matches_tallied(store) == 0  # gathered, not sent yet
-    assert gathered.flush() and _matches_tallied(store) == 7
+    assert store.flush_tallies() and _matches_tallied(store) == 7
     sent = _figures(store)
     tallies.recount(store.db)
     assert _figures(store) == sent
@@ -144,13 +144,13 @@ def test_tallies_the_store_refused_are_sent_when_it_is_back(tmp_path: Path) -> N
     try:
         store = Store.connect(mongo_uri(server) + "/?serverSelectionTimeoutMS=500", "tallies")
         work, page = _work(store, "a"), _page(store, "http://x/1")
-        gathered = store.gather_tallies(60)
+        store.gather_tallies(60)
         _match(store, page, work)
         server.stop()
-        assert not gathered.flush()  # the server is down: kept
+        assert not store.flush_tallies()  # the server is down: kept
         server.start()
-        assert gathered.flush() and _matches_tallied(store) == 1
-        assert gathered.flush() and _matches_tallied(store) == 1  # sent once
+        assert store.flush_tallies() and _matches_tallied(store) == 1
+        assert store.flush_tallies() and _matches_tallied(store) == 1  # sent once
         store.client.close()
     finally:
         server.stop()
