@@ -97,6 +97,12 @@ def test_quick_start_on_one_machine(
 
     admin = "http://" + env["FPTRACK_ADMIN_BIND"]
     log_in(page, admin, "alice", PASSWORD)
+
+    def counted() -> bool:  # the workers send its tallies every FPTRACK_TALLY_SECONDS
+        page.reload()
+        return page.locator("#total-infringing").inner_text() == str(SAMPLE_MATCHES)
+
+    eventually(counted, 15, "the dashboard to count every match")
     expect(page.locator("#total-infringing")).to_have_text(str(SAMPLE_MATCHES))
     page.goto(admin + "/matches/")
     expect(page.locator("#match-list tbody tr")).to_have_count(SAMPLE_MATCHES)
