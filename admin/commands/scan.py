@@ -345,13 +345,15 @@ def serve_scan(
         server = make_server(host, int(port), app, threaded=True)
     except OSError as exc:
         raise CommandError(f"--serve {bind}: cannot listen there: {exc.strerror or exc}") from exc
-    print(
-        f"admin: http://{host}:{server.server_port}/  user admin, password {password}"
-        "  (Ctrl-C stops; the results live in this process only)",
-        file=sys.stderr,
-        flush=True,
-    )
     try:
+        # Inside the try: a Ctrl-C or SIGTERM sent as soon as the line is read stops the
+        # server as cleanly as one sent while it serves.
+        print(
+            f"admin: http://{host}:{server.server_port}/  user admin, password {password}"
+            "  (Ctrl-C stops; the results live in this process only)",
+            file=sys.stderr,
+            flush=True,
+        )
         server.serve_forever()
     except KeyboardInterrupt:
         pass
