@@ -199,11 +199,7 @@ def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
                 engine.process_stored_page(page_id)
                 page_ms.append((time.perf_counter() - started) * 1000)
         pages_redis = redis_memory(index) - base
-        pages_mongo = (
-            bson_bytes(db, "pages")
-            + bson_bytes(db, "fingerprints", {"owner_kind": "page"})
-            + bson_bytes(db, "matches")
-        )
+        pages_mongo = bson_bytes(db, "pages") + bson_bytes(db, "matches")  # (fingerprints in pages)
         matches = db.matches.count_documents({"active": True})
         by_family = families(index, settings.redis_prefix)
         say(f"{args.pages} pages ({copies} copies, {matches} matches)")

@@ -57,6 +57,7 @@ from matcher.recent import Recent
 from matcher.registry import Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
+from matcher.store.fingerprints import page_fingerprint
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
 from matcher.work_names import WorkNames
 
@@ -421,8 +422,7 @@ class Engine(IndexView):
     def _stored_part(self, part: dict) -> PageFingerprint:
         """A part's fingerprints: as stored when its current text was matched, else fresh."""
         if part.get("processed_hash") == part.get("content_hash"):
-            stored = self.store.load_fingerprints("page", [part["_id"]], "anchors")
-            fp = stored.get(part["_id"])
+            fp = page_fingerprint(part, "anchors")
             if fp is not None:
                 with suppress(FingerprintError):
                     return StoredPart(*from_blob(bytes(fp["value"])))
@@ -489,7 +489,8 @@ class Engine(IndexView):
         read_before_lock: bool = False,
         never: bool = False,
     ) -> list[dict[str, Any]]:
-        """Write a matched page's fingerprints, index entries, records and processed mark;
+        """Write a matched page's index entries, records and processed mark (with its
+        fingerprints, :meth:`Store.mark_processed <matcher.store.Store.mark_processed>`);
         ``previous``: its active matches before (work id -> how found), read under the
         page's lock, so those no longer found are the only ones to let go. With
         ``read_before_lock``, a page whose text or links changed since ``doc`` was read is
@@ -499,17 +500,14 @@ class Engine(IndexView):
         The page's new index entries are added before its old ones, those of a text it no
         longer has, are removed: an outage in between leaves a stale entry (a candidate
         verified against the stored fingerprints, never a match), never a page missing from
-        the index that a work registered later looks it up in. A page never matched before
-        has no old entries to remove, and its old fingerprints are not read (those of a
-        task that died before marking it, for a text since replaced, would leave such a
-        stale entry).
+        the index that a work registered later looks it up in (one whose fingerprints are
+        not stored yet is matched from its text, :meth:`_sharing`). The old entries are
+        those of the fingerprints ``doc`` holds, stored with its last processed mark; a
+        task that died before marking the page leaves entries no document names, stale
+        entries too.
         """
         seq = int(doc["seq"])
-        replaced = self.store.swap_fingerprints(
-            "page", doc["_id"], seq, page.stored_fingerprints(), INDEX_KEYS,
-            first="processed_hash" not in doc,
-        )  # fmt: skip
-        old = _index_entries(replaced) if self.index_pages else None
+        old = _index_entries(page_fingerprint(doc, INDEX_KEYS))
         if self.index_pages:
             with redis_errors("indexing a page"):
                 self.pages.add(seq, page.simhash, page.window_keys)
@@ -524,7 +522,7 @@ class Engine(IndexView):
         links = {name: doc.get(name) for name in ("next_url", "prev_url")}
         marked = self.store.mark_processed(
             doc["_id"], doc["content_hash"], considered, split_urls,
-            links if read_before_lock else None,
+            links if read_before_lock else None, page.stored_fingerprints(),
         )  # fmt: skip
         if read_before_lock and not marked:
             raise _ReadBeforeLock(doc["_id"])
@@ -588,18 +586,31 @@ class Engine(IndexView):
         return sorted(affected)
 
     def _sharing(self, anchors: Any, seqs: list[int]) -> set[int]:
-        """Which of the pages ``seqs`` share at least ``min_chars`` with a segment."""
+        """Which of the pages ``seqs`` share at least ``min_chars`` with a segment: each
+        seen through its stored fingerprints, or its text when it has none yet (a page whose
+        task indexed it and has not marked it: its fingerprints are stored with the mark)."""
         found = set()
         min_chars = self.settings.policy.min_chars
         for i in range(0, len(seqs), PAGE_BATCH):
-            for fp in self.store.fingerprints_by_seq("page", seqs[i : i + PAGE_BATCH], "anchors"):
+            batch = seqs[i : i + PAGE_BATCH]
+            views: dict[int, Any] = {}
+            for fp in self.store.fingerprints_by_seq("page", batch, "anchors"):
                 try:
-                    _, page = from_blob(bytes(fp["value"]))
+                    views[int(fp["seq"])] = from_blob(bytes(fp["value"]))[1]
                 except FingerprintError as exc:
                     self._problem(f"page {fp['seq']}: stored fingerprint unusable: {exc}")
-                    continue
-                if align(anchors, page, ALIGN_PARAMS).a_covered >= min_chars:
-                    found.add(int(fp["seq"]))
+                    views[int(fp["seq"])] = None
+            unseen = [seq for seq in batch if seq not in views]
+            if unseen:
+                fields = {"seq": 1, "url": 1, "text": 1}
+                for doc in self.store.pages_by_seq(unseen, fields).values():
+                    with suppress(UnusableText):
+                        limit = self.settings.max_text_chars
+                        fresh = prepare(doc["text"], limit, f"page {doc['url']}")
+                        views[int(doc["seq"])] = fresh.anchors
+            for seq, page in views.items():
+                if page is not None and align(anchors, page, ALIGN_PARAMS).a_covered >= min_chars:
+                    found.add(seq)
         return found
 
 

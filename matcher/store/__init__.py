@@ -244,13 +244,13 @@ class Store:
 
     # fingerprints ------------------------------------------------------------------------
     save_fingerprints = Forward("fingerprints")
-    swap_fingerprints = Forward("fingerprints")
     save_fingerprints_many = Forward("fingerprints")
     load_fingerprints = Forward("fingerprints")
     owner_fingerprints = Forward("fingerprints")
     fingerprints_by_seq = Forward("fingerprints")
     work_fingerprints = Forward("fingerprints")
     iter_fingerprints = Forward("fingerprints")
+    any_fingerprints = Forward("fingerprints")
 
     # matches -----------------------------------------------------------------------------
     upsert_match = Forward("matches")

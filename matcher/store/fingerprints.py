@@ -1,5 +1,5 @@
-"""Stored fingerprints: one document per page, or per segment of a work, holding every
-method's value (``fingerprints``)."""
+"""Stored fingerprints: a work's in ``fingerprints``, one document per segment holding every
+method's value; a page's on its own document (:data:`PAGE_FIELD`)."""
 
 from __future__ import annotations
 
@@ -41,11 +41,49 @@ def _methods(fingerprints: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
     return methods
 
 
+PAGE_FIELD = "fingerprints"
+"""The field of a page's own document holding its fingerprints (``{method: {"version",
+"params", "value"}}``), written with its processed mark
+(:meth:`matcher.store.pages.Pages.mark_processed`): one write where two were."""
+
+
+def stored_methods(fingerprints: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The stored form of an owner's fingerprints (a work segment's ``methods``, a page's
+    :data:`PAGE_FIELD`)."""
+    return _methods(fingerprints)
+
+
+def page_fingerprint(doc: dict, method: str) -> dict | None:
+    """The method ``method`` of a page document's fingerprints, flattened as
+    :meth:`Fingerprints.load_fingerprints` answers (None: it has none).
+
+    >>> doc = {"_id": 7, "seq": 3, "fingerprints": {"m": {"version": 1, "value": 2}}}
+    >>> page_fingerprint(doc, "m")
+    {'owner_id': 7, 'seq': 3, 'segment': 0, 'version': 1, 'value': 2}
+    >>> page_fingerprint({"_id": 7, "seq": 3}, "m") is None
+    True
+    """
+    fp = (doc.get(PAGE_FIELD) or {}).get(method)
+    if fp is None:
+        return None
+    return {"owner_id": doc["_id"], "seq": doc.get("seq"), "segment": 0, **fp}
+
+
 class Fingerprints:
-    """The ``fingerprints`` collection."""
+    """Stored fingerprints: work segments' in the ``fingerprints`` collection, pages' on
+    their own documents (:data:`PAGE_FIELD`); ``kind`` says which."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
+
+    def _page_projection(self, method: str) -> dict[str, int]:
+        return {"seq": 1, f"{PAGE_FIELD}.{method_name(method)}": 1}
+
+    def _pages(self, query: dict[str, Any], method: str) -> Iterator[dict]:
+        for doc in self.db.pages.find(query, self._page_projection(method)):
+            fp = page_fingerprint(doc, method)
+            if fp is not None:
+                yield fp
 
     def save_fingerprints(
         self,
@@ -59,30 +97,6 @@ class Fingerprints:
         self.save_fingerprints_many(kind, owner_id, [(seq, segment, fingerprints)])
 
     @mongo_errors
-    def swap_fingerprints(
-        self,
-        kind: str,
-        owner_id: ObjectId,
-        seq: int,
-        fingerprints: dict[str, dict[str, Any]],
-        method: str,
-        first: bool = False,
-    ) -> dict | None:
-        """Store a page's (or one-segment owner's) fingerprints as
-        :meth:`save_fingerprints_many` does, and return the method ``method`` of those they
-        replace (flattened as by :meth:`load_fingerprints`; None: there were none). With
-        ``first`` (the owner was never matched, so none are expected) they are not read:
-        None."""
-        key = {"owner_kind": checked_kind(kind), "owner_id": owner_id, "segment": 0}
-        fields = {"seq": int(seq), "methods": _methods(fingerprints), "updated_at": now()}
-        projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{method_name(method)}": 1}
-        # A read and a plain update, not one findAndModify (see
-        # matcher.store.sequences.Sequences.upsert); the page's lock is held meanwhile.
-        before = None if first else self.db.fingerprints.find_one(key, projection)
-        self.db.fingerprints.update_one(key, {"$set": fields}, upsert=True)
-        return None if before is None else self._flatten(before, method)
-
-    @mongo_errors
     def save_fingerprints_many(
         self,
         kind: str,
@@ -92,12 +106,14 @@ class Fingerprints:
         """Store an owner's fingerprints, ``(seq, segment, {method: {"version", "params",
         "value"}})`` per page or work segment, in one unordered bulk write.
 
-        One document per page, or per segment of a work, holds every method
-        (``methods.<method>``), replaced as a whole, so a re-fingerprinted owner never mixes
-        old and new values; ``bytes`` values are stored as BSON binary. ``seq`` is the id the
-        Redis indexes use (a work segment's owner id, :mod:`matcher.keys`).
+        One document per work segment holds every method (``methods.<method>``), replaced
+        as a whole, so a re-fingerprinted owner never mixes old and new values; ``bytes``
+        values are stored as BSON binary. ``seq`` is the id the Redis indexes use (a work
+        segment's owner id, :mod:`matcher.keys`). A page's are written with its processed
+        mark instead (:data:`PAGE_FIELD`): a :class:`StoreError` here.
         """
-        kind = checked_kind(kind)
+        if checked_kind(kind) == "page":
+            raise StoreError("a page's fingerprints are stored with its processed mark")
         ops = []
         for seq, segment, fingerprints in items:
             key = {"owner_kind": kind, "owner_id": owner_id, "segment": int(segment)}
@@ -122,8 +138,11 @@ class Fingerprints:
 
         Each value: ``{"owner_id", "seq", "segment", "version", "params", "value"}``.
         """
+        if checked_kind(kind) == "page":
+            found = self._pages({"_id": {"$in": list(owner_ids)}}, method)
+            return {fp["owner_id"]: fp for fp in found}
         query = {
-            "owner_kind": checked_kind(kind),
+            "owner_kind": kind,
             "owner_id": {"$in": list(owner_ids)},
             "segment": {"$in": [0, None]},
         }
@@ -138,7 +157,9 @@ class Fingerprints:
     @mongo_errors
     def owner_fingerprints(self, kind: str, owner_id: ObjectId, method: str) -> list[dict]:
         """One owner's stored fingerprints of one method, one per segment, in order."""
-        query = {"owner_kind": checked_kind(kind), "owner_id": owner_id}
+        if checked_kind(kind) == "page":
+            return list(self._pages({"_id": owner_id}, method))
+        query = {"owner_kind": kind, "owner_id": owner_id}
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{method_name(method)}": 1}
         found = self.db.fingerprints.find(query, projection).sort("segment", ASCENDING)
         return [fp for fp in (self._flatten(d, method) for d in found) if fp is not None]
@@ -147,9 +168,14 @@ class Fingerprints:
     def fingerprints_by_seq(self, kind: str, seqs: Iterable[int], method: str) -> list[dict]:
         """Stored fingerprints of one method for the pages (or work segments) of ``seqs``,
         the owner ids of the Redis indexes."""
-        query = {"owner_kind": checked_kind(kind), "seq": {"$in": [int(s) for s in seqs]}}
+        query = {"seq": {"$in": [int(s) for s in seqs]}}
+        if checked_kind(kind) == "page":
+            return list(self._pages(query, method))
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{method_name(method)}": 1}
-        found = (self._flatten(d, method) for d in self.db.fingerprints.find(query, projection))
+        found = (
+            self._flatten(d, method)
+            for d in self.db.fingerprints.find({"owner_kind": kind, **query}, projection)
+        )
         return [fp for fp in found if fp is not None]
 
     @mongo_errors
@@ -173,8 +199,16 @@ class Fingerprints:
     @mongo_errors
     def iter_fingerprints(self, kind: str, method: str) -> Iterator[dict]:
         """Every stored fingerprint of one method and owner kind, in ``seq`` order."""
+        if checked_kind(kind) == "page":
+            field = f"{PAGE_FIELD}.{method_name(method)}"
+            cursor = self.db.pages.find({field: {"$exists": True}}, self._page_projection(method))
+            for doc in cursor.sort("seq", ASCENDING):
+                fp = page_fingerprint(doc, method)
+                if fp is not None:
+                    yield fp
+            return
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{method_name(method)}": 1}
-        cursor = self.db.fingerprints.find({"owner_kind": checked_kind(kind)}, projection)
+        cursor = self.db.fingerprints.find({"owner_kind": kind}, projection)
         for doc in cursor.sort("seq", ASCENDING):
             fp = self._flatten(doc, method)
             if fp is not None:
@@ -182,8 +216,8 @@ class Fingerprints:
 
     @mongo_errors
     def delete_owner(self, kind: str, owner_id: ObjectId, from_segment: int | None = None) -> None:
-        """Delete an owner's fingerprints: all of them, or those of its segments from
-        ``from_segment`` on."""
+        """Delete a work's fingerprints: all of them, or those of its segments from
+        ``from_segment`` on (a page's go with its document)."""
         query: dict[str, Any] = {"owner_kind": checked_kind(kind), "owner_id": owner_id}
         if from_segment is not None:
             query["segment"] = {"$gte": int(from_segment)}
@@ -192,20 +226,35 @@ class Fingerprints:
     @mongo_errors
     def fingerprint_counts(self) -> dict[str, int]:
         """Owners with stored index keys, per kind: what ``fptrack index rebuild`` indexes."""
-        field = f"methods.{INDEX_KEYS}"
-        return {
-            kind: self.db.fingerprints.count_documents(
-                {"owner_kind": kind, field: {"$exists": True}}
-            )
-            for kind in KINDS
-        }
+        return {kind: self.count_with(kind, INDEX_KEYS) for kind in KINDS}
+
+    def count_with(self, kind: str, method: str, query: dict[str, Any] | None = None) -> int:
+        """Owners of ``kind`` (pages, or work segments) with a stored ``method`` that also
+        meet ``query`` (on the work segments' documents, or the pages')."""
+        if checked_kind(kind) == "page":
+            field = f"{PAGE_FIELD}.{method_name(method)}"
+            return self.db.pages.count_documents({field: {"$exists": True}, **(query or {})})
+        field = f"methods.{method_name(method)}"
+        return self.db.fingerprints.count_documents(
+            {"owner_kind": kind, field: {"$exists": True}, **(query or {})}
+        )
+
+    @mongo_errors
+    def any_fingerprints(self) -> bool:
+        """Whether any owner, work segment or page, has stored fingerprints."""
+        if self.db.fingerprints.find_one({}, {"_id": 1}) is not None:
+            return True
+        return self.db.pages.find_one({PAGE_FIELD: {"$exists": True}}, {"_id": 1}) is not None
 
     @mongo_errors
     def count(self, kind: str) -> int:
-        """Stored fingerprint documents of owners of ``kind`` (pages, or work segments)."""
-        return self.db.fingerprints.count_documents({"owner_kind": checked_kind(kind)})
+        """Owners of ``kind`` with stored fingerprints (pages, or work segments)."""
+        if checked_kind(kind) == "page":
+            return self.db.pages.count_documents({PAGE_FIELD: {"$exists": True}})
+        return self.db.fingerprints.count_documents({"owner_kind": kind})
 
     @mongo_errors
     def delete_kind(self, kind: str) -> int:
-        """Delete the fingerprints of every owner of ``kind``; how many there were."""
+        """Delete the fingerprints of every owner of ``kind``; how many there were (a page's
+        go with its document; those an earlier layout kept here go too)."""
         return self.db.fingerprints.delete_many({"owner_kind": checked_kind(kind)}).deleted_count

@@ -36,6 +36,7 @@ class IndexState:
 
     def __init__(self, store: Store) -> None:
         self.db = store.db
+        self.fingerprints = store.fingerprints
 
     # the rebuild lease -------------------------------------------------------------------
 
@@ -142,15 +143,11 @@ class IndexState:
     def indexable(self) -> dict[str, int]:
         """Owners the indexes should hold, per kind: those with stored index keys, but the
         segments of works that are twins of earlier ones (stored, never indexed)."""
-        field = f"methods.{INDEX_KEYS}"
         twins = [w["_id"] for w in self.db.works.find({"same_text_as": {"$ne": None}}, {"_id": 1})]
-        out = {}
-        for kind in ("work", "page"):
-            query: dict[str, Any] = {"owner_kind": kind, field: {"$exists": True}}
-            if kind == "work" and twins:
-                query["owner_id"] = {"$nin": twins}
-            out[kind] = self.db.fingerprints.count_documents(query)
-        return out
+        works = self.fingerprints.count_with(
+            "work", INDEX_KEYS, {"owner_id": {"$nin": twins}} if twins else None
+        )
+        return {"work": works, "page": self.fingerprints.count_with("page", INDEX_KEYS)}
 
     @mongo_errors
     def touched_pages(self, since: datetime, until: datetime) -> Iterator[str]:

@@ -9,9 +9,12 @@ figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.id
 2. pages: each page with an ObjectId ``_id`` is copied under the id derived from its URL,
    its match records and fingerprints are pointed at the new id, then the old document is
    deleted. A page keeps its ``seq``, so the Redis indexes stay valid as they are;
-3. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
+3. page fingerprints: those the earlier layout kept in ``fingerprints`` are set on their
+   pages' own documents (:data:`matcher.store.fingerprints.PAGE_FIELD`, unless a worker
+   stored newer ones there since), then deleted from ``fingerprints``;
+4. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
    the single counter documents are deleted;
-4. tallies: rebuilt from the data, in stripes (:func:`matcher.store.tallies.recount`).
+5. tallies: rebuilt from the data, in stripes (:func:`matcher.store.tallies.recount`).
 
 Each step can run again: a migration stopped half-way (a crash, an outage) is finished by
 running it again, and running it on a migrated database changes nothing.
@@ -29,11 +32,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bson import ObjectId
+from pymongo import UpdateOne
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
 from matcher import ids
 from matcher.store import KINDS, Store, StoreError, mongo_errors, tallies
+from matcher.store.fingerprints import PAGE_FIELD
 
 BATCH = 500
 REKEYED = ("matches", "fingerprints")
@@ -49,6 +54,7 @@ class Migrated:
     pages: int = 0
     matches: int = 0
     fingerprints: int = 0
+    page_fingerprints: int = 0
     counters: int = 0
     tallies: int = 0
 
@@ -72,6 +78,7 @@ def migrate(store: Store) -> Migrated:
             break
         for doc in batch:
             _move_page(store, doc, done)
+    done.page_fingerprints = _page_fingerprints_onto_pages(store)
     done.counters = _stripe_counters(store)
     done.tallies = tallies.recount(store.db)
     return done
@@ -125,6 +132,31 @@ def _move_page(store: Store, doc: dict, done: Migrated) -> None:
     ).modified_count
     store.db.pages.delete_one({"_id": old})
     done.pages += 1
+
+
+def _page_fingerprints_onto_pages(store: Store) -> int:
+    """Step 3: each page's fingerprints document of the earlier layout onto the page; how
+    many were moved. Written by page id (the pages' shard key) and deleted by owner id
+    (the fingerprints'), so a sharded database is migrated too."""
+    moved = 0
+    legacy = {"owner_kind": "page"}
+    while True:
+        batch = list(store.db.fingerprints.find(legacy, {"owner_id": 1, "methods": 1}).limit(BATCH))
+        if not batch:
+            return moved
+        store.db.pages.bulk_write(
+            [
+                UpdateOne(
+                    {"_id": d["owner_id"], PAGE_FIELD: {"$exists": False}},
+                    {"$set": {PAGE_FIELD: d.get("methods") or {}}},
+                )
+                for d in batch
+            ],
+            ordered=False,
+        )
+        owners = [d["owner_id"] for d in batch]
+        store.db.fingerprints.delete_many({**legacy, "owner_id": {"$in": owners}})
+        moved += len(batch)
 
 
 def _stripe_counters(store: Store) -> int:

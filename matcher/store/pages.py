@@ -32,6 +32,7 @@ from matcher.store.common import (
     site_name,
 )
 from matcher.store.failures import Failures
+from matcher.store.fingerprints import PAGE_FIELD, stored_methods
 from matcher.store.sequences import Sequences
 
 _LINKS = {"next_url": 1, "prev_url": 1}
@@ -136,13 +137,14 @@ class Pages:
     def page_slots(
         self, urls: Sequence[str], projection: dict[str, int] | None = None
     ) -> dict[str, tuple[dict | None, int | None]]:
-        """Per URL, ``(its stored page or None, that page's _id or a free slot for it)``: one
+        """Per URL, ``(its stored page or None, that page's _id or a free slot for it)`` (the
+        page without its fingerprints when no ``projection`` is given): one
         read of the URLs' candidate ids (:mod:`matcher.ids`), then, for the URLs none of them
         holds, one of the pages having those URLs among their ``aliases`` (then that page
         and its own ``_id``); the slot None when every one holds another URL. Two reads, not
         one ``$or``: a server may answer that with a collection scan."""
         wanted = list(dict.fromkeys(urls))
-        fields = None if projection is None else {**projection, "url": 1, "aliases": 1}
+        fields = {PAGE_FIELD: 0} if projection is None else {**projection, "url": 1, "aliases": 1}
         slots = {url: list(ids.candidates(ids.page_id(url))) for url in wanted}
         every = [slot for candidates in slots.values() for slot in candidates]
         found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": every}}, fields)}
@@ -420,6 +422,7 @@ class Pages:
         considered: list[dict[str, Any]] | None = None,
         split: list[str] | None = None,
         links: dict[str, Any] | None = None,
+        fingerprints: dict[str, dict[str, Any]] | None = None,
     ) -> bool:
         """Record that the page's text with ``content_hash`` was matched (no-op if it changed).
 
@@ -427,9 +430,14 @@ class Pages:
         ``split``: the URLs of the split chapter the page was matched with, in order;
         ``links``: the page's ``next_url`` and ``prev_url`` as matched (a stored value that
         differs, or is missing where one is given, makes it a no-op too); False on a no-op.
+        ``fingerprints``: those of this text (``{method: {"version", "params", "value"}}``),
+        stored in the same write as the page's (:data:`~matcher.store.fingerprints.PAGE_FIELD`),
+        replacing those of the text matched before.
         """
         fields: dict[str, Any] = {"processed_hash": content_hash, "pending": False}
         fields.update(processed_at=now(), considered=considered or [], split=split or [])
+        if fingerprints is not None:
+            fields[PAGE_FIELD] = stored_methods(fingerprints)
         query: dict[str, Any] = {
             "_id": page_key(page_id),
             "content_hash": checked_str(content_hash, "hash"),

@@ -33,7 +33,13 @@ def old_layout(db) -> dict[str, ObjectId]:
              "content_hash": "h", "fetched_at": WHEN, "first_seen": WHEN}
         )  # fmt: skip
         db.fingerprints.insert_one(
-            {"owner_kind": "page", "owner_id": oid, "segment": 0, "seq": seq, "methods": {}}
+            {
+                "owner_kind": "page",
+                "owner_id": oid,
+                "segment": 0,
+                "seq": seq,
+                "methods": {"simhash": {"version": 1, "value": f"{seq:016x}"}},
+            }
         )
         db.matches.insert_one(
             {"page_id": oid, "work_id": work, "url": url, "site": "pirate", "status": "new",
@@ -50,14 +56,17 @@ def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
     assert main(["migrate"], ctx) == 0
     out = capsys.readouterr().out
     assert out.startswith("migrated: 3 page id(s) (3 match record(s), 3 fingerprint")
+    assert "3 page fingerprint document(s) moved onto their pages" in out
 
     for url, old in before.items():
         doc = ctx.engine.store.page_by_url(url)
         assert doc["_id"] == ids.page_id(url) and doc["seq"] == int(url[-6])  # seq kept
         assert db.pages.count_documents({"_id": old}) == 0
         assert db.matches.find_one({"url": url})["page_id"] == doc["_id"]
-        fp = db.fingerprints.find_one({"owner_kind": "page", "seq": doc["seq"]})
-        assert fp["owner_id"] == doc["_id"]
+        # its fingerprints on its own document now
+        fp = ctx.engine.store.load_fingerprints("page", [doc["_id"]], "simhash")[doc["_id"]]
+        assert fp["value"] == f"{doc['seq']:016x}"
+    assert db.fingerprints.count_documents({"owner_kind": "page"}) == 0
     info = db.pages.index_information()
     assert "url_unique" not in info and "seq_unique" not in info
     for name in SHARD_KEYS:
@@ -80,7 +89,9 @@ def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
     assert page_key(str(new["_id"])) == new["_id"]
 
     assert main(["migrate"], ctx) == 0
-    assert capsys.readouterr().out.startswith("migrated: 0 page id(s) (0 match record(s)")
+    again = capsys.readouterr().out
+    assert again.startswith("migrated: 0 page id(s) (0 match record(s)")
+    assert "0 page fingerprint document(s) moved" in again
     assert db.pages.count_documents({}) == 4
 
 

@@ -7,9 +7,10 @@ the process running it to MARKER and sleeps, so that the test can kill that proc
 whole worker) with SIGKILL there; once MARKER exists, tasks run through. Points:
 
 - ``start``: before anything is written;
-- ``fingerprints``: after the page's fingerprints are saved in MongoDB;
 - ``index``: after the page's entries are written to the Redis pages index;
-- ``match``: after the first of the page's match records is written.
+- ``match``: after the first of the page's match records is written;
+- ``marked``: after the page's processed mark (with its fingerprints) is written, before
+  the task is acknowledged.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ from typing import Any
 
 from matcher import jobs
 from matcher.index.indexes import Side
-from matcher.store.fingerprints import Fingerprints
 from matcher.store.matches import Matches
+from matcher.store.pages import Pages
 from matcher.worker import app
 
 
@@ -64,10 +65,8 @@ if __name__ == "__main__":
     POINT, POOL = sys.argv[2], sys.argv[3]
     if POINT == "start":
         jobs.process_page = stopping_before(jobs.process_page)
-    elif POINT == "fingerprints":
-        Fingerprints.swap_fingerprints = stopping_after(
-            Fingerprints.swap_fingerprints, lambda family, kind, *a, **k: kind == "page"
-        )
+    elif POINT == "marked":
+        Pages.mark_processed = stopping_after(Pages.mark_processed, lambda *a, **k: True)
     elif POINT == "index":
         Side.add = stopping_after(Side.add, lambda *a, **k: True)
     elif POINT == "match":

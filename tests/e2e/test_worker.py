@@ -286,7 +286,7 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
     assert failure["attempts"] == 2
     assert list(up.store.pending_pages()) == [page.page_id]
     assert up.store.db.matches.count_documents({}) == 0
-    assert up.store.db.fingerprints.count_documents({"owner_kind": "page"}) == 0
+    assert up.store.db.pages.count_documents({"fingerprints": {"$exists": True}}) == 0
     # Redis is back: the same task now completes and clears the failure record
     app.fptrack.use(up)
     try:

@@ -68,6 +68,18 @@ def test_a_page_after_the_index_was_lost_is_still_matched(engine: Engine) -> Non
     assert whole_and_counted(engine) and engine.pages.simhash.entries() == len(NAMES) + 1
 
 
+def test_a_process_started_on_an_emptied_index_rebuilds_the_pages_alone(engine: Engine) -> None:
+    """Pages keep their fingerprints on their own documents: a process that starts on an
+    index Redis lost whole (no marker left) while the store holds pages and no work does not
+    take it for a new deployment's; it rebuilds the pages before matching anything."""
+    assert crawl(engine, "http://p/1", page_of(sample(NAMES[0]))) == []
+    lose_the_index(engine)
+    restarted = Engine.open(engine.settings, store=engine.store, redis_client=engine.redis)
+    assert restarted.integrity.snapshot().lost == list(range(TAG_GROUPS))
+    restarted.ready()
+    assert whole_and_counted(restarted) and restarted.pages.simhash.entries() == 1
+
+
 def test_one_process_rebuilds_and_the_others_take_its_index(engine: Engine) -> None:
     work_id = engine.add_work(sample(NAMES[1]), title="河镇")
     other = Engine(engine.settings, engine.store, engine.redis)
@@ -231,15 +243,15 @@ def test_a_page_stays_in_the_index_when_an_outage_cuts_its_matching_again(
     page was taken out of the index first, and the retry missed the copy for good."""
     assert crawl(engine, "http://p/1", page_of(sample(NAMES[1]))) == []
     work = engine.add_work(sample(NAMES[1]), title="河镇")
-    save = engine.store.swap_fingerprints
+    save = engine.store.mark_processed
 
     def outage(*args, **kwargs):
-        raise StoreUnavailable("MongoDB unavailable in swap_fingerprints: connection reset")
+        raise StoreUnavailable("MongoDB unavailable in mark_processed: connection reset")
 
-    monkeypatch.setattr(engine.store, "swap_fingerprints", outage)
+    monkeypatch.setattr(engine.store, "mark_processed", outage)
     with pytest.raises(StoreUnavailable):
         engine.match_work_against_pages(work)
     assert engine.pages.simhash.entries() == 1
-    monkeypatch.setattr(engine.store, "swap_fingerprints", save)
+    monkeypatch.setattr(engine.store, "mark_processed", save)
     assert matched(engine.match_work_against_pages(work)) == {work}  # the task's retry
     assert whole_and_counted(engine)

@@ -178,19 +178,33 @@ def test_fingerprints_upsert_per_method(store: Store) -> None:
     ]
 
 
-def test_a_swap_returns_what_it_replaced_unless_told_there_was_none(store: Store) -> None:
+def test_a_pages_fingerprints_are_stored_with_its_processed_mark(store: Store) -> None:
     page = add_page(store)
-    old = {"simhash": {"version": 1, "value": "00ff"}}
+    old = {"simhash": {"version": 1, "value": "00ff"}, "anchors": {"version": 1, "value": b"\0"}}
+    with pytest.raises(StoreError):  # not on their own: only with the mark
+        store.save_fingerprints("page", page["_id"], page["seq"], old)
+    assert store.mark_processed(page["_id"], "other text", fingerprints=old) is False
+    assert store.load_fingerprints("page", [page["_id"]], "simhash") == {}
+    assert store.mark_processed(page["_id"], page["content_hash"], fingerprints=old)
     new = {"simhash": {"version": 1, "value": "ff00"}}
-    assert store.swap_fingerprints("page", page["_id"], page["seq"], old, "simhash") is None
-    replaced = store.swap_fingerprints("page", page["_id"], page["seq"], new, "simhash")
-    assert replaced is not None and replaced["value"] == "00ff"
-    # a page never matched: nothing read, nothing returned; the fingerprints still replaced
-    assert (
-        store.swap_fingerprints("page", page["_id"], page["seq"], old, "simhash", first=True)
-        is None
-    )
-    assert [d["value"] for d in store.iter_fingerprints("page", "simhash")] == ["00ff"]
+    assert store.mark_processed(page["_id"], page["content_hash"], fingerprints=new)
+    # replaced as a whole: no method of the old ones is left beside the new ones
+    assert store.load_fingerprints("page", [page["_id"]], "anchors") == {}
+    [fp] = store.fingerprints_by_seq("page", [page["seq"]], "simhash")
+    assert fp == {
+        "owner_id": page["_id"],
+        "seq": page["seq"],
+        "segment": 0,
+        "version": 1,
+        "params": {},
+        "value": "ff00",
+    }
+    assert [d["value"] for d in store.iter_fingerprints("page", "simhash")] == ["ff00"]
+    assert Operations(store).fingerprint_counts() == {"work": 0, "page": 0}  # no index keys
+    assert store.count("fingerprints") == 0  # the pages' own documents hold them
+    # a page read for the ingest comes without them; one read by id, with them
+    assert "fingerprints" not in store.page_by_url(page["url"])
+    assert store.get_page(str(page["_id"]))["fingerprints"]["simhash"]["value"] == "ff00"
 
 
 @pytest.mark.parametrize("bad", [{"$ne": ""}, {"$gt": 0}, ["a"], 5, "not-an-id", "$where"])
