@@ -18,7 +18,7 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from matcher.errors import IndexUnavailable
+from matcher.errors import IndexUnavailable, StoreUnavailable
 from matcher.index.indexes import Side
 from matcher.index.redis_io import IndexClient, connect
 from matcher.index.storage import RedisStorage, Storage
@@ -92,12 +92,19 @@ class IndexView:
         return view
 
     def _check_layout(self) -> None:
-        """Report indexes left in key layout 1 (no hash tags), which this code cannot read."""
+        """Report indexes left in key layout 1 (no hash tags), which this code cannot read,
+        and pages' fingerprints of the store's earlier layout, which it does not read
+        (:mod:`matcher.store.migration`)."""
         sides = (self.keys.works, self.keys.pages)
         legacy = [self.keys.simhash(side).legacy_params for side in sides]
         with suppress(IndexUnavailable):
             if any(self.storage.mget(legacy, "checking the index layout")[0]):
                 self._problem("the Redis indexes were built with an older key layout")
+        with suppress(StoreUnavailable):
+            if self.store.earlier_page_fingerprints():
+                message = "pages' fingerprints are stored in the earlier layout"
+                log.error("%s (run `fptrack migrate`)", message)
+                self.problems.append(f"{message}: run fptrack migrate")
 
     def _problem(self, message: str) -> None:
         log.error("%s (run `fptrack index rebuild`)", message)

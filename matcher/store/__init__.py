@@ -251,6 +251,7 @@ class Store:
     work_fingerprints = Forward("fingerprints")
     iter_fingerprints = Forward("fingerprints")
     any_fingerprints = Forward("fingerprints")
+    earlier_page_fingerprints = Forward("fingerprints")
 
     # matches -----------------------------------------------------------------------------
     upsert_match = Forward("matches")

@@ -247,6 +247,12 @@ class Fingerprints:
         return self.db.pages.find_one({PAGE_FIELD: {"$exists": True}}, {"_id": 1}) is not None
 
     @mongo_errors
+    def earlier_page_fingerprints(self) -> bool:
+        """Whether pages' fingerprints are kept here, as the earlier layout kept them
+        (``fptrack migrate`` moves them onto the pages)."""
+        return self.db.fingerprints.find_one({"owner_kind": "page"}, {"_id": 1}) is not None
+
+    @mongo_errors
     def count(self, kind: str) -> int:
         """Owners of ``kind`` with stored fingerprints (pages, or work segments)."""
         if checked_kind(kind) == "page":

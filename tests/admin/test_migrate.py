@@ -11,6 +11,7 @@ from bson import ObjectId
 from admin.cli import main
 from admin.context import Context
 from matcher import ids
+from matcher.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, page_key, tallies
 
@@ -53,8 +54,15 @@ def old_layout(db) -> dict[str, ObjectId]:
 def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
     db = ctx.engine.store.db
     before = old_layout(db)
+    engine = ctx.engine
+    opened = Engine.open(engine.settings, store=engine.store, redis_client=engine.redis)
+    assert "pages' fingerprints are stored in the earlier layout: run fptrack migrate" in (
+        opened.problems
+    )
     assert main(["migrate"], ctx) == 0
     out = capsys.readouterr().out
+    opened = Engine.open(engine.settings, store=engine.store, redis_client=engine.redis)
+    assert not opened.problems
     assert out.startswith("migrated: 3 page id(s) (3 match record(s), 3 fingerprint")
     assert "3 page fingerprint document(s) moved onto their pages" in out
 
