@@ -57,7 +57,8 @@ from matcher.recent import Recent
 from matcher.registry import Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
-from matcher.store.fingerprints import page_fingerprint
+from matcher.store.common import StoreError
+from matcher.store.fingerprints import fitted_page_fingerprints, page_fingerprint
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
 from matcher.work_names import WorkNames
 
@@ -507,6 +508,10 @@ class Engine(IndexView):
         entries too.
         """
         seq = int(doc["seq"])
+        try:
+            fingerprints = fitted_page_fingerprints(doc["text"], page.stored_fingerprints())
+        except StoreError as exc:
+            raise UnusableText(f"page {doc['url']}: {exc}") from None
         old = _index_entries(page_fingerprint(doc, INDEX_KEYS))
         if self.index_pages:
             with redis_errors("indexing a page"):
@@ -522,7 +527,7 @@ class Engine(IndexView):
         links = {name: doc.get(name) for name in ("next_url", "prev_url")}
         marked = self.store.mark_processed(
             doc["_id"], doc["content_hash"], considered, split_urls,
-            links if read_before_lock else None, page.stored_fingerprints(),
+            links if read_before_lock else None, fingerprints,
         )  # fmt: skip
         if read_before_lock and not marked:
             raise _ReadBeforeLock(doc["_id"])

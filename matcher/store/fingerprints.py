@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+import bson
 from bson import Binary, ObjectId
 from pymongo import ASCENDING, UpdateOne
 from pymongo.database import Database
@@ -45,6 +46,46 @@ PAGE_FIELD = "fingerprints"
 """The field of a page's own document holding its fingerprints (``{method: {"version",
 "params", "value"}}``), written with its processed mark
 (:meth:`matcher.store.pages.Pages.mark_processed`): one write where two were."""
+
+
+PAGE_DOCUMENT_BYTES = 15 * 1024 * 1024
+"""At most this much of a page's document is its text and fingerprints: MongoDB refuses a
+document over 16 MiB, and the page's other fields take the rest."""
+READ_BACK = frozenset({"anchors", INDEX_KEYS, "simhash"})
+"""The methods of a page's stored fingerprints that are read back (a part of a split
+chapter, the works-to-pages lookup, the index rebuild); the others are kept for the
+record when they fit."""
+_BYTES_PER_CHAR_BOUND = 16
+"""More than a page's text and fingerprints take per character (UTF-8 text at most 3 bytes,
+fingerprints about 11 on Chinese text, 6 on mixed): a text under ``PAGE_DOCUMENT_BYTES /
+this`` characters fits without being measured. (On Chinese text all of them fit up to about
+1.1 million characters, those read back up to about 1.5 million.)"""
+
+
+def fitted_page_fingerprints(
+    text: str, fingerprints: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """``fingerprints`` as a page's document holds them beside ``text``: all of them, or
+    the :data:`READ_BACK` ones when all would make it larger than
+    :data:`PAGE_DOCUMENT_BYTES`; a :class:`StoreError` saying so when even those would.
+
+    >>> small = {"anchors": {"version": 1, "value": b"a"}, "pinyin": {"version": 1, "value": b"p"}}
+    >>> fitted_page_fingerprints("正文", small) == small
+    True
+    """
+    if len(text) * _BYTES_PER_CHAR_BOUND <= PAGE_DOCUMENT_BYTES:
+        return fingerprints
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if size + len(bson.encode({PAGE_FIELD: _methods(fingerprints)})) <= PAGE_DOCUMENT_BYTES:
+        return fingerprints
+    kept = {method: fp for method, fp in fingerprints.items() if method in READ_BACK}
+    size += len(bson.encode({PAGE_FIELD: _methods(kept)}))
+    if size > PAGE_DOCUMENT_BYTES:
+        raise StoreError(
+            f"{len(text):,} characters: its text and fingerprints take {size / 2**20:.1f} MiB,"
+            f" more than a stored page holds ({PAGE_DOCUMENT_BYTES / 2**20:.0f} MiB)"
+        )
+    return kept
 
 
 def stored_methods(fingerprints: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:

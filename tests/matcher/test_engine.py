@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 
+import bson
 import numpy as np
 import opencc
 import pytest
@@ -23,6 +24,8 @@ from matcher.engine import Engine
 from matcher.errors import UnusableText
 from matcher.keys import segment_owner
 from matcher.maintenance import drop_indexes, rebuild_indexes
+from matcher.prepared import prepare
+from matcher.store import fingerprints as stored
 from tests.matcher.conftest import (
     UNRELATED,
     crawl,
@@ -283,3 +286,36 @@ def test_a_page_never_matched_has_no_matches_to_read(
     assert len(asked) == 1 and [r["_id"] for r in again] == [records[0]["_id"]]
     stored = engine.store.matches_for("page_id", str(page["_id"]), active_only=False)
     assert [str(m["work_id"]) for m in stored] == [works["lighthouse.txt"]]
+
+
+def test_a_page_too_large_for_all_its_fingerprints_keeps_those_read_back(
+    engine: Engine, works, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored page holds its text and fingerprints in one document, which MongoDB keeps
+    under 16 MiB: a page whose fingerprints would not all fit keeps those read back (and is
+    matched as any page); one whose text and those would still not fit is refused with the
+    reason, before anything is written."""
+    text = page_of(sample("lighthouse.txt"))
+    fps = prepare(text).stored_fingerprints()
+    read_back = {m: fp for m, fp in fps.items() if m in stored.READ_BACK}
+
+    def size(methods: dict) -> int:
+        return len(bson.encode({stored.PAGE_FIELD: stored.stored_methods(methods)}))
+
+    text_bytes = len(text.encode())
+    monkeypatch.setattr(stored, "_BYTES_PER_CHAR_BOUND", 10**9)  # every page measured
+    monkeypatch.setattr(stored, "PAGE_DOCUMENT_BYTES", text_bytes + size(read_back) + 10)
+    assert size(fps) > size(read_back) + 10
+    found = crawl(engine, "http://pirate/1", text)
+    assert [m["work_title"] for m in found if m["active"]] == ["lighthouse.txt"]
+    [page] = engine.store.db.pages.find({"url": "http://pirate/1"})
+    assert set(page["fingerprints"]) == stored.READ_BACK
+
+    monkeypatch.setattr(stored, "PAGE_DOCUMENT_BYTES", text_bytes + 10)
+    entries = engine.pages.simhash.entries()
+    with pytest.raises(UnusableText, match="more than a stored page holds"):
+        crawl(engine, "http://pirate/2", text)
+    [page] = engine.store.db.pages.find({"url": "http://pirate/2"})
+    assert page["pending"] and "fingerprints" not in page
+    assert engine.store.matches_for("page_id", str(page["_id"])) == []
+    assert engine.pages.simhash.entries() == entries
