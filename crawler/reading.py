@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from crawler.downloads import Book, DownloadRefused, book_parts, read_book, text_chapters
 from crawler.encoding import UndecodableBody, decode_body
 from crawler.extract import (
     PREV_PAGE_TEXTS,
@@ -41,6 +42,8 @@ class ReadJob:
     next_page_texts: Sequence[str] = ()  # empty: neither next nor previous page is looked for
     max_links: int = 0  # links wanted (the first in the page); 0: none
     plain: bool = False  # a text/plain body (a novel's "TXT下载"): all of it is the text
+    download: bool = False  # a ZIP, EPUB or 7z body (:mod:`crawler.downloads`)
+    part_chars: int = 0  # a download, or a plain text longer than this, is read in parts
 
 
 @dataclass(frozen=True)
@@ -59,17 +62,24 @@ class Reading:
     sequence: tuple[str, ...] = ()  # its neighbours among whole pages (上一章/下一章 ...)
     canonical: str | None = None  # its head's <link rel="canonical">, when another URL
     undecodable: str = ""  # why the body could not be decoded; "" when it was
+    parts: tuple[tuple[str, str], ...] = ()  # a book's parts, (title, text) each, in order
+    refused: str = ""  # why a download was not read; "" when it was (or is no download)
 
 
 def read_page(job: ReadJob, quick: bool = False) -> Reading:
     """The :class:`Reading` of ``job``'s body. ``quick`` extracts the cheap way (the
-    densest block, see :func:`crawler.extract.extract`)."""
+    densest block, see :func:`crawler.extract.extract`); a download has no cheap way: it is
+    then refused."""
+    if job.download:
+        if quick:
+            return Reading(method="download", refused="it took too long to unpack")
+        return read_download(job)
     try:
         html, encoding = decode_body(job.body, job.content_type or None)
     except UndecodableBody as exc:
         return Reading(undecodable=str(exc))
     if job.plain:
-        return read_plain(html, encoding)
+        return read_plain(html, encoding, job.part_chars)
     page = parse_html(html)
     extracted = extract(html, job.url, job.content_selector, page=page, quick=quick)
     next_url = prev_url = None
@@ -98,15 +108,42 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
     )
 
 
-def read_plain(text: str, encoding: str) -> Reading:
+def read_plain(text: str, encoding: str, part_chars: int = 0) -> Reading:
     """A plain-text body as a page: its lines are the text, its first line (up to
-    :data:`PLAIN_TITLE_CHARS` characters) the title; it has no links."""
+    :data:`PLAIN_TITLE_CHARS` characters) the title; it has no links. One longer than
+    ``part_chars`` (when given: a whole novel's "TXT下载") is read in parts, cut at its
+    chapter headings (:func:`crawler.downloads.book_parts`)."""
     text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
     first = text.split("\n", 1)[0].strip()
+    parts: tuple[tuple[str, str], ...] = ()
+    if part_chars and len(text) > part_chars:
+        book = Book("txt", first, tuple(text_chapters(text)))
+        parts = tuple((p.title, p.text) for p in book_parts(book, part_chars))
     return Reading(
         title=first[:PLAIN_TITLE_CHARS],
         text=text,
         method="plain",
         own_chars=content_chars(text),
         encoding=encoding,
+        parts=parts,
+    )
+
+
+def read_download(job: ReadJob) -> Reading:
+    """A download as a book (:func:`crawler.downloads.read_book`): its title, its text (the
+    first part's) and its parts, each at most ``job.part_chars`` characters (all of it one
+    part without a limit); ``refused`` says why when it could not be read."""
+    try:
+        book = read_book(job.body)
+    except DownloadRefused as exc:
+        return Reading(method="download", refused=str(exc))
+    limit = job.part_chars or sum(len(c.title) + len(c.text) + 2 for c in book.chapters)
+    parts = tuple((p.title, p.text) for p in book_parts(book, limit))
+    text = parts[0][1]
+    return Reading(
+        title=book.title[:PLAIN_TITLE_CHARS],
+        text=text,
+        method=f"download:{book.kind}",
+        own_chars=content_chars(text),
+        parts=parts,
     )

@@ -59,6 +59,9 @@ Defaults:
   ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
 - ``FPTRACK_MIN_TEXT_CHARS``: 20 letters or CJK characters of main text (outside links)
   make a page worth storing.
+- ``FPTRACK_DOWNLOAD_PART_CHARS``: 200,000 characters: a whole-book download (ZIP, EPUB,
+  7z) or a plain-text body longer than this is stored as one page per part of at most this
+  many characters, cut at chapter headings (:mod:`crawler.downloads`).
 - ``FPTRACK_MAX_LINKS_PER_PAGE``: 5,000: links taken from one page (the first in it; the
   links after them are counted, each, in ``fptrack/links_capped``).
 - ``FPTRACK_MAX_REQUESTS``: 1,000,000 distinct URLs requested by one crawler process (new
@@ -146,6 +149,7 @@ DOWNLOADER_MIDDLEWARES = {
 }
 
 FPTRACK_MIN_TEXT_CHARS = 20
+FPTRACK_DOWNLOAD_PART_CHARS = 200_000
 FPTRACK_MAX_LINKS_PER_PAGE = defaults.MAX_LINKS_PER_PAGE
 FPTRACK_MAX_REQUESTS = 1_000_000
 FPTRACK_MAX_PENDING = defaults.MAX_PENDING

@@ -158,6 +158,7 @@ NOT_CRAWLED_STATS = {
     "too_large": "fptrack/too_large",
     "not_html": "fptrack/non_html",
     "undecodable": "fptrack/undecodable",
+    "download_refused": "fptrack/download_refused",
     "other_port": "fptrack/other_port",
     "budget": "fptrack/requests_capped",
     "links_capped": "fptrack/links_capped",
@@ -169,7 +170,8 @@ NOT_CRAWLED_STATS = {
 def not_crawled(stats: dict[str, Any]) -> dict[str, int]:
     """The pages a crawl did not crawl, or fetched and could not read, by reason, from its
     stats: ``robots`` (robots.txt forbids them), ``too_large`` (over ``DOWNLOAD_MAXSIZE``),
-    ``not_html`` (another content type), ``undecodable``, ``other_port`` (links to another
+    ``not_html`` (another content type), ``undecodable``, ``download_refused`` (an archive
+    past a bound of :mod:`crawler.downloads`: a zip bomb ...), ``other_port`` (links to another
     port of the site's host), ``depth`` (links beyond ``max_depth``), ``budget``
     (``max_pages`` reached, or the ``max_requests`` bound), ``links_capped`` (links after a
     page's first ``FPTRACK_MAX_LINKS_PER_PAGE``), ``pending_capped`` (new links while

@@ -14,7 +14,10 @@ Every HTML page is decoded (:mod:`crawler.encoding`) and its main text extracted
 CJK characters outside links yields a :class:`PageItem`; a page that is a list of links
 (a chapter index) yields nothing but its links are followed. A ``text/plain`` body that is
 not markup (a novel's "TXT下载") is a page too: all of it is the text, its first line the
-title; it has no links.
+title; it has no links. A body that is a ZIP, EPUB or 7z archive by its first bytes (a
+novel's "全本下载", whatever its name says) is read as a book (:mod:`crawler.downloads`); a
+book, or a plain text, longer than ``FPTRACK_DOWNLOAD_PART_CHARS`` (200,000 characters) is
+one page per part, the first under its URL, the next under ``URL#part2`` ...
 
 Every HTML page with main text yields its own item under its own canonical URL, whatever
 links it carries; nothing is held back or joined here. With ``join_next_pages`` the item
@@ -32,7 +35,9 @@ other (mobile sites) is crawled to its last chapter. Every other link is one lev
 Stats (never fatal; every fetched page that yields no item is counted under its reason):
 ``fptrack/pages`` (items), ``fptrack/paged`` (items with a next or previous page link),
 ``fptrack/thin`` (HTML pages with too little main text: link lists), ``fptrack/non_html``,
-``fptrack/undecodable``, ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``, or
+``fptrack/undecodable``, ``fptrack/download_refused`` (an archive past a bound of
+:mod:`crawler.downloads`, the reason logged), ``fptrack/download_parts`` (pages of a
+download's parts after its first), ``fptrack/too_large`` (cancelled above ``DOWNLOAD_MAXSIZE``, or
 decompressed beyond it),
 ``fptrack/ignored`` (requests a middleware dropped, such as those robots.txt forbids;
 offsite links are Scrapy's ``offsite/filtered``), ``fptrack/other_port`` (links to, or
@@ -76,6 +81,7 @@ import json
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from http import HTTPStatus
 from typing import Any
@@ -98,8 +104,10 @@ from w3lib.url import canonicalize_url
 from crawler import dust
 from crawler import incremental as inc
 from crawler.deadline import deadline_of, past_deadline
+from crawler.downloads import DOWNLOAD_SUFFIXES
+from crawler.downloads import kind_of as download_kind
 from crawler.encoding import sniff_html
-from crawler.extract import check_selector
+from crawler.extract import check_selector, content_chars
 from crawler.items import PageItem
 from crawler.meta import DEPTH, NEW, START
 from crawler.origin import Origins
@@ -135,8 +143,12 @@ NOT_MODIFIED = 304
 GONE_STATUSES = frozenset({404, 410})
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 PLAIN_TYPES = frozenset({"text/plain"})
+DOWNLOAD_PART_CHARS = 200_000
+"""A download, or a plain-text body, longer than this is stored as several pages of at most
+this many characters each (``FPTRACK_DOWNLOAD_PART_CHARS``; :mod:`crawler.downloads`)."""
+_SKIPPED_EXTENSIONS = [e for e in IGNORED_EXTENSIONS if e not in DOWNLOAD_SUFFIXES]
 _IGNORED_SUFFIX = re.compile(
-    r"\.(?:" + "|".join(map(re.escape, IGNORED_EXTENSIONS)) + r")$", re.IGNORECASE
+    r"\.(?:" + "|".join(map(re.escape, _SKIPPED_EXTENSIONS)) + r")$", re.IGNORECASE
 )
 
 
@@ -216,6 +228,7 @@ class SiteSpider(scrapy.Spider):
         dust_threshold: int = dust.DUST_THRESHOLD,
         dead_threshold: int = dust.DEAD_THRESHOLD,
         rules_store: Any = None,
+        download_part_chars: int = DOWNLOAD_PART_CHARS,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -229,6 +242,7 @@ class SiteSpider(scrapy.Spider):
         self.start_urls = list(config.start_urls)
         self.max_depth = config.max_depth if max_depth is None else max_depth
         self.min_text_chars = min_text_chars
+        self.download_part_chars = download_part_chars
         self.max_links = max_links
         self.max_requests = max_requests
         self.max_pending = max_pending
@@ -274,6 +288,10 @@ class SiteSpider(scrapy.Spider):
         if settings.get("FPTRACK_MAX_DEPTH") is not None:
             kwargs.setdefault("max_depth", settings.getint("FPTRACK_MAX_DEPTH"))
         kwargs.setdefault("min_text_chars", settings.getint("FPTRACK_MIN_TEXT_CHARS", 20))
+        kwargs.setdefault(
+            "download_part_chars",
+            settings.getint("FPTRACK_DOWNLOAD_PART_CHARS", DOWNLOAD_PART_CHARS),
+        )
         kwargs.setdefault("max_links", settings.getint("FPTRACK_MAX_LINKS_PER_PAGE", 5000))
         kwargs.setdefault("max_requests", settings.getint("FPTRACK_MAX_REQUESTS", 1_000_000))
         kwargs.setdefault("max_pending", settings.getint("FPTRACK_MAX_PENDING", 100_000))
@@ -551,8 +569,12 @@ class SiteSpider(scrapy.Spider):
             follow = self._follow(reading, depth, neighbours=(next_url, prev_url))
         for request in follow:
             yield request
-        for item in self._item(response, reading, next_url, prev_url, page_url):
+        for item in self._item(response, self._part(reading, 0), next_url, prev_url, page_url):
             yield item
+        for n in range(1, len(reading.parts)):
+            part_url = f"{page_url}#part{n + 1}"
+            for item in self._part_item(response, self._part(reading, n), part_url):
+                yield item
         for item in self._alias_items():
             yield item
 
@@ -665,6 +687,8 @@ class SiteSpider(scrapy.Spider):
         content_type = response.headers.get("Content-Type") or b""
         job = ReadJob(
             plain=kind == "plain",
+            download=kind == "download",
+            part_chars=self.download_part_chars,
             body=response.body,
             content_type=content_type.decode("latin-1"),
             url=response.url,
@@ -695,12 +719,19 @@ class SiteSpider(scrapy.Spider):
             self._inc("fptrack/undecodable")
             self.logger.info("undecodable page %s: %s", response.url, reading.undecodable)
             return None
+        if reading.refused:
+            self._inc("fptrack/download_refused")
+            self.logger.warning("download %s not read: %s", response.url, reading.refused)
+            return None
         return reading
 
     @staticmethod
     def _kind(response: Response) -> str:
-        """How the body is read: ``html``, ``plain`` (text/plain that is not markup) or
+        """How the body is read: ``download`` (a ZIP, EPUB or 7z archive, whatever its
+        name and ``Content-Type`` say), ``html``, ``plain`` (text/plain that is not markup) or
         empty (anything else: not read)."""
+        if download_kind(response.body):
+            return "download"
         content_type = response.headers.get("Content-Type", b"") or b""
         mime = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
         if mime in PLAIN_TYPES:
@@ -1001,6 +1032,41 @@ class SiteSpider(scrapy.Spider):
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
             aliases=aliases,
+        )
+
+    @staticmethod
+    def _part(reading: Reading, n: int) -> Reading:
+        """Part ``n`` (from 0) of a reading in parts (a download, a long plain text), as a
+        page of its own: titled by the book and the part's chapters; a reading in one
+        piece as it is."""
+        if len(reading.parts) < 2:
+            return reading
+        title, text = reading.parts[n]
+        return replace(
+            reading,
+            title=f"{reading.title}: {title}" if reading.title else title,
+            text=text,
+            own_chars=content_chars(text),
+            parts=(),
+        )
+
+    def _part_item(self, response: Response, part: Reading, url: str) -> Iterator[PageItem]:
+        """A page of a download's part after the first: under the download's URL with
+        ``#partN`` (the first part is the download's own page, with its aliases)."""
+        if part.own_chars < self.min_text_chars:
+            return
+        self._inc("fptrack/pages")
+        self._inc("fptrack/download_parts")
+        fetched_at = datetime.now(UTC)
+        yield PageItem(
+            url=url,
+            site=self.site.name,
+            title=part.title,
+            text=part.text,
+            status=response.status,
+            encoding=part.encoding,
+            fetched_at=fetched_at,
+            exchange=exchange_of(response, fetched_at),
         )
 
     def _count_failure(self, failure: Failure) -> None:

@@ -205,13 +205,18 @@ def test_gbk_page_with_a_wrong_header_is_read_right() -> None:
 
 
 def test_include_exclude_and_depth_limit_links() -> None:
-    links = [("甲", "/book/1.html"), ("乙", "/forum/2.html"), ("丙", "/book/3.zip")]
+    links = [("甲", "/book/1.html"), ("乙", "/forum/2.html"), ("丙", "/book/3.jpg")]
     links += [("丁", "/book/vip/4.html"), ("外", "http://other.test/book/5.html")]
+    links += [("TXT下载", "/book/6.zip"), ("EPUB下载", "/book/7.epub"), ("RAR下载", "/book/8.rar")]
     html = chapter(PART1, *links)
     spider = make_spider(include=[r"/book/"], exclude=[r"/vip/"], max_depth=2)
     _, requests = split(spider.parse(response(BASE + "/", html, depth=1)))
-    # Offsite links are left to Scrapy's OffsiteMiddleware; file extensions are never fetched.
-    assert {r.url for r in requests} == {BASE + "/book/1.html", "http://other.test/book/5.html"}
+    # Offsite links are left to Scrapy's OffsiteMiddleware; file extensions are never fetched
+    # but those of the downloads fptrack reads (zip, epub, 7z).
+    assert {r.url for r in requests} == {
+        BASE + "/book/1.html", "http://other.test/book/5.html",
+        BASE + "/book/6.zip", BASE + "/book/7.epub",
+    }  # fmt: skip
     _, deeper = split(spider.parse(response(BASE + "/x.html", html, depth=2)))
     assert deeper == []  # max_depth 2: a page at depth 2 is fetched, its links are not
 
