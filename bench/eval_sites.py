@@ -209,7 +209,26 @@ def judge(shape: Shape, predicted: dict[str, set[Pair]]) -> dict[str, Any]:
         }
         for s in shape.sites
     }
+    downloads = downloads_found(shape, found)
+    if downloads:
+        result["downloads"] = downloads
     return result
+
+
+def downloads_found(shape: Shape, found: set[tuple[str, str, str]]) -> dict[str, list[int]]:
+    """Of the (download, work) pairs of the shape's whole-book downloads, ``[found,
+    positive]``: ``whole`` where the download copies one registered novel, ``per_chapter``
+    where it copies works that are chapters each ({} without downloads)."""
+    out: dict[str, list[int]] = {}
+    for site in shape.sites:
+        for page in site.pages:
+            if page.kind != "download" or not page.works:
+                continue
+            kind = "whole" if len(page.works) == 1 else "per_chapter"
+            counts = out.setdefault(kind, [0, 0])
+            counts[0] += sum((site.name, page.path, w) in found for w in page.works)
+            counts[1] += len(page.works)
+    return out
 
 
 # --- the forward direction: one fptrack scan ------------------------------------------------
@@ -263,7 +282,8 @@ def forward_direction(shapes: Sequence[Shape], root: Path, args: Any, log: Log) 
         if name is None:
             strays.append(match["url"])
             continue
-        predicted[name].add((match["url"].removeprefix(bases[name]), match["work"]))
+        path = match["url"].removeprefix(bases[name]).split("#", 1)[0]  # a download's part
+        predicted[name].add((path, match["work"]))
     per_shape = {s.name: judge(s, predicted) for s in shapes}
     sites = [site for shape in shapes for site in shape.sites]
     total = score(
@@ -300,9 +320,10 @@ def reverse_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
 
 
 def page_path(url: str, base: str) -> str:
-    """The site path a scanned URL names: without the base, its query, and ``index.html``
-    for the home page (``/`` and ``/index.html`` are one page)."""
-    path = url.removeprefix(base).split("?", 1)[0]
+    """The site path a scanned URL names: without the base, its query, its fragment (the
+    ``#partN`` of a download stored in parts) and ``index.html`` for the home page (``/``
+    and ``/index.html`` are one page)."""
+    path = url.removeprefix(base).split("#", 1)[0].split("?", 1)[0]
     return path or "index.html"
 
 
@@ -410,6 +431,13 @@ def report(result: dict[str, Any]) -> str:
         (site,) = result["biquge"]["sites"].values()
         lines.append(_row("biquge", result["biquge"], site["files"], site["records"]))
         details += _listed("biquge", result["biquge"])
+    if forward:
+        for name, r in forward["shapes"].items():
+            if r.get("downloads"):
+                counts = ", ".join(f"{k} {a} of {b}" for k, (a, b) in r["downloads"].items())
+                lines.append(
+                    f"{name}: whole-book downloads' (download, work) pairs found: {counts}"
+                )
     if forward:
         lines += [
             "",

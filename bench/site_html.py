@@ -245,8 +245,11 @@ def novel_book(
     catalogue: str,
     latest: Sequence[tuple[str, str]],
     site: Site,
+    downloads: Sequence[tuple[str, str]] = (),
 ) -> str:
-    """A book's page: title, author, blurb, its latest chapters, links to read."""
+    """A book's page: title, author, blurb, its latest chapters, links to read (and to
+    ``downloads``, (target, label) each)."""
+    offered = "".join(f" {anchor(path, t, label)}" for t, label in downloads)
     items = "".join(f"<dd>{anchor(path, t, label)}</dd>" for t, label in latest)
     first = latest[-1][0] if latest else catalogue
     return (
@@ -254,7 +257,8 @@ def novel_book(
         f"{esc(author)}_{esc(site.name)}</title></head><body>\n"
         + _chrome_top(path, site)
         + f'<div id="info"><h1>{esc(book)}</h1><p>作　者：{esc(author)}</p>'
-        f"<p>{anchor(path, catalogue, '章节目录')} {anchor(path, first, '开始阅读')}</p></div>\n"
+        f"<p>{anchor(path, catalogue, '章节目录')} {anchor(path, first, '开始阅读')}{offered}</p>"
+        "</div>\n"
         f'<div id="intro">{paragraphs(blurb)}</div>\n'
         f'<div id="list"><dl><dt>《{esc(book)}》最新章节</dt>{items}</dl></div>\n'
         f'<div class="footer">{_chrome_bottom(site)}</div></body></html>\n'

@@ -32,8 +32,10 @@ its own pair; nothing else is.
 
 from __future__ import annotations
 
+import io
 import random
 import re
+import zipfile
 import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -104,7 +106,8 @@ class Page:
     page has main text of its own (every such page is a page record once the crawler stores
     each page under its own URL); ``depth``: the link depth from ``index.html`` the shape
     puts it at (copies of the ``docs`` shape), checked by the tests; ``parts``: the pages of
-    the split text this page is a part of, in order.
+    the split text this page is a part of, in order; ``body``: the bytes of a file that is
+    no HTML page (a book's download), ``html`` then empty.
     """
 
     path: str
@@ -115,6 +118,7 @@ class Page:
     record: bool = True
     depth: int | None = None
     parts: tuple[str, ...] = ()
+    body: bytes | None = None  # a file that is not HTML (a download), written as it is
 
 
 @dataclass
@@ -141,7 +145,10 @@ class SiteBuild:
         for page in self.pages:
             target = folder / page.path
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(page.html, encoding="utf-8")
+            if page.body is not None:
+                target.write_bytes(page.body)
+            else:
+                target.write_text(page.html, encoding="utf-8")
         (folder / "robots.txt").write_text("User-agent: *\nAllow: /\n", encoding="utf-8")
         return folder
 
@@ -505,12 +512,14 @@ def _chapter_parts(
 @dataclass(frozen=True)
 class _NovelStyle:
     """How a novel site is made: chapter links (``variant`` 0: 上一章/下一章, 1: 上一页/下一页),
-    whether it splits chapters (:func:`parts_of`), chapters per list page, its chrome."""
+    whether it splits chapters (:func:`parts_of`), chapters per list page, its chrome, and
+    whether each book offers its whole-book download (:func:`_download`)."""
 
     variant: int
     splits: bool
     list_size: int
     site: Site
+    downloads: bool = False
 
 
 def _novel_site(
@@ -576,16 +585,43 @@ def _novel_book_pages(
     entries = [(parts[0][0], book.chapters[n].heading) for n, parts in enumerate(chapters)]
     pages += _novel_lists(base, book.title, entries, style.list_size, site)
     latest = entries[::-1][:9]
+    downloads = [_download(book, variant)] if style.downloads else []
     pages.append(
         Page(
             f"{base}/index.html",
             h.novel_book(
-                f"{base}/index.html", book.title, book.author, blurb, catalogue, latest, site
+                f"{base}/index.html",
+                book.title,
+                book.author,
+                blurb,
+                catalogue,
+                latest,
+                site,
+                downloads=[(d.path, d.note) for d in downloads],
             ),
             "book",
         )
     )
-    return pages
+    return pages + downloads
+
+
+def _download(book: _Book, variant: int) -> Page:
+    """The book's whole-book download: on the first novel site a ZIP of one GBK text file
+    per chapter ("全本下载"), on the second one GBK text file of the whole book ("TXT下载");
+    it copies every work the book's chapters copy."""
+    works = tuple(sorted({w for w in book.work_of if w}))
+    chapters = [c.text for c in book.chapters]
+    if variant == 0:
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as archive:
+            for n, text in enumerate(chapters, 1):
+                info = zipfile.ZipInfo(f"{book.title}/{n}.txt", date_time=(2026, 1, 1, 0, 0, 0))
+                archive.writestr(info, text.encode("gbk", "replace"), zipfile.ZIP_DEFLATED)
+        path, body, label = f"down/{book.bid}.zip", out.getvalue(), "全本下载"
+    else:
+        whole = "\n".join([book.title, f"作者：{book.author}", *chapters])
+        path, body, label = f"down/{book.bid}.txt", whole.encode("gbk", "replace"), "TXT下载"
+    return Page(path, "", "download", works, label, body=body)
 
 
 def _novel_pager(flat: Sequence, i: int, variant: int, catalogue: str) -> h.Pager:
@@ -651,7 +687,11 @@ def novel_shape(pool: TextPool, editor: Editor, sizes: Sizes, seed: int) -> Shap
     blurbs = [pool.take(150, min_han=0.3) for _ in books]
     sites = [
         _novel_site(
-            name, books, editor, _NovelStyle(v, True, sizes.novel_list_size, chromes[v]), blurbs
+            name,
+            books,
+            editor,
+            _NovelStyle(v, True, sizes.novel_list_size, chromes[v], downloads=True),
+            blurbs,
         )
         for v, name in enumerate(("novel-chapters", "novel-pages"))
     ]

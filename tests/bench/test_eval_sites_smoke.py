@@ -84,6 +84,11 @@ def test_quick_run_meets_the_targets_with_a_consistent_truth(run, texts) -> None
     assert reverse["daily_job"]["works"] == 1
     assert all(isinstance(ok, bool) for ok in run["targets"].values())
     assert f"reverse found {reverse['chapters']} of {reverse['chapters']}" in run["targets"]
+    # the novel sites offer each book whole (a ZIP of chapter files, one TXT): the downloads
+    # of the registered novel and of the book whose chapters are works are all found
+    downloads = forward["shapes"]["novel"]["downloads"]
+    assert set(downloads) == {"whole", "per_chapter"}
+    assert all(found == positives > 0 for found, positives in downloads.values())
     assert run["dbsize"] == 0  # the scan's and the reverse run's keys are gone
     biquge = run["biquge"]  # the pirate site that repeats itself: one page, one entry
     check_shape(biquge)
