@@ -45,6 +45,30 @@ class CrawledPage:
     """Other URLs the crawl reached this page under (``/index.html`` for ``/``)."""
 
 
+PART_MARK = "#part"
+"""How the page of a download's part after the first is named: its URL, then this and the
+part's number (:mod:`crawler.downloads`: a whole book is stored in parts)."""
+
+
+def part_url(url: str, n: int) -> str:
+    """The page URL of part ``n`` (from 1) of the download at ``url``.
+
+    >>> part_url("http://x/down/1.zip", 1), part_url("http://x/down/1.zip", 2)
+    ('http://x/down/1.zip', 'http://x/down/1.zip#part2')
+    """
+    return url if n == 1 else f"{url}{PART_MARK}{n}"
+
+
+def fetched_url(url: str) -> str:
+    """The URL a page was fetched under: a download's part names the download.
+
+    >>> fetched_url("http://x/down/1.zip#part2"), fetched_url("http://x/1.html")
+    ('http://x/down/1.zip', 'http://x/1.html')
+    """
+    head, mark, number = url.rpartition(PART_MARK)
+    return head if mark and number.isdigit() else url
+
+
 @dataclass
 class PageAlias:
     """Another URL of a page the crawl already yielded: ``alias`` is the page at ``url``."""

@@ -32,6 +32,7 @@ from typing import Any
 
 from admin.report.notice_sandbox import NoticeError
 from admin.report.selection import Selection, find
+from matcher.pages import fetched_url
 from matcher.store.operations import Operations
 
 __all__ = ["NoticeError"]
@@ -126,11 +127,18 @@ def notice_details(ops: Operations) -> dict[str, str]:
 
 
 def notice_items(ops: Operations, selection: Selection) -> tuple[list[dict[str, str]], bool]:
-    """The notice's lines (newest :data:`MAX_NOTICE_ITEMS`, by URL) and whether more exist."""
-    fields = ("url", "work_title", "work_source", "first_seen", "evidence")
+    """The notice's lines (newest :data:`MAX_NOTICE_ITEMS`, by URL) and whether more exist.
+    A download stored in parts is named once per work, by the URL the site links
+    (:func:`matcher.pages.fetched_url`)."""
+    fields = ("url", "work_id", "work_title", "work_source", "first_seen", "evidence")
     rows = list(find(ops, selection, MAX_NOTICE_ITEMS + 1, fields))
     items = []
+    named: set[tuple[str, str]] = set()
     for match in rows[:MAX_NOTICE_ITEMS]:
+        url = fetched_url(str(match.get("url", "")))
+        if (url, str(match.get("work_id"))) in named:
+            continue
+        named.add((url, str(match.get("work_id"))))
         evidence = match.get("evidence") or [{}]
         text = str(evidence[0].get("text", ""))
         if len(text) > EXCERPT_CHARS:
@@ -138,7 +146,7 @@ def notice_items(ops: Operations, selection: Selection) -> tuple[list[dict[str, 
         seen = match.get("first_seen")
         items.append(
             {
-                "url": str(match.get("url", "")),
+                "url": url,
                 "work": str(match.get("work_title", "")),
                 "work_source": str(match.get("work_source", "")),
                 "excerpt": " ".join(text.split()),

@@ -117,7 +117,7 @@ from crawler.reading import Reading, ReadJob
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
 from matcher.crawl_runs import NOT_CRAWLED, START_ERROR, START_FAILED, stop_reason
-from matcher.pages import GonePage, PageAlias, UnchangedPage
+from matcher.pages import GonePage, PageAlias, UnchangedPage, part_url
 from matcher.sites import SiteConfig, SiteConfigError
 
 MAX_PROBED_PATTERNS = 10_000
@@ -572,8 +572,8 @@ class SiteSpider(scrapy.Spider):
         for item in self._item(response, self._part(reading, 0), next_url, prev_url, page_url):
             yield item
         for n in range(1, len(reading.parts)):
-            part_url = f"{page_url}#part{n + 1}"
-            for item in self._part_item(response, self._part(reading, n), part_url):
+            url_of_part = part_url(page_url, n + 1)
+            for item in self._part_item(response, self._part(reading, n), url_of_part):
                 yield item
         for item in self._alias_items():
             yield item

@@ -305,6 +305,18 @@ class TestTakedown:
         assert FORMULA_TITLE in body
         assert "&#34;" not in body and "&lt;" not in body
 
+    def test_a_download_in_parts_is_named_once_by_its_url(self, as_viewer, seeded, web_ctx):
+        """A whole-book download is stored as one page per part (``URL#part2`` ...), each
+        matched: the notice names the URL the site links, once per work."""
+        engine = web_ctx.engine
+        download = "http://mirror.example/down/tea.zip"
+        for url in (download, download + "#part2"):
+            records = engine.process_page(url, copy_of(sample("tea-history")), site="mirror")
+            assert len(records) == 1
+        body = text(as_viewer.get("/reports/takedown/mirror/notice.txt"))
+        assert body.count(download) == 1 and "#part2" not in body
+        assert seeded.urls["mirror-tea"] in body  # other pages of the same work as before
+
     def test_notice_escapes_hostile_values(self, as_viewer, seeded, web_ctx):
         hostile = "http://pirate.example/<script>alert(1)</script>"
         web_ctx.ops.db.matches.update_one(
