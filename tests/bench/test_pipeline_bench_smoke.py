@@ -65,7 +65,10 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     assert data["commands_per_page"] == commands["per_page"] > 1
     kinds = commands["by_kind"]
     assert kinds["update pages"] > 0  # the ingest's page upserts
-    assert kinds["update fingerprints"] > 0  # the workers' fingerprint writes
+    # the workers' processed marks, each with the page's fingerprints (no write of its own)
+    marks = [s for s in commands["frequent_per_page"] if '"content_hash": "str"' in s]
+    assert marks and all(s.startswith("update pages") for s in marks)
+    assert "update fingerprints" not in kinds
     assert commands["per_page"] <= commands["server_per_page"]  # the server saw them all
     assert commands["slowest_ms"] and all(ms >= 0 for ms in commands["slowest_ms"].values())
 
