@@ -31,6 +31,7 @@ from matcher.archive import Archive
 from matcher.engine import Engine
 from matcher.errors import MatcherError, Retryable
 from matcher.ingest import Ingest
+from matcher.pages import fetched_url
 from matcher.redis_clients import Patience, connect
 from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
@@ -325,7 +326,10 @@ def _until_back(
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     """Every active match in the contract's form, by page URL then work; ``twins`` names the
     works with the same or nearly the same text as the matched work (recorded under it);
-    ``aliases`` the other URLs the page was reached under (one page, one entry)."""
+    ``aliases`` the other URLs the page was reached under (one page, one entry). A download
+    stored in parts (:func:`matcher.pages.part_url`) is one entry per work under its own URL:
+    the best-scored part's scores and evidence (spans in that part's text), and ``parts``,
+    the pages of the parts that copy the work."""
     ops = Operations(engine.store)
     matches = list(ops.active_matches())
     pages = engine.store.pages_by_url({m["url"] for m in matches}, {"aliases": 1})
@@ -333,26 +337,32 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     twins: dict[Any, list[str]] = {}
     for twin, first in ops.twin_pairs():
         twins.setdefault(first["_id"], []).append(twin.get("source", ""))
-    out = []
+    best: dict[tuple[str, str], dict[str, Any]] = {}
+    parts: dict[tuple[str, str], list[str]] = {}
     for m in matches:
         methods = list(m.get("methods", []))
-        out.append(
-            {
-                "url": m["url"],
-                "aliases": list(pages.get(m["url"], {}).get("aliases") or []),
-                "work": works.get(m["work_id"], m.get("work_source", "")),
-                "twins": twins.get(m["work_id"], []),
-                "score": round(float(m["score"]), 4),
-                "containment": round(float(m["containment"]), 4),
-                "methods": methods,
-                "scores": {k: _plain(v) for k, v in m.get("scores", {}).items()},
-                "evidence": [
-                    {"work_span": e["work_span"], "page_span": e["page_span"], "text": e["text"]}
-                    for e in m.get("evidence", [])
-                ],
-            }
-        )
-    return sorted(out, key=lambda m: (m["url"], m["work"]))
+        entry = {
+            "url": fetched_url(m["url"]),
+            "aliases": list(pages.get(m["url"], {}).get("aliases") or []),
+            "work": works.get(m["work_id"], m.get("work_source", "")),
+            "twins": twins.get(m["work_id"], []),
+            "score": round(float(m["score"]), 4),
+            "containment": round(float(m["containment"]), 4),
+            "methods": methods,
+            "scores": {k: _plain(v) for k, v in m.get("scores", {}).items()},
+            "evidence": [
+                {"work_span": e["work_span"], "page_span": e["page_span"], "text": e["text"]}
+                for e in m.get("evidence", [])
+            ],
+        }
+        key = (entry["url"], entry["work"])
+        parts.setdefault(key, []).append(m["url"])
+        if key not in best or entry["score"] > best[key]["score"]:
+            best[key] = entry
+    for key, urls in parts.items():
+        if urls != [key[0]]:  # a download's parts
+            best[key]["parts"] = sorted(urls, key=lambda u: (len(u), u))
+    return sorted(best.values(), key=lambda m: (m["url"], m["work"]))
 
 
 def _plain(value: Any) -> Any:
