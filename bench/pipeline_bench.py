@@ -67,6 +67,7 @@ from bench.pipeline_support import (
     stop_children,
     wait_for,
 )
+from matcher.field_names import INDEX_KEYS
 from matcher.redis_clients import connect_url
 
 DEFAULTS = {
@@ -219,7 +220,7 @@ class Pipeline:
             "pages": store.count("pages"),
             "pending": self.pending(),
             "matches": store.count("matches"),
-            "page_fingerprints": store.fingerprints.count("page"),
+            "page_fingerprints": store.fingerprints.count_with("page", INDEX_KEYS),
             "failures": [f"{f['ref']}: {f['error']}" for f in store.failure_log.recent(MAX_LIST)],
         }
 

@@ -1017,21 +1017,31 @@ class SiteSpider(scrapy.Spider):
         self._inc("fptrack/pages")
         if next_url or prev_url:
             self._inc("fptrack/paged")
+        yield self._page_item(
+            response,
+            page,
+            page_url,
+            next_url=self._canon(next_url) if next_url else "",
+            prev_url=self._canon(prev_url) if prev_url else "",
+            aliases=aliases,
+        )
+
+    def _page_item(self, response: Response, page: Reading, url: str, **links: Any) -> PageItem:
+        """The item of ``page`` read from ``response``, stored under ``url`` (``links``:
+        its ``next_url``, ``prev_url`` and ``aliases`` when it has them)."""
         fetched_at = datetime.now(UTC)
-        yield PageItem(
-            url=page_url,
+        return PageItem(
+            url=url,
             site=self.site.name,
             title=page.title,
             text=page.text,
             status=response.status,
             encoding=page.encoding,
             fetched_at=fetched_at,
-            next_url=self._canon(next_url) if next_url else "",
-            prev_url=self._canon(prev_url) if prev_url else "",
             exchange=exchange_of(response, fetched_at),
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
-            aliases=aliases,
+            **links,
         )
 
     @staticmethod
@@ -1057,17 +1067,7 @@ class SiteSpider(scrapy.Spider):
             return
         self._inc("fptrack/pages")
         self._inc("fptrack/download_parts")
-        fetched_at = datetime.now(UTC)
-        yield PageItem(
-            url=url,
-            site=self.site.name,
-            title=part.title,
-            text=part.text,
-            status=response.status,
-            encoding=part.encoding,
-            fetched_at=fetched_at,
-            exchange=exchange_of(response, fetched_at),
-        )
+        yield self._page_item(response, part, url)
 
     def _count_failure(self, failure: Failure) -> None:
         if past_deadline(getattr(failure, "request", None), failure):

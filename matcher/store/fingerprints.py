@@ -198,9 +198,7 @@ class Fingerprints:
     @mongo_errors
     def owner_fingerprints(self, kind: str, owner_id: ObjectId, method: str) -> list[dict]:
         """One owner's stored fingerprints of one method, one per segment, in order."""
-        if checked_kind(kind) == "page":
-            return list(self._pages({"_id": owner_id}, method))
-        query = {"owner_kind": kind, "owner_id": owner_id}
+        query = {"owner_kind": checked_kind(kind), "owner_id": owner_id}
         projection = {"owner_id": 1, "seq": 1, "segment": 1, f"methods.{method_name(method)}": 1}
         found = self.db.fingerprints.find(query, projection).sort("segment", ASCENDING)
         return [fp for fp in (self._flatten(d, method) for d in found) if fp is not None]
@@ -269,6 +267,7 @@ class Fingerprints:
         """Owners with stored index keys, per kind: what ``fptrack index rebuild`` indexes."""
         return {kind: self.count_with(kind, INDEX_KEYS) for kind in KINDS}
 
+    @mongo_errors
     def count_with(self, kind: str, method: str, query: dict[str, Any] | None = None) -> int:
         """Owners of ``kind`` (pages, or work segments) with a stored ``method`` that also
         meet ``query`` (on the work segments' documents, or the pages')."""
@@ -292,13 +291,6 @@ class Fingerprints:
         """Whether pages' fingerprints are kept here, as the earlier layout kept them
         (``fptrack migrate`` moves them onto the pages)."""
         return self.db.fingerprints.find_one({"owner_kind": "page"}, {"_id": 1}) is not None
-
-    @mongo_errors
-    def count(self, kind: str) -> int:
-        """Owners of ``kind`` with stored fingerprints (pages, or work segments)."""
-        if checked_kind(kind) == "page":
-            return self.db.pages.count_documents({PAGE_FIELD: {"$exists": True}})
-        return self.db.fingerprints.count_documents({"owner_kind": kind})
 
     @mongo_errors
     def delete_kind(self, kind: str) -> int:
