@@ -28,6 +28,7 @@ from collections import defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
+from types import EllipsisType
 from typing import Any
 
 import numpy as np
@@ -59,6 +60,7 @@ from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
 from matcher.store.common import StoreError
 from matcher.store.fingerprints import fitted_page_fingerprints, page_fingerprint
+from matcher.store.pages import Around
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
 from matcher.work_names import WorkNames
 
@@ -266,11 +268,11 @@ class Engine(IndexView):
         optimistic = True
         while True:
             snap = self.ready()
-            doc = self.store.get_page(page_id)
+            doc, around = self.store.page_and_around(page_id)
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
             try:
-                parts = self._parts(doc)
+                parts = self._parts(doc, around)
                 with self._locked(parts) as lock_lost:
                     alone = optimistic and len(parts) == 1
                     if not alone:
@@ -283,11 +285,13 @@ class Engine(IndexView):
             except _ReadBeforeLock:
                 optimistic = False
 
-    def _parts(self, doc: dict) -> list[dict]:
+    def _parts(self, doc: dict, around: Around | EllipsisType | None = ...) -> list[dict]:
         """The parts of ``doc``'s split chapter (:func:`matcher.split.chain`), the first
-        steps answered by one read of the pages around it (:meth:`Store.pages_around`)."""
+        steps answered by ``around``, the pages around it (:meth:`Store.pages_around`, read
+        when not given)."""
         by_url, linking_to = self.store.pages_by_url, self.store.pages_linking_to
-        around = self.store.pages_around(doc)
+        if around is ...:
+            around = self.store.pages_around(doc)
         if around is not None:
             known, linkers = around
             looked = {u for u in (doc.get("prev_url"), doc.get("next_url")) if u}

@@ -16,7 +16,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         run,
         "Convert a database of an earlier layout: pages get ids derived from their URLs, the "
-        "pages keep their fingerprints on their own documents, the id counters and dashboard "
+        "pages keep their fingerprints on their own documents and name the pages they link "
+        "with, the id counters and dashboard "
         "tallies are striped, indexes that would stop sharding are "
         "replaced. Safe to run again; stop the workers first. With --shard-commands, print "
         "the mongosh commands that shard every collection instead (nothing is changed).",
@@ -39,7 +40,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     print(
         f"migrated: {done.pages} page id(s) ({done.matches} match record(s),"
         f" {done.fingerprints} fingerprint document(s)), {done.page_fingerprints} page"
-        f" fingerprint document(s) moved onto their pages, {done.counters} counter stripe(s),"
+        f" fingerprint document(s) moved onto their pages, {done.around} page(s) given"
+        f" their links' ids, {done.counters} counter stripe(s),"
         f" {done.tallies} tally document(s) rebuilt"
     )
     return 0

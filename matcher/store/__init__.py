@@ -234,6 +234,7 @@ class Store:
     page_validators = Forward("pages")
     pages_linking_to = Forward("pages")
     pages_around = Forward("pages")
+    page_and_around = Forward("pages")
     pages_by_id = Forward("pages")
     mark_processed = Forward("pages")
     set_page_archive = Forward("pages")

@@ -36,6 +36,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("fetched_at", DESCENDING)], name="fetched_at"),
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
         IndexModel([("next_url", ASCENDING)], name="next_url"),
+        IndexModel([("around", ASCENDING)], name="around"),
         IndexModel([("aliases", ASCENDING)], name="aliases", sparse=True),
         IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],

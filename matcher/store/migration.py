@@ -12,9 +12,11 @@ figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.id
 3. page fingerprints: those the earlier layout kept in ``fingerprints`` are set on their
    pages' own documents (:data:`matcher.store.fingerprints.PAGE_FIELD`, unless a worker
    stored newer ones there since), then deleted from ``fingerprints``;
-4. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
+4. page links: each page without the field naming the pages it links with
+   (:data:`matcher.store.pages.AROUND`) gets it from its stored links;
+5. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
    the single counter documents are deleted;
-5. tallies: rebuilt from the data, in stripes (:func:`matcher.store.tallies.recount`).
+6. tallies: rebuilt from the data, in stripes (:func:`matcher.store.tallies.recount`).
 
 Each step can run again: a migration stopped half-way (a crash, an outage) is finished by
 running it again, and running it on a migrated database changes nothing.
@@ -55,6 +57,7 @@ class Migrated:
     matches: int = 0
     fingerprints: int = 0
     page_fingerprints: int = 0
+    around: int = 0
     counters: int = 0
     tallies: int = 0
 
@@ -79,6 +82,7 @@ def migrate(store: Store) -> Migrated:
         for doc in batch:
             _move_page(store, doc, done)
     done.page_fingerprints = _page_fingerprints_onto_pages(store)
+    done.around = _around_onto_pages(store)
     done.counters = _stripe_counters(store)
     done.tallies = tallies.recount(store.db)
     return done
@@ -132,6 +136,19 @@ def _move_page(store: Store, doc: dict, done: Migrated) -> None:
     ).modified_count
     store.db.pages.delete_one({"_id": old})
     done.pages += 1
+
+
+def _around_onto_pages(store: Store) -> int:
+    """Step 4: :data:`~matcher.store.pages.AROUND` set on each page without it; how many
+    were set. A page whose links a crawl changes meanwhile gets the field from that write,
+    or from the next run of the migration."""
+    done = 0
+    while batch := store.pages.pages_without_around(BATCH):
+        changed = store.pages.set_around(batch)
+        if not changed:  # every page of the batch was rewritten meanwhile
+            break
+        done += changed
+    return done
 
 
 def _page_fingerprints_onto_pages(store: Store) -> int:

@@ -8,6 +8,7 @@ them is that record (:meth:`Pages.page_slot`)."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -41,6 +42,20 @@ SEQ_BLOCK = 32
 (:attr:`Pages.seq_stripe`)."""
 LINKERS = 8
 """At most this many pages linking to one page as their next page are read."""
+Around = tuple[dict[str, dict], list[dict]]
+"""What :meth:`Pages.pages_around` answers: ``({url: page} of the pages at a page's previous
+and next URLs, [pages whose next page it is])``."""
+AROUND = "around"
+"""A page's field naming the pages it links with: its own ``_id`` and the first id
+candidates (:func:`matcher.ids.page_id`) of its next and previous pages' URLs, so that one
+read by this field finds a page together with the pages linking to it
+(:meth:`Pages.page_and_around`)."""
+AROUND_READ = 2 * LINKERS + 4
+"""At most this many documents are read by :data:`AROUND`; more, and the page and the pages
+around it are read as :meth:`Pages.pages_around` does."""
+AROUND_RECHECK_SECONDS = 600.0
+"""A process that found pages without :data:`AROUND` (a store of the earlier layout, before
+``fptrack migrate``) looks again after this long."""
 MAX_ALIASES = 20
 """At most this many other URLs are kept beside a page (a site's cache-busters are endless)."""
 VALIDATOR_CHARS = 200
@@ -78,6 +93,18 @@ class _Planned:
         return "new" if created else "changed" if self.changed else "unchanged"
 
 
+def around_ids(slot: int, next_url: str, prev_url: str) -> list[int]:
+    """The :data:`AROUND` value of the page stored at ``slot`` with these links.
+
+    >>> around_ids(7, "", "")
+    [7]
+    >>> around_ids(7, "http://a.test/2", "") == [7, ids.page_id("http://a.test/2")]
+    True
+    """
+    linked = [ids.page_id(u) for u in (next_url, prev_url) if u]
+    return list(dict.fromkeys([int(slot), *linked]))
+
+
 def _sent_lately(before: dict | None, content_hash: str, sending: Sending) -> bool:
     """Whether ``before`` (the stored page) had this text's task sent within
     ``sending.again_after`` of ``sending.at``."""
@@ -105,6 +132,9 @@ class Pages:
         self.failures = failures
         self.tallies = sender or tallies.Sender(db)
         """Where the tallies of stored pages go (the store's :class:`tallies.Sender`)."""
+        self._around_since: float | None = None
+        """When every page was last seen to carry :data:`AROUND` (None: not yet)."""
+        self._around_checked = -AROUND_RECHECK_SECONDS
         self.seq_stripe: int | None = None
         """The counter stripe this process takes page seqs from: that of the first page it
         stores (so a crawl made again in the same order numbers its pages the same)."""
@@ -262,6 +292,7 @@ class Pages:
     ) -> tuple[dict, str, bool]:
         before, slot = self.page_slot(checked_str(page.url, "url"))
         plan = self._planned(page, content_hash, sending, before)
+        plan.fields[AROUND] = around_ids(slot, plan.fields["next_url"], plan.fields["prev_url"])
         try:
             doc, created = self.sequences.upsert(
                 "pages",
@@ -315,6 +346,7 @@ class Pages:
                 continue
             records.add(slot)
             plan = self._planned(page, content_hash, sending, before)
+            plan.fields[AROUND] = around_ids(slot, plan.fields["next_url"], plan.fields["prev_url"])
             plans.append((n, plan, before, slot, {}))
         ops: list[UpdateOne] = []
         for _, plan, before, slot, insert in plans:
@@ -398,7 +430,7 @@ class Pages:
         return list(self.db.pages.find(query, projection).limit(LINKERS))
 
     @mongo_errors
-    def pages_around(self, doc: dict) -> tuple[dict[str, dict], list[dict]] | None:
+    def pages_around(self, doc: dict) -> Around | None:
         """What the first steps of a split chain from the page ``doc`` look at
         (:func:`matcher.split.chain`): ``({url: page}`` of the pages stored at its previous
         and next URLs, ``[pages whose next page is its URL])``, in one read by id and one by
@@ -413,6 +445,80 @@ class Pages:
         slots = [slot for u in urls for slot in ids.candidates(ids.page_id(u))]
         found = list(self.db.pages.find({"_id": {"$in": slots}})) if slots else []
         return {d["url"]: d for d in found if d.get("url") in urls}, linking
+
+    @mongo_errors
+    def page_and_around(self, page_id: str | int) -> tuple[dict | None, Around | None]:
+        """``(the page, what :meth:`pages_around` answers for it)`` (``(None, None)`` when
+        there is no such page), in one read by :data:`AROUND` where it can: the page itself,
+        the pages whose next page it is and those whose previous page it is (usually its
+        next page), so that only a neighbour not linking back is read again, by id. Read as
+        :meth:`get_page` then :meth:`pages_around` when pages of the earlier layout lack
+        the field, when the page's URL is not at its first id candidate, or when more than
+        :data:`AROUND_READ` pages name it."""
+        key = page_key(page_id)
+        doc = None
+        if self._around_ready():
+            found = list(self.db.pages.find({AROUND: key}).limit(AROUND_READ))
+            doc = next((d for d in found if d["_id"] == key), None)
+            if len(found) < AROUND_READ:
+                if doc is None:
+                    return None, None
+                if ids.page_id(doc["url"]) == key:
+                    return doc, self._around_from(doc, found)
+        if doc is None:
+            doc = self.db.pages.find_one({"_id": key})
+            if doc is None:
+                return None, None
+        return doc, self.pages_around(doc)
+
+    def _around_from(self, doc: dict, found: list[dict]) -> Around | None:
+        """:meth:`pages_around` of ``doc`` from ``found``, every page naming it in
+        :data:`AROUND` (the neighbours not among them read by id)."""
+        url = doc["url"]
+        linking = [d for d in found if d.get("next_url") == url]
+        if len(linking) > LINKERS:
+            return None
+        urls = {u for u in (doc.get("prev_url"), doc.get("next_url")) if u}
+        known = {d["url"]: d for d in found if d["url"] in urls}
+        missing = urls - known.keys()
+        slots = [slot for u in missing for slot in ids.candidates(ids.page_id(u))]
+        if slots:
+            for d in self.db.pages.find({"_id": {"$in": slots}}):
+                if d.get("url") in missing:
+                    known[d["url"]] = d
+        return known, linking[:LINKERS]
+
+    def _around_ready(self) -> bool:
+        """Whether every page carries :data:`AROUND` (looked up once a process, or again
+        every :data:`AROUND_RECHECK_SECONDS` while some do not)."""
+        if self._around_since is not None:
+            return True
+        clock = time.monotonic()
+        if clock - self._around_checked < AROUND_RECHECK_SECONDS:
+            return False
+        self._around_checked = clock
+        if self.db.pages.find_one({AROUND: None}, {"_id": 1}) is None:
+            self._around_since = clock
+            return True
+        return False
+
+    @mongo_errors
+    def pages_without_around(self, batch: int) -> list[dict]:
+        """Up to ``batch`` pages of the earlier layout, without :data:`AROUND`: their
+        ``_id`` and links."""
+        fields = {"_id": 1, **_LINKS}
+        return list(self.db.pages.find({AROUND: None}, fields).limit(int(batch)))
+
+    @mongo_errors
+    def set_around(self, pages: list[dict]) -> int:
+        """Set :data:`AROUND` on ``pages`` (as :meth:`pages_without_around` gives them) from
+        the links stored now (a page whose links changed since is left for the next pass)."""
+        ops = []
+        for d in pages:
+            links = {k: d.get(k, {"$exists": False}) for k in _LINKS}
+            value = around_ids(d["_id"], d.get("next_url") or "", d.get("prev_url") or "")
+            ops.append(UpdateOne({"_id": d["_id"], **links}, {"$set": {AROUND: value}}))
+        return self.db.pages.bulk_write(ops, ordered=False).modified_count if ops else 0
 
     @mongo_errors
     def mark_processed(

@@ -11,8 +11,10 @@ Pages reach the engine as crawled pages do: :func:`crawl` stores them through
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
 from pathlib import Path
 
+import pymongo
 import pytest
 from pymongo.database import Database
 
@@ -23,6 +25,8 @@ from matcher.index.storage import RedisStorage, Storage
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
+from matcher.store import Store
+from tests.support.commands import Commands
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME_TOP = "盗版小说网 | 首页 | 玄幻 | 都市 | 排行榜 | 登录 注册\n"
@@ -111,3 +115,20 @@ def crawl(
     for page_id in queued:
         engine.process_stored_page(page_id)
     return engine.store.matches_for("page_id", result.page_id)
+
+
+@pytest.fixture
+def counted(
+    mongo_db: Database, mongo_client: pymongo.MongoClient
+) -> Iterator[tuple[Store, Commands]]:
+    """A store on the test database through a client of its own whose commands are counted."""
+    commands = Commands()
+    host, port = mongo_client.address
+    client: pymongo.MongoClient = pymongo.MongoClient(
+        host, port, tz_aware=True, event_listeners=[commands]
+    )
+    store = Store(client[mongo_db.name])
+    store.ensure_indexes()
+    commands.names.clear()
+    yield store, commands
+    client.close()

@@ -233,27 +233,27 @@ def test_a_page_changed_between_its_read_and_its_lock_is_matched_as_it_is_now(
     page_id = str(engine.store.page_by_url(url)["_id"])
     reads: list[str] = []
     rereads: list[object] = []
-    get_page, pages_by_id = engine.store.get_page, engine.store.pages_by_id
+    get_page, pages_by_id = engine.store.page_and_around, engine.store.pages_by_id
     monkeypatch.setattr(
         engine.store, "pages_by_id", lambda ids: rereads.append(ids) or pages_by_id(ids)
     )
 
-    def read(wanted: str, projection: dict | None = None) -> dict | None:
-        doc = get_page(wanted, projection)
+    def read(wanted: str) -> tuple[dict | None, object]:
+        doc = get_page(wanted)
         reads.append(wanted)
         if len(reads) == 1:  # the new text is stored, and matched, after this read
-            monkeypatch.setattr(engine.store, "get_page", get_page)
+            monkeypatch.setattr(engine.store, "page_and_around", get_page)
             crawl(engine, url, page_of(sample("river-town.txt")))
-            monkeypatch.setattr(engine.store, "get_page", read)
+            monkeypatch.setattr(engine.store, "page_and_around", read)
         return doc
 
-    monkeypatch.setattr(engine.store, "get_page", read)
+    monkeypatch.setattr(engine.store, "page_and_around", read)
     engine.process_stored_page(page_id)  # the task of the first text, run late
     assert reads == [page_id, page_id] and len(rereads) == 1  # the lock's read, the second time
     records = engine.store.matches_for("page_id", page_id, active_only=False)
     states = {str(m["work_id"]): m["active"] for m in records}
     assert states == {works["lighthouse.txt"]: False, works["river-town.txt"]: True}
-    page = get_page(page_id)
+    page = engine.store.get_page(page_id)
     assert page["processed_hash"] == page["content_hash"] and not page["pending"]
 
     reads.clear()

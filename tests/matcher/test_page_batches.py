@@ -5,19 +5,16 @@ size; the odd pages (an alias URL, the same record twice, a page gone and back) 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pymongo
-import pytest
-from pymongo import monitoring
 from pymongo.database import Database
 
 from matcher.pages import CrawledPage
 from matcher.prepared import content_hash
 from matcher.store import Store
 from matcher.store.pages import Sending
+from tests.support.commands import Commands
 
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SENDING = Sending(AT, timedelta(hours=1))
@@ -46,39 +43,6 @@ def pages_tallied(db: Database) -> Counter[str]:
     for doc in db.tallies.find({"pages": {"$exists": True}}):
         out[doc["_id"].split("#")[0]] += doc["pages"]
     return out
-
-
-class Commands(monitoring.CommandListener):
-    """The commands a client sends, by name (pymongo's command monitoring)."""
-
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    def started(self, event: monitoring.CommandStartedEvent) -> None:
-        self.names.append(event.command_name)
-
-    def succeeded(self, event: monitoring.CommandSucceededEvent) -> None:
-        pass
-
-    def failed(self, event: monitoring.CommandFailedEvent) -> None:
-        pass
-
-
-@pytest.fixture
-def counted(
-    mongo_db: Database, mongo_client: pymongo.MongoClient
-) -> Iterator[tuple[Store, Commands]]:
-    """A store on the test database through a client of its own whose commands are counted."""
-    commands = Commands()
-    host, port = mongo_client.address
-    client: pymongo.MongoClient = pymongo.MongoClient(
-        host, port, tz_aware=True, event_listeners=[commands]
-    )
-    store = Store(client[mongo_db.name])
-    store.ensure_indexes()
-    commands.names.clear()
-    yield store, commands
-    client.close()
 
 
 def test_a_batch_stores_what_one_page_at_a_time_stores(store: Store, mongo_db: Database) -> None:
