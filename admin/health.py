@@ -481,6 +481,35 @@ def check_schedules(ctx: Context) -> Check:
     return Check("schedules", True, f"daily jobs and {crawls} site crawl(s) saved")
 
 
+def check_evidence(ctx: Context) -> Check:
+    """The trusted timestamps of the evidence (:mod:`matcher.stamping`), when a TSA is set:
+    the last stamping run's failure, and files waiting longer than three runs' interval
+    (is beat up?)."""
+    settings = ctx.settings
+    if not settings.tsa_url:
+        return Check("evidence", True, "no trusted timestamps (FPTRACK_TSA_URL not set)")
+    from matcher.stamping import STATE_KEY
+
+    try:
+        store = ctx.engine.store
+        waiting, oldest = store.stamps.waiting_count(), store.stamps.oldest_waiting()
+        last = store.state.get_state(STATE_KEY) or {}
+    except StoreUnavailable as exc:
+        return Check("evidence", False, outage.line("MongoDB", settings.mongo_uri, exc))
+    late = timedelta(seconds=3 * settings.tsa_every)
+    problems = []
+    if last.get("error"):
+        problems.append(f"the last stamping run failed: {last['error']}")
+    if oldest is not None and now() - oldest > late:
+        problems.append(
+            f"{waiting} archive file(s) waiting for a timestamp, the oldest for over"
+            f" {duration(late.total_seconds())} (is beat up?)"
+        )
+    if problems:
+        return Check("evidence", False, "; ".join(problems))
+    return Check("evidence", True, f"{waiting} archive file(s) waiting for the next stamping run")
+
+
 CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_mongodb,
     check_redis,
@@ -490,6 +519,7 @@ CHECKS: tuple[Callable[[Context], Check], ...] = (
     check_indexes,
     check_schedules,
     check_crawls,
+    check_evidence,
 )
 
 
@@ -499,6 +529,7 @@ NEEDS: dict[Callable[[Context], Check], tuple[str, ...]] = {
     check_indexes: ("mongodb", "redis"),
     check_schedules: ("mongodb", "redis"),
     check_crawls: ("mongodb",),
+    check_evidence: ("mongodb",),
 }
 """The checks that need others to have passed."""
 

@@ -15,7 +15,18 @@ crawler's request), then:
 
 Peers, same pages and run: the least a kept copy of the body costs, ``gzip.compress`` of
 the body alone at level 6 (what warcio uses), its size and time; and the raw body. Ratios:
-WARC file / gzip of the body (bytes and time). Medians over ``--runs`` (3) runs, with
+WARC file / gzip of the body (bytes and time).
+
+Trusted timestamps (issue 26, part 1; skipped with ``--no-tsa`` or without ``openssl``):
+a real TSA, OpenSSL's ``openssl ts -reply`` behind an HTTP server on 127.0.0.1
+(:mod:`bench.local_tsa`), stamps the run's WARC files two ways: one token per file (``stamp
+per file``, what stamping each record alone costs) and one token over the batch list of all
+of them (:func:`matcher.timestamps.batch_list`, ``stamp per crawl``, per file). Verification
+per token: :func:`matcher.timestamps.check` (rfc3161-client) beside the peer, OpenSSL's own
+``openssl ts -verify`` of the same token and list (a process each, as a recipient runs it);
+and per file, what ``fptrack evidence verify`` does: its WARC digests, that the list names it
+and the token (:func:`admin.evidence_check.check_file`). Bytes: the token, and the list's
+share per file. Medians over ``--runs`` (3) runs, with
 [min-max]. ``--json OUT`` writes every figure. ``--quick``: 100 pages, 1 run (unless
 ``--pages`` or ``--runs`` say otherwise).
 """
@@ -27,6 +38,7 @@ import gzip
 import json
 import math
 import platform
+import shutil
 import statistics
 import tempfile
 import time
@@ -87,7 +99,9 @@ def timed(items: Sequence[Any], work: Callable[[Any], Any]) -> tuple[float, list
     return (time.perf_counter() - started) / max(len(items), 1), results
 
 
-def one_run(pages: list[Exchange], gridfs_uri: str | None) -> dict[str, float]:
+def one_run(
+    pages: list[Exchange], gridfs_uri: str | None, tsa_root: Path | None = None
+) -> dict[str, float]:
     warc_s, files = timed(pages, warc_bytes)
     gzip_s, gzipped = timed(pages, lambda x: gzip.compress(x.body, 6))
     verify_s, _ = timed(files, verify)
@@ -104,6 +118,8 @@ def one_run(pages: list[Exchange], gridfs_uri: str | None) -> dict[str, float]:
         "verify_ms": verify_s * 1000,
         "put_dir_ms": put_dir_s * 1000,
     }
+    if tsa_root is not None:
+        run.update(stamping(files, tsa_root))
     if gridfs_uri:
         import pymongo
 
@@ -118,6 +134,57 @@ def one_run(pages: list[Exchange], gridfs_uri: str | None) -> dict[str, float]:
     return run
 
 
+def stamping(files: list[bytes], tsa_root: Path) -> dict[str, float]:
+    """The trusted-timestamp figures of one run over ``files`` (see the module docstring)."""
+    import subprocess
+
+    from admin.evidence_check import check_file
+    from bench.local_tsa import TsaServer, make_authority
+    from matcher import timestamps
+    from matcher.archive import sha256_hex
+
+    authority = make_authority(tsa_root / f"tsa-{time.time_ns()}")
+    roots = timestamps.load_roots(authority.ca)
+    digests = [sha256_hex(f) for f in files]
+    alone = digests[: min(len(digests), 50)]  # a token per file: a TSA round trip each
+    with TsaServer(authority) as tsa:
+        per_file_s, tokens = timed(
+            alone, lambda d: timestamps.ask(tsa.url, timestamps.batch_list([d]))
+        )
+        started = time.perf_counter()
+        listed = timestamps.batch_list(digests)
+        token = timestamps.ask(tsa.url, listed)
+        batch_s = time.perf_counter() - started
+    check_s, _ = timed(range(20), lambda _: timestamps.check(token.der, listed, roots))
+    stamp = (listed, token.der, "bench")
+    file_s, checked = timed(
+        list(zip(files, digests, strict=True)),
+        lambda fd: check_file("f", fd[0], fd[1], stamp, roots),
+    )
+    assert all(c.ok for c in checked), [c.problems for c in checked if not c.ok][:1]
+    with tempfile.TemporaryDirectory(dir=tsa_root) as tmp:
+        (Path(tmp) / "list.txt").write_bytes(listed)
+        (Path(tmp) / "token.tsr").write_bytes(token.der)
+        command = ["openssl", "ts", "-verify", "-data", "list.txt", "-in", "token.tsr"]
+        command += ["-CAfile", str(authority.ca)]
+
+        def openssl_verify(_: object) -> None:
+            ran = subprocess.run(command, cwd=tmp, capture_output=True, text=True, check=False)
+            assert "Verification: OK" in ran.stdout, ran.stderr
+
+        openssl_s, _ = timed(range(10), openssl_verify)
+    return {
+        "stamp_per_file_ms": per_file_s * 1000,
+        "stamp_crawl_ms": batch_s * 1000,
+        "stamp_crawl_per_file_ms": batch_s * 1000 / len(files),
+        "token_bytes": statistics.median(len(t.der) for t in tokens),
+        "list_bytes_per_file": len(listed) / len(files),
+        "check_token_ms": check_s * 1000,
+        "openssl_verify_ms": openssl_s * 1000,
+        "verify_file_ms": file_s * 1000,
+    }
+
+
 def summarise(runs: list[dict[str, float]]) -> dict[str, Any]:
     out: dict[str, Any] = {key: spread([r[key] for r in runs]) for key in runs[0]}
     median = {k: v["median"] for k, v in out.items()}
@@ -126,13 +193,20 @@ def summarise(runs: list[dict[str, float]]) -> dict[str, Any]:
         "warc_over_body_bytes": median["warc_bytes"] / median["body_bytes"],
         "warc_over_gzip_time": median["warc_ms"] / median["gzip_ms"],
     }
+    if "stamp_per_file_ms" in median:
+        out["ratios"]["stamp_per_file_over_per_crawl"] = (
+            median["stamp_per_file_ms"] / median["stamp_crawl_per_file_ms"]
+        )
+        out["ratios"]["check_token_over_openssl"] = (
+            median["check_token_ms"] / median["openssl_verify_ms"]
+        )
     return out
 
 
 def report(summary: dict[str, Any]) -> str:
     def row(label: str, key: str, unit: str) -> str:
         s = summary[key]
-        return f"  {label:<34} {s['median']:>10.2f} {unit:<3} [{s['min']:.2f}-{s['max']:.2f}]"
+        return f"  {label:<40} {s['median']:>10.2f} {unit:<3} [{s['min']:.2f}-{s['max']:.2f}]"
 
     lines = [
         f"evidence archive, {int(summary['pages']['median'])} pages (medians per page)",
@@ -146,7 +220,23 @@ def report(summary: dict[str, Any]) -> str:
     ]
     if "put_gridfs_ms" in summary:
         lines.append(row("store in GridFS (SecantusDB)", "put_gridfs_ms", "ms"))
+    if "stamp_per_file_ms" in summary:
+        lines += [
+            row("timestamp: a token per file", "stamp_per_file_ms", "ms"),
+            row("timestamp: a token per crawl, per file", "stamp_crawl_per_file_ms", "ms"),
+            row("timestamp: the crawl's token", "stamp_crawl_ms", "ms"),
+            row("token", "token_bytes", "B"),
+            row("batch list, per file", "list_bytes_per_file", "B"),
+            row("check a token (rfc3161-client)", "check_token_ms", "ms"),
+            row("peer: openssl ts -verify (a process)", "openssl_verify_ms", "ms"),
+            row("verify a file: digests, list, token", "verify_file_ms", "ms"),
+        ]
     r = summary["ratios"]
+    if "stamp_per_file_over_per_crawl" in r:
+        lines.append(
+            f"  ratios: a token per file / per crawl {r['stamp_per_file_over_per_crawl']:.0f}x;"
+            f" token check / openssl ts -verify {r['check_token_over_openssl']:.3f}x"
+        )
     lines.append(
         f"  ratios: WARC / gzip of the body {r['warc_over_gzip_bytes']:.2f}x bytes, "
         f"{r['warc_over_gzip_time']:.2f}x time; WARC / raw body {r['warc_over_body_bytes']:.2f}x"
@@ -162,6 +252,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help=f"runs (default {DEFAULT_RUNS}; --quick: 1)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="site seed (default 0)")
     parser.add_argument("--no-gridfs", action="store_true", help="skip GridFS (default: on)")
+    parser.add_argument("--no-tsa", action="store_true",
+                        help="skip the timestamps (default: on when openssl is found)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="100 pages, 1 run")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
     args = parser.parse_args(argv)
@@ -181,9 +273,10 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     with tempfile.TemporaryDirectory(prefix="fptrack-archive-logs-") as logs:
         if not args.no_gridfs:
             mongo = Child("mongodb", ["mongo-server"], Path(logs) / "mongo.log")
+        tsa = None if args.no_tsa or shutil.which("openssl") is None else Path(logs)
         try:
             uri = mongo.wait_ready() if mongo else None
-            runs = [one_run(pages, uri) for _ in range(args.runs)]
+            runs = [one_run(pages, uri, tsa) for _ in range(args.runs)]
         finally:
             if mongo is not None:
                 mongo.stop()

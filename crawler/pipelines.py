@@ -267,7 +267,8 @@ def celery_ingest(store: Any, stats: Any, settings: Any, archive: Any = None) ->
 
     if settings.tally_seconds:
         store.gather_tallies(settings.tally_seconds)
-    return Ingest(store, celery_enqueue(stats, settings), archive=archive)
+    stamp = archive is not None and bool(settings.tsa_url)
+    return Ingest(store, celery_enqueue(stats, settings), archive=archive, stamp=stamp)
 
 
 def celery_enqueue(stats: Any, settings: Any) -> Callable[[str], None]:

@@ -24,6 +24,10 @@ db.getSiblingDB("fptrack").getCollection("tallies_works").createIndex({"_id": "h
 sh.shardCollection("fptrack.tallies_works", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("counters").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.counters", {"_id": "hashed"});
+db.getSiblingDB("fptrack").getCollection("stamps").createIndex({"_id": "hashed"});
+sh.shardCollection("fptrack.stamps", {"_id": "hashed"});
+db.getSiblingDB("fptrack").getCollection("stamp_batches").createIndex({"_id": "hashed"});
+sh.shardCollection("fptrack.stamp_batches", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("alert_rules").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.alert_rules", {"_id": "hashed"});
 sh.shardCollection("fptrack.alert_outbox", {"key": 1});

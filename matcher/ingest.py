@@ -17,7 +17,9 @@ With an ``archive`` (:mod:`matcher.archive`), the HTTP exchange of every new or 
 (and of a stored page that has none yet) is kept there as a WARC file, and the page records
 which (``archive``: ``sha256``, ``fetched_at``, ``bytes``) before its task is sent, so a
 match always finds the exchange its text came from. An archive that fails is logged and
-the page stored without it: evidence never costs a page.
+the page stored without it: evidence never costs a page. With ``stamp`` (a TSA is set,
+``FPTRACK_TSA_URL``), each file archived is queued for a trusted timestamp
+(:mod:`matcher.stamping`).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class Ingest:
     enqueue: Callable[[str], None]
     clock: Callable[[], datetime] = now
     archive: Archive | None = None
+    stamp: bool = False
 
     @property
     def thread_safe(self) -> bool:
@@ -101,6 +104,8 @@ class Ingest:
             return
         ref = {"sha256": sha256, "fetched_at": exchange.fetched_at, "bytes": len(data)}
         self.store.set_page_archive(doc["_id"], digest, ref)
+        if self.stamp:
+            self.store.stamps.queue_stamps([sha256])
 
     def alias(self, alias: PageAlias) -> bool:
         """Keep another URL of a stored page beside it (one page, one record)."""

@@ -16,7 +16,9 @@ process left unfinished, after closing the runs whose processes died
 ``FPTRACK_PENDING_AFTER`` (at most a minute) ``pages:requeue-pending`` sends ``process_page``
 again for the pages whose task was lost (:func:`matcher.jobs.requeue_pending`), its message
 expiring after that interval; and every :data:`HEAL_SECONDS` seconds ``index:heal``
-rebuilds what Redis lost of the indexes (:func:`matcher.jobs.heal_indexes`).
+rebuilds what Redis lost of the indexes (:func:`matcher.jobs.heal_indexes`); with a TSA
+(``FPTRACK_TSA_URL``), every ``FPTRACK_TSA_EVERY`` seconds ``evidence:stamp`` puts the archive
+files queued since under a trusted timestamp (:mod:`matcher.stamping`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat. A new entry counts as
 last run when it is saved (Celery's ``ScheduleEntry``), so it first runs at its next time.
@@ -55,6 +57,7 @@ RESUME_CRAWLS = "crawls:resume"
 DAILY_DIGEST = "daily:digest"
 DELIVER_ALERTS = "alerts:deliver"
 HEAL_INDEXES = "index:heal"
+STAMP_EVIDENCE = "evidence:stamp"
 HEAL_SECONDS = 30
 """How often the heal job looks for lost index groups (:func:`matcher.jobs.heal_indexes`)."""
 REQUEUE_PENDING = "pages:requeue-pending"
@@ -174,8 +177,9 @@ class Schedules:
         """Save the fixed jobs: the daily ones at ``settings.daily_at`` (UTC), an hour later
         and two hours later, the resumption of abandoned crawls every
         ``settings.crawl_lease`` s, the alert digests at ``settings.digest_at``, the
-        alerts' delivery sweep every minute and the sweep for lost page tasks every
-        :func:`requeue_interval` s."""
+        alerts' delivery sweep every minute, the sweep for lost page tasks every
+        :func:`requeue_interval` s, and the stamping of the evidence every
+        ``settings.tsa_every`` s when a TSA is set (removed when none is)."""
         hour, minute = (int(x) for x in settings.daily_at.split(":"))
         self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
         report = crontab(minute=minute, hour=(hour + 1) % 24)
@@ -194,6 +198,12 @@ class Schedules:
         self._entry(REQUEUE_PENDING, "fptrack.requeue_pending", requeue, options=options)
         heal = schedule(timedelta(seconds=HEAL_SECONDS))
         self._entry(HEAL_INDEXES, "fptrack.heal_indexes", heal, options={"expires": HEAL_SECONDS})
+        if settings.tsa_url:
+            stamp = schedule(timedelta(seconds=settings.tsa_every))
+            options = {"expires": float(settings.tsa_every)}
+            self._entry(STAMP_EVIDENCE, "fptrack.stamp_evidence", stamp, options=options)
+        else:
+            self._delete(STAMP_EVIDENCE)
 
     def save_all(self, settings: Settings, sites: Iterable[SiteConfig]) -> int:
         """Save the fixed jobs and the entries of ``sites`` (the store's); returns how many

@@ -238,6 +238,16 @@ class Settings:
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
+    tsa_url: str = ""
+    """The RFC 3161 Time-Stamp Authority the archived WARC files are stamped by
+    (:mod:`matcher.timestamps`; "": none, nothing is stamped)."""
+    tsa_ca: str = ""
+    """A PEM file of the CA certificates a TSA's tokens must chain to (``fptrack evidence
+    verify``, and the evidence bundle's copy of them)."""
+    tsa_every: int = 600
+    """Seconds between the beat's stamping runs (``evidence:stamp``), when ``tsa_url`` is set."""
+    tsa_batch: int = 10_000
+    """At most this many WARC files under one token (:mod:`matcher.timestamps`)."""
     tally_seconds: float = 1.0
     """A worker gathers the dashboard tallies of the match records it writes this long and
     sends them together (:class:`matcher.store.tallies.Sender`; 0: each at once)."""
@@ -340,7 +350,7 @@ class Settings:
         for name in (
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
-            "api_rate_per_minute", "pending_after", "query_max_bytes",
+            "api_rate_per_minute", "pending_after", "query_max_bytes", "tsa_every", "tsa_batch",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -366,6 +376,8 @@ class Settings:
             raise SettingsError("alert_max_attempts must be >= 1 and alert_timeout > 0")
         if not 0 < self.alert_backoff <= self.alert_backoff_max:
             raise SettingsError("alert_backoff must be > 0 and at most alert_backoff_max")
+        if self.tsa_url and not self.tsa_url.startswith(("http://", "https://")):
+            raise SettingsError(f"tsa_url must be an http(s) URL, got {self.tsa_url!r}")
         if self.admin_url and not self.admin_url.startswith(("http://", "https://")):
             raise SettingsError(f"admin_url must be an http(s) URL, got {self.admin_url!r}")
         self.smtp  # noqa: B018 - validates the SMTP settings once, at the entry point

@@ -16,12 +16,13 @@ clears it. Each retry and each failure for good is also counted in Redis
 from __future__ import annotations
 
 import logging
+from dataclasses import asdict
 from datetime import date, timedelta
 from typing import Any
 
 from celery import Task, shared_task
 
-from matcher import alerts, jobs
+from matcher import alerts, jobs, stamping
 from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
 from matcher.redis_clients import connect_server
@@ -263,6 +264,17 @@ def prune_archive(self: FptrackTask) -> dict[str, Any]:
     """Delete superseded archived exchanges that no match refers to."""
     engine = self.runtime.engine()
     return jobs.prune_archive(engine, engine.store.evidence_archive(self.runtime.settings.archive))
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.stamp_evidence")
+def stamp_evidence(self: FptrackTask) -> dict[str, Any]:
+    """Put the queued archive files under TSA tokens (:func:`matcher.stamping.stamp_waiting`;
+    a TSA that fails leaves them queued for the next run)."""
+    settings = self.runtime.settings
+    if not settings.tsa_url:
+        return {"stamped": 0, "batches": 0, "waiting": 0, "error": "no TSA (FPTRACK_TSA_URL)"}
+    store = self.runtime.engine().store
+    return asdict(stamping.stamp_waiting(store, settings.tsa_url, settings.tsa_batch))
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.deliver_alerts")

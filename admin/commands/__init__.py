@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("report", "export matches as CSV, JSON or HTML"),
     "index": ("index", "the Redis indexes"),
     "archive": ("archive", "the evidence archive"),
+    "evidence": ("evidence", "trusted timestamps of the evidence: stamp, verify"),
     "admin": ("admin", "the admin web platform"),
     "worker": ("worker", "run a Celery worker (pages, works, crawls)"),
     "beat": ("beat", "run the scheduler (redbeat; one at a time)"),

@@ -36,6 +36,7 @@ Routes (every role may read and export; only admins edit the takedown template):
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
@@ -196,6 +197,16 @@ def _notice(site: str, html: bool) -> tuple[Notice, Selection]:
         abort(500, unusable(exc))
 
 
+def _tsa_ca() -> bytes | None:
+    """The TSA's CA certificates (``FPTRACK_TSA_CA``) for a bundle, None when unset or
+    unreadable (the bundle's VERIFY.txt then says to use the TSA's published one)."""
+    path = deps.ctx().settings.tsa_ca
+    try:
+        return Path(path).read_bytes() if path else None
+    except OSError:
+        return None
+
+
 def _archive() -> Archive:
     archive = deps.ctx().archive
     if archive is None:
@@ -227,14 +238,14 @@ def takedown_text(site: str) -> Response:
 @bp.get("/evidence.zip")
 def evidence() -> Response:
     selection = Selection.parse(request.args)
-    body = evidence_zip(deps.ops(), _archive(), selection)
+    body = evidence_zip(deps.ops(), _archive(), selection, ca_pem=_tsa_ca())
     return _attachment(body, "application/zip", f"fptrack-evidence-{selection.label()}.zip")
 
 
 @bp.get("/takedown/<site>/evidence.zip")
 def takedown_evidence(site: str) -> Response:
     done, selection = _notice(site, html=False)
-    body = evidence_zip(deps.ops(), _archive(), selection, notice=done.text)
+    body = evidence_zip(deps.ops(), _archive(), selection, notice=done.text, ca_pem=_tsa_ca())
     return _attachment(body, "application/zip", f"takedown-evidence-{selection.label()}.zip")
 
 

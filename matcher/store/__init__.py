@@ -61,6 +61,7 @@ from matcher.store.matches import Matches
 from matcher.store.pages import VALIDATOR_CHARS, Pages
 from matcher.store.sequences import Sequences
 from matcher.store.sites import Sites
+from matcher.store.stamps import Stamps
 from matcher.store.state import Dashboard, Reports, State
 from matcher.store.works import NEAR_CANDIDATES, TextWindow, Works
 
@@ -107,6 +108,7 @@ class Store:
         self.state = State(db)
         self.reports = Reports(db)
         self.dashboard = Dashboard(db)
+        self.stamps = Stamps(db)
 
     @property
     def client(self) -> Any:

@@ -40,6 +40,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("aliases", ASCENDING)], name="aliases", sparse=True),
         IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],
+    "stamps": [IndexModel([("batch", ASCENDING), ("queued_at", ASCENDING)], name="waiting")],
     "work_segments": [
         IndexModel(
             [("work_id", ASCENDING), ("index", ASCENDING)], unique=True, name="work_index_unique"
@@ -116,6 +117,8 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
     tallies.COLLECTION: {"_id": "hashed"},
     tallies.WORKS_COLLECTION: {"_id": "hashed"},
     "counters": {"_id": "hashed"},
+    "stamps": {"_id": "hashed"},
+    "stamp_batches": {"_id": "hashed"},
     **alert_rules.SHARD_KEYS,
     **archive.SHARD_KEYS,
 }

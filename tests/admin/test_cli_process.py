@@ -66,7 +66,8 @@ def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis
     assert ran.status == 1 and ran.err.strip() == "3 problem(s)"
     lines = check_lines(ran.out)
     assert list(lines) == [
-        *("mongodb", "redis", "broker", "workers", "beat", "indexes", "schedules", "crawls")
+        *("mongodb", "redis", "broker", "workers", "beat", "indexes", "schedules", "crawls"),
+        "evidence",
     ]
     assert lines["mongodb"].startswith("ok") and f"database {mongo_db.name}" in lines["mongodb"]
     assert lines["redis"].startswith("ok") and lines["broker"].startswith("ok")
@@ -76,6 +77,7 @@ def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis
     assert lines["schedules"].startswith("FAIL") and "daily:match-new-works" in lines["schedules"]
     assert "daily:prune-archive" in lines["schedules"]
     assert lines["crawls"].startswith("ok") and "no crawl failed in the last 1 d" in lines["crawls"]
+    assert lines["evidence"].startswith("ok") and "no trusted timestamps" in lines["evidence"]
 
 
 def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
