@@ -2,7 +2,7 @@
 offline (nothing is asked of the TSA).
 
 For each file: its SHA-256 and every record's digests (:func:`matcher.archive.verify`); that
-a batch list names it (:func:`matcher.timestamps.covers`); that the batch's token verifies
+a batch list names it (:func:`matcher.timestamps.list_digests`); that the batch's token verifies
 over that list against the TSA's CA certificates: signature, chain, key usage
 (:func:`matcher.timestamps.check`). The file, list and token come from an evidence bundle
 (:func:`check_bundle`: everything inside the zip, the store not needed) or from the archive
@@ -11,6 +11,7 @@ and the store (:func:`check_stored`: a WARC file given by path, or a match's exc
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import zipfile
@@ -55,12 +56,33 @@ class Checked:
         return f"FAIL  {self.name}: {'; '.join(self.problems)}"
 
 
+class Batches:
+    """Each batch's list read and token checked once, however many files it covers (a
+    bundle's files share a few tokens): ``(the digests listed, the token's time)``, or the
+    reason it failed."""
+
+    def __init__(self, roots: Roots) -> None:
+        self.roots = roots
+        self._done: dict[tuple[bytes, bytes], tuple[set[str], datetime | None, str]] = {}
+
+    def of(self, listed: bytes, token: bytes) -> tuple[set[str], datetime | None, str]:
+        key = (hashlib.sha256(listed).digest(), hashlib.sha256(token).digest())
+        if key not in self._done:
+            try:
+                digests = timestamps.list_digests(listed)
+                when = timestamps.check(token, listed, self.roots).gen_time
+                self._done[key] = (digests, when, "")
+            except (timestamps.NotCovered, ValueError) as exc:
+                self._done[key] = (set(), None, str(exc))
+        return self._done[key]
+
+
 def check_file(
     name: str,
     data: bytes,
     sha256: str,
     stamp: tuple[bytes, bytes, str] | None,
-    roots: Roots,
+    batches: Batches,
 ) -> Checked:
     """Check the WARC file ``data`` that should hash to ``sha256`` and its ``stamp``
     (``(batch list, token, TSA)``, None when it has none)."""
@@ -73,13 +95,11 @@ def check_file(
         out.problems.append("no trusted timestamp covers it")
         return out
     listed, token, out.tsa = stamp
-    try:
-        if not timestamps.covers(listed, sha256):
-            out.problems.append("its batch list does not name it")
-            return out
-        out.time = timestamps.check(token, listed, roots).gen_time
-    except (timestamps.NotCovered, ValueError) as exc:
-        out.problems.append(str(exc))
+    digests, out.time, failed = batches.of(listed, token)
+    if failed:
+        out.problems.append(failed)
+    elif sha256.lower() not in digests:
+        out.problems.append("its batch list does not name it")
     return out
 
 
@@ -95,7 +115,7 @@ def check_stored(
             return Checked(f"{sha256}.warc.gz", [str(exc)])
     batch = store.stamps.stamps_of([sha256]).get(sha256)
     stamp = None if batch is None else _stamp_of(batch)
-    checked = check_file(f"{sha256}.warc.gz", data, sha256, stamp, roots)
+    checked = check_file(f"{sha256}.warc.gz", data, sha256, stamp, Batches(roots))
     if batch is None and store.stamps.is_queued(sha256):
         checked.problems[-1] = "no trusted timestamp covers it yet (queued for the next run)"
     return checked
@@ -127,6 +147,7 @@ def check_bundle(data: bytes, roots: Roots | None) -> tuple[list[Checked], str]:
             " own copy of the TSA's CA certificate to check it against that"
         )
     out = []
+    batches = Batches(roots)
     for entry in manifest if isinstance(manifest, list) else []:
         name, sha256 = str(entry.get("file", "")), str(entry.get("sha256", ""))
         if entry.get("missing"):
@@ -145,7 +166,7 @@ def check_bundle(data: bytes, roots: Roots | None) -> tuple[list[Checked], str]:
             except (KeyError, TypeError):
                 out.append(Checked(name, ["its batch list or token is not in the bundle"]))
                 continue
-        out.append(check_file(name, body, sha256 or sha256_hex(body), stamp, roots))
+        out.append(check_file(name, body, sha256 or sha256_hex(body), stamp, batches))
     if not out:
         raise BundleError("the bundle holds no WARC file")
     return out, note

@@ -87,12 +87,10 @@ def fetch_url(
     extraction); :class:`FetchError` when it cannot be had. The command line may fetch
     private addresses (its operator's own network); the admin may not unless
     ``FPTRACK_QUERY_ALLOW_PRIVATE`` says so."""
-    from crawler.encoding import decode_body
-    from crawler.extract import extract
+    from crawler.one_page import page_text
 
     body, header = fetch(url, allow_private=allow_private, deadline=deadline, max_bytes=max_bytes)
     try:
-        text, _ = decode_body(body, header)
+        return page_text(body, header, url)
     except ValueError as exc:
         raise FetchError(f"{url}: {exc}") from exc
-    return extract(text, url).text

@@ -529,7 +529,6 @@ NEEDS: dict[Callable[[Context], Check], tuple[str, ...]] = {
     check_indexes: ("mongodb", "redis"),
     check_schedules: ("mongodb", "redis"),
     check_crawls: ("mongodb",),
-    check_evidence: ("mongodb",),
 }
 """The checks that need others to have passed."""
 

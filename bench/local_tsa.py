@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import subprocess
 import tempfile
-import threading
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+
+from bench.http_server import FixtureServer, QuietHandler
 
 POLICY = "1.3.6.1.4.1.99999.1"
 """The test TSA's policy (an OID under an enterprise arc no one is given)."""
@@ -106,18 +106,25 @@ def make_authority(root: Path, name: str = "fptrack test TSA") -> Authority:
     return Authority(root, name)
 
 
-class TsaServer:
+class TsaServer(FixtureServer):
     """``authority`` answering RFC 3161 queries over HTTP on 127.0.0.1 (a free port), in a
-    thread of the test process; ``requests`` counts the queries answered. ``fail_with``
-    set to an HTTP status makes it answer that instead (a TSA in trouble)."""
+    thread of this process; ``requests`` counts the queries answered. ``fail_with`` set to
+    an HTTP status makes it answer that instead (a TSA in trouble)."""
 
     def __init__(self, authority: Authority) -> None:
         self.authority = authority
         self.requests = 0
         self.fail_with: int | None = None
+        super().__init__()
+
+    @property
+    def tsa_url(self) -> str:
+        return self.url("/tsa")
+
+    def make_handler(self) -> type[QuietHandler]:
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 if server.fail_with is not None:
@@ -135,21 +142,4 @@ class TsaServer:
                 self.end_headers()
                 self.wfile.write(answer)
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._http.serve_forever, daemon=True)
-
-    @property
-    def url(self) -> str:
-        host, port = self._http.server_address[:2]
-        return f"http://{host}:{port}/tsa"
-
-    def __enter__(self) -> TsaServer:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._http.shutdown()
-        self._http.server_close()
+        return Handler

@@ -224,6 +224,21 @@ class Engine(IndexView):
         matched = [v for v in self.find_works(page) if v.matched]
         return self.evidence.records(matched, page.located)
 
+    def still_copies(self, text: str | bytes, work_ids: Collection[Any]) -> set[str]:
+        """Which of the works ``work_ids`` ``text`` still copies, each verified on all its
+        segments read from the store (a takedown's recheck: verified, not assumed)."""
+        self.ready()
+        page = prepare(text, self.settings.max_text_chars, "rechecked page")
+        seqs = set(self.store.work_seqs([ObjectId(str(w)) for w in work_ids]).values())
+        if not seqs:
+            return set()
+        names = self.work_names.of(seqs)
+        return {
+            str(names[v.work]["_id"])
+            for v in self.find_works(page, verify=seqs)
+            if v.matched and v.work in seqs and v.work in names
+        }
+
     def process_page(
         self,
         url: str,

@@ -18,7 +18,9 @@ again for the pages whose task was lost (:func:`matcher.jobs.requeue_pending`), 
 expiring after that interval; and every :data:`HEAL_SECONDS` seconds ``index:heal``
 rebuilds what Redis lost of the indexes (:func:`matcher.jobs.heal_indexes`); with a TSA
 (``FPTRACK_TSA_URL``), every ``FPTRACK_TSA_EVERY`` seconds ``evidence:stamp`` puts the archive
-files queued since under a trusted timestamp (:mod:`matcher.stamping`).
+files queued since under a trusted timestamp (:mod:`matcher.stamping`); and every
+``FPTRACK_TAKEDOWN_RECHECK_EVERY`` seconds ``takedowns:recheck`` rechecks the URLs of takedown
+notices whose recheck is due (:mod:`matcher.takedowns`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat. A new entry counts as
 last run when it is saved (Celery's ``ScheduleEntry``), so it first runs at its next time.
@@ -58,6 +60,7 @@ DAILY_DIGEST = "daily:digest"
 DELIVER_ALERTS = "alerts:deliver"
 HEAL_INDEXES = "index:heal"
 STAMP_EVIDENCE = "evidence:stamp"
+RECHECK_TAKEDOWNS = "takedowns:recheck"
 HEAL_SECONDS = 30
 """How often the heal job looks for lost index groups (:func:`matcher.jobs.heal_indexes`)."""
 REQUEUE_PENDING = "pages:requeue-pending"
@@ -179,7 +182,8 @@ class Schedules:
         ``settings.crawl_lease`` s, the alert digests at ``settings.digest_at``, the
         alerts' delivery sweep every minute, the sweep for lost page tasks every
         :func:`requeue_interval` s, and the stamping of the evidence every
-        ``settings.tsa_every`` s when a TSA is set (removed when none is)."""
+        ``settings.tsa_every`` s when a TSA is set (removed when none is), and the takedowns'
+        rechecks every ``settings.takedown_recheck_every`` s."""
         hour, minute = (int(x) for x in settings.daily_at.split(":"))
         self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
         report = crontab(minute=minute, hour=(hour + 1) % 24)
@@ -198,6 +202,10 @@ class Schedules:
         self._entry(REQUEUE_PENDING, "fptrack.requeue_pending", requeue, options=options)
         heal = schedule(timedelta(seconds=HEAL_SECONDS))
         self._entry(HEAL_INDEXES, "fptrack.heal_indexes", heal, options={"expires": HEAL_SECONDS})
+        every = settings.takedown_recheck_every
+        recheck = schedule(timedelta(seconds=every))
+        options = {"expires": float(every)}
+        self._entry(RECHECK_TAKEDOWNS, "fptrack.recheck_takedowns", recheck, options=options)
         if settings.tsa_url:
             stamp = schedule(timedelta(seconds=settings.tsa_every))
             options = {"expires": float(settings.tsa_every)}

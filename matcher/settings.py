@@ -238,6 +238,13 @@ class Settings:
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
+    takedown_rechecks: str = "1,3,7,14"
+    """Days after a takedown notice when each URL it names is rechecked
+    (:mod:`matcher.takedowns`), comma-separated."""
+    takedown_recheck_every: int = 600
+    """Seconds between beat's runs of the due rechecks (``takedowns:recheck``)."""
+    takedown_escalate_days: float = 7.0
+    """A URL still up this many days after its notice is listed to escalate."""
     tsa_url: str = ""
     """The RFC 3161 Time-Stamp Authority the archived WARC files are stamped by
     (:mod:`matcher.timestamps`; "": none, nothing is stamped)."""
@@ -351,6 +358,7 @@ class Settings:
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
             "api_rate_per_minute", "pending_after", "query_max_bytes", "tsa_every", "tsa_batch",
+            "takedown_recheck_every",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -376,11 +384,32 @@ class Settings:
             raise SettingsError("alert_max_attempts must be >= 1 and alert_timeout > 0")
         if not 0 < self.alert_backoff <= self.alert_backoff_max:
             raise SettingsError("alert_backoff must be > 0 and at most alert_backoff_max")
+        self.takedown_days  # noqa: B018 - validates the recheck days once, at the entry point
+        if self.takedown_escalate_days <= 0:
+            raise SettingsError("takedown_escalate_days must be > 0")
         if self.tsa_url and not self.tsa_url.startswith(("http://", "https://")):
             raise SettingsError(f"tsa_url must be an http(s) URL, got {self.tsa_url!r}")
         if self.admin_url and not self.admin_url.startswith(("http://", "https://")):
             raise SettingsError(f"admin_url must be an http(s) URL, got {self.admin_url!r}")
         self.smtp  # noqa: B018 - validates the SMTP settings once, at the entry point
+
+    @property
+    def takedown_days(self) -> tuple[float, ...]:
+        """``takedown_rechecks`` parsed: days after a notice, increasing.
+
+        >>> Settings(takedown_rechecks="1, 3,7,14").takedown_days
+        (1.0, 3.0, 7.0, 14.0)
+        """
+        try:
+            days = tuple(float(x) for x in self.takedown_rechecks.split(",") if x.strip())
+        except ValueError:
+            days = ()
+        if not days or any(d <= 0 for d in days) or list(days) != sorted(set(days)):
+            raise SettingsError(
+                "takedown_rechecks must be increasing positive days, comma-separated,"
+                f" got {self.takedown_rechecks!r}"
+            )
+        return days
 
     @property
     def smtp(self) -> SmtpConfig | None:

@@ -22,11 +22,12 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from matcher import alerts, jobs, stamping
+from matcher import alerts, jobs, stamping, takedowns
 from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
 from matcher.redis_clients import connect_server
 from matcher.runtime import Runtime
+from matcher.store import now
 from matcher.store.alerts import AlertStore
 from matcher.store.operations import Operations
 
@@ -275,6 +276,22 @@ def stamp_evidence(self: FptrackTask) -> dict[str, Any]:
         return {"stamped": 0, "batches": 0, "waiting": 0, "error": "no TSA (FPTRACK_TSA_URL)"}
     store = self.runtime.engine().store
     return asdict(stamping.stamp_waiting(store, settings.tsa_url, settings.tsa_batch))
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.recheck_takedowns")
+def recheck_takedowns(self: FptrackTask) -> dict[str, Any]:
+    """Recheck the URLs of the takedown notices whose recheck is due
+    (:func:`matcher.takedowns.recheck_due`)."""
+    from crawler.one_page import fetch_page  # the crawler's decoding and extraction
+
+    settings = self.runtime.settings
+    engine = self.runtime.engine()
+
+    def fetch(url: str) -> Any:
+        return fetch_page(url, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes)
+
+    done = takedowns.recheck_due(engine.store, fetch, engine.still_copies, now())
+    return {"checked": done.checked, "outcomes": done.outcomes}
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.deliver_alerts")

@@ -171,8 +171,3 @@ def check(der: bytes, data: bytes, roots: list[cryptography.x509.Certificate]) -
             ) from None
         raise NotCovered(f"the token does not verify: {text}") from None
     return Token(der, response.tst_info.gen_time, response.tst_info.serial_number)
-
-
-def covers(list_data: bytes, sha256: str) -> bool:
-    """Whether the batch list ``list_data`` names the file of SHA-256 ``sha256``."""
-    return _hex64(sha256) in list_digests(list_data)

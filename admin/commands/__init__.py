@@ -26,6 +26,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "match": ("match", "check one text file or URL now: which works it copies"),
     "matches": ("matches", "recorded matches"),
     "report": ("report", "export matches as CSV, JSON or HTML"),
+    "takedowns": ("takedowns", "takedown notices sent and rechecked until removed"),
     "index": ("index", "the Redis indexes"),
     "archive": ("archive", "the evidence archive"),
     "evidence": ("evidence", "trusted timestamps of the evidence: stamp, verify"),

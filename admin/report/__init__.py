@@ -22,7 +22,7 @@ from __future__ import annotations
 import csv
 import html
 import io
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -67,11 +67,16 @@ def row(match: dict[str, Any]) -> dict[str, Any]:
 
 def to_csv(matches: Iterable[dict[str, Any]]) -> str:
     """CSV with a header line; cells that a spreadsheet would run as formulas are quoted."""
+    return to_csv_rows((row(m) for m in matches), CSV_FIELDS)
+
+
+def to_csv_rows(rows: Iterable[dict[str, Any]], fields: Sequence[str]) -> str:
+    """:func:`to_csv` of flat rows with the columns ``fields``."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=CSV_FIELDS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=list(fields), lineterminator="\n")
     writer.writeheader()
-    for match in matches:
-        writer.writerow({k: _inert(v) for k, v in row(match).items()})
+    for values in rows:
+        writer.writerow({k: _inert(v) for k, v in values.items()})
     return out.getvalue()
 
 

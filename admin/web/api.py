@@ -29,6 +29,7 @@ from admin.filters import FilterError, MatchFilters, cursor_of, parse_cursor
 from admin.registration import register_text, register_uploads, remove_site, save_site
 from admin.report.selection import Selection, summarise
 from admin.report.takedown import NoticeError, notice, unusable
+from admin.report.takedown_send import SendError, send_notice
 from admin.web import deps
 from admin.web.api_spec import MAX_NOTE_CHARS, MAX_TITLE_CHARS, Operation, document
 from admin.web.api_tokens import ApiTokens
@@ -36,7 +37,8 @@ from admin.web.rate_limit import spend
 from admin.web.users import User
 from matcher.errors import redis_errors
 from matcher.sites import SiteConfig, SiteConfigError
-from matcher.store import STATUSES, object_id
+from matcher.store import STATUSES, now, object_id
+from matcher.takedowns import figures
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT = 50
@@ -516,6 +518,56 @@ def takedown_notice(name: str) -> Any:
     except NoticeError as exc:
         abort(500, unusable(exc))
     return jsonify(site=name, notice=done.text, matches=done.count, more=done.more)
+
+
+DAYS = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 3650}
+
+
+@route("GET", "/takedowns", "viewer",
+       "Takedowns per site and per hosting provider, and the URLs to escalate",
+       params=(_query("days", DAYS, "still up this many days after the notice (default 7)"),),
+       responses=_ok("Takedowns"))  # fmt: skip
+def takedown_figures() -> Any:
+    raw = request.args.get("days", "")
+    try:
+        days = float(raw) if raw else deps.ctx().settings.takedown_escalate_days
+    except ValueError:
+        abort(400, "days must be a number")
+    if not 0 < days <= 3650:
+        abort(400, "days must be over 0 and at most 3650")
+    store = deps.engine().store.takedowns
+    found = figures(store.cases(), store.notices(), now(), days)
+    out = {scope: [f.as_dict() for f in rows] for scope, rows in found.items()}
+    for rows in out.values():
+        for row in rows:
+            row["escalate"] = [{**e, "sent_at": _when(e["sent_at"])} for e in row["escalate"]]
+    return jsonify(days=days, **out)
+
+
+@route("POST", "/takedowns/{name}", "reviewer",
+       "Send a site's takedown notice (email: true, to its contact) or mark it sent, and "
+       "recheck every URL it names", params=(SITE_NAME, *REPORT_FILTERS[1:]),
+       body={"application/json": "SendNotice"}, responses=_ok("Sent", "201"))  # fmt: skip
+def send_takedown(name: str) -> Any:
+    body = _json_object()
+    email = body.get("email", False)
+    if not isinstance(email, bool):
+        abort(400, "email must be true or false")
+    try:
+        sent = send_notice(
+            deps.ops(), deps.ctx().settings, Selection.parse(request.args, site=name),
+            email=email, by=g.user.username, at=now(),
+        )  # fmt: skip
+    except SendError as exc:
+        abort(409, str(exc))
+    except NoticeError as exc:
+        abort(500, unusable(exc))
+    response = jsonify(
+        notice_id=str(sent.notice_id), site=sent.site, urls=sent.urls, via=sent.via, to=sent.to,
+        provider=sent.provider,
+    )  # fmt: skip
+    response.status_code = 201
+    return response
 
 
 @route("GET", "/openapi.json", None, "This document (no token needed)", responses=_ok("Any"))

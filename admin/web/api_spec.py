@@ -209,6 +209,49 @@ SCHEMAS: dict[str, Any] = {
             },
         }
     ),
+    "Takedowns": _obj(
+        {
+            "days": {"type": "number"},
+            "sites": {"type": "array", "items": _ref("TakedownFigures")},
+            "providers": {"type": "array", "items": _ref("TakedownFigures")},
+        }
+    ),
+    "TakedownFigures": _obj(
+        {
+            "name": STRING,
+            "notices": {"type": "integer"},
+            "urls": {"type": "integer"},
+            "rechecked": {"type": "integer"},
+            "removed": {"type": "integer"},
+            "reopened": {"type": "integer"},
+            "removal_rate": _nullable({"type": "number"}),
+            "median_days_to_removal": _nullable({"type": "number"}),
+            "still_up": {"type": "integer"},
+            "escalate": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "url": STRING,
+                        "site": STRING,
+                        "state": STRING,
+                        "sent_at": WHEN,
+                        "notices": {"type": "integer"},
+                    }
+                ),
+            },
+        }
+    ),
+    "SendNotice": {**_obj({"email": {"type": "boolean"}}, ()), "additionalProperties": False},
+    "Sent": _obj(
+        {
+            "notice_id": STRING,
+            "site": STRING,
+            "urls": {"type": "integer"},
+            "via": STRING,
+            "to": STRING,
+            "provider": STRING,
+        }
+    ),
     "Notice": _obj(
         {
             "site": STRING,

@@ -63,6 +63,7 @@ from matcher.store.sequences import Sequences
 from matcher.store.sites import Sites
 from matcher.store.stamps import Stamps
 from matcher.store.state import Dashboard, Reports, State
+from matcher.store.takedowns import Takedowns
 from matcher.store.works import NEAR_CANDIDATES, TextWindow, Works
 
 __all__ = [
@@ -109,6 +110,7 @@ class Store:
         self.reports = Reports(db)
         self.dashboard = Dashboard(db)
         self.stamps = Stamps(db)
+        self.takedowns = Takedowns(db)
 
     @property
     def client(self) -> Any:

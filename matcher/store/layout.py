@@ -40,6 +40,12 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("aliases", ASCENDING)], name="aliases", sparse=True),
         IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],
+    "takedown_cases": [
+        IndexModel([("site", ASCENDING), ("url", ASCENDING)], unique=True, name="site_url_unique"),
+        IndexModel([("next_at", ASCENDING)], name="next_at"),
+        IndexModel([("sent_at", DESCENDING)], name="sent_at"),
+    ],
+    "notices": [IndexModel([("sent_at", DESCENDING)], name="sent_at")],
     "stamps": [IndexModel([("batch", ASCENDING), ("queued_at", ASCENDING)], name="waiting")],
     "work_segments": [
         IndexModel(
@@ -96,6 +102,8 @@ INDEXES: dict[str, list[IndexModel]] = {
     tallies.COLLECTION: tallies.INDEXES,
     tallies.WORKS_COLLECTION: tallies.WORKS_INDEXES,
     "counters": [],
+    "stamp_batches": [],
+    "site_contacts": [],
     **alert_rules.INDEXES,
     **archive.INDEXES,
 }
@@ -118,6 +126,9 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
     tallies.WORKS_COLLECTION: {"_id": "hashed"},
     "counters": {"_id": "hashed"},
     "stamps": {"_id": "hashed"},
+    "takedown_cases": {"site": ASCENDING, "url": ASCENDING},
+    "notices": {"_id": "hashed"},
+    "site_contacts": {"_id": "hashed"},
     "stamp_batches": {"_id": "hashed"},
     **alert_rules.SHARD_KEYS,
     **archive.SHARD_KEYS,

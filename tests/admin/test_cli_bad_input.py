@@ -51,6 +51,12 @@ DOWN: dict[str, tuple[str, ...]] = {
     "report": (),
     "index rebuild": (),
     "archive prune": (),
+    "evidence stamp": (),
+    "evidence verify": ("0123456789abcdef01234567",),
+    "takedowns send": ("pirate",),
+    "takedowns recheck": (),
+    "takedowns list": (),
+    "takedowns contact": ("pirate", "--email", "abuse@pirate.example"),
     "admin serve": (),
     "admin create-user": ("bob", "--password-stdin"),
     "admin recount": (),
@@ -64,6 +70,8 @@ DOWN: dict[str, tuple[str, ...]] = {
 check, before Celery installs its signal handlers and forks its pool or the web server
 starts; running ones have processes of their own (``tests/e2e``)."""
 NO_STORE = {"fingerprint"}
+SETTINGS: dict[str, dict[str, str]] = {"evidence stamp": {"FPTRACK_TSA_URL": "http://127.0.0.1:1/"}}
+"""Settings a command needs before it reaches a store (stamping needs a TSA)."""
 
 
 def test_every_command_is_in_the_set() -> None:
@@ -75,7 +83,8 @@ def test_stores_down(command: str, tmp_path: Path) -> None:
     argv = [a.replace("{tmp}", str(tmp_path)) for a in DOWN[command]]
     ran = run_cli(
         *command.split(), *argv,
-        env=STORES_DOWN, stdin="a long password\n", timeout=OUTAGE_GUARD_S,
+        env={**STORES_DOWN, **SETTINGS.get(command, {})}, stdin="a long password\n",
+        timeout=OUTAGE_GUARD_S,
     )  # fmt: skip
     assert ran.status == 1, (ran.out, ran.err)
     # The cause named is the refusal (a client that gave up waiting says "no answer in time").

@@ -78,7 +78,7 @@ def test_quick_start_on_one_machine(
     eventually(healthy, 120, "fptrack check to pass")
     health = {line.split()[1]: line for line in checks[-1].out.splitlines()}
     services = {"mongodb", "redis", "broker", "workers", "beat", "indexes", "schedules"}
-    assert set(health) == services | {"crawls"}
+    assert set(health) == services | {"crawls", "evidence"}
     assert env["FPTRACK_MONGO_URI"] in health["mongodb"]
     assert any((Path(env["FPTRACK_DATA_DIR"]) / "mongodb").iterdir())  # SecantusDB, on disk
 

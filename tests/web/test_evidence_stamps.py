@@ -79,7 +79,9 @@ def web_ctx(
     redis_client: redis.Redis, mongo_db: Database, authority: Authority, tsa: TsaServer
 ) -> Context:
     """The web suite's context, with the TSA and its CA set, two files a token."""
-    return context(mongo_db, redis_client, tsa_url=tsa.url, tsa_ca=str(authority.ca), tsa_batch=2)
+    return context(
+        mongo_db, redis_client, tsa_url=tsa.tsa_url, tsa_ca=str(authority.ca), tsa_batch=2
+    )
 
 
 def fetched(n: int, text: str) -> CrawledPage:
@@ -137,7 +139,7 @@ def test_pages_are_stamped_in_batches_and_bundled_with_what_checks_them(
     store = web_ctx.engine.store
     assert len(set(files)) == 3 and store.stamps.waiting_count() == 3
 
-    done = stamp_waiting(store, tsa.url, web_ctx.settings.tsa_batch)
+    done = stamp_waiting(store, tsa.tsa_url, web_ctx.settings.tsa_batch)
     assert (done.stamped, done.batches, done.waiting, done.error) == (3, 2, 0, "")
     assert tsa.requests == 2 and store.state.get_state(STATE_KEY)["stamped"] == 3
     stamps = store.stamps.stamps_of(files)
@@ -185,7 +187,7 @@ def test_pages_are_stamped_in_batches_and_bundled_with_what_checks_them(
     assert status == 1 and "FAIL" in out and "token" in out
     with TsaServer(stranger) as other:
         listed = (unpacked / manifest[0]["timestamp"]["list"]).read_bytes()
-        foreign = timestamps.ask(other.url, listed).der
+        foreign = timestamps.ask(other.tsa_url, listed).der
     status, out = verify(web_ctx, capsys, _save(tmp_path, rezipped(bundle, token_name, foreign)))
     assert status == 1 and "does not verify against the TSA's CA certificate" in out
     status, out = verify(web_ctx, capsys, str(path), "--ca", str(stranger.ca))
@@ -236,11 +238,13 @@ def test_a_tsa_down_never_stops_the_crawl_and_its_files_are_stamped_later(
     assert status == 1 and "no trusted timestamp covers it yet (queued for the next run)" in out
 
     tsa.fail_with = 503
-    done = stamp_waiting(store, tsa.url, 2)
+    done = stamp_waiting(store, tsa.tsa_url, 2)
     assert done.stamped == 0 and done.waiting == 3 and "answered HTTP 503" in done.error
 
     tsa.fail_with = None
-    up = Context(settings=replace(ctx.settings, tsa_url=tsa.url, tsa_batch=2), engine=ctx.engine)
+    up = Context(
+        settings=replace(ctx.settings, tsa_url=tsa.tsa_url, tsa_batch=2), engine=ctx.engine
+    )
     assert main(["evidence", "stamp"], up) == 0
     assert "3 file(s) stamped in 2 token(s), 0 waiting" in capsys.readouterr().out
     assert set(store.stamps.stamps_of(files)) == set(files)
@@ -277,9 +281,9 @@ def test_the_beat_stamps_only_with_a_tsa(mongo_db: Database, redis_client: redis
 
 def test_the_tsa_answer_is_checked(tsa: TsaServer) -> None:
     listed = timestamps.batch_list(["ab" * 32, "cd" * 32])
-    token = timestamps.ask(tsa.url, listed)
-    assert token.gen_time.tzinfo is not None and timestamps.covers(listed, "AB" * 32)
-    assert not timestamps.covers(listed, "ef" * 32)
+    token = timestamps.ask(tsa.tsa_url, listed)
+    assert token.gen_time.tzinfo is not None
+    assert timestamps.list_digests(listed) == {"ab" * 32, "cd" * 32}
     roots = timestamps.load_roots(tsa.authority.ca)
     assert timestamps.check(token.der, listed, roots).serial == token.serial
     with pytest.raises(timestamps.NotCovered, match="covers other data"):
@@ -288,4 +292,4 @@ def test_the_tsa_answer_is_checked(tsa: TsaServer) -> None:
         timestamps.list_digests(b"<html>")
     tsa.fail_with = 404
     with pytest.raises(timestamps.StampError, match="answered HTTP 404"):
-        timestamps.ask(tsa.url, listed)
+        timestamps.ask(tsa.tsa_url, listed)

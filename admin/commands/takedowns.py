@@ -1,0 +1,148 @@
+"""``fptrack takedowns``: notices sent and followed to the end (send, recheck, list, contact)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import TYPE_CHECKING
+
+from admin.commands.common import actions, command, json_option
+from admin.errors import CommandError
+
+if TYPE_CHECKING:
+    from admin.context import Context
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    takedowns = actions(
+        parser,
+        "Takedown notices followed to the end: a notice sent starts rechecks of every URL it "
+        "names (FPTRACK_TAKEDOWN_RECHECKS days after it, default 1,3,7,14; beat runs the due "
+        "ones every FPTRACK_TAKEDOWN_RECHECK_EVERY s, default 600), each recording removed "
+        "(404/410, or the page no longer copies the work, verified), still up, or changed; "
+        "a copy back after removal reopens its case.",
+    )
+    p = command(
+        takedowns,
+        "send",
+        run_send,
+        "send a site's notice (or mark it sent) and schedule its rechecks",
+        "Send the takedown notice of a site's selected matches (default: new, confirmed and "
+        "takedown_sent) by email to the site's contact (--email; FPTRACK_SMTP_URL), or mark "
+        "it sent by other means (default). Its matches become takedown_sent and every URL it "
+        "names is rechecked.",
+    )
+    p.add_argument("site", metavar="SITE", help="the site, by name")
+    p.add_argument("--since", help="matches first seen since (YYYY-MM-DD; default: all)")
+    p.add_argument(
+        "--email",
+        action="store_true",
+        help="email it to the site's contact (default: mark it sent)",
+    )
+    command(
+        takedowns,
+        "recheck",
+        run_recheck,
+        "run the rechecks that are due now",
+        "Recheck now every URL whose recheck is due (what beat's takedowns:recheck does).",
+    )
+    p = command(
+        takedowns,
+        "list",
+        run_list,
+        "figures per site and provider, and the URLs to escalate",
+        "Per site and per hosting provider: notices sent, URLs named and rechecked, removed, "
+        "the removal rate and the median days to removal, and the URLs still up (or up "
+        "again) --days after their notice (default FPTRACK_TAKEDOWN_ESCALATE_DAYS, 7).",
+    )
+    p.add_argument("--days", type=float, help="escalate after this many days (default: 7)")
+    json_option(p)
+    p = command(
+        takedowns,
+        "contact",
+        run_contact,
+        "set a site's notice address or hosting provider",
+        "Set the address a site's notices are emailed to, and its hosting provider (guessed "
+        "from its address when a first notice is sent, unless set here).",
+    )
+    p.add_argument("site", metavar="SITE", help="the site, by name")
+    p.add_argument("--email", help="the site's contact address for notices (default: unchanged)")
+    p.add_argument(
+        "--provider", help="the site's hosting provider (default: unchanged, else guessed)"
+    )
+
+
+def run_send(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.report.selection import Selection
+    from admin.report.takedown_send import NoticeError, SendError, send_notice
+    from matcher.store import now
+
+    selection = Selection.parse({"since": args.since or ""}, site=args.site)
+    try:
+        sent = send_notice(ctx.ops, ctx.settings, selection, email=args.email, by="cli", at=now())
+    except (SendError, NoticeError) as exc:
+        raise CommandError(str(exc)) from None
+    how = f"emailed to {sent.to}" if sent.via == "email" else "marked sent"
+    print(f"notice {sent.notice_id} to {sent.site} ({sent.provider}) {how}: {sent.urls} URL(s)")
+    return 0
+
+
+def run_recheck(args: argparse.Namespace, ctx: Context) -> int:
+    from crawler.one_page import fetch_page
+    from matcher.store import now
+    from matcher.takedowns import recheck_due
+
+    settings, engine = ctx.settings, ctx.engine
+
+    def fetch(url: str) -> object:
+        return fetch_page(url, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes)
+
+    done = recheck_due(engine.store, fetch, engine.still_copies, now())
+    outcomes = ", ".join(f"{k} {v}" for k, v in sorted(done.outcomes.items())) or "none due"
+    print(f"{done.checked} URL(s) rechecked: {outcomes}")
+    return 0
+
+
+def run_list(args: argparse.Namespace, ctx: Context) -> int:
+    from matcher.store import now
+    from matcher.takedowns import figures
+
+    days = args.days if args.days is not None else ctx.settings.takedown_escalate_days
+    store = ctx.engine.store.takedowns
+    found = figures(store.cases(), store.notices(), now(), days)
+    if args.json:
+        out = {scope: [f.as_dict() for f in rows] for scope, rows in found.items()}
+        print(json.dumps(out, ensure_ascii=False, indent=2, default=str))
+        return 0
+    for scope, rows in found.items():
+        print(f"{scope}: notices, URLs, rechecked, removed, removal rate, median days, still up")
+        for f in rows:
+            rate = "-" if f.removal_rate is None else f"{f.removal_rate:.0%}"
+            median = "-" if f.median_days is None else f"{f.median_days:.1f}"
+            print(
+                f"  {f.name}\t{f.notices}\t{f.urls}\t{f.rechecked}\t{f.removed}\t{rate}\t{median}"
+                f"\t{len(f.escalate)}"
+            )
+    late = [e for f in found["sites"] for e in f.escalate]
+    print(f"to escalate ({len(late)}: still up {days:g} days after their notice)")
+    for e in late:
+        print(f"  {e['site']}\t{e['state']}\t{e['sent_at']:%Y-%m-%d}\t{e['url']}")
+    return 0
+
+
+def run_contact(args: argparse.Namespace, ctx: Context) -> int:
+    fields = {}
+    if args.email is not None:
+        if args.email and "@" not in args.email:
+            raise CommandError(f"not an email address: {args.email!r}", 2)
+        fields["contact"] = args.email
+    if args.provider is not None:
+        fields.update(provider=args.provider, provider_from="edited")
+    if not fields:
+        raise CommandError("give --email or --provider", 2)
+    if ctx.ops.get_site(args.site) is None:
+        raise CommandError(f"no site {args.site}")
+    ctx.engine.store.takedowns.set_contact(args.site, **fields)
+    kept = ctx.engine.store.takedowns.contact(args.site)
+    print(f"{args.site}: contact {kept['contact'] or '-'}, provider {kept['provider'] or '-'}")
+    return 0

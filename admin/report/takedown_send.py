@@ -1,0 +1,105 @@
+"""Sending a takedown notice: the notice of a site's selected matches (:mod:`admin.report.
+takedown`), by email to the site's contact through the SMTP of the alerts
+(``FPTRACK_SMTP_URL``) or marked sent by hand, and the cases that follow it
+(:func:`matcher.takedowns.open_cases`): rechecks scheduled, the matches marked
+``takedown_sent``. An email that does not go records nothing. Used by the admin, the API
+and ``fptrack takedowns send``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from email.message import EmailMessage
+from email.utils import formatdate, make_msgid
+from typing import Any
+
+from admin.report.selection import Selection, find
+from admin.report.takedown import MAX_NOTICE_ITEMS, NoticeError, notice
+from matcher import notify, providers, takedowns
+from matcher.settings import Settings
+from matcher.store.operations import Operations
+
+SENT_STATUSES = ("new", "confirmed")
+"""Matches in these statuses become ``takedown_sent`` when their notice is sent."""
+
+
+class SendError(Exception):
+    """A notice that was not sent (nothing to send, no contact, the email refused)."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    notice_id: Any
+    site: str
+    urls: int
+    via: str
+    to: str
+    provider: str
+
+
+def site_provider(ops: Operations, site: str, url: str) -> str:
+    """The site's provider: as kept (an operator's word, or resolved earlier), else guessed
+    from ``url``'s address now and kept (:func:`matcher.providers.provider_of`)."""
+    kept = ops.store.takedowns.contact(site)["provider"]
+    if kept:
+        return kept
+    guessed = providers.provider_of(url)
+    ops.store.takedowns.set_contact(site, provider=guessed, provider_from="resolved")
+    return guessed
+
+
+def send_notice(
+    ops: Operations,
+    settings: Settings,
+    selection: Selection,
+    *,
+    email: bool,
+    by: str,
+    at: datetime,
+) -> Sent:
+    """Send (or mark sent) the notice of ``selection``'s site (see the module docstring)."""
+    site = str(selection.filters.site or "")
+    if not site:
+        raise SendError("a notice names one site")
+    fields = ("url", "work_id", "page_id", "status")
+    matches = list(find(ops, selection, MAX_NOTICE_ITEMS, fields))
+    if not matches:
+        raise SendError(f"no selected match on {site}: nothing to notify")
+    done = notice(ops, selection, html=False)
+    to = ""
+    if email:
+        to = _email(ops, settings, site, done.text)
+    provider = site_provider(ops, site, str(matches[0]["url"]))
+    notice_id, urls = takedowns.open_cases(
+        ops.store, site, matches, sent_at=at, via="email" if email else "marked", to=to,
+        provider=provider, days=settings.takedown_days,
+    )  # fmt: skip
+    for m in matches:
+        if m.get("status") in SENT_STATUSES:
+            ops.set_status(str(m["_id"]), "takedown_sent", f"notice {notice_id}", by)
+    return Sent(notice_id, site, urls, "email" if email else "marked", to, provider)
+
+
+def _email(ops: Operations, settings: Settings, site: str, text: str) -> str:
+    """Email the notice to the site's contact; the address, or :class:`SendError`."""
+    smtp = settings.smtp
+    if smtp is None:
+        raise SendError(notify.NO_SMTP)
+    to = ops.store.takedowns.contact(site)["contact"]
+    if not to:
+        raise SendError(f"no contact for {site}: set one (fptrack takedowns contact)")
+    message = EmailMessage()
+    message["Subject"] = f"侵权通知 / Notice of copyright infringement: {site}"
+    message["From"] = smtp.sender
+    message["To"] = to
+    message["Date"] = formatdate(localtime=False)
+    message["Message-ID"] = make_msgid(domain=smtp.sender.rpartition("@")[2] or None)
+    message.set_content(text)
+    outcome = notify.send_email(smtp, [to], message, settings.alert_timeout)
+    if not outcome.ok:
+        raise SendError(f"the notice was not sent to {to}: {outcome.error}")
+    return to
+
+
+__all__ = ["NoticeError", "SendError", "Sent", "send_notice", "site_provider"]

@@ -1,0 +1,145 @@
+"""Takedowns followed to the end (:mod:`matcher.takedowns`): ``notices`` (one per notice
+sent: site, time, how and to whom, how many URLs), ``takedown_cases`` (one per URL a notice
+names: its works, the rechecks due and made, its state) and ``site_contacts`` (per site: the
+address notices are emailed to, and its hosting provider, resolved or edited)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from bson import ObjectId
+from pymongo import ASCENDING, DESCENDING
+from pymongo.database import Database
+
+from matcher.store.common import checked_str, mongo_errors, object_id, site_name
+
+CASE_STATES = ("pending", "removed", "up", "reopened")
+"""A case's state: no recheck decided yet; removed (404/410, or the page no longer copies
+its works); still up (or changed and still copying); up again after a removal."""
+MAX_CASES = 100_000
+"""At most this many cases are read for the figures at once (the newest)."""
+
+
+class Takedowns:
+    """The ``notices``, ``takedown_cases`` and ``site_contacts`` collections."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @mongo_errors
+    def record_notice(
+        self,
+        site: str,
+        cases: list[dict[str, Any]],
+        *,
+        sent_at: datetime,
+        via: str,
+        to: str,
+        provider: str,
+        due: list[datetime],
+    ) -> ObjectId:
+        """Keep a sent notice and open a case for each of ``cases`` (``url``, ``page_id``,
+        ``work_ids``, ``match_ids``, ``content_hash``) with rechecks ``due``; the notice's id.
+        A URL of the site with a case still open is given the new notice's rechecks."""
+        notice = {
+            "site": site_name(site),
+            "sent_at": sent_at,
+            "via": checked_str(via, "via"),
+            "to": checked_str(to, "to"),
+            "urls": len(cases),
+            "provider": checked_str(provider, "provider"),
+        }
+        notice_id = self.db.notices.insert_one(notice).inserted_id
+        for case in cases:
+            url = checked_str(case["url"], "url")
+            works = [object_id(str(w), "work id") for w in case["work_ids"]]
+            self.db.takedown_cases.update_one(
+                {"site": notice["site"], "url": url},
+                {
+                    "$set": {
+                        "notice_id": notice_id,
+                        "sent_at": sent_at,
+                        "provider": notice["provider"],
+                        "due": list(due),
+                        "next_at": due[0] if due else None,
+                        "page_id": case.get("page_id"),
+                        "content_hash": checked_str(case.get("content_hash", ""), "hash"),
+                        "state": "pending",
+                        "removed_at": None,
+                    },
+                    "$addToSet": {
+                        "work_ids": {"$each": works},
+                        "match_ids": {"$each": list(case.get("match_ids", ()))},
+                    },
+                    "$setOnInsert": {"first_sent_at": sent_at, "checks": []},
+                    "$inc": {"notices": 1},
+                },
+                upsert=True,
+            )
+        return notice_id
+
+    @mongo_errors
+    def due_cases(self, at: datetime, limit: int) -> list[dict]:
+        """Up to ``limit`` cases whose next recheck is due at ``at``, the most overdue first."""
+        found = self.db.takedown_cases.find({"next_at": {"$lte": at}}).sort("next_at", ASCENDING)
+        return list(found.limit(int(limit)))
+
+    @mongo_errors
+    def record_check(
+        self, case: dict[str, Any], check: dict[str, Any], state: str, at: datetime
+    ) -> bool:
+        """Keep one recheck of ``case`` (as read by :meth:`due_cases`) and its new ``state``;
+        its next recheck is the next time due after ``at``. False when another process
+        recorded it first (the case's ``next_at`` moved)."""
+        if state not in CASE_STATES:
+            raise ValueError(f"not a case state: {state!r}")
+        later = [d for d in case.get("due", ()) if d > at]
+        change: dict[str, Any] = {"state": state, "next_at": later[0] if later else None}
+        change["last_check_at"] = at
+        if state == "removed" and case.get("state") != "removed":
+            change["removed_at"] = at
+        if state == "reopened":
+            change["reopened_at"] = at
+        result = self.db.takedown_cases.update_one(
+            {"site": case["site"], "url": case["url"], "next_at": case["next_at"]},
+            {"$set": change, "$push": {"checks": check}},
+        )
+        return result.modified_count == 1
+
+    @mongo_errors
+    def cases(
+        self, *, site: str | None = None, since: datetime | None = None, limit: int = MAX_CASES
+    ) -> list[dict]:
+        """Cases, newest notice first (of one site; sent since ``since``)."""
+        query: dict[str, Any] = {}
+        if site:
+            query["site"] = site_name(site)
+        if since is not None:
+            query["sent_at"] = {"$gte": since}
+        found = self.db.takedown_cases.find(query).sort("sent_at", DESCENDING)
+        return list(found.limit(int(limit)))
+
+    @mongo_errors
+    def notices(self, limit: int = 1000) -> list[dict]:
+        return list(self.db.notices.find({}).sort("sent_at", DESCENDING).limit(int(limit)))
+
+    @mongo_errors
+    def contact(self, site: str) -> dict[str, Any]:
+        """A site's ``contact`` (email) and ``provider`` ("" when unset)."""
+        doc = self.db.site_contacts.find_one({"_id": site_name(site)}) or {}
+        return {"contact": doc.get("contact", ""), "provider": doc.get("provider", "")}
+
+    @mongo_errors
+    def contacts(self, sites: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        query = {} if sites is None else {"_id": {"$in": [site_name(s) for s in sites]}}
+        return {d["_id"]: d for d in self.db.site_contacts.find(query)}
+
+    @mongo_errors
+    def set_contact(self, site: str, **fields: str) -> None:
+        """Set a site's ``contact``, ``provider`` and ``provider_from`` (``resolved`` from
+        its address, or ``edited`` by an operator: never replaced by a resolved one)."""
+        allowed = {"contact", "provider", "provider_from"}
+        change = {k: checked_str(v, k) for k, v in fields.items() if k in allowed}
+        self.db.site_contacts.update_one({"_id": site_name(site)}, {"$set": change}, upsert=True)

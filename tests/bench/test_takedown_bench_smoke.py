@@ -1,0 +1,30 @@
+"""Smoke test of ``bench/takedown_bench.py`` on synthetic text (no download): five local
+sites on their own loopback addresses carry out their policies, every due recheck runs over
+HTTP, and the measured figures equal the truth the sites were told. It never asserts a speed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from bench import takedown_bench
+
+pytestmark = pytest.mark.bench
+
+
+def test_quick_run_measures_the_truth(tmp_path: Path) -> None:
+    out = tmp_path / "takedowns.json"
+    takedown_bench.main(["--quick", "--json", str(out)])
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert result["rechecks"] == 5 * 8 * len(takedown_bench.DAYS)
+    assert result["state_accuracy"] == 1.0
+    for site in result["sites"]:
+        assert site["removal_rate"] == pytest.approx(site["truth_removal_rate"]), site
+        if site["truth_median_days"] is None:
+            assert site["median_days"] is None, site
+        else:  # the rechecks run a minute after their day
+            assert site["median_days"] == pytest.approx(site["truth_median_days"], abs=0.01), site
+    assert result["sites"][-1]["removal_rate"] == 0.0  # the site that ignores its notice
+    assert result["recheck_ms"] > 0 and result["peer_get_ms"] > 0
