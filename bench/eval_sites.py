@@ -19,7 +19,12 @@ as static files and served on 127.0.0.1:
   link on every chapter, the home page under ``/`` and ``/index.html``) is scanned alone
   with ``--max-pages`` = :data:`BIQUGE_BUDGET` x its files. Its figures: requests per
   distinct page stored (target at most :data:`BIQUGE_REQUESTS_PER_PAGE`), every copy found,
-  and no duplicate (page, work) entries (the same page listed under two URLs).
+  and no duplicate (page, work) entries (the same page listed under two URLs);
+- **web** (pirate-site discovery, issue 26): a small web of linked sites on loopback
+  addresses of their own (:mod:`bench.discovery_web`: two watched pirate sites leading by
+  links, an announced new address and a redirect to eight pirate sites and six honest
+  ones), run through discovery as ``fptrack sites discover`` runs it; precision and recall
+  of its pirate verdicts among the candidates (target at least :data:`WEB_TARGET` each).
 
 Ground truth is the matching semantics being built: a positive pair is (page URL, work)
 for every page URL that carries copied text of that work, each part of a split chapter its
@@ -52,11 +57,13 @@ from bench.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
 
 REPO = Path(__file__).resolve().parents[1]
 FORWARD_SHAPES = ("docs", "novel", "forum", "related")
-SHAPES = (*FORWARD_SHAPES, "reverse", "biquge")
+SHAPES = (*FORWARD_SHAPES, "reverse", "biquge", "web")
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 DEFAULT_SCAN_TIMEOUT = 3600
 QUICK_CORPUS_MB = 2.0
 TARGETS = {"precision": 0.98, "recall": 0.97}
+WEB_TARGET = 0.9
+"""Discovery's precision and recall of pirate sites among its candidates (the ``web`` shape)."""
 LISTED = 6
 """False positives and misses printed per shape (the JSON has them all)."""
 PAGES_MARGIN = 50
@@ -363,6 +370,32 @@ def biquge_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
 
 
 # --- report ----------------------------------------------------------------------------------
+def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
+    """Build the web of linked sites, run discovery on it, score its pirate verdicts."""
+    from admin.scan import scan_engine, scan_settings
+    from bench.discovery_web import build_web
+    from bench.discovery_web import score as web_score
+    from crawler.sample_crawl import sample_site
+    from matcher.discovery import discover
+
+    web = build_web(texts, args.seed, quick=args.quick)
+    try:
+        settings = scan_settings(None)
+        engine = scan_engine(settings, None)
+        for title, text in web.works:
+            engine.add_work(text, title=title)
+        log(f"discovery from {len(web.watched)} watched sites of a web of {len(web.sites)} ...")
+        started = time.perf_counter()
+        found = discover(
+            web.watched, lambda url, pages: sample_site(url, pages), engine.match_text,
+            harvest=20, sample_pages=5,
+        )  # fmt: skip
+        seconds = time.perf_counter() - started
+    finally:
+        web.stop()
+    return {**web_score(web, found), "seconds": round(seconds, 1)}
+
+
 def check_targets(result: dict[str, Any]) -> dict[str, bool]:
     """PASS/MISS of each target over the shapes and directions that ran."""
     rows = dict(result.get("forward", {}).get("shapes", {}))
@@ -386,6 +419,10 @@ def check_targets(result: dict[str, Any]) -> dict[str, bool]:
             )
         out[f"biquge found {b['copies']} of {b['copies']}"] = b["copies_found"] == b["copies"]
         out["biquge duplicates==0"] = b["duplicates"] == 0
+    if "web" in result:
+        w = result["web"]
+        out[f"web discovery precision>={WEB_TARGET}"] = w["precision"] >= WEB_TARGET
+        out[f"web discovery recall>={WEB_TARGET}"] = w["recall"] >= WEB_TARGET
     return out
 
 
@@ -464,6 +501,15 @@ def report(result: dict[str, Any]) -> str:
             f" {c.get('aliases_fetched', 0)}, dead links fetched {c.get('dead_fetched', 0)},"
             f" skipped {c.get('skipped', {})}, rules learnt {c.get('rules_learnt', 0)});"
             f" {biquge['duplicates']} duplicate (page, work) entries; {biquge['seconds']} s"
+        )
+    web = result.get("web")
+    if web:
+        lines.append(
+            f"web: discovery found {web['candidates']} candidates ({web['pirates']} pirate,"
+            f" {web['honest']} honest; not found {len(web['not_found'])}), flagged"
+            f" {web['flagged']} pirate: precision {web['precision']:.3f}, recall"
+            f" {web['recall']:.3f}; missed {web['missed'] or 'none'}, false"
+            f" {web['false'] or 'none'}; {web['seconds']} s"
         )
     if details:
         lines += ["", f"false positives and misses (first {LISTED} of each per shape):", *details]
@@ -560,9 +606,7 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
     from bench.site_shapes import biquge_shape, forward_shapes, reverse_shape
 
     if texts is None:
-        from bench.corpus import load_texts
-
-        texts = load_texts(QUICK_CORPUS_MB if args.quick else math.inf)
+        texts = _corpus(args)
     shapes = []
     if set(args.shapes) & set(FORWARD_SHAPES):
         if english is None:
@@ -576,6 +620,12 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
     if "biquge" in args.shapes:
         shapes.append(biquge_shape(texts, sizes, args.seed))
     return shapes
+
+
+def _corpus(args: argparse.Namespace) -> Sequence[str]:
+    from bench.corpus import load_texts
+
+    return load_texts(QUICK_CORPUS_MB if args.quick else math.inf)
 
 
 def main(
@@ -596,7 +646,8 @@ def main(
         print(f"[eval_sites] {message}", file=sys.stderr, flush=True)
 
     started = time.perf_counter()
-    shapes = build(args, sizes, texts, english)
+    corpus = texts if texts is not None else _corpus(args)
+    shapes = build(args, sizes, corpus, english)
     result: dict[str, Any] = {"seed": args.seed, "sizes_name": "quick" if args.quick else "default"}
     result["build_seconds"] = round(time.perf_counter() - started, 1)
     log(f"sites built in {result['build_seconds']} s")
@@ -610,6 +661,8 @@ def main(
         biquge = [s for s in shapes if s.name == "biquge"]
         if biquge:
             result["biquge"] = biquge_direction(biquge[0], root, args, log)
+        if "web" in args.shapes:
+            result["web"] = web_direction(corpus, args, log)
         if args.keep:
             truth = {s.name: {site.name: sorted(site.truth()) for site in s.sites} for s in shapes}
             (root / "truth.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1))

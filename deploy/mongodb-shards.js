@@ -29,6 +29,8 @@ sh.shardCollection("fptrack.stamps", {"_id": "hashed"});
 sh.shardCollection("fptrack.takedown_cases", {"site": 1, "url": 1});
 db.getSiblingDB("fptrack").getCollection("notices").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.notices", {"_id": "hashed"});
+db.getSiblingDB("fptrack").getCollection("candidates").createIndex({"_id": "hashed"});
+sh.shardCollection("fptrack.candidates", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("site_contacts").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.site_contacts", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("stamp_batches").createIndex({"_id": "hashed"});

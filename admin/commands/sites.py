@@ -137,6 +137,59 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Remove a site and its crawl schedule. Its pages and matches stay.",
     )
     p.add_argument("name", help="the site's name (see fptrack sites list)")
+    p = command(
+        sites,
+        "discover",
+        run_discover,
+        "find pirate sites the watched ones lead to, and rank them",
+        "From the watched sites (a bounded crawl of each, --harvest pages), collect the hosts "
+        "they lead to: outbound links, redirects and new addresses announced in their text "
+        "(新地址, 最新网址 ...). Crawl a sample of each (--sample pages, robots.txt obeyed), "
+        "match its pages against the registered works, and rank the candidates: works "
+        "copied, then the share of pages copying. Candidates are kept for the admin's "
+        "Discovery page; dismissed ones are not sampled again.",
+    )
+    p.add_argument(
+        "--sample", type=int, default=10, help="pages sampled per candidate (default: 10)"
+    )
+    p.add_argument(
+        "--harvest", type=int, default=20, help="pages read per watched site (default: 20)"
+    )
+    json_option(p)
+
+
+def run_discover(args: argparse.Namespace, ctx: Context) -> int:
+    from crawler.sample_crawl import sample_site
+    from matcher.discovery import candidate_doc, run_discovery
+    from matcher.store import now
+
+    if not 1 <= args.sample <= 1000 or not 1 <= args.harvest <= 1000:
+        raise CommandError("--sample and --harvest take 1 to 1000 pages", 2)
+    settings = ctx.settings
+
+    def crawl(url: str, pages: int) -> list:
+        return sample_site(
+            url, pages, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes
+        )
+
+    engine = ctx.engine
+    found = run_discovery(
+        engine.store, engine, crawl, harvest=args.harvest, sample_pages=args.sample, at=now()
+    )
+    if args.json:
+        dump_json([candidate_doc(c) for c in found])
+        return 0
+    for c in found:
+        kinds = ", ".join(sorted({lead.kind for lead in c.leads}))
+        verdict = "pirate" if c.pirate else "-     "
+        print(
+            f"{c.score():7.2f}  {verdict}  {c.host}\t{len(c.works)} work(s),"
+            f" {c.copying_pages}/{c.pages} page(s) copying;"
+            f" from {', '.join(c.linked_from)} ({kinds})"
+        )
+    pirates = sum(c.pirate for c in found)
+    print(f"{len(found)} candidate(s), {pirates} pirate")
+    return 0
 
 
 def run_add(args: argparse.Namespace, ctx: Context) -> int:

@@ -25,7 +25,8 @@ from admin.web.dispatch import CeleryDispatch, Dispatch
 from matcher.errors import MatcherError, Retryable
 
 BLUEPRINTS = (
-    "auth", "dashboard", "matches", "works", "sites", "query", "reports", "takedowns", "alerts",
+    "auth", "dashboard", "matches", "works", "sites", "query", "reports", "takedowns", "discovery",
+    "alerts",
     "tokens", "api", "metrics",
 )  # fmt: skip
 """Modules of :mod:`admin.web` each holding a ``bp`` blueprint."""

@@ -46,6 +46,7 @@ from matcher.store.common import (
     page_key,
 )
 from matcher.store.crawls import CrawlRuns
+from matcher.store.discovery import Discovery
 from matcher.store.failures import Failures
 from matcher.store.fingerprints import Fingerprints
 from matcher.store.layout import (
@@ -111,6 +112,7 @@ class Store:
         self.dashboard = Dashboard(db)
         self.stamps = Stamps(db)
         self.takedowns = Takedowns(db)
+        self.discovery = Discovery(db)
 
     @property
     def client(self) -> Any:

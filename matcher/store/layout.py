@@ -46,6 +46,10 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("sent_at", DESCENDING)], name="sent_at"),
     ],
     "notices": [IndexModel([("sent_at", DESCENDING)], name="sent_at")],
+    "candidates": [
+        IndexModel([("score", DESCENDING)], name="score"),
+        IndexModel([("state", ASCENDING)], name="state"),
+    ],
     "stamps": [IndexModel([("batch", ASCENDING), ("queued_at", ASCENDING)], name="waiting")],
     "work_segments": [
         IndexModel(
@@ -128,6 +132,7 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
     "stamps": {"_id": "hashed"},
     "takedown_cases": {"site": ASCENDING, "url": ASCENDING},
     "notices": {"_id": "hashed"},
+    "candidates": {"_id": "hashed"},
     "site_contacts": {"_id": "hashed"},
     "stamp_batches": {"_id": "hashed"},
     **alert_rules.SHARD_KEYS,

@@ -40,6 +40,7 @@ DOWN: dict[str, tuple[str, ...]] = {
     "sites add": ("http://127.0.0.1:1/",),
     "sites list": (),
     "sites remove": ("pirate",),
+    "sites discover": (),
     "schedules": (),
     "alerts add": ("ops", "--webhook", "https://hooks.example/ops"),
     "alerts list": (),

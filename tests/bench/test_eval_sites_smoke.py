@@ -70,7 +70,10 @@ def check_shape(row: dict[str, Any]) -> None:
 
 
 def test_quick_run_meets_the_targets_with_a_consistent_truth(run, texts) -> None:
-    forward, reverse = run["forward"], run["reverse"]
+    forward, reverse, web = run["forward"], run["reverse"], run["web"]
+    # discovery on the web of linked sites: every pirate found and flagged, no honest one
+    assert (web["pirates"], web["honest"], web["candidates"]) == (8, 6, 14)
+    assert web["precision"] == web["recall"] == 1.0 and web["not_found"] == []
     assert set(forward["shapes"]) == set(eval_sites.FORWARD_SHAPES)
     for row in forward["shapes"].values():
         check_shape(row)
