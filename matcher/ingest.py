@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from pymongo.errors import PyMongoError
@@ -59,6 +59,7 @@ class Ingest:
     clock: Callable[[], datetime] = now
     archive: Archive | None = None
     stamp: bool = False
+    _last_kept: tuple[Exchange, dict] | None = field(default=None, init=False, repr=False)
 
     @property
     def thread_safe(self) -> bool:
@@ -95,17 +96,24 @@ class Ingest:
         return Ingested(page_id, state, send)
 
     def _keep(self, doc: dict, digest: str, exchange: Exchange) -> None:
+        """Archive ``exchange`` and point the page at it; the exchange archived last is not
+        written again (the parts of a download share their response's)."""
         assert self.archive is not None
-        try:
-            data = warc_bytes(exchange)
-            sha256 = self.archive.put(data)
-        except (ArchiveError, OSError, PyMongoError) as exc:
-            logger.warning("evidence of %s not archived: %s", doc.get("url"), exc)
-            return
-        ref = {"sha256": sha256, "fetched_at": exchange.fetched_at, "bytes": len(data)}
+        last = self._last_kept
+        if last is not None and last[0] == exchange:
+            ref = last[1]
+        else:
+            try:
+                data = warc_bytes(exchange)
+                sha256 = self.archive.put(data)
+            except (ArchiveError, OSError, PyMongoError) as exc:
+                logger.warning("evidence of %s not archived: %s", doc.get("url"), exc)
+                return
+            ref = {"sha256": sha256, "fetched_at": exchange.fetched_at, "bytes": len(data)}
+            self._last_kept = (exchange, ref)
+            if self.stamp:
+                self.store.stamps.queue_stamps([sha256])
         self.store.set_page_archive(doc["_id"], digest, ref)
-        if self.stamp:
-            self.store.stamps.queue_stamps([sha256])
 
     def alias(self, alias: PageAlias) -> bool:
         """Keep another URL of a stored page beside it (one page, one record)."""

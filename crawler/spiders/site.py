@@ -274,6 +274,7 @@ class SiteSpider(scrapy.Spider):
         self.rules_store = rules_store  # .site_rules / .save_crawl_rules (matcher.store.sites)
         self._linked: set[int] = set()  # links as written (before rules), once each
         self._yielded: dict[int, str] = {}  # page key -> the URL its item was stored under
+        self._last_exchange: tuple[Response, Exchange] | None = None
         self._aliases: dict[int, list[str]] = {}  # page key -> aliases not yet recorded
         self._later: list[PageAlias] = []  # aliases a rule just learnt revealed
         self._revealed: set[int] = set()  # keys of pages fetched under a URL a rule then dropped
@@ -1029,7 +1030,7 @@ class SiteSpider(scrapy.Spider):
     def _page_item(self, response: Response, page: Reading, url: str, **links: Any) -> PageItem:
         """The item of ``page`` read from ``response``, stored under ``url`` (``links``:
         its ``next_url``, ``prev_url`` and ``aliases`` when it has them)."""
-        fetched_at = datetime.now(UTC)
+        exchange = self._exchange(response)
         return PageItem(
             url=url,
             site=self.site.name,
@@ -1037,12 +1038,20 @@ class SiteSpider(scrapy.Spider):
             text=page.text,
             status=response.status,
             encoding=page.encoding,
-            fetched_at=fetched_at,
-            exchange=exchange_of(response, fetched_at),
+            fetched_at=exchange.fetched_at,
+            exchange=exchange,
             etag=_header(response, b"ETag"),
             last_modified=_header(response, b"Last-Modified"),
             **links,
         )
+
+    def _exchange(self, response: Response) -> Exchange:
+        """The exchange of ``response``, made once however many pages it gives (a download
+        in parts): every part refers to the same archived exchange."""
+        last = self._last_exchange
+        if last is None or last[0] is not response:
+            self._last_exchange = last = (response, exchange_of(response, datetime.now(UTC)))
+        return last[1]
 
     @staticmethod
     def _part(reading: Reading, n: int) -> Reading:

@@ -260,6 +260,8 @@ def test_a_long_download_is_stored_as_one_page_per_part(
         joined = "\n".join(texts)
         for title, text in chapters():
             assert title in joined and text in joined
+        # the parts of one download are one exchange, archived once
+        assert len({repr(pages[u]["exchange"]) for u in urls}) == 1
     assert stats["fptrack/download_refused"] == 1
     assert stats["fptrack/download_parts"] == len(pages) - 2
     assert site.url("/down/bomb.zip") not in pages

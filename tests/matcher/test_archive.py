@@ -107,3 +107,33 @@ def test_pruning_deletes_old_files_nothing_refers_to(
     assert prune(archive, refs, later) == 2 and asked == ["refs", "refs"]
     assert archive.has(kept) and not archive.has(old) and not archive.has(other)
     assert prune(archive, refs, later) == 0
+
+
+class CountingArchive(DirectoryArchive):
+    """A folder archive that counts the files handed to it."""
+
+    puts = 0
+
+    def put(self, data: bytes) -> str:
+        self.puts += 1
+        return super().put(data)
+
+
+def test_the_parts_of_a_download_are_archived_once(mongo_db: Database, tmp_path: Path) -> None:
+    from matcher.ingest import Ingest
+    from matcher.pages import CrawledPage
+    from matcher.store import Store
+
+    store = Store(mongo_db)
+    archive = CountingArchive(tmp_path)
+    ingest = Ingest(store, lambda page_id: None, archive=archive)
+    url = "http://pirate.test/down/book.zip"
+    parts = [
+        CrawledPage(url=u, site="pirate", title="", text=f"第{n}部分", exchange=EXCHANGE)
+        for n, u in enumerate((url, url + "#part2", url + "#part3"), 1)
+    ]
+    ingest.pages(parts)
+    refs = {store.page_by_url(p.url)["archive"]["sha256"] for p in parts}
+    assert len(refs) == 1 and archive.puts == 1
+    ingest.page(replace(parts[0], text="又一次", exchange=replace(EXCHANGE, status=203)))
+    assert archive.puts == 2  # another exchange: archived
