@@ -69,6 +69,7 @@ class Evidence:
             chosen = sorted(longest[:MAX_PASSAGES], key=lambda i: passages[i].a_start)
             segments = self._load(work, {indexes[i] for i in chosen})
             items = [self._item(passages[i], indexes[i], v, segments, page) for i in chosen]
+            quoted = {i["segment"]["index"]: i["segment"]["title"] for i in items}
             record: dict[str, Any] = {
                 "work_id": work["_id"],
                 "work_title": work.get("title", ""),
@@ -79,11 +80,10 @@ class Evidence:
                 "containment_page": v.scores["containment_page"],
                 "scores": v.scores,
                 "methods": list(v.methods),
-                "segments": sorted({(i["segment"]["index"], i["segment"]["title"]) for i in items}),
+                "segments": self._held(work, set(indexes), quoted),
                 "evidence": items,
                 **(extra or {}),
             }
-            record["segments"] = [{"index": i, "title": t} for i, t in record["segments"]]
             if page_doc is not None:
                 record.update(
                     page_id=page_doc["_id"], url=page_doc["url"], site=page_doc.get("site", "")
@@ -92,6 +92,19 @@ class Evidence:
                     record["archive"] = page_doc["archive"]
             records.append(record)
         return records
+
+    def _held(
+        self, work: dict[str, Any], held: set[int], titles: dict[int, str]
+    ) -> list[dict[str, Any]]:
+        """Every segment of the work (a chapter, when the work is a novel) that a passage of
+        the page comes from, with its title, in order: those of the quoted passages as read,
+        the others' titles read in one query (a whole-book download holds more chapters
+        than :data:`MAX_PASSAGES` passages quote)."""
+        missing = held - titles.keys()
+        if missing:
+            for doc in self.store.work_segments(work["_id"], missing, text=False):
+                titles[int(doc["index"])] = doc.get("title", "")
+        return [{"index": i, "title": titles.get(i, "")} for i in sorted(held)]
 
     def _item(
         self,

@@ -12,6 +12,7 @@ from dataclasses import replace
 import pytest
 
 from matcher.engine import Engine
+from matcher.evidence import MAX_PASSAGES
 from matcher.keys import segment_owner
 from tests.matcher.conftest import (
     UNRELATED,
@@ -125,6 +126,17 @@ def test_a_chapter_of_a_novel_names_its_chapter_and_quotes_the_work(engine: Engi
         for item in record["evidence"]:
             (a, b), (c, d) = item["work_span"], item["page_span"]
             assert text[a:b] == page[c:d]
+
+
+def test_a_download_of_the_book_names_every_chapter_it_holds(engine: Engine) -> None:
+    """A whole-book download (here 80 of a novel's 120 chapters in one part) holds more
+    chapters than a record quotes passages (MAX_PASSAGES): its record names every one."""
+    text, chapters = novel(120, 1200, seed=4)
+    engine.add_work(text, title="长篇", source="novel.txt")
+    held = list(range(10, 90))
+    [record] = crawl(engine, "http://p/down/book.zip", "\n\n".join(chapters[i] for i in held))
+    assert len(record["evidence"]) == MAX_PASSAGES < len(held)
+    assert record["segments"] == [{"index": i, "title": f"第{i + 1}章 风起{i + 1}"} for i in held]
 
 
 def test_a_novel_registered_after_its_chapters_finds_every_one(
