@@ -84,8 +84,8 @@ class Engine(IndexView):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.evidence = Evidence(self.store)
         self.work_names = WorkNames(self.store.works_by_seq)
+        self.evidence = Evidence(self.store, self.work_names.of)
         self.licensed = Recent(self.store.authorised_sites)
         self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)

@@ -4,16 +4,20 @@
 keeps. Passages are in content characters; a span of the original text comes from the
 text's normalisation and content positions only (:func:`matcher.prepared.locate`), never a
 whole :func:`~matcher.prepared.prepare`. Work segments are read from the store by index,
-only those a record quotes, and kept in a small cache keyed by the work's content hash,
-under a lock (the threads of an admin worker share it; see
-:class:`matcher.segment_cache.SegmentCache`).
+only those a record quotes, and kept in a small cache keyed by the segment as the verdict
+verified it (work, index, first character, length and simhash: a work registered again
+with another text has other segments), under a lock (the threads of an admin worker share
+it; see :class:`matcher.segment_cache.SegmentCache`). The works' titles and sources come
+from ``names`` (the engine's :class:`matcher.work_names.WorkNames`, kept a minute), so a
+record costs no read of ``works``; a work removed meanwhile has no segments left, and no
+record.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,10 +43,16 @@ class WorkSegment:
 class Evidence:
     """Builds match records with evidence over one store (see the module docstring)."""
 
-    def __init__(self, store: Store, cache_size: int = CACHE_SEGMENTS) -> None:
+    def __init__(
+        self,
+        store: Store,
+        names: Callable[[Iterable[int]], dict[int, dict[str, Any]]],
+        cache_size: int = CACHE_SEGMENTS,
+    ) -> None:
         self.store = store
+        self.names = names
         self.cache_size = cache_size
-        self._segments: OrderedDict[tuple[str, int], WorkSegment] = OrderedDict()
+        self._segments: OrderedDict[tuple[Any, ...], WorkSegment] = OrderedDict()
         self._lock = threading.Lock()
 
     def records(
@@ -56,9 +66,7 @@ class Evidence:
         and site when ``page_doc`` is given; ``extra`` fields are added as they are)."""
         if not verdicts:
             return []
-        meta = self.store.works_by_seq(
-            [v.work for v in verdicts], {"title": 1, "source": 1, "content_hash": 1}
-        )
+        meta = self.names([v.work for v in verdicts])
         records = []
         for v in verdicts:
             work = meta.get(v.work)
@@ -67,7 +75,9 @@ class Evidence:
             passages, indexes = v.alignment.passages, v.alignment.segments
             longest = sorted(range(len(passages)), key=lambda i: (-passages[i].chars, i))
             chosen = sorted(longest[:MAX_PASSAGES], key=lambda i: passages[i].a_start)
-            segments = self._load(work, {indexes[i] for i in chosen})
+            segments = self._load(work, v, {indexes[i] for i in chosen})
+            if any(indexes[i] not in segments for i in chosen):  # removed meanwhile
+                continue
             items = [self._item(passages[i], indexes[i], v, segments, page) for i in chosen]
             quoted = {i["segment"]["index"]: i["segment"]["title"] for i in items}
             record: dict[str, Any] = {
@@ -129,24 +139,31 @@ class Evidence:
             "segment": {"index": index, "title": segment.title},
         }
 
-    def _load(self, work: dict[str, Any], indexes: set[int]) -> dict[int, WorkSegment]:
+    def _load(
+        self, work: dict[str, Any], verdict: Verdict, indexes: set[int]
+    ) -> dict[int, WorkSegment]:
         """The work's segments of ``indexes``, from the cache or one store query."""
-        digest = work.get("content_hash", "")
+        headers = {h.header.index: h.header for h in verdict.hits}
+
+        def key(i: int) -> tuple[Any, ...]:
+            h = headers.get(i)
+            return (str(work["_id"]), i) + ((h.start, h.length, h.simhash) if h else ())
+
         out = {}
         with self._lock:
             for i in indexes:
-                cached = self._segments.get((digest, i))
+                cached = self._segments.get(key(i))
                 if cached is not None:
-                    self._segments.move_to_end((digest, i))
+                    self._segments.move_to_end(key(i))
                     out[i] = cached
         missing = indexes - set(out)
         if missing:
             for doc in self.store.work_segments(work["_id"], missing):
                 segment = WorkSegment(locate(doc["text"]), int(doc["start"]), doc.get("title", ""))
-                out[int(doc["index"])] = self._remember((digest, int(doc["index"])), segment)
+                out[int(doc["index"])] = self._remember(key(int(doc["index"])), segment)
         return out
 
-    def _remember(self, key: tuple[str, int], segment: WorkSegment) -> WorkSegment:
+    def _remember(self, key: tuple[Any, ...], segment: WorkSegment) -> WorkSegment:
         with self._lock:
             self._segments[key] = segment
             while len(self._segments) > self.cache_size:

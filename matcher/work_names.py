@@ -1,9 +1,10 @@
-"""Works' ids and titles by seq, kept a short while in the process.
+"""Works' ids, titles and sources by seq, kept a short while in the process.
 
 The matching engine names the works it verified and let go in each page's ``considered``
 list, and reads the segments of the works it verifies by their ids: one read of ``works``
 per page otherwise, for values that hardly change (a work's seq and id never do; a title
-may, when the work is registered again). :class:`WorkNames` answers from what it read within
+may, when the work is registered again), and the records' evidence names them
+(:mod:`matcher.evidence`). :class:`WorkNames` answers from what it read within
 :data:`KEEP_SECONDS`; a work removed since may be named that much longer (its segments are
 gone with it, and its match records are made from the store itself,
 :mod:`matcher.evidence`).
@@ -22,7 +23,7 @@ MAX_WORKS = 100_000
 
 
 class WorkNames:
-    """``{seq: {"_id", "title"}}`` of works, through ``works_by_seq`` (a store's)."""
+    """``{seq: {"_id", "title", "source"}}`` of works, through ``works_by_seq`` (a store's)."""
 
     def __init__(
         self,
@@ -46,10 +47,10 @@ class WorkNames:
         ...     reads.append(sorted(seqs))
         ...     return {n: {"_id": n, "title": f"w{n}"} for n in seqs if n < 3}
         >>> names = WorkNames(works_by_seq)
-        >>> names.of([1, 2, 5])
-        {1: {'_id': 1, 'title': 'w1'}, 2: {'_id': 2, 'title': 'w2'}}
-        >>> names.of([2, 1]) == {1: {'_id': 1, 'title': 'w1'}, 2: {'_id': 2, 'title': 'w2'}}
-        True
+        >>> names.of([1, 2, 5])[2]
+        {'_id': 2, 'title': 'w2', 'source': ''}
+        >>> sorted(names.of([2, 1]))
+        [1, 2]
         >>> reads
         [[1, 2, 5]]
         """
@@ -63,8 +64,12 @@ class WorkNames:
             else:
                 missing.append(seq)
         if missing:
-            for seq, doc in self._read(missing, {"title": 1}).items():
-                name = {"_id": doc["_id"], "title": doc.get("title", "")}
+            for seq, doc in self._read(missing, {"title": 1, "source": 1}).items():
+                name = {
+                    "_id": doc["_id"],
+                    "title": doc.get("title", ""),
+                    "source": doc.get("source", ""),
+                }
                 self._known[int(seq)] = (now, name)
                 out[int(seq)] = name
             if len(self._known) > self._limit:

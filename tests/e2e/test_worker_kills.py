@@ -181,11 +181,18 @@ def test_a_prefork_child_killed_mid_page(
         child = int(marker.read_text(encoding="utf-8"))
         assert child != doomed.pid
         os.kill(child, signal.SIGKILL)
-        eventually(
-            lambda: not list(engine.store.pending_pages()) and broker.hlen("unacked") == 0,
-            90,
-            "a new child's run",  # (killed once marked, the page is no longer pending)
-        )
+
+        def settled() -> bool:
+            return (
+                not list(engine.store.pending_pages())
+                and broker.llen("fptrack") == 0
+                and broker.hlen("unacked") == 0
+            )
+
+        # killed once marked, the page is no longer pending: what says the redelivered task
+        # ran is the broker holding nothing, twice over a second (not the instant between
+        # the message's fetch and its entry among the unacknowledged ones)
+        eventually(lambda: settled() and not time.sleep(1.5) and settled(), 90, "a new child's run")
         assert doomed.poll() is None, "the parent died with its child"
         time.sleep(2)
         assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0

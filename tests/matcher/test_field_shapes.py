@@ -205,3 +205,21 @@ def test_segments_are_indexed_and_removed_with_their_work(engine: Engine) -> Non
     engine.remove_work(work_id)
     assert not any(engine.redis.exists(k) for k in keys)
     assert engine.store.count("work_segments") == 0
+
+
+def test_a_work_registered_again_is_quoted_from_its_new_text(engine: Engine) -> None:
+    """The evidence's segment cache is keyed by the segment as verified: a work registered
+    again under its key with another text (here a preface put in front, every segment moved)
+    is quoted from the new text at once, not from the segments cached for the old."""
+    text, chapters = novel(6, 1500, seed=7)
+    engine.add_work(text, title="长篇", source="novel.txt", key="novel")
+    [before] = crawl(engine, "http://p/3.html", page_of(chapters[2]))
+    again = "序言\n\n" + prose(random.Random(9), 900) + "\n\n" + text
+    engine.add_work(again, title="长篇（修订）", source="novel-2.txt", key="novel")
+    [after] = crawl(engine, "http://p/3b.html", page_of(chapters[2]))
+    page = engine.store.page_by_url("http://p/3b.html")["text"]
+    assert after["work_id"] == before["work_id"]
+    for item in after["evidence"]:
+        (a, b), (c, d) = item["work_span"], item["page_span"]
+        assert again[a:b] == page[c:d]
+    assert after["evidence"][0]["work_span"][0] > before["evidence"][0]["work_span"][0]
