@@ -126,12 +126,17 @@ class Pages:
         sequences: Sequences,
         failures: Failures,
         sender: tallies.Sender | None = None,
+        private: bool = False,
     ) -> None:
         self.db = db
         self.sequences = sequences
         self.failures = failures
         self.tallies = sender or tallies.Sender(db)
         """Where the tallies of stored pages go (the store's :class:`tallies.Sender`)."""
+        self.private = private
+        """Whether this process is the store's only writer (the embedded scan's in-memory
+        store): then whether any page has aliases is known here, not asked each time."""
+        self._aliases_seen: bool | None = None
         self._around_since: float | None = None
         """When every page was last seen to carry :data:`AROUND` (None: not yet)."""
         self._around_checked = -AROUND_RECHECK_SECONDS
@@ -184,7 +189,7 @@ class Pages:
             if at is not None:
                 out[url] = (found[at], at)
         missing = [url for url in wanted if url not in out]
-        if missing:
+        if missing and self._may_have_aliases():
             for doc in self.db.pages.find({"aliases": {"$in": missing}}, fields):
                 for url in set(doc.get("aliases") or ()) & set(missing):
                     out.setdefault(url, (doc, doc["_id"]))
@@ -196,6 +201,16 @@ class Pages:
                 out[url] = (None, free)
         return out
 
+    def _may_have_aliases(self) -> bool:
+        """False only when no page has aliases for sure: in a :attr:`private` store, none
+        had any when first asked and this process wrote none since."""
+        if not self.private:
+            return True
+        if self._aliases_seen is None:
+            query = {"aliases": {"$exists": True}}
+            self._aliases_seen = self.db.pages.find_one(query, {"_id": 1}) is not None
+        return self._aliases_seen
+
     @mongo_errors
     def add_page_alias(self, url: str, alias: str) -> bool:
         """Keep ``alias`` as another URL of the page stored at ``url`` (by its URL or one of
@@ -205,6 +220,7 @@ class Pages:
         if doc is None:
             return False
         if alias != doc["url"]:
+            self._aliases_seen = True
             self.db.pages.update_one(
                 {"_id": doc["_id"], f"aliases.{MAX_ALIASES - 1}": {"$exists": False}},
                 {"$addToSet": {"aliases": alias}},
@@ -309,6 +325,7 @@ class Pages:
             return self._store(page, content_hash, sending, attempt + 1)
         added = plan.aliases_to_add(doc)
         if added:
+            self._aliases_seen = True
             self.db.pages.update_one(
                 {"_id": doc["_id"]}, {"$addToSet": {"aliases": {"$each": added}}}
             )
@@ -353,6 +370,7 @@ class Pages:
             update: dict[str, Any] = {"$set": plan.fields}
             added = plan.aliases_to_add(before or {})
             if added:
+                self._aliases_seen = True
                 update["$addToSet"] = {"aliases": {"$each": added}}
             if before is not None and before.get("gone"):
                 update["$unset"] = {"gone": ""}

@@ -120,3 +120,33 @@ def test_indexed_lookups_answer_as_plain_mongomock(seed: int) -> None:
     fast.create_indexes(INDEXES)
     fast.insert_one({"a": 1, "b": 1, "tags": ["t1"]})
     assert [d["a"] for d in fast.find({"tags": "t1"})] == [1]
+
+
+def test_the_scan_store_asks_for_aliases_only_once_some_page_has_them() -> None:
+    """The embedded scan's store is its process's own: a page stored under a URL no page
+    holds costs no look among the aliases until some page has aliases; then a URL that is
+    another's alias is that page, as on a server."""
+    from matcher.pages import CrawledPage
+    from matcher.store import Store
+
+    store = Store(memory_client()["fptrack"])
+    store.ensure_indexes()
+    pages = store.db.pages
+    asked: list[Any] = []
+    find = pages.find
+    pages.find = lambda query, *a, **k: asked.append(query) or find(query, *a, **k)  # type: ignore[method-assign]
+
+    def crawled(url: str) -> CrawledPage:
+        return CrawledPage(url=url, site="pirate", title="", text="第一章的正文")
+
+    def among_aliases() -> list[Any]:
+        return [q for q in asked if "$in" in q.get("aliases", {})]
+
+    store.store_crawled_page(crawled("http://p/1.html"), "h1")
+    store.store_crawled_page(crawled("http://p/2.html"), "h2")
+    assert among_aliases() == []  # (one look whether any page has aliases, at the first)
+    assert store.pages.add_page_alias("http://p/1.html", "http://p/1.html?t=9")
+    doc, _ = store.store_crawled_page(crawled("http://p/1.html?t=9"), "h1")
+    assert doc["url"] == "http://p/1.html" and len(among_aliases()) == 1
+    again = Store(store.db)  # a new store on a database whose pages have aliases
+    assert again.page_by_url("http://p/1.html?t=9")["url"] == "http://p/1.html"
