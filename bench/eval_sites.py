@@ -387,7 +387,7 @@ def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
         log(f"discovery from {len(web.watched)} watched sites of a web of {len(web.sites)} ...")
         started = time.perf_counter()
         found = discover(
-            web.watched, lambda url, pages: sample_site(url, pages), engine.match_text,
+            web.watched, lambda urls, pages: sample_site(urls, pages), engine.match_text,
             harvest=20, sample_pages=5,
         )  # fmt: skip
         seconds = time.perf_counter() - started

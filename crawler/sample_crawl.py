@@ -2,7 +2,7 @@
 (:mod:`matcher.discovery`), from the watched sites (their outbound links) and from each
 candidate (a sample of its pages to match).
 
-:func:`sample_site` walks a site breadth-first from its start URL, same host only, at most
+:func:`sample_site` walks a site breadth-first from its start URLs, same host only, at most
 ``max_pages`` pages, each a GET under :mod:`matcher.outbound`'s policy (one deadline per
 request, a size cap, redirects followed and checked), robots.txt obeyed (Python's
 ``urllib.robotparser``, as fptrack's user agent), and returns each page's final URL, status,
@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import urllib.robotparser
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urljoin, urlsplit
 
@@ -108,12 +109,13 @@ def _robots(start: str, deadline: float) -> urllib.robotparser.RobotFileParser:
 
 
 def sample_site(
-    start: str, max_pages: int, *, deadline: float = 10.0, max_bytes: int = 10 << 20
+    starts: Sequence[str], max_pages: int, *, deadline: float = 10.0, max_bytes: int = 10 << 20
 ) -> list[SampledPage]:
-    """Up to ``max_pages`` pages of the site of ``start`` (see the module docstring)."""
-    host = netloc(start)
-    rules = _robots(start, deadline)
-    queue, seen, pages = deque([start]), {start}, []
+    """Up to ``max_pages`` pages of the site of ``starts`` (URLs of one host, read first;
+    see the module docstring)."""
+    host = netloc(starts[0])
+    rules = _robots(starts[0], deadline)
+    queue, seen, pages = deque(dict.fromkeys(starts)), set(starts), []
     while queue and len(pages) < max_pages:
         url = queue.popleft()
         if not rules.can_fetch(USER_AGENT, url):

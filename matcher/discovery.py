@@ -10,7 +10,8 @@ one novel cluster on a few networks. :func:`discover` works from the sites alrea
    域名已更换 ... followed by a domain or an address: :data:`ANNOUNCED`). Hosts already
    watched are not candidates.
 2. **Sample.** Each candidate is crawled the same way, ``sample`` pages (robots.txt
-   obeyed), and each page's text matched against the registered works
+   obeyed) from the pages the watched sites lead to, then its home page, and each page's
+   text matched against the registered works
    (:meth:`matcher.engine.Engine.match_text`: nothing is stored).
 3. **Score and rank** (:func:`score`): the works it copies and the share of its sampled
    pages that copy one, with the watched sites that lead to it as a tiebreaker. A candidate
@@ -40,6 +41,8 @@ PIRATE_MIN_PAGES = 1
 """A candidate with at least this many sampled pages copying a registered work is a pirate."""
 MAX_LEADS = 20
 """At most this many leads are kept as a candidate's evidence."""
+MAX_STARTS = 5
+"""At most this many of the pages the watched sites lead to start a candidate's sample."""
 MAX_MATCHES = 20
 """At most this many sample matches are kept as a candidate's evidence."""
 
@@ -112,6 +115,13 @@ class Candidate:
         first = sorted(self.leads, key=lambda lead: lead.kind != "announced")[0]
         parts = urlsplit(first.url)
         return f"{parts.scheme}://{parts.netloc}/"
+
+    @property
+    def starts(self) -> list[str]:
+        """Where a sample of it starts: the pages the watched sites lead to (a few), then
+        its home page."""
+        led = list(dict.fromkeys(lead.url for lead in self.leads))[:MAX_STARTS]
+        return [*led, self.home] if self.home not in led else led
 
     @property
     def linked_from(self) -> list[str]:
@@ -201,7 +211,7 @@ def ranked(found: Iterable[Candidate]) -> list[Candidate]:
 
 def discover(
     watched: dict[str, list[str]],
-    crawl: Callable[[str, int], Sequence[Page]],
+    crawl: Callable[[list[str], int], Sequence[Page]],
     match_text: Callable[[str], list[dict[str, Any]]],
     *,
     harvest: int,
@@ -209,25 +219,25 @@ def discover(
     skip: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> list[Candidate]:
     """Steps 1-3 of the module docstring. ``watched``: each watched site's start URLs by
-    name; ``crawl(url, pages)``: a bounded crawl; ``skip``: hosts not to sample again
-    (dismissed ones)."""
+    name; ``crawl(urls, pages)``: a bounded crawl of one host from ``urls``; ``skip``:
+    hosts not to sample again (dismissed ones)."""
     hosts = {host_of(u) for urls in watched.values() for u in urls}
     leads: list[Lead] = []
     for site, urls in sorted(watched.items()):
         for url in urls:
-            leads += leads_of(site, crawl(url, harvest), hosts)
+            leads += leads_of(site, crawl([url], harvest), hosts)
     found = candidates_of(leads)
     for host, candidate in found.items():
         if host in skip:
             continue
-        sample(candidate, crawl(candidate.home, sample_pages), match_text)
+        sample(candidate, crawl(candidate.starts, sample_pages), match_text)
     return ranked(c for h, c in found.items() if h not in skip)
 
 
 def run_discovery(
     store: Any,
     engine: Any,
-    crawl: Callable[[str, int], Sequence[Page]],
+    crawl: Callable[[list[str], int], Sequence[Page]],
     *,
     harvest: int,
     sample_pages: int,

@@ -20,7 +20,9 @@ rebuilds what Redis lost of the indexes (:func:`matcher.jobs.heal_indexes`); wit
 (``FPTRACK_TSA_URL``), every ``FPTRACK_TSA_EVERY`` seconds ``evidence:stamp`` puts the archive
 files queued since under a trusted timestamp (:mod:`matcher.stamping`); and every
 ``FPTRACK_TAKEDOWN_RECHECK_EVERY`` seconds ``takedowns:recheck`` rechecks the URLs of takedown
-notices whose recheck is due (:mod:`matcher.takedowns`).
+notices whose recheck is due (:mod:`matcher.takedowns`); every ``FPTRACK_DISCOVER_EVERY``
+seconds (a week; 0: never) ``sites:discover`` looks for the pirate sites the watched ones
+lead to (:mod:`matcher.discovery`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat. A new entry counts as
 last run when it is saved (Celery's ``ScheduleEntry``), so it first runs at its next time.
@@ -61,6 +63,7 @@ DELIVER_ALERTS = "alerts:deliver"
 HEAL_INDEXES = "index:heal"
 STAMP_EVIDENCE = "evidence:stamp"
 RECHECK_TAKEDOWNS = "takedowns:recheck"
+DISCOVER_SITES = "sites:discover"
 HEAL_SECONDS = 30
 """How often the heal job looks for lost index groups (:func:`matcher.jobs.heal_indexes`)."""
 REQUEUE_PENDING = "pages:requeue-pending"
@@ -206,6 +209,13 @@ class Schedules:
         recheck = schedule(timedelta(seconds=every))
         options = {"expires": float(every)}
         self._entry(RECHECK_TAKEDOWNS, "fptrack.recheck_takedowns", recheck, options=options)
+        if settings.discover_every:
+            every = settings.discover_every
+            options = {"expires": float(every)}
+            discover = schedule(timedelta(seconds=every))
+            self._entry(DISCOVER_SITES, "fptrack.discover_sites", discover, options=options)
+        else:
+            self._delete(DISCOVER_SITES)
         if settings.tsa_url:
             stamp = schedule(timedelta(seconds=settings.tsa_every))
             options = {"expires": float(settings.tsa_every)}

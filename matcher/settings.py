@@ -238,6 +238,13 @@ class Settings:
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
+    discover_every: int = 7 * 86400
+    """Seconds between beat's pirate-site discoveries (``sites:discover``,
+    :mod:`matcher.discovery`); 0: never (``fptrack sites discover`` runs one)."""
+    discover_sample: int = 10
+    """Pages of each candidate site a discovery samples."""
+    discover_harvest: int = 20
+    """Pages of each watched site a discovery reads for the hosts it leads to."""
     takedown_rechecks: str = "1,3,7,14"
     """Days after a takedown notice when each URL it names is rechecked
     (:mod:`matcher.takedowns`), comma-separated."""
@@ -358,7 +365,7 @@ class Settings:
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
             "api_rate_per_minute", "pending_after", "query_max_bytes", "tsa_every", "tsa_batch",
-            "takedown_recheck_every",
+            "takedown_recheck_every", "discover_sample", "discover_harvest",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -385,6 +392,8 @@ class Settings:
         if not 0 < self.alert_backoff <= self.alert_backoff_max:
             raise SettingsError("alert_backoff must be > 0 and at most alert_backoff_max")
         self.takedown_days  # noqa: B018 - validates the recheck days once, at the entry point
+        if self.discover_every < 0 or max(self.discover_sample, self.discover_harvest) > 1000:
+            raise SettingsError("discover_every must be >= 0, and sample and harvest 1 to 1000")
         if self.takedown_escalate_days <= 0:
             raise SettingsError("takedown_escalate_days must be > 0")
         if self.tsa_url and not self.tsa_url.startswith(("http://", "https://")):

@@ -14,9 +14,10 @@ what to escalate.
   still copies one: ``changed`` when its text differs from the one noticed) or
   ``unreachable`` (no answer, or another status: the case keeps its state).
 - **State.** ``gone`` and ``no_copy`` make a case ``removed`` (``removed_at`` the first
-  recheck that saw it so); ``copies`` and ``changed`` make it ``up``, or ``reopened`` when it
-  was removed before: a copy that comes back reopens the case, and is rechecked at the
-  times still due.
+  recheck that saw it so; a page gone is marked so on its stored page, as a crawl marks it,
+  and its match view says "removed since" until a recheck finds it back); ``copies`` and
+  ``changed`` make it ``up``, or ``reopened`` when it was removed before: a copy that comes
+  back reopens the case, and is rechecked at the times still due.
 - **Figures** (:func:`figures`), per site and per provider: notices sent, URLs named, URLs
   rechecked, removed, the removal rate (removed / rechecked), the median days from notice
   to removal, and the URLs still up (or up again) ``escalate_days`` after their notice: the
@@ -140,6 +141,10 @@ def recheck_due(
         check = {"at": at, "kind": kind, "status": fetched.status, "detail": detail[:300]}
         state = next_state(case.get("state", "pending"), kind)
         if store.takedowns.record_check(case, check, state, at):
+            if kind == "gone":  # the match view says "removed since", as after a crawl
+                store.mark_page_gone(case["url"], int(fetched.status or 404), at)
+            elif state == "reopened":
+                store.mark_page_back(case["url"])
             done.checked += 1
             done.outcomes[kind] = done.outcomes.get(kind, 0) + 1
     if done.checked:

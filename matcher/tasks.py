@@ -22,7 +22,7 @@ from typing import Any
 
 from celery import Task, shared_task
 
-from matcher import alerts, jobs, stamping, takedowns
+from matcher import alerts, discovery, jobs, stamping, takedowns
 from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
 from matcher.redis_clients import connect_server
@@ -292,6 +292,26 @@ def recheck_takedowns(self: FptrackTask) -> dict[str, Any]:
 
     done = takedowns.recheck_due(engine.store, fetch, engine.still_copies, now())
     return {"checked": done.checked, "outcomes": done.outcomes}
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.discover_sites")
+def discover_sites(self: FptrackTask) -> dict[str, Any]:
+    """Find the pirate sites the watched ones lead to, sampled and ranked
+    (:func:`matcher.discovery.run_discovery`)."""
+    from crawler.sample_crawl import sample_site  # the crawler's fetching and extraction
+
+    settings = self.runtime.settings
+    engine = self.runtime.engine()
+
+    def crawl(urls: list[str], pages: int) -> list[Any]:
+        deadline, size = settings.query_deadline, settings.query_max_bytes
+        return sample_site(urls, pages, deadline=deadline, max_bytes=size)
+
+    found = discovery.run_discovery(
+        engine.store, engine, crawl, harvest=settings.discover_harvest,
+        sample_pages=settings.discover_sample, at=now(),
+    )  # fmt: skip
+    return {"candidates": len(found), "pirate": sum(c.pirate for c in found)}
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.deliver_alerts")

@@ -150,11 +150,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Discovery page; dismissed ones are not sampled again.",
     )
     p.add_argument(
-        "--sample", type=int, default=10, help="pages sampled per candidate (default: 10)"
+        "--sample",
+        type=int,
+        help="pages sampled per candidate (default: FPTRACK_DISCOVER_SAMPLE, 10)",
     )
     p.add_argument(
-        "--harvest", type=int, default=20, help="pages read per watched site (default: 20)"
-    )
+        "--harvest", type=int,
+        help="pages read per watched site (default: FPTRACK_DISCOVER_HARVEST, 20)",
+    )  # fmt: skip
     json_option(p)
 
 
@@ -163,18 +166,20 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
     from matcher.discovery import candidate_doc, run_discovery
     from matcher.store import now
 
-    if not 1 <= args.sample <= 1000 or not 1 <= args.harvest <= 1000:
-        raise CommandError("--sample and --harvest take 1 to 1000 pages", 2)
     settings = ctx.settings
+    sample = settings.discover_sample if args.sample is None else args.sample
+    harvest = settings.discover_harvest if args.harvest is None else args.harvest
+    if not 1 <= sample <= 1000 or not 1 <= harvest <= 1000:
+        raise CommandError("--sample and --harvest take 1 to 1000 pages", 2)
 
-    def crawl(url: str, pages: int) -> list:
+    def crawl(urls: list[str], pages: int) -> list:
         return sample_site(
-            url, pages, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes
+            urls, pages, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes
         )
 
     engine = ctx.engine
     found = run_discovery(
-        engine.store, engine, crawl, harvest=args.harvest, sample_pages=args.sample, at=now()
+        engine.store, engine, crawl, harvest=harvest, sample_pages=sample, at=now()
     )
     if args.json:
         dump_json([candidate_doc(c) for c in found])

@@ -246,6 +246,7 @@ class Store:
     mark_processed = Forward("pages")
     set_page_archive = Forward("pages")
     mark_page_gone = Forward("pages")
+    mark_page_back = Forward("pages")
     mark_page_unchanged = Forward("pages")
     mark_enqueued = Forward("pages")
     pending_pages = Forward("pages")

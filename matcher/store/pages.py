@@ -585,6 +585,16 @@ class Pages:
         )
 
     @mongo_errors
+    def mark_page_back(self, url: str) -> bool:
+        """Clear the ``gone`` mark of the page stored at ``url`` (it answers again); False
+        when no page is stored there."""
+        doc, _ = self.page_slot(checked_str(url, "url"), {"_id": 1})
+        if doc is None:
+            return False
+        self.db.pages.update_one({"_id": doc["_id"]}, {"$unset": {"gone": ""}})
+        return True
+
+    @mongo_errors
     def mark_page_gone(self, url: str, status: int, at: datetime) -> bool:
         """Record that the stored page at ``url`` answered ``status`` (404, 410) at ``at``,
         unless already recorded; False when no page is stored there. Storing the page again

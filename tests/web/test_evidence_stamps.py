@@ -35,7 +35,7 @@ from matcher.archive import Exchange
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
-from matcher.schedules import STAMP_EVIDENCE
+from matcher.schedules import DISCOVER_SITES, RECHECK_TAKEDOWNS, STAMP_EVIDENCE
 from matcher.settings import Settings
 from matcher.stamping import STATE_KEY, stamp_waiting
 from tests.support import servers
@@ -266,15 +266,20 @@ def test_stamping_without_a_tsa_is_a_one_line_error(
     assert "neither a file nor a match id" in capsys.readouterr().err
 
 
-def test_the_beat_stamps_only_with_a_tsa(mongo_db: Database, redis_client: redis.Redis) -> None:
+def test_the_beat_stamps_only_with_a_tsa_and_discovers_unless_told_not_to(
+    mongo_db: Database, redis_client: redis.Redis
+) -> None:
     ctx = context(mongo_db, redis_client, tsa_url="http://127.0.0.1:9/tsa", tsa_every=120)
     try:
         ctx.schedules.ensure_daily(ctx.settings)
+        names = {e["name"] for e in ctx.schedules.entries()}
+        assert {RECHECK_TAKEDOWNS, DISCOVER_SITES} <= names  # the takedowns', discovery's
         [entry] = [e for e in ctx.schedules.entries() if e["name"] == STAMP_EVIDENCE]
         assert entry["task"] == "fptrack.stamp_evidence"
         assert entry["schedule"] == "<freq: 2.00 minutes>"
-        ctx.schedules.ensure_daily(replace(ctx.settings, tsa_url=""))
-        assert STAMP_EVIDENCE not in {e["name"] for e in ctx.schedules.entries()}
+        ctx.schedules.ensure_daily(replace(ctx.settings, tsa_url="", discover_every=0))
+        names = {e["name"] for e in ctx.schedules.entries()}
+        assert STAMP_EVIDENCE not in names and DISCOVER_SITES not in names
     finally:
         ctx.close()
 

@@ -117,6 +117,7 @@ def test_a_notice_is_followed_until_its_copies_are_gone(
     site.replace(PATHS[3], "第4章", "新增的一段广告文字，与作品无关。\n" + sample_text())
     day1 = recheck(web_ctx, sent_at + timedelta(days=1, minutes=1))
     assert day1 == {"gone": 1, "no_copy": 1, "copies": 1, "changed": 1}
+    assert store.page_by_url(site.url(PATHS[0]))["gone"]["status"] == 404  # "removed since"
     assert recheck(web_ctx, sent_at + timedelta(days=1, minutes=2)) == {}  # each once
 
     # day 3: 1 is back (reopened), 3 is gone (410); the site goes on answering
@@ -124,6 +125,7 @@ def test_a_notice_is_followed_until_its_copies_are_gone(
     site.remove(PATHS[2], status=410)
     day3 = recheck(web_ctx, sent_at + timedelta(days=3, minutes=1))
     assert day3 == {"copies": 1, "no_copy": 1, "gone": 1, "changed": 1}
+    assert "gone" not in store.page_by_url(site.url(PATHS[0]))  # back: no longer "removed"
     states = {c["url"]: c["state"] for c in store.takedowns.cases()}
     assert states == {
         site.url(PATHS[0]): "reopened", site.url(PATHS[1]): "removed",

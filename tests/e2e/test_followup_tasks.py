@@ -1,0 +1,69 @@
+"""The tasks beat sends for what follows a match, run by a real Celery worker on the test
+broker: ``fptrack.recheck_takedowns`` finds a page its site took down after the notice, and
+``fptrack.discover_sites`` finds the pirate site a watched one links to."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import timedelta
+
+import pytest
+import redis
+
+from bench.takedown_site import ChangingSite
+from crawler.one_page import page_text
+from matcher import takedowns, tasks
+from matcher.engine import Engine
+from matcher.ingest import Ingest
+from matcher.pages import CrawledPage
+from matcher.sites import SiteConfig
+from matcher.store import now
+from tests.e2e.test_worker import enqueue, worker
+from tests.support.e2e import sample
+from tests.support.waits import eventually
+
+
+@pytest.fixture
+def sites() -> Iterator[tuple[ChangingSite, ChangingSite]]:
+    watched, pirate = ChangingSite(host="127.0.0.2"), ChangingSite(host="127.0.0.3")
+    with watched, pirate:
+        yield watched, pirate
+
+
+def test_the_worker_rechecks_takedowns_and_discovers_sites(
+    engine: Engine, broker: redis.Redis, sites: tuple[ChangingSite, ChangingSite]
+) -> None:
+    watched, pirate = sites
+    text = sample("lighthouse.txt")
+    engine.add_work(text, title="灯塔", source="lighthouse.txt")
+    url = watched.put("/book/1.html", "第一章", text)
+    read = page_text(watched.pages["/book/1.html"].body, "text/html; charset=gbk", url)
+    Ingest(engine.store, enqueue).page(CrawledPage(url=url, site="watched", title="", text=read))
+    pirate.put("/copy.html", "灯塔", text)
+    watched.raw("/", f"<html><body><a href='/book/1.html'>第一章</a> 友情链接："
+                     f"<a href='{pirate.url('/copy.html')}'>书友站</a></body></html>")  # fmt: skip
+    engine.store.sites.save_site(
+        SiteConfig.from_dict({"name": "watched", "start_urls": [watched.url("/")]})
+    )
+    with worker():
+        eventually(lambda: not list(engine.store.pending_pages()), 60, "the page's match")
+        [match] = engine.store.db.matches.find()
+        sent = now() - timedelta(days=2)  # a notice sent two days ago: its first recheck due
+        takedowns.open_cases(
+            engine.store, "watched", [match], sent_at=sent, via="marked", to="",
+            provider="loopback", days=(1.0, 3.0),
+        )  # fmt: skip
+        watched.remove("/book/1.html", status=410)
+        tasks.recheck_takedowns.delay()
+        tasks.discover_sites.delay()
+
+        def removed() -> bool:
+            return [c["state"] for c in engine.store.takedowns.cases()] == ["removed"]
+
+        eventually(removed, 60, "the recheck")
+        eventually(lambda: engine.store.discovery.candidates(), 60, "the discovery")
+    [candidate] = engine.store.discovery.candidates()
+    assert candidate["_id"] == pirate.url("/").removeprefix("http://").rstrip("/")
+    assert candidate["pirate"] and candidate["works"][0]["title"] == "灯塔"
+    [case] = engine.store.takedowns.cases()
+    assert case["checks"][0]["kind"] == "gone" and case["checks"][0]["status"] == 410
