@@ -149,6 +149,8 @@ def check_bundle(data: bytes, roots: Roots | None) -> tuple[list[Checked], str]:
     out = []
     batches = Batches(roots)
     for entry in manifest if isinstance(manifest, list) else []:
+        if not isinstance(entry, dict):
+            continue
         name, sha256 = str(entry.get("file", "")), str(entry.get("sha256", ""))
         if entry.get("missing"):
             continue

@@ -250,7 +250,8 @@ class Registry:
                     pending.popleft().result()
             for done in pending:
                 done.result()
-        self.store.drop_work_segments(doc["_id"], from_index=len(segments))
+        if not fresh:  # a text registered again may have had more segments
+            self.store.drop_work_segments(doc["_id"], from_index=len(segments))
 
     def _batches(
         self,

@@ -298,3 +298,27 @@ def test_the_tsa_answer_is_checked(tsa: TsaServer) -> None:
     tsa.fail_with = 404
     with pytest.raises(timestamps.StampError, match="answered HTTP 404"):
         timestamps.ask(tsa.tsa_url, listed)
+
+
+def test_verify_says_in_one_line_what_it_cannot_read(
+    mongo_db: Database, redis_client: redis.Redis, tmp_path: Path, authority: Authority,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    ctx = context(mongo_db, redis_client, tsa_ca=str(authority.ca))
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(bytes(range(256)) * 40)
+    assert main(["evidence", "verify", str(junk)], ctx) == 1
+    out = capsys.readouterr().out
+    assert "the WARC file does not validate" in out and "no trusted timestamp covers it" in out
+    broken = tmp_path / "broken.zip"
+    with zipfile.ZipFile(broken, "w") as z:
+        z.writestr("manifest.json", json.dumps([1, "x", {"file": "a.warc.gz", "sha256": "0"}]))
+    assert main(["evidence", "verify", str(broken)], ctx) == 1
+    assert (
+        "FAIL  a.warc.gz: listed in manifest.json but not in the bundle" in capsys.readouterr().out
+    )
+    (tmp_path / "empty.zip").write_bytes(b"PK\x03\x04" + bytes(30))
+    assert main(["evidence", "verify", str(tmp_path / "empty.zip")], ctx) == 1
+    assert "not an fptrack evidence bundle" in capsys.readouterr().err
+    assert main(["evidence", "verify", "x", "--ca", str(junk)], ctx) == 1
+    assert "holds no PEM certificate" in capsys.readouterr().err
