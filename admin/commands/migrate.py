@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         f"migrated: {done.pages} page id(s) ({done.matches} match record(s),"
         f" {done.fingerprints} fingerprint document(s)), {done.page_fingerprints} page"
         f" fingerprint document(s) moved onto their pages, {done.around} page(s) given"
-        f" their links' ids, {done.counters} counter stripe(s),"
+        f" their links' ids, {done.names} their names' ids, {done.counters} counter stripe(s),"
         f" {done.tallies} tally document(s) rebuilt"
     )
     return 0

@@ -102,8 +102,7 @@ class Store:
         self.matches = Matches(db, self.tallies)
         self.failure_log = Failures(db)
         self.works = Works(db, self.sequences, self.fingerprints, self.matches)
-        private = not isinstance(db.client, MongoClient)  # the embedded scan's mongomock
-        self.pages = Pages(db, self.sequences, self.failure_log, self.tallies, private)
+        self.pages = Pages(db, self.sequences, self.failure_log, self.tallies)
         self.sites = Sites(db)
         self.crawls = CrawlRuns(db, self.pages, self.matches)
         self.users = Users(db)

@@ -37,6 +37,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         IndexModel([("pending", ASCENDING), ("seq", ASCENDING)], name="pending_seq"),
         IndexModel([("next_url", ASCENDING)], name="next_url"),
         IndexModel([("around", ASCENDING)], name="around"),
+        IndexModel([("names", ASCENDING)], name="names"),
         IndexModel([("aliases", ASCENDING)], name="aliases", sparse=True),
         IndexModel([("processed_at", ASCENDING)], name="processed_at"),
     ],

@@ -12,8 +12,9 @@ figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.id
 3. page fingerprints: those the earlier layout kept in ``fingerprints`` are set on their
    pages' own documents (:data:`matcher.store.fingerprints.PAGE_FIELD`, unless a worker
    stored newer ones there since), then deleted from ``fingerprints``;
-4. page links: each page without the field naming the pages it links with
-   (:data:`matcher.store.pages.AROUND`) gets it from its stored links;
+4. page links and names: each page without the field naming the pages it links with
+   (:data:`matcher.store.pages.AROUND`) gets it from its stored links, and each without the
+   one naming its URL and aliases (:data:`~matcher.store.pages.NAMES`) gets that;
 5. counters: every stripe of each kind starts above the highest ``seq`` handed out, and
    the single counter documents are deleted;
 6. tallies: rebuilt from the data, in stripes (:func:`matcher.store.tallies.recount`).
@@ -58,6 +59,7 @@ class Migrated:
     fingerprints: int = 0
     page_fingerprints: int = 0
     around: int = 0
+    names: int = 0
     counters: int = 0
     tallies: int = 0
 
@@ -83,6 +85,7 @@ def migrate(store: Store) -> Migrated:
             _move_page(store, doc, done)
     done.page_fingerprints = _page_fingerprints_onto_pages(store)
     done.around = _around_onto_pages(store)
+    done.names = _names_onto_pages(store)
     done.counters = _stripe_counters(store)
     done.tallies = tallies.recount(store.db)
     return done
@@ -146,6 +149,17 @@ def _around_onto_pages(store: Store) -> int:
     while batch := store.pages.pages_without_around(BATCH):
         changed = store.pages.set_around(batch)
         if not changed:  # every page of the batch was rewritten meanwhile
+            break
+        done += changed
+    return done
+
+
+def _names_onto_pages(store: Store) -> int:
+    """Step 4, names: :data:`~matcher.store.pages.NAMES` added to each page without it."""
+    done = 0
+    while batch := store.pages.pages_without_names(BATCH):
+        changed = store.pages.set_names(batch)
+        if not changed:  # every page of the batch was given them meanwhile
             break
         done += changed
     return done

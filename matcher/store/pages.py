@@ -53,9 +53,13 @@ read by this field finds a page together with the pages linking to it
 AROUND_READ = 2 * LINKERS + 4
 """At most this many documents are read by :data:`AROUND`; more, and the page and the pages
 around it are read as :meth:`Pages.pages_around` does."""
-AROUND_RECHECK_SECONDS = 600.0
-"""A process that found pages without :data:`AROUND` (a store of the earlier layout, before
-``fptrack migrate``) looks again after this long."""
+NAMES = "names"
+"""A page's field naming the first id candidates (:func:`matcher.ids.page_id`) of its URL
+and of its aliases, so that one read by this field finds the stored pages of a batch's URLs
+whether they are a page's URL or one of its aliases (:meth:`Pages.page_slots`)."""
+LAYOUT_RECHECK_SECONDS = 600.0
+"""A process that found pages without :data:`AROUND` or :data:`NAMES` (a store of the
+earlier layout, before ``fptrack migrate``) looks again after this long."""
 MAX_ALIASES = 20
 """At most this many other URLs are kept beside a page (a site's cache-busters are endless)."""
 VALIDATOR_CHARS = 200
@@ -105,6 +109,20 @@ def around_ids(slot: int, next_url: str, prev_url: str) -> list[int]:
     return list(dict.fromkeys([int(slot), *linked]))
 
 
+def names_of(url: str, aliases: Iterable[str] = ()) -> list[int]:
+    """The :data:`NAMES` of a page stored under ``url`` with ``aliases``.
+
+    >>> names_of("http://a.test/1") == [ids.page_id("http://a.test/1")]
+    True
+    """
+    return list(dict.fromkeys(ids.page_id(u) for u in (url, *aliases)))
+
+
+def _union(kept: list[int] | None, added: list[int]) -> list[int]:
+    """``kept`` with ``added`` after it, as ``$addToSet`` leaves an array."""
+    return list(dict.fromkeys([*(kept or ()), *added]))
+
+
 def _sent_lately(before: dict | None, content_hash: str, sending: Sending) -> bool:
     """Whether ``before`` (the stored page) had this text's task sent within
     ``sending.again_after`` of ``sending.at``."""
@@ -126,20 +144,15 @@ class Pages:
         sequences: Sequences,
         failures: Failures,
         sender: tallies.Sender | None = None,
-        private: bool = False,
     ) -> None:
         self.db = db
         self.sequences = sequences
         self.failures = failures
         self.tallies = sender or tallies.Sender(db)
         """Where the tallies of stored pages go (the store's :class:`tallies.Sender`)."""
-        self.private = private
-        """Whether this process is the store's only writer (the embedded scan's in-memory
-        store): then whether any page has aliases is known here, not asked each time."""
-        self._aliases_seen: bool | None = None
-        self._around_since: float | None = None
-        """When every page was last seen to carry :data:`AROUND` (None: not yet)."""
-        self._around_checked = -AROUND_RECHECK_SECONDS
+        self._ready: set[str] = set()
+        """The fields (:data:`AROUND`, :data:`NAMES`) every page was seen to carry."""
+        self._checked: dict[str, float] = {}
         self.seq_stripe: int | None = None
         """The counter stripe this process takes page seqs from: that of the first page it
         stores (so a crawl made again in the same order numbers its pages the same)."""
@@ -159,27 +172,35 @@ class Pages:
         return self.page_slot(checked_str(url, "url"), projection)[0]
 
     def page_slot(
-        self, url: str, projection: dict[str, int] | None = None
+        self, url: str, projection: dict[str, int] | None = None, *, by_id: bool = False
     ) -> tuple[dict | None, int]:
         """``(the stored page of url or None, its _id or the free slot for it)``
         (:meth:`page_slots` of one URL); a :class:`StoreError` when every slot of the URL
         holds another."""
-        doc, slot = self.page_slots([url], projection)[url]
+        doc, slot = self.page_slots([url], projection, by_id=by_id)[url]
         if slot is None:
             raise StoreError(f"every id slot of {url!r} holds another URL")
         return doc, slot
 
     def page_slots(
-        self, urls: Sequence[str], projection: dict[str, int] | None = None
+        self,
+        urls: Sequence[str],
+        projection: dict[str, int] | None = None,
+        *,
+        by_id: bool = False,
     ) -> dict[str, tuple[dict | None, int | None]]:
         """Per URL, ``(its stored page or None, that page's _id or a free slot for it)`` (the
         page without its fingerprints when no ``projection`` is given): one
         read of the URLs' candidate ids (:mod:`matcher.ids`), then, for the URLs none of them
         holds, one of the pages having those URLs among their ``aliases`` (then that page
         and its own ``_id``); the slot None when every one holds another URL. Two reads, not
-        one ``$or``: a server may answer that with a collection scan."""
+        one ``$or``: a server may answer that with a collection scan. Once every page carries
+        :data:`NAMES` (and not ``by_id``), one read by that field answers both, and a URL
+        stored nowhere is offered its first candidate (:meth:`_slots_by_names`)."""
         wanted = list(dict.fromkeys(urls))
         fields = {PAGE_FIELD: 0} if projection is None else {**projection, "url": 1, "aliases": 1}
+        if not by_id and self._layout_ready(NAMES):
+            return self._slots_by_names(wanted, fields)
         slots = {url: list(ids.candidates(ids.page_id(url))) for url in wanted}
         every = [slot for candidates in slots.values() for slot in candidates]
         found = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": every}}, fields)}
@@ -189,7 +210,7 @@ class Pages:
             if at is not None:
                 out[url] = (found[at], at)
         missing = [url for url in wanted if url not in out]
-        if missing and self._may_have_aliases():
+        if missing:
             for doc in self.db.pages.find({"aliases": {"$in": missing}}, fields):
                 for url in set(doc.get("aliases") or ()) & set(missing):
                     out.setdefault(url, (doc, doc["_id"]))
@@ -201,15 +222,24 @@ class Pages:
                 out[url] = (None, free)
         return out
 
-    def _may_have_aliases(self) -> bool:
-        """False only when no page has aliases for sure: in a :attr:`private` store, none
-        had any when first asked and this process wrote none since."""
-        if not self.private:
-            return True
-        if self._aliases_seen is None:
-            query = {"aliases": {"$exists": True}}
-            self._aliases_seen = self.db.pages.find_one(query, {"_id": 1}) is not None
-        return self._aliases_seen
+    def _slots_by_names(
+        self, wanted: list[str], fields: dict[str, int]
+    ) -> dict[str, tuple[dict | None, int | None]]:
+        """:meth:`page_slots` in one read by :data:`NAMES`: each URL's page (its URL or an
+        alias), else its first id candidate, which a write finds taken in the rare case
+        another URL holds it (then it is stored on its own, its slot looked up by id)."""
+        keys = [ids.page_id(url) for url in wanted]
+        found = list(self.db.pages.find({NAMES: {"$in": keys}}, fields))
+        out: dict[str, tuple[dict | None, int | None]] = {}
+        for doc in found:
+            if doc.get("url") in wanted:
+                out[doc["url"]] = (doc, doc["_id"])
+        for doc in found:
+            for url in set(doc.get("aliases") or ()) & set(wanted):
+                out.setdefault(url, (doc, doc["_id"]))
+        for url in wanted:
+            out.setdefault(url, (None, ids.page_id(url)))
+        return out
 
     @mongo_errors
     def add_page_alias(self, url: str, alias: str) -> bool:
@@ -220,10 +250,9 @@ class Pages:
         if doc is None:
             return False
         if alias != doc["url"]:
-            self._aliases_seen = True
             self.db.pages.update_one(
                 {"_id": doc["_id"], f"aliases.{MAX_ALIASES - 1}": {"$exists": False}},
-                {"$addToSet": {"aliases": alias}},
+                {"$addToSet": {"aliases": alias, NAMES: ids.page_id(alias)}},
             )
         return True
 
@@ -306,7 +335,7 @@ class Pages:
     def _store(
         self, page: CrawledPage, content_hash: str, sending: Sending | None, attempt: int = 0
     ) -> tuple[dict, str, bool]:
-        before, slot = self.page_slot(checked_str(page.url, "url"))
+        before, slot = self.page_slot(checked_str(page.url, "url"), by_id=attempt > 0)
         plan = self._planned(page, content_hash, sending, before)
         plan.fields[AROUND] = around_ids(slot, plan.fields["next_url"], plan.fields["prev_url"])
         try:
@@ -315,6 +344,7 @@ class Pages:
                 "page",
                 {"_id": slot, "url": plan.url},
                 {**plan.fields, "_stamp": plan.stamp},
+                {NAMES: names_of(plan.url)},
                 stripe=self._stripe(slot),
                 block=SEQ_BLOCK,
                 existing=before,
@@ -325,11 +355,13 @@ class Pages:
             return self._store(page, content_hash, sending, attempt + 1)
         added = plan.aliases_to_add(doc)
         if added:
-            self._aliases_seen = True
+            names = {"$each": names_of(plan.url, added)}
             self.db.pages.update_one(
-                {"_id": doc["_id"]}, {"$addToSet": {"aliases": {"$each": added}}}
+                {"_id": doc["_id"]},
+                {"$addToSet": {"aliases": {"$each": added}, NAMES: names}},
             )
             doc["aliases"] = list(doc.get("aliases") or ()) + added
+            doc[NAMES] = _union(doc.get(NAMES), names["$each"])
         if doc.get("gone"):  # it answers again
             self.db.pages.update_one({"_id": doc["_id"]}, {"$unset": {"gone": ""}})
             doc.pop("gone")
@@ -369,9 +401,9 @@ class Pages:
         for _, plan, before, slot, insert in plans:
             update: dict[str, Any] = {"$set": plan.fields}
             added = plan.aliases_to_add(before or {})
+            update["$addToSet"] = {NAMES: {"$each": names_of(plan.url, added)}}
             if added:
-                self._aliases_seen = True
-                update["$addToSet"] = {"aliases": {"$each": added}}
+                update["$addToSet"]["aliases"] = {"$each": added}
             if before is not None and before.get("gone"):
                 update["$unset"] = {"gone": ""}
             if before is None:
@@ -394,6 +426,7 @@ class Pages:
                 continue
             doc = {**(before or {"_id": slot, "url": plan.url, **insert}), **plan.fields}
             added = plan.aliases_to_add(before or {})
+            doc[NAMES] = _union(doc.get(NAMES), names_of(plan.url, added))
             if added:
                 doc["aliases"] = list(doc.get("aliases") or ()) + added
             doc.pop("gone", None)
@@ -507,16 +540,19 @@ class Pages:
         return known, linking[:LINKERS]
 
     def _around_ready(self) -> bool:
-        """Whether every page carries :data:`AROUND` (looked up once a process, or again
-        every :data:`AROUND_RECHECK_SECONDS` while some do not)."""
-        if self._around_since is not None:
+        return self._layout_ready(AROUND)
+
+    def _layout_ready(self, name: str) -> bool:
+        """Whether every page carries the field ``name`` (looked up once a process, or again
+        every :data:`LAYOUT_RECHECK_SECONDS` while some do not)."""
+        if name in self._ready:
             return True
         clock = time.monotonic()
-        if clock - self._around_checked < AROUND_RECHECK_SECONDS:
+        if clock - self._checked.get(name, -LAYOUT_RECHECK_SECONDS) < LAYOUT_RECHECK_SECONDS:
             return False
-        self._around_checked = clock
-        if self.db.pages.find_one({AROUND: None}, {"_id": 1}) is None:
-            self._around_since = clock
+        self._checked[name] = clock
+        if self.db.pages.find_one({name: None}, {"_id": 1}) is None:
+            self._ready.add(name)
             return True
         return False
 
@@ -536,6 +572,26 @@ class Pages:
             links = {k: d.get(k, {"$exists": False}) for k in _LINKS}
             value = around_ids(d["_id"], d.get("next_url") or "", d.get("prev_url") or "")
             ops.append(UpdateOne({"_id": d["_id"], **links}, {"$set": {AROUND: value}}))
+        return self.db.pages.bulk_write(ops, ordered=False).modified_count if ops else 0
+
+    @mongo_errors
+    def pages_without_names(self, batch: int) -> list[dict]:
+        """Up to ``batch`` pages of the earlier layout, without :data:`NAMES`: their
+        ``_id``, URL and aliases."""
+        fields = {"_id": 1, "url": 1, "aliases": 1}
+        return list(self.db.pages.find({NAMES: None}, fields).limit(int(batch)))
+
+    @mongo_errors
+    def set_names(self, pages: list[dict]) -> int:
+        """Add :data:`NAMES` to ``pages`` (as :meth:`pages_without_names` gives them); an
+        alias added since adds its own."""
+        ops = [
+            UpdateOne(
+                {"_id": d["_id"]},
+                {"$addToSet": {NAMES: {"$each": names_of(d["url"], d.get("aliases") or ())}}},
+            )
+            for d in pages
+        ]
         return self.db.pages.bulk_write(ops, ordered=False).modified_count if ops else 0
 
     @mongo_errors

@@ -14,7 +14,7 @@ from matcher import ids
 from matcher.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, page_key, tallies
-from matcher.store.pages import AROUND, around_ids
+from matcher.store.pages import AROUND, NAMES, around_ids
 
 WHEN = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)
 
@@ -68,7 +68,7 @@ def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
     assert not opened.problems
     assert out.startswith("migrated: 3 page id(s) (3 match record(s), 3 fingerprint")
     assert "3 page fingerprint document(s) moved onto their pages" in out
-    assert "3 page(s) given their links' ids" in out
+    assert "3 page(s) given their links' ids, 3 their names' ids" in out
 
     for url, old in before.items():
         doc = ctx.engine.store.page_by_url(url)
@@ -81,6 +81,7 @@ def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
         # and the ids of the pages it links with, for the one read of a page and its linkers
         assert doc[AROUND] == around_ids(doc["_id"], doc["next_url"], doc["prev_url"])
         assert len(doc[AROUND]) == (2 if url[-6] in "13" else 3)
+        assert doc[NAMES] == [ids.page_id(url)]  # and its URL's id, to be found by it
     assert db.fingerprints.count_documents({"owner_kind": "page"}) == 0
     info = db.pages.index_information()
     assert "url_unique" not in info and "seq_unique" not in info
@@ -107,7 +108,7 @@ def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
     again = capsys.readouterr().out
     assert again.startswith("migrated: 0 page id(s) (0 match record(s)")
     assert "0 page fingerprint document(s) moved" in again
-    assert "0 page(s) given their links' ids" in again
+    assert "0 page(s) given their links' ids, 0 their names' ids" in again
     assert db.pages.count_documents({}) == 4
 
 
