@@ -9,7 +9,12 @@ or 410 is what a recheck looks for) and, for a 2xx answer, the text as the crawl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urldefrag, urljoin, urlsplit
+
+import lxml.html
 
 from crawler.encoding import decode_body
 from crawler.extract import extract
@@ -17,16 +22,23 @@ from matcher import outbound
 
 USER_AGENT = "fptrack/0.1 (recheck)"
 MAX_REDIRECTS = 5
+MAX_LINKS = 500
+"""At most this many links are read from one page."""
 
 
 @dataclass(frozen=True)
 class Fetched:
-    """What one fetch came to: the final status (None when there was no answer), the main
-    text of a 2xx answer, and a one-line error ("" when it was answered)."""
+    """What one fetch came to: the URL asked, the final status (None when there was no
+    answer) and URL (after redirects), the main text of a 2xx answer, its links
+    ``(absolute URL, anchor text)`` when asked for, and a one-line error ("" when it was
+    answered)."""
 
+    url: str
     status: int | None
     text: str = ""
     error: str = ""
+    final_url: str = ""
+    links: tuple[tuple[str, str], ...] = ()
 
 
 def page_text(body: bytes, content_type: str, url: str) -> str:
@@ -36,18 +48,58 @@ def page_text(body: bytes, content_type: str, url: str) -> str:
     return extract(text, url).text
 
 
-def fetch_page(url: str, *, deadline: float, max_bytes: int, allow_private: bool = True) -> Fetched:
-    """``url`` fetched once (see the module docstring); never raises."""
+def links_of(html: str, base: str) -> tuple[tuple[str, str], ...]:
+    """The ``http(s)`` links of a page, absolute, with their anchor text (at most
+    :data:`MAX_LINKS`)."""
+    try:
+        tree = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return ()
+    out = []
+    for a in tree.iter("a"):
+        href = (a.get("href") or "").strip()
+        if not href:
+            continue
+        url = urldefrag(urljoin(base, href))[0]
+        if urlsplit(url).scheme in ("http", "https"):
+            out.append((url, " ".join(a.text_content().split())[:100]))
+        if len(out) >= MAX_LINKS:
+            break
+    return tuple(out)
+
+
+def fetch_page(
+    url: str,
+    *,
+    deadline: float,
+    max_bytes: int,
+    allow_private: bool = True,
+    user_agent: str = USER_AGENT,
+    links: bool = False,
+) -> Fetched:
+    """``url`` fetched once (see the module docstring), its links read too when ``links``;
+    never raises."""
     policy = outbound.Policy(deadline, max_bytes, allow_private, MAX_REDIRECTS)
     try:
-        answer = outbound.request("GET", url, policy, headers={"User-Agent": USER_AGENT})
+        answer = outbound.request("GET", url, policy, headers={"User-Agent": user_agent})
     except outbound.OutboundError as exc:
-        return Fetched(None, error=exc.detail)
+        return Fetched(url, None, error=exc.detail)
     if not 200 <= answer.status < 300:
-        return Fetched(answer.status, error=f"HTTP {answer.status} {answer.reason}")
+        return Fetched(url, answer.status, error=f"HTTP {answer.status} {answer.reason}",
+                       final_url=answer.url)  # fmt: skip
     try:
-        return Fetched(
-            answer.status, page_text(answer.body, answer.headers.get("Content-Type", ""), url)
-        )
+        html, _ = decode_body(answer.body, answer.headers.get("Content-Type", ""))
     except ValueError as exc:
-        return Fetched(answer.status, error=f"{url}: {exc}")
+        return Fetched(url, answer.status, error=f"{url}: {exc}", final_url=answer.url)
+    found = links_of(html, answer.url) if links else ()
+    return Fetched(url, answer.status, extract(html, url).text, "", answer.url, found)
+
+
+def fetcher(settings: Any) -> Callable[[str], Fetched]:
+    """:func:`fetch_page` under the query settings (``FPTRACK_QUERY_DEADLINE``,
+    ``FPTRACK_QUERY_MAX_BYTES``): what a takedown's recheck fetches with."""
+
+    def fetch(url: str) -> Fetched:
+        return fetch_page(url, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes)
+
+    return fetch

@@ -233,3 +233,8 @@ def figures(
         scope: sorted(found.values(), key=lambda f: (-len(f.escalate), -f.urls, f.name))
         for scope, found in groups.items()
     }
+
+
+def stored_figures(store: Store, at: datetime, escalate_days: float) -> dict[str, list[Figures]]:
+    """:func:`figures` of every case and notice the store keeps."""
+    return figures(store.takedowns.cases(), store.takedowns.notices(), at, escalate_days)

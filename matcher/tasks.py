@@ -282,14 +282,10 @@ def stamp_evidence(self: FptrackTask) -> dict[str, Any]:
 def recheck_takedowns(self: FptrackTask) -> dict[str, Any]:
     """Recheck the URLs of the takedown notices whose recheck is due
     (:func:`matcher.takedowns.recheck_due`)."""
-    from crawler.one_page import fetch_page  # the crawler's decoding and extraction
+    from crawler.one_page import fetcher  # the crawler's decoding and extraction
 
-    settings = self.runtime.settings
     engine = self.runtime.engine()
-
-    def fetch(url: str) -> Any:
-        return fetch_page(url, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes)
-
+    fetch = fetcher(self.runtime.settings)
     done = takedowns.recheck_due(engine.store, fetch, engine.still_copies, now())
     return {"checked": done.checked, "outcomes": done.outcomes}
 
@@ -298,17 +294,12 @@ def recheck_takedowns(self: FptrackTask) -> dict[str, Any]:
 def discover_sites(self: FptrackTask) -> dict[str, Any]:
     """Find the pirate sites the watched ones lead to, sampled and ranked
     (:func:`matcher.discovery.run_discovery`)."""
-    from crawler.sample_crawl import sample_site  # the crawler's fetching and extraction
+    from crawler.sample_crawl import sampler  # the crawler's fetching and extraction
 
     settings = self.runtime.settings
     engine = self.runtime.engine()
-
-    def crawl(urls: list[str], pages: int) -> list[Any]:
-        deadline, size = settings.query_deadline, settings.query_max_bytes
-        return sample_site(urls, pages, deadline=deadline, max_bytes=size)
-
     found = discovery.run_discovery(
-        engine.store, engine, crawl, harvest=settings.discover_harvest,
+        engine.store, engine, sampler(settings), harvest=settings.discover_harvest,
         sample_pages=settings.discover_sample, at=now(),
     )  # fmt: skip
     return {"candidates": len(found), "pirate": sum(c.pirate for c in found)}

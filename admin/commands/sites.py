@@ -162,7 +162,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_discover(args: argparse.Namespace, ctx: Context) -> int:
-    from crawler.sample_crawl import sample_site
+    from crawler.sample_crawl import sampler
     from matcher.discovery import candidate_doc, run_discovery
     from matcher.store import now
 
@@ -172,14 +172,9 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
     if not 1 <= sample <= 1000 or not 1 <= harvest <= 1000:
         raise CommandError("--sample and --harvest take 1 to 1000 pages", 2)
 
-    def crawl(urls: list[str], pages: int) -> list:
-        return sample_site(
-            urls, pages, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes
-        )
-
     engine = ctx.engine
     found = run_discovery(
-        engine.store, engine, crawl, harvest=harvest, sample_pages=sample, at=now()
+        engine.store, engine, sampler(settings), harvest=harvest, sample_pages=sample, at=now()
     )
     if args.json:
         dump_json([candidate_doc(c) for c in found])

@@ -88,16 +88,12 @@ def run_send(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_recheck(args: argparse.Namespace, ctx: Context) -> int:
-    from crawler.one_page import fetch_page
+    from crawler.one_page import fetcher
     from matcher.store import now
     from matcher.takedowns import recheck_due
 
-    settings, engine = ctx.settings, ctx.engine
-
-    def fetch(url: str) -> object:
-        return fetch_page(url, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes)
-
-    done = recheck_due(engine.store, fetch, engine.still_copies, now())
+    engine = ctx.engine
+    done = recheck_due(engine.store, fetcher(ctx.settings), engine.still_copies, now())
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(done.outcomes.items())) or "none due"
     print(f"{done.checked} URL(s) rechecked: {outcomes}")
     return 0
@@ -105,11 +101,10 @@ def run_recheck(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from matcher.store import now
-    from matcher.takedowns import figures
+    from matcher.takedowns import stored_figures
 
     days = args.days if args.days is not None else ctx.settings.takedown_escalate_days
-    store = ctx.engine.store.takedowns
-    found = figures(store.cases(), store.notices(), now(), days)
+    found = stored_figures(ctx.engine.store, now(), days)
     if args.json:
         out = {scope: [f.as_dict() for f in rows] for scope, rows in found.items()}
         print(json.dumps(out, ensure_ascii=False, indent=2, default=str))

@@ -34,11 +34,12 @@ from admin.web import deps
 from admin.web.api_spec import MAX_NOTE_CHARS, MAX_TITLE_CHARS, Operation, document
 from admin.web.api_tokens import ApiTokens
 from admin.web.rate_limit import spend
+from admin.web.takedowns import escalate_days
 from admin.web.users import User
 from matcher.errors import redis_errors
 from matcher.sites import SiteConfig, SiteConfigError
 from matcher.store import STATUSES, now, object_id
-from matcher.takedowns import figures
+from matcher.takedowns import stored_figures
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT = 50
@@ -528,15 +529,8 @@ DAYS = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 365
        params=(_query("days", DAYS, "still up this many days after the notice (default 7)"),),
        responses=_ok("Takedowns"))  # fmt: skip
 def takedown_figures() -> Any:
-    raw = request.args.get("days", "")
-    try:
-        days = float(raw) if raw else deps.ctx().settings.takedown_escalate_days
-    except ValueError:
-        abort(400, "days must be a number")
-    if not 0 < days <= 3650:
-        abort(400, "days must be over 0 and at most 3650")
-    store = deps.engine().store.takedowns
-    found = figures(store.cases(), store.notices(), now(), days)
+    days = escalate_days()
+    found = stored_figures(deps.engine().store, now(), days)
     out = {scope: [f.as_dict() for f in rows] for scope, rows in found.items()}
     for rows in out.values():
         for row in rows:

@@ -28,13 +28,15 @@ from admin.report.takedown_send import NoticeError, SendError, send_notice
 from admin.web import deps
 from admin.web.security import requires
 from matcher.store import now
-from matcher.takedowns import figures
+from matcher.takedowns import stored_figures
 
 bp = Blueprint("takedowns", __name__, url_prefix="/takedowns")
 CASE_FIELDS = ("url", "site", "provider", "state", "first_sent_at", "removed_at", "rechecks")
 
 
-def _days() -> float:
+def escalate_days() -> float:
+    """The request's ``days`` (over 0, at most 3650), else ``FPTRACK_TAKEDOWN_ESCALATE_DAYS``;
+    a 400 when it is not such a number (the page and the API alike)."""
     raw = request.args.get("days", "")
     if not raw:
         return deps.ctx().settings.takedown_escalate_days
@@ -43,16 +45,15 @@ def _days() -> float:
     except ValueError:
         abort(400, "days must be a number")
     if not 0 < days <= 3650:
-        abort(400, "days must be in 0..3650")
+        abort(400, "days must be over 0 and at most 3650")
     return days
 
 
 @bp.get("/")
 def index() -> Any:
-    store = deps.engine().store.takedowns
-    days = _days()
-    found = figures(store.cases(), store.notices(), now(), days)
-    contacts = store.contacts()
+    days = escalate_days()
+    found = stored_figures(deps.engine().store, now(), days)
+    contacts = deps.engine().store.takedowns.contacts()
     names = sorted({s.name for s in deps.ops().list_sites()} | {f.name for f in found["sites"]})
     recheck_days = ", ".join(f"{d:g}" for d in deps.ctx().settings.takedown_days)
     return render_template(

@@ -508,7 +508,7 @@ class Pages:
         :data:`AROUND_READ` pages name it."""
         key = page_key(page_id)
         doc = None
-        if self._around_ready():
+        if self._layout_ready(AROUND):
             found = list(self.db.pages.find({AROUND: key}).limit(AROUND_READ))
             doc = next((d for d in found if d["_id"] == key), None)
             if len(found) < AROUND_READ:
@@ -538,9 +538,6 @@ class Pages:
                 if d.get("url") in missing:
                     known[d["url"]] = d
         return known, linking[:LINKERS]
-
-    def _around_ready(self) -> bool:
-        return self._layout_ready(AROUND)
 
     def _layout_ready(self, name: str) -> bool:
         """Whether every page carries the field ``name`` (looked up once a process, or again
