@@ -42,7 +42,8 @@ from typing import Any
 import mongomock
 from bson import ObjectId
 from mongomock.filtering import filter_applies
-from pymongo.errors import DuplicateKeyError
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.results import BulkWriteResult
 
 _PLAIN = (int, str, ObjectId)
 
@@ -226,21 +227,51 @@ class MemoryCollection(mongomock.Collection):
             index.rebuild(index.fields, self._store.documents)
             raise
 
-    def bulk_write(self, requests: Iterable[Any], ordered: bool = True, **_: Any) -> None:
-        """Apply pymongo's bulk ``requests`` one by one, in order."""
+    def bulk_write(
+        self, requests: Iterable[Any], ordered: bool = True, **_: Any
+    ) -> BulkWriteResult:
+        """Apply pymongo's bulk ``requests`` one by one, in order, and answer as pymongo
+        does: a :class:`~pymongo.results.BulkWriteResult` (the ids upserted by request
+        index), or a :class:`~pymongo.errors.BulkWriteError` naming the requests refused on
+        a duplicate key (an ordered write stops at the first)."""
         builder = _Requests(self)
         for request in requests:
-            request._add_to_bulk(builder)
+            try:
+                request._add_to_bulk(builder)
+            except DuplicateKeyError as exc:
+                builder.refused(exc)
+                if ordered:
+                    break
+            builder.index += 1
+        if builder.details["writeErrors"]:
+            raise BulkWriteError(builder.details)
+        return BulkWriteResult(builder.details, acknowledged=True)
 
 
 class _Requests:
-    """What pymongo's requests add themselves to (``_add_to_bulk``), applied at once."""
+    """What pymongo's requests add themselves to (``_add_to_bulk``), each applied at once;
+    ``details`` counts them as a server's bulk write reply does."""
 
     def __init__(self, collection: MemoryCollection) -> None:
         self.collection = collection
+        self.index = 0
+        self.details: dict[str, Any] = {
+            "writeErrors": [],
+            "writeConcernErrors": [],
+            "nInserted": 0,
+            "nUpserted": 0,
+            "nMatched": 0,
+            "nModified": 0,
+            "nRemoved": 0,
+            "upserted": [],
+        }
+
+    def refused(self, exc: DuplicateKeyError) -> None:
+        self.details["writeErrors"].append({"index": self.index, "code": 11000, "errmsg": str(exc)})
 
     def add_insert(self, document: dict) -> None:
         self.collection.insert_one(document)
+        self.details["nInserted"] += 1
 
     def add_update(
         self, selector: dict, update: Any, multi: bool, upsert: bool = False, **options: Any
@@ -248,18 +279,27 @@ class _Requests:
         if options.get("array_filters") or options.get("sort"):
             raise NotImplementedError("the in-memory store takes no array filters or sort")
         write = self.collection.update_many if multi else self.collection.update_one
-        write(selector, update, upsert=bool(upsert))
+        self._updated(write(selector, update, upsert=bool(upsert)))
 
     def add_replace(
         self, selector: dict, replacement: dict, upsert: bool = False, **_: Any
     ) -> None:
-        self.collection.replace_one(selector, replacement, upsert=bool(upsert))
+        self._updated(self.collection.replace_one(selector, replacement, upsert=bool(upsert)))
 
     def add_delete(self, selector: dict, limit: int, **_: Any) -> None:
         if limit == 1:
-            self.collection.delete_one(selector)
+            done = self.collection.delete_one(selector)
         else:
-            self.collection.delete_many(selector)
+            done = self.collection.delete_many(selector)
+        self.details["nRemoved"] += done.deleted_count
+
+    def _updated(self, result: Any) -> None:
+        if result.upserted_id is not None:
+            self.details["nUpserted"] += 1
+            self.details["upserted"].append({"index": self.index, "_id": result.upserted_id})
+        else:
+            self.details["nMatched"] += result.matched_count
+            self.details["nModified"] += result.modified_count
 
 
 def _plain_values(value: Any) -> list[Any] | None:

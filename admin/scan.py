@@ -6,7 +6,10 @@ crawls each site (links within its host), matches every page and writes the cont
 server of ``FPTRACK_REDIS_URL`` when that is set (under a key prefix of their own, deleted
 afterwards), else on fakeredis; Celery tasks run eagerly, in process; Scrapy runs in process.
 The same code paths as the deployed system run: the crawler's item pipeline stores each page
-and enqueues ``process_page``, which matches it and writes its match records.
+and enqueues ``process_page``, which matches it and writes its match records. The pages
+are stored in batches of those waiting (:class:`crawler.ingest_lanes.ReactorBatches`), and
+a batch's tasks run together (:meth:`matcher.engine.Engine.pages_together`: one read of
+their pages, one write of their processed marks).
 """
 
 from __future__ import annotations
@@ -263,7 +266,13 @@ def run_scan(
         site_config(url, i, max_pages, deadline, render, max_depth)
         for i, url in enumerate(site_urls, 1)
     ]
-    ingest = Ingest(engine.store, enqueue, archive=archive)
+
+    def send_many(page_ids: list[str]) -> None:
+        with engine.pages_together(page_ids):
+            for page_id in page_ids:
+                enqueue(page_id)
+
+    ingest = Ingest(engine.store, enqueue, archive=archive, send_many=send_many)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)
     _match_pending(engine, outage_wait, on_wait)

@@ -91,16 +91,63 @@ class IngestLanes:
                     stopping = True
                     break
                 batch.append(waiting)
-            self._answer(batch)
+            _answer(self._handle, batch)
 
-    def _answer(self, batch: list[tuple[Any, Future[Any]]]) -> None:
-        try:
-            answers = list(self._handle([item for item, _ in batch]))
-            if len(answers) != len(batch):
-                raise RuntimeError(f"{len(answers)} answers to {len(batch)} items")
-        except Exception as exc:  # the caller awaiting each item sees the error
-            for _, future in batch:
-                future.set_exception(exc)
-            return
-        for (_, future), answer in zip(batch, answers, strict=True):
-            future.set_result(answer)
+
+def _answer(
+    handle: Callable[[Sequence[Any]], Sequence[Any]], batch: list[tuple[Any, Future[Any]]]
+) -> None:
+    """Settle each item's future with ``handle``'s answer to it (its error to all)."""
+    try:
+        answers = list(handle([item for item, _ in batch]))
+        if len(answers) != len(batch):
+            raise RuntimeError(f"{len(answers)} answers to {len(batch)} items")
+    except Exception as exc:  # the caller awaiting each item sees the error
+        for _, future in batch:
+            future.set_exception(exc)
+        return
+    for (_, future), answer in zip(batch, answers, strict=True):
+        future.set_result(answer)
+
+
+class ReactorBatches:
+    """Items handled in the reactor thread, in batches of what waits (an ingest that is not
+    ``thread_safe``, such as the embedded scan's on mongomock): the first item waits
+    ``linger`` seconds for more, and the batch goes at once when it holds ``batch`` items or
+    when ``full()`` says so (the crawl's page budget). The handler runs in the reactor
+    thread, like every other call of the store, and answers each item in order."""
+
+    def __init__(
+        self,
+        handle: Callable[[Sequence[Any]], Sequence[Any]],
+        batch: int = BATCH,
+        linger: float = LINGER,
+        full: Callable[[int], bool] = lambda waiting: False,
+    ) -> None:
+        self._handle = handle
+        self._batch = max(1, batch)
+        self._linger = max(0.0, linger)
+        self._full = full
+        self._waiting: list[tuple[Any, Future[Any]]] = []
+        self._timer: Any = None
+
+    def submit(self, item: Any) -> Future[Any]:
+        """Queue ``item`` (in the reactor thread); the future holds its answer."""
+        future: Future[Any] = Future()
+        self._waiting.append((item, future))
+        if len(self._waiting) >= self._batch or self._full(len(self._waiting)):
+            self.flush()
+        elif self._timer is None:
+            from twisted.internet import reactor
+
+            self._timer = reactor.callLater(self._linger, self.flush)
+        return future
+
+    def flush(self) -> None:
+        """Hand the waiting items over now."""
+        if self._timer is not None and self._timer.active():
+            self._timer.cancel()
+        self._timer = None
+        batch, self._waiting = self._waiting, []
+        if batch:
+            _answer(self._handle, batch)

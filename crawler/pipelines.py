@@ -38,21 +38,26 @@ With ``FPTRACK_INGEST_LANES`` above 0 (default 4) and an ingest that says it is
 ``thread_safe`` (:class:`matcher.ingest.Ingest` on a pymongo store: the production ingest,
 not the embedded scan's mongomock one), the store calls run in that many threads, in order
 per page (:mod:`crawler.ingest_lanes`), the pages waiting in a lane stored in one batch (the
-ingest's ``pages``), and the crawl goes on meanwhile; otherwise they run in the reactor
-thread, one page at a time.
+ingest's ``pages``), and the crawl goes on meanwhile. An ingest that is not ``thread_safe``
+but has ``pages`` (the embedded scan's) stores in the reactor thread, in batches of the
+pages that waited up to :data:`crawler.ingest_lanes.LINGER` (at most
+:data:`~crawler.ingest_lanes.BATCH`, and never more than the page budget has left:
+:class:`crawler.ingest_lanes.ReactorBatches`); with ``FPTRACK_INGEST_LANES`` 0, in the
+reactor thread, one page at a time.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import Future
 from typing import Any, Protocol
 
 from scrapy.crawler import Crawler
 from scrapy.exceptions import DropItem
 from scrapy.utils.defer import maybe_deferred_to_future
 
-from crawler.ingest_lanes import IngestLanes
+from crawler.ingest_lanes import IngestLanes, ReactorBatches
 from crawler.items import PageItem
 from crawler.reactor import deferred_from_future
 from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
@@ -110,6 +115,7 @@ class IngestPipeline:
         self._pages: set[str] = set()  # ids of the pages stored by this crawl
         self.lane_count = lanes
         self._lanes: IngestLanes | None = None
+        self._batches: ReactorBatches | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> IngestPipeline:
@@ -138,6 +144,12 @@ class IngestPipeline:
             self.ingest, self._owned_store = production_ingest(self.stats, self.settings)
         if self.lane_count > 0 and getattr(self.ingest, "thread_safe", False):
             self._lanes = IngestLanes(self.lane_count, self._store_many)
+        elif self.lane_count > 0 and callable(getattr(self.ingest, "pages", None)):
+            self._batches = ReactorBatches(self._store_counted, full=self._budget_reached)
+
+    def _budget_reached(self, waiting: int) -> bool:
+        """Whether ``waiting`` more pages would spend the rest of the page budget."""
+        return self.max_pages > 0 and self._stored + waiting >= self.max_pages
 
     def close_spider(self) -> None:
         """Stop the lanes (their calls are done: Scrapy closes the pipelines after the last
@@ -146,6 +158,9 @@ class IngestPipeline:
         if self._lanes is not None:
             self._lanes.close()
             self._lanes = None
+        if self._batches is not None:
+            self._batches.flush()
+            self._batches = None
         if self._owned_store is not None:
             self._owned_store.flush_tallies()
             self._owned_store.client.close()
@@ -160,13 +175,14 @@ class IngestPipeline:
         on the page's lane and the item comes back when it is done (a coroutine)."""
         if self.ingest is None:  # pragma: no cover - open_spider always runs first
             raise RuntimeError("IngestPipeline.process_item before open_spider")
-        if self._lanes is None:
-            return self._account(item, *self._store(item))
-        return self._in_lane(item)
+        if self._lanes is not None:
+            return self._answered(item, self._lanes.submit(item.url, item))
+        if self._batches is not None:
+            return self._answered(item, self._batches.submit(item))
+        return self._account(item, *self._store(item))
 
-    async def _in_lane(self, item: Any) -> Any:
-        assert self._lanes is not None
-        future = self._lanes.submit(item.url, item)
+    async def _answered(self, item: Any, future: Future[Any]) -> Any:
+        """``item`` accounted once its store call (on a lane, or in a batch) is done."""
         answer, error = await maybe_deferred_to_future(deferred_from_future(future))
         return self._account(item, answer, error)
 
@@ -194,6 +210,15 @@ class IngestPipeline:
             run = []
             out.append(self._store(item))
         return out + self._store_pages(run)
+
+    def _store_counted(self, items: Sequence[Any]) -> list[tuple[Any, MatcherError | None]]:
+        """:meth:`_store_many` in the reactor thread, each page stored counted at once (so
+        the budget closes the crawl before another page comes, as one page at a time)."""
+        out = self._store_many(items)
+        for item, (answer, error) in zip(items, out, strict=True):
+            if error is None and _mark_of(item) is None:
+                self._count_page(getattr(answer, "page_id", None) or item.url)
+        return out
 
     def _store_pages(self, pages: list[Any]) -> list[tuple[Any, MatcherError | None]]:
         assert self.ingest is not None

@@ -50,7 +50,9 @@ Defaults:
 - ``FPTRACK_INGEST_LANES``: 4 threads storing pages for the pipeline, in order per page,
   the pages waiting in a lane stored in one batch (at most
   :data:`crawler.ingest_lanes.BATCH`, 32), when the ingest is ``thread_safe``
-  (:mod:`crawler.ingest_lanes`); 0: in the reactor thread, one page at a time.
+  (:mod:`crawler.ingest_lanes`); otherwise, above 0, in the reactor thread in batches of
+  what waits (:class:`crawler.ingest_lanes.ReactorBatches`); 0: in the reactor thread,
+  one page at a time.
 - ``FPTRACK_SETTINGS``: unset; a production crawl's entry point (``python -m crawler.run``)
   puts the :class:`matcher.settings.Settings` it read here (by reference), and the pipeline
   builds its store and Celery app from them.

@@ -58,7 +58,7 @@ from matcher.recent import Recent
 from matcher.registry import Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
-from matcher.store.common import StoreError
+from matcher.store.common import StoreError, page_key
 from matcher.store.fingerprints import fitted_page_fingerprints, page_fingerprint
 from matcher.store.pages import Around
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
@@ -90,6 +90,8 @@ class Engine(IndexView):
         self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
         self.segments = SegmentData(self.storage, self.store, self.keys, cache, self._problem)
+        self._read_ahead: dict[Any, tuple[dict, Around | None]] = {}
+        """Pages read for :meth:`pages_together`, by ``_id``, until their task reads them."""
 
     # the index's integrity -------------------------------------------------------------
 
@@ -137,6 +139,22 @@ class Engine(IndexView):
             self.integrity.rebuild(changed, f"a tag group was lost while a work was {done}")
 
     # pages -> works --------------------------------------------------------------------
+
+    @contextmanager
+    def pages_together(self, page_ids: Sequence[str]) -> Iterator[None]:
+        """Match pages together in this process (the embedded scan's batches, one task of
+        :meth:`process_stored_page` each while the block runs): the pages and the pages
+        around each are read in one read, each task's first read answered from it, and
+        their processed marks are written in one bulk write as the block ends. Only for a
+        store no other process writes: nothing else changes a page between the two. A page
+        of a split chapter is read again by its task (another part's task wrote to it)."""
+        self._read_ahead = self.store.pages_and_around(page_ids)
+        self.store.gather_marks()
+        try:
+            yield
+        finally:
+            self._read_ahead = {}
+            self.store.send_marks()
 
     def _candidates(self, page: Prepared) -> tuple[list[tuple[int, int]], np.ndarray]:
         """Candidate segments as ``(owner, postings hits)``, most hits first, and the
@@ -281,13 +299,18 @@ class Engine(IndexView):
         """
         lost = 0
         optimistic = True
+        read = self._read_ahead.pop(page_key(page_id), None)
         while True:
             snap = self.ready()
-            doc, around = self.store.page_and_around(page_id)
+            doc, around = read or self.store.page_and_around(page_id)
+            read = None
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
             try:
                 parts = self._parts(doc, around)
+                if len(parts) > 1:
+                    for part in parts:
+                        self._read_ahead.pop(part["_id"], None)
                 with self._locked(parts) as lock_lost:
                     alone = optimistic and len(parts) == 1
                     if not alone:

@@ -59,6 +59,9 @@ class Ingest:
     clock: Callable[[], datetime] = now
     archive: Archive | None = None
     stamp: bool = False
+    send_many: Callable[[list[str]], None] | None = None
+    """Sends the tasks of a batch of pages (:meth:`pages`) at once, when given (the embedded
+    scan matches them together); else each goes through ``enqueue``."""
     _last_kept: tuple[Exchange, dict] | None = field(default=None, init=False, repr=False)
 
     @property
@@ -80,18 +83,31 @@ class Ingest:
         digests = [content_hash(page.text) for page in pages]
         sending = Sending(self.clock(), REENQUEUE_AFTER)
         stored = self.store.store_pages_to_send(list(zip(pages, digests, strict=True)), sending)
-        return [
-            self._after(page, digest, *answer)
+        together = self.send_many is not None
+        answers = [
+            self._after(page, digest, *answer, send_now=not together)
             for page, digest, answer in zip(pages, digests, stored, strict=True)
         ]
+        if self.send_many is not None:
+            self.send_many([answer.page_id for answer in answers if answer.enqueued])
+        return answers
 
-    def _after(self, page: CrawledPage, digest: str, doc: dict, state: str, send: bool) -> Ingested:
-        """A stored page's evidence kept and its task sent, as :meth:`page` says."""
+    def _after(
+        self,
+        page: CrawledPage,
+        digest: str,
+        doc: dict,
+        state: str,
+        send: bool,
+        send_now: bool = True,
+    ) -> Ingested:
+        """A stored page's evidence kept and its task sent (unless not ``send_now``: the caller
+        sends it), as :meth:`page` says."""
         page_id = str(doc["_id"])
         wanted = state != UNCHANGED or not doc.get("archive")
         if self.archive is not None and page.exchange is not None and wanted:
             self._keep(doc, digest, page.exchange)
-        if send:
+        if send and send_now:
             self.enqueue(page_id)
         return Ingested(page_id, state, send)
 

@@ -153,6 +153,8 @@ class Pages:
         self._ready: set[str] = set()
         """The fields (:data:`AROUND`, :data:`NAMES`) every page was seen to carry."""
         self._checked: dict[str, float] = {}
+        self._marks: list[UpdateOne] | None = None
+        """Processed marks gathered and not yet written (:meth:`gather_marks`)."""
         self.seq_stripe: int | None = None
         """The counter stripe this process takes page seqs from: that of the first page it
         stores (so a crawl made again in the same order numbers its pages the same)."""
@@ -522,15 +524,46 @@ class Pages:
                 return None, None
         return doc, self.pages_around(doc)
 
-    def _around_from(self, doc: dict, found: list[dict]) -> Around | None:
+    @mongo_errors
+    def pages_and_around(
+        self, page_ids: Iterable[str | int]
+    ) -> dict[int, tuple[dict, Around | None]]:
+        """:meth:`page_and_around` of each page, in one read by :data:`AROUND` for them all
+        (the stored ones; those not stored are absent). A page named by as many pages as
+        :meth:`page_and_around` reads at most, or whose URL is not at its first id
+        candidate, is left out: its own read answers it. A neighbour among the pages read
+        is not read again. Nothing when pages of the earlier
+        layout lack the field, or when the read would hold more than :data:`AROUND_READ`
+        pages a page."""
+        keys = [page_key(p) for p in page_ids]
+        if not keys or not self._layout_ready(AROUND):
+            return {}
+        named: dict[int, list[dict]] = {key: [] for key in keys}
+        found_all = list(self.db.pages.find({AROUND: {"$in": keys}}).limit(AROUND_READ * len(keys)))
+        if len(found_all) >= AROUND_READ * len(keys):
+            return {}  # a page many name among them: each read on its own
+        for doc in found_all:
+            for key in doc.get(AROUND) or ():
+                if key in named:
+                    named[key].append(doc)
+        out = {}
+        for key, found in named.items():
+            doc = next((d for d in found if d["_id"] == key), None)
+            if doc is not None and len(found) < AROUND_READ and ids.page_id(doc["url"]) == key:
+                out[key] = (doc, self._around_from(doc, found, found_all))
+        return out
+
+    def _around_from(
+        self, doc: dict, found: list[dict], more: Iterable[dict] = ()
+    ) -> Around | None:
         """:meth:`pages_around` of ``doc`` from ``found``, every page naming it in
-        :data:`AROUND` (the neighbours not among them read by id)."""
+        :data:`AROUND` (the neighbours not among them, nor among ``more``, read by id)."""
         url = doc["url"]
         linking = [d for d in found if d.get("next_url") == url]
         if len(linking) > LINKERS:
             return None
         urls = {u for u in (doc.get("prev_url"), doc.get("next_url")) if u}
-        known = {d["url"]: d for d in found if d["url"] in urls}
+        known = {d["url"]: d for group in (more, found) for d in group if d["url"] in urls}
         missing = urls - known.keys()
         slots = [slot for u in missing for slot in ids.candidates(ids.page_id(u))]
         if slots:
@@ -623,8 +656,26 @@ class Pages:
             if links is not None:
                 value = links.get(name)
                 query[name] = {"$exists": False} if value is None else checked_str(value, name)
+        if self._marks is not None:
+            self._marks.append(UpdateOne(query, {"$set": fields}))
+            return True
         result = self.db.pages.update_one(query, {"$set": fields})
         return result.matched_count == 1
+
+    def gather_marks(self) -> None:
+        """From now on, keep the processed marks (:meth:`mark_processed`) until
+        :meth:`send_marks`, each answered as written. Only for a store no other process
+        writes (the embedded scan's): there nothing changes a page between its read and
+        its mark."""
+        if self._marks is None:
+            self._marks = []
+
+    @mongo_errors
+    def send_marks(self) -> None:
+        """Write the marks gathered, in one bulk write, and stop gathering."""
+        marks, self._marks = self._marks, None
+        if marks:
+            self.db.pages.bulk_write(marks, ordered=False)
 
     @mongo_errors
     def set_page_archive(

@@ -9,7 +9,7 @@ times aside; and the whole scan of the sample gives the same results on either s
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,9 @@ import mongomock
 import pymongo.errors
 import pytest
 from bson import ObjectId
+from pymongo import InsertOne, UpdateOne
 from pymongo.database import Database
+from pymongo.errors import BulkWriteError
 
 from admin import scan
 from admin.memory_store import memory_client
@@ -26,6 +28,7 @@ from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store, page_key, tallies
 from matcher.store.operations import Operations
+from matcher.store.pages import Sending
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -111,6 +114,34 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
     t.step("linking", lambda: [d["url"] for d in store.pages_linking_to(url + "?page=2")])
     t.step("stale mark", lambda: store.mark_processed(page["_id"], "p1"))
     t.step("pending", lambda: [page_key(i) for i in store.pending_pages()])
+    book = [f"http://127.0.0.1:1/book/2_{n}.html" for n in range(3)]
+    batch = [
+        (CrawledPage(url=u, site="s", title="", text=f"页{n}", next_url=book[(n + 1) % 3]), f"b{n}")
+        for n, u in enumerate(book)
+    ]
+    sending = Sending(datetime(2026, 1, 1, tzinfo=UTC), timedelta(hours=1))
+    stored = t.step(
+        "batch",
+        lambda: [
+            (d["url"], state, send) for d, state, send in store.store_pages_to_send(batch, sending)
+        ],
+    )
+    keys = [page_key(i) for i in store.pending_pages()]
+    t.step(
+        "around",
+        lambda: {
+            doc["url"]: (sorted(known), sorted(d["url"] for d in linkers))
+            for doc, (known, linkers) in store.pages_and_around([*keys, 9999]).values()
+        },
+    )
+    store.gather_marks()
+    for n, (url_n, _, _) in enumerate(stored or []):
+        doc = store.page_by_url(url_n)
+        t.step("gathered mark", lambda d=doc, n=n: store.mark_processed(d["_id"], f"b{n}"))
+    t.step("pending before the marks go", lambda: len(list(store.pending_pages())))
+    t.step("marks", store.send_marks)
+    t.step("pending after", lambda: [page_key(i) for i in store.pending_pages()])
+    t.step("bulk", lambda: bulk_answers(store.db))
     record = {
         "page_id": page["_id"],
         "work_id": work["_id"],
@@ -143,6 +174,36 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
     return t.steps
 
 
+def bulk_answers(db: Database) -> Any:
+    """A bulk write's answers: its counts and upserted ids, and the refused requests of an
+    unordered one (a duplicate key), as pymongo reports them."""
+    db.scratch.create_index("u", unique=True, sparse=True)
+    done = db.scratch.bulk_write(
+        [
+            UpdateOne({"_id": 1}, {"$set": {"u": 1}}, upsert=True),
+            InsertOne({"_id": 2, "u": 2}),
+            UpdateOne({"_id": 1}, {"$set": {"u": 3}}),
+        ]
+    )
+    answers: list[Any] = [
+        done.upserted_ids,
+        done.matched_count,
+        done.modified_count,
+        done.inserted_count,
+    ]
+    try:
+        db.scratch.bulk_write(
+            [InsertOne({"_id": 4, "u": 3}), UpdateOne({"_id": 5}, {"$set": {"v": 1}}, upsert=True)],
+            ordered=False,
+        )
+    except BulkWriteError as exc:
+        details = exc.details
+        answers.append([(e["index"], e["code"]) for e in details["writeErrors"]])
+        answers.append([u["index"] for u in details["upserted"]])
+        answers.append((details["nInserted"], details["nUpserted"], details["nMatched"]))
+    return answers
+
+
 def test_the_scan_store_answers_like_the_server(mongo_db: Database) -> None:
     database = scan.scan_mongo_client()["fptrack"]
     memory = exercise(Store(database))
@@ -150,6 +211,12 @@ def test_the_scan_store_answers_like_the_server(mongo_db: Database) -> None:
     assert [name for name, _ in memory] == [name for name, _ in server]
     for (name, got), (_, expected) in zip(memory, server, strict=True):
         assert got == expected, name
+    steps = dict(memory)
+    book = "http://127.0.0.1:1/book/2_"
+    assert steps["around"][f"{book}0.html"] == [[f"{book}1.html"], [f"{book}2.html"]]
+    assert steps["pending before the marks go"] == 4  # gathered marks wait for send_marks
+    assert len(steps["pending after"]) == 1
+    assert steps["bulk"][4:] == [[[0, 11000]], [1], [0, 1, 0]]
 
 
 def test_the_same_scan_on_either_store(mongo_db: Database, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -163,6 +163,9 @@ def test_crawl_of_the_fixture_site(
         "/deep/3.html",
     ]
     assert sorted(pages) == sorted(site.url(p) for p in expected)
+    # the ingest is not thread_safe: its pages were stored in the reactor thread, those that
+    # waited together in one batch (crawler.ingest_lanes.ReactorBatches)
+    assert any(len(batch) > 1 for batch in ingest.batches), ingest.batches
     for path in expected:
         assert TEXTS[path] in pages[site.url(path)]["text"], path
     assert {p["site"] for p in pages.values()} == {"novels"}

@@ -319,3 +319,77 @@ def test_a_page_too_large_for_all_its_fingerprints_keeps_those_read_back(
     assert page["pending"] and "fingerprints" not in page
     assert engine.store.matches_for("page_id", str(page["_id"])) == []
     assert engine.pages.simhash.entries() == entries
+
+
+def test_pages_matched_together_get_the_records_of_pages_matched_one_at_a_time(
+    engine: Engine, works, mongo_db
+) -> None:
+    """:meth:`Engine.pages_together` (the embedded scan's batches): one read of the pages
+    and their neighbours, their marks written as the block ends; the same records and
+    marks as each page's task alone, a split chapter's parts included."""
+    from matcher.index.memory import MemoryStorage
+    from matcher.ingest import Ingest
+    from matcher.pages import CrawledPage
+    from matcher.settings import Settings
+    from tests.matcher.conftest import prose
+
+    text = sample("lighthouse.txt")
+    sixth = len(text) // 6
+    rng = random.Random(3)
+    split = ["http://x/book/9.html", "http://x/book/9_2.html"]
+    bodies = [page_of(prose(rng, 2 * sixth), b, prose(rng, 2 * sixth)) for b in (
+        text[:sixth], text[sixth : 2 * sixth]
+    )]  # fmt: skip
+    pages = [
+        CrawledPage(split[0], "pirate", "灯塔（1/2）", bodies[0], next_url=split[1]),
+        CrawledPage("http://x/river", "pirate", "", page_of(sample("river-town.txt"))),
+        CrawledPage(split[1], "pirate", "灯塔（2/2）", bodies[1], prev_url=split[0]),
+        CrawledPage("http://x/news", "pirate", "", page_of(UNRELATED * 3)),
+    ]
+
+    def outcome(one: Engine) -> list[tuple]:
+        return sorted(
+            (m["url"], m["work_title"], m["via"], m["split"], round(m["score"], 6))
+            for m in one.store.db.matches.find()
+        ) + sorted(
+            (p["url"], p["processed_hash"] == p["content_hash"], p["split"])
+            for p in one.store.db.pages.find()
+        )
+
+    alone_db = mongo_db.client[mongo_db.name + "_alone"]
+    settings = Settings(redis_prefix="fptrack-test-alone", mongo_db=alone_db.name)
+    alone = Engine.open(settings, mongo_client=mongo_db.client, storage=MemoryStorage())
+    for name in ("lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"):
+        alone.add_work(sample(name), title=name, source=f"samples/{name}")
+    sent: list[str] = []
+    Ingest(alone.store, sent.append).pages(pages)
+    for page_id in sent:
+        alone.process_stored_page(page_id)
+
+    together: list[str] = []
+    Ingest(engine.store, together.append, send_many=together.extend).pages(pages)
+    assert len(together) == 4
+    reads: list[str] = []
+    around = engine.store.pages_and_around
+
+    def counted(page_ids):  # the one read the block makes
+        reads.append("pages_and_around")
+        return around(page_ids)
+
+    def single(page_id):
+        reads.append("page_and_around")
+        return one(page_id)
+
+    one = engine.store.page_and_around
+    engine.store.pages_and_around = counted
+    engine.store.page_and_around = single
+    with engine.pages_together(together):
+        for page_id in together:
+            engine.process_stored_page(page_id)
+        assert engine.store.db.pages.count_documents({"pending": False}) == 0  # not yet
+    # the second part is read again: the first part's task wrote its share to it
+    assert reads == ["pages_and_around", "page_and_around"]
+    assert outcome(engine) == outcome(alone)
+    assert {m["url"] for m in engine.store.db.matches.find()} == {*split, "http://x/river"}
+    assert engine.store.db.pages.count_documents({"pending": False}) == 4
+    mongo_db.client.drop_database(alone_db.name)

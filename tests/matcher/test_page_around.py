@@ -108,3 +108,33 @@ def test_a_crowded_page_is_answered_the_long_way(counted: tuple[Store, Commands]
     for n in range(LINKERS + 1):
         put(store, f"f{n}", next_name="few")
     assert store.page_and_around(few)[1] is None == store.pages_around(store.get_page(few))
+
+
+def test_many_pages_and_their_neighbours_in_one_read(counted: tuple[Store, Commands]) -> None:
+    """:meth:`~matcher.store.pages.Pages.pages_and_around`: each page's answer as its own
+    read gives, for them all in one read; a crowded page left to its own read."""
+    store, commands = counted
+    pages = {
+        "1": put(store, "1", next_name="2"),
+        "2": put(store, "2", next_name="3", prev_name="1"),
+        "3": put(store, "3", next_name="4", prev_name="2"),
+        "4": put(store, "4"),
+        "5": put(store, "5", next_name="2"),
+    }
+    store.page_and_around(pages["4"])  # the process's one look for pages without the field
+    absent = ids.page_id(url("none"))
+    commands.names.clear()
+    together = store.pages_and_around([*pages.values(), absent])
+    assert finds(commands) == 1  # 3's next page and 5's, not linking back, among them
+    assert sorted(together) == sorted(pages.values())  # a page not stored is absent
+    for name, page_id in pages.items():
+        assert shape(together[page_id]) == shape(store.page_and_around(page_id)), name
+
+    hub = put(store, "hub")
+    for n in range(AROUND_READ + 1):
+        put(store, f"c{n}", next_name="hub")
+    crowded = store.pages_and_around([pages["1"], hub])
+    assert hub not in crowded and shape(crowded[pages["1"]]) == shape(together[pages["1"]])
+    commands.names.clear()
+    assert store.pages_and_around([hub]) == {}  # more than a read a page: none of them
+    assert finds(commands) == 1
