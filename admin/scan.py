@@ -34,7 +34,7 @@ from matcher.archive import Archive
 from matcher.engine import Engine
 from matcher.errors import MatcherError, Retryable
 from matcher.ingest import Ingest
-from matcher.pages import fetched_url
+from matcher.pages import fetched_url, part_url
 from matcher.redis_clients import Patience, connect
 from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
@@ -336,9 +336,10 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     """Every active match in the contract's form, by page URL then work; ``twins`` names the
     works with the same or nearly the same text as the matched work (recorded under it);
     ``aliases`` the other URLs the page was reached under (one page, one entry). A download
-    stored in parts (:func:`matcher.pages.part_url`) is one entry per work under its own URL:
-    the best-scored part's scores and evidence (spans in that part's text), and ``parts``,
-    the pages of the parts that copy the work."""
+    stored in parts (:func:`matcher.pages.part_url`) is one entry per work under its own URL,
+    its record's (:mod:`matcher.download_records`: the best-scored part's scores, the
+    share of the work all parts hold, evidence spans in the whole download's text), with
+    ``parts``, the pages of the parts that copy the work."""
     ops = Operations(engine.store)
     matches = list(ops.active_matches())
     pages = engine.store.pages_by_url({m["url"] for m in matches}, {"aliases": 1})
@@ -365,7 +366,8 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
             ],
         }
         key = (entry["url"], entry["work"])
-        parts.setdefault(key, []).append(m["url"])
+        held = [part_url(m["url"], n) for n in m.get("parts") or ()]
+        parts.setdefault(key, []).extend(held or [m["url"]])
         if key not in best or entry["score"] > best[key]["score"]:
             best[key] = entry
     for key, urls in parts.items():

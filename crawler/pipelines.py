@@ -62,7 +62,7 @@ from crawler.items import PageItem
 from crawler.reactor import deferred_from_future
 from crawler.settings import INGEST_SETTING, SETTINGS_SETTING, ByReference
 from matcher.errors import MatcherError, Retryable
-from matcher.pages import GonePage, PageAlias, UnchangedPage
+from matcher.pages import GonePage, PageAlias, UnchangedPage, fetched_url
 
 logger = logging.getLogger(__name__)
 
@@ -176,7 +176,8 @@ class IngestPipeline:
         if self.ingest is None:  # pragma: no cover - open_spider always runs first
             raise RuntimeError("IngestPipeline.process_item before open_spider")
         if self._lanes is not None:
-            return self._answered(item, self._lanes.submit(item.url, item))
+            # a download's parts on one lane, in order: its first part after the others
+            return self._answered(item, self._lanes.submit(fetched_url(item.url), item))
         if self._batches is not None:
             return self._answered(item, self._batches.submit(item))
         return self._account(item, *self._store(item))

@@ -37,13 +37,13 @@ from bson import ObjectId
 
 from fingerprint.align import align
 from fingerprint.base import FingerprintError, array_from_hex
-from matcher import split
+from matcher import download_records, split
 from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
 from matcher.index_view import IndexView
 from matcher.integrity import Snapshot
 from matcher.keys import SEGMENT_BITS, owner_work
-from matcher.pages import CrawledPage
+from matcher.pages import CrawledPage, fetched_url, part_number, part_url
 from matcher.parts import StoredPart, shares
 from matcher.prepared import (
     INDEX_KEYS,
@@ -279,7 +279,10 @@ class Engine(IndexView):
         return self.process_stored_page(str(doc["_id"]), authorised_sites=authorised_sites)
 
     def process_stored_page(
-        self, page_id: str, authorised_sites: Iterable[str] | Callable[[], Iterable[str]] = ()
+        self,
+        page_id: str,
+        authorised_sites: Iterable[str] | Callable[[], Iterable[str]] = (),
+        as_task: bool = False,
     ) -> list[dict[str, Any]]:
         """Match a stored page (the ``process_page`` task's work); returns its match records.
 
@@ -296,6 +299,12 @@ class Engine(IndexView):
         still those read (:meth:`_record_page`), else it is matched once more, read under
         the lock (a task that matched a newer text between the read and the lock leaves
         nothing older behind). The parts of a split chapter are read again under their locks.
+
+        A part of a whole-book download is matched with the download's other parts, their
+        records one per work on the download's first page (:meth:`_match_download`). The
+        task of a next part (``as_task``: sent again by beat's sweep; the ingest sends the
+        first part's only) does nothing when the part's text was matched with its download
+        already, or when the first part's task is still to come.
         """
         lost = 0
         optimistic = True
@@ -306,6 +315,12 @@ class Engine(IndexView):
             read = None
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
+            download = self._download_of(doc)
+            if download is not None:
+                covered = not doc.get("pending") or download.get("pending")
+                if as_task and download["_id"] != doc["_id"] and covered:
+                    return []  # matched with its download, or the first part's task will
+                return self._match_download(download, authorised_sites)
             try:
                 parts = self._parts(doc, around)
                 if len(parts) > 1:
@@ -322,6 +337,91 @@ class Engine(IndexView):
                     raise
             except _ReadBeforeLock:
                 optimistic = False
+
+    def _download_of(self, doc: dict) -> dict | None:
+        """The first part's page of the download ``doc`` is a part of (``doc`` itself for
+        the first part); None for a page that is not, or a next part whose download's page
+        is gone or no longer has it (matched alone, as any page)."""
+        number = part_number(doc["url"])
+        if number == 1:
+            return doc if int(doc.get("parts") or 0) > 1 else None
+        first = self.store.page_by_url(fetched_url(doc["url"]))
+        if first is None or int(first.get("parts") or 0) < number:
+            return None
+        return first
+
+    def _match_download(
+        self, first: dict, authorised_sites: Iterable[str] | Callable[[], Iterable[str]]
+    ) -> list[dict[str, Any]]:
+        """Match every part of a download, under its first part's lock, and record one match
+        per work on the first part's page (:func:`matcher.download_records.merge`); each
+        part gets its index entries, fingerprints and processed mark, and a part's records
+        of before (when parts were matched apart) are let go."""
+        lost = 0
+        while True:
+            snap = self.ready()
+            try:
+                with self._locked([first]) as lock_lost:
+                    return self._download_records(first["_id"], authorised_sites, snap, lock_lost)
+            except IndexLost:
+                lost += 1
+                if lost > 1:
+                    raise
+
+    def _download_records(
+        self,
+        first_id: Any,
+        authorised_sites: Iterable[str] | Callable[[], Iterable[str]],
+        snap: Snapshot,
+        lock_lost: threading.Event,
+    ) -> list[dict[str, Any]]:
+        """:meth:`_match_download`'s work, its pages read under the lock. A work matched
+        before and found in no part now is verified on all its segments in every part
+        (:meth:`_recheck`'s rule)."""
+        first = self.store.get_page(first_id)
+        if first is None:
+            raise UnusableText(f"no page with id {first_id}")
+        urls = [part_url(first["url"], n) for n in range(2, int(first.get("parts") or 0) + 1)]
+        others = self.store.pages_by_url(urls)
+        parts = [first, *(others[u] for u in urls if u in others)]
+        limit = self.settings.max_text_chars
+        pages = [prepare(p["text"], limit, f"page {p['url']}") for p in parts]
+        found = [self.find_works(page) for page in pages]
+        previous = self.store.active_matched_works([p["_id"] for p in parts])
+        before = previous.get(first["_id"], {})
+        if before:
+            held = {v.work for verdicts in found for v in verdicts if v.matched}
+            seqs = self.store.work_seqs(list(before)).values()
+            again = {seq for seq in seqs if seq not in held}
+            if again:
+                found = [self.find_works(page, verify=again) for page in pages]
+        per_part, start = [], 0
+        for part, page, verdicts in zip(parts, pages, found, strict=True):
+            matched = [v for v in verdicts if v.matched]
+            extra = {"split": [], "via": "page"}
+            records = self.evidence.records(matched, page.located, part, extra)
+            per_part.append((part_number(part["url"]), start, records))
+            start += len(part["text"]) + 1
+        records = download_records.merge(first, per_part)
+        recorded = {r["work_id"] for r in records}
+        self._still(snap, "the download was matched")
+        if lock_lost.is_set():
+            raise IndexUnavailable(f"the lock of page {first['seq']} expired; try again")
+        authorised: set[str] = set()
+        if records:
+            source = authorised_sites
+            authorised = set(source() if callable(source) else source)
+        licensed = first.get("site") in authorised
+        written: list[dict[str, Any]] = []
+        for part, page, verdicts in zip(parts, pages, found, strict=True):
+            own = records if part is first else []
+            considered = self._considered(verdicts, recorded)
+            mine = previous.get(part["_id"], {})
+            never = part is first and _never_matched(part)
+            done = self._record_page(part, page, own, licensed, considered, [], mine, never=never)
+            if part is first:
+                written = done
+        return written
 
     def _parts(self, doc: dict, around: Around | EllipsisType | None = ...) -> list[dict]:
         """The parts of ``doc``'s split chapter (:func:`matcher.split.chain`), the first
@@ -595,14 +695,15 @@ class Engine(IndexView):
             raise UnusableText(f"no work with id {work_id}")
         affected = self._pages_sharing(work["_id"])
         self._still(snap, "looking for the pages that copy a work")
-        done: set[ObjectId] = set()
+        done: set[str] = set()
         sites = set(authorised_sites)
         for i in range(0, len(affected), PAGE_BATCH):
-            docs = self.store.pages_by_seq(affected[i : i + PAGE_BATCH], {"_id": 1})
+            docs = self.store.pages_by_seq(affected[i : i + PAGE_BATCH], {"_id": 1, "url": 1})
             for doc in docs.values():
-                if doc["_id"] in done:
+                key = fetched_url(doc["url"])  # the parts of a download are matched as one
+                if key in done:
                     continue
-                done.add(doc["_id"])
+                done.add(key)
                 self.process_stored_page(str(doc["_id"]), sites)
         return self.store.matches_for("work_id", str(work["_id"]))
 

@@ -13,6 +13,11 @@ or was lost with a broker that keeps nothing on disk is sent again by beat's swe
 ``pending_after`` has passed (:func:`matcher.jobs.requeue_pending`), and by
 :meth:`Ingest.requeue_pending`, which the daily job runs: no page is lost.
 
+A whole-book download stored in parts (:func:`matcher.pages.part_url`) gets one task, its
+first part's: the crawl yields the next parts first, stored without a task of their own,
+and the first part's is sent also when only a next part's text is new or changed; the
+first part's task matches them all (:meth:`matcher.engine.Engine.process_stored_page`).
+
 With an ``archive`` (:mod:`matcher.archive`), the HTTP exchange of every new or changed text
 (and of a stored page that has none yet) is kept there as a WARC file, and the page records
 which (``archive``: ``sha256``, ``fetched_at``, ``bytes``) before its task is sent, so a
@@ -25,6 +30,7 @@ the page stored without it: evidence never costs a page. With ``stamp`` (a TSA i
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -32,7 +38,14 @@ from datetime import datetime, timedelta
 from pymongo.errors import PyMongoError
 
 from matcher.archive import Archive, ArchiveError, Exchange, warc_bytes
-from matcher.pages import CrawledPage, GonePage, PageAlias, UnchangedPage
+from matcher.pages import (
+    CrawledPage,
+    GonePage,
+    PageAlias,
+    UnchangedPage,
+    fetched_url,
+    part_number,
+)
 from matcher.prepared import content_hash
 from matcher.store import Store, now
 from matcher.store.pages import Sending
@@ -63,6 +76,10 @@ class Ingest:
     """Sends the tasks of a batch of pages (:meth:`pages`) at once, when given (the embedded
     scan matches them together); else each goes through ``enqueue``."""
     _last_kept: tuple[Exchange, dict] | None = field(default=None, init=False, repr=False)
+    _parts_changed: set[str] = field(default_factory=set, init=False, repr=False)
+    """Downloads (their URLs) whose next part was stored new or changed, until their first
+    part comes."""
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     @property
     def thread_safe(self) -> bool:
@@ -107,9 +124,27 @@ class Ingest:
         wanted = state != UNCHANGED or not doc.get("archive")
         if self.archive is not None and page.exchange is not None and wanted:
             self._keep(doc, digest, page.exchange)
+        send = self._download_send(page, state, send)
         if send and send_now:
             self.enqueue(page_id)
         return Ingested(page_id, state, send)
+
+    def _download_send(self, page: CrawledPage, state: str, send: bool) -> bool:
+        """Whether to send the task of a download's part: never that of a next part (the
+        first part's task matches them all, :meth:`matcher.engine.Engine.process_stored_page`;
+        the crawl yields them before it), and the first part's also when a next part's text
+        is new or changed though its own is not. Any other page: ``send``."""
+        if part_number(page.url) > 1:
+            if state != UNCHANGED:
+                with self._lock:
+                    self._parts_changed.add(fetched_url(page.url))
+            return False
+        if page.parts > 1:
+            with self._lock:
+                changed = page.url in self._parts_changed
+                self._parts_changed.discard(page.url)
+            return send or changed
+        return send
 
     def _keep(self, doc: dict, digest: str, exchange: Exchange) -> None:
         """Archive ``exchange`` and point the page at it; the exchange archived last is not

@@ -58,7 +58,9 @@ def process_page(engine: Engine, page_id: str, if_pending: bool = False) -> dict
         doc = engine.store.get_page(page_id, {"pending": 1})
         if doc is not None and not doc.get("pending"):
             return {"page_id": page_id, "matches": 0, "new_matches": 0, "skipped": "matched"}
-    records = engine.process_stored_page(page_id, authorised_sites=engine.licensed.get)
+    records = engine.process_stored_page(
+        page_id, authorised_sites=engine.licensed.get, as_task=True
+    )
     return {"page_id": page_id, "matches": len(records), "new_matches": _unalerted(records)}
 
 

@@ -43,6 +43,9 @@ class CrawledPage:
     last_modified: str = ""
     aliases: tuple[str, ...] = ()
     """Other URLs the crawl reached this page under (``/index.html`` for ``/``)."""
+    parts: int = 0
+    """On the page of a download's first part, how many parts the download has (its next
+    parts' pages are at :func:`part_url`); 0 on any other page."""
 
 
 PART_MARK = "#part"
@@ -57,6 +60,16 @@ def part_url(url: str, n: int) -> str:
     ('http://x/down/1.zip', 'http://x/down/1.zip#part2')
     """
     return url if n == 1 else f"{url}{PART_MARK}{n}"
+
+
+def part_number(url: str) -> int:
+    """Which part of a download the page at ``url`` is (1: the first, or not a part).
+
+    >>> part_number("http://x/down/1.zip#part2"), part_number("http://x/down/1.zip")
+    (2, 1)
+    """
+    _, mark, number = url.rpartition(PART_MARK)
+    return int(number) if mark and number.isdigit() and int(number) > 1 else 1
 
 
 def fetched_url(url: str) -> str:

@@ -320,8 +320,8 @@ def match_texts(store: Store, match: dict[str, Any]) -> tuple[Any, str]:
     page's text."""
     spans = [e["work_span"] for e in match.get("evidence", [])[:MAX_PASSAGES_SHOWN]]
     work = store.work_window(match["work_id"], spans)
-    page = store.get_page(str(match["page_id"]), {"text": 1}) or {}
-    return work, page.get("text", "")
+    page = store.get_page(str(match["page_id"]), {"text": 1, "url": 1, "parts": 1})
+    return work, store.download_text(page) if page else ""
 
 
 def render(

@@ -191,6 +191,7 @@ def _match(doc: dict[str, Any], evidence: bool = False) -> dict[str, Any]:
         "status": str(doc.get("status", "new")),
         "active": bool(doc.get("active", True)),
         "methods": [str(m) for m in doc.get("methods", [])],
+        "parts": [int(n) for n in doc.get("parts") or []],
         "first_seen": _when(doc.get("first_seen")),
         "last_seen": _when(doc.get("last_seen")),
         "archive": None
@@ -207,6 +208,7 @@ def _match(doc: dict[str, Any], evidence: bool = False) -> dict[str, Any]:
                 "work_span": [int(x) for x in e["work_span"]],
                 "page_span": [int(x) for x in e["page_span"]],
                 "chars": int(e.get("chars", 0)),
+                "part": int(e.get("part", 1)),
             }
             for e in doc.get("evidence", [])
         ]

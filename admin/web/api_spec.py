@@ -98,6 +98,11 @@ MATCH = {
     "status": {"type": "string", "enum": list(STATUSES)},
     "active": {"type": "boolean"},
     "methods": STRINGS,
+    "parts": {
+        "type": "array",
+        "items": {"type": "integer"},
+        "description": "a whole-book download stored in parts: the parts copying the work",
+    },
     "first_seen": WHEN,
     "last_seen": WHEN,
     "archive": _nullable(
@@ -153,7 +158,14 @@ SCHEMAS: dict[str, Any] = {
             **MATCH,
             "evidence": {
                 "type": "array",
-                "items": _obj({"work_span": SPAN, "page_span": SPAN, "chars": {"type": "integer"}}),
+                "items": _obj(
+                    {
+                        "work_span": SPAN,
+                        "page_span": SPAN,
+                        "chars": {"type": "integer"},
+                        "part": {"type": "integer"},
+                    }
+                ),
             },
         }
     ),

@@ -72,13 +72,13 @@ def detail(match_id: str) -> Any:
         str(match["page_id"]),
         {
             "text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1,
-            "archive": 1, "gone": 1,
+            "archive": 1, "gone": 1, "parts": 1,
         },
     )  # fmt: skip
     evidence = match.get("evidence", [])
     window = ops.store.work_window(match["work_id"], [e["work_span"] for e in evidence])
     work_text, shift = window.text, window.offset
-    page_text = (page or {}).get("text", "")
+    page_text = ops.store.download_text(page) if page else ""
     work_spans = [
         (e["work_span"][0] - shift, e["work_span"][1] - shift, i) for i, e in enumerate(evidence, 1)
     ]

@@ -149,8 +149,9 @@ def printable() -> Any:
         evidence = match.get("evidence", [])
         spans = [e["work_span"] for e in evidence[:PRINT_PASSAGES]]
         work_text = ops.store.work_window(match["work_id"], spans)
-        page = ops.store.get_page(str(match.get("page_id")), {"text": 1, "title": 1}) or {}
-        page_text = page.get("text", "")
+        fields = {"text": 1, "title": 1, "url": 1, "parts": 1}
+        page = ops.store.get_page(str(match.get("page_id")), fields) or {}
+        page_text = ops.store.download_text(page) if page else ""
         entries.append(
             {
                 "match": match,

@@ -17,7 +17,8 @@ not markup (a novel's "TXT下载") is a page too: all of it is the text, its fir
 title; it has no links. A body that is a ZIP, EPUB or 7z archive by its first bytes (a
 novel's "全本下载", whatever its name says) is read as a book (:mod:`crawler.downloads`); a
 book, or a plain text, longer than ``FPTRACK_DOWNLOAD_PART_CHARS`` (200,000 characters) is
-one page per part, the first under its URL, the next under ``URL#part2`` ...
+one page per part, the first under its URL, the next under ``URL#part2`` ... (yielded
+first: the first part's page, which names how many there are, comes last).
 
 Every HTML page with main text yields its own item under its own canonical URL, whatever
 links it carries; nothing is held back or joined here. With ``join_next_pages`` the item
@@ -570,12 +571,15 @@ class SiteSpider(scrapy.Spider):
             follow = self._follow(reading, depth, neighbours=(next_url, prev_url))
         for request in follow:
             yield request
-        for item in self._item(response, self._part(reading, 0), next_url, prev_url, page_url):
-            yield item
+        # a download's next parts first: its first part, stored last, has them all to match
         for n in range(1, len(reading.parts)):
             url_of_part = part_url(page_url, n + 1)
             for item in self._part_item(response, self._part(reading, n), url_of_part):
                 yield item
+        parts = len(reading.parts) if len(reading.parts) > 1 else 0
+        first = self._part(reading, 0)
+        for item in self._item(response, first, next_url, prev_url, page_url, parts):
+            yield item
         for item in self._alias_items():
             yield item
 
@@ -1001,8 +1005,10 @@ class SiteSpider(scrapy.Spider):
         next_url: str | None,
         prev_url: str | None,
         page_url: str,
+        parts: int = 0,
     ) -> Iterator[PageItem]:
-        """The page's item under ``page_url``, with the other URLs it was reached under."""
+        """The page's item under ``page_url``, with the other URLs it was reached under
+        (``parts``: the download's number of parts, on its first part's page)."""
         key = self._key(page_url)
         fetched_as = self._key(response.url)
         if fetched_as != key and fetched_as in self._aliases:
@@ -1025,6 +1031,7 @@ class SiteSpider(scrapy.Spider):
             next_url=self._canon(next_url) if next_url else "",
             prev_url=self._canon(prev_url) if prev_url else "",
             aliases=aliases,
+            parts=parts,
         )
 
     def _page_item(self, response: Response, page: Reading, url: str, **links: Any) -> PageItem:

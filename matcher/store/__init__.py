@@ -237,6 +237,7 @@ class Store:
     store_page_to_send = Forward("pages")
     store_pages_to_send = Forward("pages")
     pages_by_url = Forward("pages")
+    download_text = Forward("pages")
     page_validators = Forward("pages")
     pages_linking_to = Forward("pages")
     pages_around = Forward("pages")

@@ -20,7 +20,7 @@ from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
 from matcher import ids
-from matcher.pages import CrawledPage
+from matcher.pages import CrawledPage, part_url
 from matcher.store import tallies
 from matcher.store.common import (
     StoreError,
@@ -317,6 +317,7 @@ class Pages:
             "prev_url": checked_str(page.prev_url, "previous url"),
             "etag": checked_str(page.etag, "etag")[:VALIDATOR_CHARS],
             "last_modified": checked_str(page.last_modified, "last modified")[:VALIDATOR_CHARS],
+            "parts": int(getattr(page, "parts", 0) or 0),
         }
         changed = (
             before is None
@@ -454,6 +455,19 @@ class Pages:
             upserted = {u["index"]: u["_id"] for u in details.get("upserted", ())}
             return upserted, details["nMatched"], {e["index"] for e in details["writeErrors"]}
         return dict(result.upserted_ids or {}), result.matched_count, set()
+
+    @mongo_errors
+    def download_text(self, doc: dict) -> str:
+        """The text a page's match records point into: its own, or for the first part of a
+        download in parts (``parts``), the parts' texts joined by a newline, in order
+        (:mod:`matcher.download_records`); ``doc`` needs its ``url``, ``text`` and
+        ``parts``."""
+        count = int(doc.get("parts") or 0)
+        if count < 2:
+            return str(doc.get("text", ""))
+        urls = [part_url(doc["url"], n) for n in range(2, count + 1)]
+        found = self.pages_by_url(urls, {"text": 1})
+        return "\n".join([doc.get("text", ""), *(found[u]["text"] for u in urls if u in found)])
 
     @mongo_errors
     def pages_by_url(

@@ -72,6 +72,7 @@ def test_given_ingest_is_used_as_is_not_a_copy(ingest: RecordingIngest) -> None:
         "etag": "",
         "last_modified": "",
         "aliases": (),
+        "parts": 0,
     }
     assert pipeline.stats.get_value("fptrack/ingested/new") == 1
 

@@ -106,3 +106,30 @@ def test_reports_and_notices_bundle_their_evidence(
         assert (entry["url"], entry["works"], entry["bytes"]) == (URL, ["茶史"], len(warc))
         assert ("notice.txt" in bundle.namelist()) == ("takedown" in path)
     assert verify(warc, sha256)[0].url == URL
+
+
+def test_a_download_s_match_shows_its_passages_in_every_part(
+    web_ctx: Context, as_viewer: FlaskClient
+) -> None:
+    """A whole-book download stored in parts has one match per work; its view shows the
+    passages of each part, marked in the whole download's text."""
+    from matcher.pages import part_url
+
+    text = sample_text()
+    half = len(text) // 2
+    web_ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
+    download = "http://pirate.example/down/tea.zip"
+    queued: list[str] = []
+    ingest = Ingest(web_ctx.engine.store, queued.append)
+    second = text[half:] + "\n第二部分的结尾"
+    ingest.page(CrawledPage(part_url(download, 2), "pirate", "茶 2", second))
+    ingest.page(CrawledPage(download, "pirate", "茶 1", text[:half], parts=2))
+    [page_id] = queued
+    web_ctx.engine.process_stored_page(page_id, as_task=True)
+    [match] = web_ctx.ops.find_matches(limit=5, active_only=False)
+    assert match["url"] == download and match["parts"] == [1, 2]
+    view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
+    assert "第二部分的结尾" in view  # the second part's text is shown with the first's
+    late = max(match["evidence"], key=lambda e: e["page_span"][0])
+    assert late["part"] == 2 and late["page_span"][0] > half
+    assert f'id="page-{len(match["evidence"])}"' in view  # its passage marked
