@@ -104,3 +104,50 @@ def test_a_changed_next_part_and_a_work_registered_later_match_the_download_agai
     # a next part's task sent again by the sweep finds it matched with its download
     second = engine.store.page_by_url(part_url(DOWNLOAD, 2))
     assert engine.process_stored_page(str(second["_id"]), as_task=True) == []
+
+
+def test_a_scan_of_a_site_offering_a_long_download(tmp_path: Path) -> None:
+    """A real crawl: a ZIP of four chapters, each a registered work, read in parts of about
+    one chapter; one record per work on the download's URL, each naming its part."""
+    import io
+    import zipfile
+
+    from admin.scan import run_scan, serve_directory
+    from matcher.maintenance import drop_indexes
+
+    names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
+    works = tmp_path / "works"
+    works.mkdir()
+    for name in names:
+        (works / name).write_text(sample(name), encoding="utf-8")
+    site = tmp_path / "site"
+    (site / "down").mkdir(parents=True)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as archive:
+        for n, name in enumerate(names, 1):
+            archive.writestr(f"{n}.txt", f"第{n}章\n{sample(name)}".encode("gbk", "replace"))
+    (site / "down" / "book.zip").write_bytes(out.getvalue())
+    (site / "index.html").write_text(
+        '<html><body><p><a href="down/book.zip">全本下载</a></p></body></html>', encoding="utf-8"
+    )
+    part_chars = max(len(sample(name)) for name in names) + 20
+    with serve_directory(site) as url:
+        result, engine = run_scan(
+            works, [url], crawl_overrides={"FPTRACK_DOWNLOAD_PART_CHARS": part_chars}
+        )
+    try:
+        assert result.errors == []
+        download = url + "down/book.zip"
+        entries = {e["work"]: e for e in result.matches}
+        assert set(entries) == set(names)
+        assert {e["url"] for e in entries.values()} == {download}
+        stored = list(engine.store.db.matches.find({"active": True}))
+        assert len(stored) == len(names)  # one record per (download, work)
+        first = engine.store.page_by_url(download)
+        assert first["parts"] >= 2 and all(m["page_id"] == first["_id"] for m in stored)
+        parts = {m["work_source"]: m["parts"] for m in stored}
+        assert sorted(parts.values()) == [[n] for n in range(1, len(names) + 1)]  # a chapter each
+        for m in stored:
+            assert {e["part"] for e in m["evidence"]} == set(m["parts"])
+    finally:
+        drop_indexes(engine)
