@@ -4,7 +4,7 @@
 :func:`fetch_page` is a GET under :mod:`matcher.outbound`'s policy (one deadline for the
 whole request, a size cap, redirects checked); it answers the status whatever it is (a 404
 or 410 is what a recheck looks for) and, for a 2xx answer, the text as the crawler reads it
-(:func:`page_text`: the crawler's decoding, then its extraction).
+(:func:`read_body`, a whole-book download included).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import lxml.html
 
 from crawler.encoding import decode_body
 from crawler.extract import extract
+from crawler.reading import ReadJob, body_kind, read_download, read_plain
 from matcher import outbound
 
 USER_AGENT = "fptrack/0.1 (recheck)"
@@ -41,11 +42,27 @@ class Fetched:
     links: tuple[tuple[str, str], ...] = ()
 
 
+def read_body(body: bytes, content_type: str, url: str) -> tuple[str, str]:
+    """``(its main text, its markup)`` of a ``body`` read as the crawler reads it
+    (:func:`crawler.reading.body_kind`): a ZIP, EPUB or 7z archive as a book, every chapter
+    of it (a whole-book download; no markup); a text/plain body that is not markup, all of
+    it; anything else decoded and extracted. :class:`ValueError` when it cannot be decoded,
+    or is a download past a bound."""
+    kind = body_kind(body, content_type)
+    if kind == "download":
+        reading = read_download(ReadJob(body, content_type, url, download=True))
+        if reading.refused:
+            raise ValueError(f"download not read: {reading.refused}")
+        return "\n".join(text for _, text in reading.parts) or reading.text, ""
+    html, encoding = decode_body(body, content_type)
+    if kind == "plain":
+        return read_plain(html, encoding).text, ""
+    return extract(html, url).text, html
+
+
 def page_text(body: bytes, content_type: str, url: str) -> str:
-    """The main text of a page's ``body``, decoded and extracted as the crawler does;
-    :class:`ValueError` when it cannot be decoded."""
-    text, _ = decode_body(body, content_type)
-    return extract(text, url).text
+    """The main text of a page's ``body`` (:func:`read_body`)."""
+    return read_body(body, content_type, url)[0]
 
 
 def links_of(html: str, base: str) -> tuple[tuple[str, str], ...]:
@@ -88,11 +105,11 @@ def fetch_page(
         return Fetched(url, answer.status, error=f"HTTP {answer.status} {answer.reason}",
                        final_url=answer.url)  # fmt: skip
     try:
-        html, _ = decode_body(answer.body, answer.headers.get("Content-Type", ""))
+        text, html = read_body(answer.body, answer.headers.get("Content-Type", ""), url)
     except ValueError as exc:
         return Fetched(url, answer.status, error=f"{url}: {exc}", final_url=answer.url)
-    found = links_of(html, answer.url) if links else ()
-    return Fetched(url, answer.status, extract(html, url).text, "", answer.url, found)
+    found = links_of(html, answer.url) if links and html else ()
+    return Fetched(url, answer.status, text, "", answer.url, found)
 
 
 def fetcher(settings: Any) -> Callable[[str], Fetched]:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from crawler.downloads import Book, DownloadRefused, book_parts, read_book, text_chapters
-from crawler.encoding import UndecodableBody, decode_body
+from crawler.downloads import kind_of as download_kind
+from crawler.encoding import UndecodableBody, decode_body, sniff_html
 from crawler.extract import (
     PREV_PAGE_TEXTS,
     SEQUENCE_TEXTS,
@@ -64,6 +65,24 @@ class Reading:
     undecodable: str = ""  # why the body could not be decoded; "" when it was
     parts: tuple[tuple[str, str], ...] = ()  # a book's parts, (title, text) each, in order
     refused: str = ""  # why a download was not read; "" when it was (or is no download)
+
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+PLAIN_TYPES = frozenset({"text/plain"})
+
+
+def body_kind(body: bytes, content_type: str) -> str:
+    """How a response body is read: ``download`` (a ZIP, EPUB or 7z archive, whatever its
+    name and ``Content-Type`` say), ``html``, ``plain`` (text/plain that is not markup) or
+    empty (anything else: not read)."""
+    if download_kind(body):
+        return "download"
+    mime = content_type.split(";", 1)[0].strip().lower()
+    if mime in PLAIN_TYPES:
+        return "html" if sniff_html(body) else "plain"
+    if mime:
+        return "html" if mime in HTML_TYPES else ""
+    return "html" if sniff_html(body) else ""
 
 
 def read_page(job: ReadJob, quick: bool = False) -> Reading:

@@ -106,15 +106,13 @@ from crawler import dust
 from crawler import incremental as inc
 from crawler.deadline import deadline_of, past_deadline
 from crawler.downloads import DOWNLOAD_SUFFIXES
-from crawler.downloads import kind_of as download_kind
-from crawler.encoding import sniff_html
 from crawler.extract import check_selector, content_chars
 from crawler.items import PageItem
 from crawler.meta import DEPTH, NEW, START
 from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
 from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
-from crawler.reading import Reading, ReadJob
+from crawler.reading import Reading, ReadJob, body_kind
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
 from matcher.crawl_runs import NOT_CRAWLED, START_ERROR, START_FAILED, stop_reason
@@ -142,8 +140,6 @@ MAX_START_ERRORS = 3
 INC = "fptrack/incremental/"
 NOT_MODIFIED = 304
 GONE_STATUSES = frozenset({404, 410})
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-PLAIN_TYPES = frozenset({"text/plain"})
 DOWNLOAD_PART_CHARS = 200_000
 """A download, or a plain-text body, longer than this is stored as several pages of at most
 this many characters each (``FPTRACK_DOWNLOAD_PART_CHARS``; :mod:`crawler.downloads`)."""
@@ -732,18 +728,9 @@ class SiteSpider(scrapy.Spider):
 
     @staticmethod
     def _kind(response: Response) -> str:
-        """How the body is read: ``download`` (a ZIP, EPUB or 7z archive, whatever its
-        name and ``Content-Type`` say), ``html``, ``plain`` (text/plain that is not markup) or
-        empty (anything else: not read)."""
-        if download_kind(response.body):
-            return "download"
+        """How the body is read (:func:`crawler.reading.body_kind`)."""
         content_type = response.headers.get("Content-Type", b"") or b""
-        mime = content_type.decode("latin-1").split(";", 1)[0].strip().lower()
-        if mime in PLAIN_TYPES:
-            return "html" if sniff_html(response.body) else "plain"
-        if mime:
-            return "html" if mime in HTML_TYPES else ""
-        return "html" if sniff_html(response.body) else ""
+        return body_kind(response.body, content_type.decode("latin-1"))
 
     def _neighbour(self, url: str | None) -> str | None:
         """A next or previous page link, unless ``exclude`` rules it out."""

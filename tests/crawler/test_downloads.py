@@ -265,3 +265,33 @@ def test_a_long_download_is_stored_as_one_page_per_part(
     assert stats["fptrack/download_refused"] == 1
     assert stats["fptrack/download_parts"] == len(pages) - 2
     assert site.url("/down/bomb.zip") not in pages
+
+
+def test_a_download_fetched_outside_a_crawl_is_read_as_the_crawl_reads_it() -> None:
+    """What a takedown's recheck of a download's URL reads (:func:`crawler.one_page.
+    fetch_page`): the whole book, every chapter, from an archive whatever its name, and
+    all of a plain text; a bomb answers why it was not read."""
+    from crawler.one_page import fetch_page
+
+    resources: dict[str, Resource] = {
+        "/down/book.txt": (200, {"Content-Type": "application/zip"}, zip_of(chapter_files())),
+        "/down/full.txt": (
+            200,
+            {"Content-Type": "text/plain; charset=gbk"},
+            ("四季杂记\n" + whole_text()).encode("gbk"),
+        ),
+        "/down/bomb.zip": (
+            200,
+            {"Content-Type": "application/zip"},
+            zip_of({"b.txt": bytes(20 << 20)}),
+        ),
+    }
+    with FixtureSite(resources) as site:
+        book = fetch_page(site.url("/down/book.txt"), deadline=10.0, max_bytes=10 << 20)
+        full = fetch_page(site.url("/down/full.txt"), deadline=10.0, max_bytes=10 << 20)
+        bomb = fetch_page(site.url("/down/bomb.zip"), deadline=10.0, max_bytes=10 << 20)
+    for fetched in (book, full):
+        assert fetched.status == 200 and fetched.error == ""
+        for title, text in chapters():
+            assert text in fetched.text, title
+    assert bomb.text == "" and "download not read" in bomb.error and "zip bomb" in bomb.error
