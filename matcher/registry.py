@@ -118,23 +118,29 @@ class Registry:
         )
         if not created:
             self.unindex(doc["_id"])
-        indexed = self._place(doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)))
+        indexed = self._place(
+            doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)), marked=not created
+        )
         self._index(doc, text, segments, cores, fresh=created, indexed=indexed)
         if not created:  # its twins are compared with its new text, now stored
             self._resettle(self.store.twins(doc["_id"]))
         return str(doc["_id"])
 
-    def _place(self, doc: dict, digest: str, sketch: list[int], load: _Load) -> bool:
+    def _place(
+        self, doc: dict, digest: str, sketch: list[int], load: _Load, *, marked: bool = True
+    ) -> bool:
         """Mark ``doc`` the twin of the earliest indexed work with its text, else the near
         twin of the earliest indexed work with nearly its text, else neither; returns
         whether it is to be indexed (neither). ``load`` gives its text, segments and
-        content characters, when they are needed."""
+        content characters, when they are needed. A work just created (not ``marked``) has
+        no mark to clear: neither is then not written."""
         first = self.store.twin_of(doc["_id"], digest)
         near = None if first else self._near_twin_of(doc["_id"], sketch, load)
         head = first or near
-        self.store.set_same_text(
-            doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
-        )
+        if head is not None or marked:
+            self.store.set_same_text(
+                doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
+            )
         return head is None
 
     def _near_twin_of(self, work_id: ObjectId, sketch: list[int], load: _Load) -> dict | None:

@@ -101,7 +101,7 @@ class Store:
         self.tallies = tallies.Sender(db)
         self.matches = Matches(db, self.tallies)
         self.failure_log = Failures(db)
-        self.works = Works(db, self.sequences, self.fingerprints, self.matches)
+        self.works = Works(db, self.sequences, self.fingerprints, self.matches, self.tallies)
         self.pages = Pages(db, self.sequences, self.failure_log, self.tallies)
         self.sites = Sites(db)
         self.crawls = CrawlRuns(db, self.pages, self.matches)

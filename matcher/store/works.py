@@ -69,12 +69,19 @@ class Works:
     unreviewed matches go with it when it is deleted."""
 
     def __init__(
-        self, db: Database, sequences: Sequences, fingerprints: Fingerprints, matches: Matches
+        self,
+        db: Database,
+        sequences: Sequences,
+        fingerprints: Fingerprints,
+        matches: Matches,
+        sender: tallies.Sender | None = None,
     ) -> None:
         self.db = db
         self.sequences = sequences
         self.fingerprints = fingerprints
         self.matches = matches
+        self.tallies = sender or tallies.Sender(db)
+        """Where the tallies of works registered go (the store's :class:`tallies.Sender`)."""
 
     @mongo_errors
     def upsert_work(
@@ -123,7 +130,7 @@ class Works:
         if created:
             changes = tallies.Changes()
             changes.work(1)
-            changes.apply(self.db)
+            self.tallies.add(changes)
         return doc, created
 
     def save_work_segment(self, work_id: ObjectId, segment: dict[str, Any]) -> None:
