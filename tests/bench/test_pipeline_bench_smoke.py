@@ -86,7 +86,7 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     # the scan's mongomock calls were counted: its page upserts, reads and processed marks
     assert data["scan_commands_per_page"] == scan["commands"]["per_page"] > 1
     scanned = scan["commands"]["by_kind"]
-    assert scanned["update pages"] >= 2 and scanned["find pages"] >= 1
+    assert scanned["update pages"] > 0 and scanned["find pages"] > 0  # batched: under one a page
     # The benchmark cleans up after itself: no key left in either database.
     for url in (BROKER_URL, INDEX_URL):
         assert redis.Redis.from_url(url).dbsize() == 0
