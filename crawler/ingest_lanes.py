@@ -13,6 +13,10 @@ their pages in one batch (:meth:`matcher.store.pages.Pages.store_pages_to_send`)
 commands per batch instead of a few per page. The caller awaits
 each item: Scrapy keeps a page's request in progress until its item went through, so a
 frontier acknowledges a request only once its page is stored (:mod:`crawler.frontier`).
+
+An ingest that must stay in one thread (the embedded scan's, on an in-memory store) gets
+:class:`ReactorBatches` instead: the same batches of what waits, handed over in the reactor
+thread.
 """
 
 from __future__ import annotations
