@@ -16,8 +16,11 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-KEEP_SECONDS = 60.0
-"""How long a work's id and title read from the store are answered without reading again."""
+KEEP_SECONDS = 600.0
+"""How long a work's id and title read from the store are answered without reading again:
+ten minutes, so that a worker matching pages of a thousand works for minutes on end reads
+each work's name about once in that time (a title changed by registering the work again
+reaches new records within it)."""
 MAX_WORKS = 100_000
 """At most this many works are kept; the oldest half is let go past it."""
 
