@@ -28,7 +28,10 @@ from matcher.verify import Verdict
 
 MAX_PASSAGES = 50
 PREVIEW_CHARS = 200
-CACHE_SEGMENTS = 256
+CACHE_BYTES = 64 << 20
+"""The work segments' located texts kept for the next records (about 18 bytes a character:
+some 3.7 million characters of segments, a thousand works of a few chapters each)."""
+CHAR_BYTES = 18
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,12 +50,13 @@ class Evidence:
         self,
         store: Store,
         names: Callable[[Iterable[int]], dict[int, dict[str, Any]]],
-        cache_size: int = CACHE_SEGMENTS,
+        cache_bytes: int = CACHE_BYTES,
     ) -> None:
         self.store = store
         self.names = names
-        self.cache_size = cache_size
+        self.cache_bytes = cache_bytes
         self._segments: OrderedDict[tuple[Any, ...], WorkSegment] = OrderedDict()
+        self._bytes = 0
         self._lock = threading.Lock()
 
     def records(
@@ -165,7 +169,15 @@ class Evidence:
 
     def _remember(self, key: tuple[Any, ...], segment: WorkSegment) -> WorkSegment:
         with self._lock:
-            self._segments[key] = segment
-            while len(self._segments) > self.cache_size:
-                self._segments.popitem(last=False)
+            if key not in self._segments:
+                self._segments[key] = segment
+                self._bytes += _weight(segment)
+            while self._bytes > self.cache_bytes and len(self._segments) > 1:
+                _, dropped = self._segments.popitem(last=False)
+                self._bytes -= _weight(dropped)
         return segment
+
+
+def _weight(segment: WorkSegment) -> int:
+    """About what a cached segment holds in memory (:data:`CHAR_BYTES` a character)."""
+    return CHAR_BYTES * len(segment.located.normalized.original) + 256
