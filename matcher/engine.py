@@ -407,11 +407,7 @@ class Engine(IndexView):
         self._still(snap, "the download was matched")
         if lock_lost.is_set():
             raise IndexUnavailable(f"the lock of page {first['seq']} expired; try again")
-        authorised: set[str] = set()
-        if records:
-            source = authorised_sites
-            authorised = set(source() if callable(source) else source)
-        licensed = first.get("site") in authorised
+        licensed = first.get("site") in _authorised(authorised_sites, bool(records))
         written: list[dict[str, Any]] = []
         for part, page, verdicts in zip(parts, pages, found, strict=True):
             own = records if part is first else []
@@ -507,10 +503,7 @@ class Engine(IndexView):
         self._still(snap, "the page was matched")
         if lock_lost.is_set():
             raise IndexUnavailable(f"the lock of page {doc['seq']} expired; try again")
-        authorised: set[str] = set()
-        if records or any(shares.values()):
-            source = authorised_sites
-            authorised = set(source() if callable(source) else source)
+        authorised = _authorised(authorised_sites, bool(records or any(shares.values())))
         written = self._record_page(
             doc,
             page,
@@ -760,6 +753,14 @@ class Engine(IndexView):
                 if page is not None and align(anchors, page, ALIGN_PARAMS).a_covered >= min_chars:
                     found.add(seq)
         return found
+
+
+def _authorised(sites: Iterable[str] | Callable[[], Iterable[str]], needed: bool) -> set[str]:
+    """The authorised sites, asked of ``sites`` (a function is called) only when ``needed``:
+    there is a match to write."""
+    if not needed:
+        return set()
+    return set(sites() if callable(sites) else sites)
 
 
 def _never_matched(doc: dict) -> bool:

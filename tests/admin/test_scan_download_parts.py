@@ -109,11 +109,9 @@ def test_a_changed_next_part_and_a_work_registered_later_match_the_download_agai
 def test_a_scan_of_a_site_offering_a_long_download(tmp_path: Path) -> None:
     """A real crawl: a ZIP of four chapters, each a registered work, read in parts of about
     one chapter; one record per work on the download's URL, each naming its part."""
-    import io
-    import zipfile
-
     from admin.scan import run_scan, serve_directory
     from matcher.maintenance import drop_indexes
+    from tests.support.downloads import book_site
 
     names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
     works = tmp_path / "works"
@@ -121,16 +119,7 @@ def test_a_scan_of_a_site_offering_a_long_download(tmp_path: Path) -> None:
     for name in names:
         (works / name).write_text(sample(name), encoding="utf-8")
     site = tmp_path / "site"
-    (site / "down").mkdir(parents=True)
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w") as archive:
-        for n, name in enumerate(names, 1):
-            archive.writestr(f"{n}.txt", f"第{n}章\n{sample(name)}".encode("gbk", "replace"))
-    (site / "down" / "book.zip").write_bytes(out.getvalue())
-    (site / "index.html").write_text(
-        '<html><body><p><a href="down/book.zip">全本下载</a></p></body></html>', encoding="utf-8"
-    )
-    part_chars = max(len(sample(name)) for name in names) + 20
+    part_chars = book_site(site, [sample(name) for name in names])
     with serve_directory(site) as url:
         result, engine = run_scan(
             works, [url], crawl_overrides={"FPTRACK_DOWNLOAD_PART_CHARS": part_chars}

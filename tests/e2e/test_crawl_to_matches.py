@@ -64,29 +64,20 @@ def test_a_download_in_parts_is_one_task_and_one_record_per_work(
     """A ZIP of the four sample novels' chapters, read in parts of one chapter each: the
     crawl sends one task (the first part's), the worker matches every part with it and
     records one match per work on the download's URL."""
-    import io
-    import zipfile
+    from tests.support.downloads import book_site
 
     names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
     texts = [(WORKS / name).read_text(encoding="utf-8") for name in names]
     for name, text in zip(names, texts, strict=True):
         engine.add_work(text, title=name, source=name)
-    (tmp_path / "down").mkdir()
-    body = io.BytesIO()
-    with zipfile.ZipFile(body, "w") as archive:
-        for n, text in enumerate(texts, 1):
-            archive.writestr(f"{n}.txt", f"第{n}章\n{text}".encode("gbk", "replace"))
-    (tmp_path / "down" / "book.zip").write_bytes(body.getvalue())
-    (tmp_path / "index.html").write_text(
-        '<html><body><p><a href="down/book.zip">全本下载</a></p></body></html>', encoding="utf-8"
-    )
+    part_chars = book_site(tmp_path, texts)
     sent: list[str] = []
 
     def enqueue(page_id: str) -> None:
         sent.append(page_id)
         app.send_task("fptrack.process_page", args=[page_id])
 
-    overrides = {"FPTRACK_DOWNLOAD_PART_CHARS": max(map(len, texts)) + 20, **NO_THROTTLE}
+    overrides = {"FPTRACK_DOWNLOAD_PART_CHARS": part_chars, **NO_THROTTLE}
     with serve_directory(tmp_path) as base:
         site = site_config(base + "index.html", 1, 50)
         ingest = Ingest(engine.store, enqueue)

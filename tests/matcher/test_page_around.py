@@ -30,6 +30,18 @@ def put(store: Store, name: str, next_name: str = "", prev_name: str = "") -> in
     return doc["_id"]
 
 
+def chain(store: Store) -> dict[str, int]:
+    """1 <-> 2 <-> 3 -> 4 (4 does not link back), 5 -> 2 (a second page naming 2 as next):
+    their ids by name."""
+    return {
+        "1": put(store, "1", next_name="2"),
+        "2": put(store, "2", next_name="3", prev_name="1"),
+        "3": put(store, "3", next_name="4", prev_name="2"),
+        "4": put(store, "4"),
+        "5": put(store, "5", next_name="2"),
+    }
+
+
 def long_way(store: Store, page_id: int) -> tuple[dict | None, object]:
     doc = store.get_page(page_id)
     return doc, None if doc is None else store.pages_around(doc)
@@ -50,14 +62,7 @@ def finds(commands: Commands) -> int:
 
 def test_one_read_answers_as_the_long_way(counted: tuple[Store, Commands]) -> None:
     store, commands = counted
-    # 1 <-> 2 <-> 3 -> 4 (4 does not link back), 5 -> 2 (a second page naming 2 as next)
-    pages = {
-        "1": put(store, "1", next_name="2"),
-        "2": put(store, "2", next_name="3", prev_name="1"),
-        "3": put(store, "3", next_name="4", prev_name="2"),
-        "4": put(store, "4"),
-        "5": put(store, "5", next_name="2"),
-    }
+    pages = chain(store)
     store.page_and_around(pages["4"])  # the process's one look for pages without the field
     for name, page_id in pages.items():
         assert store.get_page(page_id)[AROUND] == around_ids(
@@ -114,13 +119,7 @@ def test_many_pages_and_their_neighbours_in_one_read(counted: tuple[Store, Comma
     """:meth:`~matcher.store.pages.Pages.pages_and_around`: each page's answer as its own
     read gives, for them all in one read; a crowded page left to its own read."""
     store, commands = counted
-    pages = {
-        "1": put(store, "1", next_name="2"),
-        "2": put(store, "2", next_name="3", prev_name="1"),
-        "3": put(store, "3", next_name="4", prev_name="2"),
-        "4": put(store, "4"),
-        "5": put(store, "5", next_name="2"),
-    }
+    pages = chain(store)
     store.page_and_around(pages["4"])  # the process's one look for pages without the field
     absent = ids.page_id(url("none"))
     commands.names.clear()
