@@ -268,9 +268,11 @@ def run_scan(
     ]
 
     def send_many(page_ids: list[str]) -> None:
-        with engine.pages_together(page_ids):
+        with engine.pages_together(page_ids) as unmarked:
             for page_id in page_ids:
                 enqueue(page_id)
+        for page_id in unmarked:
+            process_page.delay(page_id)
 
     ingest = Ingest(engine.store, enqueue, archive=archive, send_many=send_many)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}

@@ -37,6 +37,7 @@ LINGER = 0.05
 pages come a few at a time, and a batch of one costs what one page alone does."""
 
 _STOP = object()
+_FLUSH = object()
 
 
 class IngestLanes:
@@ -71,6 +72,17 @@ class IngestLanes:
         self._queues[lane].put((item, future))
         return future
 
+    def flush(self) -> None:
+        """Handle the items submitted so far now, without waiting out the linger; return
+        once they are handled."""
+        done: list[Future[Any]] = []
+        for q in self._queues:
+            future: Future[Any] = Future()
+            q.put((_FLUSH, future))
+            done.append(future)
+        for future in done:
+            future.result()
+
     def close(self) -> None:
         """Handle the items submitted, then stop the threads."""
         for q in self._queues:
@@ -84,9 +96,14 @@ class IngestLanes:
             first = lane.get()
             if first is _STOP:
                 return
-            batch = [first]
+            batch: list[tuple[Any, Future[Any]]] = []
+            flushed: Future[Any] | None = None
+            if first[0] is _FLUSH:
+                flushed = first[1]
+            else:
+                batch.append(first)
             until = time.monotonic() + self._linger
-            while len(batch) < self._batch:
+            while flushed is None and len(batch) < self._batch:
                 try:
                     waiting = lane.get(timeout=max(0.0, until - time.monotonic()))
                 except queue.Empty:
@@ -94,8 +111,14 @@ class IngestLanes:
                 if waiting is _STOP:
                     stopping = True
                     break
-                batch.append(waiting)
-            _answer(self._handle, batch)
+                if waiting[0] is _FLUSH:
+                    flushed = waiting[1]
+                else:
+                    batch.append(waiting)
+            if batch:
+                _answer(self._handle, batch)
+            if flushed is not None:
+                flushed.set_result(None)
 
 
 def _answer(

@@ -9,11 +9,13 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
 - Otherwise (production) :meth:`IngestPipeline.open_spider` builds one from the
   :class:`matcher.settings.Settings` that the crawl's entry point read and put in the
   ``FPTRACK_SETTINGS`` setting (:mod:`crawler.run`): a :class:`matcher.store.Store` on
-  ``mongo_uri`` / ``mongo_db``, and an enqueue that sends the Celery task
-  ``fptrack.process_page`` by name through an app of :func:`matcher.celery_app.make_app`
-  (the worker code is never imported), and the evidence archive ``FPTRACK_ARCHIVE`` names
-  (:meth:`matcher.store.Store.evidence_archive`). :meth:`IngestPipeline.close_spider` closes the
-  MongoDB client.
+  ``mongo_uri`` / ``mongo_db``, and an enqueue that sends the Celery tasks by name through
+  an app of :func:`matcher.celery_app.make_app` (the worker code is never imported), the
+  pages stored within :data:`SEND_LINGER` of each other as one ``fptrack.process_pages``
+  (:class:`CelerySender`), and the evidence archive ``FPTRACK_ARCHIVE`` names
+  (:meth:`matcher.store.Store.evidence_archive`). :meth:`IngestPipeline.close_spider` sends
+  the tasks still waiting (the ingest's ``flush``, any ingest's) and closes the MongoDB
+  client.
 
 A :class:`matcher.pages.PageAlias` (another URL of a page already stored) goes to the
 ingest's ``alias`` when it has one (``fptrack/aliases/recorded``).
@@ -49,7 +51,7 @@ reactor thread, one page at a time.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Coroutine, Sequence
 from concurrent.futures import Future
 from typing import Any, Protocol
 
@@ -67,6 +69,7 @@ from matcher.pages import GonePage, PageAlias, UnchangedPage, fetched_url
 logger = logging.getLogger(__name__)
 
 PROCESS_PAGE_TASK = "fptrack.process_page"
+PROCESS_PAGES_TASK = "fptrack.process_pages"
 
 
 class PageIngest(Protocol):
@@ -161,6 +164,9 @@ class IngestPipeline:
         if self._batches is not None:
             self._batches.flush()
             self._batches = None
+        flush = getattr(self.ingest, "flush", None)
+        if callable(flush):
+            flush()
         if self._owned_store is not None:
             self._owned_store.flush_tallies()
             self._owned_store.client.close()
@@ -297,21 +303,57 @@ def celery_ingest(store: Any, stats: Any, settings: Any, archive: Any = None) ->
     return Ingest(store, celery_enqueue(stats, settings), archive=archive, stamp=stamp)
 
 
-def celery_enqueue(stats: Any, settings: Any) -> Callable[[str], None]:
-    """An enqueue sending ``fptrack.process_page`` by name; failures are logged and counted."""
+SEND_BATCH = 32
+"""At most this many pages' tasks are sent as one ``fptrack.process_pages``."""
+SEND_LINGER = 0.25
+"""Seconds a page's task waits for others to be sent with: a crawl stores a few pages at a
+time, and the worker matches a batch's pages together (one read of them and their
+neighbours, one write of their processed marks; :func:`matcher.jobs.process_pages`)."""
+
+
+class CelerySender:
+    """The enqueue of :func:`celery_ingest`: the pages' tasks sent by name, those waiting
+    together (up to :data:`SEND_BATCH` that came within :data:`SEND_LINGER` of the first) as
+    one ``fptrack.process_pages``, a page alone as ``fptrack.process_page``, from a thread
+    of its own (:class:`crawler.ingest_lanes.IngestLanes`, one lane). A send that fails is
+    logged and counted (``fptrack/enqueue_errors``, a page each); its pages stay pending
+    and beat's sweep sends them again (:func:`matcher.jobs.requeue_pending`), as for a
+    crawler killed while their tasks waited here."""
+
+    def __init__(
+        self, app: Any, stats: Any, batch: int = SEND_BATCH, linger: float = SEND_LINGER
+    ) -> None:
+        self._app = app
+        self._stats = stats
+        self._lane = IngestLanes(1, self._send, batch, linger)
+
+    def __call__(self, page_id: str) -> None:
+        self._lane.submit("", page_id)
+
+    def flush(self) -> None:
+        """Send the tasks waiting now."""
+        self._lane.flush()
+
+    def _send(self, page_ids: Sequence[str]) -> list[None]:
+        name, args = (
+            (PROCESS_PAGE_TASK, [page_ids[0]])
+            if len(page_ids) == 1
+            else (PROCESS_PAGES_TASK, [list(page_ids)])
+        )
+        try:
+            self._app.send_task(name, args=args)
+        except Exception as exc:  # the broker's errors (kombu, redis) have no common base
+            self._stats.inc_value("fptrack/enqueue_errors", len(page_ids))
+            logger.warning("could not enqueue %s for %d page(s): %s", name, len(page_ids), exc)
+        return [None] * len(page_ids)
+
+
+def celery_enqueue(stats: Any, settings: Any) -> CelerySender:
+    """A :class:`CelerySender` on the app of ``settings``."""
     try:
         from matcher.celery_app import make_app
     except ImportError as exc:
         raise IngestUnavailable(
             f"cannot send {PROCESS_PAGE_TASK} tasks: matcher.celery_app is not importable ({exc})"
         ) from exc
-    app = make_app(settings)
-
-    def enqueue(page_id: str) -> None:
-        try:
-            app.send_task(PROCESS_PAGE_TASK, args=[page_id])
-        except Exception as exc:  # the broker's errors (kombu, redis) have no common base
-            stats.inc_value("fptrack/enqueue_errors")
-            logger.warning("could not enqueue %s for page %s: %s", PROCESS_PAGE_TASK, page_id, exc)
-
-    return enqueue
+    return CelerySender(make_app(settings), stats)

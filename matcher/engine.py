@@ -90,8 +90,9 @@ class Engine(IndexView):
         self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
         self.segments = SegmentData(self.storage, self.store, self.keys, cache, self._problem)
-        self._read_ahead: dict[Any, tuple[dict, Around | None]] = {}
-        """Pages read for :meth:`pages_together`, by ``_id``, until their task reads them."""
+        self._together = threading.local()
+        """This thread's pages read for :meth:`pages_together` (``read``: by ``_id``, until
+        their task reads them)."""
 
     # the index's integrity -------------------------------------------------------------
 
@@ -141,20 +142,35 @@ class Engine(IndexView):
     # pages -> works --------------------------------------------------------------------
 
     @contextmanager
-    def pages_together(self, page_ids: Sequence[str]) -> Iterator[None]:
-        """Match pages together in this process (the embedded scan's batches, one task of
-        :meth:`process_stored_page` each while the block runs): the pages and the pages
-        around each are read in one read, each task's first read answered from it, and
-        their processed marks are written in one bulk write as the block ends. Only for a
-        store no other process writes: nothing else changes a page between the two. A page
-        of a split chapter is read again by its task (another part's task wrote to it)."""
-        self._read_ahead = self.store.pages_and_around(page_ids)
+    def pages_together(self, page_ids: Sequence[str]) -> Iterator[list[str]]:
+        """Match pages together in this thread (one task of :meth:`process_stored_page` each
+        while the block runs): the pages and the pages around each are read in one read,
+        each task's first read answered from it, and their processed marks are written in
+        one bulk write as the block ends. The list given fills, as the block ends, with the
+        pages whose mark did not hold (their text or links changed since they were read,
+        by a crawl or another task): the caller matches each again
+        (:meth:`process_stored_page` outside the block reads it under its lock, and lets
+        go the records its earlier text got though no mark says it was matched), so that no
+        page's records are those of a text it no longer has. A page of a split chapter is
+        read again by its task (another part's task wrote to it)."""
+        by_key = {page_key(p): p for p in page_ids}
+        self._together.read = self.store.pages_and_around(page_ids)
         self.store.gather_marks()
+        unmarked: list[str] = []
         try:
-            yield
+            yield unmarked
         finally:
-            self._read_ahead = {}
-            self.store.send_marks()
+            self._together.read = {}
+            keys = self.store.send_marks()
+            self._together.unmarked = set(keys)
+            unmarked += [by_key.get(key, str(key)) for key in keys]
+
+    def _read_ahead(self) -> dict[Any, tuple[dict, Around | None]]:
+        """This thread's pages read ahead (:meth:`pages_together`), by ``_id``."""
+        read = getattr(self._together, "read", None)
+        if read is None:
+            read = self._together.read = {}
+        return read
 
     def _candidates(self, page: Prepared) -> tuple[list[tuple[int, int]], np.ndarray]:
         """Candidate segments as ``(owner, postings hits)``, most hits first, and the
@@ -308,7 +324,7 @@ class Engine(IndexView):
         """
         lost = 0
         optimistic = True
-        read = self._read_ahead.pop(page_key(page_id), None)
+        read = self._read_ahead().pop(page_key(page_id), None)
         while True:
             snap = self.ready()
             doc, around = read or self.store.page_and_around(page_id)
@@ -325,7 +341,7 @@ class Engine(IndexView):
                 parts = self._parts(doc, around)
                 if len(parts) > 1:
                     for part in parts:
-                        self._read_ahead.pop(part["_id"], None)
+                        self._read_ahead().pop(part["_id"], None)
                 with self._locked(parts) as lock_lost:
                     alone = optimistic and len(parts) == 1
                     if not alone:
@@ -488,7 +504,9 @@ class Engine(IndexView):
         store's own data before its match is let go (:meth:`_recheck`).
         """
         page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
-        never = len(parts) == 1 and _never_matched(doc)
+        unmarked = getattr(self._together, "unmarked", set())
+        never = len(parts) == 1 and _never_matched(doc) and doc["_id"] not in unmarked
+        unmarked.discard(doc["_id"])
         previous = {} if never else self.store.active_matched_works([p["_id"] for p in parts])
         own = self._recheck(page, self.find_works(page), previous.get(doc["_id"], {}), "page")
         urls = [p["url"] for p in parts] if len(parts) > 1 else []

@@ -109,6 +109,13 @@ class Ingest:
             self.send_many([answer.page_id for answer in answers if answer.enqueued])
         return answers
 
+    def flush(self) -> None:
+        """Send the tasks the enqueue holds back, if it does (its ``flush``:
+        :class:`crawler.pipelines.CelerySender` sends pages in batches)."""
+        flush = getattr(self.enqueue, "flush", None)
+        if callable(flush):
+            flush()
+
     def _after(
         self,
         page: CrawledPage,
@@ -190,4 +197,5 @@ class Ingest:
         for page_id in self.store.pending_pages(limit):
             self.enqueue(page_id)
             count += 1
+        self.flush()
         return count

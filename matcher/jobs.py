@@ -17,7 +17,7 @@ import tempfile
 import time
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,7 @@ from typing import Any
 from matcher.archive import Archive, prune
 from matcher.crawl_runs import FRONTIER_LOST, LEASE_LOST, RUN_GONE
 from matcher.engine import Engine
-from matcher.errors import MatcherError, redis_errors
+from matcher.errors import MatcherError, redis_errors, transient
 from matcher.keys import TAG_GROUPS, Keys
 from matcher.settings import Settings
 from matcher.sites import MAX_CRAWLERS
@@ -62,6 +62,50 @@ def process_page(engine: Engine, page_id: str, if_pending: bool = False) -> dict
         page_id, authorised_sites=engine.licensed.get, as_task=True
     )
     return {"page_id": page_id, "matches": len(records), "new_matches": _unalerted(records)}
+
+
+def process_pages(
+    engine: Engine,
+    page_ids: Sequence[str],
+    failed: Callable[[str, Exception], None],
+) -> dict[str, Any]:
+    """:func:`process_page` of each page, matched together (:meth:`Engine.pages_together
+    <matcher.engine.Engine.pages_together>`: one read of the pages and those around them,
+    one write of their processed marks); a page whose mark did not hold is matched again,
+    on its own. A page that cannot be matched for good (an error not an outage,
+    :func:`matcher.errors.transient`) is handed to ``failed`` and the others go on; an
+    outage ends the whole batch (the task runs again, and a page matched twice gets the
+    same records)."""
+    records: list[dict[str, Any]] = []
+    failures = 0
+
+    def one(page_id: str) -> None:
+        nonlocal failures
+        try:
+            records.extend(
+                engine.process_stored_page(
+                    page_id, authorised_sites=engine.licensed.get, as_task=True
+                )
+            )
+        except Exception as exc:
+            if transient(exc):
+                raise
+            failures += 1
+            failed(page_id, exc)
+
+    pages = list(dict.fromkeys(page_ids))
+    with engine.pages_together(pages) as unmarked:
+        for page_id in pages:
+            one(page_id)
+    for page_id in unmarked:
+        one(page_id)
+    return {
+        "pages": len(pages),
+        "matched_again": len(unmarked),
+        "matches": len(records),
+        "new_matches": _unalerted(records),
+        "failed": failures,
+    }
 
 
 def _unalerted(records: list[dict[str, Any]]) -> int:

@@ -66,7 +66,10 @@ class FptrackTask(Task):
         return self.app.fptrack
 
     def _ref(self, args: tuple, kwargs: dict) -> str:
+        """What a failure record names: the task's first argument (a batch's ids, joined)."""
         values = [*args, *kwargs.values()]
+        if values and isinstance(values[0], list):
+            return ",".join(map(str, values[0]))
         return str(values[0]) if values else ""
 
     def _count(self, event: str) -> None:
@@ -100,12 +103,39 @@ class FptrackTask(Task):
                 log.warning("could not clear the failure record of %s: %s", self.name, exc)
 
 
-@shared_task(bind=True, base=FptrackTask, name="fptrack.process_page")
+PROCESS_PAGE = "fptrack.process_page"
+
+
+@shared_task(bind=True, base=FptrackTask, name=PROCESS_PAGE)
 def process_page(self: FptrackTask, page_id: str, if_pending: bool = False) -> dict[str, Any]:
     """Fingerprint a stored page, match it against the works, record its matches; alert of
     its new ones. With ``if_pending`` (a task sent again), nothing is done when the page's
     current text was matched already."""
     result = jobs.process_page(self.runtime.engine(), page_id, if_pending=if_pending)
+    _alert_new(self, result)
+    return result
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.process_pages")
+def process_pages(self: FptrackTask, page_ids: list[str]) -> dict[str, Any]:
+    """``process_page`` of each of a batch of pages (the crawl's ingest sends them so),
+    matched together (:func:`matcher.jobs.process_pages`); a page that fails for good gets
+    the failure record its own ``process_page`` would have, and the others go on. Alert of
+    the new matches."""
+    if isinstance(page_ids, str) or not all(isinstance(p, str) for p in page_ids):
+        raise TypeError(f"process_pages takes a list of page ids, got {page_ids!r}")
+
+    def failed(page_id: str, exc: Exception) -> None:
+        log.error("page %s could not be matched: %s", page_id, exc)
+        self._count("failure")
+        error = f"{type(exc).__name__}: {exc}"
+        try:
+            ops = Operations(self.runtime.engine().store)
+            ops.record_failure(PROCESS_PAGE, page_id, error, self.request.retries)
+        except Exception as record_exc:  # the store may be what is down
+            log.error("could not record the failure of page %s: %s", page_id, record_exc)
+
+    result = jobs.process_pages(self.runtime.engine(), page_ids, failed)
     _alert_new(self, result)
     return result
 

@@ -8,6 +8,7 @@ them is that record (:meth:`Pages.page_slot`)."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -153,8 +154,9 @@ class Pages:
         self._ready: set[str] = set()
         """The fields (:data:`AROUND`, :data:`NAMES`) every page was seen to carry."""
         self._checked: dict[str, float] = {}
-        self._marks: list[UpdateOne] | None = None
-        """Processed marks gathered and not yet written (:meth:`gather_marks`)."""
+        self._gathering = threading.local()
+        """This thread's processed marks gathered and not yet written, as ``marks``, a list
+        of ``(query, fields)`` (:meth:`gather_marks`)."""
         self.seq_stripe: int | None = None
         """The counter stripe this process takes page seqs from: that of the first page it
         stores (so a crawl made again in the same order numbers its pages the same)."""
@@ -670,26 +672,35 @@ class Pages:
             if links is not None:
                 value = links.get(name)
                 query[name] = {"$exists": False} if value is None else checked_str(value, name)
-        if self._marks is not None:
-            self._marks.append(UpdateOne(query, {"$set": fields}))
+        marks = getattr(self._gathering, "marks", None)
+        if marks is not None:
+            marks.append((query, fields))
             return True
         result = self.db.pages.update_one(query, {"$set": fields})
         return result.matched_count == 1
 
     def gather_marks(self) -> None:
-        """From now on, keep the processed marks (:meth:`mark_processed`) until
-        :meth:`send_marks`, each answered as written. Only for a store no other process
-        writes (the embedded scan's): there nothing changes a page between its read and
-        its mark."""
-        if self._marks is None:
-            self._marks = []
+        """From now on, keep this thread's processed marks (:meth:`mark_processed`) until
+        :meth:`send_marks`, each answered as written; :meth:`send_marks` says which did not
+        hold."""
+        if getattr(self._gathering, "marks", None) is None:
+            self._gathering.marks = []
 
     @mongo_errors
-    def send_marks(self) -> None:
-        """Write the marks gathered, in one bulk write, and stop gathering."""
-        marks, self._marks = self._marks, None
-        if marks:
-            self.db.pages.bulk_write(marks, ordered=False)
+    def send_marks(self) -> list[int]:
+        """Write the marks gathered, in one bulk write, and stop gathering; the ``_id`` of
+        each page whose mark did not hold (its text or links changed since they were read),
+        read again when fewer marks matched than were sent."""
+        marks, self._gathering.marks = getattr(self._gathering, "marks", None) or [], None
+        if not marks:
+            return []
+        ops = [UpdateOne(query, {"$set": fields}) for query, fields in marks]
+        if self.db.pages.bulk_write(ops, ordered=False).matched_count == len(ops):
+            return []
+        fields = {"content_hash": 1, **_LINKS}
+        keys = [query["_id"] for query, _ in marks]
+        now_stored = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": keys}}, fields)}
+        return [q["_id"] for q, _ in marks if not _holds(q, now_stored.get(q["_id"]))]
 
     @mongo_errors
     def set_page_archive(
@@ -828,3 +839,17 @@ class Pages:
     def delete_all(self) -> int:
         """Delete every page; how many there were."""
         return self.db.pages.delete_many({}).deleted_count
+
+
+def _holds(query: dict[str, Any], doc: dict | None) -> bool:
+    """Whether the stored page ``doc`` is as a processed mark's ``query`` (of
+    :meth:`Pages.mark_processed`: equalities and ``{"$exists": False}``) wants it."""
+    if doc is None:
+        return False
+    for name, want in query.items():
+        if want == {"$exists": False}:
+            if name in doc:
+                return False
+        elif doc.get(name) != want:
+            return False
+    return True

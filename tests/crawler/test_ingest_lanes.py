@@ -52,6 +52,21 @@ def test_a_lane_waits_a_moment_for_the_items_that_follow() -> None:
     assert handler.batches == [[0, 1, 2]]
 
 
+def test_flush_hands_over_what_waits_without_waiting_out_the_linger() -> None:
+    handler = Handler()
+    handler.go.set()
+    lanes = IngestLanes(2, handler, batch=10, linger=30)
+    futures = [lanes.submit(f"http://a.test/{n}", n) for n in range(4)]
+    lanes.flush()  # returns once handled, well before the 30 s linger
+    assert all(f.done() for f in futures)
+    assert sorted(n for batch in handler.batches for n in batch) == [0, 1, 2, 3]
+    lanes.flush()  # nothing waits: nothing handed over
+    assert len(handler.batches) <= 2
+    later = lanes.submit("http://a.test/9", 9)  # the lanes go on after a flush
+    lanes.close()
+    assert later.result(0)[1] == 9
+
+
 def test_one_key_one_lane_and_every_item_answered_before_close() -> None:
     handler = Handler()
     handler.go.set()

@@ -15,7 +15,13 @@ from scrapy.utils.test import get_crawler
 
 from crawler import reactor
 from crawler.items import PageItem
-from crawler.pipelines import PROCESS_PAGE_TASK, IngestPipeline, IngestUnavailable
+from crawler.pipelines import (
+    PROCESS_PAGE_TASK,
+    PROCESS_PAGES_TASK,
+    CelerySender,
+    IngestPipeline,
+    IngestUnavailable,
+)
 from crawler.settings import crawl_settings
 from crawler.spiders.site import SiteSpider
 from matcher.errors import StoreUnavailable, UnusableText
@@ -175,11 +181,13 @@ def test_production_ingest_stores_and_sends_tasks_by_name(
     assert connects == [("mongodb://db.test:27017", "fptrack_prod")]
     assert app.apps == [PRODUCTION]  # the crawl's settings, not the environment's
     pipeline.process_item(item())
+    pipeline.ingest.flush()  # the task a page alone gets, sent now
     first = store.page_by_url("http://novels.test/book/17/3.html")
     assert first is not None
     store.mark_processed(str(first["_id"]), first["content_hash"])  # as the worker would
     pipeline.process_item(item())  # same text again: stored once, no second task
     pipeline.process_item(item(text=TEXT + "又下起了雨。"))
+    pipeline.ingest.flush()
     doc = store.page_by_url("http://novels.test/book/17/3.html")
     assert doc is not None and doc["encoding"] == "gb18030" and doc["text"].endswith("又下起了雨。")
     assert app.sent == [(PROCESS_PAGE_TASK, [str(doc["_id"])])] * 2
@@ -220,8 +228,12 @@ def test_lanes_store_pages_at_once_and_each_page_s_alias_after_it(
     assert pipeline.stats.get_value("fptrack/ingested/new") == len(urls)
     assert pipeline.stats.get_value("fptrack/aliases/recorded") == len(urls)
     assert pipeline.stats.get_value("fptrack/stored_pages") == len(urls)
-    assert len(app.sent) == len(urls)
-    pipeline.close_spider()
+    stored = {str(doc["_id"]) for url in urls if (doc := store.page_by_url(url))}
+    pipeline.close_spider()  # the tasks still waiting are sent
+    sent = [ids for name, [ids] in app.sent if name == PROCESS_PAGES_TASK]
+    sent += [[page_id] for name, [page_id] in app.sent if name == PROCESS_PAGE_TASK]
+    assert len(app.sent) < len(urls)  # pages stored together go as one task
+    assert sorted(p for ids in sent for p in ids) == sorted(stored)  # each page once
 
 
 def test_broker_outage_keeps_the_page_pending(
@@ -232,8 +244,31 @@ def test_broker_outage_keeps_the_page_pending(
     pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION})
     pipeline.open_spider()
     pipeline.process_item(item())
+    pipeline.ingest.flush()
     assert pipeline.stats.get_value("fptrack/enqueue_errors") == 1
     assert len(list(store.pending_pages())) == 1  # requeue_pending will send it later
+
+
+def test_the_sender_sends_the_pages_stored_together_as_one_task() -> None:
+    """Pages whose tasks wait together go as one ``process_pages`` (at most ``batch``), in
+    the order stored; a page alone as ``process_page``; a failed send counts its pages."""
+    from scrapy.statscollectors import MemoryStatsCollector
+
+    app = FakeCeleryApp()
+    stats = MemoryStatsCollector(get_crawler(SiteSpider))
+    sender = CelerySender(app, stats, batch=3, linger=30)
+    for n in range(5):
+        sender(str(n))
+    sender.flush()
+    assert app.sent == [(PROCESS_PAGES_TASK, [["0", "1", "2"]]), (PROCESS_PAGES_TASK, [["3", "4"]])]
+    sender("5")
+    sender.flush()
+    assert app.sent[-1] == (PROCESS_PAGE_TASK, ["5"])
+    app.fail = True
+    sender("6")
+    sender("7")
+    sender.flush()
+    assert stats.get_value("fptrack/enqueue_errors") == 2
 
 
 def test_missing_celery_app_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:

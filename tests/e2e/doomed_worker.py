@@ -10,7 +10,10 @@ whole worker) with SIGKILL there; once MARKER exists, tasks run through. Points:
 - ``index``: after the page's entries are written to the Redis pages index;
 - ``match``: after the first of the page's match records is written;
 - ``marked``: after the page's processed mark (with its fingerprints) is written, before
-  the task is acknowledged.
+  the task is acknowledged;
+- ``batch``: after the first page of a ``process_pages`` batch is matched, its records
+  written and its processed mark gathered, not yet written (the batch's other pages not
+  matched yet).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from matcher import jobs
+from matcher.engine import Engine
 from matcher.index.indexes import Side
 from matcher.store.matches import Matches
 from matcher.store.pages import Pages
@@ -69,6 +73,10 @@ if __name__ == "__main__":
         Pages.mark_processed = stopping_after(Pages.mark_processed, lambda *a, **k: True)
     elif POINT == "index":
         Side.add = stopping_after(Side.add, lambda *a, **k: True)
+    elif POINT == "batch":
+        Engine.process_stored_page = stopping_after(
+            Engine.process_stored_page, lambda *a, **k: True
+        )
     elif POINT == "match":
         Matches.upsert_match = stopping_after(Matches.upsert_match, lambda *a, **k: True)
     else:

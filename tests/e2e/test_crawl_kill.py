@@ -14,7 +14,6 @@ run is closed ``interrupted`` with the pages it stored, then resumed to its end 
 
 from __future__ import annotations
 
-import ast
 import json
 import os
 import signal
@@ -22,7 +21,6 @@ import subprocess
 import sys
 import time
 import uuid
-from collections import Counter
 from typing import Any
 
 import pytest
@@ -36,7 +34,7 @@ from matcher.keys import Keys
 from matcher.sites import SiteConfig
 from matcher.store import Store
 from matcher.store.operations import Operations
-from tests.support.e2e import ROOT, app, sample
+from tests.support.e2e import ROOT, app, queued_pages, sample
 from tests.support.waits import eventually
 
 CHAPTERS = 120
@@ -86,17 +84,6 @@ def finish(process: subprocess.Popen[str]) -> int:
     return process.returncode
 
 
-def tasks(broker: redis.Redis) -> Counter[str]:
-    """The page ids of the ``process_page`` messages waiting on the broker."""
-    out: Counter[str] = Counter()
-    for raw in broker.lrange("fptrack", 0, -1):
-        message = json.loads(raw)
-        assert message["headers"]["task"] == "fptrack.process_page"
-        [page_id] = ast.literal_eval(message["headers"]["argsrepr"])
-        out[str(page_id)] += 1
-    return out
-
-
 def stored(store: Store) -> dict[str, Any]:
     pages = list(store.db.pages.find({}, {"url": 1, "text": 1, "content_hash": 1}))
     return {
@@ -120,7 +107,7 @@ def test_a_crawl_killed_mid_way_and_run_again_stores_what_an_undisturbed_one_doe
     try:
         assert finish(crawl(site, names["calm"], f"fptrack-calm-{uuid.uuid4().hex[:6]}")) == 0
         calm = stored(Store(client[names["calm"]]))
-        calm_tasks = tasks(broker)
+        calm_tasks = queued_pages(broker)
         broker.delete("fptrack")
         assert len(calm["pages"]) == CHAPTERS and set(calm_tasks) == calm["ids"]
 
@@ -140,7 +127,7 @@ def test_a_crawl_killed_mid_way_and_run_again_stores_what_an_undisturbed_one_doe
         while finish(crawl(site, names["killed"], prefix)) == 3:  # as resume_crawls does
             time.sleep(1)
         after = stored(killed_store)
-        after_tasks = tasks(broker)
+        after_tasks = queued_pages(broker)
     finally:
         for name in names.values():
             client.drop_database(name)

@@ -10,6 +10,7 @@ import redis
 from celery.contrib.testing.worker import start_worker
 
 from admin.scan import serve_directory, site_config
+from crawler.pipelines import PROCESS_PAGE_TASK, PROCESS_PAGES_TASK, CelerySender
 from crawler.run import crawl_in_process
 from matcher.engine import Engine
 from matcher.ingest import Ingest
@@ -56,6 +57,40 @@ def test_crawl_feeds_the_worker(engine: Engine, broker: redis.Redis) -> None:
         assert sent == [] and broker.llen("fptrack") == 0
         assert engine.store.db.matches.count_documents({}) == 9
         assert engine.store.count("pages") == stats["fptrack/pages"]
+
+
+def test_the_crawl_s_pages_go_to_the_worker_in_batches(engine: Engine, broker: redis.Redis) -> None:
+    """The production sender (:class:`crawler.pipelines.CelerySender`): pages stored together
+    go as one ``process_pages`` task, which a real worker matches into the records each
+    page's own task would give."""
+    works = {
+        p.name: engine.add_work(p.read_text(encoding="utf-8"), title=p.stem, source=p.name)
+        for p in sorted(WORKS.glob("*.txt"))
+    }
+    sent: list[tuple[str, list]] = []
+
+    class Recording:
+        def send_task(self, name: str, args: list) -> None:
+            sent.append((name, args))
+            app.send_task(name, args=args)
+
+    with serve_directory(SITE) as base:
+        site = site_config(base + "index.html", 1, 500)
+        sender = CelerySender(Recording(), None)
+        ingest = Ingest(engine.store, sender)
+        stats = crawl_in_process([site], {"FPTRACK_INGEST": ingest, **NO_THROTTLE})[site.name]
+    pages = [[args[0]] if name == PROCESS_PAGE_TASK else args[0] for name, args in sent]
+    assert sorted(p for batch in pages for p in batch) == sorted(
+        str(d["_id"]) for d in engine.store.db.pages.find()
+    )  # every page once, the last sent as the crawl closed
+    assert stats["fptrack/pages"] == engine.store.count("pages") > len(sent)
+    assert any(name == PROCESS_PAGES_TASK for name, _ in sent)
+    with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
+        eventually(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
+    matches = {(urlsplit(m["url"]).path, str(m["work_id"])) for m in engine.store.db.matches.find()}
+    assert ("/book/1021/1.html", works["lighthouse.txt"]) in matches
+    assert ("/tw/book/1023/1.html", works["tea-history.txt"]) in matches
+    assert len(matches) == 9
 
 
 def test_a_download_in_parts_is_one_task_and_one_record_per_work(

@@ -32,6 +32,7 @@ import redis
 from bson import ObjectId
 from pymongo.database import Database
 
+from matcher import tasks
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
@@ -199,3 +200,56 @@ def test_a_prefork_child_killed_mid_page(
     finally:
         stop(doomed, signal.SIGTERM)
     assert state(engine) == undisturbed
+
+
+def register_and_ingest_two(engine: Engine) -> list[str]:
+    """The works, the page of :func:`register_and_ingest` and one more copying a third work."""
+    first = register_and_ingest(engine, lambda page_id: None)
+    text = CHROME.format(sample("lighthouse.txt"))
+    page = CrawledPage(url="http://pirate/one", site="pirate", title="", text=text)
+    return [first, Ingest(engine.store, lambda page_id: None).page(page).page_id]
+
+
+@pytest.fixture
+def undisturbed_two(redis_client: redis.Redis, mongo_db: Database) -> Iterator[dict[str, Any]]:
+    """The state after the two pages are matched, each by its own task, nothing killed."""
+    name = f"{mongo_db.name}-ref2"
+    prefix = f"fptrack-ref-{uuid.uuid4().hex[:8]}"
+    engine = Engine.open(
+        Settings(redis_prefix=prefix, mongo_db=name),
+        mongo_client=mongo_db.client,
+        redis_client=redis_client,
+    )
+    for page_id in register_and_ingest_two(engine):
+        engine.process_stored_page(page_id)
+    yield state(engine)
+    mongo_db.client.drop_database(name)
+
+
+def test_a_whole_worker_killed_in_the_middle_of_a_batch(
+    engine: Engine,
+    broker: redis.Redis,
+    undisturbed_two: dict[str, Any],
+    tmp_path: Path,
+) -> None:
+    """Killed after the first page of a ``process_pages`` batch was matched, its records
+    written and its mark not yet: the batch is delivered again and its pages end as if each
+    were matched once, by its own task."""
+    ids = register_and_ingest_two(engine)
+    tasks.process_pages.delay(ids)
+    marker = tmp_path / "stopped"
+    doomed = start_doomed(marker, "batch", "solo")
+    try:
+        eventually(marker.exists, 60, "the worker to stop after the batch's first page")
+        assert engine.store.db.matches.count_documents({}) == 2  # the first page's records
+        assert engine.store.db.pages.count_documents({"pending": True}) == 2  # no mark yet
+        stop(doomed, signal.SIGKILL)
+    finally:
+        stop(doomed, signal.SIGKILL)
+    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
+    with count_successes() as done, worker(FAST_RESTORE):
+        eventually(lambda: not list(engine.store.pending_pages()), 90, "the redelivered batch")
+        time.sleep(4)  # past the visibility timeout: a second delivery would run now
+    assert done["fptrack.process_pages"] == 1
+    assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
+    assert state(engine) == undisturbed_two

@@ -135,10 +135,12 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
 ) -> None:
     """The real ``python -m crawler.run`` of the sample site writes its pages into the test's
     database over the wire (``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB``) and sends one
-    ``process_page`` task per page to the broker."""
+    ``process_page`` task per page to the broker (pages stored together in one
+    ``process_pages``)."""
     from admin.scan import serve_directory
     from matcher.celery_app import PAGE_QUEUE
     from tests.support import servers
+    from tests.support.e2e import queued_pages
 
     broker = redis.Redis.from_url(servers.session().redis_url(1))
     broker.flushdb()
@@ -149,7 +151,9 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
             result = jobs.crawl_site(SETTINGS, ops, "sample", environ=env)
         pages = ops.store.count("pages")
         assert result["pages"] == pages >= 17  # samples/site/README.md ("/" and its index.html)
-        assert broker.llen(PAGE_QUEUE) == pages == len(list(ops.store.pending_pages()))
+        queued = queued_pages(broker, PAGE_QUEUE)
+        assert len(queued) == sum(queued.values()) == pages  # each page's task, once
+        assert set(queued) == set(ops.store.pending_pages())
         [run] = ops.last_crawls("sample")
         assert run["outcome"] == "finished" and run["stats"]["fptrack/pages"] == pages
     finally:

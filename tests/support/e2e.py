@@ -3,7 +3,11 @@ pirate-site chrome (waiting: :func:`tests.support.waits.eventually`)."""
 
 from __future__ import annotations
 
+import ast
+import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from matcher.celery_app import make_app
 from matcher.settings import Settings
@@ -27,3 +31,16 @@ app.set_default()
 
 def sample(name: str) -> str:
     return (SAMPLES / name).read_text(encoding="utf-8")
+
+
+def queued_pages(broker: Any, queue: str = "fptrack") -> Counter[str]:
+    """The page ids of the page tasks waiting on ``queue`` of the broker (a Redis client):
+    one per ``process_page``, each of a ``process_pages`` batch."""
+    out: Counter[str] = Counter()
+    for raw in broker.lrange(queue, 0, -1):
+        message = json.loads(raw)
+        name = message["headers"]["task"]
+        [arg] = ast.literal_eval(message["headers"]["argsrepr"])
+        assert name in ("fptrack.process_page", "fptrack.process_pages"), name
+        out.update(map(str, arg) if name == "fptrack.process_pages" else [str(arg)])
+    return out
