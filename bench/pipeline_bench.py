@@ -67,6 +67,7 @@ from bench.pipeline_support import (
     stop_children,
     wait_for,
 )
+from bench.proc_cpu import cpu_seconds
 from matcher.field_names import INDEX_KEYS
 from matcher.redis_clients import connect_url
 
@@ -199,6 +200,23 @@ class Pipeline:
             pid = int(worker.detail)
             wait_for(lambda pid=pid: self.index.exists(ready_key(PREFIX, pid)), 60, "a worker")
 
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far of each part (:mod:`bench.proc_cpu`): ``crawl`` this process
+        (the spider, the ingest, the reader processes it joined), ``store`` the MongoDB
+        server started for the run (0 for ``--mongo-uri``), ``workers``, ``site`` (its HTTP
+        server) and ``redis`` (the server of ``--redis-url``, when it runs on this machine:
+        broker and index both, here)."""
+        parts = {"crawl": cpu_seconds(os.getpid(), reaped=True)}
+        for part, prefix in (("store", "mongodb"), ("workers", "worker-"), ("site", "site")):
+            parts[part] = sum(
+                cpu_seconds(c.proc.pid) for c in self.children if c.name.startswith(prefix)
+            )
+        try:
+            parts["redis"] = cpu_seconds(int(self.index.info("server")["process_id"]))
+        except (redis.RedisError, KeyError, ValueError):
+            parts["redis"] = 0.0
+        return parts
+
     def reset(self) -> None:
         """No page, match or failure record, an empty page index and queue; the works stay
         (:meth:`matcher.store.Store.reset_pages`)."""
@@ -319,6 +337,11 @@ def bare_crawl(url: str) -> dict[str, Any]:
     crawl_in_process([bench_site_config(url)], {**CRAWL_OVERRIDES, "FPTRACK_INGEST": counted})
     elapsed = time.perf_counter() - started
     return {"seconds": elapsed, "pages": counted.pages, "pages_per_s": counted.pages / elapsed}
+
+
+def cpu_per_page(before: dict[str, float], after: dict[str, float], pages: int) -> dict[str, float]:
+    """Milliseconds of CPU a page, per part, between two :meth:`Pipeline.cpu` readings."""
+    return {part: round((after[part] - before[part]) * 1000 / max(pages, 1), 2) for part in after}
 
 
 def accuracy(site: BenchSite, matched: dict[str, int], base_url: str) -> dict[str, Any]:
@@ -446,8 +469,12 @@ def measure(
         pipeline.start_workers(args.workers)
         bare, e2e = [], []
         for n in range(args.rounds):
+            before = pipeline.cpu()
             bare.append(bare_crawl(url + "index.html"))
+            between = pipeline.cpu()
             e2e.append(pipeline.crawl(url + "index.html"))
+            bare[-1]["cpu_ms_per_page"] = cpu_per_page(before, between, bare[-1]["pages"])
+            e2e[-1]["cpu_ms_per_page"] = cpu_per_page(between, pipeline.cpu(), e2e[-1]["pages"])
             log(
                 f"round {n + 1}: bare {bare[-1]['pages_per_s']:.1f} pages/s, end to end "
                 f"{e2e[-1]['pages_per_s']:.1f} pages/s ({e2e[-1]['pages']} pages, crawl "
@@ -479,7 +506,13 @@ def measure(
     ratio = pages_per_s["median"] / bare_per_s["median"]
     per_page = statistics.median(e["commands"]["per_page"] for e in e2e)
     scan_per_page = statistics.median(s["commands"]["per_page"] for s in scans)
+    cpu = {
+        part: statistics.median(e["cpu_ms_per_page"][part] for e in e2e)
+        for part in e2e[-1]["cpu_ms_per_page"]
+    }
     return {
+        "cpu_ms_per_page": cpu,
+        "bare_cpu_ms_per_page": statistics.median(b["cpu_ms_per_page"]["crawl"] for b in bare),
         "commands_per_page": per_page,
         "scan_commands_per_page": scan_per_page,
         "scan_commands": scans[-1]["commands"],
@@ -559,6 +592,16 @@ def print_report(r: dict[str, Any]) -> None:
         f"  {'MongoDB commands per page':<34} {r['commands_per_page']:>9.2f}  target <= "
         f"{r['targets']['commands_per_page']:g}: {verdict} (the server counted "
         f"{r['server_commands_per_page']:.2f}, its drivers' monitoring included)"
+    )
+    cpu = r["cpu_ms_per_page"]
+    total = sum(cpu.values())
+    cores = os.cpu_count() or 1
+    print(
+        f"  CPU per page, end to end (ms)      crawl {cpu['crawl']:.1f} (bare crawl "
+        f"{r['bare_cpu_ms_per_page']:.1f}), store {cpu['store']:.1f}, workers "
+        f"{cpu['workers']:.1f}, Redis {cpu['redis']:.1f}, site {cpu['site']:.1f}: "
+        f"{total:.1f} in all, at most {cores * 1000 / max(total, 1e-9):.0f} pages/s on "
+        f"{cores} CPUs"
     )
     commands = r["commands"]
     print(f"  by command and collection (last round, per page; {commands['seconds']:.1f} s):")

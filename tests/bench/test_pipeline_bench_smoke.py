@@ -64,13 +64,19 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     commands = data["commands"]
     assert data["commands_per_page"] == commands["per_page"] > 1
     kinds = commands["by_kind"]
-    assert kinds["update pages"] > 0  # the ingest's page upserts
+    assert kinds["insert pages"] > 0  # the ingest's new pages, inserted in bulk
     # the workers' processed marks, each with the page's fingerprints (no write of its own)
     marks = [s for s in commands["frequent_per_page"] if '"content_hash": "str"' in s]
     assert marks and all(s.startswith("update pages") for s in marks)
     assert "update fingerprints" not in kinds
     assert commands["per_page"] <= commands["server_per_page"]  # the server saw them all
     assert commands["slowest_ms"] and all(ms >= 0 for ms in commands["slowest_ms"].values())
+
+    # the CPU each part spent a page, read from /proc: none idle through the round
+    cpu = data["cpu_ms_per_page"]
+    assert set(cpu) == {"crawl", "store", "workers", "site", "redis"}
+    assert cpu["crawl"] > 0 and cpu["store"] > 0 and cpu["workers"] > 0
+    assert data["bare_cpu_ms_per_page"] > 0
 
     (one,) = data["rounds"]
     sizes = data["sizes"]
