@@ -8,8 +8,9 @@ afterwards), else on fakeredis; Celery tasks run eagerly, in process; Scrapy run
 The same code paths as the deployed system run: the crawler's item pipeline stores each page
 and enqueues ``process_page``, which matches it and writes its match records. The pages
 are stored in batches of those waiting (:class:`crawler.ingest_lanes.ReactorBatches`), and
-a batch's tasks run together (:meth:`matcher.engine.Engine.pages_together`: one read of
-their pages, one write of their processed marks).
+a batch goes as one ``process_pages``, as a crawl's do in a deployment
+(:func:`matcher.jobs.process_pages`: one read of their pages, one write of their processed
+marks).
 """
 
 from __future__ import annotations
@@ -257,6 +258,7 @@ def run_scan(
     app.conf.task_always_eager = True
     app.fptrack.use(engine)
     process_page = app.tasks["fptrack.process_page"]
+    process_pages = app.tasks["fptrack.process_pages"]
 
     def enqueue(page_id: str) -> None:
         process_page.delay(page_id)
@@ -268,11 +270,9 @@ def run_scan(
     ]
 
     def send_many(page_ids: list[str]) -> None:
-        with engine.pages_together(page_ids) as unmarked:
-            for page_id in page_ids:
-                enqueue(page_id)
-        for page_id in unmarked:
-            process_page.delay(page_id)
+        process_pages.delay(page_ids)
+        for page_id in page_ids:
+            on_page(page_id)
 
     ingest = Ingest(engine.store, enqueue, archive=archive, send_many=send_many)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}

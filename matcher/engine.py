@@ -148,10 +148,9 @@ class Engine(IndexView):
         each task's first read answered from it, and their processed marks are written in
         one bulk write as the block ends. The list given fills, as the block ends, with the
         pages whose mark did not hold (their text or links changed since they were read,
-        by a crawl or another task): the caller matches each again
-        (:meth:`process_stored_page` outside the block reads it under its lock, and lets
-        go the records its earlier text got though no mark says it was matched), so that no
-        page's records are those of a text it no longer has. A page of a split chapter is
+        by a crawl or another task): the caller matches each again, outside the block and
+        with ``rematch`` (:meth:`process_stored_page`), so that no page's records are those
+        of a text it no longer has. A page of a split chapter is
         read again by its task (another part's task wrote to it)."""
         by_key = {page_key(p): p for p in page_ids}
         self._together.read = self.store.pages_and_around(page_ids)
@@ -161,9 +160,7 @@ class Engine(IndexView):
             yield unmarked
         finally:
             self._together.read = {}
-            keys = self.store.send_marks()
-            self._together.unmarked = set(keys)
-            unmarked += [by_key.get(key, str(key)) for key in keys]
+            unmarked += [by_key.get(key, str(key)) for key in self.store.send_marks()]
 
     def _read_ahead(self) -> dict[Any, tuple[dict, Around | None]]:
         """This thread's pages read ahead (:meth:`pages_together`), by ``_id``."""
@@ -299,6 +296,7 @@ class Engine(IndexView):
         page_id: str,
         authorised_sites: Iterable[str] | Callable[[], Iterable[str]] = (),
         as_task: bool = False,
+        rematch: bool = False,
     ) -> list[dict[str, Any]]:
         """Match a stored page (the ``process_page`` task's work); returns its match records.
 
@@ -321,6 +319,10 @@ class Engine(IndexView):
         task of a next part (``as_task``: sent again by beat's sweep; the ingest sends the
         first part's only) does nothing when the part's text was matched with its download
         already, or when the first part's task is still to come.
+
+        ``rematch``: the page was matched moments ago and its mark did not hold
+        (:meth:`pages_together`), so records of that match may stand though no mark says
+        so: they are read and those no longer found let go, not taken to be none.
         """
         lost = 0
         optimistic = True
@@ -346,7 +348,9 @@ class Engine(IndexView):
                     alone = optimistic and len(parts) == 1
                     if not alone:
                         doc, parts = self._reread(doc, parts)
-                    return self._process(doc, parts, authorised_sites, snap, lock_lost, alone)
+                    return self._process(
+                        doc, parts, authorised_sites, snap, lock_lost, alone, rematch
+                    )
             except IndexLost:
                 lost += 1
                 if lost > 1:
@@ -496,6 +500,7 @@ class Engine(IndexView):
         snap: Snapshot,
         lock_lost: threading.Event,
         read_before_lock: bool = False,
+        rematch: bool = False,
     ) -> list[dict[str, Any]]:
         """Match one page (and its chapter), then write its records and its parts' shares.
 
@@ -504,9 +509,7 @@ class Engine(IndexView):
         store's own data before its match is let go (:meth:`_recheck`).
         """
         page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
-        unmarked = getattr(self._together, "unmarked", set())
-        never = len(parts) == 1 and _never_matched(doc) and doc["_id"] not in unmarked
-        unmarked.discard(doc["_id"])
+        never = len(parts) == 1 and not rematch and _never_matched(doc)
         previous = {} if never else self.store.active_matched_works([p["_id"] for p in parts])
         own = self._recheck(page, self.find_works(page), previous.get(doc["_id"], {}), "page")
         urls = [p["url"] for p in parts] if len(parts) > 1 else []

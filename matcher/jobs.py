@@ -73,24 +73,23 @@ def process_pages(
     <matcher.engine.Engine.pages_together>`: one read of the pages and those around them,
     one write of their processed marks); a page whose mark did not hold is matched again,
     on its own. A page that cannot be matched for good (an error not an outage,
-    :func:`matcher.errors.transient`) is handed to ``failed`` and the others go on; an
-    outage ends the whole batch (the task runs again, and a page matched twice gets the
-    same records)."""
+    :func:`matcher.errors.transient`) is handed to ``failed`` (and named in the result's
+    ``failed``) and the others go on; an outage ends the whole batch (the task runs again,
+    and a page matched twice gets the same records)."""
     records: list[dict[str, Any]] = []
-    failures = 0
+    failures: list[str] = []
 
-    def one(page_id: str) -> None:
-        nonlocal failures
+    def one(page_id: str, rematch: bool = False) -> None:
         try:
             records.extend(
                 engine.process_stored_page(
-                    page_id, authorised_sites=engine.licensed.get, as_task=True
+                    page_id, authorised_sites=engine.licensed.get, as_task=True, rematch=rematch
                 )
             )
         except Exception as exc:
             if transient(exc):
                 raise
-            failures += 1
+            failures.append(page_id)
             failed(page_id, exc)
 
     pages = list(dict.fromkeys(page_ids))
@@ -98,7 +97,7 @@ def process_pages(
         for page_id in pages:
             one(page_id)
     for page_id in unmarked:
-        one(page_id)
+        one(page_id, rematch=True)
     return {
         "pages": len(pages),
         "matched_again": len(unmarked),

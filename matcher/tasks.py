@@ -65,12 +65,26 @@ class FptrackTask(Task):
         """The settings and engine of this task's app (``app.fptrack``)."""
         return self.app.fptrack
 
-    def _ref(self, args: tuple, kwargs: dict) -> str:
-        """What a failure record names: the task's first argument (a batch's ids, joined)."""
+    failed_as: str | None = None
+    """The task whose failure records this one writes (its own name when None): a batch
+    task's are its items' own, one per id of its first argument."""
+
+    def _refs(self, args: tuple, kwargs: dict) -> list[str]:
+        """What its failure records name: the task's first argument (each id of a batch)."""
         values = [*args, *kwargs.values()]
         if values and isinstance(values[0], list):
-            return ",".join(map(str, values[0]))
-        return str(values[0]) if values else ""
+            return [str(v) for v in values[0]]
+        return [str(values[0]) if values else ""]
+
+    def record_failure(self, ref: str, exc: BaseException) -> None:
+        """Log and keep the failure for good of ``ref`` (a record in ``failures``)."""
+        name = self.failed_as or self.name
+        log.error("task %s(%s) failed for good: %s", name, ref, exc)
+        try:
+            ops = Operations(self.runtime.engine().store)
+            ops.record_failure(name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)
+        except Exception as record_exc:  # the store may be what is down
+            log.error("could not record the failure of %s(%s): %s", name, ref, record_exc)
 
     def _count(self, event: str) -> None:
         """Count a ``retry`` or ``failure`` of this task in Redis (``Keys.task_events``), for
@@ -84,23 +98,23 @@ class FptrackTask(Task):
         self._count("retry")
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
-        ref = self._ref(tuple(args), dict(kwargs))
-        log.error("task %s(%s) failed for good: %s", self.name, ref, exc)
         self._count("failure")
-        try:
-            ops = Operations(self.runtime.engine().store)
-            ops.record_failure(self.name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)
-        except Exception as record_exc:  # the store may be what is down
-            log.error("could not record the failure of %s(%s): %s", self.name, ref, record_exc)
+        for ref in self._refs(tuple(args), dict(kwargs)):
+            self.record_failure(ref, exc)
 
     def on_success(self, retval, task_id, args, kwargs) -> None:
+        """After retries, clear the failure records of what succeeded (a batch's result
+        names the items that failed for good in ``failed``)."""
         if self.request.retries:
+            name = self.failed_as or self.name
+            failed = set(retval.get("failed") or ()) if isinstance(retval, dict) else set()
             try:
-                Operations(self.runtime.engine().store).clear_failure(
-                    self.name, self._ref(tuple(args), dict(kwargs))
-                )
+                ops = Operations(self.runtime.engine().store)
+                for ref in self._refs(tuple(args), dict(kwargs)):
+                    if ref not in failed:
+                        ops.clear_failure(name, ref)
             except Exception as exc:
-                log.warning("could not clear the failure record of %s: %s", self.name, exc)
+                log.warning("could not clear the failure record of %s: %s", name, exc)
 
 
 PROCESS_PAGE = "fptrack.process_page"
@@ -116,24 +130,18 @@ def process_page(self: FptrackTask, page_id: str, if_pending: bool = False) -> d
     return result
 
 
-@shared_task(bind=True, base=FptrackTask, name="fptrack.process_pages")
+@shared_task(bind=True, base=FptrackTask, name="fptrack.process_pages", failed_as=PROCESS_PAGE)
 def process_pages(self: FptrackTask, page_ids: list[str]) -> dict[str, Any]:
     """``process_page`` of each of a batch of pages (the crawl's ingest sends them so),
     matched together (:func:`matcher.jobs.process_pages`); a page that fails for good gets
-    the failure record its own ``process_page`` would have, and the others go on. Alert of
-    the new matches."""
+    the failure record its own ``process_page`` would have, and the others go on (the
+    batch failing for good, each page gets one). Alert of the new matches."""
     if isinstance(page_ids, str) or not all(isinstance(p, str) for p in page_ids):
         raise TypeError(f"process_pages takes a list of page ids, got {page_ids!r}")
 
     def failed(page_id: str, exc: Exception) -> None:
-        log.error("page %s could not be matched: %s", page_id, exc)
         self._count("failure")
-        error = f"{type(exc).__name__}: {exc}"
-        try:
-            ops = Operations(self.runtime.engine().store)
-            ops.record_failure(PROCESS_PAGE, page_id, error, self.request.retries)
-        except Exception as record_exc:  # the store may be what is down
-            log.error("could not record the failure of page %s: %s", page_id, record_exc)
+        self.record_failure(page_id, exc)
 
     result = jobs.process_pages(self.runtime.engine(), page_ids, failed)
     _alert_new(self, result)

@@ -55,6 +55,24 @@ def zip_of(files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes
     return out.getvalue()
 
 
+def book_downloads(archive: str, archive_type: str, text_type: str) -> dict[str, Resource]:
+    """A site's downloads of the book: the chapters zipped at ``archive``, the whole text in
+    GBK at ``/down/full.txt`` and a zip bomb at ``/down/bomb.zip``, with those types."""
+    return {
+        archive: (200, {"Content-Type": archive_type}, zip_of(chapter_files())),
+        "/down/full.txt": (
+            200,
+            {"Content-Type": text_type},
+            ("四季杂记\n" + whole_text()).encode("gbk"),
+        ),
+        "/down/bomb.zip": (
+            200,
+            {"Content-Type": "application/zip"},
+            zip_of({"b.txt": bytes(20 << 20)}),
+        ),
+    }
+
+
 def seven_zip_of(files: dict[str, bytes]) -> bytes:
     out = io.BytesIO()
     with py7zr.SevenZipFile(out, "w") as archive:
@@ -227,23 +245,9 @@ def test_a_long_download_is_stored_as_one_page_per_part(
         '<p><a href="/down/book.zip">ZIP下载</a> <a href="/down/full.txt">TXT下载</a>'
         ' <a href="/down/bomb.zip">备用下载</a></p>'
     )
-    resources: dict[str, Resource] = {
+    resources = {
         "/": page(f"<html><body>{index}</body></html>"),
-        "/down/book.zip": (
-            200,
-            {"Content-Type": "application/octet-stream"},
-            zip_of(chapter_files()),
-        ),
-        "/down/full.txt": (
-            200,
-            {"Content-Type": "text/plain"},
-            ("四季杂记\n" + whole_text()).encode("gbk"),
-        ),
-        "/down/bomb.zip": (
-            200,
-            {"Content-Type": "application/zip"},
-            zip_of({"b.txt": bytes(20 << 20)}),
-        ),
+        **book_downloads("/down/book.zip", "application/octet-stream", "text/plain"),
     }
     with FixtureSite(resources) as site:
         config = SiteConfig.from_dict({"name": "books", "start_urls": [site.url("/")]})
@@ -273,19 +277,7 @@ def test_a_download_fetched_outside_a_crawl_is_read_as_the_crawl_reads_it() -> N
     all of a plain text; a bomb answers why it was not read."""
     from crawler.one_page import fetch_page
 
-    resources: dict[str, Resource] = {
-        "/down/book.txt": (200, {"Content-Type": "application/zip"}, zip_of(chapter_files())),
-        "/down/full.txt": (
-            200,
-            {"Content-Type": "text/plain; charset=gbk"},
-            ("四季杂记\n" + whole_text()).encode("gbk"),
-        ),
-        "/down/bomb.zip": (
-            200,
-            {"Content-Type": "application/zip"},
-            zip_of({"b.txt": bytes(20 << 20)}),
-        ),
-    }
+    resources = book_downloads("/down/book.txt", "application/zip", "text/plain; charset=gbk")
     with FixtureSite(resources) as site:
         book = fetch_page(site.url("/down/book.txt"), deadline=10.0, max_bytes=10 << 20)
         full = fetch_page(site.url("/down/full.txt"), deadline=10.0, max_bytes=10 << 20)

@@ -164,6 +164,45 @@ def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
     eventually(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
 
 
+def test_a_batch_s_page_that_cannot_be_processed_fails_alone(
+    engine: Engine, broker: redis.Redis
+) -> None:
+    """In a ``process_pages`` batch, a page that cannot be matched gets the failure record its
+    own ``process_page`` would have; the batch's other pages are matched."""
+    engine.add_work(sample("river-town.txt"), title="river", source="river-town.txt")
+    text = CHROME.format(sample("river-town.txt"))
+    page = Ingest(engine.store, lambda page_id: None).page(
+        CrawledPage(url="http://pirate/river", site="pirate", title="", text=text)
+    )
+    missing = "0123456789abcdef01234567"
+    tasks.process_pages.delay([missing, page.page_id])
+    with worker():
+        eventually(lambda: Operations(engine.store).failures(), 30, "the failure record")
+        eventually(lambda: not list(engine.store.pending_pages()), 30, "the other page")
+    [failure] = Operations(engine.store).failures()
+    assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
+    assert "no page with id" in failure["error"]
+    [match] = engine.store.db.matches.find()
+    assert str(match["page_id"]) == page.page_id
+    counted = {b"failure|fptrack.process_pages": b"1"}
+    eventually(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
+
+
+def test_a_batch_retried_to_success_clears_the_failure_records_of_its_matched_pages_only(
+    engine: Engine,
+) -> None:
+    ops = Operations(engine.store)
+    for ref in ("a", "b"):
+        ops.record_failure("fptrack.process_page", ref, "UnusableText: earlier", 0)
+    task = tasks.process_pages
+    task.push_request(retries=1)
+    try:
+        task.on_success({"failed": ["a"]}, "task-id", (["a", "b"],), {})
+    finally:
+        task.pop_request()
+    assert [f["ref"] for f in ops.failures()] == ["a"]  # b was matched this time
+
+
 def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
     ingest = Ingest(engine.store, enqueue)
     page = ingest.page(

@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -97,20 +97,31 @@ def state(engine: Engine) -> dict[str, Any]:
     return out
 
 
-@pytest.fixture
-def undisturbed(redis_client: redis.Redis, mongo_db: Database) -> Iterator[dict[str, Any]]:
-    """The state after the page is matched once, with nothing killed."""
-    name = f"{mongo_db.name}-ref"
-    prefix = f"fptrack-ref-{uuid.uuid4().hex[:8]}"
+def reference(
+    redis_client: redis.Redis, mongo_db: Database, match: Callable[[Engine], None]
+) -> Iterator[dict[str, Any]]:
+    """The state ``match`` leaves, nothing killed, in a database and a key prefix of its own
+    (dropped after)."""
+    name = f"{mongo_db.name}-ref-{uuid.uuid4().hex[:6]}"
     engine = Engine.open(
-        Settings(redis_prefix=prefix, mongo_db=name),
+        Settings(redis_prefix=f"fptrack-ref-{uuid.uuid4().hex[:8]}", mongo_db=name),
         mongo_client=mongo_db.client,
         redis_client=redis_client,
     )
-    page_id = register_and_ingest(engine, lambda page_id: None)
-    assert len(engine.process_stored_page(page_id)) == 2
+    match(engine)
     yield state(engine)
     mongo_db.client.drop_database(name)
+
+
+@pytest.fixture
+def undisturbed(redis_client: redis.Redis, mongo_db: Database) -> Iterator[dict[str, Any]]:
+    """The state after the page is matched once, with nothing killed."""
+
+    def once(engine: Engine) -> None:
+        page_id = register_and_ingest(engine, lambda page_id: None)
+        assert len(engine.process_stored_page(page_id)) == 2
+
+    yield from reference(redis_client, mongo_db, once)
 
 
 def start_doomed(marker: Path, point: str, pool: str) -> subprocess.Popen[bytes]:
@@ -213,17 +224,12 @@ def register_and_ingest_two(engine: Engine) -> list[str]:
 @pytest.fixture
 def undisturbed_two(redis_client: redis.Redis, mongo_db: Database) -> Iterator[dict[str, Any]]:
     """The state after the two pages are matched, each by its own task, nothing killed."""
-    name = f"{mongo_db.name}-ref2"
-    prefix = f"fptrack-ref-{uuid.uuid4().hex[:8]}"
-    engine = Engine.open(
-        Settings(redis_prefix=prefix, mongo_db=name),
-        mongo_client=mongo_db.client,
-        redis_client=redis_client,
-    )
-    for page_id in register_and_ingest_two(engine):
-        engine.process_stored_page(page_id)
-    yield state(engine)
-    mongo_db.client.drop_database(name)
+
+    def each(engine: Engine) -> None:
+        for page_id in register_and_ingest_two(engine):
+            engine.process_stored_page(page_id)
+
+    yield from reference(redis_client, mongo_db, each)
 
 
 def test_a_whole_worker_killed_in_the_middle_of_a_batch(

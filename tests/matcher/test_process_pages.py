@@ -45,7 +45,7 @@ def test_a_batch_gets_each_page_s_records_and_marks(engine: Engine, works) -> No
     failed: list[Any] = []
     result = jobs.process_pages(engine, ids, lambda page_id, exc: failed.append(page_id))
     assert result == {
-        "pages": 3, "matched_again": 0, "matches": 2, "new_matches": 2, "failed": 0
+        "pages": 3, "matched_again": 0, "matches": 2, "new_matches": 2, "failed": []
     }  # fmt: skip
     assert failed == []
     assert active_titles(engine, URLS[0]) == {"lighthouse.txt"}
@@ -88,7 +88,7 @@ def test_a_page_that_cannot_be_matched_fails_alone(engine: Engine, works) -> Non
         engine, [missing, *ids], lambda page_id, exc: failed.append((page_id, type(exc)))
     )
     assert failed == [(missing, UnusableText)]
-    assert result["failed"] == 1 and result["matches"] == 1
+    assert result["failed"] == [missing] and result["matches"] == 1
     assert active_titles(engine, URLS[0]) == {"lighthouse.txt"}
 
 
