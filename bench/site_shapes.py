@@ -210,7 +210,10 @@ QUICK_SIZES = Sizes(
     doc_zh_sections=3,
     novel_chapters=(6, 4, 2),
     novel_list_size=4,
-    biquge_chapters=(6, 4),
+    # 26 chapters, each with its own dead link: more than the 3 misses that make the
+    # pattern dead and the 16 requests that may be in flight meanwhile, so that some of
+    # them are skipped however the answers interleave
+    biquge_chapters=(16, 10),
     forum_works=3,
     forum_boards=1,
     forum_threads=5,
