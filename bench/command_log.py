@@ -258,7 +258,8 @@ def difference(after: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str,
 
 def per_page(snap: Mapping[str, Any], pages: int) -> dict[str, Any]:
     """Commands per page in all and by ``command collection``, their total time, the most
-    frequent query shapes (per page) and the slowest (milliseconds)."""
+    frequent query shapes (per page), the slowest (milliseconds) and every shape (per
+    page)."""
     pages = max(pages, 1)
     counts, micros = snap.get("counts", {}), snap.get("micros", {})
     ranked = sorted(snap.get("slowest", {}).items(), key=lambda kv: -kv[1])[:SLOWEST]
@@ -272,4 +273,5 @@ def per_page(snap: Mapping[str, Any], pages: int) -> dict[str, Any]:
         "seconds_by_kind": {key: round(micros[key] / 1e6, 3) for key in counts if key in micros},
         "slowest_ms": {key: round(value / 1000, 2) for key, value in ranked},
         "frequent_per_page": {key: round(n / pages, 3) for key, n in frequent},
+        "shapes_per_page": {key: round(n / pages, 3) for key, n in snap.get("shapes", {}).items()},
     }

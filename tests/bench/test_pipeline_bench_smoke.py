@@ -66,7 +66,7 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     kinds = commands["by_kind"]
     assert kinds["insert pages"] > 0  # the ingest's new pages, inserted in bulk
     # the workers' processed marks, each with the page's fingerprints (no write of its own)
-    marks = [s for s in commands["frequent_per_page"] if '"content_hash": "str"' in s]
+    marks = [s for s in commands["shapes_per_page"] if '"content_hash": "str"' in s]
     assert marks and all(s.startswith("update pages") for s in marks)
     assert "update fingerprints" not in kinds
     assert commands["per_page"] <= commands["server_per_page"]  # the server saw them all
