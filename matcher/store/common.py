@@ -39,7 +39,11 @@ class StoreError(MatcherError, ValueError):
 
 def now() -> datetime:
     """The current time, UTC, at MongoDB's millisecond precision."""
-    t = datetime.now(UTC)
+    return to_millis(datetime.now(UTC))
+
+
+def to_millis(t: datetime) -> datetime:
+    """``t`` at MongoDB's millisecond precision: as a server stores it, and reads it back."""
     return t.replace(microsecond=t.microsecond // 1000 * 1000)
 
 

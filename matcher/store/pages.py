@@ -32,6 +32,7 @@ from matcher.store.common import (
     page_key,
     period,
     site_name,
+    to_millis,
 )
 from matcher.store.failures import Failures
 from matcher.store.fingerprints import PAGE_FIELD, stored_methods
@@ -313,7 +314,7 @@ class Pages:
             "content_hash": checked_str(content_hash, "content_hash"),
             "status": int(page.status),
             "encoding": checked_str(page.encoding, "encoding"),
-            "fetched_at": page.fetched_at or stamp,
+            "fetched_at": to_millis(checked_date(page.fetched_at)) if page.fetched_at else stamp,
             "last_seen": stamp,
             "next_url": checked_str(page.next_url, "next url"),
             "prev_url": checked_str(page.prev_url, "previous url"),

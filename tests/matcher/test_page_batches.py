@@ -5,6 +5,7 @@ size; the odd pages (an alias URL, the same record twice, a page gone and back) 
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -120,3 +121,17 @@ def test_the_odd_pages_of_a_batch(store: Store) -> None:
     assert two["_id"] == again["_id"] and (two_state, again_state) == ("new", "changed")
     assert store.get_page(two["_id"])["text"] == "又一次"  # the later page wins, as one by one
     assert store.db.pages.count_documents({}) == 3
+
+
+def test_a_stored_page_s_answer_is_the_page_as_the_server_keeps_it(store: Store) -> None:
+    """A fetch time finer than a millisecond is stored as MongoDB keeps it, and the answer
+    says so: the ingest's document is the stored one."""
+    fine = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
+    doc, _ = store.store_crawled_page(replace(crawled(1), fetched_at=fine), "h1")
+    [(batched, _, _)] = store.store_pages_to_send(
+        batch([replace(crawled(2), fetched_at=fine)]), SENDING
+    )
+    for answer in (doc, batched):
+        stored = store.page_by_url(answer["url"])
+        assert stored is not None
+        assert answer["fetched_at"] == stored["fetched_at"] == fine.replace(microsecond=123000)
