@@ -12,7 +12,8 @@ proof costs in a bundle.
 
 :func:`ask` sends a ``TimeStampReq`` (SHA-256, a nonce, the TSA's certificate asked for)
 by HTTP POST (``application/timestamp-query``, RFC 3161 3.4; under :mod:`matcher.outbound`'s
-deadline and size cap, private addresses allowed: the TSA is the operator's choice) and
+deadline and size cap, no redirect followed, the TSA's own host and port allowed to be
+internal: ``FPTRACK_TSA_URL`` is the operator's choice, as a watched site is) and
 checks the answer is a granted token over that list and nonce; :func:`check` verifies a kept
 token offline: its status, its signature, the signing certificate's chain to the trusted CA
 certificates (``FPTRACK_TSA_CA``) at the token's time, the critical ``timeStamping`` key
@@ -100,8 +101,8 @@ def ask(url: str, data: bytes, timeout: float = TIMEOUT_SECONDS) -> Token:
     says why there is none."""
     request = TimestampRequestBuilder(hash_algorithm=HashAlgorithm.SHA256).data(data)
     query = request.nonce(nonce=True).cert_request(cert_request=True).build()
-    policy = outbound.Policy(deadline=timeout, max_bytes=MAX_ANSWER, allow_private=True)
     try:
+        policy = outbound.Policy(deadline=timeout, max_bytes=MAX_ANSWER).owning(url)
         answer = outbound.request(
             "POST", url, policy, body=query.as_bytes(), headers={"Content-Type": QUERY_TYPE}
         )
