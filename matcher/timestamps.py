@@ -59,11 +59,13 @@ class NotCovered(Exception):
 
 @dataclass(frozen=True)
 class Token:
-    """A granted token: the TSA's whole answer (DER ``TimeStampResp``) and its time."""
+    """A granted token: the TSA's whole answer (DER ``TimeStampResp``), its time and serial,
+    and (once :func:`check` verified it) the subject of the certificate that signed it."""
 
     der: bytes
     gen_time: datetime
     serial: int
+    signer: str = ""
 
 
 def batch_list(digests: Iterable[str]) -> bytes:
@@ -171,4 +173,19 @@ def check(der: bytes, data: bytes, roots: list[cryptography.x509.Certificate]) -
                 f" (a changed token, or one from another TSA): {text.split(': ', 1)[-1][:160]}"
             ) from None
         raise NotCovered(f"the token does not verify: {text}") from None
-    return Token(der, response.tst_info.gen_time, response.tst_info.serial_number)
+    info = response.tst_info
+    return Token(der, info.gen_time, info.serial_number, _signer(response))
+
+
+def _signer(response: TimeStampResponse) -> str:
+    """The subject of the certificate that signed ``response`` (RFC 4514), when the token
+    carries it ("" otherwise)."""
+    serials = {signer.serial_number for signer in response.signed_data.signer_infos}
+    for der in response.signed_data.certificates:
+        try:
+            cert = cryptography.x509.load_der_x509_certificate(der)
+        except ValueError:
+            continue
+        if cert.serial_number in serials:
+            return cert.subject.rfc4514_string()
+    return ""
