@@ -103,16 +103,15 @@ class Policy:
         return self.allow_private or (host, port) in self.own
 
 
-def fetching(settings: Any, *own: str) -> Policy:
+def fetching(settings: Any) -> Policy:
     """The policy of fptrack's own fetches of pages outside the crawl (pirate-site
     discovery, takedown rechecks): ``FPTRACK_QUERY_DEADLINE``, ``FPTRACK_QUERY_MAX_BYTES``,
     :data:`FETCH_REDIRECTS` redirects, internal addresses only with
-    ``FPTRACK_OUTBOUND_ALLOW_PRIVATE`` or on the hosts of ``own`` (URLs of watched sites)."""
-    policy = Policy(
+    ``FPTRACK_OUTBOUND_ALLOW_PRIVATE`` (or on a host made its own: :meth:`Policy.owning`)."""
+    return Policy(
         settings.query_deadline, settings.query_max_bytes, settings.outbound_allow_private,
         FETCH_REDIRECTS,
     )  # fmt: skip
-    return policy.owning(*own)
 
 
 @dataclass(frozen=True)
