@@ -134,8 +134,9 @@ class Context:
 
     @cached_property
     def archive(self) -> Archive | None:
-        """The evidence archive ``settings.archive`` names (:mod:`matcher.archive`)."""
-        return self.engine.store.evidence_archive(self.settings.archive)
+        """The evidence archive ``settings.archive`` names (:mod:`matcher.archive`), in the
+        store (no index server opened for it)."""
+        return self.store.evidence_archive(self.settings.archive)
 
     @cached_property
     def ops(self) -> Operations:

@@ -25,7 +25,7 @@ from matcher import outbound
 
 MAX_BYTES = outbound.MAX_BYTES
 DEADLINE_S = 20.0
-MAX_REDIRECTS = 5
+MAX_REDIRECTS = outbound.FETCH_REDIRECTS
 USER_AGENT = "fptrack/0.1 (match)"
 PUBLIC_MESSAGE = "that URL could not be fetched"
 

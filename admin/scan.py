@@ -150,9 +150,11 @@ OUTBOUND_FIELDS = (
     "query_allow_private",
     "alert_timeout",
     "alert_allow_private",
+    "outbound_allow_private",
 )
 """The settings a scan takes from the environment: the outbound policy of its admin's
-Query by URL and webhook tests (``--serve``); everything else is the embedded default."""
+Query by URL, webhook tests and any other request outside the crawl (``--serve``;
+:mod:`matcher.outbound`); everything else is the embedded default."""
 
 
 def scan_settings(environment: Settings | None = None) -> Settings:

@@ -375,7 +375,7 @@ def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
     from admin.scan import scan_engine, scan_settings
     from bench.discovery_web import build_web
     from bench.discovery_web import score as web_score
-    from crawler.sample_crawl import sample_site
+    from crawler.sample_crawl import sampler
     from matcher.discovery import discover
 
     web = build_web(texts, args.seed, quick=args.quick)
@@ -386,9 +386,10 @@ def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
             engine.add_work(text, title=title)
         log(f"discovery from {len(web.watched)} watched sites of a web of {len(web.sites)} ...")
         started = time.perf_counter()
+        # the web's sites are on 127.0.0.x: internal addresses allowed, explicitly
+        crawl = sampler(replace(settings, outbound_allow_private=True))
         found = discover(
-            web.watched, lambda urls, pages: sample_site(urls, pages), engine.match_text,
-            harvest=20, sample_pages=5,
+            web.watched, crawl, engine.match_text, harvest=20, sample_pages=5,
         )  # fmt: skip
         seconds = time.perf_counter() - started
     finally:

@@ -39,10 +39,18 @@ headers one byte every ``--drip`` seconds, 2; ``FPTRACK_QUERY_DEADLINE`` and
 given up within 10 % of it, while another browser's ``GET /login`` and ``GET /matches/`` are
 answered within 1 s), ``webhook-loopback`` and ``webhook-link-local`` (a webhook rule to
 127.0.0.1 or 169.254.169.254: refused with the reason, nothing sent) and the takedown
-template bombs ``bomb-*`` (refused when saved, with the reason; the render child's own peak).
-Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
-HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
-other browser's two requests), for the bombs ``child_mb``.
+template bombs ``bomb-*`` (refused when saved, with the reason; the render child's own peak);
+and the outbound and evidence cases (:mod:`bench.hostile_outbound`): ``discover-internal``
+(a watched pirate page announcing an internal new address: no request reaches it, no
+candidate stored), ``webhook-zone`` and ``webhook-escaped-host`` (an IPv6 zone or a
+percent-escaped host in a webhook: 400 with a reason, never 500), ``evidence-stranger-ca``
+(a bundle re-stamped by a stranger TSA with its CA inside: exit 3, "no trusted timestamp")
+and ``evidence-no-tsa`` (a scan's WARC verified with no TSA and no MongoDB: exit 3).
+Their rows carry ``reason`` (what the user is shown), ``exit`` (a command's exit status, or
+the HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of
+the other browser's two requests), for the bombs ``child_mb``, for ``discover-internal``
+``requests_internal``, ``candidates_stored`` and ``control_requests`` (the same run with
+``FPTRACK_OUTBOUND_ALLOW_PRIVATE=true``: the host is reached, the case is live).
 """
 
 from __future__ import annotations
@@ -63,7 +71,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_works
+from bench import hostile_admin, hostile_outbound, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -407,6 +415,30 @@ EXTRA: dict[str, Extra] = {
         )
         for name, address in hostile_admin.INTERNAL.items()
     },
+    "discover-internal": Extra(
+        "a watched pirate page announces 新地址 http://127.0.0.3:PORT (and links /x there)",
+        "no request reaches it, no candidate stored",
+        lambda args, tmp: hostile_outbound.discover_internal(),
+    ),
+    **{
+        name: Extra(
+            f"webhook rule to {url.format(port='PORT')}",
+            "400 with a one-line reason, never 500, nothing sent",
+            lambda args, tmp, name=name: hostile_outbound.odd_webhook(name),
+        )
+        for name, url in hostile_outbound.WEBHOOKS.items()
+    },
+    "evidence-stranger-ca": Extra(
+        f"a bundle of {hostile_outbound.STRANGER_PAGES} files re-stamped by a stranger TSA,"
+        " its CA inside; fptrack evidence verify",
+        'exit 3 "no trusted timestamp" (1 with the real CA)',
+        lambda args, tmp: hostile_outbound.evidence_stranger_ca(),
+    ),
+    "evidence-no-tsa": Extra(
+        "fptrack evidence verify scan.warc.gz, no TSA, no MongoDB",
+        'digests checked, exit 3 "no trusted timestamp"',
+        lambda args, tmp: hostile_outbound.evidence_no_tsa(),
+    ),
     **{
         name: Extra(
             f"takedown template: {bomb.trick}",
@@ -444,6 +476,9 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)
+    for key in ("requests_internal", "candidates_stored", "control_requests"):
+        if key in runs[0]:
+            row[key] = max(r[key] for r in runs)  # the worst run's
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]
@@ -456,7 +491,7 @@ def report(result: dict[str, Any]) -> str:
     lines = [
         f"hostile input: fptrack scan (or the admin) per case, medians of {result['runs']} "
         "run(s) [min-max]",
-        f"{'case':<20}{'ok':<4}{'wall s':>18}{'scan MB':>18}{'tree MB':>18}  peer, or reason",
+        f"{'case':<22}{'ok':<4}{'wall s':>18}{'scan MB':>18}{'tree MB':>18}  peer, or reason",
     ]
 
     def cell(s: dict[str, float], fmt: str) -> str:
@@ -469,6 +504,12 @@ def report(result: dict[str, Any]) -> str:
             note = f"others {cell(row['others_s'], '.3f')} s; {note}"
         if "child_mb" in row:
             note = f"child {cell(row['child_mb'], '.0f')} MB; {note}"
+        if "requests_internal" in row:
+            note = (
+                f"internal requests {row['requests_internal']}, candidates stored "
+                f"{row['candidates_stored']} (allowed: {row['control_requests']} requests);"
+                f" {note}"
+            )
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]
@@ -478,7 +519,7 @@ def report(result: dict[str, Any]) -> str:
                 note += f" (x{peer['time_ratio']:.2f})"
         wall = cell(row["wall_s"], ".2f" if row["wall_s"]["max"] < 1 else ".1f")
         lines.append(
-            f"{name:<20}{'yes' if row['ok'] else 'NO':<4}{wall:>18}"
+            f"{name:<22}{'yes' if row['ok'] else 'NO':<4}{wall:>18}"
             f"{cell(row['scan_rss_mb'], '.0f'):>18}{cell(row['tree_rss_mb'], '.0f'):>18}  {note}"
         )
     lines.append(

@@ -40,9 +40,10 @@ from admin.report.selection import Selection
 from admin.report.takedown_send import send_notice
 from admin.scan import scan_engine, scan_settings
 from bench.takedown_site import ChangingSite, chapter_html
-from crawler.one_page import fetch_page, page_text
+from crawler.one_page import fetcher, page_text
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
+from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.takedowns import figures, recheck_due
 
@@ -231,8 +232,8 @@ def one_run(args: argparse.Namespace, texts: Sequence[str]) -> dict[str, Any]:
             run.site.stop()
 
 
-def _fetch(url: str) -> Any:
-    return fetch_page(url, deadline=10.0, max_bytes=10 << 20)
+_fetch = fetcher(Settings())
+"""A recheck's fetch as a deployment's (the noticed pages' own hosts reached)."""
 
 
 def report(result: dict[str, Any]) -> str:

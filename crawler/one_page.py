@@ -1,9 +1,10 @@
 """One page fetched outside a crawl, and its main text: what a takedown's recheck reads
 (:mod:`matcher.takedowns`) and what a query by URL reads (:mod:`admin.fetch`).
 
-:func:`fetch_page` is a GET under :mod:`matcher.outbound`'s policy (one deadline for the
-whole request, a size cap, redirects checked); it answers the status whatever it is (a 404
-or 410 is what a recheck looks for) and, for a 2xx answer, the text as the crawler reads it
+:func:`fetch_page` is a GET under a :mod:`matcher.outbound` policy its caller gives (one
+deadline for the whole request, a size cap, redirects checked, internal addresses refused
+unless the policy allows them); it answers the status whatever it is (a 404 or 410 is what
+a recheck looks for) and, for a 2xx answer, the text as the crawler reads it
 (:func:`read_body`, a whole-book download included).
 """
 
@@ -22,7 +23,6 @@ from crawler.reading import ReadJob, body_kind, read_download, read_plain
 from matcher import outbound
 
 USER_AGENT = "fptrack/0.1 (recheck)"
-MAX_REDIRECTS = 5
 MAX_LINKS = 500
 """At most this many links are read from one page."""
 
@@ -86,17 +86,10 @@ def links_of(html: str, base: str) -> tuple[tuple[str, str], ...]:
 
 
 def fetch_page(
-    url: str,
-    *,
-    deadline: float,
-    max_bytes: int,
-    allow_private: bool = True,
-    user_agent: str = USER_AGENT,
-    links: bool = False,
+    url: str, policy: outbound.Policy, *, user_agent: str = USER_AGENT, links: bool = False
 ) -> Fetched:
-    """``url`` fetched once (see the module docstring), its links read too when ``links``;
-    never raises."""
-    policy = outbound.Policy(deadline, max_bytes, allow_private, MAX_REDIRECTS)
+    """``url`` fetched once under ``policy`` (see the module docstring), its links read too
+    when ``links``; never raises."""
     try:
         answer = outbound.request("GET", url, policy, headers={"User-Agent": user_agent})
     except outbound.OutboundError as exc:
@@ -113,10 +106,18 @@ def fetch_page(
 
 
 def fetcher(settings: Any) -> Callable[[str], Fetched]:
-    """:func:`fetch_page` under the query settings (``FPTRACK_QUERY_DEADLINE``,
-    ``FPTRACK_QUERY_MAX_BYTES``): what a takedown's recheck fetches with."""
+    """What a takedown's recheck fetches with: :func:`fetch_page` under
+    :func:`matcher.outbound.fetching` (``FPTRACK_QUERY_DEADLINE``,
+    ``FPTRACK_QUERY_MAX_BYTES``), the noticed page's own host and port reached even when
+    internal (a watched site's, where the crawl found it), a redirect elsewhere only when
+    ``FPTRACK_OUTBOUND_ALLOW_PRIVATE`` allows it."""
+    policy = outbound.fetching(settings)
 
     def fetch(url: str) -> Fetched:
-        return fetch_page(url, deadline=settings.query_deadline, max_bytes=settings.query_max_bytes)
+        try:
+            own = policy.owning(url)
+        except outbound.OutboundError as exc:
+            return Fetched(url, None, error=exc.detail)
+        return fetch_page(url, own)
 
     return fetch

@@ -142,8 +142,12 @@ class AlertRule:
 def webhook_url(value: Any) -> str:
     """An http(s) URL with a host; anything else is an :class:`AlertRuleError`."""
     url = _plain(value, "url").strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname or len(url) > MAX_URL_CHARS:
+    try:
+        parts = urlsplit(url)
+        hostname = parts.hostname
+    except ValueError as exc:  # an unclosed "[" ...: whether its host is one is the policy's
+        raise AlertRuleError(f"a webhook URL must be an http(s) URL, got {url!r}: {exc}") from None
+    if parts.scheme not in ("http", "https") or not hostname or len(url) > MAX_URL_CHARS:
         raise AlertRuleError(f"a webhook URL must be http:// or https:// with a host, got {url!r}")
     if any(ord(c) < 33 for c in url):
         raise AlertRuleError("a webhook URL may not hold spaces or control characters")

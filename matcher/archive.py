@@ -21,10 +21,12 @@ files superseded by a page's later exchange that no match refers to.
 from __future__ import annotations
 
 import contextlib
+import gzip
 import hashlib
 import io
 import os
 import tempfile
+import zlib
 from collections.abc import Callable, Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -159,10 +161,12 @@ class Record:
 
 
 def verify(data: bytes, sha256: str | None = None) -> list[Record]:
-    """The records of a WARC file, after checking its SHA-256 (when given) and every
-    record's block and payload digests; :class:`ArchiveError` if any fails."""
+    """The records of a WARC file, after checking its SHA-256 (when given), that every
+    gzip member is whole (its CRC and length), and every record's block and payload
+    digests; :class:`ArchiveError` if any fails."""
     if sha256 is not None and sha256_hex(data) != sha256:
         raise ArchiveError(f"the WARC file's SHA-256 is not {sha256}")
+    _check_gzip(data)
     records = []
     try:
         for record in ArchiveIterator(io.BytesIO(data), check_digests="raise"):
@@ -176,10 +180,27 @@ def verify(data: bytes, sha256: str | None = None) -> list[Record]:
                 )
             )
     except Exception as exc:  # warcio raises several kinds on a damaged file
-        raise ArchiveError(f"the WARC file does not validate: {exc}") from exc
+        said = str(exc).split(", first line:")[0]  # not the damaged bytes it read
+        said = " ".join("".join(c if c.isprintable() else " " for c in said).split())
+        raise ArchiveError(f"the WARC file does not validate: {said[:160]}") from exc
     if not records:
         raise ArchiveError("the WARC file holds no record")
     return records
+
+
+def _check_gzip(data: bytes) -> None:
+    """:class:`ArchiveError` unless every gzip member of ``data`` (when gzipped) inflates and
+    matches its CRC and length: ``warcio`` writes a member that fails to inflate to stderr
+    and reads on, so a damaged member of a file of several (``fptrack scan --warc``) would
+    lose its records silently rather than fail."""
+    if data[:2] != b"\x1f\x8b":
+        return
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as members:
+            while members.read(1 << 20):
+                pass
+    except (OSError, EOFError, zlib.error) as exc:
+        raise ArchiveError(f"the WARC file does not validate: gzip: {exc}") from None
 
 
 class Archive(Protocol):

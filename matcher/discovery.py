@@ -8,11 +8,16 @@ one novel cluster on a few networks. :func:`discover` works from the sites alrea
    (:func:`leads_of`): its outbound links (with their anchor text), the hosts its pages
    redirect to, and the addresses it announces in its text (新地址, 最新网址, 备用网址,
    域名已更换 ... followed by a domain or an address: :data:`ANNOUNCED`). Hosts already
-   watched are not candidates.
+   watched are not candidates. A watched site's own host may be internal (the operator
+   watches it); where it leads follows the outbound policy
+   (:mod:`matcher.outbound`).
 2. **Sample.** Each candidate is crawled the same way, ``sample`` pages (robots.txt
    obeyed) from the pages the watched sites lead to, then its home page, and each page's
    text matched against the registered works
-   (:meth:`matcher.engine.Engine.match_text`: nothing is stored).
+   (:meth:`matcher.engine.Engine.match_text`: nothing is stored). A candidate the policy
+   refuses (an internal address, unless ``FPTRACK_OUTBOUND_ALLOW_PRIVATE``) is not
+   requested at all, and not kept: it is returned with its reason
+   (:attr:`Candidate.refused`) for the caller to say.
 3. **Score and rank** (:func:`score`): the works it copies and the share of its sampled
    pages that copy one, with the watched sites that lead to it as a tiebreaker. A candidate
    with at least :data:`PIRATE_MIN_PAGES` copying pages is ``pirate``.
@@ -54,6 +59,19 @@ class Page(Protocol):
     text: str
     links: list[tuple[str, str]]
     error: str
+
+
+class Crawler(Protocol):
+    """A bounded crawl of one host (:class:`crawler.sample_crawl.Sampler`)."""
+
+    def __call__(self, urls: list[str], pages: int, *, watched: bool = False) -> Sequence[Page]:
+        """Up to ``pages`` pages of the host of ``urls``, from them; ``watched``: it is a
+        watched site's (its own host may be internal)."""
+        ...
+
+    def refusal(self, url: str) -> str:
+        """Why the host of ``url`` may not be crawled (the outbound policy), or ""."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -108,6 +126,8 @@ class Candidate:
     works: dict[str, str] = field(default_factory=dict)
     matches: list[dict[str, Any]] = field(default_factory=list)
     errors: int = 0
+    refused: str = ""
+    """Why it was not sampled: the outbound policy refuses its host ("" when sampled)."""
 
     @property
     def home(self) -> str:
@@ -193,6 +213,7 @@ def candidate_doc(c: Candidate) -> dict[str, Any]:
         "errors": c.errors,
         "pirate": c.pirate,
         "score": round(c.score(), 4),
+        **({"refused": c.refused} if c.refused else {}),
     }
 
 
@@ -211,7 +232,7 @@ def ranked(found: Iterable[Candidate]) -> list[Candidate]:
 
 def discover(
     watched: dict[str, list[str]],
-    crawl: Callable[[list[str], int], Sequence[Page]],
+    crawl: Crawler,
     match_text: Callable[[str], list[dict[str, Any]]],
     *,
     harvest: int,
@@ -219,36 +240,38 @@ def discover(
     skip: set[str] = frozenset(),  # type: ignore[assignment]
 ) -> list[Candidate]:
     """Steps 1-3 of the module docstring. ``watched``: each watched site's start URLs by
-    name; ``crawl(urls, pages)``: a bounded crawl of one host from ``urls``; ``skip``:
-    hosts not to sample again (dismissed ones)."""
+    name; ``crawl``: a bounded crawl of one host; ``skip``: hosts not to sample again
+    (dismissed ones). The candidates ranked, then those refused (:attr:`Candidate.refused`)."""
     hosts = {host_of(u) for urls in watched.values() for u in urls}
     leads: list[Lead] = []
     for site, urls in sorted(watched.items()):
         for url in urls:
-            leads += leads_of(site, crawl([url], harvest), hosts)
-    found = candidates_of(leads)
-    for host, candidate in found.items():
-        if host in skip:
-            continue
-        sample(candidate, crawl(candidate.starts, sample_pages), match_text)
-    return ranked(c for h, c in found.items() if h not in skip)
+            leads += leads_of(site, crawl([url], harvest, watched=True), hosts)
+    found = {h: c for h, c in candidates_of(leads).items() if h not in skip}
+    for candidate in found.values():
+        candidate.refused = crawl.refusal(candidate.home)
+        if not candidate.refused:
+            sample(candidate, crawl(candidate.starts, sample_pages), match_text)
+    refused = sorted((c for c in found.values() if c.refused), key=lambda c: c.host)
+    return ranked(c for c in found.values() if not c.refused) + refused
 
 
 def run_discovery(
     store: Any,
     engine: Any,
-    crawl: Callable[[list[str], int], Sequence[Page]],
+    crawl: Crawler,
     *,
     harvest: int,
     sample_pages: int,
     at: Any,
 ) -> list[Candidate]:
-    """:func:`discover` from the store's watched sites, the candidates kept
-    (:meth:`matcher.store.discovery.Discovery.save_candidates`); ranked."""
+    """:func:`discover` from the store's watched sites, the candidates sampled kept
+    (:meth:`matcher.store.discovery.Discovery.save_candidates`; those refused are not);
+    all of them, as :func:`discover` returns them."""
     watched = {site.name: list(site.start_urls) for site in store.sites.list_sites()}
     found = discover(
         watched, crawl, engine.match_text, harvest=harvest, sample_pages=sample_pages,
         skip=store.discovery.dismissed_hosts(),
     )  # fmt: skip
-    store.discovery.save_candidates([candidate_doc(c) for c in found], at)
+    store.discovery.save_candidates([candidate_doc(c) for c in found if not c.refused], at)
     return found

@@ -1,10 +1,11 @@
 """Every HTTP request fptrack makes outside the Scrapy crawl, under one policy (issue 23).
 
-Query by URL (:mod:`admin.fetch`) and alert webhooks (:mod:`matcher.notify`) go through
-:func:`request`, email alerts' SMTP client through :func:`connect`; the crawl's own
-requests (pages, robots.txt, sitemaps and feeds of an incremental crawl) are Scrapy's,
-bounded by ``DOWNLOAD_TIMEOUT`` and ``DOWNLOAD_MAXSIZE`` (:mod:`crawler.settings`). A
-:class:`Policy` gives:
+Query by URL (:mod:`admin.fetch`), alert webhooks (:mod:`matcher.notify`), pirate-site
+discovery (:mod:`crawler.sample_crawl`), takedown rechecks (:mod:`crawler.one_page`) and
+the Time-Stamp Authority (:mod:`matcher.timestamps`) go through :func:`request`, email
+alerts' SMTP client through :func:`connect`; the crawl's own requests (pages, robots.txt,
+sitemaps and feeds of an incremental crawl) are Scrapy's, bounded by ``DOWNLOAD_TIMEOUT``
+and ``DOWNLOAD_MAXSIZE`` (:mod:`crawler.settings`). A :class:`Policy` gives:
 
 - **one deadline for the whole request** (:attr:`Policy.deadline`): name resolution,
   connect, TLS handshake, sending, the status line, the headers and the body, every
@@ -17,15 +18,24 @@ bounded by ``DOWNLOAD_TIMEOUT`` and ``DOWNLOAD_MAXSIZE`` (:mod:`crawler.settings
   or the headers (before their blank line; :mod:`http.client` would take what came as all
   of them) or before the body's ``Content-Length`` or last chunk is a failure, not a short
   answer (a webhook's answer, whose body is not read, counts once its headers are in);
-- **no internal addresses** unless :attr:`Policy.allow_private`: a host is resolved once,
-  refused if any address it resolves to is not global (private, loopback, link-local,
-  shared/CGNAT such as ``100.100.100.200``, reserved, multicast, unspecified; IPv4-mapped
-  IPv6 unwrapped), and the connection is made to a checked address, never resolved again
-  (no DNS-rebinding window); TLS still checks the certificate against the host name;
+- **no internal addresses** unless :attr:`Policy.allow_private`, or the host and port are
+  one the operator named (:attr:`Policy.own`: a watched site's, the TSA's): a host is
+  resolved once, refused if any address it resolves to is not global (private, loopback,
+  link-local, shared/CGNAT such as ``100.100.100.200``, reserved, multicast, unspecified;
+  IPv4-mapped IPv6 unwrapped), and the connection is made to a checked address, never
+  resolved again (no DNS-rebinding window); TLS still checks the certificate against the
+  host name;
 - **redirects** followed only when :attr:`Policy.max_redirects` allows, each hop's URL
-  checked and resolved like the first.
+  checked and resolved like the first (a hop to another host or port is not "own").
 
-Every failure is :class:`OutboundError` with a one-line ``detail``.
+What lets each use reach an internal address: ``FPTRACK_QUERY_ALLOW_PRIVATE`` for query by
+URL, ``FPTRACK_ALERT_ALLOW_PRIVATE`` for webhooks, ``FPTRACK_OUTBOUND_ALLOW_PRIVATE`` for
+discovery's candidate sites and where a watched site's pages or a rechecked page redirect
+(:func:`fetching`); a host the operator named, that host and port only (:attr:`Policy.own`):
+a watched site read by discovery, a page a recheck fetches, the TSA, the SMTP server; and
+``fptrack match URL`` allows them (its operator typed it). Every failure, a URL of any form
+included (odd hosts, ports, IPv6 zones, percent-escapes), is :class:`OutboundError` with a
+one-line ``detail``, never another exception.
 """
 
 from __future__ import annotations
@@ -36,15 +46,17 @@ import socket
 import ssl
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
-from urllib.parse import quote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 MAX_BYTES = 10 * 1024 * 1024
 CHUNK = 64 * 1024
 REDIRECTS = (301, 302, 303, 307, 308)
 MAX_DETAIL_CHARS = 300
+FETCH_REDIRECTS = 5
+"""Redirects a fetch of a page outside the crawl follows (query by URL, discovery, rechecks)."""
 PATH_SAFE = "/?&=%:@!$'()*+,;~[]"
 """Characters left as they are in a URL's path and query (others, such as Chinese, are
 percent-encoded as UTF-8)."""
@@ -64,6 +76,10 @@ class Unresolved(OutboundError):
     """A host name that does not resolve."""
 
 
+class Refused(OutboundError):
+    """A host that is, or resolves to, an internal address the policy does not allow."""
+
+
 @dataclass(frozen=True)
 class Policy:
     """The bounds of one outbound request (see the module docstring)."""
@@ -73,6 +89,29 @@ class Policy:
     allow_private: bool = False
     max_redirects: int = 0
     """0: a 3xx is the answer (webhooks); query by URL follows up to 5."""
+    own: frozenset[tuple[str, int]] = field(default_factory=frozenset)
+    """``(host, port)`` pairs the operator named (a watched site, the TSA), reached even
+    when internal; every other host follows :attr:`allow_private`."""
+
+    def owning(self, *urls: str) -> Policy:
+        """This policy with the host and port of each of ``urls`` its own (:attr:`own`);
+        :class:`OutboundError` for a URL that names none."""
+        return replace(self, own=self.own | {origin(url) for url in urls})
+
+    def may_reach_internal(self, host: str, port: int) -> bool:
+        """Whether ``host`` (as :func:`origin` gives it) may be an internal address."""
+        return self.allow_private or (host, port) in self.own
+
+
+def fetching(settings: Any) -> Policy:
+    """The policy of fptrack's own fetches of pages outside the crawl (pirate-site
+    discovery, takedown rechecks): ``FPTRACK_QUERY_DEADLINE``, ``FPTRACK_QUERY_MAX_BYTES``,
+    :data:`FETCH_REDIRECTS` redirects, internal addresses only with
+    ``FPTRACK_OUTBOUND_ALLOW_PRIVATE`` (or on a host made its own: :meth:`Policy.owning`)."""
+    return Policy(
+        settings.query_deadline, settings.query_max_bytes, settings.outbound_allow_private,
+        FETCH_REDIRECTS,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -212,18 +251,52 @@ def tls_context() -> ssl.SSLContext:
 
 def _target(url: str) -> tuple[str, str, int, str]:
     """``(scheme, host, port, path-and-query)`` of an http(s) URL; :class:`OutboundError`
-    for anything else."""
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise OutboundError(f"{url!r} is not an http(s) URL")
+    for anything else (a host must be a name, an IPv4 address or a bracketed IPv6 address,
+    whose zone may be percent-encoded as RFC 6874 writes it: ``[fe80::1%25eth0]``)."""
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError as exc:
-        raise OutboundError(f"{url!r}: {exc}") from None
+        parts = urlsplit(url)
+        scheme, hostname, port = parts.scheme, parts.hostname, parts.port
+    except ValueError as exc:  # an unclosed "[", a port that is not a number or too big
+        raise OutboundError(f"{url!r} is not a URL fptrack can request: {exc}") from None
+    if scheme not in ("http", "https") or not hostname:
+        raise OutboundError(f"{url!r} is not an http(s) URL")
+    host = _host(hostname, bracketed="[" in parts.netloc)
+    if port == 0:
+        raise OutboundError(f"{url!r}: port 0 is not a port to connect to")
+    port = port or (443 if scheme == "https" else 80)
     path = quote(parts.path or "/", safe=PATH_SAFE)
     if parts.query:
         path += "?" + quote(parts.query, safe=PATH_SAFE)
-    return parts.scheme, parts.hostname, port, path
+    return scheme, host, port, path
+
+
+def _host(hostname: str, bracketed: bool) -> str:
+    """``hostname`` as it is resolved; :class:`OutboundError` when it cannot be a host."""
+    if bracketed:
+        literal = unquote(hostname)  # RFC 6874: the zone's "%" is written "%25"
+        try:
+            ipaddress.IPv6Address(literal)
+        except ValueError:
+            raise OutboundError(f"[{hostname}] is not an IPv6 address") from None
+        return literal
+    if any(c in "%[]\\/@" or ord(c) <= 32 or ord(c) == 127 for c in hostname):
+        raise OutboundError(f"{hostname!r} is not a host name")
+    try:
+        hostname.encode("idna")  # what the resolver asks: labels of 1 to 63 characters
+    except UnicodeError as exc:
+        raise OutboundError(f"{hostname[:100]!r} is not a host name: {exc}") from None
+    return hostname
+
+
+def origin(url: str) -> tuple[str, int]:
+    """``(host, port)`` of an http(s) URL, as a request to it connects;
+    :class:`OutboundError` when it names none.
+
+    >>> origin("HTTP://Pirate.Example/book"), origin("https://[::1]:8443/")
+    (('pirate.example', 80), ('::1', 8443))
+    """
+    _, host, port, _ = _target(url)
+    return host, port
 
 
 def _getaddrinfo(host: str, port: int, budget: Deadline) -> list[Any]:
@@ -234,7 +307,7 @@ def _getaddrinfo(host: str, port: int, budget: Deadline) -> list[Any]:
     def run() -> None:
         try:
             found["infos"] = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except (OSError, UnicodeError) as exc:
+        except (OSError, ValueError) as exc:  # UnicodeError: an IDNA label too long, empty
             found["error"] = exc
 
     thread = threading.Thread(target=run, name="fptrack-resolve", daemon=True)
@@ -258,31 +331,41 @@ def resolve(
 
 def _resolve(host: str, port: int, allow_private: bool, budget: Deadline) -> list[tuple[int, Any]]:
     try:
-        literal: Address | None = ipaddress.ip_address(host.split("%", 1)[0])
+        literal: Address | None = ipaddress.ip_address(host)
     except ValueError:
         literal = None
     if literal is not None:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+        _check(host, literal, allow_private)  # before any system call: no lookup at all
+        try:
+            infos = socket.getaddrinfo(
+                host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST
+            )
+        except (OSError, ValueError) as exc:  # a zone naming no interface of this machine
+            raise OutboundError(f"{host} is not an address to connect to: {exc}") from None
     else:
         infos = _getaddrinfo(host, port, budget)
     addresses = []
     for family, _, _, _, sockaddr in infos:
-        address = ipaddress.ip_address(sockaddr[0].split("%", 1)[0])
-        if not allow_private and internal(address):
-            raise OutboundError(f"{host} is a private, loopback or reserved address ({address})")
+        _check(host, ipaddress.ip_address(sockaddr[0].split("%", 1)[0]), allow_private)
         addresses.append((family, sockaddr))
     if not addresses:
         raise Unresolved(f"{host} does not resolve")
     return addresses
 
 
+def _check(host: str, address: Address, allow_private: bool) -> None:
+    if not allow_private and internal(address):
+        address = ipaddress.ip_address(str(address).split("%", 1)[0])  # the zone aside
+        raise Refused(f"{host} is a private, loopback or reserved address ({address})")
+
+
 def refusal(
     url: str, allow_private: bool, deadline: float = 10.0, unresolved_ok: bool = False
 ) -> str:
-    """Why a request to ``url`` would be refused (not http(s), an internal address without
-    ``allow_private``, does not resolve), or "". ``unresolved_ok``: a name that does not
-    resolve now (or not within ``deadline``) passes (checking a URL when it is saved: the
-    request checks again)."""
+    """Why a request to ``url`` would be refused (not http(s), not a host, an internal
+    address without ``allow_private``, does not resolve), in one line, or "".
+    ``unresolved_ok``: a name that does not resolve now (or not within ``deadline``) passes
+    (checking a URL when it is saved: the request checks again). Never raises."""
     try:
         _, host, port, _ = _target(url)
         if not allow_private:
@@ -369,7 +452,8 @@ def _request(
     hops = 0
     while True:
         scheme, host, port, path = _target(url)
-        sock = connect(host, port, budget, policy.allow_private, scheme == "https")
+        internal_ok = policy.may_reach_internal(host, port)
+        sock = connect(host, port, budget, internal_ok, scheme == "https")
         connection = (
             http.client.HTTPSConnection(host, port, context=tls_context())
             if scheme == "https"

@@ -238,6 +238,10 @@ class Settings:
     archive: str = "gridfs"
     """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
+    outbound_allow_private: bool = False
+    """Let fptrack's own requests outside the crawl (discovery's candidate sites and where a
+    watched site's pages lead, where a takedown recheck is redirected) reach private,
+    loopback and link-local addresses (:mod:`matcher.outbound`)."""
     discover_every: int = 7 * 86400
     """Seconds between beat's pirate-site discoveries (``sites:discover``,
     :mod:`matcher.discovery`); 0: never (``fptrack sites discover`` runs one)."""

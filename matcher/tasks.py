@@ -340,7 +340,9 @@ def discover_sites(self: FptrackTask) -> dict[str, Any]:
         engine.store, engine, sampler(settings), harvest=settings.discover_harvest,
         sample_pages=settings.discover_sample, at=now(),
     )  # fmt: skip
-    return {"candidates": len(found), "pirate": sum(c.pirate for c in found)}
+    refused = sum(bool(c.refused) for c in found)
+    return {"candidates": len(found) - refused, "pirate": sum(c.pirate for c in found),
+            "refused": refused}  # fmt: skip
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.deliver_alerts")

@@ -12,7 +12,8 @@ proof costs in a bundle.
 
 :func:`ask` sends a ``TimeStampReq`` (SHA-256, a nonce, the TSA's certificate asked for)
 by HTTP POST (``application/timestamp-query``, RFC 3161 3.4; under :mod:`matcher.outbound`'s
-deadline and size cap, private addresses allowed: the TSA is the operator's choice) and
+deadline and size cap, no redirect followed, the TSA's own host and port allowed to be
+internal: ``FPTRACK_TSA_URL`` is the operator's choice, as a watched site is) and
 checks the answer is a granted token over that list and nonce; :func:`check` verifies a kept
 token offline: its status, its signature, the signing certificate's chain to the trusted CA
 certificates (``FPTRACK_TSA_CA``) at the token's time, the critical ``timeStamping`` key
@@ -58,11 +59,13 @@ class NotCovered(Exception):
 
 @dataclass(frozen=True)
 class Token:
-    """A granted token: the TSA's whole answer (DER ``TimeStampResp``) and its time."""
+    """A granted token: the TSA's whole answer (DER ``TimeStampResp``), its time and serial,
+    and (once :func:`check` verified it) the subject of the certificate that signed it."""
 
     der: bytes
     gen_time: datetime
     serial: int
+    signer: str = ""
 
 
 def batch_list(digests: Iterable[str]) -> bytes:
@@ -100,8 +103,8 @@ def ask(url: str, data: bytes, timeout: float = TIMEOUT_SECONDS) -> Token:
     says why there is none."""
     request = TimestampRequestBuilder(hash_algorithm=HashAlgorithm.SHA256).data(data)
     query = request.nonce(nonce=True).cert_request(cert_request=True).build()
-    policy = outbound.Policy(deadline=timeout, max_bytes=MAX_ANSWER, allow_private=True)
     try:
+        policy = outbound.Policy(deadline=timeout, max_bytes=MAX_ANSWER).owning(url)
         answer = outbound.request(
             "POST", url, policy, body=query.as_bytes(), headers={"Content-Type": QUERY_TYPE}
         )
@@ -170,4 +173,19 @@ def check(der: bytes, data: bytes, roots: list[cryptography.x509.Certificate]) -
                 f" (a changed token, or one from another TSA): {text.split(': ', 1)[-1][:160]}"
             ) from None
         raise NotCovered(f"the token does not verify: {text}") from None
-    return Token(der, response.tst_info.gen_time, response.tst_info.serial_number)
+    info = response.tst_info
+    return Token(der, info.gen_time, info.serial_number, _signer(response))
+
+
+def _signer(response: TimeStampResponse) -> str:
+    """The subject of the certificate that signed ``response`` (RFC 4514), when the token
+    carries it ("" otherwise)."""
+    serials = {signer.serial_number for signer in response.signed_data.signer_infos}
+    for der in response.signed_data.certificates:
+        try:
+            cert = cryptography.x509.load_der_x509_certificate(der)
+        except ValueError:
+            continue
+        if cert.serial_number in serials:
+            return cert.subject.rfc4514_string()
+    return ""

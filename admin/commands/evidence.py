@@ -7,15 +7,19 @@ import os
 import re
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from admin.commands.common import actions, command
 from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
+    from admin.evidence_check import Checked
 
 MATCH_ID = re.compile(r"[0-9a-f]{24}")
+NO_TRUSTED_TIMESTAMP = 3
+"""``fptrack evidence verify``'s exit status when every file is intact but one or more has
+no trusted timestamp (0: every file intact and under one; 1: a file failed)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -39,19 +43,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "verify",
         run_verify,
         "check archived evidence and its timestamps, offline",
-        "Check, without asking the TSA: each WARC file's SHA-256 and record digests, that a "
-        "batch list names it, and that the batch's token is signed by a TSA whose certificate "
-        "chains to the CA certificates given (--ca, default FPTRACK_TSA_CA) and covers that "
-        "list. TARGET is an evidence bundle (.zip, from the admin's reports: checked from "
-        "what it holds, its own copy of the CA trusted when no CA is given), a WARC file (its "
-        "timestamp read from the store) or a match id (its archived exchange). Exit status 0 "
-        "when every file verifies, 1 otherwise.",
+        "Check offline, without asking the TSA: each WARC file's SHA-256 and record "
+        "digests; then its trusted timestamp: that a batch list names it and that the "
+        "batch's token is signed by a TSA whose certificate chains to a CA certificate you "
+        "trust (--ca, default FPTRACK_TSA_CA) and covers that list. TARGET is an evidence "
+        "bundle (.zip, from the admin's reports: checked from what it holds), a WARC file "
+        "(fptrack scan --warc's too; its timestamp looked up in the store only when a TSA "
+        "is set up: FPTRACK_TSA_URL or FPTRACK_TSA_CA) or a match id (its archived "
+        "exchange). One line per file: OK (intact, under a trusted timestamp), FAIL (with "
+        "the reason) or INTACT (its digests check, but no trusted timestamp: none covers "
+        "it, or no CA is trusted to check its token). A bundle's own copy of the CA "
+        "(tsa-ca.pem) is trusted only with --trust-bundle-ca, and the output says so. Exit "
+        "status: 0 every file OK; 1 a file failed; "
+        f"{NO_TRUSTED_TIMESTAMP} every file intact but not every one under a trusted "
+        'timestamp ("no trusted timestamp").',
     )
     p.add_argument("target", metavar="TARGET", help="a bundle .zip, a .warc.gz file or a match id")
-    p.add_argument(
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
         "--ca",
         metavar="PEM",
-        help="the TSA's CA certificates (default: FPTRACK_TSA_CA; a bundle's own copy if unset)",
+        help="the TSA's CA certificates to check tokens against (default: FPTRACK_TSA_CA)",
+    )
+    which.add_argument(
+        "--trust-bundle-ca",
+        action="store_true",
+        help="check a bundle's tokens against the CA copy inside it (tsa-ca.pem), which its "
+        "maker chose: says only that the tokens match it (default: not trusted, the tokens "
+        "are checked against --ca or FPTRACK_TSA_CA only)",
     )
 
 
@@ -70,11 +89,12 @@ def run_stamp(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_verify(args: argparse.Namespace, ctx: Context) -> int:
-    from admin.evidence_check import BundleError, check_bundle, check_stored
+    from admin.evidence_check import BundleError, check_bundle, check_stored, check_unstamped
     from matcher import timestamps
     from matcher.archive import sha256_hex
 
-    ca = args.ca or ctx.settings.tsa_ca
+    settings = ctx.settings
+    ca = None if args.trust_bundle_ca else args.ca or settings.tsa_ca
     try:
         roots = timestamps.load_roots(ca) if ca else None
     except timestamps.NotCovered as exc:
@@ -85,13 +105,19 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
         data = _read(path)
         if data[:4] == b"PK\x03\x04":
             try:
-                checked, note = check_bundle(data, roots)
+                checked, note = check_bundle(data, roots, args.trust_bundle_ca)
             except BundleError as exc:
                 raise CommandError(f"{path}: {exc}") from None
         else:
-            checked = [check_stored(ctx.engine.store, None, sha256_hex(data), _need(roots), data)]
+            _no_bundle(args)
+            if settings.tsa_url or settings.tsa_ca:
+                checked = [_stored(ctx, sha256_hex(data), roots, data)]
+            else:
+                why = "no Time-Stamp Authority is set up here (FPTRACK_TSA_URL), so none is kept"
+                checked = [check_unstamped(str(path), data, why)]
             checked[0].name = str(path)
     elif MATCH_ID.fullmatch(args.target):
+        _no_bundle(args)
         match = ctx.ops.store.matches.match(match_id=args.target)
         if match is None:
             raise CommandError(f"no match {args.target}")
@@ -100,16 +126,59 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
             raise CommandError(f"match {args.target} has no archived exchange")
         if ctx.archive is None:
             raise CommandError("no evidence archive (FPTRACK_ARCHIVE=none)")
-        checked = [check_stored(ctx.engine.store, ctx.archive, ref["sha256"], _need(roots))]
+        checked = [check_stored(ctx.store.stamps, ctx.archive, ref["sha256"], roots)]
+        if checked[0].untrusted and not settings.tsa_url:
+            checked[0].untrusted += " (no Time-Stamp Authority is set up: FPTRACK_TSA_URL)"
     else:
         raise CommandError(f"{args.target}: neither a file nor a match id")
     if note:
         print(f"note: {note}")
     for one in checked:
         print(one.line())
+    for line in summary(checked):
+        print(line)
+    return exit_status(checked)
+
+
+def exit_status(checked: list[Checked]) -> int:
+    """0 when every file is ``OK``, 1 when one failed, else :data:`NO_TRUSTED_TIMESTAMP`."""
+    if any(not one.intact for one in checked):
+        return 1
+    return 0 if all(one.ok for one in checked) else NO_TRUSTED_TIMESTAMP
+
+
+def summary(checked: list[Checked]) -> list[str]:
+    """The last lines of a verification: how many files verified, failed, and are intact
+    with no trusted timestamp (said plainly)."""
     good = sum(one.ok for one in checked)
-    print(f"{good} of {len(checked)} file(s) verified")
-    return 0 if good == len(checked) else 1
+    failed = sum(not one.intact for one in checked)
+    intact = len(checked) - good - failed
+    lines = [f"{good} of {len(checked)} file(s) verified"]
+    if failed:
+        lines.append(f"{failed} file(s) failed")
+    if intact:
+        lines.append(
+            f"no trusted timestamp: {intact} file(s) intact (their digests check) but not"
+            " shown to have existed at a time anyone but fptrack vouches for"
+        )
+    return lines
+
+
+def _stored(ctx: Context, sha256: str, roots: list | None, data: bytes) -> Any:
+    """:func:`admin.evidence_check.check_stored` of a file given by path; when the store
+    cannot be reached, its offline checks still, the reason as why it has no timestamp."""
+    from admin.evidence_check import check_stored, check_unstamped
+    from matcher.errors import StoreUnavailable
+
+    try:
+        return check_stored(ctx.store.stamps, None, sha256, roots, data)
+    except (CommandError, StoreUnavailable) as exc:  # MongoDB down: one line naming it
+        return check_unstamped("", data, f"its timestamp cannot be looked up: {exc}")
+
+
+def _no_bundle(args: argparse.Namespace) -> None:
+    if args.trust_bundle_ca:
+        raise CommandError("--trust-bundle-ca is for an evidence bundle (.zip) only", 2)
 
 
 def _read(path: Path) -> bytes:
@@ -120,11 +189,3 @@ def _read(path: Path) -> bytes:
             return f.read()
     except OSError as exc:
         raise CommandError(f"cannot read {path}: {exc.strerror}") from None
-
-
-def _need(roots: list | None) -> list:
-    if not roots:
-        raise CommandError(
-            "no CA certificate to check the token against: give --ca or set FPTRACK_TSA_CA"
-        )
-    return roots

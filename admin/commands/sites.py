@@ -147,7 +147,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(新地址, 最新网址 ...). Crawl a sample of each (--sample pages, robots.txt obeyed), "
         "match its pages against the registered works, and rank the candidates: works "
         "copied, then the share of pages copying. Candidates are kept for the admin's "
-        "Discovery page; dismissed ones are not sampled again.",
+        "Discovery page; dismissed ones are not sampled again. A host that is or resolves "
+        "to an internal address (private, loopback, link-local ...) is neither requested "
+        "nor kept, only listed as refused, unless FPTRACK_OUTBOUND_ALLOW_PRIVATE=true "
+        "(default false; a watched site's own host may always be internal).",
     )
     p.add_argument(
         "--sample",
@@ -181,6 +184,10 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     for c in found:
         kinds = ", ".join(sorted({lead.kind for lead in c.leads}))
+        if c.refused:
+            print(f"   -     refused {c.host}\tnot requested: {c.refused}; from"
+                  f" {', '.join(c.linked_from)} ({kinds})")  # fmt: skip
+            continue
         verdict = "pirate" if c.pirate else "-     "
         print(
             f"{c.score():7.2f}  {verdict}  {c.host}\t{len(c.works)} work(s),"
@@ -188,7 +195,13 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
             f" from {', '.join(c.linked_from)} ({kinds})"
         )
     pirates = sum(c.pirate for c in found)
-    print(f"{len(found)} candidate(s), {pirates} pirate")
+    refused = sum(bool(c.refused) for c in found)
+    print(f"{len(found) - refused} candidate(s), {pirates} pirate")
+    if refused:
+        print(
+            f"{refused} host(s) refused by the outbound policy, not kept"
+            " (FPTRACK_OUTBOUND_ALLOW_PRIVATE=true allows internal addresses)"
+        )
     return 0
 
 

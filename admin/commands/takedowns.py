@@ -44,7 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "recheck",
         run_recheck,
         "run the rechecks that are due now",
-        "Recheck now every URL whose recheck is due (what beat's takedowns:recheck does).",
+        "Recheck now every URL whose recheck is due (what beat's takedowns:recheck does). "
+        "A URL's own host may be internal (the crawl found the page there); a redirect to "
+        "another host that is internal is refused (the recheck is unreachable) unless "
+        "FPTRACK_OUTBOUND_ALLOW_PRIVATE=true (default false).",
     )
     p = command(
         takedowns,

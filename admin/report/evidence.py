@@ -148,6 +148,13 @@ def verify_page(batches: list[dict[str, Any]], with_ca: bool) -> str:
             else "Give -CAfile the CA certificate the TSA publishes."
         ),
         "",
-        "3. With fptrack: fptrack evidence verify THIS-BUNDLE.zip [--ca THE-TSA-CA.pem]",
+        "3. With fptrack: fptrack evidence verify THIS-BUNDLE.zip --ca THE-TSA-CA.pem",
+        "   (the CA certificate the TSA publishes). Without one the tokens are not",
+        '   checked: it says "no trusted timestamp", exit status 3.',
     ]
+    if with_ca:
+        lines += [
+            f"   --trust-bundle-ca checks them against {BUNDLE_CA} instead, which shows only",
+            "   that they match that copy.",
+        ]
     return "\n".join(lines) + "\n"

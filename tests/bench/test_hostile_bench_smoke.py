@@ -44,3 +44,22 @@ def test_a_template_bomb_is_refused_with_its_reason(tmp_path: Path) -> None:
     assert "over 1,000,000 characters" in row["reason"]
     assert row["child_mb"]["max"] > 0
     assert row["tree_rss_mb"]["max"] >= row["scan_rss_mb"]["max"] > 0
+
+
+def test_the_outbound_cases_carry_their_figures(tmp_path: Path) -> None:
+    """Two outbound cases (:mod:`bench.hostile_outbound`): discovery from a watched page that
+    announces an internal address reaches it only when allowed, and a webhook with an IPv6
+    zone is refused with a reason, never a 500."""
+    out = tmp_path / "outbound.json"
+    hostile_bench.main(
+        ["--runs", "1", "--cases", "discover-internal,webhook-zone", "--no-works",
+         "--json", str(out)]
+    )  # fmt: skip
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["all_ok"] and set(data["cases"]) == {"discover-internal", "webhook-zone"}
+    found = data["cases"]["discover-internal"]
+    assert (found["requests_internal"], found["candidates_stored"]) == (0, 0)
+    assert found["control_requests"] > 0 and found["exit"] == [0]
+    assert "127.0.0.3 is a private, loopback or reserved address" in found["reason"]
+    zone = data["cases"]["webhook-zone"]
+    assert zone["exit"] == [400] and "fe80::1%lo is a private" in zone["reason"]

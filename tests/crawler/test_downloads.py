@@ -276,12 +276,14 @@ def test_a_download_fetched_outside_a_crawl_is_read_as_the_crawl_reads_it() -> N
     fetch_page`): the whole book, every chapter, from an archive whatever its name, and
     all of a plain text; a bomb answers why it was not read."""
     from crawler.one_page import fetch_page
+    from matcher.outbound import Policy
 
+    policy = Policy(10.0, 10 << 20, allow_private=True)
     resources = book_downloads("/down/book.txt", "application/zip", "text/plain; charset=gbk")
     with FixtureSite(resources) as site:
-        book = fetch_page(site.url("/down/book.txt"), deadline=10.0, max_bytes=10 << 20)
-        full = fetch_page(site.url("/down/full.txt"), deadline=10.0, max_bytes=10 << 20)
-        bomb = fetch_page(site.url("/down/bomb.zip"), deadline=10.0, max_bytes=10 << 20)
+        book = fetch_page(site.url("/down/book.txt"), policy)
+        full = fetch_page(site.url("/down/full.txt"), policy)
+        bomb = fetch_page(site.url("/down/bomb.zip"), policy)
     for fetched in (book, full):
         assert fetched.status == 200 and fetched.error == ""
         for title, text in chapters():

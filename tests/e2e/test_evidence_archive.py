@@ -1,12 +1,16 @@
 """The evidence archive end to end: a real crawl keeps each page's HTTP exchange as a WARC
 file (GridFS on the test MongoDB server), its match points at it, and after the page changes
-and is crawled again the match still holds the original, which still verifies."""
+and is crawled again the match still holds the original, which still verifies (``fptrack
+evidence verify`` too, in a deployment with no TSA: intact, no trusted timestamp)."""
 
 from __future__ import annotations
 
 from datetime import timedelta
 from typing import Any
 
+from admin.cli import main
+from admin.commands.evidence import NO_TRUSTED_TIMESTAMP
+from admin.context import Context
 from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
 from matcher.archive import GridFSArchive, verify
@@ -32,7 +36,7 @@ def crawl_and_match(engine: Engine, ingest: Ingest, site: FixtureSite, queued: l
     queued.clear()
 
 
-def test_a_match_keeps_the_exchange_it_was_found_in(engine: Engine) -> None:
+def test_a_match_keeps_the_exchange_it_was_found_in(engine: Engine, capsys: Any) -> None:
     work_id = engine.add_work(sample("lighthouse.txt"), title="灯塔", source="lighthouse.txt")
     archive = GridFSArchive(engine.store.db)
     queued: list[str] = []
@@ -61,6 +65,10 @@ def test_a_match_keeps_the_exchange_it_was_found_in(engine: Engine) -> None:
     assert match["archive"] == original  # the original exchange, kept
     assert verify(archive.get(original["sha256"]), original["sha256"])[0].payload == first_body
     assert verify(archive.get(latest["sha256"]), latest["sha256"])[0].payload == changed
+    ctx = Context(settings=engine.settings, engine=engine, archive=archive)  # no TSA, no CA
+    assert main(["evidence", "verify", str(match["_id"])], ctx) == NO_TRUSTED_TIMESTAMP
+    out = capsys.readouterr().out
+    assert f"INTACT {original['sha256']}.warc.gz: 2 record(s); no trusted timestamp" in out
 
 
 def test_an_archive_that_fails_costs_no_page(engine: Engine, tmp_path: Any) -> None:

@@ -1,10 +1,12 @@
 """The tasks beat sends for what follows a match, run by a real Celery worker on the test
 broker: ``fptrack.recheck_takedowns`` finds a page its site took down after the notice, and
-``fptrack.discover_sites`` finds the pirate site a watched one links to."""
+``fptrack.discover_sites`` finds the pirate site a watched one links to (on a loopback
+address: the worker's settings allow internal addresses, explicitly)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -19,7 +21,7 @@ from matcher.pages import CrawledPage
 from matcher.sites import SiteConfig
 from matcher.store import now
 from tests.e2e.test_worker import enqueue, worker
-from tests.support.e2e import sample
+from tests.support.e2e import app, sample
 from tests.support.waits import eventually
 
 
@@ -31,8 +33,13 @@ def sites() -> Iterator[tuple[ChangingSite, ChangingSite]]:
 
 
 def test_the_worker_rechecks_takedowns_and_discovers_sites(
-    engine: Engine, broker: redis.Redis, sites: tuple[ChangingSite, ChangingSite]
+    engine: Engine,
+    broker: redis.Redis,
+    sites: tuple[ChangingSite, ChangingSite],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    settings = replace(app.fptrack.settings, outbound_allow_private=True)
+    monkeypatch.setattr(app.fptrack, "settings", settings)
     watched, pirate = sites
     text = sample("lighthouse.txt")
     engine.add_work(text, title="灯塔", source="lighthouse.txt")

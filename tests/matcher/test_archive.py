@@ -63,6 +63,22 @@ def test_a_damaged_or_misnamed_file_does_not_verify() -> None:
         verify(tampered)
 
 
+def test_a_damaged_member_of_a_concatenated_file_fails_it() -> None:
+    """``fptrack scan --warc`` writes WARC files one after the other (one gzip member per
+    record): a flipped byte in any member fails the whole file, where warcio alone would
+    write the member's inflate error to stderr and read on, one record fewer."""
+    other = warc_bytes(replace(EXCHANGE, url="http://pirate.test/book/2.html"))
+    data = warc_bytes(EXCHANGE) + other
+    assert len(verify(data)) == 4
+    for at in (len(data) - len(other) // 2, len(data) - 20, 100):
+        damaged = bytearray(data)
+        damaged[at] ^= 0x01
+        with pytest.raises(ArchiveError, match="does not validate"):
+            verify(bytes(damaged))
+    with pytest.raises(ArchiveError, match="gzip"):
+        verify(data[:-7])  # cut off inside the last member
+
+
 @pytest.fixture(params=["directory", "gridfs"])
 def archive(request: pytest.FixtureRequest, tmp_path: Path) -> DirectoryArchive | GridFSArchive:
     if request.param == "directory":

@@ -14,12 +14,20 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from admin.fetch import FetchError, fetch
 from bench.fixture_site import FixtureSite, page
 from matcher import notify, outbound
 from tests.support.alerts import webhook_receiver
-from tests.support.outbound import private_address, self_signed, slow_server, tls_slow_server
+from tests.support.outbound import (
+    odd_urls,
+    private_address,
+    self_signed,
+    slow_server,
+    tls_slow_server,
+)
 from tests.support.raw_servers import raw_server
 from tests.support.servers import session
 from tests.support.waits import eventually
@@ -283,3 +291,71 @@ def test_a_webhook_answer_cut_off_counts_only_when_its_headers_are_in() -> None:
         outcome = notify.post_webhook(url, "s", b"{}", "d1", 5.0, allow_private=True)
     assert not outcome.ok and outcome.status is None
     assert outcome.error == f"{url}: the answer was cut off in its headers"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(url=odd_urls(), allow_private=st.booleans(), unresolved_ok=st.booleans())
+def test_no_url_form_makes_the_policy_raise_anything_but_its_refusal(
+    url: str, allow_private: bool, unresolved_ok: bool
+) -> None:
+    """The checks a URL meets before any connection (:func:`matcher.outbound.refusal`, as a
+    webhook is saved; :func:`~matcher.outbound.origin`, :meth:`~matcher.outbound.Policy.
+    owning`, as a recheck or the TSA names its own host): a one-line reason or nothing,
+    never another exception (``socket.gaierror`` from an IPv6 zone or an escaped host was
+    one, and a 500 in the admin)."""
+    why = outbound.refusal(url, allow_private, deadline=1.0, unresolved_ok=unresolved_ok)
+    assert isinstance(why, str) and "\n" not in why
+    try:
+        host, port = outbound.origin(url)
+        outbound.Policy(1.0).owning(url)
+    except outbound.OutboundError as exc:
+        assert exc.detail and "\n" not in exc.detail
+        assert outbound.refusal(url, True, deadline=1.0)  # what names no host is refused
+    else:
+        assert 0 < port < 65536 and host
+    if not allow_private and not why:  # passed: no address it names or resolves to is inside
+        with suppress(outbound.OutboundError, TimeoutError):
+            for _, sockaddr in outbound.resolve(host, port, False, 1.0):
+                assert not outbound.internal(ipaddress.ip_address(sockaddr[0].split("%")[0]))
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("http://[fe80::1%25lo]:7213/ok", "fe80::1%lo is a private, loopback or reserved address"),
+        ("http://127.0.0.2%2f:7213/ok", "'127.0.0.2%2f' is not a host name"),
+        ("http://%31%32%37.0.0.1/", "'%31%32%37.0.0.1' is not a host name"),
+        ("http://[::1/", "is not a URL fptrack can request: Invalid IPv6 URL"),
+        ("http://u:p@host.invalid:99999/", "Port out of range"),
+        ("http://0x7f.1:7213/", "0x7f.1 is a private, loopback or reserved address (127.0.0.1)"),
+        ("http://" + "a" * 64 + ".invalid/", "is not a host name: encoding with 'idna' codec"),
+    ],
+)
+def test_odd_url_forms_are_refused_with_a_reason(url: str, why: str) -> None:
+    assert why in outbound.refusal(url, False, deadline=1.0, unresolved_ok=True)
+    with pytest.raises(outbound.OutboundError, match=r"private|host name|URL|Port"):
+        outbound.request("GET", url, outbound.Policy(1.0))
+
+
+def test_a_recheck_reaches_its_own_host_and_nothing_internal_it_redirects_to() -> None:
+    """A takedown's recheck (:func:`crawler.one_page.fetcher`) fetches the noticed page on
+    its own loopback host (a watched site's, where the crawl found it); a redirect to
+    another internal host, or to another port of its own (another service), is refused
+    unless ``FPTRACK_OUTBOUND_ALLOW_PRIVATE``."""
+    from crawler.one_page import fetcher
+    from matcher.settings import Settings
+
+    with FixtureSite({"/": page("<p>外网</p>")}) as site, FixtureSite({}) as other:
+        site.redirects.update({
+            "/hop": (302, "/"),
+            "/inside": (302, f"http://127.0.0.2:{site.port}/"),
+            "/port": (302, other.url("/")),
+        })  # fmt: skip
+        recheck = fetcher(Settings(query_deadline=DEADLINE))
+        assert recheck(site.url("/hop")).status == 200
+        for path, why in (("/inside", "(127.0.0.2)"), ("/port", "(127.0.0.1)")):
+            refused = recheck(site.url(path))
+            assert refused.status is None and why in refused.error, path
+        assert other.requested() == []
+        allowed = fetcher(Settings(query_deadline=DEADLINE, outbound_allow_private=True))
+        assert allowed(site.url("/port")).status == 404 and other.requested() == ["/"]

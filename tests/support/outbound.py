@@ -1,11 +1,12 @@
 """Hostile servers on 127.0.0.1 for the outbound policy's tests (:mod:`matcher.outbound`):
 the slow-loris of :mod:`bench.slow_server` at the tests' pace, a private address of this
-machine, a certificate signed by itself."""
+machine, a certificate signed by itself; and the URL forms the policy is fuzzed with."""
 
 from __future__ import annotations
 
 import socket
 from contextlib import AbstractContextManager
+from typing import Any
 
 from bench.slow_server import SlowServer
 from bench.slow_server import slow_server as bench_slow_server
@@ -82,3 +83,44 @@ def self_signed(folder: str) -> tuple[str, str]:
 def tls_slow_server(cert: str, key: str) -> AbstractContextManager[SlowServer]:
     """:func:`slow_server` over TLS (``https://127.0.0.1:PORT/MODE``)."""
     return bench_slow_server(DRIP_S, GIVE_UP_S, tls=(cert, key))
+
+
+def odd_urls() -> Any:
+    """A hypothesis strategy of URL forms a webhook or a page may give: odd hosts (IPv4 in
+    decimal, hex, octal and short forms; bracketed IPv6 with raw or percent-encoded zones
+    and IPv4-mapped; IPvFuture; percent-escapes; IDNA; labels over 63 characters; control
+    characters and stray brackets), odd ports (0, huge, signs, letters, empty), userinfo
+    (with ``@`` and ``:`` of its own), and paths of any text. Generated names end in
+    ``.invalid`` (RFC 6761: never a real host), so that no request can leave the machine."""
+    from hypothesis import strategies as st
+
+    label = st.text("abcxyz019-_", min_size=0, max_size=70)
+    ipv4 = st.sampled_from([
+        "127.0.0.2", "127.1", "0x7f.1", "0177.0.0.1", "2130706433", "0", "10.0.0.1",
+        "169.254.169.254", "100.100.100.200", "255.255.255.255", "1.2.3.4.5", "256.0.0.1",
+    ])  # fmt: skip
+    ipv6 = st.sampled_from([
+        "[::1]", "[fe80::1%25lo]", "[fe80::1%lo]", "[fe80::1%25]", "[fe80::1%2525lo]",
+        "[::ffff:127.0.0.1]", "[::ffff:10.0.0.1]", "[v1.x]", "[::1", "::1]", "[]", "[fd00::1]",
+        "[::]", "[fe80::1%25%2f]", "[1:2:3:4:5:6:7:8:9]",
+    ])  # fmt: skip
+    escaped = st.sampled_from([
+        "127.0.0.2%2f", "%31%32%37.0.0.1", "127.0.0.1%00", "localhost%2e", "a%40b", "%zz",
+    ])  # fmt: skip
+    idna = st.sampled_from(
+        ["例子.测试", "xn--fiqs8s.test", "ｌｏｃａｌｈｏｓｔ", "bücher.invalid", "xn--.x"]
+    )
+    weird = st.text(min_size=0, max_size=20)
+    dotted = st.lists(label, min_size=1, max_size=5).map(lambda ls: ".".join([*ls, "invalid"]))
+    host = st.one_of(ipv4, ipv6, escaped, idna, dotted, weird, st.just("localhost"))
+    port = st.one_of(
+        st.just(""),
+        st.integers(-5, 100_000).map(lambda n: f":{n}"),
+        st.sampled_from([":", ":+80", ":0x50", ":８０", ": 80", ":80:80", ":7213"]),
+    )
+    userinfo = st.one_of(
+        st.just(""), st.sampled_from(["user@", "u:p@", "a@b@", ":@", "%40@", "127.0.0.1@"])
+    )
+    scheme = st.sampled_from(["http://", "https://", "HTTP://", "http:/", "ftp://", "http:\\\\"])
+    path = st.one_of(st.just("/ok"), st.text(max_size=20).map(lambda t: "/" + t))
+    return st.builds(lambda *parts: "".join(parts), scheme, userinfo, host, port, path)

@@ -4,12 +4,15 @@ site and to an honest one (友情链接), announces its mirror's new address in 
 redirects one path to a third pirate site; a site only the honest one links to is two hops
 away. Discovery samples each candidate over HTTP (robots.txt obeyed), matches its pages
 against the registered works, ranks the pirates first with their evidence, and one action
-in the admin watches one."""
+in the admin watches one. Those sites are internal addresses: discovery reaches them only
+with ``FPTRACK_OUTBOUND_ALLOW_PRIVATE`` (set explicitly here); without it, nothing but the
+watched site itself is requested, and no candidate is kept."""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from flask.testing import FlaskClient
@@ -92,6 +95,7 @@ def test_pirate_sites_are_found_ranked_and_watched_in_one_action(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     build(web_ctx, web)
+    web_ctx.__dict__["settings"] = replace(web_ctx.settings, outbound_allow_private=True)
     assert main(["sites", "discover", "--sample", "5", "--json"], web_ctx) == 0
     found = {c["host"]: c for c in json.loads(capsys.readouterr().out)}
     host = {name: site.url("/").removeprefix("http://").rstrip("/") for name, site in web.items()}
@@ -126,3 +130,25 @@ def test_pirate_sites_are_found_ranked_and_watched_in_one_action(
     out = capsys.readouterr().out
     assert web["honest"].requests["/"] == before
     assert "2 candidate(s), 2 pirate" in out
+
+
+def test_without_the_setting_no_internal_host_is_requested_nor_kept(
+    web_ctx: Context, web: dict[str, ChangingSite], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The default: the watched site (on a loopback address, as the operator chose) is
+    read, and the hosts it links to, redirects to and announces (all internal) are listed
+    as refused, never requested, robots.txt included; the store keeps no candidate."""
+    build(web_ctx, web)
+    assert not web_ctx.settings.outbound_allow_private
+    assert main(["sites", "discover", "--sample", "5"], web_ctx) == 0
+    out = capsys.readouterr().out
+    assert web["watched"].requests["/"] == 1 and web["watched"].requests["/book/1.html"] == 1
+    assert web["watched"].requests["/go"] == 1  # its redirect to another host: not followed
+    others = ("pirate", "honest", "mirror", "redirected", "far")
+    assert {name: sum(web[name].requests.values()) for name in others} == dict.fromkeys(others, 0)
+    assert web_ctx.engine.store.discovery.candidates() == []
+    host = {name: site.url("/").removeprefix("http://").rstrip("/") for name, site in web.items()}
+    for name in ("pirate", "honest", "mirror"):  # linked and announced; a redirect is no lead
+        assert f"refused {host[name]}\tnot requested: {web[name].host} is a private," in out
+    assert "0 candidate(s), 0 pirate" in out
+    assert "3 host(s) refused by the outbound policy, not kept" in out

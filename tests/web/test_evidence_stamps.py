@@ -3,7 +3,10 @@
 (:mod:`bench.local_tsa`). Archived pages are queued, stamped in batches, bundled with
 their lists, tokens, the CA and a verification page whose ``openssl`` commands pass; a
 flipped byte in a record or a token, or a token of another TSA, fails ``fptrack evidence
-verify`` with the reason; a TSA down never stops the crawl and its files are stamped later.
+verify`` with the reason; a bundle re-stamped by a stranger TSA with the stranger's CA
+inside vouches for nothing unless its CA is trusted explicitly; without a TSA or a CA,
+what can be checked offline is, and the verdict says "no trusted timestamp" (exit 3); a
+TSA down never stops the crawl and its files are stamped later.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from flask.testing import FlaskClient
 from pymongo.database import Database
 
 from admin.cli import main
+from admin.commands.evidence import NO_TRUSTED_TIMESTAMP
 from admin.context import Context
 from admin.health import checks
 from bench.local_tsa import Authority, TsaServer, make_authority
@@ -92,13 +96,13 @@ def fetched(n: int, text: str) -> CrawledPage:
     return CrawledPage(url=url, site="pirate", title="", text=f"第{n}页\n{text}", exchange=exchange)
 
 
-def crawl_copies(ctx: Context, pages: int) -> list[str]:
-    """A work and ``pages`` pages copying it, archived (queued for stamping) and matched;
-    their archived files' SHA-256."""
+def crawl_copies(ctx: Context, pages: int, stamp: bool = True) -> list[str]:
+    """A work and ``pages`` pages copying it, archived (queued for stamping with ``stamp``)
+    and matched; their archived files' SHA-256."""
     text = sample_text()
     ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
     queued: list[str] = []
-    ingest = Ingest(ctx.engine.store, queued.append, archive=ctx.archive, stamp=True)
+    ingest = Ingest(ctx.engine.store, queued.append, archive=ctx.archive, stamp=stamp)
     for n in range(pages):
         ingest.page(fetched(n, text))
     for page_id in queued:
@@ -155,6 +159,7 @@ def test_pages_are_stamped_in_batches_and_bundled_with_what_checks_them(
     path.write_bytes(bundle)
     status, out = verify(web_ctx, capsys, str(path), "--ca", web_ctx.settings.tsa_ca)
     assert status == 0 and out.count("OK    ") == 3 and "3 of 3 file(s) verified" in out
+    assert out.count("by CN=fptrack test TSA") == 3  # the signer, as its certificate says
     status, out = verify(web_ctx, capsys, str(path))  # FPTRACK_TSA_CA
     assert status == 0 and "note:" not in out
 
@@ -178,7 +183,7 @@ def test_pages_are_stamped_in_batches_and_bundled_with_what_checks_them(
     status, out = verify(
         web_ctx, capsys, _save(tmp_path, rezipped(bundle, warc, flipped(data, 40)))
     )
-    assert status == 1 and f"FAIL  {warc}: the WARC file's SHA-256 is not" in out
+    assert status == 1 and f"FAIL   {warc}: the WARC file's SHA-256 is not" in out
     assert "2 of 3 file(s) verified" in out
     token_name = manifest[0]["timestamp"]["token"]
     token = (unpacked / token_name).read_bytes()
@@ -192,10 +197,29 @@ def test_pages_are_stamped_in_batches_and_bundled_with_what_checks_them(
     assert status == 1 and "does not verify against the TSA's CA certificate" in out
     status, out = verify(web_ctx, capsys, str(path), "--ca", str(stranger.ca))
     assert status == 1 and "0 of 3 file(s) verified" in out
-    # without a CA of one's own, the bundle's copy is trusted, and the note says so
+    # without a CA of one's own, the bundle's copy is not trusted: no trusted timestamp
     no_ca = Context(settings=replace(web_ctx.settings, tsa_ca=""), engine=web_ctx.engine)
     status, out = verify(no_ca, capsys, str(path))
-    assert status == 0 and "note: trusting the CA certificate inside the bundle" in out
+    assert status == NO_TRUSTED_TIMESTAMP and out.count("INTACT ") == 3 and "note:" not in out
+    assert "its batch list names it, but its token is not checked" in out
+    assert "no trusted timestamp: 3 file(s) intact" in out and "0 of 3 file(s) verified" in out
+    status, out = verify(no_ca, capsys, str(path), "--trust-bundle-ca")  # asked: and said so
+    assert status == 0 and "note: the tokens are checked against the CA certificate inside" in out
+
+    # re-stamped by a stranger TSA, the stranger's CA inside: vouches for nothing by itself
+    restamped = bundle
+    with TsaServer(stranger) as other:
+        for batch in {(e["timestamp"]["list"], e["timestamp"]["token"]) for e in manifest}:
+            foreign = timestamps.ask(other.tsa_url, (unpacked / batch[0]).read_bytes()).der
+            restamped = rezipped(restamped, batch[1], foreign)
+    restamped = _save(tmp_path, rezipped(restamped, "tsa-ca.pem", stranger.ca.read_bytes()))
+    status, out = verify(no_ca, capsys, restamped)
+    assert status == NO_TRUSTED_TIMESTAMP and "0 of 3 file(s) verified" in out
+    status, out = verify(web_ctx, capsys, restamped)  # FPTRACK_TSA_CA: the real TSA's
+    assert status == 1 and out.count("does not verify against the TSA's CA certificate") == 3
+    status, out = verify(no_ca, capsys, restamped, "--trust-bundle-ca")
+    assert status == 0 and "3 of 3 file(s) verified" in out and "whoever made the bundle" in out
+    assert out.count("by CN=another TSA") == 3  # not the manifest's word for it
 
     # a match, by id: its exchange from the archive, its stamp from the store
     match = next(web_ctx.ops.find_matches(limit=1, active_only=False))
@@ -235,7 +259,8 @@ def test_a_tsa_down_never_stops_the_crawl_and_its_files_are_stamped_later(
     [check] = [c for c in checks(ctx, ["evidence"]) if c.name == "evidence"]
     assert not check.ok and f"the last stamping run failed: TSA {down} unreachable" in check.detail
     status, out = verify(ctx, capsys, str(next(ctx.ops.find_matches(limit=1))["_id"]))
-    assert status == 1 and "no trusted timestamp covers it yet (queued for the next run)" in out
+    assert status == NO_TRUSTED_TIMESTAMP and "INTACT " in out
+    assert "no trusted timestamp: no token covers it yet (queued for the next stamping run)" in out
 
     tsa.fail_with = 503
     done = stamp_waiting(store, tsa.tsa_url, 2)
@@ -264,6 +289,43 @@ def test_stamping_without_a_tsa_is_a_one_line_error(
     assert "no Time-Stamp Authority: set FPTRACK_TSA_URL" in capsys.readouterr().err
     assert main(["evidence", "verify", "not-a-file-nor-an-id"], ctx) == 1
     assert "neither a file nor a match id" in capsys.readouterr().err
+
+
+def test_without_a_tsa_verify_checks_what_it_can_and_says_no_trusted_timestamp(
+    mongo_db: Database, redis_client: redis.Redis, authority: Authority, tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """The quick-start deployment (no TSA, no CA): a match's exchange is checked offline
+    (SHA-256, record digests) and said to have no trusted timestamp, exit 3; a copy of it by
+    path asks no server at all (the settings' MongoDB is a closed port), nor, with a TSA
+    set up and MongoDB down, does it fail for that; a damaged copy fails."""
+    ctx = context(mongo_db, redis_client)
+    [sha256] = crawl_copies(ctx, 1, stamp=False)
+    status, out = verify(ctx, capsys, str(next(ctx.ops.find_matches(limit=1))["_id"]))
+    assert status == NO_TRUSTED_TIMESTAMP, out
+    assert (
+        f"INTACT {sha256}.warc.gz: 2 record(s); no trusted timestamp: no token covers it"
+        " (no Time-Stamp Authority is set up: FPTRACK_TSA_URL)"
+    ) in out
+    assert "0 of 1 file(s) verified" in out and "no trusted timestamp: 1 file(s) intact" in out
+
+    copy = tmp_path / "copy.warc.gz"
+    copy.write_bytes(ctx.archive.get(sha256))
+    down = f"mongodb://127.0.0.1:{free_port()}"
+    nowhere = Context(settings=replace(ctx.settings, mongo_uri=down))
+    status, out = verify(nowhere, capsys, str(copy))
+    assert status == NO_TRUSTED_TIMESTAMP and f"INTACT {copy}: 2 record(s), SHA-256 {sha256}" in out
+    assert "no Time-Stamp Authority is set up here (FPTRACK_TSA_URL), so none is kept" in out
+    stamped_elsewhere = Context(settings=replace(nowhere.settings, tsa_ca=str(authority.ca)))
+    status, out = verify(stamped_elsewhere, capsys, str(copy))
+    assert status == NO_TRUSTED_TIMESTAMP and "its timestamp cannot be looked up: MongoDB" in out
+    copy.write_bytes(flipped(copy.read_bytes(), 60))
+    status, out = verify(nowhere, capsys, str(copy))
+    assert status == 1 and f"FAIL   {copy}: the WARC file does not validate" in out
+    assert max(len(line) for line in out.splitlines()) < 300 and "\x00" not in out
+    assert main(["evidence", "verify", str(copy), "--trust-bundle-ca"], nowhere) == 2
+    assert "--trust-bundle-ca is for an evidence bundle (.zip) only" in capsys.readouterr().err
+    nowhere.close()
 
 
 def test_the_beat_stamps_only_with_a_tsa_and_discovers_unless_told_not_to(
@@ -309,13 +371,13 @@ def test_verify_says_in_one_line_what_it_cannot_read(
     junk.write_bytes(bytes(range(256)) * 40)
     assert main(["evidence", "verify", str(junk)], ctx) == 1
     out = capsys.readouterr().out
-    assert "the WARC file does not validate" in out and "no trusted timestamp covers it" in out
+    assert "the WARC file does not validate" in out and "no trusted timestamp: no token" in out
     broken = tmp_path / "broken.zip"
     with zipfile.ZipFile(broken, "w") as z:
         z.writestr("manifest.json", json.dumps([1, "x", {"file": "a.warc.gz", "sha256": "0"}]))
     assert main(["evidence", "verify", str(broken)], ctx) == 1
     assert (
-        "FAIL  a.warc.gz: listed in manifest.json but not in the bundle" in capsys.readouterr().out
+        "FAIL   a.warc.gz: listed in manifest.json but not in the bundle" in capsys.readouterr().out
     )
     (tmp_path / "empty.zip").write_bytes(b"PK\x03\x04" + bytes(30))
     assert main(["evidence", "verify", str(tmp_path / "empty.zip")], ctx) == 1

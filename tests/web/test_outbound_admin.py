@@ -1,7 +1,8 @@
 """The admin's outbound requests (:mod:`matcher.outbound`) in the embedded admin of
 ``fptrack scan --serve`` (threaded server, one lock over its in-memory state): a fetch or a
 test alert that hangs holds no other user's request; webhook rules to internal addresses
-are refused when saved unless opted in, and checked again when sent."""
+are refused when saved unless opted in, and checked again when sent; no URL form, however
+odd, answers 500."""
 
 from __future__ import annotations
 
@@ -13,17 +14,19 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from typing import Any
 
+import pytest
 from flask import Flask
 from flask.testing import FlaskClient
+from hypothesis import HealthCheck, given, settings
 
 from admin.context import Context
 from bench.http_server import WSGIServer
 from bench.net import wait_until
 from matcher.store.alerts import AlertStore
 from tests.support.alerts import webhook_receiver
-from tests.support.outbound import slow_server
+from tests.support.outbound import odd_urls, slow_server
 from tests.support.raw_servers import raw_server
-from tests.web.web_support import Browser, post
+from tests.web.web_support import Browser, csrf, post
 
 HANG_DEADLINE = 120.0
 """The outbound deadline while a request hangs: longer than the slow server's own give-up, so
@@ -150,3 +153,58 @@ def test_internal_webhooks_are_refused_when_saved_and_when_sent(
         page = post(as_admin, f"/alerts/{rule.id}/test", follow_redirects=True)
         assert "private, loopback or reserved address (127.0.0.1)" in page.get_data(as_text=True)
         assert len(receiver.requests) == 1
+
+
+FORM_ERROR = re.compile(r'<p class="error" id="form-error">([^<]*)</p>')
+
+
+def webhook_form(url: str) -> dict[str, str]:
+    return {"name": "odd", "scope": "all", "mode": "immediate", "channel": "webhook",
+            "url": url, "secret": "s3cret"}  # fmt: skip
+
+
+def test_odd_webhook_urls_get_a_reason_in_the_form_the_cli_and_the_api(
+    as_admin: FlaskClient, as_reviewer: FlaskClient, web_ctx: Context,
+    capsys: pytest.CaptureFixture[str],
+) -> None:  # fmt: skip
+    """An IPv6 zone and a percent-escaped host: a one-line reason (they were HTTP 500,
+    ``socket.gaierror`` out of the policy), the same from ``fptrack alerts add``; a query by
+    URL of either answers the API's one refusal (422), the form's page its message."""
+    from admin.cli import main
+
+    opt(web_ctx, alert_timeout=1.0)
+    for url, why in (
+        ("http://[fe80::1%25lo]:7213/ok", "fe80::1%lo is a private, loopback or reserved"),
+        ("http://127.0.0.2%2f:7213/ok", "&#39;127.0.0.2%2f&#39; is not a host name"),
+    ):
+        response = post(as_admin, "/alerts/new", webhook_form(url))
+        assert response.status_code == 400, url
+        [reason] = FORM_ERROR.findall(response.get_data(as_text=True))
+        assert why in reason and "FPTRACK_ALERT_ALLOW_PRIVATE=true allows it" in reason
+        assert main(["alerts", "add", "odd", "--webhook", url], web_ctx) == 2
+        err = capsys.readouterr().err
+        assert why.replace("&#39;", "'") in err and err.count("\n") == 1
+        api = as_reviewer.post("/api/v1/query", json={"url": url})
+        assert api.status_code in (401, 403, 422), url  # never 500
+        page = post(as_reviewer, "/query/", {"url": url})
+        assert page.status_code == 200 and "that URL could not be fetched" in page.get_data(
+            as_text=True
+        )
+    assert AlertStore(web_ctx.engine.store).rules() == []
+
+
+@settings(
+    max_examples=120, deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)  # fmt: skip
+@given(url=odd_urls())
+def test_no_webhook_url_form_answers_500(as_admin: FlaskClient, web_ctx: Context, url: str) -> None:
+    """Whatever the URL's form, saving it answers 302 (saved: it names a host outside) or 400
+    with a one-line reason, never 500."""
+    opt(web_ctx, alert_timeout=1.0)
+    token = csrf(as_admin, "/alerts/new")
+    response = as_admin.post("/alerts/new", data={**webhook_form(url), "csrf_token": token})
+    assert response.status_code in (302, 400), (url, response.status_code)
+    if response.status_code == 400:
+        [reason] = FORM_ERROR.findall(response.get_data(as_text=True))
+        assert reason.strip() and "\n" not in reason

@@ -20,7 +20,7 @@ from pymongo.database import Database
 from admin.cli import main
 from admin.context import Context
 from bench.takedown_site import ChangingSite
-from crawler.one_page import fetch_page, page_text
+from crawler.one_page import fetcher, page_text
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
@@ -74,8 +74,8 @@ def copies(ctx: Context, site: ChangingSite) -> None:
         ctx.engine.process_stored_page(page_id)
 
 
-def fetch(url: str) -> object:
-    return fetch_page(url, deadline=10.0, max_bytes=10 << 20)
+fetch = fetcher(Settings())
+"""A recheck's fetch as a deployment's: the noticed page's own (loopback) host reached."""
 
 
 def recheck(ctx: Context, at: object) -> dict[str, int]:
