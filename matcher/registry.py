@@ -10,7 +10,10 @@ first pass counts each segment's content characters (the blobs place each segmen
 work), a second prepares, writes and drops one segment at a time.
 
 Every write is idempotent; registering a work again replaces its segments (those it no
-longer has are deleted) and its index entries.
+longer has are deleted) and its index entries. A work registered (again) takes back the
+archived matches of an earlier registration under its key or with its text, their reviews
+with them (:meth:`matcher.store.matches.Matches.restore_archived`); a removed work's
+matches are archived, never deleted.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from bson import ObjectId
@@ -52,6 +56,20 @@ IN_FLIGHT = 2
 """Batches prepared and not yet indexed, at most (memory stays flat in the work's length)."""
 
 
+@dataclass(frozen=True)
+class Registration:
+    """What registering a work did (:meth:`Registry.register`)."""
+
+    work_id: str
+    created: bool
+    """A new work; False: one was registered under its key already (updated in place)."""
+    changed: bool
+    """Its text differs from the one registered under its key before (True when created)."""
+    restored: int = 0
+    """Archived matches of an earlier registration (same key, or same text) given to it;
+    each is active again once its page is matched with the work again."""
+
+
 @dataclass
 class Registry:
     """Registers, re-indexes and removes works over one store and the works' indexes."""
@@ -65,7 +83,12 @@ class Registry:
     """Write each registered segment to the Redis indexes at once; ``False`` leaves that to
     a bulk load (:func:`matcher.maintenance.load_side`) after many registrations."""
 
-    def add(
+    def add(self, text: str | bytes, *, title: str, **fields: Any) -> str:
+        """Register (or update) a work, segment and index it; returns its id
+        (:meth:`register`)."""
+        return self.register(text, title=title, **fields).work_id
+
+    def register(
         self,
         text: str | bytes,
         *,
@@ -75,8 +98,8 @@ class Registry:
         owner: str = "",
         tags: Iterable[str] = (),
         key: str | None = None,
-    ) -> str:
-        """Register (or update) a work, segment and index it; returns its id.
+    ) -> Registration:
+        """Register (or update) a work, segment and index it; returns what was done.
 
         The work's unique key is ``key``, else ``source`` (e.g. its file path), else the
         hash of its text: registering the same work again updates it in place. A work whose
@@ -87,6 +110,9 @@ class Registry:
         whose text and an earlier indexed work's each lie at least
         ``settings.near_twin_share`` inside the other is that work's near twin
         (:mod:`matcher.near_twins`; ``same_text_as`` and ``near_twin``), kept the same way.
+        A work indexed (not a twin) takes back the archived matches of an earlier
+        registration under its key or with its text (``restored``), before its segments
+        are indexed, so a page matched with it from then on finds its record and review.
         Raises
         :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
         fewer than ``settings.min_work_chars`` content characters after normalisation.
@@ -104,7 +130,7 @@ class Registry:
                 f" at least {self.settings.min_work_chars} are needed"
             )
         digest = content_hash(text)
-        doc, created = self.store.upsert_work(
+        doc, before = self.store.works.register_work(
             key or source or digest,
             title=title,
             content_hash=digest,
@@ -116,15 +142,18 @@ class Registry:
             tags=tags,
             sketch=sketch.tolist(),
         )
+        created = before is None
         if not created:
             self.unindex(doc["_id"])
         indexed = self._place(
             doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)), marked=not created
         )
+        restored = self.store.matches.restore_archived(doc) if indexed else 0
         self._index(doc, text, segments, cores, fresh=created, indexed=indexed)
         if not created:  # its twins are compared with its new text, now stored
             self._resettle(self.store.twins(doc["_id"]))
-        return str(doc["_id"])
+        changed = created or before.get("content_hash") != digest
+        return Registration(str(doc["_id"]), created, changed, restored)
 
     def _place(
         self, doc: dict, digest: str, sketch: list[int], load: _Load, *, marked: bool = True
@@ -196,7 +225,8 @@ class Registry:
         self._index(doc, text, segments, cores, indexed=not doc.get("same_text_as"))
 
     def remove(self, work_id: str) -> bool:
-        """Remove a work, its segments, index entries and unreviewed matches; its twins and
+        """Remove a work, its segments and index entries; its matches are archived with
+        their reviews (:meth:`matcher.store.works.Works.delete_work`). Its twins and
         near twins, if any, are placed again (:meth:`_resettle`): the earliest is indexed in
         its place, and the others become its twins (or near twins) if they are."""
         doc = self.store.get_work(work_id, {"seq": 1})
