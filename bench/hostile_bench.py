@@ -42,7 +42,11 @@ answered within 1 s), ``webhook-loopback`` and ``webhook-link-local`` (a webhook
 template bombs ``bomb-*`` (refused when saved, with the reason; the render child's own peak).
 Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
 HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
-other browser's two requests), for the bombs ``child_mb``.
+other browser's two requests), for the bombs ``child_mb``. The cases of people's work
+(:mod:`bench.hostile_review`): ``review-reregister`` (a work whose match was confirmed
+removed and registered again on a one-machine deployment: ``confirmed``, the confirmed
+matches before and after each run) and ``empty-work-scan`` (a scan whose only work is empty,
+refused before its crawl: ``fetched``, the pages it fetched).
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_works
+from bench import hostile_admin, hostile_review, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -415,6 +419,17 @@ EXTRA: dict[str, Extra] = {
         )
         for name, bomb in hostile_admin.BOMBS.items()
     },
+    "review-reregister": Extra(
+        "works remove + works add of a work whose match was confirmed (a one-machine "
+        "deployment: SecantusDB, redis-server, the sample site crawled)",
+        "the same record confirmed after, note and reviewer kept",
+        hostile_review.review_reregister,
+    ),
+    "empty-work-scan": Extra(
+        "fptrack scan --works DIR whose only work is an empty file",
+        "refused before the crawl: exit 1, the file named, 0 pages fetched",
+        hostile_review.empty_work_scan,
+    ),
 }
 
 
@@ -444,6 +459,10 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)
+    if "confirmed" in runs[0]:
+        row["confirmed"] = [r["confirmed"] for r in runs]
+    if "fetched" in runs[0]:
+        row["fetched"] = summary([r["fetched"] for r in runs])
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]
@@ -469,6 +488,8 @@ def report(result: dict[str, Any]) -> str:
             note = f"others {cell(row['others_s'], '.3f')} s; {note}"
         if "child_mb" in row:
             note = f"child {cell(row['child_mb'], '.0f')} MB; {note}"
+        if "fetched" in row:
+            note = f"pages fetched {cell(row['fetched'], '.0f')}; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]

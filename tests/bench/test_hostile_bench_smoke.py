@@ -44,3 +44,16 @@ def test_a_template_bomb_is_refused_with_its_reason(tmp_path: Path) -> None:
     assert "over 1,000,000 characters" in row["reason"]
     assert row["child_mb"]["max"] > 0
     assert row["tree_rss_mb"]["max"] >= row["scan_rss_mb"]["max"] > 0
+
+
+def test_a_scan_with_no_usable_work_fetches_no_page(tmp_path: Path) -> None:
+    """A case of people's work: the scan of a works folder whose only file is empty is
+    refused before its crawl, the file named, no page fetched."""
+    out = tmp_path / "empty.json"
+    argv = ["--runs", "1", "--cases", "empty-work-scan", "--no-works", "--json", str(out)]
+    hostile_bench.main(argv)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["all_ok"] and set(data["cases"]) == {"empty-work-scan"}
+    row = data["cases"]["empty-work-scan"]
+    assert row["exit"] == [1] and row["fetched"]["max"] == 0
+    assert "empty.txt: work 'empty' has 0 content characters" in row["reason"]
