@@ -709,23 +709,26 @@ class Engine(IndexView):
         (:meth:`process_stored_page`), so that its text goes to the works that explain it
         best. Matches on pages of ``authorised_sites`` are recorded as ``authorised``.
 
-        A twin (:meth:`Registry.add <matcher.registry.Registry.add>`) is looked up in no
-        index: its copies are recorded under the work it repeats. The pages the work has
-        records on already are matched again too: those of its
+        The pages the work has records on already are matched again too: those of its
         text before (registered again with another text) and the archived records of an
         earlier registration it took back (:attr:`Registration.restored
         <matcher.registry.Registration.restored>`). A record found again is active, its
         review unchanged; an active one its text no longer explains is let go and archived
-        with its review (:data:`~matcher.store.matches.NO_LONGER_MATCHES`), never lost.
+        with its review (:data:`~matcher.store.matches.NO_LONGER_MATCHES`), never lost. A
+        twin (:meth:`Registry.add <matcher.registry.Registry.add>`) is looked up in no
+        index: its copies are recorded under the work it repeats, whose pages are matched
+        again too.
         """
         snap = self.ready()
         fields = {"seq": 1, "key": 1, "content_hash": 1, "same_text_as": 1}
         work = self.store.get_work(work_id, fields)
         if work is None:
             raise UnusableText(f"no work with id {work_id}")
-        held = self.store.matches.work_pages(work["_id"])
         # A twin is not indexed: its copies are recorded under the work it repeats.
-        affected = [] if work.get("same_text_as") else self._pages_sharing(work["_id"])
+        twin_of = work.get("same_text_as")
+        own = self.store.matches.work_pages(work["_id"])
+        held = own + (self.store.matches.work_pages(twin_of) if twin_of else [])
+        affected = [] if twin_of else self._pages_sharing(work["_id"])
         self._still(snap, "looking for the pages that copy a work")
         done: set[str] = set()
         sites = set(authorised_sites)
@@ -743,7 +746,7 @@ class Engine(IndexView):
         for record in held:
             with suppress(UnusableText):  # its page is gone, or its text cannot be read
                 match(record["page_id"], record.get("url", ""))
-        active = [r["page_id"] for r in held if r.get("active", True)]
+        active = [r["page_id"] for r in own if r.get("active", True)]
         if active:
             self.store.matches.archive_let_go(work, active, NO_LONGER_MATCHES)
         return self.store.matches_for("work_id", str(work["_id"]))

@@ -65,9 +65,11 @@ class Registration:
     """A new work; False: one was registered under its key already (updated in place)."""
     changed: bool
     """Its text differs from the one registered under its key before (True when created)."""
+    holder: str = ""
+    """The work its copies are recorded under: itself, or the work it is a (near) twin of."""
     restored: int = 0
-    """Archived matches of an earlier registration (same key, or same text) given to it;
-    each is active again once its page is matched with the work again."""
+    """Archived matches of an earlier registration (same key, or same text) given to the
+    ``holder``; each is active again once its page is matched with it again."""
 
 
 @dataclass
@@ -110,9 +112,11 @@ class Registry:
         whose text and an earlier indexed work's each lie at least
         ``settings.near_twin_share`` inside the other is that work's near twin
         (:mod:`matcher.near_twins`; ``same_text_as`` and ``near_twin``), kept the same way.
-        A work indexed (not a twin) takes back the archived matches of an earlier
-        registration under its key or with its text (``restored``), before its segments
-        are indexed, so a page matched with it from then on finds its record and review.
+        The archived matches of an earlier registration under its key or with its text go
+        back to it (``restored``), before its segments are indexed, so a page matched
+        with it from then on finds its record and review; a twin's, those of its text, go
+        to the work it is a twin of, which records its copies (``holder``); a near twin's
+        stay archived.
         Raises
         :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
         fewer than ``settings.min_work_chars`` content characters after normalisation.
@@ -145,24 +149,29 @@ class Registry:
         created = before is None
         if not created:
             self.unindex(doc["_id"])
-        indexed = self._place(
+        head = self._place(
             doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)), marked=not created
         )
-        restored = self.store.matches.restore_archived(doc) if indexed else 0
-        self._index(doc, text, segments, cores, fresh=created, indexed=indexed)
+        holder = head or doc  # the work its copies are recorded under
+        restored = 0
+        if head is None:
+            restored = self.store.matches.restore_archived(doc)
+        elif head.get("content_hash") == digest:  # a twin, not a near twin
+            restored = self.store.matches.restore_archived(doc, into=head)
+        self._index(doc, text, segments, cores, fresh=created, indexed=head is None)
         if not created:  # its twins are compared with its new text, now stored
             self._resettle(self.store.twins(doc["_id"]))
         changed = created or before.get("content_hash") != digest
-        return Registration(str(doc["_id"]), created, changed, restored)
+        return Registration(str(doc["_id"]), created, changed, str(holder["_id"]), restored)
 
     def _place(
         self, doc: dict, digest: str, sketch: list[int], load: _Load, *, marked: bool = True
-    ) -> bool:
+    ) -> dict | None:
         """Mark ``doc`` the twin of the earliest indexed work with its text, else the near
-        twin of the earliest indexed work with nearly its text, else neither; returns
-        whether it is to be indexed (neither). ``load`` gives its text, segments and
-        content characters, when they are needed. A work just created (not ``marked``) has
-        no mark to clear: neither is then not written."""
+        twin of the earliest indexed work with nearly its text, else neither; returns that
+        work, or None when ``doc`` is to be indexed (neither). ``load`` gives its text,
+        segments and content characters, when they are needed. A work just created (not
+        ``marked``) has no mark to clear: neither is then not written."""
         first = self.store.twin_of(doc["_id"], digest)
         near = None if first else self._near_twin_of(doc["_id"], sketch, load)
         head = first or near
@@ -170,7 +179,7 @@ class Registry:
             self.store.set_same_text(
                 doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
             )
-        return head is None
+        return head
 
     def _near_twin_of(self, work_id: ObjectId, sketch: list[int], load: _Load) -> dict | None:
         """The earliest indexed work this one is a near twin of, if any: their sketches
@@ -191,14 +200,19 @@ class Registry:
                 return work
         return None
 
-    def _resettle(self, twins: list[dict]) -> None:
-        """``twins`` (earliest first) lost the work they were (near) twins of, or its text
-        changed: each is placed again (:meth:`_place`), so the earliest that has no indexed
-        work with (nearly) its text is indexed, and the others become its twins."""
+    def _resettle(self, twins: list[dict], removed: dict | None = None) -> None:
+        """``twins`` (earliest first) lost the work they were (near) twins of (``removed``,
+        when it was removed), or its text changed: each is placed again (:meth:`_place`),
+        so the earliest that has no indexed work with (nearly) its text is indexed, and the
+        others become its twins. A twin indexed in place of a removed work with its very
+        text takes the removed work's archived matches (:meth:`Matches.restore_archived
+        <matcher.store.matches.Matches.restore_archived>`): its copies were recorded there."""
         for twin in twins:
             sketch = twin.get("near_sketch") or []
-            if self._place(twin, twin.get("content_hash", ""), sketch, self._loader(twin)):
+            if self._place(twin, twin.get("content_hash", ""), sketch, self._loader(twin)) is None:
                 self.reindex(str(twin["_id"]))
+                if removed is not None and removed["content_hash"] == twin.get("content_hash"):
+                    self.store.matches.restore_archived(removed, into=twin)
 
     def _loader(self, doc: dict) -> _Load:
         """What :meth:`_place` loads of a stored work: its text, segments and content
@@ -234,8 +248,8 @@ class Registry:
             return False
         self.unindex(doc["_id"])
         twins = self.store.twins(doc["_id"])
-        self.store.delete_work(work_id)
-        self._resettle(twins)
+        removed = self.store.delete_work(work_id)
+        self._resettle(twins, removed)
         return True
 
     def unindex(self, work_id: ObjectId) -> None:

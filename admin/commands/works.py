@@ -173,6 +173,7 @@ def _say_restored(ctx: Context, work: WorkFile, registered: Registration, matche
     (``matched``: once it was matched against the pages) which of its matches stay
     archived: those whose page its text does not explain."""
     kept = 0
+    own = registered.holder == registered.work_id  # not recorded under a work it repeats
     if matched and (registered.restored or not registered.created):
         kept = ctx.ops.matches.count(work_id=registered.work_id, archived=True)
     if registered.restored:
@@ -180,9 +181,11 @@ def _say_restored(ctx: Context, work: WorkFile, registered: Registration, matche
             f"fptrack: {work.shown}: {registered.restored} match(es) of its earlier "
             "registration given back with their review"
         )
+        if not own:
+            line += f", to work {registered.holder} that records its copies"
         if not matched:
             line += ", archived until their page is matched with it again"
-        elif registered.created:
+        elif own and registered.created:
             line += f": {registered.restored - kept} active again"
         print(line, file=sys.stderr)
     if kept:

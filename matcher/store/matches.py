@@ -40,8 +40,11 @@ from matcher.store.common import (
 
 WORK_REMOVED = "work removed"
 """Why a removed work's matches are archived."""
-REGISTERED_AGAIN = "work registered again; its page not matched with it again yet"
-"""Why an archived match given to a work registered again is still archived."""
+REGISTERED_AGAIN = (
+    "given to a work registered with its key or text; its page not matched with it yet"
+)
+"""Why an archived match given to a work registered again (or to a twin indexed in its
+place) is still archived."""
 NO_LONGER_MATCHES = "its page no longer matches the work's text"
 """Why a match of a work registered again with another text is archived."""
 ARCHIVED_FIELDS = {
@@ -234,9 +237,12 @@ class Matches:
         return len(found)
 
     @mongo_errors
-    def restore_archived(self, work: dict[str, Any]) -> int:
+    def restore_archived(self, work: dict[str, Any], into: dict[str, Any] | None = None) -> int:
         """Give ``work`` (a ``works`` document: ``_id``, ``key``, ``content_hash``) the
         archived matches of an earlier registration with its key or its text; how many.
+        With ``into``, another work with ``work``'s very text that records its copies (the
+        work it is a twin of, or the twin indexed in place of ``work`` removed), ``into``
+        is given those of its text only.
 
         They stay archived (:data:`REGISTERED_AGAIN`) until their page is matched with the
         work again: then :meth:`upsert_match` makes each active, with its review. A page
@@ -245,20 +251,20 @@ class Matches:
         keeps that one, and the others stay as they are."""
         key = checked_str(work["key"], "work key")
         digest = checked_str(work.get("content_hash", ""), "content hash")
-        query = {
-            "$or": [{"archived.work_key": key}, {"archived.work_hash": digest}],
-            "work_id": {"$ne": work["_id"]},
-        }
+        target = (into or work)["_id"]
+        same: list[dict[str, Any]] = [{"archived.work_hash": digest}]
+        if into is None:
+            same.append({"archived.work_key": key})
+        query = {"$or": same, "work_id": {"$ne": target}}
         found = list(self.db.matches.find(query, ARCHIVED_FIELDS))
         if not found:
             return 0
-        held = self.db.matches.find({"work_id": work["_id"]}, {"page_id": 1})
-        taken = {m["page_id"] for m in held}
+        taken = {m["page_id"] for m in self.db.matches.find({"work_id": target}, {"page_id": 1})}
         found.sort(key=lambda m: m["archived"]["at"], reverse=True)
         found.sort(key=lambda m: m["archived"].get("work_hash") != digest)
         change = {
             "$set": {
-                "work_id": work["_id"],
+                "work_id": target,
                 "archived.reason": REGISTERED_AGAIN,
                 "archived.work_key": key,
                 "archived.work_hash": digest,

@@ -222,7 +222,8 @@ class Works:
             "_id": {"$ne": work_id},
             "same_text_as": None,
         }
-        found = self.db.works.find(query, {"title": 1, "source": 1, "seq": 1})
+        fields = {"title": 1, "source": 1, "seq": 1, "content_hash": 1}
+        found = self.db.works.find(query, fields)
         return next(iter(found.sort(list(REGISTRATION_ORDER)).limit(1)), None)
 
     @mongo_errors

@@ -109,15 +109,16 @@ def test_a_work_removed_and_added_again_gets_its_review_back(
 def test_a_review_whose_page_the_new_text_no_longer_matches_stays_listed(
     ctx: Context, folder: Path, reviewed: str
 ) -> None:
-    """chef-diary.txt registered again with another text: its confirmed match is archived
-    (its page no longer matches the work), never dropped; with its old text back the match
-    is active again. Removed and registered under another name with that text, the work
-    takes its match back too."""
+    """chef-diary.txt registered again with another text (lighthouse's: it becomes that
+    work's twin): its confirmed match is archived (its page no longer matches the work),
+    never dropped; with its old text back the match is active again. Removed and registered
+    under another name with that text, the work takes its match back too."""
     chef = folder / "chef-diary.txt"
-    chef.write_text(sample("star-voyage.txt"), encoding="utf-8")
+    chef.write_text(sample("lighthouse.txt"), encoding="utf-8")
     changed = run_cli("works", "add", str(chef))
     assert changed.status == 0, changed.err
     assert "its text changed: indexed again" in changed.err
+    assert f"fptrack: {chef}: same text as work " in changed.err
     assert (
         f"fptrack: {chef}: 1 match(es) stay archived with their review: their page does not "
         "match its text (fptrack matches list --archived)" in changed.err
