@@ -198,6 +198,15 @@ def _down(service: str, uri: str, probe: Callable[[], Any]) -> str | None:
     return None if error is None else server.outage_line(error)
 
 
+def active_matches(ctx: Context) -> int:
+    """The active matches (those ``fptrack matches list`` lists; archived and inactive
+    records are not copies found now), as the dashboard counts them: the tallies, a read
+    of a few documents whatever the number of matches (:mod:`matcher.store.tallies`)."""
+    from matcher.store.tallies import counts
+
+    return sum(counts(ctx.ops.tally_total()).values())
+
+
 def check_mongodb(ctx: Context) -> Check:
     settings = ctx.settings
     problem = _down("MongoDB", settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping"))
@@ -206,8 +215,9 @@ def check_mongodb(ctx: Context) -> Check:
     db = ctx.mongo_client[settings.mongo_db]
     version = ctx.mongo_client.server_info().get("version", "?")
     counts = ", ".join(
-        f"{db[name].estimated_document_count()} {name}" for name in ("works", "pages", "matches")
+        f"{db[name].estimated_document_count()} {name}" for name in ("works", "pages")
     )
+    counts += f", {active_matches(ctx)} active matches"
     detail = f"{outage.redact(settings.mongo_uri)} (server {version}), database {db.name}: {counts}"
     return Check("mongodb", True, detail)
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import stat
 import zipfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -56,6 +56,13 @@ class WorkFile:
     encoding: str = ""
     error: str = ""
     member: str = ""
+
+    @property
+    def shown(self) -> str:
+        """Its path as messages name it: the path given joined with the file's (and a zip
+        member's name), printable (:func:`printable`)."""
+        path = printable(self.path)
+        return f"{path}/{printable(self.member)}" if self.member else path
 
     @property
     def source(self) -> str:
@@ -144,35 +151,50 @@ def read_text_file(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> tuple[str,
     return text_of(data, shown)
 
 
+KINDS = " ".join((*WORK_SUFFIXES, ".zip"))
+"""The kinds of files read as works, as messages name them."""
+
+
+def _unheard(shown: str) -> None:
+    """The default listener of the files that are not works: nobody."""
+
+
 def iter_work_files(
-    paths: Iterable[Path], max_bytes: int = DEFAULT_MAX_BYTES
+    paths: Iterable[Path],
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    ignored: Callable[[str], None] = _unheard,
 ) -> Iterator[WorkFile]:
     """Every work under ``paths`` (files, folders searched recursively, zip archives).
 
     Names are relative to the folder given (a file given directly keeps its own name; a zip
-    member is ``archive.zip/member``). Files of other kinds inside folders are skipped.
+    member is ``archive.zip/member``). Files of other kinds inside folders and zip archives
+    are skipped, each named to ``ignored`` (its path as messages show it: the path given
+    joined with the file's, :attr:`WorkFile.shown`).
     """
     for root in paths:
         shown = printable(str(root))
         if root.is_dir():
-            found, problems = _walk(root)
+            found, problems, others = _walk(root)
             yield from problems
+            for path in others:
+                ignored(printable(str(path)))
             if not found and not problems:
-                kinds = " ".join((*WORK_SUFFIXES, ".zip"))
-                yield WorkFile(shown, str(root), error=f"{shown}: no work file ({kinds}) there")
+                yield WorkFile(shown, str(root), error=f"{shown}: no work file ({KINDS}) there")
             for path in found:
-                yield from _one(path, printable(path.relative_to(root).as_posix()), max_bytes)
+                name = printable(path.relative_to(root).as_posix())
+                yield from _one(path, name, max_bytes, ignored)
         elif root.exists() or root.is_symlink():
-            yield from _one(root, printable(root.name), max_bytes)
+            yield from _one(root, printable(root.name), max_bytes, ignored)
         else:
             yield WorkFile(shown, str(root), error=f"{shown}: no such file or directory")
 
 
-def _walk(root: Path) -> tuple[list[Path], list[WorkFile]]:
-    """The work files under ``root`` (sorted), and what was skipped there: folders deeper
-    than :data:`MAX_DEPTH`, unreadable folders, and work files that are not regular files.
-    Iterative (no recursion limit); symbolic links to folders are not followed."""
+def _walk(root: Path) -> tuple[list[Path], list[WorkFile], list[Path]]:
+    """The work files under ``root`` (sorted), what could not be read there (folders
+    deeper than :data:`MAX_DEPTH`, unreadable folders), and the files of other kinds
+    (sorted). Iterative (no recursion limit); symbolic links to folders are not followed."""
     found: list[Path] = []
+    others: list[Path] = []
     problems: list[WorkFile] = []
     stack = [(root, 0)]
     while stack:
@@ -194,7 +216,9 @@ def _walk(root: Path) -> tuple[list[Path], list[WorkFile]]:
                     stack.append((path, depth + 1))
             elif path.suffix.lower() in (*WORK_SUFFIXES, ".zip"):
                 found.append(path)  # not a regular file: _one says so, without opening it
-    return sorted(found), problems
+            else:
+                others.append(path)
+    return sorted(found), problems, sorted(others)
 
 
 def _not_regular(path: Path) -> str:
@@ -224,13 +248,15 @@ def _system_file(path: Path) -> bool:
     return Path(os.path.realpath(path)).parts[1:2] in SYSTEM_ROOTS
 
 
-def _one(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:
+def _one(
+    path: Path, name: str, max_bytes: int, ignored: Callable[[str], None] = _unheard
+) -> Iterator[WorkFile]:
     problem = _not_regular(path)
     if problem:
         yield WorkFile(name, str(path), error=problem)
         return
     if path.suffix.lower() == ".zip":
-        yield from _zip(path, name, max_bytes)
+        yield from _zip(path, name, max_bytes, ignored)
         return
     try:
         text, encoding = read_text_file(path, max_bytes)
@@ -240,41 +266,49 @@ def _one(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:
     yield WorkFile(name, str(path), text, encoding)
 
 
-def _zip(path: Path, name: str, max_bytes: int) -> Iterator[WorkFile]:
+def _zip(
+    path: Path, name: str, max_bytes: int, ignored: Callable[[str], None] = _unheard
+) -> Iterator[WorkFile]:
     """The works of a zip archive. A member's bytes are read through a stream that stops
     at ``max_bytes``, whatever size the archive declares for it (a member may lie); a
-    member whose name is absolute or climbs out (``..``) is refused."""
+    member whose name is absolute or climbs out (``..``) is refused. Messages name a member
+    by the archive's path joined with the member's name (:attr:`WorkFile.shown`)."""
+    shown = printable(str(path))
     try:
         archive = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
-        shown = printable(str(path))
         yield WorkFile(name, str(path), error=f"{shown}: not a readable zip archive: {exc}")
         return
     limit = f"the --max-bytes limit of {size(max_bytes)}"
     with archive:
         for info in sorted(archive.infolist(), key=lambda i: i.filename):
             member = f"{name}/{info.filename}"
-            if info.is_dir() or not info.filename.lower().endswith(WORK_SUFFIXES):
+            where = printable(f"{shown}/{info.filename}")
+            if info.is_dir():
+                continue
+            if not info.filename.lower().endswith(WORK_SUFFIXES):
+                ignored(where)
                 continue
             parts = info.filename.replace("\\", "/").split("/")
             if info.filename.startswith(("/", "\\")) or ".." in parts or ":" in parts[0]:
-                error = f"{member}: an absolute or climbing name (..) in the archive: refused"
+                error = f"{where}: an absolute or climbing name (..) in the archive: refused"
                 yield WorkFile(member, str(path), error=error)
                 continue
             if info.file_size > max_bytes:
-                yield WorkFile(member, str(path), error=f"{member} is over {limit}")
+                yield WorkFile(member, str(path), error=f"{where} is over {limit}")
                 continue
             try:
                 with archive.open(info) as stream:
                     data = stream.read(max_bytes + 1)
                 if len(data) > max_bytes:
-                    error = (
-                        f"{member} is over {limit} (the archive declared {size(info.file_size)})"
-                    )
+                    error = f"{where} is over {limit} (the archive declared {size(info.file_size)})"
                     yield WorkFile(member, str(path), error=error)
                     continue
-                text, encoding = text_of(data, member)
-            except (ReadError, OSError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:
-                yield WorkFile(member, str(path), error=f"{member}: {exc}")
+                text, encoding = text_of(data, where)
+            except ReadError as exc:
+                yield WorkFile(member, str(path), error=str(exc))
+                continue
+            except (OSError, zipfile.BadZipFile, RuntimeError, EOFError) as exc:
+                yield WorkFile(member, str(path), error=f"{where}: {exc}")
                 continue
             yield WorkFile(member, str(path), text, encoding, member=info.filename)

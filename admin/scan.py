@@ -67,6 +67,10 @@ class ScanResult:
     (:func:`matcher.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
     deadline, http_404...); a site with none is left out."""
 
+    refused: str = ""
+    """Why nothing was crawled, when nothing was: no work could be registered (the
+    works' errors say why), so no page could be matched."""
+
     crawl: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per site URL, where its requests went (:func:`crawl_economy`): ``requests`` made,
     distinct ``pages`` stored, ``aliases_fetched`` (responses that were a stored page under
@@ -203,6 +207,7 @@ def run_scan(
     render: bool = False,
     outage_wait: float = DEFAULT_OUTAGE_WAIT,
     on_wait: Callable[[str], None] = lambda message: None,
+    on_error: Callable[[str], None] = lambda message: None,
 ) -> tuple[ScanResult, Engine]:
     """Register the works, crawl the sites, match every page; returns the result and engine.
 
@@ -215,6 +220,10 @@ def run_scan(
     every page is opened in headless Chromium (:mod:`crawler.render`; ``FPTRACK_CHROMIUM``
     in ``crawl_overrides`` names it). ``on_work`` hears each work file as it is read,
     ``on_page`` each page's id once it is matched.
+
+    Every work is read and registered before any page is fetched: ``on_error`` hears each
+    work that cannot be (its error, naming its file, also in the result's ``errors``),
+    and when none can, nothing is crawled (the result's ``refused`` says so).
 
     Pages that met a Redis outage (their task gave up) are matched again after the crawl,
     waiting for Redis with backoff for up to ``outage_wait`` seconds (``on_wait`` hears
@@ -233,17 +242,25 @@ def run_scan(
     # Every work is registered before the crawl: their index entries go in one bulk load,
     # and the pages' (for works registered later, in the served admin) after the crawl.
     engine.registry.index_now = False
+
+    def failed(error: str) -> None:
+        result.errors.append(error)
+        on_error(error)
+
     for work in files:
         on_work(work)
         if work.error:
-            result.errors.append(work.error)
+            failed(work.error)
             continue
         try:
             engine.add_work(work.text, title=Path(work.name).stem, source=work.name, key=work.name)
         except MatcherError as exc:
-            result.errors.append(f"{work.name}: {exc}")
+            failed(f"{work.shown}: {exc}")
             continue
         result.works += 1
+    if not result.works:
+        result.refused = "no work could be registered, so nothing was crawled"
+        return result, engine
     _until_back(lambda: load_side(engine, "work", fill_cache=True), outage_wait, on_wait)
     result.duplicates = [
         {

@@ -51,6 +51,11 @@ the HTTP status of the admin's answer), and for the slow cases ``others_s`` (the
 the other browser's two requests), for the bombs ``child_mb``, for ``discover-internal``
 ``requests_internal``, ``candidates_stored`` and ``control_requests`` (the same run with
 ``FPTRACK_OUTBOUND_ALLOW_PRIVATE=true``: the host is reached, the case is live).
+The cases of people's work
+(:mod:`bench.hostile_review`): ``review-reregister`` (a work whose match was confirmed
+removed and registered again on a one-machine deployment: ``confirmed``, the confirmed
+matches before and after each run) and ``empty-work-scan`` (a scan whose only work is empty,
+refused before its crawl: ``fetched``, the pages it fetched).
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_outbound, hostile_works
+from bench import hostile_admin, hostile_outbound, hostile_review, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -447,6 +452,17 @@ EXTRA: dict[str, Extra] = {
         )
         for name, bomb in hostile_admin.BOMBS.items()
     },
+    "review-reregister": Extra(
+        "works remove + works add of a work whose match was confirmed (a one-machine "
+        "deployment: SecantusDB, redis-server, the sample site crawled)",
+        "the same record confirmed after, note and reviewer kept",
+        hostile_review.review_reregister,
+    ),
+    "empty-work-scan": Extra(
+        "fptrack scan --works DIR whose only work is an empty file",
+        "refused before the crawl: exit 1, the file named, 0 pages fetched",
+        hostile_review.empty_work_scan,
+    ),
 }
 
 
@@ -479,6 +495,10 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     for key in ("requests_internal", "candidates_stored", "control_requests"):
         if key in runs[0]:
             row[key] = max(r[key] for r in runs)  # the worst run's
+    if "confirmed" in runs[0]:
+        row["confirmed"] = [r["confirmed"] for r in runs]
+    if "fetched" in runs[0]:
+        row["fetched"] = summary([r["fetched"] for r in runs])
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]
@@ -510,6 +530,8 @@ def report(result: dict[str, Any]) -> str:
                 f"{row['candidates_stored']} (allowed: {row['control_requests']} requests);"
                 f" {note}"
             )
+        if "fetched" in row:
+            note = f"pages fetched {cell(row['fetched'], '.0f')}; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]

@@ -55,11 +55,12 @@ from matcher.prepared import (
     prepare,
 )
 from matcher.recent import Recent
-from matcher.registry import Registry
+from matcher.registry import Registration, Registry
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
 from matcher.store.common import StoreError, page_key
 from matcher.store.fingerprints import fitted_page_fingerprints, page_fingerprint
+from matcher.store.matches import NO_LONGER_MATCHES
 from matcher.store.pages import Around
 from matcher.verify import ALIGN_PARAMS, PageFingerprint, SegmentHit, Verdict, judge
 from matcher.work_names import WorkNames
@@ -110,13 +111,17 @@ class Engine(IndexView):
     # works -----------------------------------------------------------------------------
 
     def add_work(self, text: str | bytes, *, title: str, **fields: Any) -> str:
-        """Register (or update) a work; returns its id (:meth:`Registry.add
-        <matcher.registry.Registry.add>`: ``source``, ``author``, ``owner``, ``tags``,
+        """Register (or update) a work; returns its id (:meth:`register_work`)."""
+        return self.register_work(text, title=title, **fields).work_id
+
+    def register_work(self, text: str | bytes, *, title: str, **fields: Any) -> Registration:
+        """Register (or update) a work; returns what was done (:meth:`Registry.register
+        <matcher.registry.Registry.register>`: ``source``, ``author``, ``owner``, ``tags``,
         ``key``)."""
         snap = self.ready()
-        work_id = self.registry.add(text, title=title, **fields)
+        done = self.registry.register(text, title=title, **fields)
         self._settle(snap, "registered")
-        return work_id
+        return done
 
     def index_work(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
@@ -125,7 +130,8 @@ class Engine(IndexView):
         self._settle(snap, "indexed")
 
     def remove_work(self, work_id: str) -> bool:
-        """Remove a work, its segments, index entries and unreviewed matches."""
+        """Remove a work, its segments and index entries; its matches are archived, their
+        reviews kept (:meth:`Registry.remove <matcher.registry.Registry.remove>`)."""
         snap = self.ready()
         removed = self.registry.remove(work_id)
         self._settle(snap, "removed")
@@ -702,23 +708,47 @@ class Engine(IndexView):
         passages with it is matched again as a crawled page is
         (:meth:`process_stored_page`), so that its text goes to the works that explain it
         best. Matches on pages of ``authorised_sites`` are recorded as ``authorised``.
+
+        The pages the work has records on already are matched again too: those of its
+        text before (registered again with another text) and the archived records of an
+        earlier registration it took back (:attr:`Registration.restored
+        <matcher.registry.Registration.restored>`). A record found again is active, its
+        review unchanged; an active one its text no longer explains is let go and archived
+        with its review (:data:`~matcher.store.matches.NO_LONGER_MATCHES`), never lost. A
+        twin (:meth:`Registry.add <matcher.registry.Registry.add>`) is looked up in no
+        index: its copies are recorded under the work it repeats, whose pages are matched
+        again too.
         """
         snap = self.ready()
-        work = self.store.get_work(work_id, {"seq": 1})
+        fields = {"seq": 1, "key": 1, "content_hash": 1, "same_text_as": 1}
+        work = self.store.get_work(work_id, fields)
         if work is None:
             raise UnusableText(f"no work with id {work_id}")
-        affected = self._pages_sharing(work["_id"])
+        # A twin is not indexed: its copies are recorded under the work it repeats.
+        twin_of = work.get("same_text_as")
+        own = self.store.matches.work_pages(work["_id"])
+        held = own + (self.store.matches.work_pages(twin_of) if twin_of else [])
+        affected = [] if twin_of else self._pages_sharing(work["_id"])
         self._still(snap, "looking for the pages that copy a work")
         done: set[str] = set()
         sites = set(authorised_sites)
+
+        def match(page_id: Any, url: str) -> None:
+            key = fetched_url(url)  # the parts of a download are matched as one
+            if key not in done:
+                done.add(key)
+                self.process_stored_page(str(page_id), sites)
+
         for i in range(0, len(affected), PAGE_BATCH):
             docs = self.store.pages_by_seq(affected[i : i + PAGE_BATCH], {"_id": 1, "url": 1})
             for doc in docs.values():
-                key = fetched_url(doc["url"])  # the parts of a download are matched as one
-                if key in done:
-                    continue
-                done.add(key)
-                self.process_stored_page(str(doc["_id"]), sites)
+                match(doc["_id"], doc["url"])
+        for record in held:
+            with suppress(UnusableText):  # its page is gone, or its text cannot be read
+                match(record["page_id"], record.get("url", ""))
+        active = [r["page_id"] for r in own if r.get("active", True)]
+        if active:
+            self.store.matches.archive_let_go(work, active, NO_LONGER_MATCHES)
         return self.store.matches_for("work_id", str(work["_id"]))
 
     def _pages_sharing(self, work_id: ObjectId) -> list[int]:

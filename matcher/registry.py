@@ -10,7 +10,10 @@ first pass counts each segment's content characters (the blobs place each segmen
 work), a second prepares, writes and drops one segment at a time.
 
 Every write is idempotent; registering a work again replaces its segments (those it no
-longer has are deleted) and its index entries.
+longer has are deleted) and its index entries. A work registered (again) takes back the
+archived matches of an earlier registration under its key or with its text, their reviews
+with them (:meth:`matcher.store.matches.Matches.restore_archived`); a removed work's
+matches are archived, never deleted.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from bson import ObjectId
@@ -52,6 +56,22 @@ IN_FLIGHT = 2
 """Batches prepared and not yet indexed, at most (memory stays flat in the work's length)."""
 
 
+@dataclass(frozen=True)
+class Registration:
+    """What registering a work did (:meth:`Registry.register`)."""
+
+    work_id: str
+    created: bool
+    """A new work; False: one was registered under its key already (updated in place)."""
+    changed: bool
+    """Its text differs from the one registered under its key before (True when created)."""
+    holder: str = ""
+    """The work its copies are recorded under: itself, or the work it is a (near) twin of."""
+    restored: int = 0
+    """Archived matches of an earlier registration (same key, or same text) given to the
+    ``holder``; each is active again once its page is matched with it again."""
+
+
 @dataclass
 class Registry:
     """Registers, re-indexes and removes works over one store and the works' indexes."""
@@ -65,7 +85,12 @@ class Registry:
     """Write each registered segment to the Redis indexes at once; ``False`` leaves that to
     a bulk load (:func:`matcher.maintenance.load_side`) after many registrations."""
 
-    def add(
+    def add(self, text: str | bytes, *, title: str, **fields: Any) -> str:
+        """Register (or update) a work, segment and index it; returns its id
+        (:meth:`register`)."""
+        return self.register(text, title=title, **fields).work_id
+
+    def register(
         self,
         text: str | bytes,
         *,
@@ -75,8 +100,8 @@ class Registry:
         owner: str = "",
         tags: Iterable[str] = (),
         key: str | None = None,
-    ) -> str:
-        """Register (or update) a work, segment and index it; returns its id.
+    ) -> Registration:
+        """Register (or update) a work, segment and index it; returns what was done.
 
         The work's unique key is ``key``, else ``source`` (e.g. its file path), else the
         hash of its text: registering the same work again updates it in place. A work whose
@@ -87,6 +112,11 @@ class Registry:
         whose text and an earlier indexed work's each lie at least
         ``settings.near_twin_share`` inside the other is that work's near twin
         (:mod:`matcher.near_twins`; ``same_text_as`` and ``near_twin``), kept the same way.
+        The archived matches of an earlier registration under its key or with its text go
+        back to it (``restored``), before its segments are indexed, so a page matched
+        with it from then on finds its record and review; a twin's, those of its text, go
+        to the work it is a twin of, which records its copies (``holder``); a near twin's
+        stay archived.
         Raises
         :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
         fewer than ``settings.min_work_chars`` content characters after normalisation.
@@ -104,7 +134,7 @@ class Registry:
                 f" at least {self.settings.min_work_chars} are needed"
             )
         digest = content_hash(text)
-        doc, created = self.store.upsert_work(
+        doc, before = self.store.works.register_work(
             key or source or digest,
             title=title,
             content_hash=digest,
@@ -116,24 +146,32 @@ class Registry:
             tags=tags,
             sketch=sketch.tolist(),
         )
+        created = before is None
         if not created:
             self.unindex(doc["_id"])
-        indexed = self._place(
+        head = self._place(
             doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)), marked=not created
         )
-        self._index(doc, text, segments, cores, fresh=created, indexed=indexed)
+        holder = head or doc  # the work its copies are recorded under
+        restored = 0
+        if head is None:
+            restored = self.store.matches.restore_archived(doc)
+        elif head.get("content_hash") == digest:  # a twin, not a near twin
+            restored = self.store.matches.restore_archived(doc, into=head)
+        self._index(doc, text, segments, cores, fresh=created, indexed=head is None)
         if not created:  # its twins are compared with its new text, now stored
             self._resettle(self.store.twins(doc["_id"]))
-        return str(doc["_id"])
+        changed = created or before.get("content_hash") != digest
+        return Registration(str(doc["_id"]), created, changed, str(holder["_id"]), restored)
 
     def _place(
         self, doc: dict, digest: str, sketch: list[int], load: _Load, *, marked: bool = True
-    ) -> bool:
+    ) -> dict | None:
         """Mark ``doc`` the twin of the earliest indexed work with its text, else the near
-        twin of the earliest indexed work with nearly its text, else neither; returns
-        whether it is to be indexed (neither). ``load`` gives its text, segments and
-        content characters, when they are needed. A work just created (not ``marked``) has
-        no mark to clear: neither is then not written."""
+        twin of the earliest indexed work with nearly its text, else neither; returns that
+        work, or None when ``doc`` is to be indexed (neither). ``load`` gives its text,
+        segments and content characters, when they are needed. A work just created (not
+        ``marked``) has no mark to clear: neither is then not written."""
         first = self.store.twin_of(doc["_id"], digest)
         near = None if first else self._near_twin_of(doc["_id"], sketch, load)
         head = first or near
@@ -141,7 +179,7 @@ class Registry:
             self.store.set_same_text(
                 doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
             )
-        return head is None
+        return head
 
     def _near_twin_of(self, work_id: ObjectId, sketch: list[int], load: _Load) -> dict | None:
         """The earliest indexed work this one is a near twin of, if any: their sketches
@@ -162,14 +200,19 @@ class Registry:
                 return work
         return None
 
-    def _resettle(self, twins: list[dict]) -> None:
-        """``twins`` (earliest first) lost the work they were (near) twins of, or its text
-        changed: each is placed again (:meth:`_place`), so the earliest that has no indexed
-        work with (nearly) its text is indexed, and the others become its twins."""
+    def _resettle(self, twins: list[dict], removed: dict | None = None) -> None:
+        """``twins`` (earliest first) lost the work they were (near) twins of (``removed``,
+        when it was removed), or its text changed: each is placed again (:meth:`_place`),
+        so the earliest that has no indexed work with (nearly) its text is indexed, and the
+        others become its twins. A twin indexed in place of a removed work with its very
+        text takes the removed work's archived matches (:meth:`Matches.restore_archived
+        <matcher.store.matches.Matches.restore_archived>`): its copies were recorded there."""
         for twin in twins:
             sketch = twin.get("near_sketch") or []
-            if self._place(twin, twin.get("content_hash", ""), sketch, self._loader(twin)):
+            if self._place(twin, twin.get("content_hash", ""), sketch, self._loader(twin)) is None:
                 self.reindex(str(twin["_id"]))
+                if removed is not None and removed["content_hash"] == twin.get("content_hash"):
+                    self.store.matches.restore_archived(removed, into=twin)
 
     def _loader(self, doc: dict) -> _Load:
         """What :meth:`_place` loads of a stored work: its text, segments and content
@@ -196,7 +239,8 @@ class Registry:
         self._index(doc, text, segments, cores, indexed=not doc.get("same_text_as"))
 
     def remove(self, work_id: str) -> bool:
-        """Remove a work, its segments, index entries and unreviewed matches; its twins and
+        """Remove a work, its segments and index entries; its matches are archived with
+        their reviews (:meth:`matcher.store.works.Works.delete_work`). Its twins and
         near twins, if any, are placed again (:meth:`_resettle`): the earliest is indexed in
         its place, and the others become its twins (or near twins) if they are."""
         doc = self.store.get_work(work_id, {"seq": 1})
@@ -204,8 +248,8 @@ class Registry:
             return False
         self.unindex(doc["_id"])
         twins = self.store.twins(doc["_id"])
-        self.store.delete_work(work_id)
-        self._resettle(twins)
+        removed = self.store.delete_work(work_id)
+        self._resettle(twins, removed)
         return True
 
     def unindex(self, work_id: ObjectId) -> None:

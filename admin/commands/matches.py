@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from admin.commands.common import (
     actions,
@@ -26,9 +26,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "list",
         run_list,
         "list matches, newest first",
-        "List recorded matches, newest first, with their status, site, score, work and URL.",
+        "List recorded matches, newest first, with their status, site, score, work and URL: "
+        "the active ones (the copies found now), or with --archived the archived ones.",
     )
     match_filter_options(p)
+    p.add_argument(
+        "--archived",
+        action="store_true",
+        help="list the archived matches instead, with their review and why each was archived: "
+        "those of removed works, and those whose page no longer matches the text of a work "
+        "registered again (default: the active matches)",
+    )
     p.add_argument("--limit", type=int, default=100, help="at most this many (default: 100)")
     json_option(p)
 
@@ -37,15 +45,32 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report import row
     from admin.report.html_report import when
 
-    matches = ctx.ops.list_matches(limit=args.limit, **match_filters(args, ctx))
+    filters = match_filters(args, ctx)
+    if args.archived:
+        filters["archived"] = True
+    matches = ctx.ops.list_matches(limit=args.limit, **filters)
     if args.json:
-        dump_json([{**row(m), "id": str(m["_id"])} for m in matches])
+        dump_json([{**row(m), "id": str(m["_id"]), **_review(m)} for m in matches])
         return 0
     for m in matches:
         r = row(m)
-        print(
+        line = (
             f"{m['_id']}\t{when(m.get('first_seen'))}\t{r['status']}\t{r['site']}\t{r['score']:.3f}"
             f"\t{r['work']}\t{r['url']}"
         )
-    print(f"{len(matches)} match(es)", file=sys.stderr)
+        if args.archived:
+            line += f"\t{_review(m)['archived']}"
+        print(line)
+    print(f"{len(matches)} {'archived ' if args.archived else ''}match(es)", file=sys.stderr)
     return 0
+
+
+def _review(match: dict[str, Any]) -> dict[str, str]:
+    """A match's review (its note and reviewer), and why it was archived, if it was."""
+    from admin.report.html_report import when
+
+    review = {"note": str(match.get("note", "")), "reviewed_by": str(match.get("reviewed_by", ""))}
+    archived = match.get("archived")
+    if isinstance(archived, dict):
+        review["archived"] = f"archived {when(archived.get('at'))}: {archived.get('reason', '')}"
+    return review

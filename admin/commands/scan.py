@@ -40,7 +40,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "Redis is fakeredis unless FPTRACK_REDIS_URL names a server (then the scan's keys are "
         "deleted when it ends). Works with the same text as an earlier file, or nearly "
         f"(FPTRACK_NEAR_TWIN_SHARE, default {defaults.near_twin_share}), are listed in "
-        "'duplicates' and their copies reported under the earlier file. "
+        "'duplicates' and their copies reported under the earlier file. Every work is "
+        "read and registered before any page is fetched: a file that cannot be is named "
+        "at once, and when none can, nothing is crawled (exit status 1). "
         "Give at least one --site or --site-dir."
     )
     p.set_defaults(func=run, parser=p, validate=_need_a_site)
@@ -232,6 +234,12 @@ def _scan(
         archive = DirectoryArchive(Path(stack.enter_context(tempfile.TemporaryDirectory())))
     works_bar = tqdm(desc="works", unit="work", disable=None, file=sys.stderr)
     pages_bar = tqdm(desc="pages", unit="page", disable=None, file=sys.stderr)
+    said: list[str] = []
+
+    def work_error(error: str) -> None:  # at once: before the crawl, which may be long
+        said.append(error)
+        tqdm.write(f"fptrack: error: {error}", file=sys.stderr)
+
     try:
         result, engine = run_scan(
             Path(args.works),
@@ -245,6 +253,7 @@ def _scan(
             on_page=lambda u: pages_bar.update(1),
             outage_wait=args.outage_wait,
             on_wait=lambda line: print(f"fptrack scan: {line}", file=sys.stderr),
+            on_error=work_error,
             index_pages=args.serve is not None,
             archive=archive,
             render=args.render,
@@ -261,6 +270,9 @@ def _scan(
     out.write_text(
         json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n", encoding="utf-8"
     )
+    if result.refused:
+        print(f"fptrack scan: --works {args.works}: {result.refused}", file=sys.stderr)
+        return 1
     if args.html:
         write_html_report(engine, result, Path(args.html), site_dirs)
     if archive is not None:
@@ -272,7 +284,7 @@ def _scan(
     for url, skipped in result.not_crawled.items():
         reasons = ", ".join(f"{n} {why}" for why, n in skipped.items())
         print(f"{url}: not crawled: {reasons}", file=sys.stderr)
-    for error in result.errors:
+    for error in result.errors[len(said) :]:
         print(f"fptrack: error: {error}", file=sys.stderr)
     if args.serve is not None:
         serve_scan(engine, args.serve, archive, {"FPTRACK_CHROMIUM": chromium})

@@ -317,7 +317,7 @@ def register_works() -> Any:
 
 
 @route("DELETE", "/works/{work_id}", "admin",
-       "Remove a work, its index entries and its unreviewed matches",
+       "Remove a work and its index entries; its matches are archived with their reviews",
        params=(WORK_ID,), responses={"204": None})  # fmt: skip
 def remove_work(work_id: str) -> Any:
     object_id(work_id, "work id")

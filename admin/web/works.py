@@ -80,5 +80,5 @@ def remove(work_id: str) -> Any:
     object_id(work_id, "work id")
     if not s.ctx.engine.remove_work(work_id):
         abort(404, "no such work")
-    flash("work removed, with its index entries and unreviewed matches")
+    flash("work removed, with its index entries; its matches are archived with their reviews")
     return redirect(url_for("works.index"))

@@ -89,6 +89,10 @@ INDEXES: dict[str, list[IndexModel]] = {
             )
         ),
         alert_rules.PENDING_MATCHES,
+        # A work registered again finds the archived matches of its earlier registration
+        # by its key or its text (matcher.store.matches.Matches.restore_archived).
+        IndexModel([("archived.work_key", ASCENDING)], name="archived_work_key", sparse=True),
+        IndexModel([("archived.work_hash", ASCENDING)], name="archived_work_hash", sparse=True),
     ],
     "sites": [IndexModel([("name", ASCENDING)], unique=True, name="name_unique")],
     "users": [IndexModel([("username", ASCENDING)], unique=True, name="username_unique")],

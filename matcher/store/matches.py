@@ -1,5 +1,16 @@
 """Match records: one per (page, work), upserted as pages are matched, reviewed by
-operators, and queried by typed filters only (:meth:`Matches.match_filter`)."""
+operators, and queried by typed filters only (:meth:`Matches.match_filter`).
+
+A record is *active* while its page is found to copy its work. It is *archived* (an
+``archived`` field: when, why, and the work's key and content hash) when its work is
+removed, or when its work was registered again and its page no longer matches the work's
+text: it then counts as no copy (``active: False``), keeps its review (``status``, ``note``,
+``reviewed_by``, ``reviewed_at``), its evidence and its first sighting, and is listed apart
+(``fptrack matches list --archived``). A work registered again under the same key, or with
+the same text, takes back the archived records of the earlier one
+(:meth:`Matches.restore_archived`); each becomes active again, its review unchanged, when
+its page is matched with the work again (:meth:`Matches.upsert_match` clears ``archived``).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +19,7 @@ from datetime import datetime
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING, DESCENDING, ReturnDocument
+from pymongo import ASCENDING, DESCENDING, ReturnDocument, UpdateOne
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
@@ -26,6 +37,21 @@ from matcher.store.common import (
     site_name,
     status_name,
 )
+
+WORK_REMOVED = "work removed"
+"""Why a removed work's matches are archived."""
+REGISTERED_AGAIN = (
+    "given to a work registered with its key or text; its page not matched with it yet"
+)
+"""Why an archived match given to a work registered again (or to a twin indexed in its
+place) is still archived."""
+NO_LONGER_MATCHES = "its page no longer matches the work's text"
+"""Why a match of a work registered again with another text is archived."""
+ARCHIVED_FIELDS = {
+    "page_id": 1, "work_id": 1, "site": 1, "status": 1, "work_title": 1, "first_seen": 1,
+    "active": 1, "archived": 1,
+}  # fmt: skip
+"""What archiving and restoring read of a match (its tallies' fields and its shard key)."""
 
 
 def match_key(match: dict[str, Any]) -> dict[str, Any]:
@@ -45,7 +71,8 @@ class Matches:
     def upsert_match(
         self, record: dict[str, Any], initial_status: str = "new", fresh: bool = False
     ) -> dict:
-        """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays.
+        """Insert or update the match of ``(page_id, work_id)``; a reviewer's status stays,
+        and an archived record (the work's earlier registration's) is active again.
 
         ``initial_status`` is the status of a new record (``authorised`` for licensed sites).
         The record's ``archive`` (the page's evidence when it was matched) is written when
@@ -102,12 +129,15 @@ class Matches:
         reading the whole collection (see matcher.store.sequences.Sequences.upsert). The
         page's matching lock keeps other writers of its records out in between."""
         before = self.db.matches.find_one(key)
-        done = self.db.matches.update_one(key, {"$set": fields, "$setOnInsert": first}, upsert=True)
+        change = {"$set": fields, "$setOnInsert": first, "$unset": {"archived": ""}}
+        done = self.db.matches.update_one(key, change, upsert=True)
         if before is None and done.upserted_id is None:  # written meanwhile after all
             before = self.db.matches.find_one(key)
         if before is None:
             return {**key, **first, **fields, "_id": done.upserted_id}, None
-        return {**before, **fields}, before
+        after = {**before, **fields}
+        after.pop("archived", None)
+        return after, before
 
     @mongo_errors
     def deactivate_matches(
@@ -163,14 +193,101 @@ class Matches:
             query["active"] = True
         return list(self.db.matches.find(query).sort("first_seen", ASCENDING))
 
-    def delete_unreviewed(self, owner: dict[str, ObjectId], changes: tallies.Changes) -> None:
-        """Delete the unreviewed matches of a work or page, and their tallies."""
-        query = {**owner, "status": "new"}
-        for match in self.db.matches.find(query, {"text": 0, "evidence": 0}):
-            deleted = self.db.matches.delete_one(match_key(match)).deleted_count
-            if deleted and match.get("active", True):
+    @mongo_errors
+    def archive_work(self, work: dict[str, Any], reason: str = WORK_REMOVED) -> int:
+        """Archive every match of ``work`` (its ``works`` document: ``_id``, ``key``,
+        ``content_hash``): no longer active, its review kept, findable by the work's key and
+        text (:meth:`restore_archived`); how many."""
+        return self._archive({"work_id": work["_id"]}, work, reason)
+
+    @mongo_errors
+    def archive_let_go(
+        self, work: dict[str, Any], page_ids: Iterable[int | ObjectId], reason: str
+    ) -> int:
+        """Archive the matches of ``work`` on the pages ``page_ids`` that are no longer
+        active and not archived yet (those its last matching let go); how many."""
+        query = {
+            "work_id": work["_id"],
+            "page_id": {"$in": [page_key(p) for p in page_ids]},
+            "active": False,
+            "archived": {"$exists": False},
+        }
+        return self._archive(query, work, reason)
+
+    def _archive(self, query: dict[str, Any], work: dict[str, Any], reason: str) -> int:
+        """Archive the matches of ``query`` as matches of ``work``, in one bulk write;
+        those that were active leave the tallies."""
+        stamp = now()
+        archived = {
+            "at": stamp,
+            "reason": checked_str(reason, "reason"),
+            "work_key": checked_str(work["key"], "work key"),
+            "work_hash": checked_str(work.get("content_hash", ""), "content hash"),
+        }
+        found = list(self.db.matches.find(query, ARCHIVED_FIELDS))
+        if not found:
+            return 0
+        change = {"$set": {"active": False, "archived": archived, "last_checked": stamp}}
+        self.db.matches.bulk_write([UpdateOne(match_key(m), change) for m in found], ordered=False)
+        changes = tallies.Changes()
+        for match in found:
+            if match.get("active", True):
                 changes.match(match, -1)
-        changes.apply(self.db)
+        self.tallies.add(changes)
+        return len(found)
+
+    @mongo_errors
+    def restore_archived(self, work: dict[str, Any], into: dict[str, Any] | None = None) -> int:
+        """Give ``work`` (a ``works`` document: ``_id``, ``key``, ``content_hash``) the
+        archived matches of an earlier registration with its key or its text; how many.
+        With ``into``, another work with ``work``'s very text that records its copies (the
+        work it is a twin of, or the twin indexed in place of ``work`` removed), ``into``
+        is given those of its text only.
+
+        They stay archived (:data:`REGISTERED_AGAIN`) until their page is matched with the
+        work again: then :meth:`upsert_match` makes each active, with its review. A page
+        keeps one record per work: of two archived records of one page, the one of the same
+        text, then the one archived last, is given; a page the work has a record of already
+        keeps that one, and the others stay as they are."""
+        key = checked_str(work["key"], "work key")
+        digest = checked_str(work.get("content_hash", ""), "content hash")
+        target = (into or work)["_id"]
+        same: list[dict[str, Any]] = [{"archived.work_hash": digest}]
+        if into is None:
+            same.append({"archived.work_key": key})
+        query = {"$or": same, "work_id": {"$ne": target}}
+        found = list(self.db.matches.find(query, ARCHIVED_FIELDS))
+        if not found:
+            return 0
+        taken = {m["page_id"] for m in self.db.matches.find({"work_id": target}, {"page_id": 1})}
+        found.sort(key=lambda m: m["archived"]["at"], reverse=True)
+        found.sort(key=lambda m: m["archived"].get("work_hash") != digest)
+        change = {
+            "$set": {
+                "work_id": target,
+                "archived.reason": REGISTERED_AGAIN,
+                "archived.work_key": key,
+                "archived.work_hash": digest,
+            }
+        }
+        restored = 0
+        for match in found:
+            if match["page_id"] in taken:
+                continue
+            try:
+                done = self.db.matches.update_one(match_key(match), change)
+            except DuplicateKeyError:  # the work was matched on that page meanwhile
+                continue
+            taken.add(match["page_id"])
+            restored += done.modified_count
+        return restored
+
+    @mongo_errors
+    def work_pages(self, work_id: ObjectId) -> list[dict[str, Any]]:
+        """The match records of a work, active or not, archived or not: each one's
+        ``page_id``, ``url`` and ``active``."""
+        fields = {"page_id": 1, "url": 1, "active": 1}
+        return list(self.db.matches.find({"work_id": work_id}, fields))
 
     @mongo_errors
     def count_found_since(self, site: str, since: datetime) -> int:
@@ -191,12 +308,15 @@ class Matches:
         min_score: float | None = None,
         after: tuple[datetime, Any] | None = None,
         active_only: bool = True,
+        archived: bool = False,
     ) -> dict[str, Any]:
         """A ``matches`` filter from typed values only (each validated, none an operator).
 
         ``statuses`` admits any of several statuses (``status`` one); ``min_score`` a lowest
         score; ``after`` = ``(first_seen, id)`` of the last match of a page of matches sorted
-        newest first: the filter then selects the matches after it (keyset paging)."""
+        newest first: the filter then selects the matches after it (keyset paging);
+        ``archived``: the archived matches only (never active; ``active_only`` is then
+        moot)."""
         query: dict[str, Any] = {}
         if site is not None:
             query["site"] = site_name(site)
@@ -216,7 +336,9 @@ class Matches:
             if isinstance(min_score, bool) or not isinstance(min_score, int | float):
                 raise StoreError(f"a score is a number, got {min_score!r}")
             query["score"] = {"$gte": float(min_score)}
-        if active_only:
+        if archived:
+            query["archived"] = {"$exists": True}
+        elif active_only:
             query["active"] = True
         if after is not None:
             when, last = checked_date(after[0]), object_id(str(after[1]), "match id")

@@ -65,8 +65,9 @@ class TextWindow:
 
 
 class Works:
-    """The ``works`` and ``work_segments`` collections; a work's fingerprints and
-    unreviewed matches go with it when it is deleted."""
+    """The ``works`` and ``work_segments`` collections; a work's fingerprints go with it
+    when it is deleted, and its matches are archived (:meth:`Matches.archive_work
+    <matcher.store.matches.Matches.archive_work>`)."""
 
     def __init__(
         self,
@@ -83,8 +84,14 @@ class Works:
         self.tallies = sender or tallies.Sender(db)
         """Where the tallies of works registered go (the store's :class:`tallies.Sender`)."""
 
+    def upsert_work(self, key: str, **fields: Any) -> tuple[dict[str, Any], bool]:
+        """Store a work's metadata under its unique ``key``; returns ``(document, created)``
+        (:meth:`register_work`, with its keyword arguments)."""
+        doc, before = self.register_work(key, **fields)
+        return doc, before is None
+
     @mongo_errors
-    def upsert_work(
+    def register_work(
         self,
         key: str,
         *,
@@ -97,8 +104,9 @@ class Works:
         owner: str = "",
         tags: Iterable[str] = (),
         sketch: Sequence[int] | None = None,
-    ) -> tuple[dict[str, Any], bool]:
-        """Store a work's metadata under its unique ``key``; returns ``(document, created)``.
+    ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+        """Store a work's metadata under its unique ``key``; returns the document as written
+        and the one stored before under that key (None: the work was created).
 
         Its text is stored by segments (:meth:`save_work_segment`); ``length`` is its number
         of characters and ``segments`` how many there are; ``sketch`` is its near-twin
@@ -119,6 +127,7 @@ class Works:
             **({} if sketch is None else _sketch_fields(sketch)),
         }
         key = checked_str(key, "key")
+        before = self.db.works.find_one({"key": key})
         doc, created = self.sequences.upsert(
             "works",
             "work",
@@ -126,12 +135,16 @@ class Works:
             fields,
             {"registered_at": stamp},
             stripe=ids.key_stripe(key),
+            existing=before,
         )
         if created:
             changes = tallies.Changes()
             changes.work(1)
             self.tallies.add(changes)
-        return doc, created
+            before = None
+        elif before is None:  # registered meanwhile by another writer
+            before = doc
+        return doc, before
 
     def save_work_segment(self, work_id: ObjectId, segment: dict[str, Any]) -> None:
         """Store one segment of a work (see :meth:`save_work_segments`)."""
@@ -209,7 +222,8 @@ class Works:
             "_id": {"$ne": work_id},
             "same_text_as": None,
         }
-        found = self.db.works.find(query, {"title": 1, "source": 1, "seq": 1})
+        fields = {"title": 1, "source": 1, "seq": 1, "content_hash": 1}
+        found = self.db.works.find(query, fields)
         return next(iter(found.sort(list(REGISTRATION_ORDER)).limit(1)), None)
 
     @mongo_errors
@@ -276,7 +290,9 @@ class Works:
 
     @mongo_errors
     def delete_work(self, work_id: str) -> dict | None:
-        """Delete a work, its segments, fingerprints and unreviewed matches; returns it."""
+        """Delete a work, its segments and fingerprints, and archive its matches, their
+        reviews kept (:meth:`Matches.archive_work
+        <matcher.store.matches.Matches.archive_work>`); returns it."""
         oid = object_id(work_id, "work id")
         found = self.db.works.find_one({"_id": oid}, {"key": 1})  # its shard key
         if found is None:
@@ -285,9 +301,10 @@ class Works:
         if doc is not None:
             self.drop_work_segments(oid)
             self.fingerprints.delete_owner("work", oid)
+            self.matches.archive_work(doc)
             changes = tallies.Changes()
             changes.work(-1)
-            self.matches.delete_unreviewed({"work_id": oid}, changes)
+            self.tallies.add(changes)
         return doc
 
     @mongo_errors
@@ -354,11 +371,14 @@ class Works:
 
     @mongo_errors
     def list_works(self, limit: int = MAX_LIST) -> list[dict]:
+        """The registered works, newest first (registration time, then id: one order,
+        whatever the server's sort does with ties)."""
         projection = {
             "title": 1, "author": 1, "source": 1, "registered_at": 1, "seq": 1, "same_text_as": 1,
             "near_twin": 1,
         }  # fmt: skip
-        cursor = self.db.works.find({}, projection).sort("seq", ASCENDING)
+        newest_first = [(field, DESCENDING) for field, _ in REGISTRATION_ORDER]
+        cursor = self.db.works.find({}, projection).sort(newest_first)
         return list(cursor.limit(min(int(limit), MAX_LIST)))
 
     @mongo_errors

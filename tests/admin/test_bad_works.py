@@ -90,7 +90,7 @@ def test_zip_members_that_climb_or_exceed_the_limit_are_refused_by_name(tmp_path
     assert len(errors) == 3
     assert sum("absolute or climbing name" in e for e in errors) == 2
     [bomb] = [e for e in errors if "bomb.txt" in e]
-    assert bomb.startswith("books.zip/bomb.txt is over the --max-bytes limit")
+    assert bomb.startswith(f"{archive}/bomb.txt is over the --max-bytes limit")
 
 
 def test_a_zip_member_lying_about_its_size_is_bounded_and_named(tmp_path: Path) -> None:
@@ -105,4 +105,21 @@ def test_a_zip_member_lying_about_its_size_is_bounded_and_named(tmp_path: Path) 
     archive.write_bytes(bytes(data).replace(declared, small))
     works, errors = read(archive, max_bytes=1024 * 1024)
     assert works == {} and len(errors) == 1
-    assert errors[0].startswith("liar.zip/liar.txt: ")
+    assert errors[0].startswith(f"{archive}/liar.txt: ")
+
+
+def test_files_that_are_not_works_are_named_as_paths_are_shown(tmp_path: Path) -> None:
+    """Files of other kinds, in the folder or in a zip archive, are skipped and named to the
+    listener, each as messages name files: the path given joined with the file's."""
+    folder = tmp_path / "works"
+    (folder / "sub").mkdir(parents=True)
+    (folder / "a.txt").write_bytes(TEXT)
+    (folder / "sub" / "cover.bin").write_bytes(b"\x00\x01")
+    with zipfile.ZipFile(folder / "more.zip", "w") as z:
+        z.writestr("b.txt", TEXT)
+        z.writestr("notes.bin", b"\x00")
+    named: list[str] = []
+    works = list(iter_work_files([folder], ignored=named.append))
+    assert [w.name for w in works] == ["a.txt", "more.zip/b.txt"]
+    assert [w.shown for w in works] == [f"{folder}/a.txt", f"{folder}/more.zip/b.txt"]
+    assert named == [f"{folder}/sub/cover.bin", f"{folder}/more.zip/notes.bin"]

@@ -63,10 +63,47 @@ class TestWorks:
     def test_add_folder_reports_unreadable_and_keeps_the_rest(self, capsys, ctx, works_dir):
         status, out, err = run(capsys, ctx, "works", "add", str(works_dir))
         assert status == 1  # one file could not be read
-        assert "broken.txt" in err and "4 work(s) registered, 1 skipped" in err
+        assert f"fptrack: skipped {works_dir}/broken.txt: " in err
+        # Files of other kinds are named, in the folder and in a zip, one path style for all.
+        kinds = "not a work file (.txt .md .html .htm .zip)"
+        assert f"fptrack: ignored {works_dir}/image.png: {kinds}" in err
+        assert f"fptrack: ignored {works_dir}/more.zip/notes.bin: {kinds}" in err
+        assert "4 work(s) registered, 1 skipped, 2 ignored (not work files)" in err
         titles = sorted(w["title"] for w in Operations(ctx.engine.store).list_works())
         assert titles == ["lighthouse", "river", "star", "tea"]
         assert len(out.splitlines()) == 4
+        named = [line.split(": ")[1] for line in err.splitlines() if line.startswith("fptrack:")]
+        assert all(name.split()[-1].startswith(f"{works_dir}/") for name in named), named
+
+    def test_add_again_says_which_works_were_registered_already(self, capsys, ctx, works_dir):
+        run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"), str(works_dir / "sub"))
+        (works_dir / "sub" / "river.md").write_text(sample("chef-diary.txt"), encoding="utf-8")
+        status, out, err = run(capsys, ctx, "works", "add", str(works_dir), "--no-match")
+        ids = {w["title"]: str(w["_id"]) for w in Operations(ctx.engine.store).list_works()}
+        assert (
+            f"fptrack: {works_dir}/lighthouse.txt: already registered (work {ids['lighthouse']}),"
+            " unchanged" in err
+        )
+        assert (
+            f"fptrack: {works_dir}/sub/river.md: already registered (work {ids['river']}); "
+            "its text changed: indexed again" in err
+        )
+        assert (
+            "2 work(s) registered, 2 already registered (1 unchanged, 1 with a new text), "
+            "1 skipped, 2 ignored (not work files)" in err
+        )
+        assert len(out.splitlines()) == 4 and status == 1
+
+    def test_list_has_a_header_and_the_newest_work_first(self, capsys, ctx, works_dir):
+        for name in ("lighthouse.txt", "tea.html", "sub/river.md"):
+            run(capsys, ctx, "works", "add", str(works_dir / name), "--no-match")
+        run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"), "--no-match")
+        status, out, _ = run(capsys, ctx, "works", "list")
+        header, *rows = out.splitlines()
+        assert status == 0 and header == "id\tregistered\ttitle\tauthor\tsource\ttwin of"
+        assert [row.split("\t")[2] for row in rows] == ["river", "tea", "lighthouse"]
+        assert all(len(row.split("\t")) == 6 for row in rows)
+        assert run(capsys, ctx, "works", "list")[1] == out  # the same order every time
 
     def test_add_again_updates_in_place(self, capsys, ctx, works_dir):
         run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
@@ -91,7 +128,7 @@ class TestWorks:
         run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
         status, _, err = run(capsys, ctx, "works", "add", str(copy))
         first = next(w for w in Operations(ctx.engine.store).list_works() if w["title"] != "copy")
-        assert status == 0 and f"copy: same text as work {first['_id']} ('lighthouse')" in err
+        assert status == 0 and f"{copy}: same text as work {first['_id']} ('lighthouse')" in err
         _, out, _ = run(capsys, ctx, "works", "list")
         assert f"same text as {first['_id']}" in out
         _, out, _ = run(capsys, ctx, "works", "list", "--json")
@@ -108,7 +145,7 @@ class TestWorks:
             w for w in Operations(ctx.engine.store).list_works() if w["title"] != "edition"
         )
         assert status == 0
-        assert f"edition: nearly the same text as work {first['_id']} ('lighthouse')" in err
+        assert f"{edition}: nearly the same text as work {first['_id']} ('lighthouse')" in err
         _, out, _ = run(capsys, ctx, "works", "list")
         assert f"nearly the same text as {first['_id']}" in out
         _, out, _ = run(capsys, ctx, "works", "list", "--json")

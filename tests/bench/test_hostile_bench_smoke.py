@@ -63,3 +63,16 @@ def test_the_outbound_cases_carry_their_figures(tmp_path: Path) -> None:
     assert "127.0.0.3 is a private, loopback or reserved address" in found["reason"]
     zone = data["cases"]["webhook-zone"]
     assert zone["exit"] == [400] and "fe80::1%lo is a private" in zone["reason"]
+
+
+def test_a_scan_with_no_usable_work_fetches_no_page(tmp_path: Path) -> None:
+    """A case of people's work: the scan of a works folder whose only file is empty is
+    refused before its crawl, the file named, no page fetched."""
+    out = tmp_path / "empty.json"
+    argv = ["--runs", "1", "--cases", "empty-work-scan", "--no-works", "--json", str(out)]
+    hostile_bench.main(argv)
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["all_ok"] and set(data["cases"]) == {"empty-work-scan"}
+    row = data["cases"]["empty-work-scan"]
+    assert row["exit"] == [1] and row["fetched"]["max"] == 0
+    assert "empty.txt: work 'empty' has 0 content characters" in row["reason"]

@@ -49,6 +49,27 @@ def test_removing_the_earliest_hands_its_text_to_the_next(engine: Engine) -> Non
     assert matched(crawl(engine, "http://p/1", page_of(TEXT))) == {ids[1]}
 
 
+def test_the_twin_indexed_in_place_of_a_removed_work_takes_its_reviews(engine: Engine) -> None:
+    """The matches of a removed work go to its twin (its very text), indexed in its place,
+    reviews and all, and are active again once their page is matched with the twin; the
+    removed work registered again, a twin now, leaves them with the twin."""
+    first, twin = (engine.add_work(TEXT, title=f"灯塔{n}", source=f"copy{n}.txt") for n in range(2))
+    [record] = crawl(engine, "http://p/1", page_of(TEXT))
+    ops = Operations(engine.store)
+    assert ops.set_status(str(record["_id"]), "confirmed", "整章照抄", "alice")
+    assert engine.remove_work(first)
+    [kept] = engine.store.matches.list_matches(archived=True)
+    assert kept["_id"] == record["_id"] and str(kept["work_id"]) == twin
+    assert [r["_id"] for r in engine.match_work_against_pages(twin)] == [record["_id"]]
+    back = ops.match(match_id=str(record["_id"]))
+    assert back["active"] and "archived" not in back
+    assert (back["status"], back["note"], back["reviewed_by"]) == ("confirmed", "整章照抄", "alice")
+    again = engine.register_work(TEXT, title="灯塔0", source="copy0.txt")
+    assert (again.restored, again.holder) == (0, twin)
+    assert engine.store.matches.count(archived=True) == 0
+    assert matched(crawl(engine, "http://p/1", page_of(TEXT))) == {twin}
+
+
 def test_a_twin_whose_text_changes_is_indexed_and_the_first_keeps_its_twins(
     engine: Engine,
 ) -> None:

@@ -115,17 +115,17 @@ def test_reviewing_a_match_names_its_page(store: Store, recorder: Recorder) -> N
     assert recorder.offences() == []
 
 
-def test_removing_a_work_names_its_key_and_its_matches_pages(
+def test_removing_a_work_names_its_key_and_its_archived_matches_pages(
     store: Store, recorder: Recorder
 ) -> None:
     work, page, match = seeded(store)
     recorder.commands.clear()
     assert store.delete_work(str(work["_id"]))["_id"] == work["_id"]
-    assert store.count("works") == 0 and store.matches.count() == 0
+    assert store.count("works") == 0 and store.matches.count(archived=True) == 1
     assert recorder.filters("findAndModify", "works") == [
         {"key": "works/a.txt", "_id": work["_id"]}
     ]
-    assert recorder.filters("delete", "matches") == [{"page_id": page["_id"], "_id": match["_id"]}]
+    assert recorder.filters("update", "matches") == [{"page_id": page["_id"], "_id": match["_id"]}]
     assert store.delete_work(str(work["_id"])) is None
     assert recorder.offences() == []
 

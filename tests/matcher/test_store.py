@@ -142,19 +142,62 @@ def test_deactivate_matches_that_no_longer_hold(store: Store) -> None:
     assert len(store.matches_for("page_id", str(page["_id"]), active_only=False)) == 2
 
 
-def test_delete_work_keeps_reviewed_matches(store: Store) -> None:
+def test_delete_work_archives_its_matches_with_their_reviews(store: Store) -> None:
     work, _ = add_work(store)
     p1, p2 = add_page(store, "http://a/1", "x"), add_page(store, "http://a/2", "y")
     for p in (p1, p2):
-        store.upsert_match({"page_id": p["_id"], "work_id": work["_id"]})
+        store.upsert_match({"page_id": p["_id"], "work_id": work["_id"], "url": p["url"]})
     [taken] = store.matches_for("page_id", str(p2["_id"]))
-    assert Operations(store).set_status(str(taken["_id"]), "takedown_sent")
+    assert Operations(store).set_status(str(taken["_id"]), "takedown_sent", "notice 7", "bo")
     store.save_fingerprints("work", work["_id"], work["seq"], {"m": {"version": 1, "value": b"x"}})
     assert store.delete_work(str(work["_id"]))["_id"] == work["_id"]
     assert store.count("works") == 0 and store.count("fingerprints") == 0
     assert store.count("work_segments") == 0
-    kept = store.matches_for("work_id", str(work["_id"]), active_only=False)
-    assert store.count("matches") == 1 and [m["status"] for m in kept] == ["takedown_sent"]
+    # Every match stays, archived: no longer active, listed apart, its review kept.
+    assert store.count("matches") == 2 and store.matches.count(active_only=True) == 0
+    archived = {m["url"]: m for m in store.matches.list_matches(archived=True)}
+    assert sorted(archived) == ["http://a/1", "http://a/2"]
+    kept = archived["http://a/2"]
+    assert (kept["status"], kept["note"], kept["reviewed_by"]) == (
+        "takedown_sent",
+        "notice 7",
+        "bo",
+    )
+    assert kept["archived"]["reason"] == "work removed"
+    assert kept["archived"]["work_key"] == "works/a.txt" and not kept["active"]
+    assert tallies.counts(tallies.total(store.db)) == {s: 0 for s in tallies.counts({})}
+
+
+def test_a_work_registered_again_takes_back_its_archived_matches(store: Store) -> None:
+    """By its key (the same file, another text) or by its text (another file): each record
+    given back stays archived until its page is matched with the work again, then it is
+    active again with its review; a page the new work has a record of keeps that one."""
+    work, _ = add_work(store, "works/a.txt", "正文")
+    pages = [add_page(store, f"http://a/{n}", str(n)) for n in range(3)]
+    for p in pages:
+        store.upsert_match({"page_id": p["_id"], "work_id": work["_id"], "url": p["url"]})
+    ids_ = {m["url"]: str(m["_id"]) for m in store.matches_for("work_id", str(work["_id"]))}
+    Operations(store).set_status(ids_["http://a/0"], "confirmed", "chapter 1", "alice")
+    store.delete_work(str(work["_id"]))
+
+    again, _ = add_work(store, "works/renamed.txt", "正文")  # same text, another file
+    store.upsert_match({"page_id": pages[2]["_id"], "work_id": again["_id"], "url": "http://a/2"})
+    assert store.matches.restore_archived(again) == 2  # page 2 keeps the new record
+    assert store.matches.count(work_id=str(again["_id"]), archived=True) == 2
+    assert store.matches.count(work_id=str(again["_id"]), active_only=True) == 1
+    old = store.matches.count(work_id=str(work["_id"]))
+    assert old == 1  # page 2's archived record, under the work removed
+    back = store.upsert_match({"page_id": pages[0]["_id"], "work_id": again["_id"], "url": "x"})
+    assert str(back["_id"]) == ids_["http://a/0"] and "archived" not in back
+    record = Operations(store).match(match_id=ids_["http://a/0"])
+    assert (record["status"], record["note"], record["reviewed_by"]) == (
+        "confirmed", "chapter 1", "alice",
+    )  # fmt: skip
+    assert record["active"] and "archived" not in record
+    assert tallies.counts(tallies.total(store.db))["confirmed"] == 1
+    # Nothing of another key or text is taken.
+    other, _ = add_work(store, "works/other.txt", "别的")
+    assert store.matches.restore_archived(other) == 0
 
 
 def test_fingerprints_upsert_per_method(store: Store) -> None:

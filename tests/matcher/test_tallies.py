@@ -96,12 +96,21 @@ def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
     t = _snapshot(store)
     assert tallies.counts(t["total"])["authorised"] == 1 and t["total"]["matches_seen"] == 3
 
-    # Removing a work removes its unreviewed matches and their counts.
+    # Removing a work archives its matches: they leave the active set, reviews and all.
     store.delete_work(str(w1["_id"]))
     t = _snapshot(store)
     assert t["total"]["works"] == 1
     assert tallies.counts(t["total"])["new"] == 0
-    assert tallies.counts(t["total"])["false_positive"] == 1  # reviewed: kept
+    assert tallies.counts(t["total"])["false_positive"] == 0
+    assert t[f"work|{w1['_id']}"]["infringing"] == 0
+    assert ops.match(match_id=str(m1["_id"]))["status"] == "false_positive"  # kept, archived
+    # The work registered again takes them back; matched again, they count again.
+    again = _work(store, w1["key"])
+    assert store.matches.restore_archived(again) == 2
+    _match(store, p1, again)
+    t = _snapshot(store)
+    assert tallies.counts(t["total"])["false_positive"] == 1 and t["total"]["matches_seen"] == 3
+    assert t[f"work|{again['_id']}"]["active"]["false_positive"] == 1
 
 
 def test_recount_rebuilds_what_the_writes_kept(store: Store) -> None:
