@@ -176,6 +176,62 @@ def score_lines(scores: Mapping[str, Any], *, k: float, mu: float) -> list[Score
     return out
 
 
+SITE_FIELDS = {
+    "name": "Name",
+    "start_urls": "Start URLs",
+    "allowed_domains": "Allowed domains",
+    "max_depth": "Maximum link depth",
+    "max_pages": "Maximum pages per crawl",
+    "deadline": "Crawl deadline",
+    "include": "Follow only URLs matching",
+    "exclude": "Never follow URLs matching",
+    "content_selector": "Content selector",
+    "join_next_pages": "Match chapters split over pages as a whole too",
+    "next_page_texts": "Next-page link texts",
+    "obey_robots": "Obey robots.txt",
+    "crawlers": "Crawler processes at once",
+    "schedule": "Schedule",
+    "recrawl": "Incremental crawl schedule",
+    "authorised": "Authorised (licensed: its matches are classified authorised)",
+    "render": "Render pages in headless Chromium",
+}
+"""The fields of a site's configuration (:class:`matcher.sites.SiteConfig`) as the admin
+names them."""
+
+
+def site_facts(config: Mapping[str, Any]) -> list[tuple[str, str, str]]:
+    """A site's configuration (:meth:`matcher.sites.SiteConfig.to_dict`) for people:
+    ``(label, value, field)`` per field, a limit of 0 as ``none``, flags as yes or no,
+    empty lists as what they mean.
+
+    >>> facts = site_facts({"max_pages": 0, "max_depth": 0, "obey_robots": True})
+    >>> {key: value for _, value, key in facts}
+    {'max_pages': 'none', 'max_depth': '0 (the start URLs only)', 'obey_robots': 'yes'}
+    """
+    empty = {
+        "include": "any URL",
+        "exclude": "none",
+        "content_selector": "none (the main text is extracted)",
+        "allowed_domains": "the start URLs' hosts",
+    }
+    out = []
+    for key, value in config.items():
+        if key == "extra":
+            continue
+        if key in ("max_pages", "deadline"):
+            text = limit(value, "s" if key == "deadline" else "")
+        elif key == "max_depth" and value == 0:
+            text = "0 (the start URLs only)"
+        elif isinstance(value, bool):
+            text = "yes" if value else "no"
+        elif isinstance(value, list | tuple):
+            text = " ".join(str(v) for v in value) or empty.get(key, "none")
+        else:
+            text = str(value) if value not in ("", None) else empty.get(key, "none")
+        out.append((SITE_FIELDS.get(key, key.replace("_", " ")), text, key))
+    return out
+
+
 NO_ANSWER = {
     "ConnectionRefusedError": "the connection was refused",
     "DownloadConnectionRefusedError": "the connection was refused",

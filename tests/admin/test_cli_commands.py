@@ -17,10 +17,13 @@ from pymongo.database import Database
 
 from admin.cli import main
 from admin.context import Context
+from admin.crawl_wait import wait_for_crawl
 from admin.report.html_report import SORT_SCRIPT
+from matcher import jobs
 from matcher.engine import Engine
 from matcher.maintenance import drop_indexes
 from matcher.settings import Settings
+from matcher.store import now
 from matcher.store.operations import Operations
 from tests.support import servers
 
@@ -313,9 +316,24 @@ def test_crawl_inline_records_matches(capsys, ctx) -> None:
         run(capsys, ctx, "sites", "add", base + "index.html", "--name", "sample")
         status, out, _ = run(capsys, ctx, "crawl", "sample", "--inline")
         assert status == 0 and "sample: 18 page(s)" in out
+        assert "; matches: 3 new, 3 on the site in all (3 awaiting review)" in out
         # nothing new since: only the start page (stored: it has text) is fetched again
         status, again, _ = run(capsys, ctx, "crawl", "sample", "--inline", "--incremental")
     assert status == 0 and "sample: 1 page(s) (0 new, 0 changed, 1 unchanged)" in again
+    # a crawl that finds no new copy says how many the site has: "0 new" is not "0 matched"
+    assert "; matches: 0 new, 3 on the site in all (3 awaiting review)" in again
+    # a worker's crawl of the site that stored nothing new, followed by `crawl --wait`
+    lease = {"run_id": "run-1", "token": "0123abcd", "run_started_at": now().isoformat(),
+             "slot": 0, "host": "worker-1", "pid": 1}  # fmt: skip
+    jobs.record_crawler_started(ctx.ops, "sample", lease, "task-1")
+    ended = {f"{jobs.FRONTIER_STATS}ended_run": True}
+    jobs.record_crawler_ended(ctx.ops, "sample", lease, "finished", ended)
+    waited = io.StringIO()
+    assert wait_for_crawl(ctx.ops, "sample", "task-1", poll=0.1, out=waited) == 0
+    assert waited.getvalue().splitlines()[-1] == (
+        "sample: crawl finished: 0 page(s); matches: 0 new, 3 on the site in all "
+        "(3 awaiting review)"
+    )
     _, out, _ = run(capsys, ctx, "matches", "list", "--site", "sample", "--json")
     works = sorted(m["work"] for m in json.loads(out))
     assert works == ["lighthouse.txt", "lighthouse.txt", "tea-history.txt"]
