@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -269,6 +270,32 @@ class TestMatchingAndReports:
         assert status == 0 and "&lt;script&gt;" in page
         assert page.count("<script>") == 1 and f"<script>{SORT_SCRIPT}</script>" in page
         assert "<mark>" in page and "default-src 'none'" in page
+
+    def test_report_as_xlsx_is_the_admins_export(self, capsys, recorded, tmp_path):
+        """The workbook of the admin's XLSX export: the CSV's columns and rows, typed."""
+        from openpyxl import load_workbook
+
+        from admin.report import CSV_FIELDS
+
+        _, out, _ = run(capsys, recorded, "report", "--format", "csv")
+        [expected] = list(csv.DictReader(io.StringIO(out)))
+        target = tmp_path / "report.xlsx"
+        status, _, err = run(capsys, recorded, "report", "--format", "xlsx", "--out", str(target))
+        assert status == 0 and f"1 match(es) written to {target}" in err
+        sheet = load_workbook(target).active
+        header, *rows = [[c.value for c in line] for line in sheet.iter_rows()]
+        assert tuple(header) == CSV_FIELDS and len(rows) == 1
+        got = dict(zip(CSV_FIELDS, rows[0], strict=True))
+        assert {k: str(v) for k, v in got.items()} == expected
+        assert isinstance(got["score"], float) and isinstance(got["passages"], int)
+        piped = io.TextIOWrapper(io.BytesIO())  # standard output redirected to a file
+        with contextlib.redirect_stdout(piped):
+            assert main(["report", "--format", "xlsx"], recorded) == 0
+        again = load_workbook(io.BytesIO(piped.buffer.getvalue())).active
+        assert [[c.value for c in line] for line in again.iter_rows()] == [header, *rows]
+        status, _, err = run(capsys, recorded, "report", "--format", "xlsx", "--status", "new",
+                             "--out", str(tmp_path / "none" / "r.xlsx"))  # fmt: skip
+        assert status != 0 and one_line_error(err)
 
     def test_index_rebuild(self, capsys, recorded):
         drop_indexes(recorded.engine)
