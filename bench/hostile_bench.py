@@ -40,9 +40,15 @@ given up within 10 % of it, while another browser's ``GET /login`` and ``GET /ma
 answered within 1 s), ``webhook-loopback`` and ``webhook-link-local`` (a webhook rule to
 127.0.0.1 or 169.254.169.254: refused with the reason, nothing sent) and the takedown
 template bombs ``bomb-*`` (refused when saved, with the reason; the render child's own peak).
+Then the takedown-notice cases (:mod:`bench.hostile_notices`, the admin of ``fptrack scan
+--serve`` over a site with one confirmed and one unreviewed match): ``notice-placeholders``
+(sent with the template's placeholders left: refused with the reason, 409, nothing
+recorded) and ``notice-unreviewed`` (the confirmed URL only by default; both when the
+unreviewed ones are chosen, a choice recorded).
 Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
 HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
-other browser's two requests), for the bombs ``child_mb``.
+other browser's two requests), for the bombs ``child_mb``, for the notices ``named`` (URLs
+matched, confirmed, named by default and by choice).
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_works
+from bench import hostile_admin, hostile_notices, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -415,6 +421,16 @@ EXTRA: dict[str, Extra] = {
         )
         for name, bomb in hostile_admin.BOMBS.items()
     },
+    "notice-placeholders": Extra(
+        "takedown notice sent (API, send form) with the template's placeholders left",
+        "refused with the reason (409), nothing recorded",
+        lambda args, tmp: hostile_notices.placeholders(tmp),
+    ),
+    "notice-unreviewed": Extra(
+        "takedown notice of a site with 1 confirmed and 1 unreviewed match",
+        "confirmed URL only by default; both by explicit choice, recorded",
+        lambda args, tmp: hostile_notices.unreviewed(tmp),
+    ),
 }
 
 
@@ -441,6 +457,8 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     if "others_s" in runs[0]:
         row["deadline_s"] = args.outbound_deadline
         row["others_s"] = summary([r["others_s"] for r in runs])
+    if "named" in runs[0]:
+        row["named"] = runs[0]["named"]
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)
@@ -469,6 +487,9 @@ def report(result: dict[str, Any]) -> str:
             note = f"others {cell(row['others_s'], '.3f')} s; {note}"
         if "child_mb" in row:
             note = f"child {cell(row['child_mb'], '.0f')} MB; {note}"
+        if "named" in row:
+            named = ", ".join(f"{k} {v}" for k, v in row["named"].items())
+            note = f"URLs: {named}; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]

@@ -44,3 +44,17 @@ def test_a_template_bomb_is_refused_with_its_reason(tmp_path: Path) -> None:
     assert "over 1,000,000 characters" in row["reason"]
     assert row["child_mb"]["max"] > 0
     assert row["tree_rss_mb"]["max"] >= row["scan_rss_mb"]["max"] > 0
+
+
+def test_a_notice_names_the_unreviewed_match_only_when_chosen(tmp_path: Path) -> None:
+    """A notice case: the admin served as ``fptrack scan --serve`` names the confirmed match
+    only, and the unreviewed one too when chosen (``notice-placeholders`` shares its
+    scan, login and review; tests/web and tests/browser test the refusal itself)."""
+    out = tmp_path / "notices.json"
+    case = "notice-unreviewed"
+    hostile_bench.main(["--runs", "1", "--cases", case, "--no-works", "--json", str(out)])
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["all_ok"] and set(data["cases"]) == {case}
+    row = data["cases"][case]
+    assert row["exit"] == [200] and "1 unreviewed left out" in row["reason"]
+    assert row["named"] == {"matched": 2, "confirmed": 1, "default": 1, "chosen": 2}
