@@ -5,7 +5,7 @@ takedown`), by email to the site's contact through the SMTP of the alerts
 ``takedown_sent``. An email that does not go records nothing. Used by the admin, the API
 and ``fptrack takedowns send``.
 
-The selection must be a notice's (:meth:`admin.report.selection.Selection.parse` with
+The selection is taken as a notice's (:meth:`admin.report.selection.Selection.parse` with
 ``notice``): matches a person confirmed, and unreviewed ones only when the operator chose
 them, a choice the notice keeps (``unreviewed_chosen``, and its matches counted by status
 in ``statuses``); each unreviewed match it names says so in its status history. A notice
@@ -16,7 +16,7 @@ name) is refused with the reason, and nothing is recorded.
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
@@ -83,8 +83,7 @@ def send_notice(
     site = str(selection.filters.site or "")
     if not site:
         raise SendError("a notice names one site")
-    if not selection.notice:
-        raise SendError("a notice is sent from a notice's selection")
+    selection = replace(selection, notice=True)  # whatever the caller parsed: a notice's
     fields = ("url", "work_id", "page_id", "status")
     matches = list(find(ops, selection, MAX_NOTICE_ITEMS, fields))
     if not matches:
