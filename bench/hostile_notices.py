@@ -29,27 +29,22 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import signal
-import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from bench.hostile_admin import SERVING, Admin, Browser, _drain, _memory, timed
-from bench.proc_memory import PeakMemory
+from admin.report.takedown import PLACEHOLDERS
+from bench.hostile_admin import Admin, Browser, _memory, served_admin, timed
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKS = ROOT / "samples" / "works"
 CHAPTERS = {"/book/1.html": "tea-history", "/book/2.html": "lighthouse"}
 """The pirate site's chapters and the sample work each copies (two thirds of it)."""
-PLACEHOLDER = "[权利人 / rights holder]"
+PLACEHOLDER = PLACEHOLDERS["rights_holder"]
 FLASH = re.compile(r'<p class="flash (\w+)">(.*?)</p>', re.S)
 MATCH_ROW = re.compile(r'<a href="/matches/([0-9a-f]{24})">([^<]+)</a>')
 
@@ -77,42 +72,16 @@ def pirate_site(folder: Path) -> Path:
     return works
 
 
-@contextmanager
-def scanned_admin(folder: Path) -> Iterator[Admin]:
+def scanned_admin(folder: Path) -> AbstractContextManager[Admin]:
     """``fptrack scan --works W --site-dir S --json J --serve 127.0.0.1:0`` over the pirate
     site of :func:`pirate_site`, its admin served until the block ends (SIGINT)."""
     works = pirate_site(folder)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     argv = [
         sys.executable, "-m", "admin.cli", "scan", "--works", str(works),
         "--site-dir", str(folder / "site"), "--json", str(folder / "scan.json"),
         "--serve", "127.0.0.1:0",
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    try:
-        with PeakMemory(proc.pid) as memory:
-            said: list[str] = []
-            found = None
-            while proc.stderr and not found:
-                line = proc.stderr.readline()
-                if not line:
-                    break
-                said.append(line)
-                found = SERVING.search(line)
-            if not found:
-                raise RuntimeError(f"hostile_bench: the scan's admin did not start: {said}")
-            threading.Thread(target=_drain, args=(proc,), daemon=True).start()
-            yield Admin(found.group(1), found.group(2), proc, memory)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+    return served_admin({}, argv)
 
 
 def api(admin: Admin, token: str, method: str, path: str, body: Any = None) -> tuple[int, Any]:
