@@ -142,7 +142,7 @@ def score_lines(scores: Mapping[str, Any], *, k: float, mu: float) -> list[Score
         if key == "containment_work":
             line = ("Work covered", value, f"{value:.1%} of the work's text is on this page")
         elif key == "containment_segment":
-            line = ("Chapter covered", value, f"{value:.1%} of its best-covered chapter (segment)")
+            line = ("Chapter covered", value, f"{value:.1%} of the work's chapter it covers best")
         elif key == "containment_page":
             line = ("Page covered", value, f"{value:.1%} of the page's text comes from the work")
         elif key == "resemblance":
