@@ -3,10 +3,13 @@
 The crawl task records its run in ``crawls`` with its own id in the run's ``tasks``
 (:meth:`matcher.store.operations.Operations.crawl_of_task`); this polls that record every
 ``--poll`` seconds (:data:`DEFAULT_POLL`, 2 s) and shows the run's pages as the store counts
-them (:meth:`matcher.store.operations.Operations.crawl_progress`: stored, matched, pending), on a
-tqdm line when stderr is a terminal, else one plain line whenever they change; the pages
-fetched come from the run's stats once it ends. It ends with one line and the outcome's exit
-status (:data:`EXIT`): 0 ``finished``, 1 ``failed`` (with its reason), 3 ``interrupted`` or
+them (:meth:`matcher.store.operations.Operations.crawl_progress`: stored, pending) and the
+site's matches (:func:`matches_line`: those first found since the run started, and all the
+site has: a crawl that finds again the copies found before finds nothing new, which is no
+failure), on a tqdm line when stderr is a terminal, else one plain line whenever they change;
+the pages fetched come from the run's stats once it ends. It ends with one line (the pages,
+those not crawled and why, the matches) and the outcome's exit status (:data:`EXIT`): 0
+``finished``, 1 ``failed`` (with its reason), 3 ``interrupted`` or
 ``lost``, 4 when ``--timeout`` seconds passed first (:data:`DEFAULT_TIMEOUT`: 0, no limit),
 the crawl still running or not yet started (no worker took it). Ctrl-C stops the waiting
 only: the crawl goes on.
@@ -19,6 +22,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
+from admin.human import crawl_error
 from matcher.crawl_runs import not_crawled
 
 if TYPE_CHECKING:
@@ -56,7 +60,7 @@ def wait_for_crawl(
             run = ops.crawl_of_task(site, task_id)
             if run is not None:
                 progress = ops.crawl_progress(run)
-                line = _progress_line(run, progress)
+                line = _progress_line(run, progress, matches_line(ops, site, progress["matched"]))
                 if bar.disable:
                     if (line,) != shown:
                         print(f"{site}: {line}", file=out, flush=True)
@@ -74,30 +78,43 @@ def wait_for_crawl(
             time.sleep(poll)
     finally:
         bar.close()
-    return _outcome(site, run, out)
+    return _outcome(ops, site, run, out)
 
 
-def _progress_line(run: dict[str, Any], progress: dict[str, int]) -> str:
+def matches_line(ops: Operations, site: str, new: int) -> str:
+    """The site's matches for people: ``new`` (first found by this run) and all its active
+    ones, with those awaiting review: ``0 new, 9 on the site in all (3 awaiting review)``."""
+    total = ops.matches.count(site=site, active_only=True)
+    waiting = ops.matches.count(site=site, status="new", active_only=True)
+    line = f"{new} new, {total} on the site in all"
+    return line + (f" ({waiting} awaiting review)" if waiting else "")
+
+
+def _progress_line(run: dict[str, Any], progress: dict[str, int], matches: str) -> str:
     stats = run.get("stats") or {}
     fetched = stats.get("downloader/response_count")
-    parts = [f"{progress['stored']} stored", f"{progress['matched']} matched"]
+    parts = [f"{progress['stored']} stored"]
     if progress["pending"]:
         parts.append(f"{progress['pending']} pending")
     if fetched is not None:
         parts.insert(0, f"{fetched} fetched")
-    return f"{run.get('outcome') or 'running'}, " + ", ".join(parts)
+    return f"{run.get('outcome') or 'running'}, " + ", ".join(parts) + f"; matches: {matches}"
 
 
-def _outcome(site: str, run: dict[str, Any] | None, out: TextIO) -> int:
+def _outcome(ops: Operations, site: str, run: dict[str, Any] | None, out: TextIO) -> int:
     """The ended run's one line and exit status."""
     assert run is not None
     outcome = str(run.get("outcome"))
     stats = run.get("stats") or {}
     skipped = not_crawled(stats)
+    progress = ops.crawl_progress(run)
     line = f"{site}: crawl {outcome}: {stats.get('fptrack/pages', 0)} page(s)"
     if skipped:
         line += ", not crawled: " + ", ".join(f"{n} {why}" for why, n in skipped.items())
+    line += f"; matches: {matches_line(ops, site, progress['matched'])}"
+    if progress["pending"]:
+        line += f", {progress['pending']} page(s) still to be matched"
     if run.get("error"):
-        line += f"; {' '.join(str(run['error']).split())}"
+        line += f"; {crawl_error(' '.join(str(run['error']).split()))}"
     print(line, file=out)
     return EXIT.get(outcome, 1)

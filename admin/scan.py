@@ -71,6 +71,9 @@ class ScanResult:
     """Why nothing was crawled, when nothing was: no work could be registered (the
     works' errors say why), so no page could be matched."""
 
+    site_urls: dict[str, str] = field(default_factory=dict)
+    """Per site name (as its matches name it: ``scan1-127.0.0.1-8080``), the URL scanned."""
+
     crawl: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per site URL, where its requests went (:func:`crawl_economy`): ``requests`` made,
     distinct ``pages`` stored, ``aliases_fetched`` (responses that were a stored page under
@@ -301,6 +304,7 @@ def run_scan(
         _until_back(lambda: load_side(engine, "page"), outage_wait, on_wait)
         engine.index_pages = True
     for site, url in zip(sites, site_urls, strict=True):
+        result.site_urls[site.name] = url
         stats = result.crawl_stats.get(site.name, {})
         for problem in crawl_runs.problems(stats):
             result.errors.append(f"site {url} could not be crawled: {problem}")

@@ -177,12 +177,14 @@ class Admin:
 
 
 @contextmanager
-def served_admin(env: dict[str, str]) -> Iterator[Admin]:
+def served_admin(env: dict[str, str], argv: list[str] | None = None) -> Iterator[Admin]:
     """The admin of ``fptrack scan --serve`` in a process of its own, ``FPTRACK_*`` from
-    ``env`` (over the inherited environment, less ``FPTRACK_*``); stopped with SIGINT."""
+    ``env`` (over the inherited environment, less ``FPTRACK_*``); stopped with SIGINT.
+    ``argv``: the command that serves it (default: :data:`ADMIN_SERVER`, over an empty
+    store), whose standard error names the admin's address and password."""
     base_env = {k: v for k, v in os.environ.items() if not k.startswith("FPTRACK_")}
     proc = subprocess.Popen(
-        [sys.executable, "-c", ADMIN_SERVER],
+        argv or [sys.executable, "-c", ADMIN_SERVER],
         cwd=ROOT,
         env={**base_env, **env},
         stdout=subprocess.DEVNULL,
@@ -191,11 +193,16 @@ def served_admin(env: dict[str, str]) -> Iterator[Admin]:
     )
     try:
         with PeakMemory(proc.pid) as memory:
-            line = proc.stderr.readline() if proc.stderr else ""
-            found = SERVING.search(line)
+            said, found = "", None
+            while proc.stderr and not found:  # a scan says what it found first
+                line = proc.stderr.readline()
+                said += line
+                found = SERVING.search(line) if line else None
+                if not line:
+                    break
             if not found:
                 rest = proc.stderr.read() if proc.stderr and proc.poll() is not None else ""
-                raise RuntimeError(f"hostile_bench: the admin did not start: {line}{rest}")
+                raise RuntimeError(f"hostile_bench: the admin did not start: {said}{rest}")
             threading.Thread(target=_drain, args=(proc,), daemon=True).start()
             yield Admin(found.group(1), found.group(2), proc, memory)
     finally:

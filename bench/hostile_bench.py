@@ -56,6 +56,12 @@ The cases of people's work
 removed and registered again on a one-machine deployment: ``confirmed``, the confirmed
 matches before and after each run) and ``empty-work-scan`` (a scan whose only work is empty,
 refused before its crawl: ``fetched``, the pages it fetched).
+The takedown-notice cases (:mod:`bench.hostile_notices`, the admin of ``fptrack scan
+--serve`` over a site with one confirmed and one unreviewed match): ``notice-placeholders``
+(sent with the template's placeholders left: refused with the reason, 409, nothing
+recorded) and ``notice-unreviewed`` (the confirmed URL only by default; both when the
+unreviewed ones are chosen, a choice recorded): ``named`` (URLs matched, confirmed, named by
+default and by choice).
 """
 
 from __future__ import annotations
@@ -76,7 +82,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_outbound, hostile_review, hostile_works
+from bench import hostile_admin, hostile_notices, hostile_outbound, hostile_review, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -463,6 +469,16 @@ EXTRA: dict[str, Extra] = {
         "refused before the crawl: exit 1, the file named, 0 pages fetched",
         hostile_review.empty_work_scan,
     ),
+    "notice-placeholders": Extra(
+        "takedown notice sent (API, send form) with the template's placeholders left",
+        "refused with the reason (409), nothing recorded",
+        lambda args, tmp: hostile_notices.placeholders(tmp),
+    ),
+    "notice-unreviewed": Extra(
+        "takedown notice of a site with 1 confirmed and 1 unreviewed match",
+        "confirmed URL only by default; both by explicit choice, recorded",
+        lambda args, tmp: hostile_notices.unreviewed(tmp),
+    ),
 }
 
 
@@ -489,6 +505,8 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     if "others_s" in runs[0]:
         row["deadline_s"] = args.outbound_deadline
         row["others_s"] = summary([r["others_s"] for r in runs])
+    if "named" in runs[0]:
+        row["named"] = runs[0]["named"]
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)
@@ -532,6 +550,9 @@ def report(result: dict[str, Any]) -> str:
             )
         if "fetched" in row:
             note = f"pages fetched {cell(row['fetched'], '.0f')}; {note}"
+        if "named" in row:
+            named = ", ".join(f"{k} {v}" for k, v in row["named"].items())
+            note = f"URLs: {named}; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]

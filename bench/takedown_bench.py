@@ -5,7 +5,8 @@ ChangingSite`, each on a loopback address of its own: 127.0.0.2, 127.0.0.3 ...) 
 ``--pages`` (60) chapters copying ``--works`` (20) registered works (texts of the corpus,
 or synthetic ones with ``--quick``). Each site is told a policy, the truth: what share of
 its pages it takes down and after how many days (404, 410, or the text replaced by another
-one), and how many of those it puts back later. Every site gets a notice (marked sent,
+one), and how many of those it puts back later. Every match is confirmed (a notice names
+only those) and every site gets a notice (marked sent,
 :func:`admin.report.takedown_send.send_notice`); then time runs on: before each recheck time
 (the notices' 1, 3, 7 and 14 days) the sites apply their policy, and the due rechecks run
 for real (:func:`matcher.takedowns.recheck_due`: each URL fetched over HTTP, the works
@@ -37,6 +38,7 @@ from typing import Any
 
 from admin.context import Context
 from admin.report.selection import Selection
+from admin.report.takedown import DETAILS_STATE_KEY
 from admin.report.takedown_send import send_notice
 from admin.scan import scan_engine, scan_settings
 from bench.takedown_site import ChangingSite, chapter_html
@@ -166,6 +168,15 @@ def apply(run: SiteRun, day: float, originals: dict[str, bytes]) -> None:
             run.site.pages[path].status = 404 if truth.how == "404" else 410
 
 
+def review(ctx: Context) -> None:
+    """What a rights holder does before sending notices: the rights holder and contact the
+    notices name set, every match confirmed by a reviewer (a notice names only those)."""
+    details = {"rights_holder": "星河出版社", "contact": "legal@rights.example"}
+    ctx.ops.set_state(DETAILS_STATE_KEY, details)
+    for match_id in ctx.ops.match_ids(limit=None, status="new"):
+        ctx.ops.set_status(match_id, "confirmed", "copy", "bench")
+
+
 def one_run(args: argparse.Namespace, texts: Sequence[str]) -> dict[str, Any]:
     settings = scan_settings(None)
     ctx = Context(settings=settings, engine=scan_engine(settings, None))
@@ -173,6 +184,7 @@ def one_run(args: argparse.Namespace, texts: Sequence[str]) -> dict[str, Any]:
     try:
         originals = {(r.name, p): page.body for r in runs for p, page in r.site.pages.items()}
         sent_at = datetime.now().astimezone()
+        review(ctx)
         for run in runs:
             send_notice(
                 ctx.ops, settings, Selection.parse({}, site=run.name), email=False, by="bench",

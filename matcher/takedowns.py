@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import logging
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
@@ -63,9 +63,13 @@ def open_cases(
     to: str,
     provider: str,
     days: Iterable[float],
+    statuses: Mapping[str, int] | None = None,
+    unreviewed_chosen: bool = False,
 ) -> tuple[Any, int]:
     """Keep a notice naming the URLs of ``matches`` (match records) and open their cases;
-    ``(the notice's id, how many URLs)``."""
+    ``(the notice's id, how many URLs)``. ``statuses`` (the matches named, by review status)
+    and ``unreviewed_chosen`` (the operator chose to name unreviewed matches) are kept with
+    the notice."""
     by_url: dict[str, dict[str, Any]] = {}
     for m in matches:
         case = by_url.setdefault(
@@ -80,7 +84,7 @@ def open_cases(
         case["content_hash"] = str(page.get("content_hash", ""))
     notice = store.takedowns.record_notice(
         site, list(by_url.values()), sent_at=sent_at, via=via, to=to, provider=provider,
-        due=due_times(sent_at, days),
+        due=due_times(sent_at, days), statuses=statuses, unreviewed_chosen=unreviewed_chosen,
     )  # fmt: skip
     return notice, len(by_url)
 

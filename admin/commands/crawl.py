@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--wait",
         action="store_true",
-        help="follow the enqueued crawl (pages stored, matched) and exit with its outcome: "
+        help="follow the enqueued crawl (pages stored; matches new since it started and all "
+        "the site has) and exit with its outcome: "
         "0 finished, 1 failed (with its reason), 3 interrupted, 4 --timeout passed "
         "(default: exit once enqueued)",
     )
@@ -88,9 +89,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         args.parser.error("--wait follows an enqueued crawl: not with --here or --inline")
     from tqdm import tqdm
 
+    from admin.crawl_wait import matches_line
+    from admin.human import crawl_error
     from crawler.run import crawl_in_process, crawl_problem
     from matcher import jobs
     from matcher.ingest import Ingest
+    from matcher.store import now
 
     engine = ctx.engine
     authorised = ctx.ops.authorised_sites()
@@ -110,6 +114,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         jobs.record_crawler_started(ctx.ops, site.name, leases[0])
 
     frontiers = _shared_frontier(ctx) if args.here else None
+    began = now()
     try:
         stats = crawl_in_process(
             [site],
@@ -133,16 +138,20 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         outcome = "failed" if error else "finished"
         jobs.record_crawler_ended(ctx.ops, site.name, leases[0], outcome, s, error)
     if error:
-        raise CommandError(f"site {site.name}: {error}")
+        raise CommandError(f"site {site.name}: {crawl_error(error)}")
     counts = ""
     if args.incremental:
         inc = "fptrack/incremental/"
         counts = ", ".join(f"{s.get(inc + k, 0)} {k}" for k in ("new", "changed", "unchanged"))
         counts = f" ({counts})"
+    matches = ""
+    if args.inline:  # matched here: the site's matches are known now
+        new = ctx.ops.matches.count(site=site.name, since=began, active_only=True)
+        matches = f"; matches: {matches_line(ctx.ops, site.name, new)}"
     print(
         f"{site.name}: {s.get('fptrack/pages', 0)} page(s){counts}, "
         f"{s.get('response_received_count', 0)} response(s), "
-        f"{sum(v for k, v in s.items() if k.startswith('fptrack/errors/'))} error(s)"
+        f"{sum(v for k, v in s.items() if k.startswith('fptrack/errors/'))} error(s){matches}"
     )
     return 0
 

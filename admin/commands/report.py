@@ -1,4 +1,5 @@
-"""``fptrack report``: the recorded matches as CSV, JSON or HTML."""
+"""``fptrack report``: the recorded matches as CSV, XLSX, JSON or HTML (the CSV and XLSX of
+the admin's exports: :func:`admin.report.to_csv`, :func:`admin.report.to_xlsx`)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from admin.commands.common import leaf, match_filter_options, match_filters
+from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
@@ -18,21 +20,36 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     leaf(
         parser,
         run,
-        "Export the recorded matches that the filters select. CSV cells are made inert for "
-        "spreadsheets; the HTML report is escaped and runs no script from the data.",
+        "Export the recorded matches that the filters select, with the columns of the "
+        "admin's exports. CSV cells are made inert for spreadsheets and XLSX text cells are "
+        "never formulas; the HTML report is escaped and runs no script from the data.",
     )
     match_filter_options(parser, until=True)
     parser.add_argument(
-        "--format", choices=("csv", "json", "html"), default="csv", help="(default: csv)"
+        "--format",
+        choices=("csv", "xlsx", "json", "html"),
+        default="csv",
+        help="(default: csv; xlsx is binary: give --out, or redirect standard output)",
     )
     parser.add_argument("--out", help="write to this file (default: standard output)")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report import html_report as report_html
-    from admin.report import row, to_csv
+    from admin.report import row, to_csv, to_xlsx
 
+    if args.format == "xlsx" and not args.out and sys.stdout.isatty():
+        raise CommandError("an XLSX workbook is binary: give --out FILE.xlsx", 2)
     matches = list(ctx.ops.iter_matches(**match_filters(args, ctx)))
+    if args.format == "xlsx":
+        workbook = to_xlsx(matches)
+        if args.out:
+            Path(args.out).write_bytes(workbook)
+            print(f"{len(matches)} match(es) written to {args.out}", file=sys.stderr)
+        else:
+            sys.stdout.buffer.write(workbook)
+            sys.stdout.flush()
+        return 0
     if args.format == "csv":
         output = to_csv(matches)
     elif args.format == "json":

@@ -306,8 +306,9 @@ def write_warc(engine: Engine, archive: Any, path: Path) -> None:
 
 
 def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[str, Path]) -> None:
-    """The scan's HTML report (:mod:`admin.report.html_report`); pages of ``--site-dir`` folders are
-    named by their file, since the scan's server for them is gone once it ends."""
+    """The scan's HTML report (:mod:`admin.report.html_report`): each site named by the URL
+    scanned; pages (and sites) of ``--site-dir`` folders by their file (folder), since the
+    scan's server for them is gone once it ends."""
     from admin.report import html_report as report_html
     from matcher.store.operations import Operations
 
@@ -321,6 +322,7 @@ def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[s
         title="fptrack scan",
         counts=report_html.Counts(works=result.works, pages=result.pages),
         page_label=report_html.served_folders(folders),
+        site_urls=result.site_urls,
     )
     path.write_text(page, encoding="utf-8")
 

@@ -27,13 +27,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "send",
         run_send,
         "send a site's notice (or mark it sent) and schedule its rechecks",
-        "Send the takedown notice of a site's selected matches (default: new, confirmed and "
-        "takedown_sent) by email to the site's contact (--email; FPTRACK_SMTP_URL), or mark "
-        "it sent by other means (default). Its matches become takedown_sent and every URL it "
-        "names is rechecked.",
+        "Send the takedown notice of a site's matches that a person confirmed (confirmed "
+        "and takedown_sent; unreviewed new ones only with --include-unreviewed, a choice "
+        "the notice keeps) by email to the site's contact (--email; FPTRACK_SMTP_URL), or "
+        "mark it sent by other means (default). Refused while the notice still has the "
+        "template's placeholders (set the rights holder and contact in the admin's takedown "
+        "template). Its matches become takedown_sent and every URL it names is rechecked.",
     )
     p.add_argument("site", metavar="SITE", help="the site, by name")
     p.add_argument("--since", help="matches first seen since (YYYY-MM-DD; default: all)")
+    p.add_argument(
+        "--include-unreviewed",
+        action="store_true",
+        help="name the unreviewed (new) matches too, without review; the notice records "
+        "this choice (default: confirmed matches only)",
+    )
     p.add_argument(
         "--email",
         action="store_true",
@@ -76,17 +84,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_send(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.filters import FilterError
     from admin.report.selection import Selection
     from admin.report.takedown_send import NoticeError, SendError, send_notice
     from matcher.store import now
 
-    selection = Selection.parse({"since": args.since or ""}, site=args.site)
+    chosen = {"since": args.since or "", "unreviewed": "1" if args.include_unreviewed else ""}
+    try:
+        selection = Selection.parse(chosen, site=args.site, notice=True)
+    except FilterError as exc:
+        raise CommandError(str(exc), 2) from None
     try:
         sent = send_notice(ctx.ops, ctx.settings, selection, email=args.email, by="cli", at=now())
     except (SendError, NoticeError) as exc:
         raise CommandError(str(exc)) from None
-    how = f"emailed to {sent.to}" if sent.via == "email" else "marked sent"
-    print(f"notice {sent.notice_id} to {sent.site} ({sent.provider}) {how}: {sent.urls} URL(s)")
+    print(f"notice {sent.notice_id} {sent.line()}")
     return 0
 
 

@@ -2,7 +2,9 @@
 
 One self-contained file. It opens with a summary: the counts, the matches grouped by site and
 by work, and a table of every match (site, page, work, score, containment) that sorts by any
-column (a match's number opens it below). Each match follows, collapsible, with its facts
+column (a match's number opens it below). A site is named by the URL it was crawled from
+when the report is given it (``fptrack scan``: the ``--site`` URL, or the ``--site-dir``
+folder), else by its name. Each match follows, collapsible, with its facts
 and its passages side by side: the work's passage and the page's copy on one row, both laid
 out the same way (one paragraph per line of text, blank lines and indentation dropped), with
 some context around.
@@ -43,6 +45,8 @@ SPACE = re.compile(r"\s+")
 
 PageLabel = Callable[[str], tuple[str, str | None]]
 """A page URL -> (text shown, link or ``None``)."""
+SiteCell = Callable[[str], str]
+"""A site's name -> its cell's HTML."""
 
 SORT_SCRIPT = """
 document.querySelectorAll("table.sortable").forEach(function (table) {
@@ -204,7 +208,7 @@ def _page_cell(url: str, label: PageLabel) -> str:
     )
 
 
-def _groups(matches: list[Mapping[str, Any]]) -> str:
+def _groups(matches: list[Mapping[str, Any]], site_cell: SiteCell) -> str:
     sites: dict[str, dict[str, set[str] | int]] = {}
     works: dict[str, dict[str, Any]] = {}
     for m in matches:
@@ -220,7 +224,7 @@ def _groups(matches: list[Mapping[str, Any]]) -> str:
         work["best"] = max(work["best"], _score(m, "score"))
     esc = html.escape
     by_site = "".join(
-        f"<tr><td>{esc(name or '-')}</td><td class='n'>{g['matches']}</td>"
+        f"<tr><td>{site_cell(name) if name else '-'}</td><td class='n'>{g['matches']}</td>"
         f"<td class='n'>{len(g['pages'])}</td><td class='n'>{len(g['works'])}</td></tr>"
         for name, g in sorted(sites.items(), key=lambda kv: (-kv[1]["matches"], kv[0]))
     )
@@ -240,14 +244,14 @@ def _groups(matches: list[Mapping[str, Any]]) -> str:
     )
 
 
-def _match_table(matches: list[Mapping[str, Any]], label: PageLabel) -> str:
+def _match_table(matches: list[Mapping[str, Any]], label: PageLabel, site_cell: SiteCell) -> str:
     esc = html.escape
     rows = []
     for i, m in enumerate(matches, 1):
         score, contained = _score(m, "score"), _score(m, "containment_work")
         rows.append(
             f"<tr><td class='n' data-value='{i}'><a href='#m{i}'>{i}</a></td>"
-            f"<td>{esc(m.get('site', ''))}</td><td>{_page_cell(m.get('url', ''), label)}</td>"
+            f"<td>{site_cell(m.get('site', ''))}</td><td>{_page_cell(m.get('url', ''), label)}</td>"
             f"<td>{esc(m.get('work_title', ''))}</td>"
             f"<td class='n' data-value='{score}'>{score:.3f}</td>"
             f"<td class='n' data-value='{contained}'>{contained:.3f}</td></tr>"
@@ -275,10 +279,11 @@ def _match(
     texts: Callable[[Mapping[str, Any]], tuple[str, str]],
     label: PageLabel,
     opened: bool,
+    site_cell: SiteCell,
 ) -> str:
     esc = html.escape
     facts = (
-        ("site", esc(m.get("site", ""))),
+        ("site", site_cell(m.get("site", ""))),
         ("page", _page_cell(m.get("url", ""), label)),
         ("work", f"{esc(m.get('work_title', ''))} ({esc(m.get('work_source', ''))})"),
         ("score", f"{_score(m, 'score'):.3f}"),
@@ -332,9 +337,17 @@ def render(
     counts: Counts = Counts(),
     page_label: PageLabel = link_label,
     made_at: datetime | None = None,
+    site_urls: Mapping[str, str] | None = None,
 ) -> str:
     """The report; ``texts(match)`` gives ``(work text, page text)``. Matches are shown by
-    site, then page, then work."""
+    site, then page, then work. ``site_urls`` (site name -> the URL it was crawled from)
+    names each such site by its URL, shown as ``page_label`` shows a page."""
+    urls = dict(site_urls or {})
+
+    def site_cell(name: str) -> str:
+        url = urls.get(name)
+        return _page_cell(url, page_label) if url else html.escape(name)
+
     found = sorted(
         matches, key=lambda m: (m.get("site", ""), m.get("url", ""), m.get("work_title", ""))
     )
@@ -364,10 +377,10 @@ def render(
         f"{len(found)} match(es).</p>",
         "<section id='summary'><h2>Summary</h2>",
         f"<table id='counts'>{totals_rows}</table>",
-        _groups(found),
-        _match_table(found, page_label),
+        _groups(found, site_cell),
+        _match_table(found, page_label, site_cell),
         "</section><section id='matches'><h2>Matches</h2>",
-        *(_match(i, m, texts, page_label, opened) for i, m in enumerate(found, 1)),
+        *(_match(i, m, texts, page_label, opened, site_cell) for i, m in enumerate(found, 1)),
         f"</section><script>{SORT_SCRIPT}</script></body></html>",
     ]
     return "\n".join(parts)

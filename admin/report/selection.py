@@ -7,6 +7,13 @@ infringing statuses :data:`INFRINGING_STATUSES` (``new``, ``confirmed``, ``taked
 every status but ``false_positive`` and ``authorised``, as the dashboard's tallies count
 them), or ``all`` (:data:`EVERY_STATUS`), meaning any status. Only active matches are
 reported. Used by the admin's reports pages and the API's report routes alike.
+
+A takedown notice's selection (``notice``) names only matches a person confirmed:
+:data:`NOTICE_STATUSES` (``confirmed``, and ``takedown_sent``: named by a notice sent
+before), within the statuses the filters select. Unreviewed (``new``) matches are named only
+by an explicit choice, the ``unreviewed`` argument (``1`` or ``true``), which the notice
+records when it is sent (:mod:`admin.report.takedown_send`); ``false_positive`` and
+``authorised`` matches are never named.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
-from admin.filters import MatchFilters
+from admin.filters import FilterError, MatchFilters
 from matcher.errors import MatcherError
 from matcher.store import STATUSES
 from matcher.store.operations import Operations
@@ -26,6 +33,12 @@ from matcher.store.tallies import NOT_INFRINGING
 INFRINGING_STATUSES = tuple(s for s in STATUSES if s not in NOT_INFRINGING)
 """The statuses a report selects by default: ``new``, ``confirmed``, ``takedown_sent``."""
 EVERY_STATUS = "all"
+NOTICE_STATUSES = ("confirmed", "takedown_sent")
+"""The statuses a takedown notice names by default: what a person confirmed."""
+UNREVIEWED = "new"
+"""The status a notice names only when the operator chooses to (``unreviewed``)."""
+TRUE_WORDS = frozenset({"1", "true", "yes", "on"})
+FALSE_WORDS = frozenset({"", "0", "false", "no", "off"})
 MAX_SUMMARY_MATCHES = 100_000
 MAX_EXPORT_ROWS = 100_000
 
@@ -36,15 +49,22 @@ class SelectionTooLarge(MatcherError, ValueError):
 
 @dataclass(frozen=True)
 class Selection:
-    """The matches a report covers: the match list's filters and the status choice."""
+    """The matches a report covers: the match list's filters and the status choice; for a
+    takedown notice (``notice``), only what a person confirmed, and the unreviewed matches
+    too when ``unreviewed`` was chosen (see the module docstring)."""
 
     filters: MatchFilters
     every_status: bool = False
+    notice: bool = False
+    unreviewed: bool = False
 
     @classmethod
-    def parse(cls, args: Mapping[str, Any], site: str | None = None) -> Selection:
-        """From request arguments; ``site`` (a path part) replaces the ``site`` argument.
-        A bad value is a :class:`admin.filters.FilterError`."""
+    def parse(
+        cls, args: Mapping[str, Any], site: str | None = None, *, notice: bool = False
+    ) -> Selection:
+        """From request arguments; ``site`` (a path part) replaces the ``site`` argument;
+        ``notice``: a takedown notice's selection, which reads ``unreviewed`` too. A bad
+        value is a :class:`admin.filters.FilterError`."""
         values = {k: v for k, v in args.items() if k in MatchFilters.__dataclass_fields__}
         status = values.get("status", "")
         every = isinstance(status, str) and status.strip() == EVERY_STATUS
@@ -53,13 +73,24 @@ class Selection:
         filters = MatchFilters.parse(values)
         if site is not None:
             filters = MatchFilters.parse({**filters.args(), "site": site})
-        return cls(filters, every)
+        unreviewed = notice and _flag(args.get("unreviewed", ""), "unreviewed")
+        return cls(filters, every, notice, unreviewed)
 
     @property
-    def statuses(self) -> tuple[str, ...]:
+    def chosen(self) -> tuple[str, ...]:
+        """The statuses the filters select (before a notice's own restriction)."""
         if self.filters.status is not None:
             return (self.filters.status,)
         return STATUSES if self.every_status else INFRINGING_STATUSES
+
+    @property
+    def statuses(self) -> tuple[str, ...]:
+        """The statuses selected: for a notice, those of :data:`NOTICE_STATUSES` (and
+        :data:`UNREVIEWED` when chosen) among the filters' choice."""
+        if not self.notice:
+            return self.chosen
+        named = (*NOTICE_STATUSES, UNREVIEWED) if self.unreviewed else NOTICE_STATUSES
+        return tuple(s for s in self.chosen if s in named)
 
     @property
     def status_arg(self) -> str:
@@ -68,8 +99,8 @@ class Selection:
     def criteria(self) -> dict[str, Any]:
         """The selection as arguments of the store's match queries."""
         criteria = self.filters.criteria()
-        if self.filters.status is None and not self.every_status:
-            criteria["statuses"] = list(INFRINGING_STATUSES)
+        if self.notice or (self.filters.status is None and not self.every_status):
+            criteria.update(status=None, statuses=list(self.statuses))
         return criteria
 
     def args(self, **changes: str | None) -> dict[str, str]:
@@ -77,6 +108,8 @@ class Selection:
         out = self.filters.args()
         if self.every_status:
             out["status"] = EVERY_STATUS
+        if self.unreviewed:
+            out["unreviewed"] = "1"
         out.update(changes)
         return {k: v for k, v in out.items() if v is not None}
 
@@ -92,6 +125,25 @@ class Selection:
         """A file name part (ASCII: site names and dates are)."""
         parts = [self.filters.site, self.filters.since, self.filters.until]
         return "-".join(p for p in parts if p) or "all"
+
+
+def _flag(value: Any, name: str) -> bool:
+    """A yes/no request argument (``1``, ``true``, ``yes``, ``on``; ``0``, ``false``...)."""
+    word = value.strip().lower() if isinstance(value, str) else None
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise FilterError(f"{name} must be 1 or 0 (true or false), got {value!r}")
+
+
+def left_out(ops: Operations, selection: Selection) -> int:
+    """How many unreviewed matches a notice's selection leaves out (those it would name
+    if ``unreviewed`` were chosen); 0 for any other selection."""
+    if not selection.notice or selection.unreviewed or UNREVIEWED not in selection.chosen:
+        return 0
+    criteria = {**selection.filters.criteria(), "status": UNREVIEWED}
+    return ops.matches.count(active_only=True, **criteria)
 
 
 def find(

@@ -1,6 +1,12 @@
 """Takedown notices: one per site, listing its newest :data:`MAX_NOTICE_ITEMS` (1,000)
 selected matches by URL (URL, work, first :data:`EXCERPT_CHARS` (200) characters of the first
-evidence passage, first-seen date), from an editable template.
+evidence passage, first-seen date), from an editable template. A notice names only matches
+a person confirmed, unless the operator chose to name the unreviewed ones too (a notice's
+:class:`~admin.report.selection.Selection`).
+
+A notice whose text still holds a placeholder of :data:`PLACEHOLDERS` (the rights holder or
+the contact not set) is not ready (:func:`not_ready`): it is shown, but neither sent, marked
+sent nor exported (the text download and the evidence bundle) until an admin sets them.
 
 The template (at most :data:`MAX_TEMPLATE_CHARS`, 20,000 characters), the rights holder and
 the contact (at most :data:`MAX_DETAIL_CHARS`, 500 characters each) are kept in the
@@ -31,7 +37,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from admin.report.notice_sandbox import NoticeError
-from admin.report.selection import Selection, find
+from admin.report.selection import UNREVIEWED, Selection, find
 from matcher.pages import fetched_url
 from matcher.store.operations import Operations
 
@@ -130,7 +136,7 @@ def notice_items(ops: Operations, selection: Selection) -> tuple[list[dict[str, 
     """The notice's lines (newest :data:`MAX_NOTICE_ITEMS`, by URL) and whether more exist.
     A download stored in parts is named once per work, by the URL the site links
     (:func:`matcher.pages.fetched_url`)."""
-    fields = ("url", "work_id", "work_title", "work_source", "first_seen", "evidence")
+    fields = ("url", "work_id", "work_title", "work_source", "first_seen", "evidence", "status")
     rows = list(find(ops, selection, MAX_NOTICE_ITEMS + 1, fields))
     items = []
     named: set[tuple[str, str]] = set()
@@ -151,6 +157,7 @@ def notice_items(ops: Operations, selection: Selection) -> tuple[list[dict[str, 
                 "work_source": str(match.get("work_source", "")),
                 "excerpt": " ".join(text.split()),
                 "first_seen": seen.strftime("%Y-%m-%d") if isinstance(seen, datetime) else "",
+                "status": str(match.get("status", "")),
             }
         )
     items.sort(key=lambda i: (i["url"], i["work"]))
@@ -166,7 +173,7 @@ def notice_context(
 ) -> dict[str, Any]:
     """The template's variables: ``site``, ``date``, ``rights_holder``, ``contact``,
     ``period``, ``count``, ``works`` (titles) and ``items`` (``url``, ``work``,
-    ``work_source``, ``excerpt``, ``first_seen``)."""
+    ``work_source``, ``excerpt``, ``first_seen``, ``status``)."""
     return {
         "site": site,
         "date": (today or _today()).isoformat(),
@@ -186,6 +193,7 @@ SAMPLE_ITEMS = [
         "work_source": "sample.txt",
         "excerpt": "示例摘录 <sample excerpt>",
         "first_seen": "2024-01-31",
+        "status": "confirmed",
     },
     {
         "url": "http://pirate.example/book/2.html",
@@ -193,6 +201,7 @@ SAMPLE_ITEMS = [
         "work_source": "sample.txt",
         "excerpt": "另一段摘录 & more",
         "first_seen": "2024-02-01",
+        "status": "takedown_sent",
     },
 ]
 
@@ -204,11 +213,14 @@ def sample_context(details: dict[str, str]) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Notice:
-    """A rendered notice, how many matches it lists, and whether more were left out."""
+    """A rendered notice, how many matches it lists, whether more were left out, the
+    placeholders still in its text, and how many of its lines are unreviewed matches."""
 
     text: str
     count: int
     more: bool
+    placeholders: tuple[str, ...] = ()
+    unreviewed: int = 0
 
 
 def notice(ops: Operations, selection: Selection, *, html: bool) -> Notice:
@@ -218,7 +230,27 @@ def notice(ops: Operations, selection: Selection, *, html: bool) -> Notice:
     context = notice_context(
         str(selection.filters.site), items, notice_details(ops), selection.period()
     )
-    return Notice(render_notice(notice_template(ops), context, html=html), len(items), more)
+    text = render_notice(notice_template(ops), context, html=html)
+    unreviewed = sum(1 for i in items if i.get("status") == UNREVIEWED)
+    return Notice(text, len(items), more, placeholders_in(text), unreviewed)
+
+
+def placeholders_in(text: str) -> tuple[str, ...]:
+    """The placeholders of :data:`PLACEHOLDERS` that ``text`` still holds (in any case)."""
+    folded = text.casefold()
+    return tuple(p for p in PLACEHOLDERS.values() if p.casefold() in folded)
+
+
+def not_ready(done: Notice) -> str | None:
+    """Why ``done`` may not be sent, marked sent or exported yet, else ``None``."""
+    if not done.count:
+        return "it names no match: nothing to notify"
+    if done.placeholders:
+        return (
+            f"the notice still has the placeholder(s) {', '.join(done.placeholders)}: an admin "
+            "sets the rights holder and the contact on the takedown template page first"
+        )
+    return None
 
 
 def unusable(exc: NoticeError) -> str:

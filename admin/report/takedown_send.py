@@ -4,18 +4,26 @@ takedown`), by email to the site's contact through the SMTP of the alerts
 (:func:`matcher.takedowns.open_cases`): rechecks scheduled, the matches marked
 ``takedown_sent``. An email that does not go records nothing. Used by the admin, the API
 and ``fptrack takedowns send``.
+
+The selection is taken as a notice's (:meth:`admin.report.selection.Selection.parse` with
+``notice``): matches a person confirmed, and unreviewed ones only when the operator chose
+them, a choice the notice keeps (``unreviewed_chosen``, and its matches counted by status
+in ``statuses``); each unreviewed match it names says so in its status history. A notice
+that is not ready (:func:`admin.report.takedown.not_ready`: placeholders left, nothing to
+name) is refused with the reason, and nothing is recorded.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from datetime import datetime
 from email.message import EmailMessage
 from email.utils import formatdate, make_msgid
 from typing import Any
 
-from admin.report.selection import Selection, find
-from admin.report.takedown import MAX_NOTICE_ITEMS, NoticeError, notice
+from admin.report.selection import UNREVIEWED, Selection, find, left_out
+from admin.report.takedown import MAX_NOTICE_ITEMS, NoticeError, not_ready, notice
 from matcher import notify, providers, takedowns
 from matcher.settings import Settings
 from matcher.store.operations import Operations
@@ -25,17 +33,30 @@ SENT_STATUSES = ("new", "confirmed")
 
 
 class SendError(Exception):
-    """A notice that was not sent (nothing to send, no contact, the email refused)."""
+    """A notice that was not sent (nothing to send, placeholders left, no contact, the
+    email refused)."""
 
 
 @dataclass(frozen=True)
 class Sent:
+    """A notice sent: its id, site, URLs named, how and to whom, the site's provider, and
+    how many unreviewed matches it named (by the operator's choice)."""
+
     notice_id: Any
     site: str
     urls: int
     via: str
     to: str
     provider: str
+    unreviewed: int = 0
+
+    def line(self) -> str:
+        """What the operator is told, after "notice N" or alone."""
+        how = f"emailed to {self.to}" if self.via == "email" else "marked sent"
+        named = f"{self.urls} URL(s)"
+        if self.unreviewed:
+            named += f", {self.unreviewed} unreviewed match(es) named by choice"
+        return f"to {self.site} ({self.provider}) {how}: {named}"
 
 
 def site_provider(ops: Operations, site: str, url: str) -> str:
@@ -62,23 +83,44 @@ def send_notice(
     site = str(selection.filters.site or "")
     if not site:
         raise SendError("a notice names one site")
+    selection = replace(selection, notice=True)  # whatever the caller parsed: a notice's
     fields = ("url", "work_id", "page_id", "status")
     matches = list(find(ops, selection, MAX_NOTICE_ITEMS, fields))
     if not matches:
-        raise SendError(f"no selected match on {site}: nothing to notify")
+        raise SendError(f"{_nothing(ops, selection, site)}: nothing to notify")
     done = notice(ops, selection, html=False)
+    why = not_ready(done)
+    if why:
+        raise SendError(f"not ready: {why}")
     to = ""
     if email:
         to = _email(ops, settings, site, done.text)
     provider = site_provider(ops, site, str(matches[0]["url"]))
+    statuses = Counter(str(m.get("status")) for m in matches)
     notice_id, urls = takedowns.open_cases(
         ops.store, site, matches, sent_at=at, via="email" if email else "marked", to=to,
-        provider=provider, days=settings.takedown_days,
+        provider=provider, days=settings.takedown_days, statuses=dict(statuses),
+        unreviewed_chosen=selection.unreviewed,
     )  # fmt: skip
     for m in matches:
         if m.get("status") in SENT_STATUSES:
-            ops.set_status(str(m["_id"]), "takedown_sent", f"notice {notice_id}", by)
-    return Sent(notice_id, site, urls, "email" if email else "marked", to, provider)
+            note = f"notice {notice_id}"
+            if m.get("status") == UNREVIEWED:
+                note += " (named unreviewed, by choice)"
+            ops.set_status(str(m["_id"]), "takedown_sent", note, by)
+    via = "email" if email else "marked"
+    return Sent(notice_id, site, urls, via, to, provider, statuses[UNREVIEWED])
+
+
+def _nothing(ops: Operations, selection: Selection, site: str) -> str:
+    """Why a notice's selection names no match: none confirmed, unreviewed ones left out."""
+    waiting = left_out(ops, selection)
+    if waiting:
+        return (
+            f"no confirmed match on {site}; {waiting} unreviewed match(es) are left out: "
+            "review them, or choose to name them unreviewed"
+        )
+    return f"no selected match on {site}"
 
 
 def _email(ops: Operations, settings: Settings, site: str, text: str) -> str:

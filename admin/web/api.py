@@ -27,8 +27,8 @@ from flask import Blueprint, Response, abort, g, jsonify, request
 from admin.fetch import FetchError, fetch_url
 from admin.filters import FilterError, MatchFilters, cursor_of, parse_cursor
 from admin.registration import register_text, register_uploads, remove_site, save_site
-from admin.report.selection import Selection, summarise
-from admin.report.takedown import NoticeError, notice, unusable
+from admin.report.selection import Selection, left_out, summarise
+from admin.report.takedown import NoticeError, not_ready, notice, unusable
 from admin.report.takedown_send import SendError, send_notice
 from admin.web import deps
 from admin.web.api_spec import MAX_NOTE_CHARS, MAX_TITLE_CHARS, Operation, document
@@ -512,15 +512,31 @@ def report_summary() -> Any:
     )
 
 
+NOTICE_FILTERS = (
+    SITE_NAME,
+    *REPORT_FILTERS[1:],
+    _query("unreviewed", {"type": "boolean"},
+           "name the unreviewed (new) matches too, without review: a choice the notice "
+           "records (default: false, the matches a person confirmed only)"),
+)  # fmt: skip
+
+
 @route("GET", "/reports/takedown/{name}", "viewer",
-       "The takedown notice of a site's selected matches, as text",
-       params=(SITE_NAME, *REPORT_FILTERS[1:]), responses=_ok("Notice"))  # fmt: skip
+       "The takedown notice of a site's selected matches, as text, and whether it may be "
+       "sent (not while the template's placeholders remain)",
+       params=NOTICE_FILTERS, responses=_ok("Notice"))  # fmt: skip
 def takedown_notice(name: str) -> Any:
+    selection = Selection.parse(request.args, site=name, notice=True)
     try:
-        done = notice(deps.ops(), Selection.parse(request.args, site=name), html=False)
+        done = notice(deps.ops(), selection, html=False)
     except NoticeError as exc:
         abort(500, unusable(exc))
-    return jsonify(site=name, notice=done.text, matches=done.count, more=done.more)
+    why = not_ready(done)
+    return jsonify(
+        site=name, notice=done.text, matches=done.count, more=done.more, ready=why is None,
+        not_ready=why, placeholders=list(done.placeholders), unreviewed=selection.unreviewed,
+        unreviewed_named=done.unreviewed, unreviewed_left_out=left_out(deps.ops(), selection),
+    )  # fmt: skip
 
 
 DAYS = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 3650}
@@ -542,7 +558,8 @@ def takedown_figures() -> Any:
 
 @route("POST", "/takedowns/{name}", "reviewer",
        "Send a site's takedown notice (email: true, to its contact) or mark it sent, and "
-       "recheck every URL it names", params=(SITE_NAME, *REPORT_FILTERS[1:]),
+       "recheck every URL it names; a 409 with the reason when it cannot be (placeholders "
+       "left, nothing to name)", params=NOTICE_FILTERS,
        body={"application/json": "SendNotice"}, responses=_ok("Sent", "201"))  # fmt: skip
 def send_takedown(name: str) -> Any:
     body = _json_object()
@@ -551,7 +568,7 @@ def send_takedown(name: str) -> Any:
         abort(400, "email must be true or false")
     try:
         sent = send_notice(
-            deps.ops(), deps.ctx().settings, Selection.parse(request.args, site=name),
+            deps.ops(), deps.ctx().settings, Selection.parse(request.args, site=name, notice=True),
             email=email, by=g.user.username, at=now(),
         )  # fmt: skip
     except SendError as exc:
@@ -560,7 +577,7 @@ def send_takedown(name: str) -> Any:
         abort(500, unusable(exc))
     response = jsonify(
         notice_id=str(sent.notice_id), site=sent.site, urls=sent.urls, via=sent.via, to=sent.to,
-        provider=sent.provider,
+        provider=sent.provider, unreviewed_named=sent.unreviewed,
     )  # fmt: skip
     response.status_code = 201
     return response

@@ -262,6 +262,7 @@ SCHEMAS: dict[str, Any] = {
             "via": STRING,
             "to": STRING,
             "provider": STRING,
+            "unreviewed_named": {"type": "integer"},
         }
     ),
     "Notice": _obj(
@@ -270,6 +271,12 @@ SCHEMAS: dict[str, Any] = {
             "notice": STRING,
             "matches": {"type": "integer"},
             "more": {"type": "boolean"},
+            "ready": {"type": "boolean"},
+            "not_ready": _nullable(STRING),
+            "placeholders": STRINGS,
+            "unreviewed": {"type": "boolean"},
+            "unreviewed_named": {"type": "integer"},
+            "unreviewed_left_out": {"type": "integer"},
         }
     ),
 }

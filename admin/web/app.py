@@ -18,6 +18,7 @@ from typing import Any
 from flask import Flask, Response, g, redirect, render_template, request, url_for
 from werkzeug.exceptions import HTTPException
 
+from admin import human
 from admin.context import Context
 from admin.web import api, metrics, security
 from admin.web.deps import EXTENSION, Services, services
@@ -97,6 +98,7 @@ def create_app(
 
     app.after_request(security.add_headers)
     app.jinja_env.filters["http_url"] = security.http_url
+    app.jinja_env.filters.update(human.FILTERS)
 
     @app.context_processor
     def globals_() -> dict[str, Any]:

@@ -68,7 +68,7 @@ def index() -> Any:
             s["matches_by_day"], f"Matches first seen per day, last {TREND_DAYS} days"
         ),
         "pages": bar_chart(s["pages_by_day"], f"Pages crawled per day, last {TREND_DAYS} days"),
-        "sites": hbar_chart(s["top_sites"], "Top infringing sites"),
+        "sites": hbar_chart(s["top_sites"], "Top sites by matches not cleared"),
         "works": hbar_chart([(t, n) for t, n, _ in s["top_works"]], "Most-copied works"),
         "per_site": [
             (name, bar_chart(points, f"Matches per day: {name}")) for name, points in s["per_site"]

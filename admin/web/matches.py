@@ -17,11 +17,13 @@ from flask import (
 )
 
 from admin.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_of, parse_cursor
+from admin.human import score_lines
 from admin.web import deps
 from admin.web.highlight import excerpt, highlight
 from admin.web.security import requires
 from matcher.archive import ArchiveError
 from matcher.store import STATUSES, object_id
+from matcher.verify import DOCUMENT_MU, MICROBLOG_K
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
 MAX_BULK = 10_000
@@ -107,6 +109,7 @@ def detail(match_id: str) -> Any:
         page_html=highlight(page_text, page_spans, "page"),
         passages=passages,
         statuses=STATUSES,
+        scores=score_lines(match.get("scores") or {}, k=MICROBLOG_K, mu=DOCUMENT_MU),
     )
 
 

@@ -21,9 +21,12 @@ Routes (every role may read and export; only admins edit the takedown template):
   of each);
 - ``GET /reports/takedown/<site>`` and ``GET /reports/takedown/<site>/notice.txt``: the
   notice to one site listing its newest :data:`MAX_NOTICE_ITEMS` (1,000) selected matches
-  by URL (URL, work, first :data:`EXCERPT_CHARS` (200) characters of the first evidence
-  passage, first-seen date), as a printable page or a plain-text download; the path's site
-  replaces any ``site`` argument;
+  a person confirmed (``unreviewed=1``: the unreviewed ones too, by choice) by URL (URL,
+  work, first :data:`EXCERPT_CHARS` (200) characters of the first evidence passage,
+  first-seen date), as a printable page (which says how many unreviewed matches it leaves
+  out, and why it cannot be sent yet) or a plain-text download; the path's site replaces
+  any ``site`` argument. The download, and the notice's evidence bundle, are a 409 with the
+  reason while the notice is not ready (placeholders left, no match to name);
 - ``GET/POST /reports/takedown-template``: the notice's template (at most
   :data:`MAX_TEMPLATE_CHARS`, 20,000 characters), the rights holder and the contact (at most
   :data:`MAX_DETAIL_CHARS`, 500 characters each), kept in the ``state`` collection under
@@ -52,6 +55,7 @@ from admin.report.selection import (
     Selection,
     export_rows,
     find,
+    left_out,
     periods,
     summarise,
 )
@@ -66,6 +70,7 @@ from admin.report.takedown import (
     Notice,
     NoticeError,
     check_template,
+    not_ready,
     notice,
     notice_details,
     notice_template,
@@ -191,11 +196,21 @@ def _passage(text: str, start: int, end: int) -> Markup:
 
 
 def _notice(site: str, html: bool) -> tuple[Notice, Selection]:
-    selection = Selection.parse(request.args, site=site)
+    selection = Selection.parse(request.args, site=site, notice=True)
     try:
         return notice(deps.ops(), selection, html=html), selection
     except NoticeError as exc:
         abort(500, unusable(exc))
+
+
+def _ready_notice(site: str) -> tuple[Notice, Selection]:
+    """The text notice for an export; a 409 with the reason when it is not ready
+    (:func:`admin.report.takedown.not_ready`)."""
+    done, selection = _notice(site, html=False)
+    why = not_ready(done)
+    if why:
+        abort(409, f"not exported: {why}")
+    return done, selection
 
 
 def _tsa_ca() -> bytes | None:
@@ -226,12 +241,16 @@ def takedown(site: str) -> Any:
         more=done.more,
         count=done.count,
         max_items=MAX_NOTICE_ITEMS,
+        not_ready=not_ready(done),
+        placeholders=done.placeholders,
+        unreviewed=done.unreviewed,
+        left_out=left_out(deps.ops(), selection),
     )
 
 
 @bp.get("/takedown/<site>/notice.txt")
 def takedown_text(site: str) -> Response:
-    done, selection = _notice(site, html=False)
+    done, selection = _ready_notice(site)
     name = f"takedown-{selection.label()}.txt"
     return _attachment(done.text.encode("utf-8"), "text/plain; charset=utf-8", name)
 
@@ -245,7 +264,7 @@ def evidence() -> Response:
 
 @bp.get("/takedown/<site>/evidence.zip")
 def takedown_evidence(site: str) -> Response:
-    done, selection = _notice(site, html=False)
+    done, selection = _ready_notice(site)
     body = evidence_zip(deps.ops(), _archive(), selection, notice=done.text, ca_pem=_tsa_ca())
     return _attachment(body, "application/zip", f"takedown-evidence-{selection.label()}.zip")
 

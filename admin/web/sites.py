@@ -4,10 +4,12 @@ learnt again) and added by hand, dead link patterns listed and forgotten."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from admin.human import site_facts
 from admin.registration import remove_site, save_site
 from admin.web import deps
 from admin.web.security import requires
@@ -33,12 +35,34 @@ def index() -> Any:
 @bp.get("/<name>")
 def detail(name: str) -> Any:
     site = deps.site_or_404(name)
-    crawls = deps.ops().last_crawls(site.name, 10)
-    outlines = [crawl_runs.outline(c) for c in crawls]
-    rules = deps.ops().store.sites.site_rules(site.name)
+    ops = deps.ops()
+    crawls = ops.last_crawls(site.name, 10)
+    outlines = [crawl_runs.outline(c, _found_during(c)) for c in crawls]
+    rules = ops.store.sites.site_rules(site.name)
+    matches = {
+        "all": ops.matches.count(site=site.name, active_only=True),
+        "new": ops.matches.count(site=site.name, status="new", active_only=True),
+    }
     return render_template(
-        "site.html", site=site, crawls=zip(crawls, outlines, strict=True), rules=rules
+        "site.html",
+        site=site,
+        facts=site_facts(site.to_dict()),
+        crawls=zip(crawls, outlines, strict=True),
+        rules=rules,
+        matches=matches,
     )
+
+
+def _found_during(run: dict[str, Any]) -> int | None:
+    """The matches of a crawl run's site first found while it ran (None: no start time)."""
+    started = run.get("started_at")
+    if not isinstance(started, datetime):
+        return None
+    ended = run.get("finished_at")
+    return deps.ops().matches.count(
+        site=run["site"], since=started, until=ended if isinstance(ended, datetime) else None,
+        active_only=True,
+    )  # fmt: skip
 
 
 @bp.post("/<name>/rules")

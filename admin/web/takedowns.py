@@ -10,7 +10,9 @@ Routes:
 - ``GET /takedowns/cases.csv``: every case (URL, site, provider, state, sent, removed,
   rechecks), for the reports;
 - ``POST /takedowns/send/<site>`` (reviewers): send the notice of the report selection
-  (by email to the site's contact when asked, else marked sent) and schedule its rechecks;
+  (by email to the site's contact when asked, else marked sent) and schedule its rechecks:
+  matches a person confirmed, unreviewed ones too when ``unreviewed`` was chosen; refused,
+  with the reason, while the notice still has placeholders;
 - ``POST /takedowns/contact/<site>`` (admins): the site's contact address and provider.
 """
 
@@ -32,6 +34,8 @@ from matcher.takedowns import stored_figures
 
 bp = Blueprint("takedowns", __name__, url_prefix="/takedowns")
 CASE_FIELDS = ("url", "site", "provider", "state", "first_sent_at", "removed_at", "rechecks")
+FORM_ONLY = frozenset({"csrf_token", "email"})
+"""Fields of the send form that are not the notice's selection."""
 
 
 def escalate_days() -> float:
@@ -97,16 +101,16 @@ def _iso(value: Any) -> str:
 def send(site: str) -> Any:
     ctx = deps.ctx()
     try:
-        selection = Selection.parse(request.form, site=site)
+        selection = Selection.parse(request.form, site=site, notice=True)
         sent = send_notice(
             deps.ops(), ctx.settings, selection, email=request.form.get("email") == "1",
             by=deps.current_user().username, at=now(),
         )  # fmt: skip
     except (FilterError, SendError, NoticeError) as exc:
         flash(f"Not sent: {exc}", "error")
-        return redirect(url_for("reports.takedown", site=site, **request.form.to_dict()))
-    how = f"emailed to {sent.to}" if sent.via == "email" else "marked sent"
-    flash(f"Notice to {sent.site} {how}: {sent.urls} URL(s) to recheck.", "ok")
+        args = {k: v for k, v in request.form.to_dict().items() if k not in FORM_ONLY}
+        return redirect(url_for("reports.takedown", site=site, **args))
+    flash(f"Notice {sent.line()}; every URL is rechecked.", "ok")
     return redirect(url_for("takedowns.index"))
 
 

@@ -1,11 +1,12 @@
 """Takedowns followed to the end (:mod:`matcher.takedowns`): ``notices`` (one per notice
-sent: site, time, how and to whom, how many URLs), ``takedown_cases`` (one per URL a notice
+sent: site, time, how and to whom, how many URLs, its matches by review status and whether
+the operator chose to name unreviewed ones), ``takedown_cases`` (one per URL a notice
 names: its works, the rechecks due and made, its state) and ``site_contacts`` (per site: the
 address notices are emailed to, and its hosting provider, resolved or edited)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -13,7 +14,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING
 from pymongo.database import Database
 
-from matcher.store.common import checked_str, mongo_errors, object_id, site_name
+from matcher.store.common import checked_str, mongo_errors, object_id, site_name, status_name
 
 CASE_STATES = ("pending", "removed", "up", "reopened")
 """A case's state: no recheck decided yet; removed (404/410, or the page no longer copies
@@ -39,10 +40,14 @@ class Takedowns:
         to: str,
         provider: str,
         due: list[datetime],
+        statuses: Mapping[str, int] | None = None,
+        unreviewed_chosen: bool = False,
     ) -> ObjectId:
         """Keep a sent notice and open a case for each of ``cases`` (``url``, ``page_id``,
         ``work_ids``, ``match_ids``, ``content_hash``) with rechecks ``due``; the notice's id.
-        A URL of the site with a case still open is given the new notice's rechecks."""
+        A URL of the site with a case still open is given the new notice's rechecks. The
+        notice keeps ``statuses`` (its matches by review status) and ``unreviewed_chosen``
+        (whether the operator chose to name unreviewed matches)."""
         notice = {
             "site": site_name(site),
             "sent_at": sent_at,
@@ -50,6 +55,8 @@ class Takedowns:
             "to": checked_str(to, "to"),
             "urls": len(cases),
             "provider": checked_str(provider, "provider"),
+            "statuses": {status_name(k): int(n) for k, n in (statuses or {}).items()},
+            "unreviewed_chosen": bool(unreviewed_chosen),
         }
         notice_id = self.db.notices.insert_one(notice).inserted_id
         for case in cases:

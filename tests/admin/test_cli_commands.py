@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
@@ -17,10 +18,13 @@ from pymongo.database import Database
 
 from admin.cli import main
 from admin.context import Context
+from admin.crawl_wait import wait_for_crawl
 from admin.report.html_report import SORT_SCRIPT
+from matcher import jobs
 from matcher.engine import Engine
 from matcher.maintenance import drop_indexes
 from matcher.settings import Settings
+from matcher.store import now
 from matcher.store.operations import Operations
 from tests.support import servers
 
@@ -304,6 +308,32 @@ class TestMatchingAndReports:
         assert page.count("<script>") == 1 and f"<script>{SORT_SCRIPT}</script>" in page
         assert "<mark>" in page and "default-src 'none'" in page
 
+    def test_report_as_xlsx_is_the_admins_export(self, capsys, recorded, tmp_path):
+        """The workbook of the admin's XLSX export: the CSV's columns and rows, typed."""
+        from openpyxl import load_workbook
+
+        from admin.report import CSV_FIELDS
+
+        _, out, _ = run(capsys, recorded, "report", "--format", "csv")
+        [expected] = list(csv.DictReader(io.StringIO(out)))
+        target = tmp_path / "report.xlsx"
+        status, _, err = run(capsys, recorded, "report", "--format", "xlsx", "--out", str(target))
+        assert status == 0 and f"1 match(es) written to {target}" in err
+        sheet = load_workbook(target).active
+        header, *rows = [[c.value for c in line] for line in sheet.iter_rows()]
+        assert tuple(header) == CSV_FIELDS and len(rows) == 1
+        got = dict(zip(CSV_FIELDS, rows[0], strict=True))
+        assert {k: str(v) for k, v in got.items()} == expected
+        assert isinstance(got["score"], float) and isinstance(got["passages"], int)
+        piped = io.TextIOWrapper(io.BytesIO())  # standard output redirected to a file
+        with contextlib.redirect_stdout(piped):
+            assert main(["report", "--format", "xlsx"], recorded) == 0
+        again = load_workbook(io.BytesIO(piped.buffer.getvalue())).active
+        assert [[c.value for c in line] for line in again.iter_rows()] == [header, *rows]
+        status, _, err = run(capsys, recorded, "report", "--format", "xlsx", "--status", "new",
+                             "--out", str(tmp_path / "none" / "r.xlsx"))  # fmt: skip
+        assert status != 0 and one_line_error(err)
+
     def test_index_rebuild(self, capsys, recorded):
         drop_indexes(recorded.engine)
         # A process that finds the indexes gone rebuilds them from the store first.
@@ -350,9 +380,24 @@ def test_crawl_inline_records_matches(capsys, ctx) -> None:
         run(capsys, ctx, "sites", "add", base + "index.html", "--name", "sample")
         status, out, _ = run(capsys, ctx, "crawl", "sample", "--inline")
         assert status == 0 and "sample: 18 page(s)" in out
+        assert "; matches: 3 new, 3 on the site in all (3 awaiting review)" in out
         # nothing new since: only the start page (stored: it has text) is fetched again
         status, again, _ = run(capsys, ctx, "crawl", "sample", "--inline", "--incremental")
     assert status == 0 and "sample: 1 page(s) (0 new, 0 changed, 1 unchanged)" in again
+    # a crawl that finds no new copy says how many the site has: "0 new" is not "0 matched"
+    assert "; matches: 0 new, 3 on the site in all (3 awaiting review)" in again
+    # a worker's crawl of the site that stored nothing new, followed by `crawl --wait`
+    lease = {"run_id": "run-1", "token": "0123abcd", "run_started_at": now().isoformat(),
+             "slot": 0, "host": "worker-1", "pid": 1}  # fmt: skip
+    jobs.record_crawler_started(ctx.ops, "sample", lease, "task-1")
+    ended = {f"{jobs.FRONTIER_STATS}ended_run": True}
+    jobs.record_crawler_ended(ctx.ops, "sample", lease, "finished", ended)
+    waited = io.StringIO()
+    assert wait_for_crawl(ctx.ops, "sample", "task-1", poll=0.1, out=waited) == 0
+    assert waited.getvalue().splitlines()[-1] == (
+        "sample: crawl finished: 0 page(s); matches: 0 new, 3 on the site in all "
+        "(3 awaiting review)"
+    )
     _, out, _ = run(capsys, ctx, "matches", "list", "--site", "sample", "--json")
     works = sorted(m["work"] for m in json.loads(out))
     assert works == ["lighthouse.txt", "lighthouse.txt", "tea-history.txt"]

@@ -78,3 +78,23 @@ def test_hostile_text_is_escaped_and_only_the_sorting_script_may_run() -> None:
     assert "<script>alert" not in page and "<img" not in page and "href='javascript" not in page
     digest = base64.b64encode(hashlib.sha256(report_html.SORT_SCRIPT.encode()).digest())
     assert f"script-src 'sha256-{digest.decode()}'" in page and "default-src 'none'" in page
+
+
+def test_a_site_is_named_by_the_url_it_was_crawled_from() -> None:
+    """``fptrack scan``'s sites are named ``scanN-host-port`` in the store; the report names
+    each by the URL scanned (linked), escaped, and a site it was not given by its name."""
+    matches = [
+        {"site": "scan1-pirate.example", "url": "https://pirate.example/1.html",
+         "work_title": "w", "score": 0.9, "containment_work": 0.9, "evidence": []},
+        {"site": "other", "url": "https://other.example/2.html",
+         "work_title": "w", "score": 0.8, "containment_work": 0.8, "evidence": []},
+    ]  # fmt: skip
+    urls = {"scan1-pirate.example": "https://pirate.example/?q=<b>"}
+    page = render(matches, lambda m: ("", ""), site_urls=urls)
+    by_site = page.split("id='by-site'")[1].split("</table>")[0]
+    assert "scan1-pirate.example" not in page
+    assert "href='https://pirate.example/?q=&lt;b&gt;'" in by_site
+    assert ">https://pirate.example/?q=&lt;b&gt;</a>" in by_site and "<b>" not in by_site
+    assert "<td>other</td>" in by_site
+    table = page.split("id='match-table'")[1].split("</table>")[0]
+    assert table.count(">https://pirate.example/?q=&lt;b&gt;</a>") == 1

@@ -108,6 +108,7 @@ def test_html_report(sample_scan) -> None:
     assert report.count("<mark>") >= len(result["matches"])
     assert report.count("<script") == 1 and "default-src 'none'" in report
     assert "http://127.0.0.1" not in report  # the --site-dir server is gone: file paths
+    assert "scan1-" not in report and f"<td><span class='url'>{SITE}/index.html</span>" in report
 
 
 def test_no_keys_left_in_redis(sample_scan) -> None:

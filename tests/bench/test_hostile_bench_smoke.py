@@ -76,3 +76,17 @@ def test_a_scan_with_no_usable_work_fetches_no_page(tmp_path: Path) -> None:
     row = data["cases"]["empty-work-scan"]
     assert row["exit"] == [1] and row["fetched"]["max"] == 0
     assert "empty.txt: work 'empty' has 0 content characters" in row["reason"]
+
+
+def test_a_notice_names_the_unreviewed_match_only_when_chosen(tmp_path: Path) -> None:
+    """A notice case: the admin served as ``fptrack scan --serve`` names the confirmed match
+    only, and the unreviewed one too when chosen (``notice-placeholders`` shares its
+    scan, login and review; tests/web and tests/browser test the refusal itself)."""
+    out = tmp_path / "notices.json"
+    case = "notice-unreviewed"
+    hostile_bench.main(["--runs", "1", "--cases", case, "--no-works", "--json", str(out)])
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["all_ok"] and set(data["cases"]) == {case}
+    row = data["cases"][case]
+    assert row["exit"] == [200] and "1 unreviewed left out" in row["reason"]
+    assert row["named"] == {"matched": 2, "confirmed": 1, "default": 1, "chosen": 2}

@@ -67,14 +67,14 @@ def test_review_flow(
     link = match_link(page, base, copy_url)
     row = page.locator("#match-list tbody tr", has_text=copy_url)
     expect(row).to_contain_text("tea-history")
-    expect(row).to_contain_text("new")
+    expect(row).to_contain_text("awaiting review")
     expect(page.locator("#match-list tbody tr")).to_have_count(1)
 
     # the evidence: numbered passages, both texts side by side with the passages marked
     link.click()
     expect(page.locator("h1")).to_have_text("Match: tea-history")
     expect(page.locator("#match-facts")).to_contain_text(copy_url)
-    expect(page.locator("#match-status")).to_have_text("new")
+    expect(page.locator("#match-status")).to_have_text("awaiting review")
     passages = page.locator("#passages .passage")
     assert passages.count() >= 1
     expect(page.locator("#work-text")).to_be_visible()

@@ -23,7 +23,7 @@ def test_viewer_cannot_review(page: Page, page_log: PageLog, server: Server) -> 
     expect(page.locator("#bulk-form select, #match-list input[name=ids]")).to_have_count(0)
     page.locator("#match-list a", has_text="pirate.example").click()
     expect(page).to_have_url(match_url)
-    expect(page.locator("#match-status")).to_have_text("new")
+    expect(page.locator("#match-status")).to_have_text("awaiting review")
     expect(page.locator("#passages .passage").first).to_be_visible()
     expect(page.locator("#status-form")).to_have_count(0)
 
@@ -33,7 +33,7 @@ def test_viewer_cannot_review(page: Page, page_log: PageLog, server: Server) -> 
     )
     assert forged.status == 403, forged.status
     page.reload()
-    expect(page.locator("#match-status")).to_have_text("new")
+    expect(page.locator("#match-status")).to_have_text("awaiting review")
 
     page.goto(f"{base}/works/")
     expect(page.locator("#upload-form")).to_have_count(0)

@@ -39,6 +39,13 @@ def test_the_sample_scan_report(
     for name, value in (("works", 7), ("pages", 18), ("matches", 9), ("works copied", 7)):
         expect(page.locator(f"#counts th:text-is('{name}') + td")).to_have_text(str(value))
     expect(page.locator("#by-site tbody tr")).to_have_count(1)
+    # the site is named by what was scanned (a --site-dir: its folder), not a made-up name
+    site_cell = page.locator("#by-site tbody tr td").first
+    expect(site_cell).to_have_text(f"{ROOT / 'samples' / 'site'}/index.html")
+    expect(page.locator("#match-table tbody tr td:nth-child(2)").first).to_have_text(
+        f"{ROOT / 'samples' / 'site'}/index.html"
+    )
+    assert "scan1-" not in page.locator("body").inner_text()
     expect(page.locator("#by-work tbody tr")).to_have_count(7)
     expect(
         page.locator("#by-work tbody tr", has_text="lighthouse").locator("td").nth(1)

@@ -57,7 +57,7 @@ def test_scan_then_serve_the_results(tmp_path: Path) -> None:
         form = {"username": "admin", "password": password, "csrf_token": token}
         opener.open(base + "login", urllib.parse.urlencode(form).encode()).read()
         listing = opener.open(base + "matches/").read().decode()
-        assert len(re.findall(r'<td class="status-new">new</td>', listing)) == 9
+        assert len(re.findall(r'<td class="status-new">awaiting review</td>', listing)) == 9
         dashboard = opener.open(base + "").read().decode()
         assert re.search(r'id="total-infringing">9<', dashboard)
         # the API and its document: a token made in the admin reads the same matches

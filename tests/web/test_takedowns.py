@@ -2,7 +2,9 @@
 restores the pages a notice names, with the notice emailed to a real SMTP server: every
 recheck fetches the page for real and verifies the works on all their segments; the figures
 per site and per provider, the list to escalate, the admin page, the API, the CSV and the
-command line agree with what the site was made to do."""
+command line agree with what the site was made to do. A notice names only matches a person
+confirmed (unreviewed ones by an explicit choice the notice keeps) and is never sent while
+the template's placeholders remain, from the admin, the API or the command line."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from pymongo.database import Database
 
 from admin.cli import main
 from admin.context import Context
+from admin.report.takedown import DETAILS_STATE_KEY, PLACEHOLDERS
 from bench.takedown_site import ChangingSite
 from crawler.one_page import fetcher, page_text
 from matcher.engine import Engine
@@ -78,6 +81,20 @@ fetch = fetcher(Settings())
 """A recheck's fetch as a deployment's: the noticed page's own (loopback) host reached."""
 
 
+def confirm_all(reviewer: FlaskClient, site: str = "pirate") -> None:
+    """A reviewer confirms every match of ``site``, as the match list's bulk form does."""
+    done = post(
+        reviewer, f"/matches/bulk?site={site}", {"new_status": "confirmed", "scope": "filtered"}
+    )
+    assert done.status_code == 302
+
+
+def set_details(ctx: Context) -> None:
+    """The rights holder and contact a notice names, as an admin saves them."""
+    details = {"rights_holder": "星河出版社", "contact": "legal@rights.example"}
+    ctx.ops.set_state(DETAILS_STATE_KEY, details)
+
+
 def recheck(ctx: Context, at: object) -> dict[str, int]:
     return recheck_due(ctx.engine.store, fetch, ctx.engine.still_copies, at).outcomes
 
@@ -94,6 +111,8 @@ def test_a_notice_is_followed_until_its_copies_are_gone(
     copies(web_ctx, site)
     assert main(["takedowns", "contact", "pirate", "--email", CONTACT], web_ctx) == 0
     capsys.readouterr()
+    set_details(web_ctx)
+    confirm_all(as_reviewer)
 
     sent = post(as_reviewer, "/takedowns/send/pirate", {"email": "1"})
     assert sent.status_code == 302 and sent.headers["Location"].endswith("/takedowns/")
@@ -167,23 +186,87 @@ def test_a_notice_that_cannot_go_records_nothing(
     web_ctx: Context, site: ChangingSite, capsys: pytest.CaptureFixture[str]
 ) -> None:
     copies(web_ctx, site)
-    assert main(["takedowns", "send", "pirate", "--email"], web_ctx) == 1
+    set_details(web_ctx)
+    assert main(["takedowns", "send", "pirate", "--email", "--include-unreviewed"], web_ctx) == 1
     assert "no contact for pirate" in capsys.readouterr().err
     web_ctx.engine.store.takedowns.set_contact("pirate", contact=CONTACT)
     smtp_down = closed_port_url().replace("http://", "smtp://").removesuffix("/hook")
     ctx = Context(settings=replace(web_ctx.settings, smtp_url=smtp_down), engine=web_ctx.engine)
-    assert main(["takedowns", "send", "pirate", "--email"], ctx) == 1
+    assert main(["takedowns", "send", "pirate", "--email", "--include-unreviewed"], ctx) == 1
     assert f"the notice was not sent to {CONTACT}" in capsys.readouterr().err
     assert web_ctx.engine.store.takedowns.cases() == []
     assert main(["takedowns", "send", "nosuch"], web_ctx) == 1
     assert "nothing to notify" in capsys.readouterr().err
 
     # marked sent by hand: the rechecks start; a site that does not answer keeps its state
-    assert main(["takedowns", "send", "pirate"], web_ctx) == 0
-    assert "marked sent: 4 URL(s)" in capsys.readouterr().out
+    assert main(["takedowns", "send", "pirate", "--include-unreviewed"], web_ctx) == 0
+    assert "marked sent: 4 URL(s), 4 unreviewed match(es) named by choice" in (
+        capsys.readouterr().out
+    )
     [case, *_] = web_ctx.engine.store.takedowns.cases()
     site.stop()
     assert recheck(web_ctx, case["first_sent_at"] + timedelta(days=1, minutes=1)) == {
         "unreachable": 4
     }
     assert {c["state"] for c in web_ctx.engine.store.takedowns.cases()} == {"pending"}
+
+
+def test_a_notice_names_what_a_person_confirmed_and_no_placeholder(
+    web_ctx: Context,
+    app: Flask,
+    as_reviewer: FlaskClient,
+    site: ChangingSite,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Every path that sends refuses while the template's placeholders remain and says why;
+    by default a notice names only the confirmed matches; naming unreviewed ones is a choice
+    the notice keeps, and their status history says so."""
+    copies(web_ctx, site)
+    store = web_ctx.engine.store
+    token = bearer(make_token(app, "rita"))
+    api = app.test_client()
+    one = next(iter(web_ctx.ops.find_matches(limit=1, fields=("url",))))
+    assert web_ctx.ops.set_status(str(one["_id"]), "confirmed", "", "rita")
+
+    # placeholders left: refused everywhere, with the reason; nothing recorded
+    refused = api.post("/api/v1/takedowns/pirate", json={}, headers=token)
+    assert refused.status_code == 409
+    reason = refused.get_json()["error"]
+    assert reason.startswith("not ready: the notice still has the placeholder(s)")
+    assert PLACEHOLDERS["rights_holder"] in reason and PLACEHOLDERS["contact"] in reason
+    assert main(["takedowns", "send", "pirate"], web_ctx) == 1
+    assert "still has the placeholder(s)" in capsys.readouterr().err
+    sent = post(as_reviewer, "/takedowns/send/pirate", {})
+    assert sent.status_code == 302 and sent.headers["Location"] == "/reports/takedown/pirate"
+    page = as_reviewer.get("/reports/takedown/pirate").get_data(as_text=True)
+    assert "Not sent: not ready: the notice still has the placeholder(s)" in page
+    preview = api.get("/api/v1/reports/takedown/pirate", headers=token).get_json()
+    assert preview["ready"] is False and preview["placeholders"] == list(PLACEHOLDERS.values())
+    assert store.takedowns.cases() == [] and store.takedowns.notices() == []
+
+    # set: the notice names the confirmed match only, and says what it leaves out
+    set_details(web_ctx)
+    preview = api.get("/api/v1/reports/takedown/pirate", headers=token).get_json()
+    assert preview["ready"] is True and preview["not_ready"] is None
+    assert (preview["matches"], preview["unreviewed_left_out"]) == (1, 3)
+    done = api.post("/api/v1/takedowns/pirate", json={}, headers=token)
+    assert done.status_code == 201 and done.get_json()["unreviewed_named"] == 0
+    assert {c["url"] for c in store.takedowns.cases()} == {one["url"]}
+    [first] = store.takedowns.notices()
+    assert first["statuses"] == {"confirmed": 1} and first["unreviewed_chosen"] is False
+    statuses = {m["url"]: m["status"] for m in web_ctx.ops.find_matches(limit=10)}
+    assert sorted(statuses.values()) == ["new", "new", "new", "takedown_sent"]
+
+    # the unreviewed ones, by an explicit choice the notice keeps
+    preview = api.get("/api/v1/reports/takedown/pirate?unreviewed=true", headers=token)
+    assert preview.get_json()["unreviewed_named"] == 3
+    done = api.post("/api/v1/takedowns/pirate?unreviewed=true", json={}, headers=token)
+    assert done.status_code == 201 and done.get_json()["unreviewed_named"] == 3
+    latest = store.takedowns.notices()[0]
+    assert latest["statuses"] == {"new": 3, "takedown_sent": 1}
+    assert latest["unreviewed_chosen"] is True
+    history = [
+        m for m in web_ctx.ops.find_matches(limit=10) if m["url"] != one["url"]
+    ]  # the three named unreviewed
+    assert {m["status"] for m in history} == {"takedown_sent"}
+    assert all("named unreviewed, by choice" in m["note"] for m in history)

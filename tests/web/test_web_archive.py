@@ -89,12 +89,15 @@ def test_reports_and_notices_bundle_their_evidence(
     import json
     import zipfile
 
+    from admin.report.takedown import DETAILS_STATE_KEY
+
     _, match = archived_match(web_ctx, [])
     sha256 = match["archive"]["sha256"]
+    web_ctx.ops.set_state(DETAILS_STATE_KEY, {"rights_holder": "星河", "contact": "a@b.example"})
     since = "since=2000-01-01&status=new"
     for path in (
         f"/reports/evidence.zip?{since}",
-        f"/reports/takedown/pirate/evidence.zip?{since}",
+        f"/reports/takedown/pirate/evidence.zip?{since}&unreviewed=1",
     ):
         response = as_viewer.get(path)
         assert response.status_code == 200 and response.mimetype == "application/zip", path

@@ -1,5 +1,7 @@
 """The Reports area over the real engine: the summary, CSV and XLSX exports (no cell a
-formula), the printable report, takedown notices per site and their editable template."""
+formula), the printable report, takedown notices per site (the matches a person confirmed;
+the unreviewed ones by explicit choice; not exported while placeholders remain) and their
+editable template."""
 
 from __future__ import annotations
 
@@ -18,7 +20,12 @@ from openpyxl import load_workbook
 
 from admin.context import Context
 from admin.report import CSV_FIELDS
-from admin.report.takedown import DEFAULT_TAKEDOWN_TEMPLATE, TEMPLATE_STATE_KEY
+from admin.report.takedown import (
+    DEFAULT_TAKEDOWN_TEMPLATE,
+    DETAILS_STATE_KEY,
+    PLACEHOLDERS,
+    TEMPLATE_STATE_KEY,
+)
 from tests.web.web_support import csrf
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -97,6 +104,14 @@ class Seeded:
     def set_status(self, key: str, status: str) -> None:
         assert self.ctx.ops.set_status(str(self.match(key)["_id"]), status, "", "test")
 
+    def ready(self, *confirmed: str) -> None:
+        """The notices' rights holder and contact set, and the matches ``confirmed`` (keys
+        of :attr:`urls`; default all) confirmed by a reviewer."""
+        details = {"rights_holder": "星河出版社", "contact": "legal@rights.example"}
+        self.ctx.ops.set_state(DETAILS_STATE_KEY, details)
+        for key in confirmed or self.urls:
+            self.set_status(key, "confirmed")
+
 
 @pytest.fixture
 def seeded(web_ctx: Context) -> Seeded:
@@ -134,6 +149,7 @@ class TestAccess:
             assert response.headers["Location"].startswith("/login"), path
 
     def test_viewer_reads_and_exports(self, as_viewer, seeded):
+        seeded.ready()
         for path in READ_PATHS:
             assert as_viewer.get(path).status_code == 200, path
         assert "Edit the takedown template" not in text(as_viewer.get("/reports/"))
@@ -146,6 +162,10 @@ class TestAccess:
     def test_bad_site_in_a_takedown_path_is_400(self, as_viewer):
         assert as_viewer.get("/reports/takedown/$where").status_code == 400
         assert as_viewer.get("/reports/takedown/pirate?since=2024-02-30").status_code == 400
+        for path in ("", "/notice.txt", "/evidence.zip"):
+            response = as_viewer.get(f"/reports/takedown/pirate{path}?unreviewed=maybe")
+            assert response.status_code == 400, path
+            assert "unreviewed must be 1 or 0" in text(response)
 
 
 class TestSummary:
@@ -269,10 +289,16 @@ class TestPrint:
         assert any(".noprint" in r for r in rules)
 
 
+def notice_of(page: str) -> str:
+    return page.split('id="notice">')[1].split("</div>")[0]
+
+
 class TestTakedown:
     def test_notice_lists_that_sites_matches_only(self, as_viewer, seeded):
-        page = text(as_viewer.get("/reports/takedown/pirate"))
-        notice = page.split('id="notice">')[1].split("</div>")[0]
+        seeded.set_status("pirate-tea", "confirmed")
+        seeded.set_status("pirate-lighthouse", "takedown_sent")
+        seeded.set_status("mirror-tea", "confirmed")
+        notice = notice_of(text(as_viewer.get("/reports/takedown/pirate")))
         assert seeded.urls["pirate-tea"] in notice and seeded.urls["pirate-lighthouse"] in notice
         assert "mirror.example" not in notice
         assert "茶史" in notice and "灯塔" in notice and "HYPERLINK" not in notice
@@ -282,7 +308,75 @@ class TestTakedown:
         assert html.escape(passage[:40]) in notice
         assert "[权利人 / rights holder]" in notice
 
+    def test_unreviewed_matches_are_named_only_by_choice(self, as_viewer, seeded):
+        seeded.ready("pirate-tea")
+        seeded.set_status("mirror-tea", "false_positive")
+        page = text(as_viewer.get("/reports/takedown/pirate"))
+        notice = notice_of(page)
+        assert seeded.urls["pirate-tea"] in notice
+        assert seeded.urls["pirate-lighthouse"] not in notice  # new: no one reviewed it
+        assert "Infringing URLs: 1" in notice
+        left_out = page.split('id="notice-left-out"')[1].split("</form>")[0]
+        assert "1 unreviewed match(es) of pirate are left out" in left_out
+        assert 'name="unreviewed" value="1" required' in left_out
+        assert 'id="notice-unreviewed"' not in page
+        body = text(as_viewer.get("/reports/takedown/pirate/notice.txt"))
+        assert seeded.urls["pirate-lighthouse"] not in body
+
+        chosen = text(as_viewer.get("/reports/takedown/pirate?unreviewed=1"))
+        notice = notice_of(chosen)
+        assert seeded.urls["pirate-tea"] in notice and seeded.urls["pirate-lighthouse"] in notice
+        warning = chosen.split('id="notice-unreviewed">')[1].split("</p>")[0]
+        assert "names 1 unreviewed match(es)" in warning and "records that choice" in warning
+        assert 'href="/reports/takedown/pirate/notice.txt?unreviewed=1"' in chosen
+        body = text(as_viewer.get("/reports/takedown/pirate/notice.txt?unreviewed=1"))
+        assert seeded.urls["pirate-lighthouse"] in body
+
+        # false positives and authorised copies are never named, whatever is chosen
+        for args in ("status=all&unreviewed=1", "status=false_positive&unreviewed=1"):
+            notice = notice_of(text(as_viewer.get(f"/reports/takedown/mirror?{args}")))
+            assert seeded.urls["mirror-tea"] not in notice, args
+        assert seeded.urls["mirror-river"] in notice_of(
+            text(as_viewer.get("/reports/takedown/mirror?status=all&unreviewed=1"))
+        )
+
+    def test_placeholders_keep_a_notice_from_export(self, as_admin, as_viewer, seeded):
+        seeded.set_status("pirate-tea", "confirmed")
+        page = text(as_viewer.get("/reports/takedown/pirate"))
+        reason = page.split('id="notice-not-ready">')[1].split("</p>")[0]
+        assert PLACEHOLDERS["rights_holder"] in reason and PLACEHOLDERS["contact"] in reason
+        assert 'id="notice-txt"' not in page and 'id="notice-evidence"' not in page
+        for path in ("notice.txt", "evidence.zip"):
+            response = as_viewer.get(f"/reports/takedown/pirate/{path}")
+            assert response.status_code == 409, path
+            assert "not exported: the notice still has the placeholder(s)" in text(response)
+        reviewer_page = text(as_admin.get("/reports/takedown/pirate"))
+        button = reviewer_page.split('id="notice-send"')[1].split("</form>")[0]
+        assert "disabled" in button
+        assert (
+            save_template(
+                as_admin, DEFAULT_TAKEDOWN_TEMPLATE, rights_holder="星河出版社", contact=""
+            ).status_code
+            == 302
+        )
+        assert as_viewer.get("/reports/takedown/pirate/notice.txt").status_code == 409
+        assert (
+            save_template(
+                as_admin,
+                DEFAULT_TAKEDOWN_TEMPLATE,
+                rights_holder="星河出版社",
+                contact="legal@x.example",
+            ).status_code
+            == 302
+        )
+        response = as_viewer.get("/reports/takedown/pirate/notice.txt")
+        assert response.status_code == 200 and "星河出版社" in text(response)
+        page = text(as_admin.get("/reports/takedown/pirate"))
+        assert 'id="notice-not-ready"' not in page
+        assert "disabled" not in page.split('id="notice-send"')[1].split("</form>")[0]
+
     def test_notice_follows_the_selection(self, as_viewer, seeded):
+        seeded.ready()
         seeded.backdate("pirate-tea", datetime(2024, 1, 15, 8, tzinfo=UTC))
         seeded.set_status("pirate-lighthouse", "false_positive")
         notice = text(as_viewer.get("/reports/takedown/pirate?since=2024-01-01&until=2024-01-31"))
@@ -290,11 +384,12 @@ class TestTakedown:
         notice = text(as_viewer.get("/reports/takedown/pirate"))
         assert seeded.urls["pirate-lighthouse"] not in notice
         notice = text(as_viewer.get("/reports/takedown/pirate?status=all"))
-        assert seeded.urls["pirate-lighthouse"] in notice
+        assert seeded.urls["pirate-lighthouse"] not in notice  # a false positive: never named
         notice = text(as_viewer.get("/reports/takedown/pirate?site=mirror"))
         assert "mirror.example" not in notice
 
     def test_text_download(self, as_viewer, seeded):
+        seeded.ready()
         response = as_viewer.get("/reports/takedown/mirror/notice.txt")
         assert response.status_code == 200
         assert response.mimetype == "text/plain"
@@ -313,11 +408,13 @@ class TestTakedown:
         for url in (download, download + "#part2"):
             records = engine.process_page(url, copy_of(sample("tea-history")), site="mirror")
             assert len(records) == 1
-        body = text(as_viewer.get("/reports/takedown/mirror/notice.txt"))
+        seeded.ready("mirror-tea")
+        body = text(as_viewer.get("/reports/takedown/mirror/notice.txt?unreviewed=1"))
         assert body.count(download) == 1 and "#part2" not in body
         assert seeded.urls["mirror-tea"] in body  # other pages of the same work as before
 
     def test_notice_escapes_hostile_values(self, as_viewer, seeded, web_ctx):
+        seeded.set_status("pirate-tea", "confirmed")
         hostile = "http://pirate.example/<script>alert(1)</script>"
         web_ctx.ops.db.matches.update_one(
             {"_id": seeded.match("pirate-tea")["_id"]},
@@ -331,6 +428,7 @@ class TestTakedown:
 
 class TestTemplate:
     def test_admin_edits_the_template(self, as_admin, as_viewer, seeded, web_ctx):
+        seeded.set_status("pirate-tea", "confirmed")
         assert DEFAULT_TAKEDOWN_TEMPLATE.split("\n")[0] in text(as_admin.get(TEMPLATE_URL))
         template = (
             "Dear {{ site }}, {{ rights_holder }} ({{ contact }}) asks you to remove:\n"
@@ -443,6 +541,7 @@ class TestTemplate:
             assert "over 1,000,000" in reason or "more than 256 MB of memory" in reason, bomb
 
     def test_size_filters_still_work_within_the_limits(self, as_admin, as_viewer, seeded):
+        seeded.ready()
         source = (
             "{{ items | map(attribute='url') | join(', ') }}|{{ '%05d' | format(count) }}|"
             "{{ site | center(12) }}|{{ 'a-b' | replace('-', '+') }}|{{ 'x' | indent(2) }}"
@@ -465,6 +564,7 @@ class TestTemplate:
             assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
 
     def test_a_stored_template_is_still_sandboxed(self, as_viewer, seeded, web_ctx):
+        seeded.ready()
         web_ctx.ops.set_state(TEMPLATE_STATE_KEY, "{{ ''.__class__.__mro__ }}")
         response = as_viewer.get("/reports/takedown/pirate")
         assert response.status_code == 500

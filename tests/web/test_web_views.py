@@ -146,6 +146,19 @@ def test_match_view_shows_evidence_side_by_side_escaped(
     assert page.count('<mark id="work-') == page.count('<mark id="page-') > 0
     assert "<script>window.__xss" not in page and "&lt;script&gt;window.__xss=1" in page
     assert 'onerror="alert' not in page
+    # every score on 0-1 and said in words: no raw distance or unbounded similarity
+    lines = re.findall(
+        r'<tr class="match-score-line"><th title="(\w+)">([^<]+)</th><td>([\d.]+)', page
+    )
+    shown = {key: (name, float(value)) for key, name, value in lines}
+    assert set(shown) == set(match["scores"])
+    assert all(0.0 <= value <= 1.0 for _, value in shown.values()), shown
+    distance = match["scores"]["simhash_distance"]
+    assert shown["simhash_distance"] == ("Simhash similarity", round(1 - distance / 64, 3))
+    assert f"{distance:.0f} of 64 simhash bits differ" in page
+    assert shown["microblog_sim"][1] == round(match["scores"]["microblog_sim"] / 5, 3)
+    assert ">simhash_distance<" not in page and ">microblog_sim<" not in page
+    assert 'id="match-status">awaiting review<' in page
     assert as_viewer.get("/matches/0123456789abcdef01234567").status_code == 404
     assert as_viewer.get("/matches/not-an-id").status_code == 400
 
@@ -370,7 +383,11 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert web_ctx.ops.get_site("pirate").authorised and web_ctx.ops.get_site("pirate").render
     assert 'name="render" checked>' in _text(as_admin.get("/sites/pirate/edit"))
     assert web_ctx.ops.match(match_id=str(match["_id"]))["status"] == "authorised"
-    assert "daily@04:30" in _text(as_admin.get("/sites/pirate"))
+    config = _text(as_admin.get("/sites/pirate")).split('id="site-config"')[1].split("</table>")[0]
+    assert "daily@04:30" in config
+    assert '<th title="max_pages">Maximum pages per crawl</th><td>100</td>' in config
+    assert '<th title="deadline">Crawl deadline</th><td>none</td>' in config  # 0: no limit
+    assert '<th title="obey_robots">Obey robots.txt</th><td>yes</td>' in config
     web_ctx.ops.record_crawl(
         "run-robots", "pirate", outcome="finished",
         stats={"robotstxt/forbidden": 3, "response_received_count": 1},
@@ -400,7 +417,20 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
         listing
     )
     assert "&lt;/b&gt;: answered 404 Not Found" in listing and "<b>nosuch" not in listing
-    assert "not crawled: http_404 1" in _text(as_admin.get("/sites/pirate"))
+    assert "not crawled: answered 404 Not Found: 1" in _text(as_admin.get("/sites/pirate"))
+    web_ctx.ops.record_crawl(
+        "run-down", "pirate", outcome="failed", started_at=now() + timedelta(seconds=2),
+        error="start URL http://pirate.example/: no answer (DownloadConnectionRefusedError: "
+        "Connection was refused by other side: 111: Connection refused.)",
+        stats={"fptrack/errors/DownloadConnectionRefusedError": 1, "fptrack/start_failed": 1},
+    )  # fmt: skip
+    for page in (_text(as_admin.get("/sites/")), _text(as_admin.get("/sites/pirate"))):
+        # the crawler's exception class names are said in words
+        assert "start URL http://pirate.example/: no answer (the connection was refused)" in page
+        assert "ConnectionRefused" not in page and "111:" not in page
+    assert "not crawled: no answer: the connection was refused: 1" in _text(
+        as_admin.get("/sites/pirate")
+    )
     assert post(as_admin, "/sites/pirate/remove").status_code == 302
     assert web_ctx.ops.get_site("pirate") is None
     assert as_admin.get("/sites/pirate").status_code == 404
@@ -546,9 +576,17 @@ def test_crawl_now_crawls_the_site_and_records_its_matches(
             response = post(as_reviewer, "/sites/local/crawl")
             assert response.status_code == 302
             dispatch.wait()
+            # crawled again: the copy is found again, not anew
+            assert post(as_reviewer, "/sites/local/crawl").status_code == 302
+            dispatch.wait()
     crawls = web_ctx.ops.last_crawls("local")
-    assert crawls[0]["outcome"] == "finished" and crawls[0]["stats"]["fptrack/pages"] >= 1
+    assert [c["outcome"] for c in crawls] == ["finished", "finished"]
+    assert crawls[1]["stats"]["fptrack/pages"] >= 1
     assert web_ctx.engine.store.matches.count(site="local") == 1
-    assert "finished" in _text(as_reviewer.get("/sites/local"))
+    page = _text(as_reviewer.get("/sites/local"))
+    said = page.split('id="site-matches">')[1].split("</p>")[0]
+    assert "1 match(es)</a> in all" in said and "1 awaiting review" in said
+    new = re.findall(r'<td class="num crawl-matches">(\d+)</td>', page)
+    assert new == ["0", "1"]  # newest first: the second crawl found no new copy
     assert as_reviewer.post("/sites/missing/crawl").status_code == 400  # no CSRF token
     assert post(as_reviewer, "/sites/missing/crawl").status_code == 404
