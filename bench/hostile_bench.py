@@ -43,6 +43,14 @@ template bombs ``bomb-*`` (refused when saved, with the reason; the render child
 Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
 HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
 other browser's two requests), for the bombs ``child_mb``.
+
+Then the cases of ``fptrack admin serve`` itself (gunicorn, over a Redis and a SecantusDB of
+each run's own, :mod:`bench.hostile_service`): ``login-10mb`` and ``form-parallel-190mb``
+(anonymous bodies of 10 MB and 3 x 190 MB: 413, and ``rise_mb``, the largest rise of one
+admin process's resident memory, at most 50 MB), ``slow-clients-40`` (another user's
+``/login`` within 1 s while 40 clients send headers or bodies a byte every ``--drip``
+seconds), ``store-down-page`` and ``metrics-store-down`` (SecantusDB stopped: pages 503 with
+one line and no driver text; ``/metrics`` 200 with the store said down).
 """
 
 from __future__ import annotations
@@ -63,7 +71,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_works
+from bench import hostile_admin, hostile_service, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -415,6 +423,31 @@ EXTRA: dict[str, Extra] = {
         )
         for name, bomb in hostile_admin.BOMBS.items()
     },
+    "login-10mb": Extra(
+        "fptrack admin serve: anonymous URL-encoded POST /login of 10 MB",
+        "413 at once, no admin process grows over 50 MB",
+        lambda args, tmp: hostile_service.login_10mb(tmp),
+    ),
+    "form-parallel-190mb": Extra(
+        "fptrack admin serve: 3 anonymous chunked POST /works/upload of 190 MB at once",
+        "413 each, no admin process grows over 50 MB",
+        lambda args, tmp: hostile_service.form_parallel_190mb(tmp),
+    ),
+    "slow-clients-40": Extra(
+        "fptrack admin serve: 40 clients sending headers or bodies a byte every {drip:g} s",
+        "another user's /login within 1 s",
+        lambda args, tmp: hostile_service.slow_clients_40(tmp, args.drip),
+    ),
+    "store-down-page": Extra(
+        "fptrack admin serve: SecantusDB stopped, a logged-in user's pages and form",
+        "503, Retry-After, one line, no driver text",
+        lambda args, tmp: hostile_service.store_down_page(tmp),
+    ),
+    "metrics-store-down": Extra(
+        "fptrack admin serve: SecantusDB stopped, Prometheus scrapes with its token",
+        'metrics 200, source_up{source="mongodb"} 0',
+        lambda args, tmp: hostile_service.metrics_store_down(tmp),
+    ),
 }
 
 
@@ -444,6 +477,8 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)
+    if "rise_mb" in runs[0]:
+        row["rise_mb"] = summary([r["rise_mb"] for r in runs])
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]
@@ -469,6 +504,8 @@ def report(result: dict[str, Any]) -> str:
             note = f"others {cell(row['others_s'], '.3f')} s; {note}"
         if "child_mb" in row:
             note = f"child {cell(row['child_mb'], '.0f')} MB; {note}"
+        if "rise_mb" in row:
+            note = f"rise {cell(row['rise_mb'], '.0f')} MB; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]
