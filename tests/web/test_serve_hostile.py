@@ -205,3 +205,38 @@ def test_a_stopped_store_is_a_503_page_and_metrics_go_on(
         admin.stop()
         server.stop()
     assert "Traceback" not in admin.output(), admin.output()
+
+
+def test_a_stopped_redis_is_a_503_where_a_page_needs_it(tmp_path: Path, mongo_db: Database) -> None:
+    from admin.context import Context
+    from admin.web.app import create_app
+    from admin.web.dispatch import InlineDispatch
+    from matcher.engine import Engine
+    from matcher.redis_clients import COMMAND, connect_url
+    from matcher.settings import Settings
+    from tests.support.outage import own_redis, redis_url
+    from tests.web.web_support import login, post
+
+    server = own_redis(tmp_path / "redis", keeps_data=False)
+    server.start()
+    try:
+        index = connect_url(redis_url(server), COMMAND)  # gives up within a second
+        settings = Settings(redis_prefix="fptrack-test-outage", mongo_db=mongo_db.name)
+        engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index)
+        ctx = Context(settings=settings, engine=engine)
+        accounts(engine.store)
+        dispatch = InlineDispatch(ctx, threading.RLock())
+        app = create_app(ctx, dispatch=dispatch, secret_key="k", lock=dispatch.lock)
+        client = app.test_client()
+        assert login(client, "alice").status_code == 302
+        server.stop()
+        assert client.get("/matches/").status_code == 200  # a page that needs no Redis
+        answer = post(client, "/query/", {"text": "茶" * 300})
+        assert answer.status_code == 503 and answer.headers["Retry-After"] == "5"
+        page = answer.get_data(as_text=True)
+        assert "Redis is not answering: send the form again in a moment." in page
+        assert not [
+            word for word in (*DRIVER_WORDS, "Error 111", "Connection refused") if word in page
+        ]
+    finally:
+        server.stop()
