@@ -36,7 +36,7 @@ class Services:
 
     Every part of the context a request uses is built here, before the first request:
     the context builds its clients and archive on first use (``functools.cached_property``,
-    with no lock from Python 3.12), which two threads of a gthread worker could otherwise
+    with no lock from Python 3.12), which two request threads of a worker could otherwise
     both do at once."""
 
     def __init__(
