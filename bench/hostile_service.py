@@ -17,8 +17,8 @@ runs it, in a process group of its own; it then drives it over raw sockets and H
   SecantusDB is stopped.
 
 Every run returns ``ok`` (the case's outcome held), ``status`` (the HTTP status of the
-answer that matters), ``wall_s`` (how long it took; for ``slow-clients-40`` the other
-user's ``/login`` and login together), ``reason`` (what the answer said), the admin's
+answer that matters), ``wall_s`` (how long it took; for ``slow-clients-40`` the slower of
+the other user's ``GET /login`` and its login), ``reason`` (what the answer said), the admin's
 memory: ``scan_rss_mb`` the largest resident size of one admin process (the gunicorn master
 or a worker, ``VmRSS`` read from ``/proc`` every 20 ms), ``tree_rss_mb`` their sum, and
 ``rise_mb``, the largest rise of one process's resident size above what it was before the
@@ -60,6 +60,8 @@ CSRF = re.compile(r'name="csrf_token" value="([^"]+)"')
 DRIVER_WORDS = ("Topology", "Errno", "ServerSelection", "pymongo", "Traceback", "unavailable in")
 """Words of driver text that no page may show."""
 SAMPLE_S = 0.02
+TIMEOUT_S = 30.0
+"""How long a client waits for an answer."""
 
 
 # -- the deployment -----------------------------------------------------------------------
@@ -291,7 +293,8 @@ class Browser:
         self, path: str, form: dict[str, str] | None = None, headers: dict[str, str] | None = None
     ) -> tuple[int, str, dict[str, str]]:
         """``(status, page, headers)`` of a GET, or of a POST of ``form`` with the token
-        (the headers' names in lower case)."""
+        (the headers' names in lower case); status 0 when no answer came within
+        :data:`TIMEOUT_S`."""
         data = None
         if form is not None:
             if not self.token:
@@ -299,10 +302,12 @@ class Browser:
             data = urllib.parse.urlencode({**form, "csrf_token": self.token}).encode()
         request = urllib.request.Request(self.base + path, data, headers or {})
         try:
-            with self.opener.open(request, timeout=60) as reply:
+            with self.opener.open(request, timeout=TIMEOUT_S) as reply:
                 status, page, got = reply.status, reply.read(), reply.headers
         except urllib.error.HTTPError as exc:
             status, page, got = exc.code, exc.read(), exc.headers
+        except OSError as exc:  # no answer in time
+            return 0, f"no answer: {exc}", {}
         got = {name.lower(): value for name, value in got.items()}
         text = page.decode("utf-8", errors="replace")
         token = CSRF.search(text)
@@ -517,7 +522,8 @@ def slow_clients_40(folder: Path, drip: float) -> dict[str, Any]:
         f"GET /login {page_s:.3f} s, login {login_s:.3f} s (rise {hashing.rise:.0f} MB: its "
         f"argon2id hash); {still} slow clients held"
     )
-    return {"ok": ok, "status": page_status, "wall_s": page_s, "reason": reason, **rise.figures()}
+    took = max(page_s, login_s)
+    return {"ok": ok, "status": page_status, "wall_s": took, "reason": reason, **rise.figures()}
 
 
 def store_down_page(folder: Path) -> dict[str, Any]:
