@@ -84,6 +84,13 @@ def test_slow_clients_hold_no_thread_and_bodies_are_bounded(
         assert browser.login("alice", PASSWORDS["alice"][1]) == 200
         assert all(client.is_alive() for client in clients)  # all still held open
         stop.set()
+        # the front hands the application the request as gunicorn's WSGI workers did: the
+        # query string's UTF-8, the scheme a proxy on 127.0.0.1 says it was asked with
+        status, page, _ = browser.request("works/?q=" + urllib.parse.quote("茶 tea&x"))
+        assert status == 200 and 'value="茶 tea&amp;x"' in page
+        proxied = {"X-Forwarded-Proto": "https"}
+        status, spec, _ = Browser(base).request("api/v1/openapi.json", headers=proxied)
+        assert status == 200 and f'"url":"https://{urllib.parse.urlsplit(base).netloc}"' in spec
 
         host = urllib.parse.urlsplit(base).netloc
         body = b"a=1&" * (10 * 1024 * 1024 // 4)
