@@ -17,10 +17,11 @@ runs it, in a process group of its own; it then drives it over raw sockets and H
   SecantusDB is stopped.
 
 Every run returns ``ok`` (the case's outcome held), ``status`` (the HTTP status of the
-answer that matters), ``wall_s`` (how long it took; for ``slow-clients-40`` the slower of
-the other user's ``GET /login`` and its login), ``reason`` (what the answer said), the admin's
-memory: ``scan_rss_mb`` the largest resident size of one admin process (the gunicorn master
-or a worker, ``VmRSS`` read from ``/proc`` every 20 ms), ``tree_rss_mb`` their sum, and
+answer that matters), ``wall_s`` (how long it took; for ``slow-clients-40`` the other
+user's ``GET /login``, its login's time in ``reason``), ``reason`` (what the answer said),
+the admin's memory: ``scan_rss_mb`` the largest resident size of one admin process (the
+gunicorn master or a worker, ``VmRSS`` read from ``/proc`` every 20 ms), ``tree_rss_mb``
+their sum, and
 ``rise_mb``, the largest rise of one process's resident size above what it was before the
 case's requests (target: at most :data:`RISE_TARGET_MB` for any anonymous request).
 """
@@ -491,8 +492,14 @@ def form_parallel_190mb(folder: Path) -> dict[str, Any]:
 
 def slow_clients_40(folder: Path, drip: float) -> dict[str, Any]:
     """40 slow clients (headers, and bodies, one byte every ``drip`` seconds) on the admin,
-    then another user's ``GET /login`` and login, timed."""
+    then another user's ``GET /login`` (within :data:`ANSWERED_WITHIN_S`) and login (within
+    that of the same login with no slow client, measured first, plus
+    :data:`ANSWERED_WITHIN_S`: most of a login is its password's argon2id hash, whose time
+    is the machine's load, not the clients')."""
     with served(folder) as admin:
+        alone_s, alone = _timed(Browser(admin.base).login)
+        if alone != 200:
+            raise RuntimeError("hostile_bench: could not log in to the admin")
         stop = threading.Event()
         with Rise(admin.pids) as rise:
             clients = slow_clients(admin.base, 40, drip, stop)
@@ -516,14 +523,13 @@ def slow_clients_40(folder: Path, drip: float) -> dict[str, Any]:
                 client.join(10)
     ok = (
         held == still == 40 and page_status == 200 and logged_in == 200
-        and page_s < ANSWERED_WITHIN_S and login_s < ANSWERED_WITHIN_S
+        and page_s < ANSWERED_WITHIN_S and login_s < alone_s + ANSWERED_WITHIN_S
     )  # fmt: skip
     reason = (
-        f"GET /login {page_s:.3f} s, login {login_s:.3f} s (rise {hashing.rise:.0f} MB: its "
-        f"argon2id hash); {still} slow clients held"
+        f"GET /login {page_s:.3f} s, login {login_s:.3f} s (alone {alone_s:.3f} s; rise "
+        f"{hashing.rise:.0f} MB: its argon2id hash); {still} slow clients held"
     )
-    took = max(page_s, login_s)
-    return {"ok": ok, "status": page_status, "wall_s": took, "reason": reason, **rise.figures()}
+    return {"ok": ok, "status": page_status, "wall_s": page_s, "reason": reason, **rise.figures()}
 
 
 def store_down_page(folder: Path) -> dict[str, Any]:
