@@ -17,8 +17,8 @@ runs it, in a process group of its own; it then drives it over raw sockets and H
   SecantusDB is stopped.
 
 Every run returns ``ok`` (the case's outcome held), ``status`` (the HTTP status of the
-answer that matters), ``wall_s`` (how long it took; for ``slow-clients-40`` the other
-user's ``GET /login``, its login's time in ``reason``), ``reason`` (what the answer said),
+answer that matters), ``wall_s`` (how long it took; for ``slow-clients-40`` the slower of
+the other user's ``GET /login`` and its login), ``reason`` (what the answer said),
 the admin's memory: ``scan_rss_mb`` the largest resident size of one admin process (the
 gunicorn master or a worker, ``VmRSS`` read from ``/proc`` every 20 ms), ``tree_rss_mb``
 their sum, and
@@ -529,7 +529,8 @@ def slow_clients_40(folder: Path, drip: float) -> dict[str, Any]:
         f"GET /login {page_s:.3f} s, login {login_s:.3f} s (alone {alone_s:.3f} s; rise "
         f"{hashing.rise:.0f} MB: its argon2id hash); {still} slow clients held"
     )
-    return {"ok": ok, "status": page_status, "wall_s": page_s, "reason": reason, **rise.figures()}
+    took = max(page_s, login_s)
+    return {"ok": ok, "status": page_status, "wall_s": took, "reason": reason, **rise.figures()}
 
 
 def store_down_page(folder: Path) -> dict[str, Any]:
