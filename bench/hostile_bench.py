@@ -62,6 +62,13 @@ The takedown-notice cases (:mod:`bench.hostile_notices`, the admin of ``fptrack 
 recorded) and ``notice-unreviewed`` (the confirmed URL only by default; both when the
 unreviewed ones are chosen, a choice recorded): ``named`` (URLs matched, confirmed, named by
 default and by choice).
+Then the cases of ``fptrack admin serve`` itself (gunicorn, over a Redis and a SecantusDB of
+each run's own, :mod:`bench.hostile_service`): ``login-10mb`` and ``form-parallel-190mb``
+(anonymous bodies of 10 MB and 3 x 190 MB: 413, and ``rise_mb``, the largest rise of one
+admin process's resident memory, at most 50 MB), ``slow-clients-40`` (another user's
+``/login`` within 1 s while 40 clients send headers or bodies a byte every ``--drip``
+seconds), ``store-down-page`` and ``metrics-store-down`` (SecantusDB stopped: pages 503 with
+one line and no driver text; ``/metrics`` 200 with the store said down).
 """
 
 from __future__ import annotations
@@ -82,7 +89,14 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_notices, hostile_outbound, hostile_review, hostile_works
+from bench import (
+    hostile_admin,
+    hostile_notices,
+    hostile_outbound,
+    hostile_review,
+    hostile_service,
+    hostile_works,
+)
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -479,6 +493,31 @@ EXTRA: dict[str, Extra] = {
         "confirmed URL only by default; both by explicit choice, recorded",
         lambda args, tmp: hostile_notices.unreviewed(tmp),
     ),
+    "login-10mb": Extra(
+        "fptrack admin serve: anonymous URL-encoded POST /login of 10 MB",
+        "413 at once, no admin process grows over 50 MB",
+        lambda args, tmp: hostile_service.login_10mb(tmp),
+    ),
+    "form-parallel-190mb": Extra(
+        "fptrack admin serve: 3 anonymous chunked POST /works/upload of 190 MB at once",
+        "413 each, no admin process grows over 50 MB",
+        lambda args, tmp: hostile_service.form_parallel_190mb(tmp),
+    ),
+    "slow-clients-40": Extra(
+        "fptrack admin serve: 40 clients sending headers or bodies a byte every {drip:g} s",
+        "another user's /login within 1 s",
+        lambda args, tmp: hostile_service.slow_clients_40(tmp, args.drip),
+    ),
+    "store-down-page": Extra(
+        "fptrack admin serve: SecantusDB stopped, a logged-in user's pages and form",
+        "503, Retry-After, one line, no driver text",
+        lambda args, tmp: hostile_service.store_down_page(tmp),
+    ),
+    "metrics-store-down": Extra(
+        "fptrack admin serve: SecantusDB stopped, Prometheus scrapes with its token",
+        'metrics 200, source_up{source="mongodb"} 0',
+        lambda args, tmp: hostile_service.metrics_store_down(tmp),
+    ),
 }
 
 
@@ -517,6 +556,8 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         row["confirmed"] = [r["confirmed"] for r in runs]
     if "fetched" in runs[0]:
         row["fetched"] = summary([r["fetched"] for r in runs])
+    if "rise_mb" in runs[0]:
+        row["rise_mb"] = summary([r["rise_mb"] for r in runs])
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]
@@ -553,6 +594,8 @@ def report(result: dict[str, Any]) -> str:
         if "named" in row:
             named = ", ".join(f"{k} {v}" for k, v in row["named"].items())
             note = f"URLs: {named}; {note}"
+        if "rise_mb" in row:
+            note = f"rise {cell(row['rise_mb'], '.0f')} MB; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]

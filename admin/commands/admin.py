@@ -24,15 +24,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "serve the admin platform (gunicorn)",
         "Serve the admin platform with gunicorn over MongoDB and Redis. It checks both at "
         "start and exits 1 with one line if one does not answer (see --wait); once running, "
-        "it waits out their restarts. It also serves the deployment's Prometheus metrics at "
+        "it waits out their restarts, and a page that needs one while it is away answers 503 "
+        "(Retry-After: 5) saying so. It also serves the deployment's Prometheus metrics at "
         "/metrics: to a viewer's API token (Authorization: Bearer), or without one to the "
         "addresses of FPTRACK_METRICS_ALLOW (default: none); figures are computed from "
         "MongoDB and Redis and kept FPTRACK_METRICS_CACHE_SECONDS (default: 15) per process. "
-        "Each gunicorn worker (gthread) serves --threads requests at once, so a query by URL "
-        "or a webhook test waiting on a slow server holds one thread until its own deadline "
+        "Each gunicorn worker (asyncio) reads every request whole before the application "
+        "sees it, so a client sending slowly holds no thread, and refuses (413) a body over "
+        "its page's limit (64 KiB for forms and the login; 200 MiB for uploads) before "
+        "reading it. It then runs --threads requests at once, so a query by URL or a webhook "
+        "test waiting on a slow server holds one thread until its own deadline "
         "(FPTRACK_QUERY_DEADLINE, 20 s; FPTRACK_ALERT_TIMEOUT, 10 s), never the other "
-        "users' pages. gunicorn's worker timeout (a worker whose main loop stopped) is 120 s, "
-        "or the longest of those deadlines plus 60 s when that is longer.",
+        "users' pages. gunicorn's worker timeout (a worker whose event loop stopped) is "
+        "120 s, or the longest of those deadlines plus 60 s when that is longer. No gunicorn "
+        "control socket is made.",
     )
     p.add_argument("--bind", default="127.0.0.1:8000", help="HOST:PORT (default: 127.0.0.1:8000)")
     p.add_argument("--workers", type=int, default=2, help="gunicorn worker processes (default: 2)")
@@ -40,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=4,
-        help="requests each worker serves at once, in threads (default: 4)",
+        help="requests each worker runs at once, in threads (default: 4)",
     )
     p.add_argument(
         "--secure-cookies",

@@ -17,11 +17,17 @@ from __future__ import annotations
 import hashlib
 import re
 import secrets
+import threading
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+import pymongo
+import pymongo.errors
+
 from admin.web.users import ROLES, User, UserError, Users, aware
+from matcher.errors import StoreUnavailable
 from matcher.store import Store, now
 from matcher.store.operations import Operations
 
@@ -31,6 +37,11 @@ MAX_NAME_CHARS = 100
 MAX_TOKENS_PER_USER = 50
 TOUCH_EVERY = timedelta(minutes=1)
 """``last_used_at`` is written at most this often per token (not on every request)."""
+CHECK_SECONDS = 1.0
+"""How long :class:`KeptTokens` gives the store to check a token before it answers from
+what it kept."""
+RELOAD_SECONDS = 60.0
+"""How often the served admin's :class:`KeptTokens` reads again the tokens that pass."""
 
 
 @dataclass(frozen=True)
@@ -102,3 +113,75 @@ class ApiTokens:
         """Revoke one of the user's tokens (an admin: anyone's)."""
         owner = None if user.can("admin") else user.username
         return self.ops.revoke_api_token(token_id=token_id, username=owner)
+
+
+class KeptTokens:
+    """Bearer tokens checked for one role (``role`` or a stronger one) against the store, as
+    :meth:`ApiTokens.authenticate` does, with the answers kept in this process for when the
+    store does not answer: ``/metrics`` (:mod:`admin.web.metrics`) goes on serving its
+    Prometheus while MongoDB is away, and says so in its figures.
+
+    What is kept: the tokens that pass, read from the store when this process starts
+    (:meth:`load`; a gunicorn worker starts only once the store answers) and again every
+    :data:`RELOAD_SECONDS` in the served admin (:meth:`reload_every`), and brought up to
+    date by every check the store answered (a token revoked, or whose account was removed
+    or demoted, is dropped at its next check). While the store does not answer (nor within
+    :data:`CHECK_SECONDS`), a kept token passes, any other is :meth:`allows`'s ``None``:
+    not known. Only tokens that passed are kept, so made-up tokens cost no memory.
+    """
+
+    def __init__(self, store: Store, users: Users, role: str) -> None:
+        self.tokens = ApiTokens(store)
+        self.users = users
+        self.role = role
+        self._passed: set[str] = set()
+        self._lock = threading.Lock()
+
+    def load(self) -> None:
+        """Keep every token of the store that passes now."""
+        roles: dict[str, str | None] = {}
+        passed = set()
+        for record in self.tokens.ops.api_tokens(username=None):
+            name = record.get("username")
+            if name not in roles:
+                roles[name] = self.users.get_role(name)
+            account, role = roles[name], record.get("role")
+            usable = account is not None and role in ROLES
+            if usable and User(name, min(account, role, key=ROLES.index)).can(self.role):
+                passed.add(record["_id"])
+        with self._lock:
+            self._passed = passed
+
+    def reload_every(self, seconds: float = RELOAD_SECONDS) -> None:
+        """:meth:`load` every ``seconds`` in a thread of its own, for the process's life
+        (a reload the store does not answer keeps what was kept)."""
+
+        def reload() -> None:
+            while True:
+                time.sleep(seconds)
+                try:
+                    self.load()
+                except (StoreUnavailable, pymongo.errors.PyMongoError):
+                    continue
+
+        threading.Thread(target=reload, name="metrics-tokens", daemon=True).start()
+
+    def allows(self, secret: str) -> bool | None:
+        """Whether ``secret`` is a token acting with :attr:`role` or a stronger one: asked
+        of the store, else (it does not answer) as kept, None for a token not kept."""
+        if not TOKEN.match(secret):
+            return False
+        hashed = digest(secret)
+        try:
+            with pymongo.timeout(CHECK_SECONDS):
+                user = self.tokens.authenticate(secret, self.users)
+        except (StoreUnavailable, pymongo.errors.PyMongoError):
+            with self._lock:
+                return True if hashed in self._passed else None
+        passes = user is not None and user.can(self.role)
+        with self._lock:
+            if passes:
+                self._passed.add(hashed)
+            else:
+                self._passed.discard(hashed)
+        return passes

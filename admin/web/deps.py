@@ -18,6 +18,7 @@ from flask import abort, current_app, g
 
 from admin.context import Context
 from admin.metrics import StoreMetrics
+from admin.web.api_tokens import KeptTokens
 from admin.web.dispatch import Dispatch
 from admin.web.users import User, Users
 from matcher.sites import SiteConfig, SiteConfigError
@@ -35,7 +36,7 @@ class Services:
 
     Every part of the context a request uses is built here, before the first request:
     the context builds its clients and archive on first use (``functools.cached_property``,
-    with no lock from Python 3.12), which two threads of a gthread worker could otherwise
+    with no lock from Python 3.12), which two request threads of a worker could otherwise
     both do at once."""
 
     def __init__(
@@ -47,6 +48,9 @@ class Services:
         self.schedules = ctx.schedules if schedules else None
         self.metrics = StoreMetrics(ctx)
         self.metrics_registry = self.metrics.registry()
+        self.scrape_tokens = KeptTokens(ctx.engine.store, self.users, role="viewer")
+        """The tokens that may read ``/metrics`` (:mod:`admin.web.metrics`)."""
+        self.scrape_tokens.load()
 
 
 def services() -> Services:

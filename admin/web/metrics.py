@@ -5,7 +5,11 @@ networks, comma-separated; default none), or one with ``Authorization: Bearer <t
 API token (:mod:`admin.web.api_tokens`) acting with the ``viewer`` role or a stronger one;
 anyone else gets 401. Loopback is not let in by default: the admin is served behind a TLS
 proxy on the same host (``deploy/``), through which every visitor comes from 127.0.0.1.
-The session cookie is never read here (no CSRF, no login page).
+The session cookie is never read here (no CSRF, no login page). A token is checked against
+the store; while the store does not answer, against the tokens this process last saw pass
+(:class:`admin.web.api_tokens.KeptTokens`), so that Prometheus still reads the figures, and
+``fptrack_metrics_source_up{source="mongodb"} 0`` among them; a token not seen yet gets
+503 then.
 """
 
 from __future__ import annotations
@@ -17,11 +21,12 @@ from flask import Blueprint, Response, g, request
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from admin.web import deps
-from admin.web.api_tokens import ApiTokens
 
 bp = Blueprint("metrics", __name__)
 PATH = "/metrics"
 ROLE = "viewer"
+RETRY_AFTER_S = 15
+"""The ``Retry-After`` of a 503 (a token that cannot be checked): Prometheus' interval."""
 
 
 def serves(path: str) -> bool:
@@ -54,9 +59,16 @@ def guard() -> Response | None:
         return None
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
     if scheme.lower() == "bearer":
-        user = ApiTokens(s.ctx.engine.store).authenticate(secret.strip(), s.users)
-        if user is not None and user.can(ROLE):
+        passes = s.scrape_tokens.allows(secret.strip())
+        if passes:
             return None
+        if passes is None:
+            return Response(
+                "the store is not answering, and this token was not seen before: retry later\n",
+                status=503,
+                mimetype="text/plain",
+                headers={"Retry-After": str(RETRY_AFTER_S)},
+            )
     response = Response(
         f"metrics need an API token with the {ROLE} role: Authorization: Bearer <token>\n",
         status=401,

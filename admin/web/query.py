@@ -10,7 +10,7 @@ from flask import Blueprint, abort, g, render_template, request
 from admin.fetch import FetchError, fetch_url
 from admin.web import deps
 from admin.web.highlight import excerpt
-from matcher.errors import MatcherError
+from matcher.errors import MatcherError, Retryable
 
 bp = Blueprint("query", __name__, url_prefix="/query")
 MAX_QUERY_CHARS = 2_000_000
@@ -45,6 +45,8 @@ def index() -> Any:
         abort(400, f"the text is longer than {MAX_QUERY_CHARS:,} characters")
     try:
         records = deps.services().ctx.engine.match_text(text)
+    except Retryable:
+        raise  # a server does not answer: the application's 503 (admin.web.app.away)
     except MatcherError as exc:
         return render_template("query.html", text=text, url=url, results=None, error=str(exc))
     records.sort(key=lambda r: -r["score"])

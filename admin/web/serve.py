@@ -1,16 +1,25 @@
 """``fptrack admin serve``: the admin application under gunicorn.
 
-gunicorn's ``gthread`` workers (``--workers``, default 2, each serving ``--threads``
-requests at once, default 4), each building the application from the ``FPTRACK_*``
-settings after the fork (so no MongoDB client crosses a fork). A request that waits on a
-slow server outside (a query by URL, a webhook's test: each bounded by its own outbound
-deadline, :mod:`matcher.outbound`) holds one thread, not the worker: the other threads go
-on answering everyone else. Building the application needs MongoDB (its indexes, the
-session key) and Redis: a worker that starts while one of them is away (gunicorn replaces
-a worker that died or timed out) waits for it, retrying with a backoff
-(:data:`BOOT_RETRY_S` doubling up to :data:`BOOT_RETRY_MAX_S`) and telling gunicorn it is
-alive meanwhile, instead of failing to boot, which makes gunicorn stop the whole server.
-The master's watch (:class:`admin.health.Watch`) names the server away.
+``--workers`` gunicorn worker processes (default 2) of :class:`AdminWorker`, gunicorn's
+asyncio worker, each building the application from the ``FPTRACK_*`` settings after the
+fork (so no MongoDB client crosses a fork) and serving it through the buffering front
+(:class:`admin.web.front.BufferedFront`): every connection is read in the worker's event
+loop, so a client that sends its headers or its body slowly costs a buffer, never a thread
+(gunicorn's ``gthread`` worker gives each new connection a thread that waits for its
+headers: eight clients sending a byte every 2 s held the 2 x 4 threads of the default
+server). A request whose headers and body are in runs in one of the worker's ``--threads``
+threads (default 4). A request that waits on a slow server outside (a query by URL, a
+webhook's test: each bounded by its own outbound deadline, :mod:`matcher.outbound`) holds
+one thread, not the worker: the other threads go on answering everyone else. Building the
+application needs MongoDB (its indexes, the session key) and Redis: a worker that starts
+while one of them is away (gunicorn replaces a worker that died or timed out) waits for
+it, retrying with a backoff (:data:`BOOT_RETRY_S` doubling up to :data:`BOOT_RETRY_MAX_S`)
+and telling gunicorn it is alive meanwhile, instead of failing to boot, which makes
+gunicorn stop the whole server. The master's watch (:class:`admin.health.Watch`) names the
+server away. gunicorn's control socket (``gunicornc``; one path for every gunicorn of a
+user by default, which a second admin on the machine would take over) is off: the server
+is run by its service manager (signals), and shares nothing with another on the machine
+but what ``--bind`` names.
 
 What the threads of one worker share, reviewed for thread safety: the context
 (:mod:`admin.context`: its lazily built clients and the evidence archive are built once,
@@ -30,6 +39,8 @@ here (``fptrack scan --serve`` serves under its own lock).
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import math
 import sys
 import time
@@ -38,6 +49,7 @@ from typing import Any
 import pymongo.errors
 import redis
 from gunicorn.app.base import BaseApplication
+from gunicorn.workers.gasgi import ASGIWorker
 
 from admin.errors import CommandError
 from matcher.errors import Retryable
@@ -46,7 +58,7 @@ from matcher.settings import Settings
 DEFAULT_BIND = "127.0.0.1:8000"
 DEFAULT_WORKERS = 2
 DEFAULT_THREADS = 4
-"""Requests each gunicorn worker serves at once (its ``gthread`` pool)."""
+"""Requests each gunicorn worker runs at once (the threads of its front)."""
 DEFAULT_TIMEOUT_S = 120
 OUTBOUND_MARGIN_S = 60
 """gunicorn's worker timeout is at least this much above a request's outbound deadline."""
@@ -56,10 +68,21 @@ OUTAGES = (CommandError, Retryable, pymongo.errors.PyMongoError, redis.Connectio
 """What building the application raises while MongoDB or Redis does not answer."""
 
 
+class AdminWorker(ASGIWorker):
+    """gunicorn's asyncio worker (``gunicorn.workers.gasgi``), which can wait while its
+    application is built (:meth:`pause`)."""
+
+    def pause(self, seconds: float) -> None:
+        """Wait ``seconds`` in the worker's event loop, which handles the signals meanwhile
+        (a SIGTERM while the application waits for a server stops the worker)."""
+        self.loop.run_until_complete(asyncio.sleep(seconds))
+
+
 class AdminServer(BaseApplication):
-    def __init__(self, options: dict[str, Any], secure_cookies: bool) -> None:
+    def __init__(self, options: dict[str, Any], secure_cookies: bool, threads: int) -> None:
         self.options = options
         self.secure_cookies = secure_cookies
+        self.threads = threads
         self.booting: Any = None
         """The gunicorn worker being started in this process (set after the fork)."""
         super().__init__()
@@ -75,13 +98,18 @@ class AdminServer(BaseApplication):
     def load(self) -> Any:
         from admin.context import Context
         from admin.web.app import create_app
+        from admin.web.deps import EXTENSION
+        from admin.web.front import BufferedFront
+        from admin.web.security import body_limit
         from matcher.redis_clients import SERVICE
 
         wait = BOOT_RETRY_S
         while True:
             ctx = Context(patience=SERVICE)  # requests ride out a Redis restart
             try:
-                return create_app(ctx, secure_cookies=self.secure_cookies)
+                app = create_app(ctx, secure_cookies=self.secure_cookies)
+                app.extensions[EXTENSION].scrape_tokens.reload_every()
+                return BufferedFront(app, functools.partial(body_limit, app), self.threads)
             except OUTAGES:
                 client = ctx.__dict__.get("mongo_client")  # opened before the outage was met
                 if client is not None:
@@ -92,7 +120,9 @@ class AdminServer(BaseApplication):
                     if not self.booting.alive:  # told to stop while waiting
                         sys.exit(0)
                     self.booting.notify()  # gunicorn kills a worker silent for its timeout
-                time.sleep(min(0.5, wait))
+                    self.booting.pause(min(0.5, wait))
+                else:
+                    time.sleep(min(0.5, wait))
             wait = min(wait * 2, BOOT_RETRY_MAX_S)
 
 
@@ -101,8 +131,8 @@ def worker_timeout(settings: Settings) -> int:
     deadline of a request (``FPTRACK_QUERY_DEADLINE``, ``FPTRACK_ALERT_TIMEOUT``: see
     :mod:`matcher.outbound`) plus :data:`OUTBOUND_MARGIN_S` when that is longer.
 
-    A ``gthread`` worker tells gunicorn it is alive from its main loop, at least once a
-    second whatever its request threads are doing, so this timeout never ends a request:
+    A worker tells gunicorn it is alive from its event loop, at least once a second
+    whatever its request threads are doing, so this timeout never ends a request:
     a thread waiting on a slow server is bounded by that fetch's own deadline (it ends with
     a one-line error), and gunicorn kills only a worker whose main loop stopped for this
     long (a hung process) or whose boot was silent that long (the boot's waits say they are
@@ -128,10 +158,10 @@ def serve(
     options = {
         "bind": bind,
         "workers": workers,
-        "worker_class": "gthread",
-        "threads": threads,
+        "worker_class": f"{__name__}.AdminWorker",
         "timeout": timeout,
         "preload_app": False,
         "accesslog": "-" if access_log else None,
+        "control_socket_disable": True,
     }
-    AdminServer(options, secure_cookies).run()
+    AdminServer(options, secure_cookies, threads).run()

@@ -1,7 +1,7 @@
-"""``fptrack admin serve`` as it runs in production (gunicorn, gthread workers): a query by
-URL waiting on a slow server holds one thread of its worker, not the worker, so another
-user's page is answered meanwhile, even with one worker (issue 23, "outside servers that
-hold fptrack hostage")."""
+"""``fptrack admin serve`` as it runs in production (gunicorn, its asyncio worker and the
+front's threads, :mod:`admin.web.front`): a query by URL waiting on a slow server holds one
+thread of its worker, not the worker, so another user's page is answered meanwhile, even
+with one worker (issue 23, "outside servers that hold fptrack hostage")."""
 
 from __future__ import annotations
 

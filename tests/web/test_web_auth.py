@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import threading
 
 import pytest
@@ -180,3 +181,41 @@ def test_the_product_hashes_with_rfc_9106_s_second_parameter_set(
     assert extract_parameters(hashed) == profiles.RFC_9106_LOW_MEMORY
     assert product_hasher.verify(hashed, "long-enough-password")
     assert not product_hasher.check_needs_rehash(hashed)
+
+
+def test_bodies_are_bounded_by_route_before_anything_reads_them(
+    app, client: FlaskClient, as_admin: FlaskClient
+) -> None:
+    from admin.web.security import BODY_LIMITS, FORM_BYTES
+
+    endpoints = {rule.endpoint for rule in app.url_map.iter_rules()}
+    assert set(BODY_LIMITS) <= endpoints  # a renamed route keeps its limit
+    big = "a" * (FORM_BYTES + 1)
+    token = csrf(client)
+    login_form = {"username": "alice", "password": big, "csrf_token": token}
+    refused = client.post("/login", data=login_form)
+    assert refused.status_code == 413
+    assert "the request is too large: this page takes at most 64 KiB" in refused.get_data(True)
+    # a body over the form limit is refused on a route with a larger one too, for anonymous
+    # requests (no session naming a user, no token): nothing was read, nothing hashed
+    upload = {"files": (io.BytesIO(big.encode()), "w.txt"), "csrf_token": token}
+    assert client.post("/works/upload", data=upload).status_code == 413
+    # a logged-in user's upload and query may be larger
+    upload = {"files": (io.BytesIO(("茶" * FORM_BYTES).encode()), "tea.txt")}
+    registered = post(as_admin, "/works/upload", upload, follow_redirects=True)
+    assert registered.status_code == 200 and "tea.txt" in registered.get_data(True)
+    assert post(as_admin, "/query/", {"text": "茶" * FORM_BYTES}).status_code == 200
+    assert post(as_admin, "/tokens/", {"name": big}).status_code == 413
+
+
+def test_forms_are_parsed_within_bounds(client: FlaskClient, as_admin: FlaskClient) -> None:
+    from admin.web.security import FORM_FIELDS
+
+    token = csrf(client)
+    many = "&".join(["a=1"] * FORM_FIELDS) + f"&csrf_token={token}"
+    refused = client.post("/login", data=many, content_type="application/x-www-form-urlencoded")
+    assert refused.status_code == 413
+    assert f"more than {FORM_FIELDS:,} fields" in refused.get_data(True)
+    # an anonymous request's form is not parsed at all: the user is looked up first
+    assert client.post("/matches/bulk", data=many).status_code == 401
+    assert as_admin.get("/").status_code == 200
