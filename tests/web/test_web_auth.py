@@ -6,7 +6,7 @@ import io
 import threading
 
 import pytest
-from argon2 import PasswordHasher, extract_parameters, profiles
+from argon2 import PasswordHasher, Type, extract_parameters, profiles
 from flask.testing import FlaskClient
 
 from admin.web import users as users_module
@@ -174,11 +174,17 @@ def test_user_rules(app) -> None:
     assert users.authenticate({"$ne": ""}, "x") == (None, users_module.REFUSED)
 
 
-def test_the_product_hashes_with_rfc_9106_s_second_parameter_set(
+def test_the_product_hashes_with_owasp_s_first_argon2id_configuration(
     product_hasher: PasswordHasher,
 ) -> None:
     hashed = product_hasher.hash("long-enough-password")
-    assert extract_parameters(hashed) == profiles.RFC_9106_LOW_MEMORY
+    found = extract_parameters(hashed)
+    assert (found.type, found.memory_cost, found.time_cost, found.parallelism) == (
+        Type.ID, 19 * 1024, 2, 1,
+    )  # fmt: skip
+    # a hash of RFC 9106's second set (the earlier default) verifies and is made again
+    earlier = PasswordHasher.from_parameters(profiles.RFC_9106_LOW_MEMORY).hash("x" * 10)
+    assert product_hasher.verify(earlier, "x" * 10) and product_hasher.check_needs_rehash(earlier)
     assert product_hasher.verify(hashed, "long-enough-password")
     assert not product_hasher.check_needs_rehash(hashed)
 
