@@ -15,6 +15,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pymongo
 import pytest
@@ -31,7 +32,7 @@ from matcher.pages import CrawledPage
 from matcher.redis_clients import COMMAND
 from matcher.runtime import Runtime
 from matcher.settings import Settings
-from matcher.store import Store, tallies
+from matcher.store import Store, now, tallies
 from matcher.store.operations import Operations
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
 from tests.support.raw_servers import hanging_up_redis
@@ -232,8 +233,9 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, mongo_db: Database
 ) -> None:
     """MongoDB down for good, Redis up: each retry and the failure are counted under
-    ``Keys.task_events``, which the admin's ``/metrics`` reads (the failure record itself
-    cannot be written: the store is what is down)."""
+    ``Keys.task_events``, which the admin's ``/metrics`` reads; the failure record, which the
+    store cannot take (it is what is down), is kept in Redis and written, with the time the
+    task failed, by the first task that finds MongoDB answering."""
     settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     dead = pymongo.MongoClient("mongodb://127.0.0.1:1", serverSelectionTimeoutMS=200)
     down = Engine(settings, Store(dead[mongo_db.name]), redis_client)
@@ -248,8 +250,23 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
         app.fptrack.use(None)
         dead.close()
     assert result.failed()
+    failed_at = now()
     counted = {b"retry|fptrack.process_page": b"2", b"failure|fptrack.process_page": b"1"}
     eventually(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
+    assert redis_client.llen(
+        down.keys.kept_failures
+    ) == 1 and not mongo_db.failures.count_documents({})
+
+    app.fptrack.use(Engine(settings, Store(mongo_db), redis_client))  # MongoDB answers again
+    try:
+        tasks.requeue_pending.apply().get()  # beat's minute sweep
+    finally:
+        app.fptrack.use(None)
+    assert redis_client.llen(down.keys.kept_failures) == 0
+    [record] = mongo_db.failures.find()
+    assert (record["task"], record["ref"]) == ("fptrack.process_page", "0123456789abcdef01234567")
+    assert record["error"].startswith("StoreUnavailable: ") and record["attempts"] == 2
+    assert timedelta(0) <= failed_at - record["failed_at"] < timedelta(seconds=10)
 
 
 def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(
