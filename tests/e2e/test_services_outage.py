@@ -2,6 +2,7 @@
 MongoDB restart (SecantusDB, its data on disk): each names the server in one line when it
 stops answering and when it answers again, neither exits, and afterwards the worker runs
 tasks and the admin serves, also from an admin worker process started during the outage.
+``fptrack crawl NAME --wait`` waits a MongoDB restart out the same way.
 
 Redis (the broker too) and SecantusDB are servers of the test's own, restarted by the test.
 """
@@ -14,9 +15,12 @@ from pathlib import Path
 
 from pymongo import MongoClient
 
+from bench.fixture_site import FixtureSite, page
 from bench.net import free_port
 from matcher.celery_app import make_app
 from matcher.settings import Settings
+from tests.admin.cli_support import fptrack
+from tests.support.e2e import sample
 from tests.support.outage import (
     Service,
     answers,
@@ -87,3 +91,47 @@ def test_worker_and_admin_ride_out_redis_and_mongodb_restarts(tmp_path: Path) ->
         mongo_server.stop()
     for service in (worker, admin):
         assert "Traceback" not in service.output(), service.output()
+
+
+def test_crawl_wait_waits_out_a_mongodb_restart(tmp_path: Path) -> None:
+    """``fptrack crawl NAME --wait``, following a crawl no worker took yet, meets a MongoDB
+    restart: it names the server in one line, waits, says when it answers again, and ends
+    with the crawl's outcome once a worker ran it (it exited 1 while the crawl went on)."""
+    redis_server = own_redis(tmp_path / "redis", keeps_data=True)
+    mongo_server = own_mongodb(tmp_path / "mongodb")
+    redis_server.start()
+    mongo_server.start()
+    url, uri = redis_url(redis_server), mongo_uri(mongo_server)
+    env = {
+        **os.environ,
+        "FPTRACK_REDIS_URL": url,
+        "FPTRACK_BROKER_URL": url,
+        "FPTRACK_MONGO_URI": uri,
+        "FPTRACK_MONGO_DB": "outage",
+    }
+    text = sample("lighthouse.txt")[:600]
+    pages = {"/": page(f"<html><body><p>{text}</p></body></html>")}
+    waiting = worker = None
+    try:
+        with FixtureSite(pages) as site:
+            added = fptrack("sites", "add", site.url("/"), "--name", "later", env=env)
+            assert added.status == 0, added.err
+            wait = ["crawl", "later", "--wait", "--poll", "0.2"]
+            waiting = Service(wait, env, tmp_path / "wait.log")
+            says(waiting, text="crawl of later enqueued")
+            mongo_server.stop()
+            says(waiting, text=f"later: waiting for MongoDB at {uri} (")
+            assert waiting.running
+            mongo_server.start()
+            says(waiting, text=f"later: MongoDB at {uri} answers again")
+            worker = Service(["worker", "--concurrency", "1"], env, tmp_path / "worker.log")
+            eventually(lambda: not waiting.running, 180, "the crawl to end")
+    finally:
+        for service in (waiting, worker):
+            if service is not None:
+                service.stop()
+        redis_server.stop()
+        mongo_server.stop()
+    assert waiting.process.returncode == 0, waiting.output()
+    assert "later: crawl finished: 1 page(s)" in waiting.output()
+    assert "Traceback" not in waiting.output()
