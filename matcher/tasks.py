@@ -130,8 +130,22 @@ class FptrackTask(Task):
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         self._count("failure")
-        for ref in self._refs(tuple(args), dict(kwargs)):
+        for ref in self._unfinished(self._refs(tuple(args), dict(kwargs))):
             self.record_failure(ref, exc)
+
+    def _unfinished(self, refs: list[str]) -> list[str]:
+        """Of a batch of pages that failed for good, those still pending: an outage that
+        ends a batch (:func:`matcher.jobs.process_pages`) comes after its first pages were
+        matched and marked, and no later success would clear their records (it left records
+        on pages the embedded scan had matched, reported as errors). All of them when the
+        store cannot say."""
+        if self.failed_as != PROCESS_PAGE or len(refs) < 2:
+            return refs
+        try:
+            pending = set(self.runtime.engine().store.pages.still_pending(refs))
+        except Exception:  # the store may be what is down: a record each, kept if need be
+            return refs
+        return [ref for ref in refs if ref in pending]
 
     def on_success(self, retval, task_id, args, kwargs) -> None:
         """After retries, clear the failure records of what succeeded (a batch's result
@@ -168,7 +182,8 @@ def process_pages(self: FptrackTask, page_ids: list[str]) -> dict[str, Any]:
     """``process_page`` of each of a batch of pages (the crawl's ingest sends them so),
     matched together (:func:`matcher.jobs.process_pages`); a page that fails for good gets
     the failure record its own ``process_page`` would have, and the others go on (the
-    batch failing for good, each page gets one). Alert of the new matches."""
+    batch failing for good, each of its pages still pending gets one). Alert of the new
+    matches."""
     if isinstance(page_ids, str) or not all(isinstance(p, str) for p in page_ids):
         raise TypeError(f"process_pages takes a list of page ids, got {page_ids!r}")
 

@@ -189,6 +189,40 @@ def test_a_batch_s_page_that_cannot_be_processed_fails_alone(
     eventually(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
 
 
+def test_a_batch_an_outage_ends_for_good_leaves_records_on_its_pending_pages_only(
+    engine: Engine, mongo_db: Database, dead_redis: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``process_pages`` batch whose retries an outage (Redis not answering) exhausted
+    leaves failure records on its pages still pending, never on one already matched: no
+    later success would clear that one (the embedded scan reported every page of a batch
+    that met a Redis restart half-way as an error, all of them matched)."""
+    engine.add_work(sample("river-town.txt"), title="river", source="river-town.txt")
+    ingest = Ingest(engine.store, lambda page_id: None)
+    matched, pending = (
+        ingest.page(CrawledPage(url=url, site="pirate", title="", text=CHROME.format(text)))
+        for url, text in (
+            ("http://pirate/river", sample("river-town.txt")),
+            ("http://pirate/news", UNRELATED),
+        )
+    )
+    tasks.process_page.apply(args=[matched.page_id]).get()
+    assert list(engine.store.pending_pages()) == [pending.page_id]
+    down = Engine(engine.settings, engine.store, dead_redis)
+    monkeypatch.setattr(tasks.process_pages, "max_retries", 1)
+    app.fptrack.use(down)
+    eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    try:
+        result = tasks.process_pages.delay([matched.page_id, pending.page_id])
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+        app.fptrack.use(engine)
+    assert result.failed()
+    [failure] = Operations(engine.store).failures()
+    assert (failure["task"], failure["ref"]) == ("fptrack.process_page", pending.page_id)
+    assert failure["error"].startswith("IndexUnavailable: ")
+
+
 def test_a_batch_retried_to_success_clears_the_failure_records_of_its_matched_pages_only(
     engine: Engine,
 ) -> None:
