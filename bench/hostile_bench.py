@@ -42,7 +42,12 @@ answered within 1 s), ``webhook-loopback`` and ``webhook-link-local`` (a webhook
 template bombs ``bomb-*`` (refused when saved, with the reason; the render child's own peak).
 Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
 HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
-other browser's two requests), for the bombs ``child_mb``.
+other browser's two requests), for the bombs ``child_mb``. The process cases
+(:mod:`bench.hostile_processes`): ``worker-unrecoverable`` (a worker an error stops, under
+the restart loop: its exit status, ``restarted_s``), ``store-disk-full`` (SecantusDB's disk
+filled and freed: check's line, ``failed_for_good``, ``kept``, ``written``, ``heal_s``,
+``matched_s``; root only, it mounts a tmpfs) and ``scan-redis-restart`` (the scan's exit
+status, ``warnings``).
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_works
+from bench import hostile_admin, hostile_processes, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -407,6 +412,24 @@ EXTRA: dict[str, Extra] = {
         )
         for name, address in hostile_admin.INTERNAL.items()
     },
+    "worker-unrecoverable": Extra(
+        "the broker answers a running worker's queue read with an error (WRONGTYPE), under "
+        "deploy/local/respawn.py",
+        "exit status 1 (a unit restarts it), answering again",
+        hostile_processes.worker_unrecoverable,
+    ),
+    "store-disk-full": Extra(
+        f"SecantusDB's {hostile_processes.DISK_MB} MB disk filled until WiredTiger panics, "
+        "tasks sent, space freed",
+        "named by check, no task failed for good, failure records kept and written, healed",
+        hostile_processes.store_disk_full,
+    ),
+    "scan-redis-restart": Extra(
+        f"fptrack scan of a {hostile_processes.SCAN_PAGES}-page site, its Redis restarted "
+        "empty mid-crawl",
+        "exit 0, the outage a warning, every page matched",
+        hostile_processes.scan_redis_restart,
+    ),
     **{
         name: Extra(
             f"takedown template: {bomb.trick}",
@@ -444,6 +467,10 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)
+    for key in hostile_processes.FIGURES:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        if values:
+            row[key] = summary(values)
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]
@@ -456,7 +483,7 @@ def report(result: dict[str, Any]) -> str:
     lines = [
         f"hostile input: fptrack scan (or the admin) per case, medians of {result['runs']} "
         "run(s) [min-max]",
-        f"{'case':<20}{'ok':<4}{'wall s':>18}{'scan MB':>18}{'tree MB':>18}  peer, or reason",
+        f"{'case':<22}{'ok':<4}{'wall s':>18}{'scan MB':>18}{'tree MB':>18}  peer, or reason",
     ]
 
     def cell(s: dict[str, float], fmt: str) -> str:
@@ -469,6 +496,13 @@ def report(result: dict[str, Any]) -> str:
             note = f"others {cell(row['others_s'], '.3f')} s; {note}"
         if "child_mb" in row:
             note = f"child {cell(row['child_mb'], '.0f')} MB; {note}"
+        figures = [
+            f"{key} {cell(row[key], '.1f' if key.endswith('_s') else '.0f')}"
+            for key in hostile_processes.FIGURES
+            if key in row
+        ]
+        if figures:
+            note = f"{', '.join(figures)}; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]
@@ -478,7 +512,7 @@ def report(result: dict[str, Any]) -> str:
                 note += f" (x{peer['time_ratio']:.2f})"
         wall = cell(row["wall_s"], ".2f" if row["wall_s"]["max"] < 1 else ".1f")
         lines.append(
-            f"{name:<20}{'yes' if row['ok'] else 'NO':<4}{wall:>18}"
+            f"{name:<22}{'yes' if row['ok'] else 'NO':<4}{wall:>18}"
             f"{cell(row['scan_rss_mb'], '.0f'):>18}{cell(row['tree_rss_mb'], '.0f'):>18}  {note}"
         )
     lines.append(
