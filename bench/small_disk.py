@@ -19,7 +19,6 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from types import TracebackType
 
 BALLAST = ".ballast"
 CHUNK = 1 << 20
@@ -85,10 +84,5 @@ class SmallDisk:
     def __enter__(self) -> SmallDisk:
         return self.mount()
 
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.unmount()
