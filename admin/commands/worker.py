@@ -10,6 +10,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from admin.commands.common import leaf, wait_option
+from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -68,7 +69,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     worker_ready.connect(up, weak=False)
     asked = _stop_requests()
     Watch(ctx, "worker").start()
-    return exit_status(ctx.app.start(argv), asked)
+    try:
+        status = ctx.app.start(argv)
+    except Exception as exc:  # 1 whatever it is: never 2, which no service manager restarts
+        raise CommandError(f"the worker stopped on an error: {exc}", 1) from exc
+    return exit_status(status, asked)
 
 
 def _stop_requests() -> list[str]:
