@@ -32,6 +32,7 @@ import sys
 import time
 from pathlib import Path
 from types import FrameType
+from typing import Any
 from urllib.parse import urlsplit
 
 from matcher.errors import store_failing
@@ -135,15 +136,31 @@ class Watched:
         self.stopping = True
 
     def run(self) -> int:
+        import pymongo
+
         signal.signal(signal.SIGTERM, self._stop)
         signal.signal(signal.SIGINT, self._stop)
         server = subprocess.Popen(
             self.argv, preexec_fn=_die_with_parent if sys.platform == "linux" else None
         )
+        client: pymongo.MongoClient = pymongo.MongoClient(
+            "127.0.0.1",
+            self.port,
+            directConnection=True,
+            serverSelectionTimeoutMS=1000,
+            connectTimeoutMS=1000,
+            socketTimeoutMS=5000,
+        )
+        try:
+            return self._watch(server, client)
+        finally:
+            client.close()
+
+    def _watch(self, server: subprocess.Popen[bytes], client: Any) -> int:
         failing = 0
         while server.poll() is None and not self.stopping:
             time.sleep(PROBE_EVERY_S)
-            failing = failing + 1 if self._internal_errors() else 0
+            failing = failing + 1 if _internal_errors(client) else 0
             if failing >= FAILING_PROBES:
                 free = shutil.disk_usage(self.data).free / 2**20
                 print(
@@ -160,27 +177,17 @@ class Watched:
             return 0 if _end(server) in (0, -signal.SIGTERM) else 1
         return server.returncode or 1
 
-    def _internal_errors(self) -> bool:
-        """Whether SecantusDB answers its databases' list with an internal error (not when
-        it does not answer at all: starting, or stopping)."""
-        import pymongo
-        import pymongo.errors
 
-        client: pymongo.MongoClient = pymongo.MongoClient(
-            "127.0.0.1",
-            self.port,
-            directConnection=True,
-            serverSelectionTimeoutMS=1000,
-            connectTimeoutMS=1000,
-            socketTimeoutMS=5000,
-        )
-        try:
-            client.admin.command("listDatabases", nameOnly=True)
-            return False
-        except pymongo.errors.PyMongoError as exc:
-            return store_failing(exc)
-        finally:
-            client.close()
+def _internal_errors(client: Any) -> bool:
+    """Whether the server answers its databases' list with an internal error (not when it
+    does not answer at all: starting, or stopping)."""
+    import pymongo.errors
+
+    try:
+        client.admin.command("listDatabases", nameOnly=True)
+        return False
+    except pymongo.errors.PyMongoError as exc:
+        return store_failing(exc)
 
 
 def _end(server: subprocess.Popen[bytes]) -> int:
