@@ -13,17 +13,23 @@ those not crawled and why, the matches) and the outcome's exit status (:data:`EX
 ``lost``, 4 when ``--timeout`` seconds passed first (:data:`DEFAULT_TIMEOUT`: 0, no limit),
 the crawl still running or not yet started (no worker took it). Ctrl-C stops the waiting
 only: the crawl goes on.
+
+A store that stops answering meanwhile (:func:`matcher.errors.transient`: MongoDB or Redis
+restarting, MongoDB answering with internal errors) is waited out, as the services do: one
+line when it stops answering (``SITE: waiting for MongoDB at URI (cause); the crawl goes
+on``) and one when it answers again, the crawl followed on from there.
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from admin.human import crawl_error
 from matcher.crawl_runs import not_crawled
+from matcher.errors import transient
 
 if TYPE_CHECKING:
     from matcher.store.operations import Operations
@@ -45,9 +51,11 @@ def wait_for_crawl(
     timeout: float = DEFAULT_TIMEOUT,
     out: TextIO | None = None,
     clock: Callable[[], float] = time.monotonic,
+    servers: Mapping[str, str] | None = None,
 ) -> int:
     """Follow the run of the task ``task_id`` of ``site`` until it ends; its exit status
-    (see the module docstring)."""
+    (see the module docstring). ``servers``: the URL of ``MongoDB`` and ``Redis``, named
+    while they do not answer."""
     out = out or sys.stderr
     deadline = clock() + timeout if timeout > 0 else None
     from tqdm import tqdm
@@ -55,25 +63,39 @@ def wait_for_crawl(
     bar = tqdm(desc=f"crawl of {site}", unit=" page", disable=not out.isatty(), file=out)
     shown: tuple[Any, ...] = ()
     run: dict[str, Any] | None = None
+    outage = _Outage(site, servers or {}, out, clock)
     try:
         while True:
-            run = ops.crawl_of_task(site, task_id)
-            if run is not None:
-                progress = ops.crawl_progress(run)
-                line = _progress_line(run, progress, matches_line(ops, site, progress["matched"]))
-                if bar.disable:
-                    if (line,) != shown:
-                        print(f"{site}: {line}", file=out, flush=True)
-                        shown = (line,)
-                else:
-                    bar.n = progress["stored"]
-                    bar.set_postfix_str(line, refresh=True)
-                if run.get("outcome") not in (None, "running"):
-                    break
+            try:
+                run = ops.crawl_of_task(site, task_id)
+                progress = ops.crawl_progress(run) if run is not None else {}
+                matches = matches_line(ops, site, progress["matched"]) if run is not None else ""
+            except Exception as exc:
+                if not transient(exc):
+                    raise
+                outage.down(exc)
+            else:
+                outage.up()
+                if run is not None:
+                    line = _progress_line(run, progress, matches)
+                    if bar.disable:
+                        if (line,) != shown:
+                            print(f"{site}: {line}", file=out, flush=True)
+                            shown = (line,)
+                    else:
+                        bar.n = progress["stored"]
+                        bar.set_postfix_str(line, refresh=True)
+                    if run.get("outcome") not in (None, "running"):
+                        break
             if deadline is not None and clock() >= deadline:
                 bar.close()
-                state = "still running" if run is not None else "not started (is a worker up?)"
-                print(f"{site}: waited {timeout:g} s: the crawl is {state}", file=out)
+                if outage.since is not None:
+                    state = f"{outage.server} does not answer"
+                elif run is not None:
+                    state = "the crawl is still running"
+                else:
+                    state = "the crawl is not started (is a worker up?)"
+                print(f"{site}: waited {timeout:g} s: {state}", file=out)
                 return TIMED_OUT
             time.sleep(poll)
     finally:
@@ -88,6 +110,54 @@ def matches_line(ops: Operations, site: str, new: int) -> str:
     waiting = ops.matches.count(site=site, status="new", active_only=True)
     line = f"{new} new, {total} on the site in all"
     return line + (f" ({waiting} awaiting review)" if waiting else "")
+
+
+class _Outage:
+    """The lines of a store that stops answering while the crawl is followed, and answers
+    again (as :class:`admin.health.Watch` says them for the services)."""
+
+    def __init__(
+        self, site: str, servers: Mapping[str, str], out: TextIO, clock: Callable[[], float]
+    ) -> None:
+        self.site = site
+        self.servers = servers
+        self.out = out
+        self.clock = clock
+        self.since: float | None = None
+        self.server = ""
+
+    def down(self, error: BaseException) -> None:
+        if self.since is not None:
+            return
+        from admin import outage
+
+        name = "Redis" if _redis_error(error) else "MongoDB"
+        url = self.servers.get(name)
+        self.server = f"{name} at {outage.redact(url)}" if url else name
+        self.since = self.clock()
+        print(
+            f"{self.site}: waiting for {self.server} ({outage.cause(error)}); the crawl goes on",
+            file=self.out,
+            flush=True,
+        )
+
+    def up(self) -> None:
+        if self.since is None:
+            return
+        from admin.human import duration
+
+        waited = duration(round(self.clock() - self.since))
+        print(f"{self.site}: {self.server} answers again (after {waited})", file=self.out)
+        self.since = None
+
+
+def _redis_error(error: BaseException) -> bool:
+    """Whether ``error`` comes from Redis rather than MongoDB."""
+    import redis
+
+    from matcher.errors import IndexUnavailable
+
+    return isinstance(error, IndexUnavailable | redis.RedisError)
 
 
 def _progress_line(run: dict[str, Any], progress: dict[str, int], matches: str) -> str:

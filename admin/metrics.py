@@ -17,7 +17,8 @@ Prometheus' timeout by a Redis that is down (MongoDB's already do: ``admin.conte
 
 A source that does not answer does not fail the scrape: its figures are left out and
 ``fptrack_metrics_source_up{source}`` says 0 (sources: ``mongodb``, ``index_redis``,
-``redis``, ``broker``).
+``redis``, ``broker``); ``fptrack_store_internal_errors`` says 1 when MongoDB answered,
+but with internal errors (its disk full?).
 
 The metrics (``site``, ``status``, ``outcome``, ``task``, ``queue``, ``state``, ``group``,
 ``kind`` are labels; counters end in ``_total``): :data:`METRICS`.
@@ -39,7 +40,7 @@ from prometheus_client.registry import CollectorRegistry
 
 from admin.context import Context
 from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
-from matcher.errors import MatcherError
+from matcher.errors import INTERNAL_ERRORS, MatcherError, store_failing
 from matcher.index.storage import RedisStorage
 from matcher.integrity import read_markers
 from matcher.keys import CELERY_UNACKED, TAG_GROUPS, Keys, celery_queue_keys
@@ -69,6 +70,7 @@ METRICS: dict[str, str] = {
     "fptrack_crawl_last_outcome": "1 for the outcome of each site's newest crawl run",
     "fptrack_crawl_frontier_requests": "requests waiting in each unfinished crawl's frontier",
     "fptrack_task_failures": "failure records kept (tasks that failed for good), per task",
+    "fptrack_task_failures_waiting": "failure records kept in Redis until MongoDB takes them",
     "fptrack_task_retries_total": "task retries counted by the workers, per task",
     "fptrack_task_failed_total": "tasks failed for good counted by the workers, per task",
     "fptrack_queue_messages": "messages waiting in each Celery queue of the broker",
@@ -82,6 +84,7 @@ METRICS: dict[str, str] = {
     "fptrack_index_shortfall": "owners the indexes lacked at the heal job's last count, per kind",
     "fptrack_alert_outbox": "alert outbox entries per state",
     "fptrack_metrics_source_up": "1 when the source answered this computation",
+    "fptrack_store_internal_errors": "1 when MongoDB answers with internal errors (disk full?)",
     "fptrack_metrics_compute_seconds": "seconds the last computation of these metrics took",
 }  # fmt: skip
 """Every metric family this module exposes, with its help text."""
@@ -134,6 +137,7 @@ class StoreMetrics:
         started = time.perf_counter()
         families: list[Metric] = []
         up = _gauge("fptrack_metrics_source_up", ["source"])
+        failing = 0
         for source, part in (
             ("mongodb", self._store),
             ("index_redis", self._indexes),
@@ -143,14 +147,20 @@ class StoreMetrics:
             try:
                 found = list(part())
             except FAILURES as exc:
-                log.warning("metrics: %s did not answer: %s", source, exc)
+                if source == "mongodb" and store_failing(exc):
+                    failing = 1
+                    log.warning("metrics: MongoDB %s (%s)", INTERNAL_ERRORS, type(exc).__name__)
+                else:
+                    log.warning("metrics: %s did not answer: %s", source, exc)
                 up.add_metric([source], 0)
                 continue
             families += found
             up.add_metric([source], 1)
+        internal = _gauge("fptrack_store_internal_errors")
+        internal.add_metric([], failing)
         took = _gauge("fptrack_metrics_compute_seconds")
         took.add_metric([], time.perf_counter() - started)
-        return [*families, up, took]
+        return [*families, up, internal, took]
 
     def _index_client(self) -> IndexClient:
         """The indexes' Redis: the engine's client when the context is already quick to give
@@ -248,8 +258,9 @@ class StoreMetrics:
         yield from (rematch, rebuilding, shortfall)
 
     def _indexes(self) -> Iterator[Metric]:
-        """The 32 tag groups' markers (:mod:`matcher.integrity`) and the workers' task
-        counts, from the indexes' Redis."""
+        """The 32 tag groups' markers (:mod:`matcher.integrity`), the workers' task counts
+        and the failure records waiting for MongoDB (:mod:`matcher.kept_failures`), from the
+        indexes' Redis."""
         engine = self.ctx.engine
         client = self._index_client()
         snapshot = read_markers(RedisStorage(client), engine.keys)
@@ -267,6 +278,9 @@ class StoreMetrics:
             if event in families and task:
                 families[event].add_metric([task], int(value))
         yield from families.values()
+        waiting = _gauge("fptrack_task_failures_waiting")
+        waiting.add_metric([], int(client.llen(engine.keys.kept_failures)))
+        yield waiting
 
     def _frontiers(self) -> Iterator[Metric]:
         """Requests waiting in the frontier of every site with an unfinished crawl (the

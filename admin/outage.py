@@ -6,6 +6,10 @@ words and the setting to change:
 
 >>> line("MongoDB", "mongodb://u:secret@db/x", "connection refused")  # doctest: +ELLIPSIS
 'MongoDB unreachable at mongodb://u:***@db/x (connection refused): start it, or set ...'
+
+A server that answers, but only with internal errors (:func:`matcher.errors.store_failing`:
+a MongoDB whose storage failed, its disk full for one), is not said to be unreachable: it
+runs, and starting it is not what it needs.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import re
 import socket
 from collections.abc import Iterable
 from urllib.parse import urlsplit, urlunsplit
+
+from matcher.errors import INTERNAL_ERRORS, store_failing
 
 VARIABLES = {
     "MongoDB": "FPTRACK_MONGO_URI",
@@ -50,6 +56,8 @@ def redact(uri: str) -> str:
 
 def cause(error: BaseException | str) -> str:
     """The cause of a connection error in a few words (``connection refused``...)."""
+    if not isinstance(error, str) and store_failing(error):
+        return INTERNAL_ERRORS
     text = str(error)
     lowered = text.lower()
     for pattern, words in _CAUSES:
@@ -60,7 +68,14 @@ def cause(error: BaseException | str) -> str:
 
 
 def line(service: str, uri: str, error: BaseException | str) -> str:
-    """``<service> unreachable at <uri> (<cause>): start it, or set <variable>``."""
+    """``<service> unreachable at <uri> (<cause>): start it, or set <variable>``; for a
+    server that answers with internal errors, ``<service> at <uri> answers with internal
+    errors (disk full?): ...``."""
+    if not isinstance(error, str) and store_failing(error):
+        return (
+            f"{service} at {redact(uri)} {INTERNAL_ERRORS}: free space on its data disk "
+            "and restart it (see its log)"
+        )
     variable = VARIABLES[service]
     why = error if isinstance(error, str) else cause(error)
     return f"{service} unreachable at {redact(uri)} ({why}): start it, or set {variable}"

@@ -57,6 +57,11 @@ class ScanResult:
     pages: int = 0
     matches: list[dict[str, Any]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    """What could not be done: works not read, sites not crawled, pages not matched (the
+    scan exits 1)."""
+    warnings: list[str] = field(default_factory=list)
+    """What was met and overcome: an outage of Redis whose pages were matched once it was
+    over (the scan still exits 0)."""
     crawl_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     duplicates: list[dict[str, str]] = field(default_factory=list)
     """Works with the same text as an earlier one, or nearly (``near``):
@@ -86,6 +91,7 @@ class ScanResult:
             "pages": self.pages,
             "matches": self.matches,
             "errors": self.errors,
+            "warnings": self.warnings,
             "duplicates": self.duplicates,
             "not_crawled": self.not_crawled,
             "crawl": self.crawl,
@@ -230,7 +236,8 @@ def run_scan(
 
     Pages that met a Redis outage (their task gave up) are matched again after the crawl,
     waiting for Redis with backoff for up to ``outage_wait`` seconds (``on_wait`` hears
-    each wait); so is the works' index load. What still cannot be matched is reported.
+    each wait); so is the works' index load. What still cannot be matched is reported in
+    ``errors``; the outage, when every page it met was matched, in ``warnings``.
     """
     from crawler.run import crawl_in_process
     from matcher.celery_app import make_app
@@ -299,7 +306,7 @@ def run_scan(
     ingest = Ingest(engine.store, enqueue, archive=archive, send_many=send_many)
     overrides = {"FPTRACK_INGEST": ingest, **(crawl_overrides or {})}
     result.crawl_stats = crawl_in_process(sites, overrides)
-    _match_pending(engine, outage_wait, on_wait)
+    result.warnings += _match_pending(engine, outage_wait, on_wait)
     if index_pages:
         _until_back(lambda: load_side(engine, "page"), outage_wait, on_wait)
         engine.index_pages = True
@@ -320,19 +327,47 @@ def run_scan(
     return result, engine
 
 
-def _match_pending(engine: Engine, wait: float, on_wait: Callable[[str], None]) -> None:
+def _match_pending(engine: Engine, wait: float, on_wait: Callable[[str], None]) -> list[str]:
     """Match every page still pending because its task met an outage (its failure record
-    goes once it is matched), waiting up to ``wait`` seconds in all for the servers."""
+    goes once it is matched), waiting up to ``wait`` seconds in all for the servers; the
+    warning that says so, if a page was. A failure record of a page matched meanwhile (by
+    a later task) goes too."""
     from matcher.jobs import process_page
+    from matcher.tasks import PROCESS_PAGE
 
     ops = Operations(engine.store)
+    records = ops.failures(limit=MAX_LIST)
+    failed = {f["ref"]: f["error"] for f in records if f["task"] == PROCESS_PAGE}
     deadline = time.monotonic() + wait
-    for page_id in list(engine.store.pending_pages()):
+    pending = list(engine.store.pending_pages())
+    matched = []
+    for page_id in pending:
         try:
             _until_back(lambda p=page_id: process_page(engine, p), deadline, on_wait, at=True)
         except MatcherError:
             continue  # its failure record says why
-        ops.clear_failure("fptrack.process_page", page_id)
+        ops.clear_failure(PROCESS_PAGE, page_id)
+        matched.append(page_id)
+    for page_id in sorted(set(failed) - set(pending)):  # matched after its task gave up
+        if _stored(engine, page_id):
+            ops.clear_failure(PROCESS_PAGE, page_id)
+            matched.append(page_id)
+    if not matched:
+        return []
+    causes = sorted({failed[p] for p in matched if p in failed})
+    cause = f" ({' '.join(causes[0].split())[:200]})" if causes else ""
+    return [
+        f"{len(matched)} page(s) met an outage of the servers during the crawl{cause} and "
+        "were matched once it was over"
+    ]
+
+
+def _stored(engine: Engine, page_id: str) -> bool:
+    """Whether ``page_id`` names a stored page."""
+    try:
+        return engine.store.get_page(page_id, {"_id": 1}) is not None
+    except MatcherError:  # not a page id
+        return False
 
 
 def _until_back(

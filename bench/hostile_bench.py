@@ -69,6 +69,12 @@ admin process's resident memory, at most 50 MB), ``slow-clients-40`` (another us
 ``/login`` within 1 s while 40 clients send headers or bodies a byte every ``--drip``
 seconds), ``store-down-page`` and ``metrics-store-down`` (SecantusDB stopped: pages 503 with
 one line and no driver text; ``/metrics`` 200 with the store said down).
+ The process cases
+(:mod:`bench.hostile_processes`): ``worker-unrecoverable`` (a worker an error stops, under
+the restart loop: its exit status, ``restarted_s``), ``store-disk-full`` (SecantusDB's disk
+filled and freed: check's line, ``failed_for_good``, ``kept``, ``written``, ``heal_s``,
+``matched_s``; root only, it mounts a tmpfs) and ``scan-redis-restart`` (the scan's exit
+status, ``warnings``).
 """
 
 from __future__ import annotations
@@ -93,6 +99,7 @@ from bench import (
     hostile_admin,
     hostile_notices,
     hostile_outbound,
+    hostile_processes,
     hostile_review,
     hostile_service,
     hostile_works,
@@ -464,6 +471,24 @@ EXTRA: dict[str, Extra] = {
         'digests checked, exit 3 "no trusted timestamp"',
         lambda args, tmp: hostile_outbound.evidence_no_tsa(),
     ),
+    "worker-unrecoverable": Extra(
+        "the broker answers a running worker's queue read with an error (WRONGTYPE), under "
+        "deploy/local/respawn.py",
+        "exit status 1 (a unit restarts it), answering again",
+        hostile_processes.worker_unrecoverable,
+    ),
+    "store-disk-full": Extra(
+        f"SecantusDB's {hostile_processes.DISK_MB} MB disk filled until WiredTiger panics, "
+        "tasks sent, space freed",
+        "named by check, no task failed for good, failure records kept and written, healed",
+        hostile_processes.store_disk_full,
+    ),
+    "scan-redis-restart": Extra(
+        f"fptrack scan of a {hostile_processes.SCAN_PAGES}-page site, its Redis restarted "
+        "empty mid-crawl",
+        "exit 0, the outage a warning, every page matched",
+        hostile_processes.scan_redis_restart,
+    ),
     **{
         name: Extra(
             f"takedown template: {bomb.trick}",
@@ -558,6 +583,10 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         row["fetched"] = summary([r["fetched"] for r in runs])
     if "rise_mb" in runs[0]:
         row["rise_mb"] = summary([r["rise_mb"] for r in runs])
+    for key in hostile_processes.FIGURES:
+        values = [r[key] for r in runs if r.get(key) is not None]
+        if values:
+            row[key] = summary(values)
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]
@@ -596,6 +625,13 @@ def report(result: dict[str, Any]) -> str:
             note = f"URLs: {named}; {note}"
         if "rise_mb" in row:
             note = f"rise {cell(row['rise_mb'], '.0f')} MB; {note}"
+        figures = [
+            f"{key} {cell(row[key], '.1f' if key.endswith('_s') else '.0f')}"
+            for key in hostile_processes.FIGURES
+            if key in row
+        ]
+        if figures:
+            note = f"{', '.join(figures)}; {note}"
         if peer:
             theirs = peer["trafilatura"]
             ours = peer["fptrack"]

@@ -14,7 +14,9 @@ Options (Celery's names):
 - ``worker_prefetch_multiplier = 1``: a worker holds one unacknowledged message at a time.
 - broker and redbeat: the Redis of ``FPTRACK_BROKER_URL`` and ``FPTRACK_REDIS_URL``, a server
   or Sentinel, in kombu's and redbeat's words (:func:`matcher.redis_clients.celery_broker`,
-  :func:`~matcher.redis_clients.redbeat`), with fptrack's timeouts and retries.
+  :func:`~matcher.redis_clients.redbeat`), with fptrack's timeouts and retries; kombu's
+  Redis transports are :mod:`matcher.broker_transport`'s, whose channels a worker closes
+  after losing the broker without stopping on an ``AttributeError`` (kombu 5.7).
 - ``visibility_timeout`` (``FPTRACK_VISIBILITY_TIMEOUT``, default 120 s): how long after a
   worker's last heartbeat (:mod:`matcher.heartbeat`, every quarter of it) Redis hands the
   messages it holds to another worker; any live worker looks for such messages every
@@ -44,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 from celery import Celery
 from celery.signals import worker_process_shutdown, worker_shutdown
 
-from matcher import redis_clients
+from matcher import broker_transport, redis_clients
 from matcher.heartbeat import VisibilityHeartbeat
 from matcher.keys import Keys
 from matcher.runtime import Runtime
@@ -142,6 +144,7 @@ def make_app(
     if tasks:
         import matcher.tasks  # noqa: F401 - defines the shared tasks every app gets
 
+    broker_transport.install()
     celery = Celery("fptrack", include=["matcher.tasks"])
     celery.conf.update(celery_config(settings, patience))
     celery.steps["worker"].add(VisibilityHeartbeat)

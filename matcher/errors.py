@@ -1,9 +1,9 @@
 """Errors the backend raises, split by what the caller should do about them.
 
-``Retryable`` errors come from an outage (Redis or MongoDB unreachable, timed out): the
-operation left nothing half-written and can simply be run again; Celery tasks retry them
-with backoff. Everything else is a problem with the input or the configuration and is
-reported, never retried.
+``Retryable`` errors come from an outage (Redis or MongoDB unreachable, timed out, or a
+MongoDB that answers with internal errors, its disk full): the operation left nothing
+half-written and can simply be run again; Celery tasks retry them with backoff. Everything
+else is a problem with the input or the configuration and is reported, never retried.
 
 Importing this module loads no driver: the tuples of redis-py, pymongo and kombu classes
 (:data:`OUTAGES`, :data:`PERMANENT_REDIS`, :data:`TRANSIENT_TYPES`) are built when first
@@ -34,6 +34,12 @@ class IndexUnavailable(Retryable):
 
 class StoreUnavailable(Retryable):
     """The MongoDB server did not answer."""
+
+
+class StoreFailing(StoreUnavailable):
+    """The MongoDB server answers, but with internal errors (:func:`store_failing`): its
+    storage failed, a full disk for one; an outage like any other, until it is freed and the
+    server restarted."""
 
 
 class IndexLost(IndexUnavailable):
@@ -87,6 +93,40 @@ NotPrimaryNoSecondaryOk, NotPrimaryOrSecondary, StaleShardVersion, StaleEpoch, S
 (the codes pymongo's own retryable-write logic knows)."""
 
 
+INTERNAL_MONGO_CODES = frozenset({1, 14031})
+"""MongoDB server errors of a server that runs but cannot use its storage: InternalError
+(SecantusDB, whose WiredTiger panicked, on a full disk for one, answers every command but
+``ping`` and ``hello`` so until it is restarted) and OutOfDiskSpace."""
+
+INTERNAL_ERRORS = "answers with internal errors (disk full?)"
+"""What is said of a MongoDB server whose errors are :func:`store_failing`."""
+
+
+def store_failing(exc: BaseException | None) -> bool:
+    """True when ``exc``, or an error it was raised from, is a MongoDB server's internal
+    error (:data:`INTERNAL_MONGO_CODES`; a bulk write's when each of its errors is one).
+
+    >>> import pymongo.errors
+    >>> store_failing(pymongo.errors.OperationFailure("internal server error", code=1))
+    True
+    >>> store_failing(pymongo.errors.OperationFailure("not primary", code=10107))
+    False
+    """
+    import pymongo.errors
+
+    while exc is not None:
+        if isinstance(exc, StoreFailing):
+            return True
+        if isinstance(exc, pymongo.errors.BulkWriteError):
+            codes = {e.get("code") for e in (exc.details or {}).get("writeErrors", ())}
+            if codes and codes <= INTERNAL_MONGO_CODES:
+                return True
+        elif isinstance(exc, pymongo.errors.OperationFailure) and exc.code in INTERNAL_MONGO_CODES:
+            return True
+        exc = exc.__cause__
+    return False
+
+
 @cache
 def _transient_types() -> tuple[type[BaseException], ...]:
     """Every class :func:`transient` may say yes to (what a Celery task hands to it)."""
@@ -130,6 +170,8 @@ def transient(exc: BaseException) -> bool:
     True
     >>> transient(pymongo.errors.DuplicateKeyError("E11000", code=11000))
     False
+    >>> transient(pymongo.errors.OperationFailure("internal server error", code=1))
+    True
     """
     import pymongo.errors
     import redis
@@ -151,7 +193,7 @@ def transient(exc: BaseException) -> bool:
         ):
             return True
         code = getattr(exc, "code", None)
-        return code in TRANSIENT_MONGO_CODES
+        return code in TRANSIENT_MONGO_CODES or store_failing(exc)
     return isinstance(exc, OperationalError)  # kombu: the broker did not answer
 
 

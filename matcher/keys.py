@@ -314,6 +314,12 @@ class Keys:
         (``retry``, ``failure``), for the admin's ``/metrics`` (:mod:`admin.metrics`)."""
         return f"{self.prefix}:metrics:tasks"
 
+    @property
+    def kept_failures(self) -> str:
+        """A list of failure records MongoDB could not take, JSON, oldest first, until it
+        can (:mod:`matcher.kept_failures`)."""
+        return f"{self.prefix}:failures:kept"
+
 
 CELERY_PRIORITY_SEP = "\x06\x16"
 """kombu's Redis transport: a queue's messages of priority ``p`` > 0 wait in the list

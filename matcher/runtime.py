@@ -1,7 +1,8 @@
 """What one Celery app's tasks use in this process (``app.fptrack``, :mod:`matcher.celery_app`):
 their settings, their :class:`~matcher.engine.Engine` (built on first use, in the worker
-process, or handed in by tests and the embedded scan) and the counter of task events that
-the admin's ``/metrics`` reads."""
+process, or handed in by tests and the embedded scan), the counter of task events that
+the admin's ``/metrics`` reads, and the failure records kept while MongoDB could not take
+them."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from matcher import redis_clients
+from matcher.kept_failures import KeptFailures
 from matcher.keys import Keys
 from matcher.recent import Recent
 from matcher.settings import Settings
@@ -62,6 +64,23 @@ class Runtime:
             alerting = self._alerting
         return alerting.get()
 
+    def _redis(self) -> tuple[redis_clients.IndexClient, Keys]:
+        """The indexes' Redis client of the task events and kept failures, and its keys:
+        a handed-in engine's, else a client that gives up at once (made on first use; the
+        caller holds the lock)."""
+        if self._given is not None:
+            return self._given.redis, self._given.keys
+        if self._counter is None:
+            self._counter = redis_clients.connect(self.settings.index_redis, redis_clients.COMMAND)
+        return self._counter, Keys(self.settings.redis_prefix)
+
+    def kept_failures(self) -> KeptFailures:
+        """The failure records kept in the indexes' Redis while MongoDB could not take them
+        (:mod:`matcher.kept_failures`), on the client :meth:`count` uses."""
+        with self._lock:
+            client, keys = self._redis()
+        return KeptFailures(client, keys.kept_failures)
+
     def count(self, event: str, task: str) -> Future[None]:
         """Add 1 to ``<event>|<task>`` in the hash ``Keys.task_events`` of the indexes' Redis,
         which the admin's ``/metrics`` reads (:mod:`admin.metrics`), in this process's
@@ -69,14 +88,7 @@ class Runtime:
         (:data:`~matcher.redis_clients.COMMAND`), unlike the engine's; an engine handed in by
         :meth:`use` counts with its own client. A count Redis refuses is logged and lost."""
         with self._lock:
-            if self._given is not None:
-                client, keys = self._given.redis, self._given.keys
-            else:
-                if self._counter is None:
-                    self._counter = redis_clients.connect(
-                        self.settings.index_redis, redis_clients.COMMAND
-                    )
-                client, keys = self._counter, Keys(self.settings.redis_prefix)
+            client, keys = self._redis()
             if self._counting is None:  # made on first use: in the worker process, not before
                 self._counting = ThreadPoolExecutor(1, thread_name_prefix="fptrack-count")
             field = f"{event}|{task}"

@@ -9,8 +9,10 @@ with exponential backoff and jitter (``retry_backoff`` 2 s, doubling, at most 60
 message under its worker's heartbeat (:mod:`matcher.heartbeat`). A task that fails for
 good — retries exhausted, or bad input such as a page whose text cannot be used — leaves a
 record in the ``failures`` collection with its error, instead of vanishing; a later success
-clears it. Each retry and each failure for good is also counted in Redis
-(``Keys.task_events``), which the admin's ``/metrics`` reads (:mod:`admin.metrics`).
+clears it. A record MongoDB cannot take (it is what is down) is kept in Redis and written
+once it answers (:mod:`matcher.kept_failures`). Each retry and each failure for good is also
+counted in Redis (``Keys.task_events``), which the admin's ``/metrics`` reads
+(:mod:`admin.metrics`).
 """
 
 from __future__ import annotations
@@ -80,11 +82,40 @@ class FptrackTask(Task):
         """Log and keep the failure for good of ``ref`` (a record in ``failures``)."""
         name = self.failed_as or self.name
         log.error("task %s(%s) failed for good: %s", name, ref, exc)
+        self.write_failure(name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)
+
+    def write_failure(self, name: str, ref: str, error: str, attempts: int) -> None:
+        """Write the failure record of task ``name`` on ``ref`` (then the records kept while
+        MongoDB could not take them); when MongoDB cannot take it either, keep it in Redis
+        until it can (:mod:`matcher.kept_failures`)."""
+        failed_at = now()
         try:
             ops = Operations(self.runtime.engine().store)
-            ops.record_failure(name, ref, f"{type(exc).__name__}: {exc}", self.request.retries)
+            ops.record_failure(name, ref, error, attempts, at=failed_at)
         except Exception as record_exc:  # the store may be what is down
-            log.error("could not record the failure of %s(%s): %s", name, ref, record_exc)
+            try:
+                self.runtime.kept_failures().keep(name, ref, error, attempts, failed_at)
+            except Exception as keep_exc:
+                log.error(
+                    "could not record the failure of %s(%s) (%s), nor keep it in Redis: %s",
+                    name, ref, record_exc, keep_exc,
+                )  # fmt: skip
+                return
+            log.error(
+                "could not record the failure of %s(%s) (%s): kept in Redis until MongoDB "
+                "takes it", name, ref, record_exc,
+            )  # fmt: skip
+            return
+        self.write_kept_failures(ops)
+
+    def write_kept_failures(self, ops: Operations) -> int:
+        """Write the failure records kept while MongoDB could not take them; how many (none
+        when it still cannot, or Redis does not answer: the next task tries again)."""
+        try:
+            return self.runtime.kept_failures().write(ops.record_failure)
+        except Exception as exc:
+            log.warning("could not write the failure records kept in Redis: %s", exc)
+            return 0
 
     def _count(self, event: str) -> None:
         """Count a ``retry`` or ``failure`` of this task in Redis (``Keys.task_events``), for
@@ -99,8 +130,22 @@ class FptrackTask(Task):
 
     def on_failure(self, exc, task_id, args, kwargs, einfo) -> None:
         self._count("failure")
-        for ref in self._refs(tuple(args), dict(kwargs)):
+        for ref in self._unfinished(self._refs(tuple(args), dict(kwargs))):
             self.record_failure(ref, exc)
+
+    def _unfinished(self, refs: list[str]) -> list[str]:
+        """Of a batch of pages that failed for good, those still pending: an outage that
+        ends a batch (:func:`matcher.jobs.process_pages`) comes after its first pages were
+        matched and marked, and no later success would clear their records (it left records
+        on pages the embedded scan had matched, reported as errors). All of them when the
+        store cannot say."""
+        if self.failed_as != PROCESS_PAGE or len(refs) < 2:
+            return refs
+        try:
+            pending = set(self.runtime.engine().store.pages.still_pending(refs))
+        except Exception:  # the store may be what is down: a record each, kept if need be
+            return refs
+        return [ref for ref in refs if ref in pending]
 
     def on_success(self, retval, task_id, args, kwargs) -> None:
         """After retries, clear the failure records of what succeeded (a batch's result
@@ -115,6 +160,8 @@ class FptrackTask(Task):
                         ops.clear_failure(name, ref)
             except Exception as exc:
                 log.warning("could not clear the failure record of %s: %s", name, exc)
+                return
+            self.write_kept_failures(ops)  # what met the outage this task rode out
 
 
 PROCESS_PAGE = "fptrack.process_page"
@@ -135,7 +182,8 @@ def process_pages(self: FptrackTask, page_ids: list[str]) -> dict[str, Any]:
     """``process_page`` of each of a batch of pages (the crawl's ingest sends them so),
     matched together (:func:`matcher.jobs.process_pages`); a page that fails for good gets
     the failure record its own ``process_page`` would have, and the others go on (the
-    batch failing for good, each page gets one). Alert of the new matches."""
+    batch failing for good, each of its pages still pending gets one). Alert of the new
+    matches."""
     if isinstance(page_ids, str) or not all(isinstance(p, str) for p in page_ids):
         raise TypeError(f"process_pages takes a list of page ids, got {page_ids!r}")
 
@@ -187,17 +235,21 @@ def match_new_works(self: FptrackTask) -> dict[str, Any]:
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.requeue_pending")
 def requeue_pending(self: FptrackTask) -> dict[str, Any]:
-    """Every minute or so: send ``process_page`` again for the pages whose task was lost.
+    """Every minute or so: send ``process_page`` again for the pages whose task was lost,
+    and write the failure records kept in Redis while MongoDB could not take them.
 
     Beat sends it on the page queue with an expiry of its interval, so it runs only once
     every message sent before it was delivered (see :func:`matcher.jobs.requeue_pending`).
     """
     process = self.app.tasks["fptrack.process_page"]
-    return jobs.requeue_pending(
-        Operations(self.runtime.engine().store),
+    ops = Operations(self.runtime.engine().store)
+    result = jobs.requeue_pending(
+        ops,
         lambda page_id: process.delay(page_id, if_pending=True),
         timedelta(seconds=self.runtime.settings.pending_after),
     )
+    self.write_kept_failures(ops)  # the sweep of the failure records kept in Redis
+    return result
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.crawl_site", acks_late=False)
@@ -250,10 +302,7 @@ def _crawl_failed(task: FptrackTask, site_name: str, exc: jobs.CrawlFailed) -> d
     failed for good. The task itself succeeds with ``outcome`` ``failed``."""
     error = " ".join(str(exc).split())
     log.warning("%s(%s) failed: %s", task.name, site_name, error)
-    try:
-        Operations(task.runtime.engine().store).record_failure(task.name, site_name, error, 0)
-    except Exception as record_exc:  # the store may be what is down
-        log.error("could not record the failure of %s(%s): %s", task.name, site_name, record_exc)
+    task.write_failure(task.name, site_name, error, 0)
     return {"site": site_name, "outcome": "failed", "error": error}
 
 

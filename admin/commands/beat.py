@@ -6,6 +6,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from admin.commands.common import leaf, wait_option
+from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
@@ -18,7 +19,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Run the scheduler: it saves the daily jobs and every site's schedule in Redis, then "
         "sends the tasks when due. Run exactly one (a second one waits on redbeat's lock). It "
         "checks MongoDB, Redis and the broker at start (see --wait); once running, it waits "
-        "out their restarts and saves the schedules again if Redis lost them.",
+        "out their restarts and saves the schedules again if Redis lost them. Stopped by "
+        "SIGTERM or Ctrl-C it exits 0; stopped by an error it exits 1, so that its service "
+        "manager starts it again.",
     )
     parser.add_argument("--loglevel", default="INFO", help="(default: INFO)")
     wait_option(parser)
@@ -31,5 +34,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     mark_starting(ctx, "beat")  # until it holds redbeat's lock, or the grace ends
     require_stores(ctx, args.wait)
     ctx.schedules.save_all(ctx.settings, ctx.ops.list_sites())
-    ctx.app.start(["beat", "-S", BEAT_SCHEDULER, f"--loglevel={args.loglevel}"])
+    try:
+        ctx.app.start(["beat", "-S", BEAT_SCHEDULER, f"--loglevel={args.loglevel}"])
+    except Exception as exc:  # Celery logged it with its traceback
+        # 1 whatever the error (a ValueError would be 2, which no service manager restarts)
+        raise CommandError(f"beat stopped on an error (see the log above): {exc}", 1) from exc
     return 0

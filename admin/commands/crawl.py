@@ -51,8 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="follow the enqueued crawl (pages stored; matches new since it started and all "
         "the site has) and exit with its outcome: "
-        "0 finished, 1 failed (with its reason), 3 interrupted, 4 --timeout passed "
-        "(default: exit once enqueued)",
+        "0 finished, 1 failed (with its reason), 3 interrupted, 4 --timeout passed; a store "
+        "that stops answering meanwhile is waited for, as the services do (default: exit "
+        "once enqueued)",
     )
     parser.add_argument(
         "--poll",
@@ -84,7 +85,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             return 0
         from admin.crawl_wait import wait_for_crawl
 
-        return wait_for_crawl(ctx.ops, site.name, task_id, poll=args.poll, timeout=args.timeout)
+        servers = {"MongoDB": ctx.settings.mongo_uri, "Redis": ctx.settings.redis_url}
+        return wait_for_crawl(
+            ctx.ops, site.name, task_id, poll=args.poll, timeout=args.timeout, servers=servers
+        )
     if args.wait:
         args.parser.error("--wait follows an enqueued crawl: not with --here or --inline")
     from tqdm import tqdm

@@ -284,6 +284,8 @@ def _scan(
     for url, skipped in result.not_crawled.items():
         reasons = ", ".join(f"{n} {why}" for why, n in skipped.items())
         print(f"{url}: not crawled: {reasons}", file=sys.stderr)
+    for warning in result.warnings:
+        print(f"fptrack: warning: {warning}", file=sys.stderr)
     for error in result.errors[len(said) :]:
         print(f"fptrack: error: {error}", file=sys.stderr)
     if args.serve is not None:

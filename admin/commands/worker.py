@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import warnings
 from typing import TYPE_CHECKING, Any
 
 from admin.commands.common import leaf, wait_option
+from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -22,7 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         run,
         "Run a Celery worker: it fingerprints and matches pages, indexes works and runs "
         "crawls. It checks MongoDB, Redis and the broker at start and exits 1 with one line "
-        "if one does not answer (see --wait); once running, it waits out their restarts.",
+        "if one does not answer (see --wait); once running, it waits out their restarts. "
+        "Stopped by SIGTERM or Ctrl-C it exits 0; stopped by anything else (an error Celery "
+        "cannot recover from) it exits 1, so that its service manager starts it again.",
     )
     parser.add_argument(
         "--queues", default="fptrack,fptrack.crawl", help="(default: fptrack,fptrack.crawl)"
@@ -63,9 +67,45 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from celery.signals import worker_ready
 
     worker_ready.connect(up, weak=False)
+    asked = _stop_requests()
     Watch(ctx, "worker").start()
-    ctx.app.worker_main(argv)
-    return 0
+    try:
+        status = ctx.app.start(argv)
+    except Exception as exc:  # 1 whatever it is: never 2, which no service manager restarts
+        raise CommandError(f"the worker stopped on an error: {exc}", 1) from exc
+    return exit_status(status, asked)
+
+
+def _stop_requests() -> list[str]:
+    """The stop signals Celery's handlers will receive (SIGTERM, SIGINT, SIGQUIT), filled
+    as they come."""
+    from celery.signals import worker_shutting_down
+
+    asked: list[str] = []
+
+    def heard(sig: str = "", **kwargs: Any) -> None:
+        asked.append(sig)
+
+    worker_shutting_down.connect(heard, weak=False)
+    return asked
+
+
+def exit_status(status: int | None, asked: list[str]) -> int:
+    """The exit status of a worker whose Celery returned ``status`` after the stop signals
+    ``asked``: a failure Celery reports as such; else 0 after a stop signal, and 1, with one
+    line, when the worker stopped without being asked to. Celery 5.7's ``app.start`` returns
+    nothing (click's status is dropped): a worker that logged ``Unrecoverable error`` exited
+    0, and a service manager restarting failures only left it stopped."""
+    if status:
+        return int(status)
+    if asked:
+        return 0
+    print(
+        "fptrack worker: stopped on an error, not asked to (see the log above): exit status 1",
+        file=sys.stderr,
+        flush=True,
+    )
+    return 1
 
 
 def _ride_out_outages(app: Celery) -> None:

@@ -18,7 +18,14 @@ from bson.errors import InvalidId
 from pymongo.errors import PyMongoError
 
 from matcher import ids
-from matcher.errors import MatcherError, StoreUnavailable, transient
+from matcher.errors import (
+    INTERNAL_ERRORS,
+    MatcherError,
+    StoreFailing,
+    StoreUnavailable,
+    store_failing,
+    transient,
+)
 from matcher.sites import NAME
 from matcher.statuses import STATUSES
 
@@ -49,7 +56,8 @@ def to_millis(t: datetime) -> datetime:
 
 def mongo_errors(method: Callable[P, T]) -> Callable[P, T]:
     """Turn pymongo connection failures, and the server errors of an election or a restart
-    (:func:`matcher.errors.transient`), into :class:`StoreUnavailable`."""
+    (:func:`matcher.errors.transient`), into :class:`StoreUnavailable`; a server's internal
+    errors (:func:`matcher.errors.store_failing`) into :class:`StoreFailing`."""
 
     @functools.wraps(method)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> T:
@@ -58,6 +66,8 @@ def mongo_errors(method: Callable[P, T]) -> Callable[P, T]:
         except PyMongoError as exc:
             if not transient(exc):
                 raise
+            if store_failing(exc):
+                raise StoreFailing(f"MongoDB {INTERNAL_ERRORS} in {method.__name__}") from exc
             raise StoreUnavailable(f"MongoDB unavailable in {method.__name__}: {exc}") from exc
 
     return wrapper

@@ -10,9 +10,11 @@ from pymongo.database import Database
 from matcher.store.common import (
     MAX_LIST,
     StoreError,
+    checked_date,
     mongo_errors,
     now,
     period,
+    to_millis,
 )
 
 TASK_NAME_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz_.")
@@ -25,11 +27,15 @@ class Failures:
         self.db = db
 
     @mongo_errors
-    def record_failure(self, task: str, ref: str, error: str, attempts: int) -> dict:
-        """Keep a task that gave up (one record per task and object, updated on repeats)."""
+    def record_failure(
+        self, task: str, ref: str, error: str, attempts: int, *, at: datetime | None = None
+    ) -> dict:
+        """Keep a task that gave up (one record per task and object, updated on repeats);
+        ``at``: when it failed (default now: a record kept while MongoDB was down is written
+        later, :mod:`matcher.kept_failures`)."""
         if not set(task) <= TASK_NAME_CHARS:
             raise StoreError(f"not a task name: {task!r}")
-        stamp = now()
+        stamp = now() if at is None else to_millis(checked_date(at))
         return self.db.failures.find_one_and_update(
             {"task": task, "ref": str(ref)},
             {

@@ -774,6 +774,13 @@ class Pages:
             yield str(doc["_id"])
 
     @mongo_errors
+    def still_pending(self, page_ids: Sequence[str]) -> list[str]:
+        """Those of ``page_ids`` (as given) whose current text is not matched yet."""
+        keys = {page_key(p): p for p in page_ids}
+        found = self.db.pages.find({"_id": {"$in": list(keys)}, "pending": True}, {"_id": 1})
+        return [keys[doc["_id"]] for doc in found]
+
+    @mongo_errors
     def count_seen_since(self, site: str, since: datetime, *, pending_only: bool = False) -> int:
         """Pages of ``site`` stored or fetched again since ``since`` (of those, the ones not
         matched yet when ``pending_only``)."""

@@ -1,9 +1,11 @@
 """The embedded scan on a real Redis (``FPTRACK_REDIS_URL``) that stops in the middle of
 the crawl and comes back empty: the pages that met the outage are matched once it is back,
-and the scan finds every copy it finds without the outage."""
+the scan finds every copy it finds without the outage, and the outage is a warning, not an
+error (the scan exits 0)."""
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -55,3 +57,10 @@ def test_pages_that_met_a_redis_restart_are_matched_when_it_is_back() -> None:
     assert len(stopped) == 2 and waits  # the outage happened, and the scan waited it out
     assert calm.matches and pairs(stormy) == pairs(calm)
     assert stormy.errors == [] and stormy.pages == calm.pages
+    assert calm.warnings == []
+    [warning] = stormy.warnings
+    assert re.fullmatch(
+        r"\d+ page\(s\) met an outage of the servers during the crawl \(Index\w+: .*\) "
+        r"and were matched once it was over",
+        warning,
+    ), warning

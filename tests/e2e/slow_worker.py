@@ -4,6 +4,9 @@ Run by the redelivery tests as ``python slow_worker.py LOG SECONDS``: an ordinar
 worker (solo pool) on the test broker and store (``FPTRACK_*`` variables). Every
 ``process_page`` it starts appends a line (its pid and page id) to LOG; the first one of all
 the workers sharing LOG sleeps SECONDS before it matches its page.
+
+``python slow_worker.py LOG SECONDS worker ARG...`` runs ``fptrack worker ARG...`` itself (the
+command, its prefork pool's children doing the same) and exits with its status.
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ def logging_starts(function: Callable[..., Any], log: Path, seconds: float) -> C
 
 if __name__ == "__main__":
     jobs.process_page = logging_starts(jobs.process_page, Path(sys.argv[1]), float(sys.argv[2]))
+    if sys.argv[3:]:
+        from admin.cli import main
+
+        sys.exit(main(sys.argv[3:]))
     app.worker_main(
         [
             "worker",

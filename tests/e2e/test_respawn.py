@@ -1,19 +1,28 @@
 """``deploy/local/respawn.py``, the loop each Procfile line runs under: a command that exits
 is started again (one line each time), a bad configuration (exit status 2) is not, and a
-stop signal reaches the command once and ends the loop."""
+stop signal reaches the command once and ends the loop. A real ``fptrack worker`` that an
+error stops exits 1, and is started again."""
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import redis
+from pymongo.database import Database
+
+from matcher.celery_app import PAGE_QUEUE
+from tests.admin.cli_support import fptrack
+from tests.e2e.test_service_units import restarts
 from tests.support.e2e import ROOT
 from tests.support.waits import eventually
 
 RESPAWN = ROOT / "deploy" / "local" / "respawn.py"
+WORKER = (sys.executable, "-m", "admin.cli", "worker")
 
 FLAKY = """
 import signal, sys, time
@@ -93,3 +102,38 @@ def test_a_command_killed_outright_is_started_again_and_its_leftovers_stopped(
         os.killpg(respawn.pid, signal.SIGTERM)
         respawn.wait(20)
     assert "was killed by SIGKILL" in respawn.stderr.read()
+
+
+def test_a_worker_stopped_by_an_error_exits_1_and_is_started_again(
+    broker: redis.Redis, mongo_db: Database, tmp_path: Path
+) -> None:
+    """The broker answers the worker's read of its queue with an error (the queue's key holds
+    a string: WRONGTYPE), which Celery cannot recover from: ``fptrack worker`` exits 1 (it
+    exited 0), which the worker's systemd unit restarts and the respawn loop starts again;
+    once the key is repaired, the new worker answers."""
+    log = tmp_path / "respawn.log"
+    with log.open("wb") as out:
+        respawn = subprocess.Popen(
+            [sys.executable, str(RESPAWN), *WORKER, "--concurrency", "1", "--loglevel", "WARNING"],
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        eventually(lambda: fptrack("check", "workers").status == 0, 90, "the worker to answer")
+        broker.delete(PAGE_QUEUE)
+        broker.set(PAGE_QUEUE, "not a queue")
+        said = re.compile(r"respawn: `.*admin\.cli worker .*` exited with status (\d+) after")
+        eventually(lambda: said.search(log.read_text()), 60, "the worker to stop")
+        broker.delete(PAGE_QUEUE)
+        match = said.search(log.read_text())
+        assert match is not None
+        assert int(match[1]) == 1 and restarts("worker", int(match[1]))
+        said_by_worker = "fptrack worker: stopped on an error, not asked to"
+        assert "Unrecoverable error" in log.read_text() and said_by_worker in log.read_text()
+        eventually(lambda: fptrack("check", "workers").status == 0, 90, "the new worker")
+    finally:
+        os.killpg(respawn.pid, signal.SIGTERM)
+        respawn.wait(60)
+    assert respawn.returncode == 0  # the worker stopped by SIGTERM: 0, and the loop with it

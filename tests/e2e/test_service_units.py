@@ -13,6 +13,7 @@ import configparser
 import shlex
 
 import pytest
+import yaml
 
 from matcher.settings import Settings
 from tests.support.e2e import ROOT
@@ -27,6 +28,15 @@ def unit(name: str) -> configparser.ConfigParser:
     return parser
 
 
+def restarts(name: str, status: int) -> bool:
+    """Whether systemd starts the unit ``name`` again after its command exited with
+    ``status`` (``Restart=on-failure``: any status but 0 and those of
+    ``RestartPreventExitStatus``)."""
+    service = unit(name)["Service"]
+    assert service["Restart"] == "on-failure"
+    return status != 0 and str(status) not in service["RestartPreventExitStatus"].split()
+
+
 @pytest.mark.parametrize("name", UNITS)
 def test_a_unit_restarts_after_a_pause_and_starts_after_the_stores(name: str) -> None:
     service, start = unit(name)["Service"], unit(name)["Unit"]
@@ -39,6 +49,19 @@ def test_a_unit_restarts_after_a_pause_and_starts_after_the_stores(name: str) ->
     argv = shlex.split(service["ExecStart"])
     assert argv[1] == name
     assert argv[argv.index("--wait") + 1] == "60s"
+
+
+def test_every_deployment_restarts_a_service_that_stopped() -> None:
+    """Compose restarts every long-running service whatever its exit status; each line of
+    the one-machine Procfile runs under the respawn loop."""
+    services = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
+    for name in ("mongo", "redis", *UNITS):
+        assert services["services"][name]["restart"] == "unless-stopped", name
+    lines = (ROOT / "Procfile").read_text(encoding="utf-8").splitlines()
+    procfile = dict(line.split(":", 1) for line in lines if line and line[0] != "#")
+    assert set(procfile) == {"mongodb", *UNITS}
+    for name, command in procfile.items():
+        assert command.split()[:3] == ["exec", "python", "deploy/local/respawn.py"], name
 
 
 def test_the_worker_stops_within_a_crawl_lease_and_a_download() -> None:

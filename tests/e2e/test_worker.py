@@ -15,6 +15,7 @@ import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 
 import pymongo
 import pytest
@@ -31,7 +32,7 @@ from matcher.pages import CrawledPage
 from matcher.redis_clients import COMMAND
 from matcher.runtime import Runtime
 from matcher.settings import Settings
-from matcher.store import Store, tallies
+from matcher.store import Store, now, tallies
 from matcher.store.operations import Operations
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
 from tests.support.raw_servers import hanging_up_redis
@@ -188,6 +189,40 @@ def test_a_batch_s_page_that_cannot_be_processed_fails_alone(
     eventually(lambda: engine.redis.hgetall(engine.keys.task_events) == counted, 10, "counts")
 
 
+def test_a_batch_an_outage_ends_for_good_leaves_records_on_its_pending_pages_only(
+    engine: Engine, mongo_db: Database, dead_redis: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``process_pages`` batch whose retries an outage (Redis not answering) exhausted
+    leaves failure records on its pages still pending, never on one already matched: no
+    later success would clear that one (the embedded scan reported every page of a batch
+    that met a Redis restart half-way as an error, all of them matched)."""
+    engine.add_work(sample("river-town.txt"), title="river", source="river-town.txt")
+    ingest = Ingest(engine.store, lambda page_id: None)
+    matched, pending = (
+        ingest.page(CrawledPage(url=url, site="pirate", title="", text=CHROME.format(text)))
+        for url, text in (
+            ("http://pirate/river", sample("river-town.txt")),
+            ("http://pirate/news", UNRELATED),
+        )
+    )
+    tasks.process_page.apply(args=[matched.page_id]).get()
+    assert list(engine.store.pending_pages()) == [pending.page_id]
+    down = Engine(engine.settings, engine.store, dead_redis)
+    monkeypatch.setattr(tasks.process_pages, "max_retries", 1)
+    app.fptrack.use(down)
+    eager, propagates = app.conf.task_always_eager, app.conf.task_eager_propagates
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, False
+    try:
+        result = tasks.process_pages.delay([matched.page_id, pending.page_id])
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
+        app.fptrack.use(engine)
+    assert result.failed()
+    [failure] = Operations(engine.store).failures()
+    assert (failure["task"], failure["ref"]) == ("fptrack.process_page", pending.page_id)
+    assert failure["error"].startswith("IndexUnavailable: ")
+
+
 def test_a_batch_retried_to_success_clears_the_failure_records_of_its_matched_pages_only(
     engine: Engine,
 ) -> None:
@@ -232,8 +267,9 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
     redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch, mongo_db: Database
 ) -> None:
     """MongoDB down for good, Redis up: each retry and the failure are counted under
-    ``Keys.task_events``, which the admin's ``/metrics`` reads (the failure record itself
-    cannot be written: the store is what is down)."""
+    ``Keys.task_events``, which the admin's ``/metrics`` reads; the failure record, which the
+    store cannot take (it is what is down), is kept in Redis and written, with the time the
+    task failed, by the first task that finds MongoDB answering."""
     settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     dead = pymongo.MongoClient("mongodb://127.0.0.1:1", serverSelectionTimeoutMS=200)
     down = Engine(settings, Store(dead[mongo_db.name]), redis_client)
@@ -248,8 +284,23 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
         app.fptrack.use(None)
         dead.close()
     assert result.failed()
+    failed_at = now()
     counted = {b"retry|fptrack.process_page": b"2", b"failure|fptrack.process_page": b"1"}
     eventually(lambda: redis_client.hgetall(down.keys.task_events) == counted, 10, "counts")
+    assert redis_client.llen(
+        down.keys.kept_failures
+    ) == 1 and not mongo_db.failures.count_documents({})
+
+    app.fptrack.use(Engine(settings, Store(mongo_db), redis_client))  # MongoDB answers again
+    try:
+        tasks.requeue_pending.apply().get()  # beat's minute sweep
+    finally:
+        app.fptrack.use(None)
+    assert redis_client.llen(down.keys.kept_failures) == 0
+    [record] = mongo_db.failures.find()
+    assert (record["task"], record["ref"]) == ("fptrack.process_page", "0123456789abcdef01234567")
+    assert record["error"].startswith("StoreUnavailable: ") and record["attempts"] == 2
+    assert timedelta(0) <= failed_at - record["failed_at"] < timedelta(seconds=10)
 
 
 def test_a_worker_counts_in_the_background_with_a_client_that_gives_up_at_once(

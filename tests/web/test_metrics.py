@@ -24,6 +24,7 @@ from admin.web.dispatch import InlineDispatch
 from admin.web.users import User, Users
 from matcher.engine import Engine
 from matcher.integrity import Integrity
+from matcher.kept_failures import KeptFailures
 from matcher.keys import TAG_GROUPS
 from matcher.redis_clients import COMMAND, SERVICE, Patience
 from matcher.settings import Settings
@@ -112,6 +113,9 @@ def seed(ctx: Context, broker: redis.Redis) -> None:
     # what the workers count (tests/e2e/test_worker.py): three retries and a failure
     engine.redis.hincrby(engine.keys.task_events, "retry|fptrack.process_page", 3)
     engine.redis.hincrby(engine.keys.task_events, "failure|fptrack.process_page", 1)
+    # a failure record MongoDB could not take, waiting in Redis (matcher/kept_failures.py)
+    kept = KeptFailures(engine.redis, engine.keys.kept_failures)
+    kept.keep("fptrack.index_work", "1" * 24, "StoreFailing: disk full", 8, now())
 
 
 def test_metrics_count_what_was_seeded(
@@ -144,6 +148,7 @@ def test_metrics_count_what_was_seeded(
     assert value("fptrack_task_failures", task="fptrack.process_page") == 1
     assert value("fptrack_task_retries_total", task="fptrack.process_page") == 3
     assert value("fptrack_task_failed_total", task="fptrack.process_page") == 1
+    assert value("fptrack_task_failures_waiting") == 1
     assert value("fptrack_queue_messages", queue="fptrack") == 1
     assert value("fptrack_queue_messages", queue="fptrack.crawl") == 1
     assert value("fptrack_queue_unacked") == 0
@@ -158,6 +163,7 @@ def test_metrics_count_what_was_seeded(
     assert value("fptrack_alert_outbox", state="pending") == 0
     for source in ("mongodb", "index_redis", "redis", "broker"):
         assert value("fptrack_metrics_source_up", source=source) == 1
+    assert value("fptrack_store_internal_errors") == 0
 
 
 def test_metrics_are_cached_then_computed_again(
