@@ -200,12 +200,17 @@ def test_smoke_console_script_version() -> None:
 
 
 def test_smoke_bad_input_exit_code() -> None:
-    """``python -m admin.cli``: an unknown command exits 2 with argparse's usage and one
-    error line, no traceback."""
-    ran = fptrack("nosuch")
-    assert ran.status == 2 and ran.out == ""
-    assert ran.one_line_error(), ran.err
-    assert ran.err.startswith("usage: fptrack")
+    """``python -m admin.cli``: a mistyped command or action exits 2 with one line naming
+    the one meant (:class:`admin.commands.Parser`; argparse's ``suggest_on_error`` exists
+    from Python 3.14 only), no usage, no traceback; a word close to none lists them."""
+    for argv, said in (
+        (("wroks", "list"), "fptrack: error: unknown command 'wroks': did you mean works?"),
+        (("sites", "lsit"), "fptrack sites: error: unknown action 'lsit': did you mean list?"),
+        (("nosuch",), "fptrack: error: unknown command 'nosuch' (choose from scan, works,"),
+    ):
+        ran = fptrack(*argv)
+        assert (ran.status, ran.out) == (2, ""), argv
+        assert ran.err.startswith(said) and ran.err.count("\n") == 1, ran.err
 
 
 def test_smoke_stores_down_in_a_fresh_process(tmp_path) -> None:
