@@ -8,10 +8,16 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from admin.commands.common import dump_json, json_option, leaf
+from admin.context import CONNECT_TIMEOUT_S
+from admin.errors import CommandError
 from admin.human import duration
 
 if TYPE_CHECKING:
     from admin.context import Context
+
+READ_TIMEOUT_S = 10.0
+"""How long ``fptrack schedules`` reads the entries before it gives up (after Redis answered
+its ping, within :data:`~admin.context.CONNECT_TIMEOUT_S`)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -19,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser,
         run,
         "List the schedules beat runs, as saved in Redis (redbeat): each site's crawl and the "
-        "daily jobs, with the next time each is due.",
+        "daily jobs, with the next time each is due. A Redis that does not answer within "
+        f"{duration(CONNECT_TIMEOUT_S)} is named down; the listing gives up after "
+        f"{duration(READ_TIMEOUT_S)}.",
     )
     json_option(parser)
 
@@ -27,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report.html_report import when
 
-    entries = ctx.schedules.entries()
+    entries = read_entries(ctx)
     if args.json:
         dump_json(entries)
         return 0
@@ -39,6 +47,28 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             due = f"next {when(at)} (in {duration(max(0.0, (at - now).total_seconds()))})"
         print(f"{e['name']}\t{e['task']}\t{describe_schedule(e['schedule'])}\t{due}")
     return 0
+
+
+def read_entries(ctx: Context) -> list[dict]:
+    """The schedules' entries (:meth:`matcher.schedules.Schedules.entries`), in seconds
+    whatever hangs: redbeat's Redis must answer a ping within
+    :data:`admin.health.PROBE_S` and the entries be read within :data:`READ_TIMEOUT_S`
+    (a server stopped with SIGSTOP accepts connections and never answers; the client's own
+    timeouts and retry would wait 20 s a command). Raises :class:`CommandError` naming
+    Redis otherwise."""
+    from admin import outage
+    from admin.bounded import bounded
+    from admin.health import REDIS, Probes
+
+    schedules = ctx.schedules  # made in this thread: Celery makes its app current here
+    down = Probes(ctx, [REDIS]).down([REDIS])
+    if down:
+        server, error = down[0]
+        raise CommandError(server.outage_line(error))
+    try:
+        return bounded(schedules.entries, READ_TIMEOUT_S, "reading the schedules")
+    except TimeoutError as exc:
+        raise CommandError(outage.line(REDIS, ctx.settings.redis_url, exc)) from None
 
 
 def describe_schedule(text: str) -> str:

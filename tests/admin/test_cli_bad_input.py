@@ -134,6 +134,7 @@ BAD_ARGUMENTS: list[tuple[tuple[str, ...], str]] = [
     (("matches", "list", "--since", "yesterday"), "'yesterday' is not a date (YYYY-MM-DD)"),
     (("report", "--format", "pdf"), "argument --format: invalid choice: 'pdf'"),
     (("report", "--format", "jsn"), "argument --format: invalid choice: 'jsn': did you mean json?"),
+    (("check", "wrokers"), "fptrack check: error: no check named wrokers: did you mean workers?"),
     (("report", "--until", "soon"), "'soon' is not a date (YYYY-MM-DD)"),
     (("sites", "add", "ftp://x/"), "'ftp://x/' is not an http(s) URL"),
     (("sites", "add", "http://x/", "--schedule", "whenever"), "schedule 'whenever' is not"),
