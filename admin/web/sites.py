@@ -1,6 +1,7 @@
-"""Sites: crawl configuration and schedule, authorised flag, crawl now, last crawls, and
-the URL rules crawls learnt (:mod:`crawler.dust`): parameter rules listed, deleted (never
-learnt again) and added by hand, dead link patterns listed and forgotten."""
+"""Sites: crawl configuration and schedule, authorised flag, crawl now, last crawls (a
+failed one acknowledged, which clears it from ``fptrack check``), and the URL rules crawls
+learnt (:mod:`crawler.dust`): parameter rules listed, deleted (never learnt again) and added
+by hand, dead link patterns listed and forgotten."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from admin.web import deps
 from admin.web.security import requires
 from matcher import crawl_runs
 from matcher.sites import SiteConfig, SiteConfigError
-from matcher.store.common import StoreError
+from matcher.store.common import StoreError, now
 
 bp = Blueprint("sites", __name__, url_prefix="/sites")
 LINE_FIELDS = ("start_urls", "allowed_domains", "include", "exclude")
@@ -33,12 +34,41 @@ def index() -> Any:
 @bp.get("/<name>")
 def detail(name: str) -> Any:
     site = deps.site_or_404(name)
-    crawls = deps.ops().last_crawls(site.name, 10)
+    store = deps.ops().store
+    crawls = store.crawls.last_crawls(site.name, 10)
     outlines = [crawl_runs.outline(c) for c in crawls]
-    rules = deps.ops().store.sites.site_rules(site.name)
+    rules = store.sites.site_rules(site.name)
     return render_template(
-        "site.html", site=site, crawls=zip(crawls, outlines, strict=True), rules=rules
+        "site.html",
+        site=site,
+        crawls=zip(crawls, outlines, strict=True),
+        rules=rules,
+        unseen=_unseen_failures(site.name, crawls, store.sites.creation_times().get(site.name)),
     )
+
+
+def _unseen_failures(site: str, crawls: list[dict], saved: Any) -> set[str]:
+    """The ids of the failed runs among ``crawls`` (a site's newest) that ``fptrack check``
+    reports until someone acknowledges them (:func:`matcher.crawl_runs.open_failures`,
+    whatever their age)."""
+    ends = [
+        c["finished_at"] for c in crawls if c.get("outcome") == "finished" and c.get("finished_at")
+    ]
+    failed = [c for c in crawls if c.get("outcome") == "failed"]
+    finished = {site: max(ends)} if ends else {}
+    return {run["run_id"] for run in crawl_runs.open_failures(failed, {site: saved}, finished)}
+
+
+@bp.post("/<name>/crawls/<run_id>/acknowledge")
+@requires("reviewer")
+def acknowledge(name: str, run_id: str) -> Any:
+    """Acknowledge a failed crawl run: ``fptrack check`` no longer reports it; who and when
+    are recorded with it and shown."""
+    site = deps.site_or_404(name)
+    by = deps.current_user().username
+    done = deps.ops().store.crawls.acknowledge_failures(site.name, by=by, at=now(), run_id=run_id)
+    flash("crawl failure acknowledged" if done else "no unacknowledged failed crawl of that id")
+    return redirect(url_for("sites.detail", name=site.name))
 
 
 @bp.post("/<name>/rules")
