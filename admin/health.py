@@ -42,14 +42,13 @@ import redis
 from kombu.exceptions import OperationalError
 
 from admin import outage
-from admin.bounded import done_within, started
+from admin.bounded import bounded, done_within, started
 from admin.commands.check import DEFAULT_TIMEOUT_S, FAILED_CRAWL_WINDOW, PENDING_AFTER
 from admin.context import CONNECT_TIMEOUT_S, Context, redis_client
 from admin.errors import CommandError
 from admin.human import duration, size
 from matcher import crawl_runs
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
-from matcher.keys import Keys
 from matcher.store import now
 
 if TYPE_CHECKING:
@@ -285,9 +284,11 @@ def ping_workers(app: Celery, timeout: float = WORKER_PING_S) -> list[str]:
     return sorted(names)
 
 
-def check_workers(ctx: Context, host: str | None = None) -> Check:
+def check_workers(ctx: Context, host: str | None = None, records: bool = True) -> Check:
     """The workers that answer a ping (:func:`ping_workers`); with ``host``, only those of
-    that machine (Celery names a worker ``NAME@HOST``)."""
+    that machine (Celery names a worker ``NAME@HOST``). When none does, those starting
+    (:func:`starting`; not with ``records`` False: the Redis that holds the records does not
+    answer)."""
     try:
         names = ping_workers(ctx.app)
     except (OperationalError, redis.RedisError, OSError) as exc:
@@ -298,7 +299,7 @@ def check_workers(ctx: Context, host: str | None = None) -> Check:
         names = [name for name in names if name.rpartition("@")[2] == host]
         where = f" on {host}"
     if not names:
-        booting = starting(ctx, "worker", host)
+        booting = starting(ctx, "worker", host) if records else ""
         if booting:
             return Check("workers", False, f"starting{where}: {booting}", starting=True)
         return Check(
@@ -332,6 +333,8 @@ def check_beat(ctx: Context) -> Check:
 def mark_starting(ctx: Context, service: str) -> Callable[[], None]:
     """Record that ``service`` (``worker``, ``beat``) starts on this machine, for
     :data:`STARTING_GRACE_S` seconds at most; returns what to call once it is up."""
+    from matcher.keys import Keys
+
     key = Keys(ctx.settings.redis_prefix).starting(service, this_host(), os.getpid())
     client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
     # the start check already waited for Redis; on an error only the "starting" note is lost
@@ -347,14 +350,22 @@ def mark_starting(ctx: Context, service: str) -> Callable[[], None]:
 
 def starting(ctx: Context, service: str, host: str | None = None) -> str:
     """How many ``service`` processes (of ``host``, if given) started within the grace and
-    are not up yet, and since when, in a few words ("" for none)."""
+    are not up yet, and since when, in a few words ("" for none, and when the Redis of
+    ``FPTRACK_REDIS_URL``, which holds the records, does not answer within :data:`PROBE_S`:
+    the workers' check reads it though their ping goes through the broker)."""
+    from matcher.keys import Keys
+
     keys = Keys(ctx.settings.redis_prefix)
     client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
-    try:
+
+    def records() -> list[str]:
         found = [k.decode() for k in client.scan_iter(keys.starting_pattern(service), 100)]
         found = [k for k in found if host is None or k.split(":")[-2] == host]
-        since = [v.decode() for v in client.mget(found) if v] if found else []
-    except redis.RedisError:
+        return [v.decode() for v in client.mget(found) if v] if found else []
+
+    try:
+        since = bounded(records, PROBE_S, "reading the starting records")
+    except (redis.RedisError, TimeoutError):
         return ""
     if not since:
         return ""
@@ -631,9 +642,28 @@ def _checked(ctx: Context, name: str, probes: Probes, host: str | None) -> Check
     if down:
         names = " and ".join(server.service for server, _ in down)
         return Check(name, False, f"not checked: {names} down")
-    if name == "workers":
-        return check_workers(ctx, host)
+    if name == "workers":  # its starting records are in Redis, read if it answers
+        return check_workers(ctx, host, records=not probes.down([REDIS]))
     return CHECKS[NAMES.index(name)](ctx)
+
+
+def _prepare(ctx: Context, names: Collection[str]) -> None:
+    """While the servers are asked: import what the checks ``names`` read with (the index
+    layout, Celery, redbeat), and make the Celery app here (Celery makes an app current in
+    the thread that makes it); a check's import would otherwise come after its server
+    answered, on the clock of the deadline."""
+    import matcher.keys
+
+    if "indexes" in names:
+        import matcher.index_view
+    if {"workers", "beat", "schedules", "broker"} & set(names):
+        import redbeat.schedulers  # noqa: F401
+
+        import matcher.celery_app
+
+        _ = ctx.app
+    if "schedules" in names:
+        import matcher.schedules  # noqa: F401
 
 
 def checks(
@@ -651,9 +681,9 @@ def checks(
     for name in list(wanted):
         wanted.update(SERVER_CHECKS[role] for role in needs(name, ctx))
     names = [name for name in NAMES if name in wanted]
-    if wanted & {"workers", "beat", "schedules"}:
-        _ = ctx.app  # made in this thread: Celery makes an app current in the thread making it
-    probes = Probes(ctx, {role for name in names for role in needs(name, ctx)})
+    asked = {role for name in names for role in needs(name, ctx)}
+    probes = Probes(ctx, asked | ({REDIS} if "workers" in wanted else set()))
+    _prepare(ctx, wanted)
     until = probes.until - probes.within + max(deadline, probes.within)
     running = {
         name: started(partial(_checked, ctx, name, probes, host), f"check {name}") for name in names
