@@ -43,6 +43,13 @@ template bombs ``bomb-*`` (refused when saved, with the reason; the render child
 Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
 HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
 other browser's two requests), for the bombs ``child_mb``.
+
+Then the cases of issue 37 about ``fptrack check`` (:mod:`bench.hostile_check`), each on
+servers of its own: ``check-redis-sigstop``, ``check-mongo-sigstop``,
+``check-broker-sigstop``, ``check-index-sigstop`` and ``schedules-redis-sigstop`` (one
+server stopped with SIGSTOP: the command's wall time, target under 3 s, and the line naming
+that server) and ``check-catching-up`` (pages a crawl stored while no worker ran: the
+``catching-up`` count shown, ``count``, and the worker catching up).
 """
 
 from __future__ import annotations
@@ -63,7 +70,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_works
+from bench import hostile_admin, hostile_check, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
@@ -415,6 +422,10 @@ EXTRA: dict[str, Extra] = {
         )
         for name, bomb in hostile_admin.BOMBS.items()
     },
+    **{
+        name: Extra(hostile_check.TRICKS[name], hostile_check.OUTCOMES[name], run)
+        for name, run in hostile_check.RUNS.items()
+    },
 }
 
 
@@ -441,6 +452,8 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
     if "others_s" in runs[0]:
         row["deadline_s"] = args.outbound_deadline
         row["others_s"] = summary([r["others_s"] for r in runs])
+    if "count" in runs[0]:  # a count the command showed (check-catching-up)
+        row["count"] = [r["count"] for r in runs]
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)
