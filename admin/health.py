@@ -392,7 +392,7 @@ def check_crawls(ctx: Context) -> Check:
     since = at - FAILED_CRAWL_WINDOW
     try:
         failed = store.crawls.failed_crawls(since)
-        seen_to = crawl_runs.open_failures(
+        unseen = crawl_runs.open_failures(
             failed, store.sites.creation_times(), store.crawls.last_finished(since)
         )
         late = store.pages.pending_since(at - PENDING_AFTER)
@@ -405,11 +405,11 @@ def check_crawls(ctx: Context) -> Check:
     window = duration(FAILED_CRAWL_WINDOW.total_seconds())
     after = duration(PENDING_AFTER.total_seconds())
     problems = []
-    if seen_to:
-        sites = sorted({run["site"] for run in seen_to})
-        last = seen_to[0]
+    if unseen:
+        sites = sorted({run["site"] for run in unseen})
+        last = unseen[0]
         problems.append(
-            f"{len(seen_to)} crawl(s) failed in the last {window}"
+            f"{len(unseen)} crawl(s) failed in the last {window}"
             f" ({', '.join(sites)}); last: {last['site']}: "
             + " ".join(str(last.get("error") or "no reason recorded").split())
             + f" (once seen to: fptrack check --ack {' --ack '.join(sites)})"
@@ -426,7 +426,7 @@ def check_crawls(ctx: Context) -> Check:
         )
     if problems:
         return Check("crawls", False, "; ".join(problems))
-    cleared = len(failed) - len(seen_to)
+    cleared = len(failed) - len(unseen)
     seen = f" but {cleared} seen to (acknowledged, crawled since or site removed)"
     fine = (
         f"no crawl failed in the last {window}{seen if cleared else ''}, no page pending over"

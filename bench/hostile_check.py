@@ -226,14 +226,16 @@ def hung(name: str) -> Callable[[argparse.Namespace, Path], dict[str, Any]]:
     return run
 
 
+class _QuietFiles(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 def catching_up(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """One run of ``check-catching-up`` (see the module docstring)."""
     import pymongo
 
-    handler = functools.partial(
-        http.server.SimpleHTTPRequestHandler, directory=str(ROOT / "samples" / "site")
-    )
-    handler.log_message = lambda *a, **k: None  # type: ignore[attr-defined]
+    handler = functools.partial(_QuietFiles, directory=str(ROOT / "samples" / "site"))
     with deployment(tmp) as (env, _), FixtureServer(handler) as site:
         steps = [
             ("works", "add", str(ROOT / "samples" / "works"), "--no-match"),
