@@ -55,5 +55,5 @@ def bounded(call: Callable[[], T], seconds: float, name: str) -> T:
     ``seconds`` without one (the call goes on in its daemon thread, unwaited for)."""
     future = started(call, name)
     if not done_within(future, seconds):
-        raise TimeoutError(f"{name}: no answer within {seconds:g} s")
+        raise TimeoutError(f"{name}: timed out, no answer within {seconds:g} s")
     return future.result()

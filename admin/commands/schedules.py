@@ -51,24 +51,22 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 def read_entries(ctx: Context) -> list[dict]:
     """The schedules' entries (:meth:`matcher.schedules.Schedules.entries`), in seconds
-    whatever hangs: redbeat's Redis must answer a ping within
-    :data:`admin.health.PROBE_S` and the entries be read within :data:`READ_TIMEOUT_S`
-    (a server stopped with SIGSTOP accepts connections and never answers; the client's own
-    timeouts and retry would wait 20 s a command). Raises :class:`CommandError` naming
-    Redis otherwise."""
+    whatever hangs: redbeat's Redis (that of ``FPTRACK_REDIS_URL``) must answer a ping
+    within :data:`~admin.context.CONNECT_TIMEOUT_S` and the entries be read within
+    :data:`READ_TIMEOUT_S` (a server stopped with SIGSTOP accepts connections and never
+    answers; the client's own timeouts and retry would wait 20 s a command). Raises
+    :class:`CommandError` naming Redis otherwise."""
     from admin import outage
     from admin.bounded import bounded
-    from admin.health import REDIS, Probes
+    from admin.context import redis_client
 
     schedules = ctx.schedules  # made in this thread: Celery makes its app current here
-    down = Probes(ctx, [REDIS]).down([REDIS])
-    if down:
-        server, error = down[0]
-        raise CommandError(server.outage_line(error))
+    url = ctx.settings.redis_url
     try:
+        bounded(redis_client(url, "FPTRACK_REDIS_URL").ping, CONNECT_TIMEOUT_S, "Redis's ping")
         return bounded(schedules.entries, READ_TIMEOUT_S, "reading the schedules")
-    except TimeoutError as exc:
-        raise CommandError(outage.line(REDIS, ctx.settings.redis_url, exc)) from None
+    except TimeoutError as exc:  # a client's own errors are named by admin.cli
+        raise CommandError(outage.line("Redis", url, exc)) from None
 
 
 def describe_schedule(text: str) -> str:
