@@ -31,13 +31,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Collection
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
-import pymongo.errors
 import redis
 from kombu.exceptions import OperationalError
 
@@ -49,7 +47,6 @@ from admin.errors import CommandError
 from admin.human import duration, size
 from matcher import crawl_runs
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
-from matcher.store import now
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -105,10 +102,14 @@ class Server:
         """Why the server does not answer (``None``: it does)."""
         try:
             self.probe()
-        except (CommandError, Retryable, pymongo.errors.PyMongoError, redis.RedisError) as exc:
+        except (CommandError, Retryable, redis.RedisError, OperationalError, OSError) as exc:
             return exc
-        except (OperationalError, OSError) as exc:
-            return exc
+        except Exception as exc:
+            import pymongo.errors  # loaded already when the probe's driver raised it
+
+            if isinstance(exc, pymongo.errors.PyMongoError):
+                return exc
+            raise
         return None
 
     def outage_line(self, error: BaseException) -> str:
@@ -334,6 +335,7 @@ def mark_starting(ctx: Context, service: str) -> Callable[[], None]:
     """Record that ``service`` (``worker``, ``beat``) starts on this machine, for
     :data:`STARTING_GRACE_S` seconds at most; returns what to call once it is up."""
     from matcher.keys import Keys
+    from matcher.store import now
 
     key = Keys(ctx.settings.redis_prefix).starting(service, this_host(), os.getpid())
     client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
@@ -354,6 +356,7 @@ def starting(ctx: Context, service: str, host: str | None = None) -> str:
     ``FPTRACK_REDIS_URL``, which holds the records, does not answer within :data:`PROBE_S`:
     the workers' check reads it though their ping goes through the broker)."""
     from matcher.keys import Keys
+    from matcher.store import now
 
     keys = Keys(ctx.settings.redis_prefix)
     client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
@@ -386,6 +389,8 @@ def check_crawls(ctx: Context) -> Check:
     ``resume_crawls`` closes them). With none of these, pages crawled and still waiting
     for their match (since less than ``PENDING_AFTER``) make it ``catching-up``, with their
     count: the workers are matching what a crawl stored, or what waited out an outage."""
+    from matcher.store import now
+
     settings = ctx.settings
     store = ctx.store
     at = now()
@@ -450,6 +455,7 @@ def check_indexes(ctx: Context) -> Check:
     rebuild)."""
     from matcher.keys import TAG_GROUPS
     from matcher.schedules import HEAL_SECONDS
+    from matcher.store import now
 
     indexes = ctx.indexes  # read without the matching engine
     try:
@@ -528,6 +534,8 @@ def check_evidence(ctx: Context) -> Check:
     """The trusted timestamps of the evidence (:mod:`matcher.stamping`), when a TSA is set:
     the last stamping run's failure, and files waiting longer than three runs' interval
     (is beat up?)."""
+    from matcher.store import now
+
     settings = ctx.settings
     if not settings.tsa_url:
         return Check("evidence", True, "no trusted timestamps (FPTRACK_TSA_URL not set)")
@@ -600,27 +608,30 @@ def needs(name: str, ctx: Context) -> tuple[str, ...]:
 
 class Probes:
     """The servers of some roles, each asked once (a ping), all at once, each in a thread
-    of its own (:mod:`admin.bounded`); an answer is waited for until :data:`PROBE_S` after
-    they were asked, and a server that did not answer by then is down ("no answer in
+    of its own (:mod:`admin.bounded`); each answer is waited for until :data:`PROBE_S` after
+    its ping went out, and a server that did not answer by then is down ("no answer in
     time"): a server stopped with SIGSTOP accepts connections and never answers, and a
-    client's own timeouts and retries would wait for it 20 s a command."""
+    client's own timeouts and retries would wait for it 20 s a command. MongoDB's ping
+    thread imports its driver first (pymongo and the store's modules), while the command
+    goes on: its start-up is spent while the pings are out."""
 
     def __init__(self, ctx: Context, wanted: Collection[str], within: float = PROBE_S) -> None:
         self.roles = roles(servers(ctx))
         self.within = within
-        self.until = time.monotonic() + within
-        self.asked: dict[str, Future[BaseException | None]] = {}
-        for role in sorted(wanted):
+        self.since = time.monotonic()
+        self.asked: dict[str, _Ping] = {}
+        for role in wanted:
             server = self.roles[role]
             if server.url not in self.asked:
-                self.asked[server.url] = started(server.failure, f"ping {server.service}")
+                self.asked[server.url] = _Ping(server, driver=role == MONGODB)
 
     def failure(self, server: Server) -> BaseException | None:
         """Why ``server`` does not answer (``None``: it answered in time)."""
-        asked = self.asked[server.url]
-        if not done_within(asked, self.until - time.monotonic()):
+        ping = self.asked[server.url]
+        ping.out.wait()
+        if not done_within(ping.future, ping.at + self.within - time.monotonic()):
             return TimeoutError(f"timed out: no answer within {duration(self.within)}")
-        return asked.result()
+        return ping.future.result()
 
     def down(self, wanted: Collection[str]) -> list[tuple[Server, BaseException]]:
         """The servers of the roles ``wanted`` that do not answer, each once, and why."""
@@ -631,6 +642,26 @@ class Probes:
             if error is not None:
                 found.setdefault(server.url, (server, error))
         return list(found.values())
+
+
+class _Ping:
+    """One server's ping in a thread of its own; ``out`` is set, and ``at`` is when, once it
+    went out (after the import of MongoDB's driver, with ``driver``)."""
+
+    def __init__(self, server: Server, driver: bool = False) -> None:
+        self.out = threading.Event()
+        self.at = time.monotonic()
+
+        def ping() -> BaseException | None:
+            try:
+                if driver:
+                    import matcher.store.client  # noqa: F401 - what its client is made with
+            finally:
+                self.at = time.monotonic()
+                self.out.set()
+            return server.failure()
+
+        self.future = started(ping, f"ping {server.service}")
 
 
 def _checked(ctx: Context, name: str, probes: Probes, host: str | None) -> Check:
@@ -645,25 +676,6 @@ def _checked(ctx: Context, name: str, probes: Probes, host: str | None) -> Check
     if name == "workers":  # its starting records are in Redis, read if it answers
         return check_workers(ctx, host, records=not probes.down([REDIS]))
     return CHECKS[NAMES.index(name)](ctx)
-
-
-def _prepare(ctx: Context, names: Collection[str]) -> None:
-    """While the servers are asked: import what the checks ``names`` read with (the index
-    layout, Celery, redbeat), and make the Celery app here (Celery makes an app current in
-    the thread that makes it); a check's import would otherwise come after its server
-    answered, on the clock of the deadline."""
-    import matcher.keys
-
-    if "indexes" in names:
-        import matcher.index_view
-    if {"workers", "beat", "schedules", "broker"} & set(names):
-        import redbeat.schedulers  # noqa: F401
-
-        import matcher.celery_app
-
-        _ = ctx.app
-    if "schedules" in names:
-        import matcher.schedules  # noqa: F401
 
 
 def checks(
@@ -683,8 +695,9 @@ def checks(
     names = [name for name in NAMES if name in wanted]
     asked = {role for name in names for role in needs(name, ctx)}
     probes = Probes(ctx, asked | ({REDIS} if "workers" in wanted else set()))
-    _prepare(ctx, wanted)
-    until = probes.until - probes.within + max(deadline, probes.within)
+    if {"workers", "beat", "schedules"} & wanted:
+        _ = ctx.app  # made in this thread: Celery makes an app current in the thread making it
+    until = probes.since + max(deadline, probes.within)
     running = {
         name: started(partial(_checked, ctx, name, probes, host), f"check {name}") for name in names
     }

@@ -33,12 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    from admin.report.html_report import when
-
     entries = read_entries(ctx)
     if args.json:
         dump_json(entries)
         return 0
+    from admin.report.html_report import when  # the report's templates: after the read
+
     now = datetime.now(UTC)
     for e in entries:
         due = "not due"
@@ -52,20 +52,28 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 def read_entries(ctx: Context) -> list[dict]:
     """The schedules' entries (:meth:`matcher.schedules.Schedules.entries`), in seconds
     whatever hangs: redbeat's Redis (that of ``FPTRACK_REDIS_URL``) must answer a ping
-    within :data:`~admin.context.CONNECT_TIMEOUT_S` and the entries be read within
+    within :data:`~admin.context.CONNECT_TIMEOUT_S` (sent before Celery and redbeat are
+    imported, which goes on meanwhile) and the entries be read within
     :data:`READ_TIMEOUT_S` (a server stopped with SIGSTOP accepts connections and never
     answers; the client's own timeouts and retry would wait 20 s a command). Raises
-    :class:`CommandError` naming Redis otherwise."""
+    :class:`CommandError` naming Redis otherwise; a client's own error is named by
+    :mod:`admin.cli`."""
+    import time
+
     from admin import outage
-    from admin.bounded import bounded
+    from admin.bounded import bounded, done_within, started
     from admin.context import redis_client
 
-    schedules = ctx.schedules  # made in this thread: Celery makes its app current here
     url = ctx.settings.redis_url
+    asked = time.monotonic()
+    ping = started(redis_client(url, "FPTRACK_REDIS_URL").ping, "Redis's ping")
+    schedules = ctx.schedules  # made in this thread: Celery makes its app current here
     try:
-        bounded(redis_client(url, "FPTRACK_REDIS_URL").ping, CONNECT_TIMEOUT_S, "Redis's ping")
+        if not done_within(ping, asked + CONNECT_TIMEOUT_S - time.monotonic()):
+            raise TimeoutError(f"timed out: no answer within {duration(CONNECT_TIMEOUT_S)}")
+        ping.result()
         return bounded(schedules.entries, READ_TIMEOUT_S, "reading the schedules")
-    except TimeoutError as exc:  # a client's own errors are named by admin.cli
+    except TimeoutError as exc:
         raise CommandError(outage.line("Redis", url, exc)) from None
 
 
