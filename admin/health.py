@@ -25,6 +25,7 @@ the servers it needs run too).
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import socket
 import sys
@@ -678,6 +679,31 @@ def _checked(ctx: Context, name: str, probes: Probes, host: str | None) -> Check
     return CHECKS[NAMES.index(name)](ctx)
 
 
+def _prepare(ctx: Context, names: Collection[str]) -> None:
+    """While the pings are out, in this thread: import what the checks ``names`` read with,
+    so that no two of their threads import at once (a cycle of imports between threads can
+    leave one with a module half made), and make Celery's app (Celery makes an app current
+    in the thread that makes it)."""
+    if {"workers", "beat", "schedules"} & set(names):
+        _ = ctx.app
+    for module in ("matcher.keys", "matcher.store", "matcher.store.operations"):
+        importlib.import_module(module)
+    for name, modules in PREPARE.items():
+        if name in names:
+            for module in modules:
+                importlib.import_module(module)
+
+
+PREPARE = {
+    "broker": ("matcher.celery_app",),
+    "beat": ("redbeat.schedulers",),
+    "indexes": ("matcher.index_view", "matcher.schedules"),
+    "schedules": ("matcher.schedules",),
+    "evidence": ("matcher.stamping",),
+}
+"""What each check imports besides the store and the key layout (:func:`_prepare`)."""
+
+
 def checks(
     ctx: Context,
     only: Collection[str] = (),
@@ -695,8 +721,7 @@ def checks(
     names = [name for name in NAMES if name in wanted]
     asked = {role for name in names for role in needs(name, ctx)}
     probes = Probes(ctx, asked | ({REDIS} if "workers" in wanted else set()))
-    if {"workers", "beat", "schedules"} & wanted:
-        _ = ctx.app  # made in this thread: Celery makes an app current in the thread making it
+    _prepare(ctx, wanted)
     until = probes.since + max(deadline, probes.within)
     running = {
         name: started(partial(_checked, ctx, name, probes, host), f"check {name}") for name in names

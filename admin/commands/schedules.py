@@ -30,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f"{duration(READ_TIMEOUT_S)}.",
     )
     json_option(parser)
+    parser.set_defaults(quick_exit=True)  # admin.cli._quick_exit
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
