@@ -10,14 +10,22 @@ Redis at URL (cause)``), and again when it answers; the service itself rides the
 (Celery reconnects to the broker, tasks retry, the admin's requests fail until it is back).
 
 :func:`checks` is ``fptrack check``: MongoDB, Redis, the broker, the workers, beat, the
-indexes and the schedules, each healthy or not with a line saying why (a server that does
-not answer is named, the one that failed); the command exits 0 only when every one is
-healthy. A subset can be asked for (``fptrack check workers``: the checks it needs run too).
+indexes, the schedules, the crawls and the evidence, each healthy or not with a line saying
+why; the command exits 0 only when every one is healthy. It answers in seconds whatever
+hangs: every server it needs is asked at once, each in a thread of its own, and one that
+has not answered within :data:`PROBE_S` is named down (a server stopped with SIGSTOP
+accepts connections and never answers); the checks run at once too, each as soon as the
+servers it reads answered (one whose server is down says ``not checked: <server> down``,
+naming only the servers that are down), and one still running after the deadline
+(``--timeout``, :data:`~admin.commands.check.DEFAULT_TIMEOUT_S`) is reported failed
+(:mod:`admin.bounded`). A subset can be asked for (``fptrack check workers``: the checks of
+the servers it needs run too).
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import socket
 import sys
@@ -26,19 +34,20 @@ import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import TYPE_CHECKING, Any, TextIO
 
-import pymongo.errors
 import redis
 from kombu.exceptions import OperationalError
 
 from admin import outage
-from admin.context import Context, redis_client
+from admin.bounded import bounded, done_within, started
+from admin.commands.check import DEFAULT_TIMEOUT_S, FAILED_CRAWL_WINDOW, PENDING_AFTER
+from admin.context import CONNECT_TIMEOUT_S, Context, redis_client
 from admin.errors import CommandError
 from admin.human import duration, size
+from matcher import crawl_runs
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
-from matcher.keys import Keys
-from matcher.store import now
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -50,10 +59,11 @@ WATCH_EVERY_S = 1.0
 STARTING_GRACE_S = 120
 """How long a worker or beat that started is reported ``starting`` rather than failed while
 it boots (the life of its :meth:`matcher.keys.Keys.starting` record)."""
-FAILED_CRAWL_WINDOW = timedelta(hours=24)
-"""``fptrack check crawls`` reports the crawls that failed within this window."""
-PENDING_AFTER = timedelta(minutes=30)
-"""``fptrack check crawls`` reports pages still waiting for their match after this long."""
+PROBE_S = CONNECT_TIMEOUT_S
+"""``fptrack check`` names a server down when it has not answered a ping within this long."""
+
+MONGODB, REDIS, BROKER, INDEX_REDIS = "MongoDB", "Redis", "the Celery broker", "the index Redis"
+"""The servers fptrack needs, by the role each plays (their names in :mod:`admin.outage`)."""
 
 
 @dataclass(frozen=True)
@@ -65,11 +75,16 @@ class Check:
     detail: str
     starting: bool = False
     """Not ok, but booting: a process started less than :data:`STARTING_GRACE_S` ago."""
+    catching_up: bool = False
+    """Not ok, but nothing failed: pages crawled are still waiting for their match (since
+    less than :data:`~admin.commands.check.PENDING_AFTER`), after an outage or a crawl."""
 
     @property
     def state(self) -> str:
-        """``ok``, ``starting`` or ``FAIL``."""
-        return "ok" if self.ok else ("starting" if self.starting else "FAIL")
+        """``ok``, ``starting``, ``catching-up`` or ``FAIL``."""
+        if self.ok:
+            return "ok"
+        return "starting" if self.starting else ("catching-up" if self.catching_up else "FAIL")
 
     def to_dict(self) -> dict[str, Any]:
         return {"name": self.name, "ok": self.ok, "state": self.state, "detail": self.detail}
@@ -88,10 +103,14 @@ class Server:
         """Why the server does not answer (``None``: it does)."""
         try:
             self.probe()
-        except (CommandError, Retryable, pymongo.errors.PyMongoError, redis.RedisError) as exc:
+        except (CommandError, Retryable, redis.RedisError, OperationalError, OSError) as exc:
             return exc
-        except (OperationalError, OSError) as exc:
-            return exc
+        except Exception as exc:
+            import pymongo.errors  # loaded already when the probe's driver raised it
+
+            if isinstance(exc, pymongo.errors.PyMongoError):
+                return exc
+            raise
         return None
 
     def outage_line(self, error: BaseException) -> str:
@@ -107,17 +126,27 @@ def servers(ctx: Context) -> list[Server]:
     settings = ctx.settings
     standalone = redis_client(settings.redis_url, "FPTRACK_REDIS_URL")
     found = [
-        Server("MongoDB", settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping")),
-        Server("Redis", settings.redis_url, standalone.ping),
+        Server(MONGODB, settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping")),
+        Server(REDIS, settings.redis_url, standalone.ping),
     ]
     broker = settings.celery_broker
     if broker != settings.redis_url:
         client = redis_client(broker, "FPTRACK_BROKER_URL")
-        found.append(Server("the Celery broker", broker, client.ping))
+        found.append(Server(BROKER, broker, client.ping))
     index = settings.index_redis.url
     if index != settings.redis_url:
-        found.append(Server("the index Redis", index, lambda: ctx.redis_client.ping()))
+        found.append(Server(INDEX_REDIS, index, lambda: ctx.redis_client.ping()))
     return found
+
+
+def roles(found: list[Server]) -> dict[str, Server]:
+    """The server of each role (:data:`MONGODB`, :data:`REDIS`, :data:`BROKER`,
+    :data:`INDEX_REDIS`) among ``found`` (:func:`servers`): the broker and the index Redis
+    are the Redis of ``FPTRACK_REDIS_URL`` unless set apart."""
+    by_role = {server.service: server for server in found}
+    by_role.setdefault(BROKER, by_role[REDIS])
+    by_role.setdefault(INDEX_REDIS, by_role[REDIS])
+    return by_role
 
 
 def store_problems(ctx: Context, found: list[Server] | None = None) -> list[str]:
@@ -191,13 +220,6 @@ class Watch:
 # fptrack check -----------------------------------------------------------------------
 
 
-def _down(service: str, uri: str, probe: Callable[[], Any]) -> str | None:
-    """``None`` when ``probe`` succeeds, else the outage line of ``service``."""
-    server = Server(service, uri, probe)
-    error = server.failure()
-    return None if error is None else server.outage_line(error)
-
-
 def active_matches(ctx: Context) -> int:
     """The active matches (those ``fptrack matches list`` lists; archived and inactive
     records are not copies found now), as the dashboard counts them: the tallies, a read
@@ -208,10 +230,8 @@ def active_matches(ctx: Context) -> int:
 
 
 def check_mongodb(ctx: Context) -> Check:
+    """MongoDB's version, and the counts of works, pages and matches (once it answered)."""
     settings = ctx.settings
-    problem = _down("MongoDB", settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping"))
-    if problem:
-        return Check("mongodb", False, problem)
     db = ctx.mongo_client[settings.mongo_db]
     version = ctx.mongo_client.server_info().get("version", "?")
     counts = ", ".join(
@@ -224,13 +244,11 @@ def check_mongodb(ctx: Context) -> Check:
 
 def check_redis(ctx: Context) -> Check:
     """The Redis of ``FPTRACK_REDIS_URL`` (redbeat, locks, crawl frontiers, and the indexes
-    unless ``FPTRACK_INDEX_REDIS_URL`` puts them elsewhere, which must answer too)."""
+    unless ``FPTRACK_INDEX_REDIS_URL`` puts them elsewhere, which must answer too): its
+    version and memory (once both answered)."""
     settings = ctx.settings
     url = settings.redis_url
     client = redis_client(url, "FPTRACK_REDIS_URL")
-    problem = _down("Redis", url, client.ping)
-    if problem:
-        return Check("redis", False, problem)
     info = client.info("server") | client.info("memory")
     detail = (
         f"{outage.redact(url)} (Redis {info.get('redis_version', '?')}), "
@@ -238,21 +256,16 @@ def check_redis(ctx: Context) -> Check:
     )
     index = settings.index_redis.url
     if index != url:
-        problem = _down("the index Redis", index, lambda: ctx.redis_client.ping())
-        if problem:
-            return Check("redis", False, problem)
         detail += f"; indexes at {outage.redact(index)}"
     return Check("redis", True, detail)
 
 
 def check_broker(ctx: Context) -> Check:
+    """The tasks waiting in the broker's queues and taken by workers (once it answered)."""
     from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 
     url = ctx.settings.celery_broker
     client = redis_client(url, "FPTRACK_BROKER_URL")
-    problem = _down("the Celery broker", url, client.ping)
-    if problem:
-        return Check("broker", False, problem)
     queued = ", ".join(f"{client.llen(q)} in {q}" for q in (PAGE_QUEUE, CRAWL_QUEUE))
     return Check("broker", True, f"{outage.redact(url)}: {queued}, {client.hlen('unacked')} taken")
 
@@ -283,20 +296,22 @@ def ping_workers(app: Celery, timeout: float = WORKER_PING_S) -> list[str]:
     return sorted(names)
 
 
-def check_workers(ctx: Context, host: str | None = None) -> Check:
+def check_workers(ctx: Context, host: str | None = None, records: bool = True) -> Check:
     """The workers that answer a ping (:func:`ping_workers`); with ``host``, only those of
-    that machine (Celery names a worker ``NAME@HOST``)."""
+    that machine (Celery names a worker ``NAME@HOST``). When none does, those starting
+    (:func:`starting`; not with ``records`` False: the Redis that holds the records does not
+    answer)."""
     try:
         names = ping_workers(ctx.app)
     except (OperationalError, redis.RedisError, OSError) as exc:
         broker = ctx.settings.celery_broker
-        return Check("workers", False, outage.line("the Celery broker", broker, exc))
+        return Check("workers", False, outage.line(BROKER, broker, exc))
     where = ""
     if host is not None:
         names = [name for name in names if name.rpartition("@")[2] == host]
         where = f" on {host}"
     if not names:
-        booting = starting(ctx, "worker", host)
+        booting = starting(ctx, "worker", host) if records else ""
         if booting:
             return Check("workers", False, f"starting{where}: {booting}", starting=True)
         return Check(
@@ -318,7 +333,7 @@ def check_beat(ctx: Context) -> Check:
     try:
         ttl = client.pttl(conf.lock_key)
     except redis.RedisError as exc:
-        return Check("beat", False, outage.line("Redis", url, exc))
+        return Check("beat", False, outage.line(REDIS, url, exc))
     if ttl < 0:
         booting = starting(ctx, "beat")
         if booting:
@@ -330,6 +345,9 @@ def check_beat(ctx: Context) -> Check:
 def mark_starting(ctx: Context, service: str) -> Callable[[], None]:
     """Record that ``service`` (``worker``, ``beat``) starts on this machine, for
     :data:`STARTING_GRACE_S` seconds at most; returns what to call once it is up."""
+    from matcher.keys import Keys
+    from matcher.store import now
+
     key = Keys(ctx.settings.redis_prefix).starting(service, this_host(), os.getpid())
     client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
     # the start check already waited for Redis; on an error only the "starting" note is lost
@@ -345,14 +363,23 @@ def mark_starting(ctx: Context, service: str) -> Callable[[], None]:
 
 def starting(ctx: Context, service: str, host: str | None = None) -> str:
     """How many ``service`` processes (of ``host``, if given) started within the grace and
-    are not up yet, and since when, in a few words ("" for none)."""
+    are not up yet, and since when, in a few words ("" for none, and when the Redis of
+    ``FPTRACK_REDIS_URL``, which holds the records, does not answer within :data:`PROBE_S`:
+    the workers' check reads it though their ping goes through the broker)."""
+    from matcher.keys import Keys
+    from matcher.store import now
+
     keys = Keys(ctx.settings.redis_prefix)
     client = redis_client(ctx.settings.redis_url, "FPTRACK_REDIS_URL")
-    try:
+
+    def records() -> list[str]:
         found = [k.decode() for k in client.scan_iter(keys.starting_pattern(service), 100)]
         found = [k for k in found if host is None or k.split(":")[-2] == host]
-        since = [v.decode() for v in client.mget(found) if v] if found else []
-    except redis.RedisError:
+        return [v.decode() for v in client.mget(found) if v] if found else []
+
+    try:
+        since = bounded(records, PROBE_S, "reading the starting records")
+    except (redis.RedisError, TimeoutError):
         return ""
     if not since:
         return ""
@@ -364,34 +391,48 @@ def starting(ctx: Context, service: str, host: str | None = None) -> str:
 
 
 def check_crawls(ctx: Context) -> Check:
-    """Crawls that failed within :data:`FAILED_CRAWL_WINDOW`, pages pending their match for
-    more than :data:`PENDING_AFTER`, and runs recorded ``running`` for longer than a crawl
-    may run and its lease (``FPTRACK_CRAWL_TIMEOUT`` + ``FPTRACK_CRAWL_LEASE``: their
-    processes are gone; beat's ``resume_crawls`` closes them)."""
+    """The crawl failures still to be seen to (:func:`matcher.crawl_runs.open_failures`:
+    failed within :data:`~admin.commands.check.FAILED_CRAWL_WINDOW`, their site still
+    watched and not crawled successfully since, nobody acknowledged them), pages pending
+    their match for more than :data:`~admin.commands.check.PENDING_AFTER`, and runs
+    recorded ``running`` for longer than a crawl may run and its lease
+    (``FPTRACK_CRAWL_TIMEOUT`` + ``FPTRACK_CRAWL_LEASE``: their processes are gone; beat's
+    ``resume_crawls`` closes them). With none of these, pages crawled and still waiting
+    for their match (since less than ``PENDING_AFTER``) make it ``catching-up``, with their
+    count: the workers are matching what a crawl stored, or what waited out an outage."""
+    from matcher.store import now
+
     settings = ctx.settings
+    store = ctx.store
     at = now()
+    since = at - FAILED_CRAWL_WINDOW
     try:
-        failed = ctx.ops.failed_crawls(at - FAILED_CRAWL_WINDOW)
-        pending = ctx.ops.pending_since(at - PENDING_AFTER)
-        stale = ctx.ops.running_crawls_started_before(
+        failed = store.crawls.failed_crawls(since)
+        unseen = crawl_runs.open_failures(
+            failed, store.sites.creation_times(), store.crawls.last_finished(since)
+        )
+        late = store.pages.pending_since(at - PENDING_AFTER)
+        pending = store.pages.pending_page_count()
+        stale = store.crawls.running_crawls_started_before(
             at - timedelta(seconds=settings.crawl_timeout + settings.crawl_lease)
         )
     except StoreUnavailable as exc:
-        return Check("crawls", False, outage.line("MongoDB", settings.mongo_uri, exc))
+        return Check("crawls", False, outage.line(MONGODB, settings.mongo_uri, exc))
     window = duration(FAILED_CRAWL_WINDOW.total_seconds())
     after = duration(PENDING_AFTER.total_seconds())
     problems = []
-    if failed:
-        sites = sorted({run["site"] for run in failed})
-        last = failed[0]
+    if unseen:
+        sites = sorted({run["site"] for run in unseen})
+        last = unseen[0]
         problems.append(
-            f"{len(failed)} crawl(s) failed in the last {window}"
+            f"{len(unseen)} crawl(s) failed in the last {window}"
             f" ({', '.join(sites)}); last: {last['site']}: "
             + " ".join(str(last.get("error") or "no reason recorded").split())
+            + f" (once seen to: fptrack check --ack {' --ack '.join(sites)})"
         )
-    if pending:
+    if late:
         problems.append(
-            f"{pending} page(s) waiting for their match for over {after} (are the workers up?)"
+            f"{late} page(s) waiting for their match for over {after} (are the workers up?)"
         )
     if stale:
         sites = sorted({run["site"] for run in stale})
@@ -401,12 +442,20 @@ def check_crawls(ctx: Context) -> Check:
         )
     if problems:
         return Check("crawls", False, "; ".join(problems))
-    return Check(
-        "crawls",
-        True,
-        f"no crawl failed in the last {window}, no page pending over"
-        f" {after}, no run past its lease",
+    cleared = len(failed) - len(unseen)
+    seen = f" but {cleared} seen to (acknowledged, crawled since or site removed)"
+    fine = (
+        f"no crawl failed in the last {window}{seen if cleared else ''}, no page pending over"
+        f" {after}, no run past its lease"
     )
+    if pending:
+        return Check(
+            "crawls",
+            False,
+            f"catching up: {pending} page(s) crawled waiting for their match; {fine}",
+            catching_up=True,
+        )
+    return Check("crawls", True, fine)
 
 
 def check_indexes(ctx: Context) -> Check:
@@ -417,6 +466,7 @@ def check_indexes(ctx: Context) -> Check:
     rebuild)."""
     from matcher.keys import TAG_GROUPS
     from matcher.schedules import HEAL_SECONDS
+    from matcher.store import now
 
     indexes = ctx.indexes  # read without the matching engine
     try:
@@ -469,14 +519,14 @@ def check_schedules(ctx: Context) -> Check:
     try:
         sites = ctx.ops.list_sites()
     except StoreUnavailable as exc:
-        return Check("schedules", False, outage.line("MongoDB", ctx.settings.mongo_uri, exc))
+        return Check("schedules", False, outage.line(MONGODB, ctx.settings.mongo_uri, exc))
     except MatcherError as exc:
         return Check("schedules", False, str(exc))
     try:
         names = {e["name"] for e in ctx.schedules.entries()}
     except Retryable as exc:  # redbeat's Redis, that of FPTRACK_REDIS_URL
         cause = exc.__cause__ or exc
-        return Check("schedules", False, outage.line("Redis", ctx.settings.redis_url, cause))
+        return Check("schedules", False, outage.line(REDIS, ctx.settings.redis_url, cause))
     daily = {
         *(DAILY_MATCH, DAILY_REPORT, DAILY_PRUNE, DAILY_DIGEST, DELIVER_ALERTS),
         *(HEAL_INDEXES, REQUEUE_PENDING, RESUME_CRAWLS),
@@ -495,17 +545,19 @@ def check_evidence(ctx: Context) -> Check:
     """The trusted timestamps of the evidence (:mod:`matcher.stamping`), when a TSA is set:
     the last stamping run's failure, and files waiting longer than three runs' interval
     (is beat up?)."""
+    from matcher.store import now
+
     settings = ctx.settings
     if not settings.tsa_url:
         return Check("evidence", True, "no trusted timestamps (FPTRACK_TSA_URL not set)")
     from matcher.stamping import STATE_KEY
 
     try:
-        store = ctx.engine.store
+        store = ctx.store
         waiting, oldest = store.stamps.waiting_count(), store.stamps.oldest_waiting()
         last = store.state.get_state(STATE_KEY) or {}
     except StoreUnavailable as exc:
-        return Check("evidence", False, outage.line("MongoDB", settings.mongo_uri, exc))
+        return Check("evidence", False, outage.line(MONGODB, settings.mongo_uri, exc))
     late = timedelta(seconds=3 * settings.tsa_every)
     problems = []
     if last.get("error"):
@@ -533,14 +585,20 @@ CHECKS: tuple[Callable[[Context], Check], ...] = (
 )
 
 
-NEEDS: dict[Callable[[Context], Check], tuple[str, ...]] = {
-    check_workers: ("broker",),
-    check_beat: ("redis",),
-    check_indexes: ("mongodb", "redis"),
-    check_schedules: ("mongodb", "redis"),
-    check_crawls: ("mongodb",),
+NEEDS: dict[str, tuple[str, ...]] = {
+    "mongodb": (MONGODB,),
+    "redis": (REDIS, INDEX_REDIS),
+    "broker": (BROKER,),
+    "workers": (BROKER,),
+    "beat": (REDIS,),
+    "indexes": (MONGODB, INDEX_REDIS),
+    "schedules": (MONGODB, REDIS),
+    "crawls": (MONGODB,),
+    "evidence": (MONGODB,),
 }
-"""The checks that need others to have passed."""
+"""The servers each check reads, by role: it runs once they answered."""
+SERVER_CHECKS = {MONGODB: "mongodb", REDIS: "redis", INDEX_REDIS: "redis", BROKER: "broker"}
+"""The check that reports each server (it names the server when it does not answer)."""
 
 
 def _name(run: Callable[..., Check]) -> str:
@@ -548,29 +606,144 @@ def _name(run: Callable[..., Check]) -> str:
 
 
 NAMES = tuple(_name(run) for run in CHECKS)
-"""The checks' names, in the order they run (``fptrack check NAME...``)."""
+"""The checks' names, in the order they are reported (``fptrack check NAME...``)."""
 
 
-def checks(ctx: Context, only: Collection[str] = (), host: str | None = None) -> list[Check]:
-    """Every check (or those named in ``only``, and the ones they need); those that need a
-    server that is down say so instead of running. ``host``: count only the workers of that
-    machine (:func:`check_workers`)."""
+def needs(name: str, ctx: Context) -> tuple[str, ...]:
+    """The roles of the servers check ``name`` reads (:data:`NEEDS`; the evidence reads
+    MongoDB only with a TSA set)."""
+    if name == "evidence" and not ctx.settings.tsa_url:
+        return ()
+    return NEEDS[name]
+
+
+class Probes:
+    """The servers of some roles, each asked once (a ping), all at once, each in a thread
+    of its own (:mod:`admin.bounded`); each answer is waited for until :data:`PROBE_S` after
+    its ping went out, and a server that did not answer by then is down ("no answer in
+    time"): a server stopped with SIGSTOP accepts connections and never answers, and a
+    client's own timeouts and retries would wait for it 20 s a command. MongoDB's ping
+    thread imports its driver first (pymongo and the store's modules), while the command
+    goes on: its start-up is spent while the pings are out."""
+
+    def __init__(self, ctx: Context, wanted: Collection[str], within: float = PROBE_S) -> None:
+        self.roles = roles(servers(ctx))
+        self.within = within
+        self.since = time.monotonic()
+        self.asked: dict[str, _Ping] = {}
+        for role in wanted:
+            server = self.roles[role]
+            if server.url not in self.asked:
+                self.asked[server.url] = _Ping(server, driver=role == MONGODB)
+
+    def failure(self, server: Server) -> BaseException | None:
+        """Why ``server`` does not answer (``None``: it answered in time)."""
+        ping = self.asked[server.url]
+        ping.out.wait()
+        if not done_within(ping.future, ping.at + self.within - time.monotonic()):
+            return TimeoutError(f"timed out: no answer within {duration(self.within)}")
+        return ping.future.result()
+
+    def down(self, wanted: Collection[str]) -> list[tuple[Server, BaseException]]:
+        """The servers of the roles ``wanted`` that do not answer, each once, and why."""
+        found: dict[str, tuple[Server, BaseException]] = {}
+        for role in wanted:
+            server = self.roles[role]
+            error = self.failure(server)
+            if error is not None:
+                found.setdefault(server.url, (server, error))
+        return list(found.values())
+
+
+class _Ping:
+    """One server's ping in a thread of its own; ``out`` is set, and ``at`` is when, once it
+    went out (after the import of MongoDB's driver, with ``driver``)."""
+
+    def __init__(self, server: Server, driver: bool = False) -> None:
+        self.out = threading.Event()
+        self.at = time.monotonic()
+
+        def ping() -> BaseException | None:
+            try:
+                if driver:
+                    import matcher.store.client  # noqa: F401 - what its client is made with
+            finally:
+                self.at = time.monotonic()
+                self.out.set()
+            return server.failure()
+
+        self.future = started(ping, f"ping {server.service}")
+
+
+def _checked(ctx: Context, name: str, probes: Probes, host: str | None) -> Check:
+    """Check ``name`` once the servers it reads answered: when one does not, the outage
+    line of each that does not (a server's own check) or ``not checked``, naming them."""
+    down = probes.down(needs(name, ctx))
+    if down and name in SERVER_CHECKS.values():
+        return Check(name, False, "; ".join(server.outage_line(error) for server, error in down))
+    if down:
+        names = " and ".join(server.service for server, _ in down)
+        return Check(name, False, f"not checked: {names} down")
+    if name == "workers":  # its starting records are in Redis, read if it answers
+        return check_workers(ctx, host, records=not probes.down([REDIS]))
+    return CHECKS[NAMES.index(name)](ctx)
+
+
+def _prepare(ctx: Context, names: Collection[str]) -> None:
+    """While the pings are out, in this thread: import what the checks ``names`` read with,
+    so that no two of their threads import at once (a cycle of imports between threads can
+    leave one with a module half made), and make Celery's app (Celery makes an app current
+    in the thread that makes it)."""
+    if {"workers", "beat", "schedules"} & set(names):
+        _ = ctx.app
+    for module in ("matcher.keys", "matcher.store", "matcher.store.operations"):
+        importlib.import_module(module)
+    for name, modules in PREPARE.items():
+        if name in names:
+            for module in modules:
+                importlib.import_module(module)
+
+
+PREPARE = {
+    "broker": ("matcher.celery_app",),
+    "beat": ("redbeat.schedulers",),
+    "indexes": ("matcher.index_view", "matcher.schedules"),
+    "schedules": ("matcher.schedules",),
+    "evidence": ("matcher.stamping",),
+}
+"""What each check imports besides the store and the key layout (:func:`_prepare`)."""
+
+
+def checks(
+    ctx: Context,
+    only: Collection[str] = (),
+    host: str | None = None,
+    deadline: float = DEFAULT_TIMEOUT_S,
+) -> list[Check]:
+    """Every check (or those named in ``only``, and those of the servers they read), run
+    at once, each as soon as its servers answered (:class:`Probes`); a check still running
+    ``deadline`` seconds after the servers were asked is reported failed, the servers it
+    reads named. ``host``: count only the workers of that machine (:func:`check_workers`).
+    The whole takes about ``max(PROBE_S, deadline)`` at most, whatever hangs."""
     wanted = set(only or NAMES)
-    for run in reversed(CHECKS):  # a check's needs come before it
-        if _name(run) in wanted:
-            wanted.update(NEEDS.get(run, ()))
-    out: list[Check] = []
-    for run in CHECKS:
-        name = _name(run)
-        if name not in wanted:
+    for name in list(wanted):
+        wanted.update(SERVER_CHECKS[role] for role in needs(name, ctx))
+    names = [name for name in NAMES if name in wanted]
+    asked = {role for name in names for role in needs(name, ctx)}
+    probes = Probes(ctx, asked | ({REDIS} if "workers" in wanted else set()))
+    _prepare(ctx, wanted)
+    until = probes.since + max(deadline, probes.within)
+    running = {
+        name: started(partial(_checked, ctx, name, probes, host), f"check {name}") for name in names
+    }
+    out = []
+    for name in names:
+        if done_within(running[name], until - time.monotonic()):
+            out.append(running[name].result())
             continue
-        down = [c.name for c in out if c.name in NEEDS.get(run, ()) and not c.ok]
-        if down:
-            out.append(Check(name, False, f"not checked: {' and '.join(down)} down"))
-        elif run is check_workers:
-            out.append(check_workers(ctx, host))
-        else:
-            out.append(run(ctx))
+        reads = " and ".join(sorted({probes.roles[role].service for role in needs(name, ctx)}))
+        where = f" (reading {reads})" if reads else ""
+        out.append(Check(name, False, f"no answer within {duration(deadline)}{where}"))
     return out
 
 

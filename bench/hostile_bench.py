@@ -75,6 +75,12 @@ the restart loop: its exit status, ``restarted_s``), ``store-disk-full`` (Secant
 filled and freed: check's line, ``failed_for_good``, ``kept``, ``written``, ``heal_s``,
 ``matched_s``; root only, it mounts a tmpfs) and ``scan-redis-restart`` (the scan's exit
 status, ``warnings``).
+Then the cases of issue 37 about ``fptrack check`` (:mod:`bench.hostile_check`), each on
+servers of its own: ``check-redis-sigstop``, ``check-mongo-sigstop``,
+``check-broker-sigstop``, ``check-index-sigstop`` and ``schedules-redis-sigstop`` (one
+server stopped with SIGSTOP: the command's wall time, target under 3 s, and the line naming
+that server) and ``check-catching-up`` (pages a crawl stored while no worker ran: the
+``catching-up`` count shown, ``count``, and the worker catching up).
 """
 
 from __future__ import annotations
@@ -97,6 +103,7 @@ from urllib.parse import urlsplit
 
 from bench import (
     hostile_admin,
+    hostile_check,
     hostile_notices,
     hostile_outbound,
     hostile_processes,
@@ -543,6 +550,10 @@ EXTRA: dict[str, Extra] = {
         'metrics 200, source_up{source="mongodb"} 0',
         lambda args, tmp: hostile_service.metrics_store_down(tmp),
     ),
+    **{
+        name: Extra(hostile_check.TRICKS[name], hostile_check.OUTCOMES[name], run)
+        for name, run in hostile_check.RUNS.items()
+    },
 }
 
 
@@ -571,6 +582,8 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         row["others_s"] = summary([r["others_s"] for r in runs])
     if "named" in runs[0]:
         row["named"] = runs[0]["named"]
+    if "count" in runs[0]:  # a count the command showed (check-catching-up)
+        row["count"] = [r["count"] for r in runs]
     child = [r["child_mb"] for r in runs if r.get("child_mb") is not None]
     if child:
         row["child_mb"] = summary(child)

@@ -29,6 +29,7 @@ own sum is kept as ``fptrack/pages_reported``.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 FRONTIER = "fptrack/frontier/"
@@ -297,4 +298,43 @@ def problems(stats: dict[str, Any]) -> list[str]:
         out.append(f"{too_large} response(s) over the size limit (DOWNLOAD_MAXSIZE) not read")
     if "closespider_timeout" in str(stats.get("finish_reason", "")):
         out.append("the crawl reached its deadline: pages not reached were not crawled")
+    return out
+
+
+def open_failures(
+    failed: list[dict[str, Any]],
+    sites: dict[str, datetime | None],
+    finished: dict[str, datetime],
+) -> list[dict[str, Any]]:
+    """The failed runs of ``failed`` (newest first) still to be seen to, as ``fptrack
+    check`` reports them: nobody acknowledged the failure (``acknowledged_at``), its site is
+    still watched (in ``sites``: each site's name and when it was first saved; a run that
+    ended before that was a removed site's of the same name), and no run of its site ended
+    ``finished`` after it (``finished``: per site, the end of its latest finished run).
+
+    >>> from datetime import UTC, datetime
+    >>> t = [datetime(2026, 1, 1, h, tzinfo=UTC) for h in range(5)]
+    >>> runs = [{"run_id": "a", "site": "s", "started_at": t[1], "finished_at": t[2]},
+    ...         {"run_id": "b", "site": "gone", "started_at": t[1], "finished_at": t[2]},
+    ...         {"run_id": "c", "site": "s", "started_at": t[0], "finished_at": t[0],
+    ...          "acknowledged_at": t[1]}]
+    >>> [r["run_id"] for r in open_failures(runs, {"s": t[0]}, {})]
+    ['a']
+    >>> open_failures(runs, {"s": t[0]}, {"s": t[3]})  # crawled again since, and finished
+    []
+    >>> open_failures(runs, {"s": t[3]}, {})  # removed and added again since it ran
+    []
+    """
+    out = []
+    for run in failed:
+        site = run.get("site")
+        if site not in sites or run.get("acknowledged_at") is not None:
+            continue
+        saved, ended = sites[site], run.get("finished_at")
+        if saved is not None and ended is not None and ended < saved:
+            continue
+        later = finished.get(site)
+        if later is not None and ended is not None and later > ended:
+            continue
+        out.append(run)
     return out

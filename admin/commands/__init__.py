@@ -6,6 +6,7 @@ description and its handlers (``run(args, ctx) -> int``; a command with actions,
 The table :data:`COMMANDS` names them with their one-line help, so that ``fptrack --help``
 lists them without importing any; :func:`build_parser` imports only the module of the
 command being run (:func:`load`), or all of them when asked (the tests, the reference).
+A mistyped command or action is named with the one meant, in one line (:class:`Parser`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,39 @@ COMMANDS: dict[str, tuple[str, str]] = {
 ``fptrack --help``."""
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's parser, naming the choice meant when a word is none of an argument's
+    choices, as Python 3.14's ``suggest_on_error`` does (fptrack runs on 3.11): a mistyped
+    command or action ends the command with one line and exit status 2 (``fptrack: error:
+    unknown command 'wroks': did you mean works?``), a mistyped option value with argparse's
+    usage and that line."""
+
+    def _check_value(self, action: argparse.Action, value: object) -> None:
+        if action.choices is None or value in action.choices:
+            return
+        hint = suggestion(str(value), [str(choice) for choice in action.choices])
+        if isinstance(action, argparse._SubParsersAction):
+            what = (action.metavar or action.dest or "command").lower()
+            self.exit(2, f"{self.prog}: error: unknown {what} {value!r}{hint}\n")
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
+
+
+def suggestion(word: str, choices: Iterable[str]) -> str:
+    """``: did you mean CHOICE?`` for the choice closest to ``word`` (:mod:`difflib`), or
+    the list of choices when none is close.
+
+    >>> suggestion("wroks", ["scan", "works", "sites"])
+    ': did you mean works?'
+    >>> suggestion("zzz", ["scan", "works"])
+    ' (choose from scan, works)'
+    """
+    from difflib import get_close_matches
+
+    choices = list(choices)
+    close = get_close_matches(word, choices, n=1)
+    return f": did you mean {close[0]}?" if close else f" (choose from {', '.join(choices)})"
+
+
 def fptrack_version() -> str:
     try:
         return version("fptrack")
@@ -59,7 +93,7 @@ def build_parser(only: Iterable[str] | None = None) -> argparse.ArgumentParser:
     from matcher.settings import Settings
 
     defaults = Settings()
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="fptrack",
         description="Track copies of Chinese web text by fingerprint. Connections come from "
         f"FPTRACK_MONGO_URI (default {defaults.mongo_uri}), FPTRACK_REDIS_URL (default "

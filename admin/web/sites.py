@@ -1,6 +1,7 @@
-"""Sites: crawl configuration and schedule, authorised flag, crawl now, last crawls, and
-the URL rules crawls learnt (:mod:`crawler.dust`): parameter rules listed, deleted (never
-learnt again) and added by hand, dead link patterns listed and forgotten."""
+"""Sites: crawl configuration and schedule, authorised flag, crawl now, last crawls (a
+failed one acknowledged, which clears it from ``fptrack check``), and the URL rules crawls
+learnt (:mod:`crawler.dust`): parameter rules listed, deleted (never learnt again) and added
+by hand, dead link patterns listed and forgotten."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from admin.web import deps
 from admin.web.security import requires
 from matcher import crawl_runs
 from matcher.sites import SiteConfig, SiteConfigError
-from matcher.store.common import StoreError
+from matcher.store.common import StoreError, now
 
 bp = Blueprint("sites", __name__, url_prefix="/sites")
 LINE_FIELDS = ("start_urls", "allowed_domains", "include", "exclude")
@@ -36,9 +37,10 @@ def index() -> Any:
 def detail(name: str) -> Any:
     site = deps.site_or_404(name)
     ops = deps.ops()
-    crawls = ops.last_crawls(site.name, 10)
+    store = ops.store
+    crawls = store.crawls.last_crawls(site.name, 10)
     outlines = [crawl_runs.outline(c, _found_during(c)) for c in crawls]
-    rules = ops.store.sites.site_rules(site.name)
+    rules = store.sites.site_rules(site.name)
     matches = {
         "all": ops.matches.count(site=site.name, active_only=True),
         "new": ops.matches.count(site=site.name, status="new", active_only=True),
@@ -50,6 +52,7 @@ def detail(name: str) -> Any:
         crawls=zip(crawls, outlines, strict=True),
         rules=rules,
         matches=matches,
+        unseen=_unseen_failures(site.name, crawls, store.sites.creation_times().get(site.name)),
     )
 
 
@@ -63,6 +66,30 @@ def _found_during(run: dict[str, Any]) -> int | None:
         site=run["site"], since=started, until=ended if isinstance(ended, datetime) else None,
         active_only=True,
     )  # fmt: skip
+
+
+def _unseen_failures(site: str, crawls: list[dict], saved: Any) -> set[str]:
+    """The ids of the failed runs among ``crawls`` (a site's newest) that ``fptrack check``
+    reports until someone acknowledges them (:func:`matcher.crawl_runs.open_failures`,
+    whatever their age)."""
+    ends = [
+        c["finished_at"] for c in crawls if c.get("outcome") == "finished" and c.get("finished_at")
+    ]
+    failed = [c for c in crawls if c.get("outcome") == "failed"]
+    finished = {site: max(ends)} if ends else {}
+    return {run["run_id"] for run in crawl_runs.open_failures(failed, {site: saved}, finished)}
+
+
+@bp.post("/<name>/crawls/<run_id>/acknowledge")
+@requires("reviewer")
+def acknowledge(name: str, run_id: str) -> Any:
+    """Acknowledge a failed crawl run: ``fptrack check`` no longer reports it; who and when
+    are recorded with it and shown."""
+    site = deps.site_or_404(name)
+    by = deps.current_user().username
+    done = deps.ops().store.crawls.acknowledge_failures(site.name, by=by, at=now(), run_id=run_id)
+    flash("crawl failure acknowledged" if done else "no unacknowledged failed crawl of that id")
+    return redirect(url_for("sites.detail", name=site.name))
 
 
 @bp.post("/<name>/rules")

@@ -106,11 +106,42 @@ class CrawlRuns:
     @mongo_errors
     def failed_crawls(self, since: datetime) -> list[dict]:
         """The crawl runs ended ``failed`` since ``since``, newest first: site, run id,
-        finish time, error."""
-        fields = {"site": 1, "run_id": 1, "finished_at": 1, "error": 1, "started_at": 1}
+        start and finish times, error, and who acknowledged the failure and when
+        (``acknowledged_by``, ``acknowledged_at``; absent while nobody did)."""
+        fields = {
+            **{"site": 1, "run_id": 1, "finished_at": 1, "error": 1, "started_at": 1},
+            **{"acknowledged_at": 1, "acknowledged_by": 1},
+        }
         query = {"outcome": "failed", "finished_at": {"$gte": checked_date(since)}}
         cursor = self.db.crawls.find(query, fields).sort("finished_at", DESCENDING)
         return list(cursor.limit(MAX_LIST))
+
+    @mongo_errors
+    def last_finished(self, since: datetime) -> dict[str, datetime]:
+        """Per site, when its latest run that ended ``finished`` ended, of the runs ended
+        since ``since`` (one aggregation)."""
+        pipeline = [
+            {"$match": {"outcome": "finished", "finished_at": {"$gte": checked_date(since)}}},
+            {"$group": {"_id": "$site", "at": {"$max": "$finished_at"}}},
+        ]
+        return {d["_id"]: d["at"] for d in self.db.crawls.aggregate(pipeline)}
+
+    @mongo_errors
+    def acknowledge_failures(
+        self, site: str, *, by: str, at: datetime, run_id: str | None = None
+    ) -> int:
+        """Record that ``by`` saw to the failed runs of ``site`` (only run ``run_id``, when
+        given) at ``at``, those nobody acknowledged yet; how many that was. ``fptrack
+        check`` reports a failure until then (:func:`matcher.crawl_runs.open_failures`)."""
+        query: dict[str, Any] = {
+            "site": site_name(site),
+            "outcome": "failed",
+            "acknowledged_at": None,
+        }
+        if run_id is not None:
+            query["run_id"] = checked_str(run_id, "run id")
+        fields = {"acknowledged_at": checked_date(at), "acknowledged_by": str(by)}
+        return self.db.crawls.update_many(query, {"$set": fields}).modified_count
 
     @mongo_errors
     def running_crawls_started_before(self, before: datetime) -> list[dict]:

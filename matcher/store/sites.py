@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pymongo import ASCENDING, ReturnDocument
@@ -53,6 +54,13 @@ class Sites:
             return SiteConfig.from_dict(doc)
         except SiteConfigError as exc:
             raise StoreError(f"stored site {doc.get('name')!r} is invalid: {exc}") from exc
+
+    @mongo_errors
+    def creation_times(self) -> dict[str, datetime | None]:
+        """Every site's name and when it was first saved (None for a site saved before
+        fptrack recorded it)."""
+        found = self.db.sites.find({}, {"name": 1, "created_at": 1})
+        return {d["name"]: d.get("created_at") for d in found}
 
     @mongo_errors
     def delete_site(self, name: str) -> bool:

@@ -2,7 +2,9 @@
 lock in the Redis of ``FPTRACK_REDIS_URL`` even when the indexes are on a Redis Cluster
 (it used to read it through the index client, and always failed "beat" on a cluster); a
 subset of checks runs with the ones it needs; the workers' ping ends once every worker bound
-to Celery's broadcast exchange answered.
+to Celery's broadcast exchange answered. With any one server hung (stopped with SIGSTOP: it
+accepts connections and never answers), ``check`` and ``schedules`` answer in seconds and
+name only that server.
 """
 
 from __future__ import annotations
@@ -12,17 +14,22 @@ import signal
 import subprocess
 import sys
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
+import pytest
 import redis
 from pymongo.database import Database
 
 from admin.context import Context
-from admin.health import ping_workers
+from admin.health import BROKER, INDEX_REDIS, MONGODB, REDIS, ping_workers
 from bench.local_cluster import LocalCluster
 from bench.net import free_port
-from tests.admin.cli_support import DEAD_REDIS, ROOT, fptrack
+from matcher.redis_clients import SOCKET_TIMEOUT_S
+from tests.admin.cli_support import DEAD_REDIS, ROOT, Ran, fptrack
 from tests.admin.test_cli_process import check_lines
+from tests.support.outage import mongo_uri, own_mongodb, own_redis, redis_url
 from tests.support.waits import eventually
 
 
@@ -71,9 +78,71 @@ def test_a_standalone_redis_that_does_not_answer_is_named(
     lines = check_lines(ran.out)
     assert lines["redis"].startswith("FAIL")
     assert f"Redis unreachable at {DEAD_REDIS} (connection refused)" in lines["redis"]
-    assert lines["beat"].endswith("not checked: redis down")
+    assert lines["beat"].endswith("not checked: Redis down")
     assert lines["broker"].startswith("ok")  # FPTRACK_BROKER_URL is another database
     assert index not in ran.out
+
+
+HUNG: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    # the workers' ping goes through the broker, which answers: checked
+    REDIS: ("FPTRACK_REDIS_URL", "redis", ("beat", "indexes", "schedules")),
+    INDEX_REDIS: ("FPTRACK_INDEX_REDIS_URL", "redis", ("indexes",)),
+    BROKER: ("FPTRACK_BROKER_URL", "broker", ("workers",)),
+    MONGODB: ("FPTRACK_MONGO_URI", "mongodb", ("indexes", "schedules", "crawls")),
+}
+"""Each server stopped in turn: the variable pointed at it (the others at the test
+servers, which answer), the check that names it, and the checks that read it."""
+ANSWERED_WITHIN_S = SOCKET_TIMEOUT_S
+"""A bound on ``fptrack check``'s whole process (start-up included, on a loaded machine):
+below one command's socket timeout, so a probe that waited for a client's own timeout fails
+the test (each ``check`` took 43 to 82 s, and ``schedules`` 42 s, before the probes were
+bounded). ``bench/hostile_check.py`` measures it against the target, 3 s."""
+
+
+@pytest.mark.parametrize("role", list(HUNG))
+def test_a_hung_server_is_named_in_seconds(
+    role: str, mongo_db: Database, redis_client: redis.Redis, tmp_path: Path
+) -> None:
+    """One server stopped with SIGSTOP (it accepts connections and never answers): ``check``
+    answers in seconds, names that server alone (``no answer in time``), says ``not
+    checked`` for the checks that read it only, and checks the rest (beat's Redis is read
+    though the index Redis hangs); ``schedules`` is bounded too."""
+    variable, named, reading = HUNG[role]
+    server = own_mongodb(tmp_path / "db") if role == MONGODB else own_redis(tmp_path, False)
+    server.start()
+    url = mongo_uri(server) if role == MONGODB else redis_url(server)
+    if role == BROKER:
+        url = url.replace("/0", "/1")
+    try:
+        os.kill(server.process.pid, signal.SIGSTOP)
+        took, ran = timed("check", env={variable: url})
+        # redbeat's Redis: ``schedules`` reads it alone
+        schedules = timed("schedules", env={variable: url}) if role == REDIS else None
+    finally:
+        server.process.kill()  # SIGKILL ends a stopped process too; its data is the test's
+        server.process.wait(30)
+    lines = check_lines(ran.out)
+    assert ran.status == 1 and took < ANSWERED_WITHIN_S, (took, ran.out, ran.err)
+    assert "Traceback" not in ran.err
+    said = f"{role} unreachable at {url} (no answer in time)"
+    assert lines[named].startswith("FAIL") and said in lines[named], lines[named]
+    for name, line in lines.items():
+        if name in reading:
+            assert line.endswith(f"not checked: {role} down"), line
+        elif name != named:  # checked, in time
+            assert "not checked" not in line and "no answer" not in line, line
+            assert url not in line, line
+    if schedules is not None:
+        took, listed = schedules
+        assert listed.status == 1 and took < ANSWERED_WITHIN_S, (took, listed.err)
+        assert listed.one_line_error() and said in listed.err, listed.err
+
+
+def timed(*args: str, env: dict[str, str]) -> tuple[float, Ran]:
+    """``fptrack ARGS`` in a process of its own: its wall time and what it did."""
+    started = time.monotonic()
+    ran = fptrack(*args, env=env)
+    return time.monotonic() - started, ran
 
 
 def test_workers_of_this_host_only(mongo_db: Database, redis_client: redis.Redis) -> None:

@@ -100,7 +100,9 @@ def test_stores_down(command: str, tmp_path: Path) -> None:
 
 BAD_ARGUMENTS: list[tuple[tuple[str, ...], str]] = [
     ((), "fptrack: error: the following arguments are required: COMMAND"),
-    (("nosuch",), "argument COMMAND: invalid choice: 'nosuch'"),
+    (("nosuch",), "fptrack: error: unknown command 'nosuch' (choose from scan, works,"),
+    (("wroks", "list"), "fptrack: error: unknown command 'wroks': did you mean works?"),
+    (("works", "lsit"), "fptrack works: error: unknown action 'lsit': did you mean list?"),
     (("works",), "fptrack works: error: the following arguments are required: ACTION"),
     (("works", "add"), "the following arguments are required: PATH"),
     (("scan",), "the following arguments are required: --works, --json"),
@@ -131,6 +133,8 @@ BAD_ARGUMENTS: list[tuple[tuple[str, ...], str]] = [
     (("matches", "list", "--limit", "many"), "argument --limit: invalid int value: 'many'"),
     (("matches", "list", "--since", "yesterday"), "'yesterday' is not a date (YYYY-MM-DD)"),
     (("report", "--format", "pdf"), "argument --format: invalid choice: 'pdf'"),
+    (("report", "--format", "jsn"), "argument --format: invalid choice: 'jsn': did you mean json?"),
+    (("check", "wrokers"), "fptrack check: error: no check named wrokers: did you mean workers?"),
     (("report", "--until", "soon"), "'soon' is not a date (YYYY-MM-DD)"),
     (("sites", "add", "ftp://x/"), "'ftp://x/' is not an http(s) URL"),
     (("sites", "add", "http://x/", "--schedule", "whenever"), "schedule 'whenever' is not"),

@@ -68,3 +68,17 @@ def test_version(capsys) -> None:
         parse(["--version"])
     assert exit.value.code == 0
     assert capsys.readouterr().out.strip() == f"fptrack {version('fptrack')}"
+
+
+def test_check_help_names_every_check() -> None:
+    """``fptrack check --help`` describes every check the command has (the crawls and the
+    evidence were missing), from the table that ``--help`` reads without importing them."""
+    from admin.commands.check import CHECKS
+    from admin.health import NAMES
+
+    assert tuple(CHECKS) == NAMES
+    text = " ".join(LEAVES[("check",)].format_help().split())
+    for name, what in CHECKS.items():
+        assert f"{name}: {' '.join(what.split())}" in text, name
+    assert "crawls, evidence (default: all)" in text
+    assert "--ack SITE" in text and "--timeout DURATION" in text

@@ -87,6 +87,8 @@ def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
     ops.record_crawl("old", "typo", outcome="failed", finished_at=long_ago, error="old reason")
     ran = run_cli("check", "crawls")
     assert ran.status == 0 and check_lines(ran.out)["crawls"].startswith("ok")  # 3 days ago
+    added = run_cli("sites", "add", "http://127.0.0.1:9/nosuch/", "--name", "typo")
+    assert added.status == 0, added.err
     ops.record_crawl("r1", "typo", outcome="failed", finished_at=now(), error=reason)
     ops.record_crawl_process(
         "r2", "stuck", "a1" * 16, run_started_at=long_ago, started_at=long_ago,
@@ -106,6 +108,70 @@ def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
     )
     assert "1 page(s) waiting for their match for over 30 min" in crawls["detail"]
     assert "old reason" not in crawls["detail"]
+
+
+def test_a_failed_crawl_is_cleared_by_ack_removal_or_a_later_success(mongo_db: Database) -> None:
+    """``fptrack check crawls`` (the real command, in a process of its own) reports a failed
+    crawl until it is seen to: acknowledged with ``--ack`` (who and when recorded), its site
+    removed (and a site added again under that name does not inherit it), or the site
+    crawled successfully since."""
+    ops = Operations(Store(mongo_db))
+    for name in ("fixed", "gone", "typo"):
+        url = f"http://127.0.0.1:9/{name}/"
+        assert run_cli("sites", "add", url, "--name", name, "--schedule", "never").status == 0
+        at = now()
+        error = f"start URL {url}: answered 404 Not Found"
+        ops.record_crawl(name, name, outcome="failed", started_at=at, finished_at=at, error=error)
+    ran = fptrack("check", "crawls")
+    line = check_lines(ran.out)["crawls"]
+    assert ran.status == 1 and "3 crawl(s) failed in the last 1 d (fixed, gone, typo)" in line
+    assert "(once seen to: fptrack check --ack fixed --ack gone --ack typo)" in line
+    assert run_cli("sites", "remove", "gone").status == 0
+    later = at + timedelta(seconds=1)
+    ops.record_crawl("fixed-2", "fixed", outcome="finished", started_at=later, finished_at=later)
+    line = check_lines(fptrack("check", "crawls").out)["crawls"]
+    assert "1 crawl(s) failed in the last 1 d (typo)" in line, line
+    ran = fptrack("check", "crawls", "--ack", "typo", "--by", "alice")
+    assert ran.status == 0, (ran.out, ran.err)
+    assert ran.err.splitlines() == [
+        "acknowledged 1 failed crawl(s) of typo (by alice)",
+        "all healthy",
+    ]
+    assert "no crawl failed in the last 1 d but 3 seen to" in check_lines(ran.out)["crawls"]
+    [run] = ops.last_crawls("typo")
+    assert run["acknowledged_by"] == "alice" and now() - run["acknowledged_at"] < timedelta(1)
+    assert run_cli("sites", "add", "http://127.0.0.1:9/gone/", "--name", "gone").status == 0
+    assert fptrack("check", "crawls").status == 0  # the removed site's failure stays cleared
+    again = fptrack("check", "--ack", "typo", "crawls")
+    assert again.status == 0 and "no failed crawl of typo left to acknowledge" in again.err
+    unknown = fptrack("check", "--ack", "nosuch")
+    assert (unknown.status, unknown.out) == (2, "") and unknown.one_line_error(), unknown.err
+    assert "--ack nosuch: no site named nosuch" in unknown.err
+
+
+def test_check_says_catching_up_while_crawled_pages_wait(mongo_db: Database) -> None:
+    """Pages stored by a crawl and not matched yet (the workers are behind, or were away
+    through an outage): not "all healthy" but ``catching-up`` with their count, exit status
+    4; FAIL once one waited over 30 min; ok once they are matched."""
+    store = Store(mongo_db)
+    pages = [CrawledPage(f"http://p/{n}", "pirate", "", f"正文{n}") for n in range(3)]
+    stored = [store.store_crawled_page(page, f"h{n}")[0] for n, page in enumerate(pages)]
+    ran = run_cli("check", "crawls")
+    line = check_lines(ran.out)["crawls"]
+    assert (ran.status, ran.err) == (4, "0 problem(s), catching up\n"), (ran.out, ran.err)
+    assert line.startswith("catching-up") and "catching up: 3 page(s) crawled waiting" in line
+    [crawls] = [c for c in json.loads(run_cli("check", "crawls", "--json").out)["checks"]
+                if c["name"] == "crawls"]  # fmt: skip
+    assert (crawls["state"], crawls["ok"]) == ("catching-up", False)
+    for doc, n in zip(stored[:2], range(2), strict=True):
+        assert store.pages.mark_processed(doc["_id"], f"h{n}")
+    assert "catching up: 1 page(s)" in check_lines(run_cli("check", "crawls").out)["crawls"]
+    assert store.pages.mark_processed(stored[2]["_id"], "h2")
+    assert run_cli("check", "crawls").status == 0
+    old = CrawledPage("http://p/old", "pirate", "", "旧", fetched_at=now() - timedelta(hours=1))
+    store.store_crawled_page(old, "h-old")
+    ran = run_cli("check", "crawls")
+    assert ran.status == 1 and "1 page(s) waiting for their match for over 30 min" in ran.out
 
 
 def test_check_says_starting_while_a_worker_boots(
@@ -200,12 +266,17 @@ def test_smoke_console_script_version() -> None:
 
 
 def test_smoke_bad_input_exit_code() -> None:
-    """``python -m admin.cli``: an unknown command exits 2 with argparse's usage and one
-    error line, no traceback."""
-    ran = fptrack("nosuch")
-    assert ran.status == 2 and ran.out == ""
-    assert ran.one_line_error(), ran.err
-    assert ran.err.startswith("usage: fptrack")
+    """``python -m admin.cli``: a mistyped command or action exits 2 with one line naming
+    the one meant (:class:`admin.commands.Parser`; argparse's ``suggest_on_error`` exists
+    from Python 3.14 only), no usage, no traceback; a word close to none lists them."""
+    for argv, said in (
+        (("wroks", "list"), "fptrack: error: unknown command 'wroks': did you mean works?"),
+        (("sites", "lsit"), "fptrack sites: error: unknown action 'lsit': did you mean list?"),
+        (("nosuch",), "fptrack: error: unknown command 'nosuch' (choose from scan, works,"),
+    ):
+        ran = fptrack(*argv)
+        assert (ran.status, ran.out) == (2, ""), argv
+        assert ran.err.startswith(said) and ran.err.count("\n") == 1, ran.err
 
 
 def test_smoke_stores_down_in_a_fresh_process(tmp_path) -> None:

@@ -436,6 +436,46 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert as_admin.get("/sites/pirate").status_code == 404
 
 
+def test_a_failed_crawl_is_acknowledged_where_it_is_shown(
+    web_ctx: Context, as_admin: FlaskClient, as_reviewer: FlaskClient, as_viewer: FlaskClient
+) -> None:
+    """A failed crawl, which ``fptrack check`` reports until it is seen to, has an
+    Acknowledge button on its site's page (reviewers); once pressed the page says who and
+    when, and the check no longer reports it. A failure that a later crawl of the site
+    followed with success needs no acknowledgement."""
+    from admin.health import check_crawls
+
+    form = {"name": "pirate", "start_urls": "http://pirate.example/", "schedule": "never"}
+    assert post(as_admin, "/sites/new", form).status_code == 302
+    ops = web_ctx.ops
+    ops.record_crawl("run-ok", "pirate", outcome="finished", started_at=now(), finished_at=now())
+    ops.record_crawl(
+        "run-typo", "pirate", outcome="failed", started_at=now(), finished_at=now(),
+        error="start URL http://pirate.example/: answered 404 Not Found",
+    )  # fmt: skip
+    assert not check_crawls(web_ctx).ok
+    ack = "/sites/pirate/crawls/run-typo/acknowledge"
+    assert f'action="{ack}"' in _text(as_reviewer.get("/sites/pirate"))
+    assert f'action="{ack}"' not in _text(as_viewer.get("/sites/pirate"))
+    assert post(as_viewer, ack).status_code == 403
+    assert post(as_reviewer, ack).status_code == 302
+    [run] = [r for r in ops.last_crawls("pirate") if r["run_id"] == "run-typo"]
+    assert run["acknowledged_by"] == "rita" and now() - run["acknowledged_at"] < timedelta(1)
+    page = _text(as_viewer.get("/sites/pirate"))
+    assert f"by rita, {run['acknowledged_at']:%Y-%m-%d %H:%M}" in page and ack not in page
+    line = check_crawls(web_ctx)
+    assert line.ok and "1 seen to (acknowledged" in line.detail, line
+    ops.record_crawl(
+        "run-again", "pirate", outcome="failed", started_at=now(), finished_at=now(),
+        error="start URL http://pirate.example/: answered 503 Service Unavailable",
+    )  # fmt: skip
+    assert not check_crawls(web_ctx).ok  # a new failure is reported again
+    later = now() + timedelta(seconds=1)
+    ops.record_crawl("run-fixed", "pirate", outcome="finished", started_at=later, finished_at=later)
+    assert check_crawls(web_ctx).ok  # crawled successfully since: seen to
+    assert "/crawls/run-again/acknowledge" not in _text(as_reviewer.get("/sites/pirate"))
+
+
 def test_a_sites_url_rules_are_listed_escaped_added_deleted_and_forgotten(
     web_ctx: Context, as_admin: FlaskClient
 ) -> None:
