@@ -126,7 +126,7 @@ def servers(ctx: Context) -> list[Server]:
     settings = ctx.settings
     standalone = redis_client(settings.redis_url, "FPTRACK_REDIS_URL")
     found = [
-        Server(MONGODB, settings.mongo_uri, lambda: ctx.mongo_client.admin.command("ping")),
+        Server(MONGODB, settings.mongo_uri, partial(_mongodb_answers, ctx)),
         Server(REDIS, settings.redis_url, standalone.ping),
     ]
     broker = settings.celery_broker
@@ -137,6 +137,15 @@ def servers(ctx: Context) -> list[Server]:
     if index != settings.redis_url:
         found.append(Server(INDEX_REDIS, index, lambda: ctx.redis_client.ping()))
     return found
+
+
+def _mongodb_answers(ctx: Context) -> None:
+    """Raises unless MongoDB answers a ping and a read of its storage: a server whose storage
+    failed (a full disk under WiredTiger) still answers pings, but every read with an internal
+    error (:func:`matcher.errors.store_failing`), which its outage line then names."""
+    client = ctx.mongo_client
+    client.admin.command("ping")
+    client[ctx.settings.mongo_db]["works"].estimated_document_count()
 
 
 def roles(found: list[Server]) -> dict[str, Server]:

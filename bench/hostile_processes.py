@@ -304,7 +304,8 @@ class DiskFull:
         stamp("panic")
         ran = fptrack(env, "check")
         stamp("check")
-        figures["check"] = " ".join((ran.stderr.strip().splitlines() or [""])[-1].split())
+        said = [line for line in (ran.stdout + ran.stderr).splitlines() if "MongoDB" in line]
+        figures["check"] = " ".join((said or [ran.stderr.strip()])[0].split())
         figures["check_status"] = ran.returncode
         metrics = StoreMetrics(Context(self.settings, engine=self.engine), 0).compute()
         [internal] = [m for m in metrics if m.name == "fptrack_store_internal_errors"]
