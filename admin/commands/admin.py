@@ -52,6 +52,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="send the session cookie over HTTPS only, behind a TLS proxy (default: off)",
     )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="a client's time to send a request's headers, from its connection or the answer "
+        "before on a kept-alive one; then it is closed (default: 30)",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="connections each worker keeps open at once; one more is closed at once "
+        "(default: 1000)",
+    )
     p.add_argument("--access-log", action="store_true", help="log each request (default: off)")
     wait_option(p)
     p = command(
@@ -89,7 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_serve(args: argparse.Namespace, ctx: Context) -> int:
     from admin.health import Watch, require_stores
-    from admin.web.serve import serve, worker_timeout
+    from admin.web.serve import Connections, serve, worker_timeout
 
     if args.workers < 1:
         args.parser.error("--workers must be at least 1")
@@ -108,7 +124,15 @@ def run_serve(args: argparse.Namespace, ctx: Context) -> int:
             file=sys.stderr,
         )
     timeout = worker_timeout(ctx.settings)
-    serve(args.bind, args.workers, args.secure_cookies, args.access_log, timeout, args.threads)
+    serve(
+        args.bind,
+        args.workers,
+        args.secure_cookies,
+        args.access_log,
+        timeout,
+        args.threads,
+        Connections(args.header_timeout, args.max_connections),
+    )
     return 0
 
 

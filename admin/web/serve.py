@@ -44,11 +44,14 @@ import functools
 import math
 import sys
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import pymongo.errors
 import redis
 from gunicorn.app.base import BaseApplication
+from gunicorn.asgi.protocol import ASGIProtocol
+from gunicorn.workers import gasgi
 from gunicorn.workers.gasgi import ASGIWorker
 
 from admin.errors import CommandError
@@ -68,9 +71,69 @@ OUTAGES = (CommandError, Retryable, pymongo.errors.PyMongoError, redis.Connectio
 """What building the application raises while MongoDB or Redis does not answer."""
 
 
+@dataclass(frozen=True)
+class Connections:
+    """How long a connection may take to send a request's headers (``header_s``: from its
+    opening, or from the end of the answer before on a kept-alive one; nginx's
+    ``client_header_timeout`` is 60 s), and how many one worker keeps open at once
+    (``most``). gunicorn's asyncio worker has neither bound: a client dripping its headers
+    costs only a buffer (the front), but thousands of them would hold every descriptor."""
+
+    header_s: float = 30.0
+    most: int = 1000
+
+
+class BoundedConnection(ASGIProtocol):
+    """gunicorn's asyncio protocol, with the bounds of :class:`Connections`: a connection
+    over ``most`` is closed as it opens, one whose headers are not in ``header_s`` after it
+    opened (or after the answer before) is closed then."""
+
+    bounds = Connections()
+
+    def connection_made(self, transport: Any) -> None:
+        self._headers_due: asyncio.TimerHandle | None = None
+        super().connection_made(transport)
+        if self.worker.nr_conns > self.bounds.most:
+            transport.close()
+            return
+        self._await_headers()
+
+    def _await_headers(self) -> None:
+        self._headers_in()
+        self._headers_due = self.worker.loop.call_later(self.bounds.header_s, self._too_slow)
+
+    def _headers_in(self) -> None:
+        if self._headers_due is not None:
+            self._headers_due.cancel()
+            self._headers_due = None
+
+    def _too_slow(self) -> None:
+        self._headers_due = None
+        if self.transport is not None and not self.transport.is_closing():
+            self.transport.close()
+
+    def _on_headers_complete(self) -> Any:
+        self._headers_in()
+        return super()._on_headers_complete()
+
+    def _arm_keepalive_timer(self) -> None:
+        super()._arm_keepalive_timer()
+        self._await_headers()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._headers_in()
+        super().connection_lost(exc)
+
+
 class AdminWorker(ASGIWorker):
     """gunicorn's asyncio worker (``gunicorn.workers.gasgi``), which can wait while its
-    application is built (:meth:`pause`)."""
+    application is built (:meth:`pause`), and serves its connections with
+    :class:`BoundedConnection` (the worker makes its protocol by the module's name, set here
+    in the worker's own process)."""
+
+    def init_process(self) -> None:
+        gasgi.ASGIProtocol = BoundedConnection
+        super().init_process()
 
     def pause(self, seconds: float) -> None:
         """Wait ``seconds`` in the worker's event loop, which handles the signals meanwhile
@@ -154,7 +217,9 @@ def serve(
     access_log: bool,
     timeout: int = DEFAULT_TIMEOUT_S,
     threads: int = DEFAULT_THREADS,
+    connections: Connections = Connections(),
 ) -> None:
+    BoundedConnection.bounds = connections  # inherited by the workers, made by fork
     options = {
         "bind": bind,
         "workers": workers,

@@ -12,6 +12,7 @@ own that the test stops for real.
 from __future__ import annotations
 
 import os
+import socket
 import threading
 import time
 import urllib.parse
@@ -154,6 +155,54 @@ def test_two_admins_on_one_machine_share_no_control_socket(
         assert "control socket" not in first.output().lower() + second.output().lower()
     finally:
         first.stop()
+
+
+def _closed_by_server(sock: socket.socket, within: float) -> float | None:
+    """Seconds until the server closed ``sock`` (a byte of a header line sent every 0.5 s
+    meanwhile), or ``None`` if it was still open after ``within``."""
+    started = time.monotonic()
+    sock.settimeout(0.5)
+    while time.monotonic() - started < within:
+        try:
+            if sock.recv(1024) == b"":
+                return time.monotonic() - started
+        except TimeoutError:
+            pass
+        except ConnectionError:
+            return time.monotonic() - started
+        try:
+            sock.sendall(b"X")
+        except OSError:
+            return time.monotonic() - started
+    return None
+
+
+def test_headers_too_slow_are_cut_off_and_connections_capped(
+    tmp_path: Path, mongo_db: Database, redis_client: redis.Redis
+) -> None:
+    """A client still sending its headers after ``--header-timeout`` is closed; one past
+    ``--max-connections`` is closed as it opens; a client that behaves is served."""
+    options = ("--header-timeout", "2", "--max-connections", "4")
+    admin, base = serve(tmp_path, dict(os.environ), "admin", *options)
+    address = urllib.parse.urlsplit(base)
+    where = (address.hostname, address.port)
+    try:
+        slow = socket.create_connection(where)
+        slow.sendall(b"GET /login HTTP/1.1\r\nHost: x\r\nX-Drip: ")
+        took = _closed_by_server(slow, 15)
+        assert took is not None and 1.5 <= took <= 8, took
+        slow.close()
+
+        held = [socket.create_connection(where) for _ in range(4)]
+        time.sleep(0.3)
+        extra = socket.create_connection(where)
+        took = _closed_by_server(extra, 1.5)
+        assert took is not None and took < 1.5, took  # closed as it opened, not at 2 s
+        for sock in [*held, extra]:
+            sock.close()
+        eventually(lambda: answers(base + "login"), 10, "the admin to serve again")
+    finally:
+        admin.stop()
 
 
 def test_a_stopped_store_is_a_503_page_and_metrics_go_on(
