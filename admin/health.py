@@ -17,7 +17,7 @@ has not answered within :data:`PROBE_S` is named down (a server stopped with SIG
 accepts connections and never answers); the checks run at once too, each as soon as the
 servers it reads answered (one whose server is down says ``not checked: <server> down``,
 naming only the servers that are down), and one still running after the deadline
-(``--timeout``, :data:`~admin.commands.check.DEFAULT_TIMEOUT_S`) is reported failed
+(``--timeout``, :data:`~admin.health_limits.DEFAULT_TIMEOUT_S`) is reported failed
 (:mod:`admin.bounded`). A subset can be asked for (``fptrack check workers``: the checks of
 the servers it needs run too).
 """
@@ -42,9 +42,9 @@ from kombu.exceptions import OperationalError
 
 from admin import outage
 from admin.bounded import bounded, done_within, started
-from admin.commands.check import DEFAULT_TIMEOUT_S, FAILED_CRAWL_WINDOW, PENDING_AFTER
 from admin.context import CONNECT_TIMEOUT_S, Context, redis_client
 from admin.errors import CommandError
+from admin.health_limits import DEFAULT_TIMEOUT_S, FAILED_CRAWL_WINDOW, PENDING_AFTER
 from admin.human import duration, size
 from matcher import crawl_runs
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
@@ -77,7 +77,7 @@ class Check:
     """Not ok, but booting: a process started less than :data:`STARTING_GRACE_S` ago."""
     catching_up: bool = False
     """Not ok, but nothing failed: pages crawled are still waiting for their match (since
-    less than :data:`~admin.commands.check.PENDING_AFTER`), after an outage or a crawl."""
+    less than :data:`~admin.health_limits.PENDING_AFTER`), after an outage or a crawl."""
 
     @property
     def state(self) -> str:
@@ -401,9 +401,9 @@ def starting(ctx: Context, service: str, host: str | None = None) -> str:
 
 def check_crawls(ctx: Context) -> Check:
     """The crawl failures still to be seen to (:func:`matcher.crawl_runs.open_failures`:
-    failed within :data:`~admin.commands.check.FAILED_CRAWL_WINDOW`, their site still
+    failed within :data:`~admin.health_limits.FAILED_CRAWL_WINDOW`, their site still
     watched and not crawled successfully since, nobody acknowledged them), pages pending
-    their match for more than :data:`~admin.commands.check.PENDING_AFTER`, and runs
+    their match for more than :data:`~admin.health_limits.PENDING_AFTER`, and runs
     recorded ``running`` for longer than a crawl may run and its lease
     (``FPTRACK_CRAWL_TIMEOUT`` + ``FPTRACK_CRAWL_LEASE``: their processes are gone; beat's
     ``resume_crawls`` closes them). With none of these, pages crawled and still waiting

@@ -94,7 +94,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,10 +122,8 @@ from bench.hostile_site import (
     editions,
     robots_page_site,
 )
-from bench.proc_memory import PeakMemory
+from bench.measured_scan import ROOT, WORKS, run_scan
 
-ROOT = Path(__file__).resolve().parents[1]
-WORKS = ROOT / "samples" / "works"
 TARGET_RSS_MB = 1024
 QUICK_CASES = ("nul", "links", "gzip-bomb", "huge-streamed", "all")
 WORKS_CASE = "bad-works"
@@ -150,36 +147,6 @@ took = time.perf_counter() - started
 hwm = [l for l in open("/proc/self/status") if l.startswith("VmHWM:")][0].split()[1]
 print(took, int(hwm) / 1024)
 """
-
-
-def run_scan(
-    url: str, out: Path, works: Path = WORKS, max_pages: int = 200, deadline: int = 120
-) -> dict[str, Any]:
-    """One ``fptrack scan`` of ``url`` (a URL, or a folder to serve) against ``works``: wall
-    time, peak RSS of the process and of its tree."""
-    site = ["--site", url] if "://" in url else ["--site-dir", url]
-    command = [
-        sys.executable, "-c", "import sys; from admin.cli import main; sys.exit(main())",
-        "scan", "--works", str(works), *site,
-        "--json", str(out), "--max-pages", str(max_pages), "--deadline", str(deadline),
-    ]  # fmt: skip
-    started = time.perf_counter()
-    env = {k: v for k, v in os.environ.items() if k != "FPTRACK_REDIS_URL"}
-    proc = subprocess.Popen(
-        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    with PeakMemory(proc.pid) as peak:
-        stderr = proc.stderr.read() if proc.stderr else ""
-        proc.wait()
-        wall = time.perf_counter() - started
-    return {
-        "wall_s": wall,
-        "scan_rss_mb": peak.own,
-        "tree_rss_mb": max(peak.own, peak.tree),
-        "exit": proc.returncode,
-        "stderr": stderr.strip().splitlines()[-3:],
-        "log": stderr,
-    }
 
 
 def judge(case: Case | None, site: HostileSite, base: str, out: Path) -> bool:

@@ -173,7 +173,7 @@ def review_reregister(args: Any, tmp: Path) -> dict[str, Any]:
 def empty_work_scan(args: Any, tmp: Path) -> dict[str, Any]:
     """Case ``empty-work-scan`` (see the module docstring)."""
     from bench.fixture_site import FixtureSite, page
-    from bench.hostile_bench import run_scan
+    from bench.measured_scan import run_scan
 
     folder = tmp / "works"
     folder.mkdir(parents=True, exist_ok=True)

@@ -64,7 +64,10 @@ def is_from_env(node: ast.AST) -> bool:
 
 
 def is_environ(node: ast.AST) -> bool:
-    return isinstance(node, ast.Attribute) and node.attr == "environ"
+    """``os.environ`` (or any ``X.environ`` but a WSGI request's, ``request.environ``)."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "environ"):
+        return False
+    return not (isinstance(node.value, ast.Name) and node.value.id == "request")
 
 
 def is_prefixed_key(node: ast.AST) -> bool:

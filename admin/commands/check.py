@@ -5,30 +5,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from admin.commands import suggestion
 from admin.commands.common import dump_json, json_option, leaf, seconds_type
 from admin.context import CONNECT_TIMEOUT_S
 from admin.errors import CommandError
+from admin.health_limits import DEFAULT_TIMEOUT_S, FAILED_CRAWL_WINDOW, PENDING_AFTER
 from admin.human import duration
 
 if TYPE_CHECKING:
     from admin.context import Context
-
-FAILED_CRAWL_WINDOW = timedelta(hours=24)
-"""``fptrack check crawls`` reports the crawls that failed within this window (until they
-are seen to: acknowledged, crawled successfully since, or their site removed)."""
-PENDING_AFTER = timedelta(minutes=30)
-"""``fptrack check crawls`` reports pages still waiting for their match after this long
-(before that, it says ``catching-up``)."""
-DEFAULT_TIMEOUT_S = 5.0
-"""How long a check may run, from when the servers were asked, before it is reported failed
-(``--timeout``): a bound for a check whose servers answered their ping and then hang. A
-server that does not answer its ping is named down after
-:data:`admin.context.CONNECT_TIMEOUT_S` whatever this is; the workers' ping alone takes 1 s
-(2 s when a worker bound meanwhile), more on a busy machine."""
 
 _WINDOW = duration(FAILED_CRAWL_WINDOW.total_seconds())
 _AFTER = duration(PENDING_AFTER.total_seconds())
