@@ -240,6 +240,8 @@ def build_font(source: TTFont, mapping: dict[int, str], rng: random.Random, fmt:
                      usWinDescent=em - ascent)  # fmt: skip
     builder.setupPost()
     font = builder.font
+    font["head"].created = font["head"].modified = 3_786_825_600  # 2024: same seed, same bytes
+    font.recalcTimestamp = False
     if fmt in ("woff", "woff2"):
         font.flavor = fmt
     out = io.BytesIO()

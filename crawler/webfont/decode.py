@@ -44,7 +44,7 @@ RARE_PENALTY = 0.01
 BOX_WEIGHT = 0.1
 """Times the difference of width plus height (in ems) taken off a score."""
 SWAP_MARGIN = 0.02
-MIN_SCORE = 0.80
+MIN_SCORE = 0.85
 """No glyph scoring under this is identified (icons, letters, shapes of no character)."""
 FAR_TYPEFACE = 0.92
 """A font whose glyphs' median best score is under this is of a typeface far from the

@@ -58,6 +58,8 @@ def reference_chars() -> tuple[str, ...]:
 
 LEVEL_ONE = 3755
 """GB2312's first level: the characters in common use (reference_chars()[:LEVEL_ONE])."""
+MIN_CHARS = 1000
+"""A reference drawing fewer of :func:`reference_chars` is no Chinese font."""
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,7 @@ def build_reference(path: Path, number: int, source: str) -> ReferenceIndex:
         raise ReferenceMissing(f"the reference font {source} is unreadable: {exc}") from None
     wanted = reference_chars()
     chars = [c for c in wanted if ord(c) in cmap]
-    if len(chars) < LEVEL_ONE // 2:
+    if len(chars) < MIN_CHARS:
         raise ReferenceMissing(
             f"the reference font {source} draws only {len(chars)} of GB2312's characters"
             " (not a Chinese font?)"
