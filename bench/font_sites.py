@@ -18,6 +18,9 @@
   class sets the font, the ``@font-face`` rule in the page's ``<style>`` (the font by URL,
   or inline as a ``data:`` URL with ``inline=True``).
 
+:func:`write_site` writes such pages as a small site (an index and one chapter per page,
+each with a font of its own) for crawls of a fixture server.
+
 :class:`ObfuscatedPage` carries the truth (shown code point -> real character) beside the
 page and its font file. Everything is drawn from ``random.Random(seed)``.
 """
@@ -185,6 +188,40 @@ def obfuscate(
         "</div></body></html>\n"
     )
     return ObfuscatedPage(page, hidden_text, text, font, fmt, font_url, css, mapping, typeface.name)
+
+
+def write_site(
+    root: Path,
+    chapters: list[str],
+    typeface: Typeface,
+    *,
+    seed: int | str = 0,
+    scheme: str = "pua",
+    common: int = 300,
+    fmt: str = "woff2",
+    inline: bool = False,
+) -> dict[str, ObfuscatedPage]:
+    """A small site in ``root``: ``index.html`` linking ``chapter-N.html``, each chapter
+    hidden behind a font of its own (drawn anew per page, as per request) beside it. Returns
+    each chapter page's file name with its page (the truth)."""
+    root.mkdir(parents=True, exist_ok=True)
+    pages = {}
+    for n, chapter in enumerate(chapters, 1):
+        page = obfuscate(chapter, typeface, seed=f"{seed}:{n}", scheme=scheme, common=common,
+                         fmt=fmt, inline=inline, title=f"第{n}章")  # fmt: skip
+        name = f"chapter-{n}.html"
+        for file, data in page.files(name).items():
+            if not (inline and file == page.font_url):
+                (root / file).write_bytes(data)
+        pages[name] = page
+    links = "\n".join(f'<li><a href="{name}">{html.escape(p.source[:12])}</a></li>'
+                      for name, p in pages.items())  # fmt: skip
+    (root / "index.html").write_text(
+        f'<!DOCTYPE html>\n<html lang="zh-CN"><head><meta charset="utf-8"><title>目录</title>'
+        f"</head><body><ul>\n{links}\n</ul></body></html>\n",
+        encoding="utf-8",
+    )
+    return pages
 
 
 def build_font(source: TTFont, mapping: dict[int, str], rng: random.Random, fmt: str) -> bytes:
