@@ -240,6 +240,8 @@ def _candidates(
         top[a : a + 256] = best
         scores[a : a + 256] = np.take_along_axis(cosine, best, axis=1)
     scores -= _penalties(sizes, reference, top)
+    # A glyph's scores depend on its shape alone, not on where a batched product put it.
+    scores = np.round(scores, 5)
     order = np.argsort(-scores, axis=1, kind="stable")
     return np.take_along_axis(top, order, axis=1), np.take_along_axis(scores, order, axis=1)
 

@@ -113,8 +113,8 @@ def test_decoding_is_deterministic_and_cached_per_font(
     reference: ReferenceIndex, text: str
 ) -> None:
     """The same page twice is the same font; another request is another font (code points
-    and glyph names drawn anew), decoded to the same text. A decoder serves a font it has
-    seen from its cache, and a fresh decoder reads it the same."""
+    and glyph names drawn anew) whose glyphs are read as the same characters. A decoder
+    serves a font it has seen from its cache, and a fresh decoder reads it the same."""
     typeface = TYPEFACES["droid"]
     first = obfuscate(text, typeface, seed=1, common=200)
     assert obfuscate(text, typeface, seed=1, common=200) == first
@@ -128,8 +128,12 @@ def test_decoding_is_deterministic_and_cached_per_font(
     assert again.cached and not one.cached
     assert again.mapping == one.mapping and again.digest == one.digest
     assert FontDecoder(reference).decode(first.font, first.text).mapping == one.mapping
-    other = decoder.decode(second.font, second.text).apply(second.text)
-    assert sum(a == b for a, b in zip(other, text, strict=True)) / len(text) >= MIN_ACCURACY
+    other = decoder.decode(second.font, second.text)
+    readings = [
+        {page.mapping[cp]: read for cp, read in decoded.mapping.items()}
+        for page, decoded in ((first, one), (second, other))
+    ]
+    assert readings[0] == readings[1]  # each glyph read by its shape alone
     part = decoder.decode(first.font, first.text[:50])
     assert part.cached and set(part.mapping) <= set(one.mapping)
 
