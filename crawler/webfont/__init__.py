@@ -2,7 +2,7 @@
 
 The API for the code that fetches a page's fonts::
 
-    reference = load_reference(settings.webfont_reference)   # once per process
+    reference = shared_reference(settings.webfont_reference, cache_dir)  # once per process
     decoder = FontDecoder(reference)                         # FontLimits() by default
     decoded = decoder.decode(font_bytes, text)                # FontRefused: why, in one line
     text = decoded.apply(text)
@@ -24,6 +24,7 @@ from crawler.webfont.reference import (
     ReferenceIndex,
     ReferenceMissing,
     load_reference,
+    shared_reference,
 )
 from crawler.webfont.sfnt import FontLimits, FontRefused, font_format
 
@@ -39,5 +40,6 @@ __all__ = [
     "digest_of",
     "font_format",
     "load_reference",
+    "shared_reference",
     "used_code_points",
 ]

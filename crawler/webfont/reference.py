@@ -116,6 +116,13 @@ def load_reference(spec: str = DEFAULT_REFERENCE, cache_dir: str | None = None) 
     return index
 
 
+@lru_cache(maxsize=4)
+def shared_reference(spec: str = DEFAULT_REFERENCE, cache_dir: str | None = None) -> ReferenceIndex:
+    """:func:`load_reference`, once per process for each ``spec`` and ``cache_dir`` (the
+    crawls of one process share one index)."""
+    return load_reference(spec, cache_dir)
+
+
 def build_reference(path: Path, number: int, source: str) -> ReferenceIndex:
     """Describe every character of :func:`reference_chars` the font at ``path`` draws."""
     try:

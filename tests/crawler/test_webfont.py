@@ -38,6 +38,7 @@ from crawler.webfont import (
     ReferenceIndex,
     ReferenceMissing,
     load_reference,
+    shared_reference,
 )
 from crawler.webfont.reference import reference_chars
 
@@ -260,3 +261,5 @@ def test_the_reference_index_is_kept_and_loaded_again(tmp_path: Path) -> None:
     kept.write_bytes(b"not an index")
     assert load_reference(str(font), cache_dir=str(cache)).chars == chars
     assert kept.stat().st_size > 1000
+    shared = shared_reference(str(font), str(cache))
+    assert shared.chars == chars and shared_reference(str(font), str(cache)) is shared
