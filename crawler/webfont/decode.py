@@ -13,9 +13,12 @@ A font maps distinct code points to distinct characters, so the glyphs are assig
 one: in order of their lead over their runner-up, each takes its best character not taken
 by a glyph of another shape (two code points drawing the same shape share it), among
 those within :data:`SWAP_MARGIN` of its best. A glyph is identified only when its score
-reaches :data:`MIN_SCORE` and leads the next untaken character by :data:`MIN_LEAD`; any
-other stays as it is, never guessed. A glyph that draws nothing is read as nothing (the
-reader sees nothing), except on whitespace code points.
+reaches :data:`MIN_SCORE`, and, in a font whose glyphs' median best score is under
+:data:`FAR_TYPEFACE` (a typeface far from the reference), when it leads the next untaken
+character by :data:`MIN_LEAD_FAR`; any other stays as it is, never guessed. Only code
+points of :data:`DECODED_RANGES` are read (Latin letters and digits never are). A glyph that
+draws nothing is read as nothing (the reader sees nothing), except on whitespace code
+points.
 
 A font that draws most of its code points as themselves (:data:`PLAIN_SHARE` of those it
 draws, their own character scoring within :data:`SWAP_MARGIN` of the best) is a plain web
@@ -86,7 +89,8 @@ class DecodedFont:
 
     ``mapping`` holds only the code points whose character changes (:meth:`apply` uses it);
     ``unknown`` are drawn by the font but not identified (left as they are); ``absent`` are
-    not in the font (the page's fallback font draws them as themselves).
+    not in the font (the page's fallback font draws them as themselves) or outside
+    :data:`DECODED_RANGES`. ``scores`` are the identified code points' scores.
     """
 
     digest: str

@@ -163,6 +163,7 @@ def _file_digest(path: Path) -> str:
 
 def _save(target: Path, index: ReferenceIndex) -> None:
     """Write the index beside ``target`` and rename it into place (readers never see half)."""
+    tmp = ""
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=target.parent, suffix=".npz.tmp")
@@ -175,5 +176,6 @@ def _save(target: Path, index: ReferenceIndex) -> None:
                 common=index.common,
             )
         os.replace(tmp, target)
-    except OSError:
-        pass  # a cache that cannot be written costs a rebuild in the next process, no more
+    except OSError:  # a cache that cannot be written costs a rebuild in the next process
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
