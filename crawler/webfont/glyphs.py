@@ -41,6 +41,8 @@ SMOOTH_SIGMA = 0.5
 GRID = 8
 DIRECTIONS = 8
 FEATURES = DIRECTIONS * GRID * GRID
+BATCH = 512
+"""Glyphs drawn, filled and described together."""
 
 
 class OutlineTooComplex(Exception):
@@ -227,13 +229,18 @@ def describe(
     check: Callable[[int], None] | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Features (count, :data:`FEATURES`) and bounding boxes (count, 4; font units) of the
-    glyphs ``names``; ``check(n)`` is called before drawing the n-th (a deadline)."""
-    outlines = []
-    for n, name in enumerate(names):
-        if check is not None:
-            check(n)
-        outlines.append(outline(glyph_set, name, max_segments=max_segments, max_depth=max_depth))
+    glyphs ``names``; ``check(n)`` is called before drawing the n-th (a deadline). Glyphs
+    are drawn and described :data:`BATCH` at a time, so at most that many outlines are held."""
     features = np.zeros((len(names), FEATURES), np.float32)
-    for a in range(0, len(names), 512):
-        features[a : a + 512] = direction_features(rasterise(outlines[a : a + 512]))
-    return features, boxes(outlines)
+    box = np.zeros((len(names), 4), np.float64)
+    for a in range(0, len(names), BATCH):
+        outlines = []
+        for n, name in enumerate(names[a : a + BATCH], a):
+            if check is not None:
+                check(n)
+            outlines.append(
+                outline(glyph_set, name, max_segments=max_segments, max_depth=max_depth)
+            )
+        features[a : a + BATCH] = direction_features(rasterise(outlines))
+        box[a : a + BATCH] = boxes(outlines)
+    return features, box
