@@ -285,6 +285,10 @@ class Settings:
     chromium: str = "/usr/bin/chromium"
     """The headless browser that renders the pages of sites with ``render`` on
     (:mod:`crawler.render`)."""
+    webfont_reference: str = "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc"
+    """The CJK font obfuscating web fonts' glyphs are identified against
+    (:mod:`crawler.webfont`; Debian's ``fonts-wqy-zenhei``; ``PATH#N``: the N-th font of a
+    collection)."""
     daily_at: str = "03:00"
     admin_secret: str = field(default="", repr=False)
     admin_url: str = ""
