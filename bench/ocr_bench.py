@@ -236,9 +236,9 @@ def _requirement_closure(names: Sequence[str]) -> set[str]:
     return seen
 
 
-def install_mb(name: str) -> float | None:
-    """What installing engine ``name`` adds, in MiB (see the module docstring); None when
-    it is not installed."""
+def install_mb(name: str) -> tuple[float | None, list[str]]:
+    """What installing engine ``name`` adds, in MiB (see the module docstring; None when it
+    is not installed), and the packages it names that are not installed here (not counted)."""
     from importlib import metadata
 
     kind, packages = PACKAGES[name]
@@ -250,8 +250,8 @@ def install_mb(name: str) -> float | None:
                 capture_output=True, text=True, check=True,
             ).stdout.split()  # fmt: skip
         except (OSError, subprocess.CalledProcessError):
-            return None
-        return sum(int(s) for s in sizes) / 1024
+            return None, list(packages)
+        return sum(int(s) for s in sizes) / 1024, []
     import tomllib
 
     from packaging.requirements import Requirement
@@ -260,8 +260,9 @@ def install_mb(name: str) -> float | None:
     core = [Requirement(r).name for r in project["dependencies"]]
     base = _requirement_closure([c for c in core if c.lower() not in OCR_DEPENDENCIES])
     added = _requirement_closure(packages) - base
+    missing = [p for p in packages if not _requirement_closure([p])]
     if not added:
-        return None
+        return None, missing
     total = 0
     for dist_name in added:
         dist = metadata.distribution(dist_name)
@@ -269,7 +270,7 @@ def install_mb(name: str) -> float | None:
             path = Path(dist.locate_file(file))
             if path.is_file():
                 total += path.stat().st_size
-    return total / (1 << 20)
+    return total / (1 << 20), missing
 
 
 # --- matching ---------------------------------------------------------------------------------
@@ -402,13 +403,15 @@ def summarise(
         return {"error": runs[0]["error"]}
     texts = [image["text"] for image in good[0]["images"]]
     count = len(texts)
+    size, missing = install_mb(name)
     return {
         "accuracy": accuracy(chapters, drawn, texts),
         "s_per_image": spread([sum(i["wall_s"] for i in r["images"]) / count for r in good]),
         "cpu_s_per_image": spread([sum(i["cpu_s"] for i in r["images"]) / count for r in good]),
         "load_s": spread([r["load_s"] for r in good]),
         "peak_mb": max(r["peak_mb"] for r in good),
-        "install_mb": install_mb(name),
+        "install_mb": size,
+        "install_not_counted": missing,
         "stable": all([i["text"] for i in r["images"]] == texts for r in good),
         "refused": [i["refused"] for i in good[0]["images"] if i.get("refused")],
         "confusions": confusions(drawn, texts),
@@ -556,16 +559,22 @@ def report(result: dict[str, Any]) -> str:
             continue
         a, s, c = f["accuracy"]["all"], f["s_per_image"], f["cpu_s_per_image"]
         r = f.get("ratio")
+        more = "+" if f.get("install_not_counted") else " "
         ratio = f"{r['cer']:.2f} / {r['cpu_s_per_image']:.2f} / {r['peak_mb']:.2f}" if r else "-"
         lines.append(
             f"  {name:<15} {a['cer']:6.3f} {a['cer_t2s']:6.3f} "
             f"{s['median']:5.2f} [{s['min']:.2f}-{s['max']:.2f}] "
             f"{c['median']:6.2f} [{c['min']:.2f}-{c['max']:.2f}] {f['load_s']['median']:7.1f} "
-            f"{f['peak_mb']:8.0f} {_cell(f['install_mb'], '%10.0f')}  {ratio}"
+            f"{f['peak_mb']:8.0f} {_cell(f['install_mb'], '%9.0f')}{more}  {ratio}"
         )
     for name, f in engines.items():
         for refusal in f.get("refused", []):
             lines.append(f"  {name:<15} refused an image: {refusal}")
+        if f.get("install_not_counted"):
+            lines.append(
+                f"  {name:<15} install size leaves out {', '.join(f['install_not_counted'])}"
+                " (not installed here)"
+            )
     for name, why in result["skipped"].items():
         lines.append(f"  {name:<15} not run: {why}")
     for name, why in result["not_eligible"].items():
