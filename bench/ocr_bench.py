@@ -58,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.ocr_engines import ENGINES, MODULES, NOT_ELIGIBLE, PACKAGES
+from bench.pipeline_bench import spread
 from bench.proc_memory import PeakMemory
 from bench.text_images import (
     STYLES,
@@ -350,11 +351,6 @@ def match_texts(chapters: Sequence[Chapter], texts: Sequence[str]) -> dict[str, 
 
 
 # --- the figures ------------------------------------------------------------------------------
-def spread(values: Sequence[float]) -> dict[str, float]:
-    """Median, min and max of ``values``."""
-    return {"median": statistics.median(values), "min": min(values), "max": max(values)}
-
-
 def accuracy(
     chapters: Sequence[Chapter], drawn: Sequence[str], texts: Sequence[str]
 ) -> dict[str, Any]:

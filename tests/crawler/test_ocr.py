@@ -146,7 +146,11 @@ def test_bombs_truncated_files_and_non_images_are_refused_before_decoding(
             "a PNG declaring 10,000,000,000 pixels, over the 30,000,000 read (a bomb)",
         ),
         (data[: len(data) // 2], UNDECODABLE, "unreadable PNG (OSError: image file is truncated"),
-        (b"<!DOCTYPE html><html><body>", NOT_IMAGE, "not a PNG, JPEG, GIF or WebP image"),
+        (
+            b"<!DOCTYPE html><html>",
+            NOT_IMAGE,
+            "not a PNG, JPEG, GIF or WebP image (starts b'<!DOCTYPE ht')",
+        ),
         (b"GIF89a" + b"\x00" * 4, UNDECODABLE, "unreadable GIF"),
     )
     for body, outcome, words in cases:
