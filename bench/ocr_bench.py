@@ -472,6 +472,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown condition(s) {', '.join(unknown)}; known: {', '.join(by_name)}")
     args.style_list = [by_name[n] for n in names if font_available(by_name[n])]
+    args.no_font = [n for n in names if not font_available(by_name[n])]
     args.engine_list = [e for e in args.engines.split(",") if e]
     wrong = [e for e in args.engine_list if e not in ENGINES]
     if wrong:
@@ -520,6 +521,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
             "chapters": args.chapters,
             "negatives": args.negatives,
             "styles": [s.name for s in args.style_list],
+            "styles_without_their_font": args.no_font,
             "baseline": args.baseline,
         },
         "images": len(chapters),
@@ -573,6 +575,8 @@ def report(result: dict[str, Any]) -> str:
             )
     for name, why in result["skipped"].items():
         lines.append(f"  {name:<15} not run: {why}")
+    for style in result["args"]["styles_without_their_font"]:
+        lines.append(f"  condition {style} left out: its font is not installed (fonts-noto-cjk)")
     for name, why in result["not_eligible"].items():
         lines.append(f"  ({name}: measured only, not eligible: {why})")
     lines.append("  CER per condition (t2s):")
