@@ -1,8 +1,20 @@
 """The crawler's defaults that the command line shows in its help, in a module that imports
 nothing: ``fptrack scan --help`` names them without loading Scrapy. Their meaning is in
-:mod:`crawler.settings` (the links and pending caps) and :mod:`crawler.render` (the browser).
+:mod:`crawler.settings` (the links and pending caps), :mod:`crawler.render` (the browser) and
+:mod:`crawler.ocr` (images read by OCR).
 """
 
 MAX_LINKS_PER_PAGE = 5000
 MAX_PENDING = 100_000
 CHROMIUM = "/usr/bin/chromium"
+OCR_MAX_IMAGES = 20
+"""Images read by OCR per page, at most (in page order)."""
+OCR_MAX_BYTES = 8 << 20
+OCR_MAX_PIXELS = 30_000_000
+"""An image read by OCR is at most this large (a phone's screenshot of a long chapter,
+1080 x 27,000 pixels, is within it)."""
+OCR_SECONDS = 60.0
+OCR_PAGE_SECONDS = 180.0
+"""OCR time per image and per page, at most."""
+OCR_MAX_MEMORY_MB = 1536
+"""Memory of an OCR worker process and its children, at most (MiB)."""
