@@ -37,6 +37,8 @@ Defaults:
   :class:`crawler.robots.RobotsMiddleware` at 100 in place of Scrapy's robots.txt
   middleware: a robots.txt that cannot be read (as Scrapy, the host is then crawled as if it
   allowed everything) is one line and ``fptrack/robots_unread``, not a traceback;
+  :class:`crawler.in_flight.InFlightMiddleware` at 340: a download waits while the
+  crawl holds ``FPTRACK_MAX_BYTES_IN_FLIGHT`` in responses (below);
   :class:`crawler.deadline.DeadlineMiddleware` at 360 (after Scrapy's download timeout):
   downloads end by ``CLOSESPIDER_TIMEOUT`` (the site's ``deadline``), and requests still
   waiting then are dropped, counted as ``fptrack/not_crawled/deadline``;
@@ -72,6 +74,12 @@ Defaults:
 - ``FPTRACK_MAX_PENDING``: 100,000 requests queued and not yet fetched by one crawler
   process (new links beyond it count ``fptrack/pending_capped``): its queue, the bulk of a
   crawl's memory, stays bounded however many new links each page brings.
+- ``FPTRACK_MAX_BYTES_IN_FLIGHT``: 32 MiB (33554432 bytes) of response bodies held by one
+  crawl (downloaded and not yet read), with an estimate for each download under way (the
+  largest body of its path pattern so far): a download waits while one more would go over
+  it (:mod:`crawler.in_flight`; one always goes when nothing is held or under way; 0: no
+  bound). It bounds bytes, not concurrency: a site of usual pages keeps
+  ``CONCURRENT_REQUESTS``, a site of 6 MB pages gets about five at once instead of 16.
 - ``FPTRACK_EXTRACT_WORKERS``: 2 reader processes per crawling process decode and extract
   pages off the reactor thread (:mod:`crawler.reader_pool`).
 - ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
@@ -145,6 +153,7 @@ DOWNLOADER_MIDDLEWARES = {
     "crawler.dust.QueuedRequestMiddleware": 60,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.robots.RobotsMiddleware": 100,
+    "crawler.in_flight.InFlightMiddleware": 340,
     "crawler.deadline.DeadlineMiddleware": 360,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "crawler.meta_refresh.HeadMetaRefreshMiddleware": 580,
@@ -155,6 +164,7 @@ FPTRACK_DOWNLOAD_PART_CHARS = 200_000
 FPTRACK_MAX_LINKS_PER_PAGE = defaults.MAX_LINKS_PER_PAGE
 FPTRACK_MAX_REQUESTS = 1_000_000
 FPTRACK_MAX_PENDING = defaults.MAX_PENDING
+FPTRACK_MAX_BYTES_IN_FLIGHT = defaults.MAX_BYTES_IN_FLIGHT
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
 FPTRACK_CHROMIUM = render.CHROMIUM

@@ -51,13 +51,17 @@ ROBOTS_UNREAD = "fptrack/robots_unread"
 ROBOTS_PROBLEM = "fptrack/robots_problem"
 """Hosts whose robots.txt could not be read, crawled as if it allowed everything (a count),
 and the last one's line (:mod:`crawler.robots`)."""
+IN_FLIGHT_WAITED = "fptrack/in_flight/waited"
+IN_FLIGHT_MAX = "fptrack/in_flight/max_bytes"
+"""Downloads that waited for the crawl's bytes in flight to fall, and the most bytes of
+response bodies it held at once (:mod:`crawler.in_flight`)."""
 STOP_REASONS = {
     "closespider_timeout": "deadline",
     "closespider_pagecount": "budget",
     "closespider_itemcount": "budget",
     "shutdown": "stopped",
 }
-LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds"})
+LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds", IN_FLIGHT_MAX})
 
 
 def summary(
@@ -101,9 +105,10 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     """Several processes' Scrapy stats as one: counts added up, times spanned.
 
     Counts are summed (pages, responses, errors...); ``start_time`` is the earliest,
-    ``finish_time`` the latest, ``memusage/*`` and ``elapsed_time_seconds`` the largest;
-    ``finish_reason`` lists the distinct reasons. A process's own frontier facts (slot,
-    token...) are left out, but requests ``reclaimed`` and ``requeued`` are summed.
+    ``finish_time`` the latest, ``memusage/*``, ``elapsed_time_seconds`` and the bytes in
+    flight the largest; ``finish_reason`` lists the distinct reasons. A process's own
+    frontier facts (slot, token...) are left out, but requests ``reclaimed`` and
+    ``requeued`` are summed.
 
     >>> merge_stats([{"fptrack/pages": 2, "start_time": "2026-01-02", "finish_reason": "a"},
     ...              {"fptrack/pages": 5, "start_time": "2026-01-01", "finish_reason": "b"}])

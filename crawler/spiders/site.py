@@ -81,6 +81,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -271,7 +272,7 @@ class SiteSpider(scrapy.Spider):
         self.rules_store = rules_store  # .site_rules / .save_crawl_rules (matcher.store.sites)
         self._linked: set[int] = set()  # links as written (before rules), once each
         self._yielded: dict[int, str] = {}  # page key -> the URL its item was stored under
-        self._last_exchange: tuple[Response, Exchange] | None = None
+        self._last_exchange: tuple[weakref.ref[Response], Exchange] | None = None
         self._aliases: dict[int, list[str]] = {}  # page key -> aliases not yet recorded
         self._later: list[PageAlias] = []  # aliases a rule just learnt revealed
         self._revealed: set[int] = set()  # keys of pages fetched under a URL a rule then dropped
@@ -1043,8 +1044,9 @@ class SiteSpider(scrapy.Spider):
         """The exchange of ``response``, made once however many pages it gives (a download
         in parts): every part refers to the same archived exchange."""
         last = self._last_exchange
-        if last is None or last[0] is not response:
-            self._last_exchange = last = (response, exchange_of(response, datetime.now(UTC)))
+        if last is None or last[0]() is not response:  # not the response itself: its bytes go
+            exchange = exchange_of(response, datetime.now(UTC))
+            self._last_exchange = last = (weakref.ref(response), exchange)
         return last[1]
 
     @staticmethod

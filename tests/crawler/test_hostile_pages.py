@@ -264,6 +264,34 @@ def test_a_site_generating_links_forever_is_held_at_the_pending_cap(
     assert stats["finish_reason"] == "closespider_pagecount"
 
 
+def test_the_bytes_a_crawl_holds_in_responses_are_bounded(test_overrides: dict[str, Any]) -> None:
+    """Pages slow to read (2,000 paragraphs, about 40 kB each) downloaded much faster than
+    they are read: with ``FPTRACK_MAX_BYTES_IN_FLIGHT`` at 2.5 pages, the crawl never holds
+    more than that in bodies (downloads wait, and all are fetched); without a bound it holds
+    several times more, waiting for the readers."""
+    from matcher.crawl_runs import IN_FLIGHT_MAX, IN_FLIGHT_WAITED
+
+    slow = "<div><p>·</p></div>" * 2000
+    links = "".join(f'<a href="/p/{n}.html">{n}</a>' for n in range(1, 9))
+    pages = {"/": page('<html><body><a href="/p/0.html">0</a></body></html>')}
+    pages["/p/0.html"] = page(chapter_html(CHAPTER + links + slow))  # its size is learnt
+    for n in range(1, 9):
+        pages[f"/p/{n}.html"] = page(chapter_html(f"{CHAPTER}{n}{slow}"))
+    size = len(pages["/p/1.html"][2])
+    held = {}
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict({"name": "heavy", "start_urls": [site.url("/")]})
+        for budget in (size * 5 // 2, 0):
+            overrides = {**test_overrides, "FPTRACK_MAX_BYTES_IN_FLIGHT": budget}
+            stats = crawl_in_process([config], overrides, timeout=120)["heavy"]
+            assert stats["fptrack/pages"] == 9 and stats["finish_reason"] == "finished"
+            held[budget] = stats[IN_FLIGHT_MAX]
+            assert bool(stats.get(IN_FLIGHT_WAITED)) == bool(budget)
+    bounded, free = held[size * 5 // 2], held[0]
+    assert size <= bounded <= size * 5 // 2 + len(pages["/p/0.html"][2])
+    assert free >= 2 * bounded
+
+
 def test_a_deadline_holds_against_slow_downloads_and_huge_pages(
     ingest: RecordingIngest, test_overrides: dict[str, Any]
 ) -> None:
