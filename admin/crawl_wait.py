@@ -8,8 +8,10 @@ tqdm line when stderr is a terminal, else one plain line whenever they change; t
 fetched come from the run's stats once it ends. It ends with one line and the outcome's exit
 status (:data:`EXIT`): 0 ``finished``, 1 ``failed`` (with its reason), 3 ``interrupted`` or
 ``lost``, 4 when ``--timeout`` seconds passed first (:data:`DEFAULT_TIMEOUT`: 0, no limit),
-the crawl still running or not yet started (no worker took it). Ctrl-C stops the waiting
-only: the crawl goes on.
+the crawl still running or not yet started (no worker took it); before that line, the pages
+not crawled, named (:func:`matcher.crawl_runs.named_lines`: the first
+``FPTRACK_NAMED_PER_REASON`` of each reason, with the URL and why). Ctrl-C stops the
+waiting only: the crawl goes on.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
-from matcher.crawl_runs import not_crawled
+from matcher.crawl_runs import named_lines, not_crawled, not_crawled_urls
 
 if TYPE_CHECKING:
     from matcher.store.operations import Operations
@@ -89,7 +91,7 @@ def _progress_line(run: dict[str, Any], progress: dict[str, int]) -> str:
 
 
 def _outcome(site: str, run: dict[str, Any] | None, out: TextIO) -> int:
-    """The ended run's one line and exit status."""
+    """The ended run's pages not crawled, named, then its one line; its exit status."""
     assert run is not None
     outcome = str(run.get("outcome"))
     stats = run.get("stats") or {}
@@ -99,5 +101,7 @@ def _outcome(site: str, run: dict[str, Any] | None, out: TextIO) -> int:
         line += ", not crawled: " + ", ".join(f"{n} {why}" for why, n in skipped.items())
     if run.get("error"):
         line += f"; {' '.join(str(run['error']).split())}"
+    for named in named_lines(not_crawled_urls(stats)):
+        print(f"  {named}", file=out)
     print(line, file=out)
     return EXIT.get(outcome, 1)

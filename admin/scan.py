@@ -66,6 +66,10 @@ class ScanResult:
     """Per site URL, its pages not crawled (or not readable) by reason
     (:func:`matcher.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
     deadline, http_404...); a site with none is left out."""
+    not_crawled_urls: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Per site URL, the same reasons with the pages named (:func:`matcher.crawl_runs.
+    not_crawled_urls`): ``urls``, the first ``FPTRACK_NAMED_PER_REASON`` (20) with their
+    ``url`` and ``why``, and ``more``, the count of the others."""
 
     crawl: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Per site URL, where its requests went (:func:`crawl_economy`): ``requests`` made,
@@ -81,6 +85,7 @@ class ScanResult:
             "errors": self.errors,
             "duplicates": self.duplicates,
             "not_crawled": self.not_crawled,
+            "not_crawled_urls": self.not_crawled_urls,
             "crawl": self.crawl,
         }
 
@@ -288,6 +293,7 @@ def run_scan(
         skipped = crawl_runs.not_crawled(stats)
         if skipped:
             result.not_crawled[url] = skipped
+            result.not_crawled_urls[url] = crawl_runs.not_crawled_urls(stats)
         result.crawl[url] = crawl_economy(stats)
     for failure in Operations(engine.store).failures(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")

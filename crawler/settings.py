@@ -80,6 +80,9 @@ Defaults:
   it (:mod:`crawler.in_flight`; one always goes when nothing is held or under way; 0: no
   bound). It bounds bytes, not concurrency: a site of usual pages keeps
   ``CONCURRENT_REQUESTS``, a site of 6 MB pages gets about five at once instead of 16.
+- ``FPTRACK_NAMED_PER_REASON``: 20 pages not crawled named per reason (robots, too_large,
+  download_refused, http_404 ...: :func:`matcher.crawl_runs.not_crawled_urls`), each with
+  its URL and why, in the stat ``fptrack/not_crawled_urls``; the others are counted.
 - ``FPTRACK_EXTRACT_WORKERS``: 2 reader processes per crawling process decode and extract
   pages off the reactor thread (:mod:`crawler.reader_pool`).
 - ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
@@ -121,6 +124,7 @@ from typing import Any
 from scrapy.settings import Settings
 
 from crawler import defaults, render
+from matcher.crawl_runs import NAMED_PER_REASON
 from matcher.sites import SiteConfig
 
 BOT_NAME = "fptrack"
@@ -165,6 +169,7 @@ FPTRACK_MAX_LINKS_PER_PAGE = defaults.MAX_LINKS_PER_PAGE
 FPTRACK_MAX_REQUESTS = 1_000_000
 FPTRACK_MAX_PENDING = defaults.MAX_PENDING
 FPTRACK_MAX_BYTES_IN_FLIGHT = defaults.MAX_BYTES_IN_FLIGHT
+FPTRACK_NAMED_PER_REASON = NAMED_PER_REASON
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
 FPTRACK_CHROMIUM = render.CHROMIUM
