@@ -58,6 +58,9 @@ Defaults:
 - ``FPTRACK_SETTINGS``: unset; a production crawl's entry point (``python -m crawler.run``)
   puts the :class:`matcher.settings.Settings` it read here (by reference), and the pipeline
   builds its store and Celery app from them.
+- ``SCHEDULER_MEMORY_QUEUE``: :class:`crawler.packed_queue.PackedLifoQueue`, Scrapy's
+  last-in first-out memory queue with each waiting request packed into its pickled
+  ``to_dict`` (about 500 bytes a waiting request instead of 2.2 kB).
 - ``SCHEDULER``: Scrapy's own, in memory. A crawl on a shared Redis frontier
   (:mod:`crawler.frontier`) sets ``crawler.scheduler.FrontierScheduler`` and puts its lease in
   ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
@@ -72,8 +75,8 @@ Defaults:
   links beyond it count ``fptrack/requests_capped``): the bound of its frontier, and of its
   memory, against sites that generate links without end.
 - ``FPTRACK_MAX_PENDING``: 100,000 requests queued and not yet fetched by one crawler
-  process (new links beyond it count ``fptrack/pending_capped``): its queue, the bulk of a
-  crawl's memory, stays bounded however many new links each page brings.
+  process (new links beyond it count ``fptrack/pending_capped``): its queue (packed: about
+  50 MB when full) stays bounded however many new links each page brings.
 - ``FPTRACK_MAX_BYTES_IN_FLIGHT``: 32 MiB (33554432 bytes) of response bodies held by one
   crawl (downloaded and not yet read), with an estimate for each download under way (the
   largest body of its path pattern so far): a download waits while one more would go over
@@ -152,6 +155,7 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 
 ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
+SCHEDULER_MEMORY_QUEUE = "crawler.packed_queue.PackedLifoQueue"
 DOWNLOADER_MIDDLEWARES = {
     "crawler.origin.SameOriginMiddleware": 50,
     "crawler.dust.QueuedRequestMiddleware": 60,
