@@ -45,7 +45,8 @@ REFUSED = {
 """Path -> the reason it is not crawled for, and words its why must hold."""
 
 
-def _zip(files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+def zip_of(files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
+    """A ZIP archive of ``files`` (name -> data), made by :mod:`zipfile`."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", method) as archive:
         for name, data in files.items():
@@ -69,7 +70,7 @@ def zip_bomb(size: int = BOMB_BYTES) -> bytes:
 def bad_crc_zip(text: str) -> bytes:
     """A ZIP of one stored text member with a byte of its data changed: its CRC-32 fails."""
     name = "1.txt"
-    body = bytearray(_zip({name: text.encode()}, zipfile.ZIP_STORED))
+    body = bytearray(zip_of({name: text.encode()}, zipfile.ZIP_STORED))
     at = 30 + len(name) + 10  # in the member's data, after its local header
     body[at] ^= 0xFF
     return bytes(body)
@@ -82,7 +83,7 @@ def refused_site(text: str, bomb_bytes: int = BOMB_BYTES) -> dict[str, Resource]
     zipped = "application/zip"
     chapter = "".join(f"<p>{line}</p>" for line in text.splitlines() if line.strip())
     links = "".join(f'<a href="{path}">{path}</a> ' for path in [COPY_PAGE, *REFUSED])
-    nested = _zip({"a.zip": _zip({"b.zip": _zip({"c.txt": text.encode()})})})
+    nested = zip_of({"a.zip": zip_of({"b.zip": zip_of({"c.txt": text.encode()})})})
     return {
         "/robots.txt": (
             200,
@@ -96,7 +97,7 @@ def refused_site(text: str, bomb_bytes: int = BOMB_BYTES) -> dict[str, Resource]
         "/down/members.zip": (
             200,
             {"Content-Type": zipped},
-            _zip({f"{n}.txt": b"x" for n in range(5_001)}),
+            zip_of({f"{n}.txt": b"x" for n in range(5_001)}),
         ),
         "/down/nested.zip": (200, {"Content-Type": zipped}, nested),
         "/down/crc.zip": (200, {"Content-Type": zipped}, bad_crc_zip(text)),

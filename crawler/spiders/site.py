@@ -50,7 +50,9 @@ their reader overran its time or died; they still yield their item),
 ``fptrack/not_crawled/depth`` (links not followed because they lie beyond ``max_depth``,
 each counted once) and ``fptrack/not_crawled/<deadline|budget|stopped>`` (requests still
 queued when the crawl closed, by why it closed; :func:`matcher.crawl_runs.not_crawled` sums
-every reason).
+every reason). The first ``FPTRACK_NAMED_PER_REASON`` (20) pages of each of those reasons are
+named, with their URL and why, in ``fptrack/not_crawled_urls`` (:meth:`SiteSpider._name`;
+the requests still queued at the close are counted only).
 
 A start URL that gives no page fails the crawl (the one exception to "never fatal"): an HTTP
 error, robots.txt forbidding it, a redirect off ``allowed_domains`` (which Scrapy drops
