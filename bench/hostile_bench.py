@@ -42,7 +42,11 @@ answered within 1 s), ``webhook-loopback`` and ``webhook-link-local`` (a webhook
 template bombs ``bomb-*`` (refused when saved, with the reason; the render child's own peak).
 Their rows carry ``reason`` (what the user is shown), ``exit`` (a scan's exit status, or the
 HTTP status of the admin's answer), and for the slow cases ``others_s`` (the slower of the
-other browser's two requests), for the bombs ``child_mb``.
+other browser's two requests), for the bombs ``child_mb``. The crawl cases of the trust issue
+(:mod:`bench.hostile_crawl`): ``link-flood-60`` and ``link-flood-150``, the link flood scanned
+with those deadlines whatever ``--deadline`` says (its tree must stay under 1 GiB at both),
+and ``refused-named`` (a zip bomb, 5,001 members, ZIPs nested 3 deep, a bad CRC-32 and a page
+robots.txt forbids, each named in the scan's ``not_crawled_urls`` with its URL and reason).
 """
 
 from __future__ import annotations
@@ -63,11 +67,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from bench import hostile_admin, hostile_works
+from bench import hostile_admin, hostile_crawl, hostile_works
 from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
     COPY_PAGE,
+    LINKS,
     ROBOTS_PAGE,
     Case,
     HostileSite,
@@ -408,6 +413,21 @@ EXTRA: dict[str, Extra] = {
         for name, address in hostile_admin.INTERNAL.items()
     },
     **{
+        f"link-flood-{seconds}": Extra(
+            f"the link flood (pages of {LINKS:,} new links), --deadline {seconds} whatever the "
+            "bench's",
+            "tree under 1 GiB, nothing matched, links over the cap counted",
+            hostile_crawl.flood(seconds),
+        )
+        for seconds in hostile_crawl.FLOOD_DEADLINES
+    },
+    "refused-named": Extra(
+        "a zip bomb (1 GiB in 1 MB), 5,001 members, ZIPs nested 3 deep, a bad CRC-32, a page "
+        "robots.txt forbids",
+        "each named with its URL and reason in not_crawled_urls, exit 0",
+        hostile_crawl.refused_named,
+    ),
+    **{
         name: Extra(
             f"takedown template: {bomb.trick}",
             "refused when saved, with the reason",
@@ -437,7 +457,7 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         "reason": runs[0]["reason"],
     }
     if "exit" in runs[0]:
-        row["deadline_s"] = args.deadline
+        row["deadline_s"] = runs[0].get("deadline_s", args.deadline)
     if "others_s" in runs[0]:
         row["deadline_s"] = args.outbound_deadline
         row["others_s"] = summary([r["others_s"] for r in runs])
