@@ -11,8 +11,10 @@ the pages fetched come from the run's stats once it ends. It ends with one line 
 those not crawled and why, the matches) and the outcome's exit status (:data:`EXIT`): 0
 ``finished``, 1 ``failed`` (with its reason), 3 ``interrupted`` or
 ``lost``, 4 when ``--timeout`` seconds passed first (:data:`DEFAULT_TIMEOUT`: 0, no limit),
-the crawl still running or not yet started (no worker took it). Ctrl-C stops the waiting
-only: the crawl goes on.
+the crawl still running or not yet started (no worker took it); before that line, the pages
+not crawled, named (:func:`matcher.crawl_runs.named_lines`: the first
+``FPTRACK_NAMED_PER_REASON`` of each reason, with the URL and why). Ctrl-C stops the
+waiting only: the crawl goes on.
 
 A store that stops answering meanwhile (:func:`matcher.errors.transient`: MongoDB or Redis
 restarting, MongoDB answering with internal errors) is waited out, as the services do: one
@@ -28,7 +30,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from admin.human import crawl_error
-from matcher.crawl_runs import not_crawled
+from matcher.crawl_runs import named_lines, not_crawled, not_crawled_urls
 from matcher.errors import transient
 
 if TYPE_CHECKING:
@@ -172,7 +174,7 @@ def _progress_line(run: dict[str, Any], progress: dict[str, int], matches: str) 
 
 
 def _outcome(ops: Operations, site: str, run: dict[str, Any] | None, out: TextIO) -> int:
-    """The ended run's one line and exit status."""
+    """The ended run's pages not crawled, named, then its one line; its exit status."""
     assert run is not None
     outcome = str(run.get("outcome"))
     stats = run.get("stats") or {}
@@ -186,5 +188,7 @@ def _outcome(ops: Operations, site: str, run: dict[str, Any] | None, out: TextIO
         line += f", {progress['pending']} page(s) still to be matched"
     if run.get("error"):
         line += f"; {crawl_error(' '.join(str(run['error']).split()))}"
+    for named in named_lines(not_crawled_urls(stats)):
+        print(f"  {named}", file=out)
     print(line, file=out)
     return EXIT.get(outcome, 1)

@@ -71,6 +71,10 @@ class ScanResult:
     """Per site URL, its pages not crawled (or not readable) by reason
     (:func:`matcher.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
     deadline, http_404...); a site with none is left out."""
+    not_crawled_urls: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    """Per site URL, the same reasons with the pages named (:func:`matcher.crawl_runs.
+    not_crawled_urls`): ``urls``, the first ``FPTRACK_NAMED_PER_REASON`` (20) with their
+    ``url`` and ``why``, and ``more``, the count of the others."""
 
     refused: str = ""
     """Why nothing was crawled, when nothing was: no work could be registered (the
@@ -94,6 +98,7 @@ class ScanResult:
             "warnings": self.warnings,
             "duplicates": self.duplicates,
             "not_crawled": self.not_crawled,
+            "not_crawled_urls": self.not_crawled_urls,
             "crawl": self.crawl,
         }
 
@@ -318,6 +323,7 @@ def run_scan(
         skipped = crawl_runs.not_crawled(stats)
         if skipped:
             result.not_crawled[url] = skipped
+            result.not_crawled_urls[url] = crawl_runs.not_crawled_urls(stats)
         result.crawl[url] = crawl_economy(stats)
     for failure in Operations(engine.store).failures(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")

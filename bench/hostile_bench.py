@@ -81,6 +81,11 @@ servers of its own: ``check-redis-sigstop``, ``check-mongo-sigstop``,
 server stopped with SIGSTOP: the command's wall time, target under 3 s, and the line naming
 that server) and ``check-catching-up`` (pages a crawl stored while no worker ran: the
 ``catching-up`` count shown, ``count``, and the worker catching up).
+ The crawl cases of the trust issue
+(:mod:`bench.hostile_crawl`): ``link-flood-60`` and ``link-flood-150``, the link flood scanned
+with those deadlines whatever ``--deadline`` says (its tree must stay under 1 GiB at both),
+and ``refused-named`` (a zip bomb, 5,001 members, ZIPs nested 3 deep, a bad CRC-32 and a page
+robots.txt forbids, each named in the scan's ``not_crawled_urls`` with its URL and reason).
 """
 
 from __future__ import annotations
@@ -103,6 +108,7 @@ from urllib.parse import urlsplit
 from bench import (
     hostile_admin,
     hostile_check,
+    hostile_crawl,
     hostile_notices,
     hostile_outbound,
     hostile_processes,
@@ -114,6 +120,7 @@ from bench.hostile_site import (
     ALLOWED_PAGE,
     COPY,
     COPY_PAGE,
+    LINKS,
     ROBOTS_PAGE,
     Case,
     HostileSite,
@@ -464,6 +471,21 @@ EXTRA: dict[str, Extra] = {
         hostile_processes.scan_redis_restart,
     ),
     **{
+        f"link-flood-{seconds}": Extra(
+            f"the link flood (pages of {LINKS:,} new links), --deadline {seconds} whatever the "
+            "bench's",
+            "tree under 1 GiB, nothing matched, links over the cap counted",
+            hostile_crawl.flood(seconds),
+        )
+        for seconds in hostile_crawl.FLOOD_DEADLINES
+    },
+    "refused-named": Extra(
+        "a zip bomb (1 GiB in 1 MB), 5,001 members, ZIPs nested 3 deep, a bad CRC-32, a page "
+        "robots.txt forbids",
+        "each named with its URL and reason in not_crawled_urls, exit 0",
+        hostile_crawl.refused_named,
+    ),
+    **{
         name: Extra(
             f"takedown template: {bomb.trick}",
             "refused when saved, with the reason",
@@ -543,7 +565,7 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         "reason": runs[0]["reason"],
     }
     if "exit" in runs[0]:
-        row["deadline_s"] = args.deadline
+        row["deadline_s"] = runs[0].get("deadline_s", args.deadline)
     if "others_s" in runs[0]:
         row["deadline_s"] = args.outbound_deadline
         row["others_s"] = summary([r["others_s"] for r in runs])

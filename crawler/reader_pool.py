@@ -4,16 +4,23 @@ A :class:`ReaderPool` owns ``workers`` reader processes (``python -m crawler.rea
 started on first use, one page at a time each) and as many threads, one per process, plus
 one thread that reads big pages one at a time (:class:`ReaderPool`). The spider submits a
 :class:`~crawler.reading.ReadJob`; a thread hands it to an idle process and waits at most
-``seconds`` for its :class:`~crawler.reading.Reading`. A process that overruns is killed
-(and started again for the next page), one that dies or raises is replaced likewise, and
-the page is read in the thread the cheap way instead (``read_page(job, quick=True)``: the
-densest block, linear in the page's size), so a page built to be slow to extract costs
-at most ``seconds`` and is never lost.
+``seconds`` for its :class:`~crawler.reading.Reading` (the clock starts once the process
+is ready: its start, within :data:`START_SECONDS`, is not the page's time). A process that
+overruns is killed, one that dies is replaced likewise, and the page (or one whose reading
+raised) is read the cheap way instead (``read_page(job, quick=True)``: the densest block,
+linear in the page's size) by a reader process (started afresh), within
+:data:`QUICK_TIMES` times ``seconds``, so that reading a big page never takes the crawl's
+own memory (a page of 200,000 links costs its reader about 150 MB). Only when that fails
+too is a page of at most :data:`BIG_PAGE_BYTES` read the cheap way in the thread; a bigger
+one is given up, with the reason (``Reading.undecodable``). A page built to be slow to
+extract costs ``seconds`` of full reading, then a reading linear in its size, and is never
+lost without its reason.
 
 Frames on the pipes are an 8-byte big-endian length and a pickle; the pickles are this
-process's own jobs and its own reader's results. A reader exits when its input closes (its
-parent exited) and runs in a session of its own, so a Ctrl-C meant for the crawl does not
-reach it mid-page.
+process's own jobs and its own reader's results. A job's body follows its pickle as a frame
+of its own, never copied into it. A reader says it is ready with an empty frame, exits when
+its input closes (its parent exited) and runs in a session of its own, so a Ctrl-C meant
+for the crawl does not reach it mid-page.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from typing import BinaryIO
 
 from crawler.reading import Reading, ReadJob, read_page
@@ -40,7 +48,13 @@ FRAME = struct.Struct("!Q")
 TRIM_AFTER_BYTES = 1 << 20
 """A reader hands its freed memory back to the system after a job bigger than this."""
 BIG_PAGE_BYTES = 2 << 20
-"""HTML bodies over this are read one at a time (:class:`ReaderPool`)."""
+"""HTML bodies over this are read one at a time (:class:`ReaderPool`), and never in the crawl's
+own process."""
+START_SECONDS = 60.0
+"""A reader process must be ready (its modules imported) within this many seconds."""
+QUICK_TIMES = 6
+"""A page read the cheap way after its reader was lost has this many times the page's time
+(linear in its size: 5 s for a page of 200,000 links on an idle machine)."""
 TIMEOUT = "timeout"
 FAILED = "failed"
 DEADLINE = "deadline"
@@ -60,15 +74,21 @@ class ReaderProcess:
     def __init__(self) -> None:
         self._proc: subprocess.Popen[bytes] | None = None
 
-    def read(self, job: ReadJob, seconds: float) -> Reading:
-        """``job``'s reading, or :class:`ReaderLost` after at most ``seconds`` (plus the time
-        to start the process when it is not running)."""
-        proc = self._running()
+    def read(
+        self, job: ReadJob, seconds: float, quick: bool = False, not_after: float | None = None
+    ) -> Reading:
+        """``job``'s reading (the cheap way with ``quick``), or :class:`ReaderLost` after at
+        most ``seconds`` once the process is ready (it is started when not running; with
+        ``not_after``, a ``time.monotonic()`` instant, never later than that)."""
+        proc = self._running(not_after)
         assert proc.stdin is not None and proc.stdout is not None
-        payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps((replace(job, body=b""), quick), protocol=pickle.HIGHEST_PROTOCOL)
         try:
             _write_all(proc.stdin, FRAME.pack(len(payload)))
             _write_all(proc.stdin, payload)
+            _write_all(proc.stdin, FRAME.pack(len(job.body)))
+            _write_all(proc.stdin, job.body)
+            del payload
             deadline = time.monotonic() + seconds
             (size,) = FRAME.unpack(_read_exact(proc.stdout, FRAME.size, deadline))
             outcome = pickle.loads(_read_exact(proc.stdout, size, deadline))
@@ -92,16 +112,28 @@ class ReaderProcess:
                 if pipe is not None:
                     pipe.close()
 
-    def _running(self) -> subprocess.Popen[bytes]:
+    def _running(self, not_after: float | None = None) -> subprocess.Popen[bytes]:
+        """The process, started and ready (its empty frame read) when it was not running;
+        :class:`ReaderLost` when it is not ready within :data:`START_SECONDS` (or by
+        ``not_after``)."""
         if self._proc is None or self._proc.poll() is not None:
             self.stop()
-            self._proc = subprocess.Popen(
+            self._proc = proc = subprocess.Popen(
                 [sys.executable, "-m", "crawler.reader_pool"],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 bufsize=0,
                 start_new_session=True,
             )
+            assert proc.stdout is not None
+            ready_by = time.monotonic() + START_SECONDS
+            if not_after is not None:
+                ready_by = min(ready_by, not_after)
+            try:
+                _read_exact(proc.stdout, FRAME.size, ready_by)
+            except (TimeoutError, OSError, EOFError) as exc:
+                self.stop()
+                raise ReaderLost(FAILED, "the reader process did not start") from exc
         return self._proc
 
 
@@ -140,18 +172,39 @@ class ReaderPool:
         """What :meth:`submit`'s future holds, in the calling thread."""
         reader = self._idle.get()
         try:
+            return self._read(reader, job, seconds, not_after)
+        finally:
+            self._idle.put(reader)
+
+    def _read(
+        self, reader: ReaderProcess, job: ReadJob, seconds: float, not_after: float | None
+    ) -> tuple[Reading, str]:
+        """``job`` read by ``reader``; after a reader lost, read the cheap way by a fresh
+        one, else (a page of at most :data:`BIG_PAGE_BYTES`) in this thread."""
+        lost: ReaderLost | None = None
+        for quick in (False, True):
+            if quick:
+                seconds *= QUICK_TIMES
             if not_after is not None:
                 left = not_after - time.monotonic()
                 if left <= 0:
                     return Reading(), DEADLINE
                 seconds = min(seconds, left)
-            return reader.read(job, seconds), ""
-        except ReaderLost as exc:
-            lost = exc
-        finally:
-            self._idle.put(reader)
+            try:
+                reading = reader.read(job, seconds, quick=quick, not_after=not_after)
+            except ReaderLost as exc:
+                if lost is None:
+                    lost = exc
+                continue
+            if lost is not None:
+                return reading, lost.outcome
+            return reading, ""
+        assert lost is not None
         if not_after is not None and time.monotonic() >= not_after:
             return Reading(), DEADLINE
+        if len(job.body) > BIG_PAGE_BYTES:
+            why = f"unreadable ({lost}; not read the quick way either, by a reader process)"
+            return Reading(undecodable=why), lost.outcome
         try:
             return read_page(job, quick=True), lost.outcome
         except Exception as exc:  # counted by the spider as undecodable, with the reason
@@ -208,16 +261,24 @@ def _read_exact(stream: BinaryIO, size: int, deadline: float) -> bytes:
 
 
 def serve(source: BinaryIO, sink: BinaryIO) -> None:
-    """The reader process's loop: a job in, its reading (or an error message) out, until
+    """The reader process's loop: an empty frame (ready), then a job in (its pickle, the
+    cheap way or not, then its body), its reading (or an error message) out, until
     ``source`` closes."""
+    sink.write(FRAME.pack(0))
+    sink.flush()
     while True:
         header = source.read(FRAME.size)
         if len(header) < FRAME.size:
             return
         (size,) = FRAME.unpack(header)
-        job = pickle.loads(source.read(size))
+        job, quick = pickle.loads(source.read(size))
+        header = source.read(FRAME.size)
+        if len(header) < FRAME.size:
+            return
+        (size,) = FRAME.unpack(header)
+        job = replace(job, body=source.read(size))
         try:
-            outcome: Reading | str = read_page(job)
+            outcome: Reading | str = read_page(job, quick=quick)
         except Exception as exc:  # the parent reads the page the quick way
             outcome = f"{type(exc).__name__}: {exc}"
         payload = pickle.dumps(outcome, protocol=pickle.HIGHEST_PROTOCOL)

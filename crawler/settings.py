@@ -37,6 +37,8 @@ Defaults:
   :class:`crawler.robots.RobotsMiddleware` at 100 in place of Scrapy's robots.txt
   middleware: a robots.txt that cannot be read (as Scrapy, the host is then crawled as if it
   allowed everything) is one line and ``fptrack/robots_unread``, not a traceback;
+  :class:`crawler.in_flight.InFlightMiddleware` at 340: a download waits while the
+  crawl holds ``FPTRACK_MAX_BYTES_IN_FLIGHT`` in responses (below);
   :class:`crawler.deadline.DeadlineMiddleware` at 360 (after Scrapy's download timeout):
   downloads end by ``CLOSESPIDER_TIMEOUT`` (the site's ``deadline``), and requests still
   waiting then are dropped, counted as ``fptrack/not_crawled/deadline``;
@@ -56,6 +58,9 @@ Defaults:
 - ``FPTRACK_SETTINGS``: unset; a production crawl's entry point (``python -m crawler.run``)
   puts the :class:`matcher.settings.Settings` it read here (by reference), and the pipeline
   builds its store and Celery app from them.
+- ``SCHEDULER_MEMORY_QUEUE``: :class:`crawler.packed_queue.PackedLifoQueue`, Scrapy's
+  last-in first-out memory queue with each waiting request packed into its pickled
+  ``to_dict`` (about 500 bytes a waiting request instead of 2.2 kB).
 - ``SCHEDULER``: Scrapy's own, in memory. A crawl on a shared Redis frontier
   (:mod:`crawler.frontier`) sets ``crawler.scheduler.FrontierScheduler`` and puts its lease in
   ``FPTRACK_FRONTIER`` (by reference, like ``FPTRACK_INGEST``).
@@ -70,8 +75,17 @@ Defaults:
   links beyond it count ``fptrack/requests_capped``): the bound of its frontier, and of its
   memory, against sites that generate links without end.
 - ``FPTRACK_MAX_PENDING``: 100,000 requests queued and not yet fetched by one crawler
-  process (new links beyond it count ``fptrack/pending_capped``): its queue, the bulk of a
-  crawl's memory, stays bounded however many new links each page brings.
+  process (new links beyond it count ``fptrack/pending_capped``): its queue (packed: about
+  50 MB when full) stays bounded however many new links each page brings.
+- ``FPTRACK_MAX_BYTES_IN_FLIGHT``: 32 MiB (33554432 bytes) of response bodies held by one
+  crawl (downloaded and not yet read), with an estimate for each download under way (the
+  largest body of its path pattern so far): a download waits while one more would go over
+  it (:mod:`crawler.in_flight`; one always goes when nothing is held or under way; 0: no
+  bound). It bounds bytes, not concurrency: a site of usual pages keeps
+  ``CONCURRENT_REQUESTS``, a site of 6 MB pages gets about five at once instead of 16.
+- ``FPTRACK_NAMED_PER_REASON``: 20 pages not crawled named per reason (robots, too_large,
+  download_refused, http_404 ...: :func:`matcher.crawl_runs.not_crawled_urls`), each with
+  its URL and why, in the stat ``fptrack/not_crawled_urls``; the others are counted.
 - ``FPTRACK_EXTRACT_WORKERS``: 2 reader processes per crawling process decode and extract
   pages off the reactor thread (:mod:`crawler.reader_pool`).
 - ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
@@ -113,6 +127,7 @@ from typing import Any
 from scrapy.settings import Settings
 
 from crawler import defaults, render
+from matcher.crawl_runs import NAMED_PER_REASON
 from matcher.sites import SiteConfig
 
 BOT_NAME = "fptrack"
@@ -140,11 +155,13 @@ TELNETCONSOLE_ENABLED = False
 REMOTE_CONTROL_ENABLED = False
 
 ITEM_PIPELINES = {"crawler.pipelines.IngestPipeline": 300}
+SCHEDULER_MEMORY_QUEUE = "crawler.packed_queue.PackedLifoQueue"
 DOWNLOADER_MIDDLEWARES = {
     "crawler.origin.SameOriginMiddleware": 50,
     "crawler.dust.QueuedRequestMiddleware": 60,
     "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
     "crawler.robots.RobotsMiddleware": 100,
+    "crawler.in_flight.InFlightMiddleware": 340,
     "crawler.deadline.DeadlineMiddleware": 360,
     "scrapy.downloadermiddlewares.redirect.MetaRefreshMiddleware": None,
     "crawler.meta_refresh.HeadMetaRefreshMiddleware": 580,
@@ -155,6 +172,8 @@ FPTRACK_DOWNLOAD_PART_CHARS = 200_000
 FPTRACK_MAX_LINKS_PER_PAGE = defaults.MAX_LINKS_PER_PAGE
 FPTRACK_MAX_REQUESTS = 1_000_000
 FPTRACK_MAX_PENDING = defaults.MAX_PENDING
+FPTRACK_MAX_BYTES_IN_FLIGHT = defaults.MAX_BYTES_IN_FLIGHT
+FPTRACK_NAMED_PER_REASON = NAMED_PER_REASON
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
 FPTRACK_CHROMIUM = render.CHROMIUM

@@ -52,13 +52,17 @@ ROBOTS_UNREAD = "fptrack/robots_unread"
 ROBOTS_PROBLEM = "fptrack/robots_problem"
 """Hosts whose robots.txt could not be read, crawled as if it allowed everything (a count),
 and the last one's line (:mod:`crawler.robots`)."""
+IN_FLIGHT_WAITED = "fptrack/in_flight/waited"
+IN_FLIGHT_MAX = "fptrack/in_flight/max_bytes"
+"""Downloads that waited for the crawl's bytes in flight to fall, and the most bytes of
+response bodies it held at once (:mod:`crawler.in_flight`)."""
 STOP_REASONS = {
     "closespider_timeout": "deadline",
     "closespider_pagecount": "budget",
     "closespider_itemcount": "budget",
     "shutdown": "stopped",
 }
-LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds"})
+LARGEST = frozenset({"memusage/max", "memusage/startup", "elapsed_time_seconds", IN_FLIGHT_MAX})
 
 
 def summary(
@@ -102,8 +106,9 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     """Several processes' Scrapy stats as one: counts added up, times spanned.
 
     Counts are summed (pages, responses, errors...); ``start_time`` is the earliest,
-    ``finish_time`` the latest, ``memusage/*`` and ``elapsed_time_seconds`` the largest;
-    ``finish_reason`` lists the distinct reasons. A process's own frontier facts (slot,
+    ``finish_time`` the latest, ``memusage/*``, ``elapsed_time_seconds`` and the bytes in
+    flight the largest; ``finish_reason`` lists the distinct reasons; the pages named not
+    crawled are joined (:func:`merge_named`). A process's own frontier facts (slot,
     token...) are left out, but requests ``reclaimed`` and ``requeued`` are summed.
 
     >>> merge_stats([{"fptrack/pages": 2, "start_time": "2026-01-02", "finish_reason": "a"},
@@ -115,6 +120,8 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
     for part in stats:
         for key, value in part.items():
             if key.startswith(FRONTIER) and key not in SUMMED_FRONTIER_STATS:
+                continue
+            if key == NOT_CRAWLED_URLS:
                 continue
             if key == "finish_reason":
                 reasons.append(str(value))
@@ -128,6 +135,9 @@ def merge_stats(stats: list[dict[str, Any]]) -> dict[str, Any]:
                 out.setdefault(key, value)
     if reasons:
         out["finish_reason"] = ",".join(dict.fromkeys(reasons))
+    named = merge_named([part.get(NOT_CRAWLED_URLS) for part in stats])
+    if named:
+        out[NOT_CRAWLED_URLS] = named
     return out
 
 
@@ -202,6 +212,129 @@ def not_crawled(stats: dict[str, Any]) -> dict[str, int]:
     return {reason: n for reason, n in sorted(out.items()) if n > 0}
 
 
+NOT_CRAWLED_URLS = "fptrack/not_crawled_urls"
+"""Stat: the pages not crawled, named: a list of ``{"reason", "url", "why"}`` (the reasons
+of :func:`not_crawled`), the first :data:`NAMED_PER_REASON` of each reason
+(:class:`NamedPages`)."""
+NAMED_PER_REASON = 20
+"""Pages named per reason and per site (``FPTRACK_NAMED_PER_REASON``); the others are
+counted (:func:`not_crawled_urls`)."""
+MAX_URL_CHARS = 2083
+MAX_WHY_CHARS = 300
+
+
+class NamedPages:
+    """The first ``per_reason`` pages not crawled of each reason, with their URL and why,
+    as the crawl meets them (:data:`NOT_CRAWLED_URLS`).
+
+    >>> named = NamedPages(per_reason=1)
+    >>> named.add("robots", "http://h/a", "robots.txt  forbids it")
+    True
+    >>> named.add("robots", "http://h/b", "robots.txt forbids it")
+    False
+    >>> named.entries
+    [{'reason': 'robots', 'url': 'http://h/a', 'why': 'robots.txt forbids it'}]
+    """
+
+    def __init__(self, per_reason: int = NAMED_PER_REASON) -> None:
+        self.per_reason = per_reason
+        self.entries: list[dict[str, str]] = []
+        self._counts: dict[str, int] = {}
+
+    def wants(self, reason: str) -> bool:
+        """Whether a page of ``reason`` would still be named (its why may then be worked out)."""
+        return self._counts.get(reason, 0) < self.per_reason
+
+    def add(self, reason: str, url: str, why: str) -> bool:
+        """Name a page not crawled, unless ``per_reason`` of its reason are; whether it was."""
+        if not self.wants(reason):
+            return False
+        self._counts[reason] = self._counts.get(reason, 0) + 1
+        self.entries.append(
+            {
+                "reason": reason,
+                "url": url[:MAX_URL_CHARS],
+                "why": " ".join(why.split())[:MAX_WHY_CHARS],
+            }
+        )
+        return True
+
+
+def named_entries(value: Any) -> list[dict[str, str]]:
+    """The well-formed entries of a :data:`NOT_CRAWLED_URLS` stat (as stored: anything else
+    is left out)."""
+    if not isinstance(value, list):
+        return []
+    return [
+        {"reason": e["reason"], "url": e["url"], "why": e.get("why") or ""}
+        for e in value
+        if isinstance(e, dict)
+        and isinstance(e.get("reason"), str)
+        and isinstance(e.get("url"), str)
+        and isinstance(e.get("why", ""), str)
+    ]
+
+
+def merge_named(parts: list[Any]) -> list[dict[str, str]]:
+    """Several processes' :data:`NOT_CRAWLED_URLS` as one: each page once, per reason no more
+    than one process named."""
+    limit: dict[str, int] = {}
+    for part in parts:
+        counts: dict[str, int] = {}
+        for entry in named_entries(part):
+            counts[entry["reason"]] = counts.get(entry["reason"], 0) + 1
+        for reason, n in counts.items():
+            limit[reason] = max(limit.get(reason, 0), n)
+    out: list[dict[str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    taken: dict[str, int] = {}
+    for part in parts:
+        for entry in named_entries(part):
+            key = (entry["reason"], entry["url"])
+            if key in seen or taken.get(entry["reason"], 0) >= limit[entry["reason"]]:
+                continue
+            seen.add(key)
+            taken[entry["reason"]] = taken.get(entry["reason"], 0) + 1
+            out.append(entry)
+    return out
+
+
+def not_crawled_urls(stats: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Every reason of :func:`not_crawled` with the pages named for it: ``urls`` (``url``
+    and ``why``, the first :data:`NAMED_PER_REASON` met) and ``more``, the count of the
+    others. Requests still queued when the crawl closed (``deadline``, ``budget``,
+    ``stopped``) and links beyond ``max_depth`` past the first are counted only.
+
+    >>> stats = {"robotstxt/forbidden": 2, NOT_CRAWLED_URLS: [
+    ...     {"reason": "robots", "url": "http://h/a", "why": "robots.txt forbids it"}]}
+    >>> not_crawled_urls(stats)
+    {'robots': {'urls': [{'url': 'http://h/a', 'why': 'robots.txt forbids it'}], 'more': 1}}
+    """
+    named = named_entries(stats.get(NOT_CRAWLED_URLS))
+    out: dict[str, dict[str, Any]] = {}
+    for reason, count in not_crawled(stats).items():
+        urls = [{"url": e["url"], "why": e["why"]} for e in named if e["reason"] == reason]
+        out[reason] = {"urls": urls, "more": max(count - len(urls), 0)}
+    return out
+
+
+def named_lines(named: dict[str, dict[str, Any]]) -> list[str]:
+    """The pages of :func:`not_crawled_urls`, one line each, and one line per reason for
+    the others (as the CLI prints them).
+
+    >>> named_lines({"robots": {"urls": [{"url": "http://h/a", "why": "forbidden"}], "more": 3}})
+    ['robots: http://h/a (forbidden)', 'robots: 3 more']
+    """
+    lines = []
+    for reason, found in named.items():
+        for page in found["urls"]:
+            why = f" ({page['why']})" if page["why"] else ""
+            lines.append(f"{reason}: {page['url']}{why}")
+        if found["more"]:
+            lines.append(f"{reason}: {found['more']:,} more")
+    return lines
+
+
 def _count(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 
@@ -211,7 +344,8 @@ def outline(run: dict[str, Any] | None, matched: int | None = None) -> dict[str,
     last crawl: ``run_id``, ``kind``, ``started_at``, ``finished_at``, ``outcome``, ``pages``,
     ``matches`` (``matched``, when counted), ``errors`` (requests that failed: HTTP errors
     and no answers), ``error`` (why the run failed, or was interrupted: one line) and
-    ``not_crawled`` (by reason, :func:`not_crawled`). None for no run.
+    ``not_crawled`` (by reason, :func:`not_crawled`) and ``not_crawled_urls`` (the pages
+    named, :func:`not_crawled_urls`). None for no run.
 
     >>> o = outline({"run_id": "r", "outcome": "failed", "error": "start URL x: answered 404",
     ...              "stats": {"fptrack/http_status/404": 1}})
@@ -233,6 +367,7 @@ def outline(run: dict[str, Any] | None, matched: int | None = None) -> dict[str,
         "errors": sum(n for why, n in skipped.items() if why.startswith(("http_", "error_"))),
         "error": " ".join(str(run.get("error") or "").split()),
         "not_crawled": skipped,
+        "not_crawled_urls": not_crawled_urls(stats),
     }
 
 

@@ -220,6 +220,7 @@ def _scan(
     from tqdm import tqdm
 
     from admin.scan import run_scan, serve_directory
+    from matcher.crawl_runs import named_lines
 
     urls = list(args.site)
     site_dirs: dict[str, Path] = {}
@@ -284,6 +285,8 @@ def _scan(
     for url, skipped in result.not_crawled.items():
         reasons = ", ".join(f"{n} {why}" for why, n in skipped.items())
         print(f"{url}: not crawled: {reasons}", file=sys.stderr)
+        for line in named_lines(result.not_crawled_urls.get(url, {})):
+            print(f"  {line}", file=sys.stderr)
     for warning in result.warnings:
         print(f"fptrack: warning: {warning}", file=sys.stderr)
     for error in result.errors[len(said) :]:

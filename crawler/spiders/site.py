@@ -50,7 +50,9 @@ their reader overran its time or died; they still yield their item),
 ``fptrack/not_crawled/depth`` (links not followed because they lie beyond ``max_depth``,
 each counted once) and ``fptrack/not_crawled/<deadline|budget|stopped>`` (requests still
 queued when the crawl closed, by why it closed; :func:`matcher.crawl_runs.not_crawled` sums
-every reason).
+every reason). The first ``FPTRACK_NAMED_PER_REASON`` (20) pages of each of those reasons are
+named, with their URL and why, in ``fptrack/not_crawled_urls`` (:meth:`SiteSpider._name`;
+the requests still queued at the close are counted only).
 
 A start URL that gives no page fails the crawl (the one exception to "never fatal"): an HTTP
 error, robots.txt forbidding it, a redirect off ``allowed_domains`` (which Scrapy drops
@@ -81,6 +83,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import weakref
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -115,7 +118,15 @@ from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
 from crawler.reading import Reading, ReadJob, body_kind
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
-from matcher.crawl_runs import NOT_CRAWLED, START_ERROR, START_FAILED, stop_reason
+from matcher.crawl_runs import (
+    NAMED_PER_REASON,
+    NOT_CRAWLED,
+    NOT_CRAWLED_URLS,
+    START_ERROR,
+    START_FAILED,
+    NamedPages,
+    stop_reason,
+)
 from matcher.pages import GonePage, PageAlias, UnchangedPage, part_url
 from matcher.sites import SiteConfig, SiteConfigError
 
@@ -226,6 +237,7 @@ class SiteSpider(scrapy.Spider):
         dead_threshold: int = dust.DEAD_THRESHOLD,
         rules_store: Any = None,
         download_part_chars: int = DOWNLOAD_PART_CHARS,
+        named_per_reason: int = NAMED_PER_REASON,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -246,6 +258,7 @@ class SiteSpider(scrapy.Spider):
         self.deadline = deadline
         self._deadline_at: float | None = None
         self._url_limit = 2083  # Scrapy's URLLENGTH_LIMIT, set from the crawler's settings
+        self._max_size = 0  # Scrapy's DOWNLOAD_MAXSIZE, likewise
         self._made = 0  # new requests made ...
         self._arrived = 0  # ... and of them, those the scheduler took or dropped
         self.extract_seconds = extract_seconds
@@ -271,13 +284,14 @@ class SiteSpider(scrapy.Spider):
         self.rules_store = rules_store  # .site_rules / .save_crawl_rules (matcher.store.sites)
         self._linked: set[int] = set()  # links as written (before rules), once each
         self._yielded: dict[int, str] = {}  # page key -> the URL its item was stored under
-        self._last_exchange: tuple[Response, Exchange] | None = None
+        self._last_exchange: tuple[weakref.ref[Response], Exchange] | None = None
         self._aliases: dict[int, list[str]] = {}  # page key -> aliases not yet recorded
         self._later: list[PageAlias] = []  # aliases a rule just learnt revealed
         self._revealed: set[int] = set()  # keys of pages fetched under a URL a rule then dropped
         self._dead_links: set[int] = set()  # links skipped for their dead pattern
         self._paths: set[int] = set()  # canonical paths (without query) requested
         self._probes: dict[str, int] = {}  # path pattern -> its queries asked for at once
+        self._named = NamedPages(named_per_reason)  # the first pages not crawled, named
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -293,6 +307,9 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("max_links", settings.getint("FPTRACK_MAX_LINKS_PER_PAGE", 5000))
         kwargs.setdefault("max_requests", settings.getint("FPTRACK_MAX_REQUESTS", 1_000_000))
         kwargs.setdefault("max_pending", settings.getint("FPTRACK_MAX_PENDING", 100_000))
+        kwargs.setdefault(
+            "named_per_reason", settings.getint("FPTRACK_NAMED_PER_REASON", NAMED_PER_REASON)
+        )
         kwargs.setdefault("deadline", deadline_of(crawler))
         kwargs.setdefault("extract_workers", settings.getint("FPTRACK_EXTRACT_WORKERS", 2))
         kwargs.setdefault("extract_seconds", settings.getfloat("FPTRACK_EXTRACT_SECONDS", 10.0))
@@ -308,6 +325,7 @@ class SiteSpider(scrapy.Spider):
         )
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider._url_limit = settings.getint("URLLENGTH_LIMIT", 2083) or 1 << 62
+        spider._max_size = settings.getint("DOWNLOAD_MAXSIZE", 0)
         crawler.signals.connect(spider._scheduled, signal=signals.request_scheduled)
         crawler.signals.connect(spider._opened, signal=signals.spider_opened)
         crawler.signals.connect(spider._dropped, signal=signals.request_dropped)
@@ -562,9 +580,9 @@ class SiteSpider(scrapy.Spider):
             if depth == 0:
                 for request in self._feeds(response):
                     yield request
-            follow = self._follow_new(reading, depth, neighbours=(next_url, prev_url))
+            follow = self._follow_new(reading, depth, (next_url, prev_url), page_url)
         else:
-            follow = self._follow(reading, depth, neighbours=(next_url, prev_url))
+            follow = self._follow(reading, depth, (next_url, prev_url), page_url)
         for request in follow:
             yield request
         # a download's next parts first: its first part, stored last, has them all to match
@@ -679,11 +697,11 @@ class SiteSpider(scrapy.Spider):
         kind = self._kind(response)
         if not kind:
             self._inc("fptrack/non_html")
+            content_type = (response.headers.get("Content-Type") or b"").decode("latin-1")
+            why = f"not a page (Content-Type {content_type or 'none'})"
+            self._name("not_html", response.url, why)
             if response.meta.get(START):
-                content_type = (response.headers.get("Content-Type") or b"").decode("latin-1")
-                self._start_failed(
-                    response.meta[START], f"not a page (Content-Type {content_type or 'none'})"
-                )
+                self._start_failed(response.meta[START], why)
             return None
         content_type = response.headers.get("Content-Type") or b""
         job = ReadJob(
@@ -699,6 +717,7 @@ class SiteSpider(scrapy.Spider):
         )
         if self._deadline_at is not None and time.monotonic() >= self._deadline_at:
             self._inc(NOT_CRAWLED + "deadline")
+            self._name("deadline", response.url, self._past_deadline("before it was read"))
             return None
         future = self.readers.submit(job, self.extract_seconds, self._deadline_at)
         waiting = deferred_from_future(future)
@@ -712,16 +731,19 @@ class SiteSpider(scrapy.Spider):
             reading, problem = Reading(), DEADLINE
         if problem == DEADLINE:
             self._inc(NOT_CRAWLED + "deadline")
+            self._name("deadline", response.url, self._past_deadline("before it was read"))
             return None
         if problem:
             self._inc(f"fptrack/extract_{problem}")
             self.logger.info("page %s read the quick way (%s)", response.url, problem)
         if reading.undecodable:
             self._inc("fptrack/undecodable")
+            self._name("undecodable", response.url, reading.undecodable)
             self.logger.info("undecodable page %s: %s", response.url, reading.undecodable)
             return None
         if reading.refused:
             self._inc("fptrack/download_refused")
+            self._name("download_refused", response.url, reading.refused)
             self.logger.warning("download %s not read: %s", response.url, reading.refused)
             return None
         return reading
@@ -739,7 +761,11 @@ class SiteSpider(scrapy.Spider):
         return url
 
     def _follow(
-        self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
+        self,
+        reading: Reading,
+        depth: int,
+        neighbours: tuple[str | None, str | None],
+        page_url: str,
     ) -> Iterator[scrapy.Request]:
         """Requests for the page's links: its next and previous pages and its neighbouring
         chapters at its own depth, the others one level deeper."""
@@ -759,19 +785,26 @@ class SiteSpider(scrapy.Spider):
         if depth >= self.max_depth:
             self._count_beyond(reading.links[: self.max_links], same_level)
             return
-        links = self._capped(reading)
+        links = self._capped(reading, page_url)
         for url in links:
             if self._canon(url) not in same_level and self._wanted(url):
                 request = self._request(url, depth + 1)
                 if request is not None:
                     yield request
 
-    def _capped(self, reading: Reading) -> tuple[str, ...]:
+    def _capped(self, reading: Reading, page_url: str) -> tuple[str, ...]:
         """The page's first ``max_links`` links; the links after them are counted in
-        ``fptrack/links_capped`` (each link attribute, as the page has it)."""
+        ``fptrack/links_capped`` (each link attribute, as the page has it), the first of
+        them named."""
         links = reading.links
         if len(links) > self.max_links:
-            self._inc("fptrack/links_capped", len(links) - self.max_links + reading.links_beyond)
+            dropped = len(links) - self.max_links + reading.links_beyond
+            self._inc("fptrack/links_capped", dropped)
+            why = (
+                f"one of {dropped:,} links of {page_url} after its first {self.max_links:,}"
+                " (FPTRACK_MAX_LINKS_PER_PAGE)"
+            )
+            self._name("links_capped", links[self.max_links], why)
             links = links[: self.max_links]
         return links
 
@@ -792,6 +825,7 @@ class SiteSpider(scrapy.Spider):
                 continue
             self._beyond_depth.add(key)
             self._inc(NOT_CRAWLED + "depth")
+            self._name("depth", url, f"beyond max_depth {self.max_depth}")
 
     def _siblings(self, reading: Reading, taken: set[str]) -> list[str]:
         """The page's neighbouring chapters (:attr:`Reading.sequence`) to follow at its own
@@ -799,7 +833,11 @@ class SiteSpider(scrapy.Spider):
         return [u for u in reading.sequence if self._canon(u) not in taken and self._wanted(u)]
 
     def _follow_new(
-        self, reading: Reading, depth: int, neighbours: tuple[str | None, str | None]
+        self,
+        reading: Reading,
+        depth: int,
+        neighbours: tuple[str | None, str | None],
+        page_url: str,
     ) -> Iterator[scrapy.Request]:
         """An incremental crawl's requests for a page's links: its next and previous pages at
         its own depth (conditional when stored), its neighbouring chapters at its own depth
@@ -814,7 +852,7 @@ class SiteSpider(scrapy.Spider):
         skip.update(self._canon(u) for u in sequence)
         links: list[str] = []
         if depth < self.max_depth:
-            capped = self._capped(reading)
+            capped = self._capped(reading, page_url)
             links = [u for u in capped if self._canon(u) not in skip and self._wanted(u)]
         known = self._known({self._canon(u) for u in [*same_level, *sequence, *links]})
         for url in same_level:
@@ -874,9 +912,19 @@ class SiteSpider(scrapy.Spider):
         else:
             if len(self._requested) >= self.max_requests:
                 self._inc("fptrack/requests_capped")
+                self._name(
+                    "budget",
+                    url,
+                    f"{self.max_requests:,} URLs already requested (FPTRACK_MAX_REQUESTS)",
+                )
                 return None
             if self._pending() >= self.max_pending:
                 self._inc(PENDING_CAPPED)
+                self._name(
+                    "pending_capped",
+                    url,
+                    f"{self.max_pending:,} requests already pending (FPTRACK_MAX_PENDING)",
+                )
                 return None
             skip, priority = self.dead.verdict(url)
             self._requested.add(key)
@@ -980,6 +1028,7 @@ class SiteSpider(scrapy.Spider):
         if not self._same_origin(url):
             if count:
                 self._inc("fptrack/other_port")
+                self._name("other_port", url, "on another port of the site's host")
             return False
         if self._include and not any(p.search(url) for p in self._include):
             return False
@@ -1043,8 +1092,9 @@ class SiteSpider(scrapy.Spider):
         """The exchange of ``response``, made once however many pages it gives (a download
         in parts): every part refers to the same archived exchange."""
         last = self._last_exchange
-        if last is None or last[0] is not response:
-            self._last_exchange = last = (response, exchange_of(response, datetime.now(UTC)))
+        if last is None or last[0]() is not response:  # not the response itself: its bytes go
+            exchange = exchange_of(response, datetime.now(UTC))
+            self._last_exchange = last = (weakref.ref(response), exchange)
         return last[1]
 
     @staticmethod
@@ -1073,24 +1123,53 @@ class SiteSpider(scrapy.Spider):
         yield self._page_item(response, part, url)
 
     def _count_failure(self, failure: Failure) -> None:
-        if past_deadline(getattr(failure, "request", None), failure):
+        """Count a request that got no page under its reason (and name it: :meth:`_name`)."""
+        request = getattr(failure, "request", None)
+        url = getattr(request, "url", "")
+        message = str(failure.value)
+        if past_deadline(request, failure):
             self._inc(NOT_CRAWLED + "deadline")
+            self._name("deadline", url, self._past_deadline("before it was fetched"))
         elif failure.check(HttpError):
-            self._inc(f"fptrack/http_status/{failure.value.response.status}")
-        elif failure.check(IgnoreRequest) and str(failure.value).startswith(DEAD_MESSAGE):
+            status = failure.value.response.status
+            self._inc(f"fptrack/http_status/{status}")
+            self._name(f"http_{status}", url, failure_reason(failure))
+        elif failure.check(IgnoreRequest) and message.startswith(DEAD_MESSAGE):
             self._inc(SKIPPED_DEAD)
-        elif failure.check(IgnoreRequest) and str(failure.value).startswith(ALIAS_MESSAGE):
+        elif failure.check(IgnoreRequest) and message.startswith(ALIAS_MESSAGE):
             self._inc(SKIPPED_ALIAS)
-        elif failure.check(IgnoreRequest) and "DOWNLOAD_MAXSIZE" not in str(failure.value):
+        elif failure.check(IgnoreRequest) and "DOWNLOAD_MAXSIZE" not in message:
             self._inc("fptrack/ignored")
+            if "robots.txt" in message:
+                self._name("robots", url, failure_reason(failure))
+            elif "another port" in message:  # a redirect there (crawler.origin)
+                self._name("other_port", url, failure_reason(failure))
         elif failure.check(DownloadCancelledError, IgnoreRequest):  # over DOWNLOAD_MAXSIZE
             self._inc("fptrack/too_large")
+            why = failure_reason(failure)
+            limit = getattr(request, "meta", {}).get("download_maxsize", self._max_size)
+            if why.endswith("(DOWNLOAD_MAXSIZE)") and limit:  # cut off while streaming
+                why += f": more than {limit:,} bytes received"
+            self._name("too_large", url, why)
         else:
-            self._inc(f"fptrack/errors/{type(failure.value).__name__}")
-            request = getattr(failure, "request", None)
-            self.logger.info(
-                "request failed: %s: %s", getattr(request, "url", "?"), failure.getErrorMessage()
-            )
+            name = type(failure.value).__name__
+            self._inc(f"fptrack/errors/{name}")
+            self._name(f"error_{name}", url, failure_reason(failure))
+            self.logger.info("request failed: %s: %s", url or "?", failure.getErrorMessage())
+
+    def _past_deadline(self, when: str) -> str:
+        """Why a page was not crawled at the crawl's deadline."""
+        return f"the crawl's deadline ({self.deadline:g} s) came {when}"
+
+    def _name(self, reason: str, url: str, why: str) -> None:
+        """Name a page not crawled for ``reason`` (a reason of
+        :func:`matcher.crawl_runs.not_crawled`) in the stat ``fptrack/not_crawled_urls``,
+        while fewer than ``FPTRACK_NAMED_PER_REASON`` are (its count is kept apart)."""
+        crawler = getattr(self, "crawler", None)
+        if crawler is None or not url or not self._named.add(reason, url, why):
+            return
+        if len(self._named.entries) == 1:  # the list itself: those named later go in it
+            crawler.stats.set_value(NOT_CRAWLED_URLS, self._named.entries)
 
     def _inc(self, key: str, count: int = 1) -> None:
         crawler = getattr(self, "crawler", None)
@@ -1118,13 +1197,39 @@ def failure_reason(failure: Failure) -> str:
         if "robots.txt" in message:
             return "robots.txt forbids fptrack to crawl it"
         if "DOWNLOAD_MAXSIZE" in message or failure.check(DownloadCancelledError):
-            return "over the size limit (DOWNLOAD_MAXSIZE)"
+            return "over the size limit (DOWNLOAD_MAXSIZE)" + _over_by(message)
         if "offsite" in message.lower():
             return "off the site (allowed_domains)"
         if "another port" in message:
             return "on another port of the site's host"
         return f"not requested ({message})"
     return f"no answer ({type(value).__name__}: {message})".replace(": )", ")")
+
+
+_ANNOUNCED = re.compile(r"(Expected to receive|Received) (\d+) bytes .*max size \((\d+)\)")
+_UNPACKED = re.compile(r"\((\d+) B compressed, (\d+) B decompressed so far\).*\((\d+) B\)")
+
+
+def _over_by(message: str) -> str:
+    """How far Scrapy's message about ``DOWNLOAD_MAXSIZE`` says a body went ("" when it
+    does not say).
+
+    >>> _over_by("Expected to receive 2147483648 bytes which is larger than download max "
+    ...          "size (10485760) in request <GET http://h/x>.")
+    ': 2,147,483,648 bytes announced, the limit 10,485,760'
+    >>> _over_by("Ignored response <200 http://h/b> because its body (1043 B compressed, "
+    ...          "10485761 B decompressed so far) exceeded DOWNLOAD_MAXSIZE (10485760 B) "
+    ...          "during decompression.")
+    ': 1,043 bytes unpack to more than 10,485,760'
+    """
+    if found := _ANNOUNCED.search(message):
+        said, size, limit = found.groups()
+        done = "announced" if said.startswith("Expected") else "received"
+        return f": {int(size):,} bytes {done}, the limit {int(limit):,}"
+    if found := _UNPACKED.search(message):
+        packed, _, limit = found.groups()
+        return f": {int(packed):,} bytes unpack to more than {int(limit):,}"
+    return ""
 
 
 def _digest(reading: Reading) -> int | None:

@@ -63,12 +63,14 @@ def test_json_shape(sample_scan) -> None:
     status, result, _, _ = sample_scan
     assert status == 0
     assert set(result) == {
-        "works", "pages", "matches", "errors", "warnings", "duplicates", "not_crawled", "crawl"
+        "works", "pages", "matches", "errors", "warnings", "duplicates", "not_crawled",
+        "not_crawled_urls", "crawl",
     }  # fmt: skip
     [crawl] = result["crawl"].values()  # where the requests went
     assert crawl["pages"] == result["pages"] and crawl["requests"] >= crawl["pages"]
     assert crawl["skipped"] == {} and crawl["aliases_fetched"] == 0
     assert result["not_crawled"] == {}  # the sample site's every page is reachable
+    assert result["not_crawled_urls"] == {}
     assert result["works"] == 7 and result["errors"] == [] and result["duplicates"] == []
     assert result["warnings"] == []  # nothing met and overcome
     assert result["pages"] >= 15

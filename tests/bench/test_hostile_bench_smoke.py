@@ -90,3 +90,19 @@ def test_a_notice_names_the_unreviewed_match_only_when_chosen(tmp_path: Path) ->
     row = data["cases"][case]
     assert row["exit"] == [200] and "1 unreviewed left out" in row["reason"]
     assert row["named"] == {"matched": 2, "confirmed": 1, "default": 1, "chosen": 2}
+
+
+def test_refused_downloads_and_a_forbidden_page_are_named(tmp_path: Path) -> None:
+    """The crawl case of the trust issue: a zip bomb, 5,001 members, ZIPs nested three deep,
+    a bad CRC-32 and a page robots.txt forbids, each named by the scan with its reason."""
+    out = tmp_path / "refused.json"
+    hostile_bench.main(
+        ["--runs", "1", "--cases", "refused-named", "--no-works", "--json", str(out)]
+    )
+    data = json.loads(out.read_text(encoding="utf-8"))
+    row = data["cases"]["refused-named"]
+    assert data["all_ok"] and row["exit"] == [0], row
+    for words in ("a zip bomb", "more than 5,000 members", "nested more than 2 deep"):
+        assert words in row["reason"]
+    assert "Bad CRC-32" in row["reason"] and "robots.txt forbids" in row["reason"]
+    assert row["tree_rss_mb"]["max"] >= row["scan_rss_mb"]["max"] > 0

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import io
 import json
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ from ebooklib import epub
 
 from admin.cli import main
 from bench.fixture_site import FixtureSite, Resource, page
+from bench.hostile_crawl import zip_of
 from crawler.downloads import (
     MAX_MEMBERS,
     MAX_NESTING,
@@ -45,14 +45,6 @@ def chapters() -> list[tuple[str, str]]:
 
 def whole_text() -> str:
     return "\n".join(f"{title}\n{text}" for title, text in chapters())
-
-
-def zip_of(files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", method) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return out.getvalue()
 
 
 def book_downloads(archive: str, archive_type: str, text_type: str) -> dict[str, Resource]:

@@ -336,8 +336,50 @@ def test_pages_not_crawled_are_counted_by_reason(
     assert crawl_problem(stats) is None and crawl_runs.problems(stats) == []
     assert "fptrack/start_failed" not in stats
     assert sorted(ingest.by_url()) == [failing.url("/"), failing.url("/deep/1.html")]
-    # the single page robots.txt forbids, and the link one level too deep
+    # the single page robots.txt forbids, and the link one level too deep: named
     assert crawl_runs.not_crawled(stats) == {"depth": 1, "robots": 1}
+    assert crawl_runs.not_crawled_urls(stats) == {
+        "depth": {"urls": [{"url": failing.url("/deep/2.html"), "why": "beyond max_depth 1"}],
+                  "more": 0},
+        "robots": {"urls": [{"url": failing.url("/ev/nul.html"),
+                             "why": "robots.txt forbids fptrack to crawl it"}], "more": 0},
+    }  # fmt: skip
+
+
+def test_the_pages_not_crawled_are_named_up_to_a_number_per_reason(
+    test_overrides: dict[str, Any],
+) -> None:
+    """Seven pages robots.txt forbids and three that answer 404, with
+    ``FPTRACK_NAMED_PER_REASON`` 2: two of each named with the reason, the others counted."""
+    from matcher import crawl_runs
+
+    forbidden = [f"/private/{n}.html" for n in range(7)]
+    missing = [f"/gone/{n}.html" for n in range(3)]
+    links = "".join(f'<a href="{path}">{path}</a>' for path in forbidden + missing)
+    pages = {
+        "/robots.txt": (
+            200,
+            {"Content-Type": "text/plain"},
+            b"User-agent: *\nDisallow: /private/\n",
+        ),
+        "/": page(f"<html><body><p>{TEXTS['/gbk.html']}</p>{links}</body></html>"),
+    }
+    with FixtureSite(pages) as site:
+        config = SiteConfig.from_dict({"name": "named", "start_urls": [site.url("/")]})
+        overrides = {**test_overrides, "FPTRACK_NAMED_PER_REASON": 2, "RETRY_TIMES": 0}
+        stats = crawl_in_process([config], overrides, timeout=60)["named"]
+        asked = site.requested()
+    named = crawl_runs.not_crawled_urls(stats)
+    assert set(named) == {"robots", "http_404"}
+    assert named["robots"]["more"] == 5 and named["http_404"]["more"] == 1
+    assert [p["why"] for p in named["robots"]["urls"]] == [
+        "robots.txt forbids fptrack to crawl it"
+    ] * 2
+    assert {p["url"] for p in named["robots"]["urls"]} < {site.url(p) for p in forbidden}
+    assert [p["why"] for p in named["http_404"]["urls"]] == ["answered 404 Not Found"] * 2
+    assert {p["url"] for p in named["http_404"]["urls"]} < {site.url(p) for p in missing}
+    assert not any(path.startswith("/private/") for path in asked)
+    assert crawl_runs.named_lines({"robots": named["robots"]})[-1] == "robots: 5 more"
 
 
 def test_requests_left_at_max_pages_are_counted_as_budget(

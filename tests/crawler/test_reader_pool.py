@@ -8,7 +8,8 @@ from typing import Any
 
 import pytest
 
-from crawler.reader_pool import FAILED, TIMEOUT, ReaderPool
+from crawler import reader_pool
+from crawler.reader_pool import BIG_PAGE_BYTES, FAILED, TIMEOUT, ReaderPool
 from crawler.reading import ReadJob, read_page
 
 CHAPTER = "雨夜渡口，老船夫把灯挂在桅杆上，等待最后一位客人。江面上的雾越来越浓。" * 12
@@ -66,6 +67,46 @@ def test_a_reader_that_dies_mid_page_is_replaced(pool: ReaderPool) -> None:
     assert problem == FAILED and CHAPTER in reading.text
     assert pool.read(job(chapter()), 30)[1] == ""
     assert reader._proc is not None and reader._proc.pid != proc.pid
+
+
+def big_chapter() -> ReadJob:
+    """A chapter in more than :data:`BIG_PAGE_BYTES` of paragraphs: a second or more to read."""
+    filler = "<div><p>·</p></div>" * (BIG_PAGE_BYTES // 20 + 20_000)
+    return job(chapter(filler))
+
+
+def test_a_big_page_whose_reader_dies_is_read_by_another_reader_not_by_the_crawl(
+    pool: ReaderPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A big page's reader killed mid-page: the page is read the quick way by a reader
+    started afresh, never in the crawl's own process (reading it there costs the crawl the
+    page's memory for good)."""
+    pool.read(job(chapter()), 30)  # the reader is running
+    proc = pool._readers[0]._proc
+    assert proc is not None
+
+    def in_this_process(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("a big page read in the crawl's process")
+
+    monkeypatch.setattr(reader_pool, "read_page", in_this_process)
+    killer = threading.Timer(0.3, proc.kill)
+    killer.start()
+    reading, problem = pool.read(big_chapter(), 60)
+    killer.join()
+    assert problem == FAILED and reading.method == "densest" and CHAPTER in reading.text
+    assert pool._readers[0]._proc is not None and pool._readers[0]._proc.pid != proc.pid
+
+
+def test_a_big_page_no_reader_reads_in_time_is_given_up_with_the_reason(
+    pool: ReaderPool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Neither the full reading nor the quick one within their time: the big page is given
+    up, the reason said, and not read in the crawl's process."""
+    monkeypatch.setattr(reader_pool, "read_page", lambda *a, **kw: pytest.fail("read here"))
+    reading, problem = pool.read(big_chapter(), 0.01)
+    assert problem == TIMEOUT and reading.text == ""
+    assert "no reading within 0.01 s" in reading.undecodable
+    assert "not read the quick way either" in reading.undecodable
 
 
 def test_undecodable_bodies_are_named() -> None:

@@ -1,7 +1,9 @@
 """A crawl's outcome is a fact everywhere: a real ``fptrack worker`` crawls a fixture site on
 127.0.0.1 from a start URL that answers 404, then from a good one; ``fptrack crawl --wait``
 exits with each outcome, the run record, ``fptrack sites list`` and ``fptrack check`` say
-it, and the worker logs the failure in one line, with no traceback. While the worker boots,
+it, and the worker logs the failure in one line, with no traceback. The pages not crawled
+(the 404, a page robots.txt forbids) are named with their URL and why in the run's stats,
+by ``crawl --wait`` and by ``sites list --json``. While the worker boots,
 ``fptrack check workers`` says ``starting``, not FAIL."""
 
 from __future__ import annotations
@@ -33,9 +35,12 @@ STARTING_EXIT = 3
 @pytest.fixture
 def site() -> Iterator[FixtureSite]:
     text = sample("lighthouse.txt")[:600]
+    links = '<a href="/2.html">下一章</a><a href="/3.html">附录</a>'
     pages = {
-        "/": page(f'<html><body><p>{text}</p><a href="/2.html">下一章</a></body></html>'),
+        "/robots.txt": (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /3.html\n"),
+        "/": page(f"<html><body><p>{text}</p>{links}</body></html>"),
         "/2.html": page(f"<html><body><p>{text[::-1]}</p></body></html>"),
+        "/3.html": page(f"<html><body><p>{text}</p></body></html>"),
     }
     with FixtureSite(pages) as served:
         yield served
@@ -109,16 +114,29 @@ def test_a_failed_crawl_is_seen_everywhere(
     assert "crawl of typo enqueued" in failed.out
     assert failed.err.strip().splitlines()[-1].startswith("typo: crawl failed: 0 page(s)")
     assert reason in failed.err and "Traceback" not in failed.err
+    assert f"  http_404: {typo} (answered 404 Not Found)" in failed.err
     assert good_run.status == 0, good_run.err
-    assert "good: crawl finished: 2 page(s)" in good_run.err
+    assert "good: crawl finished: 2 page(s), not crawled: 1 robots" in good_run.err
+    forbidden = site.url("/3.html")
+    assert f"  robots: {forbidden} (robots.txt forbids fptrack to crawl it)" in good_run.err
+    assert "/3.html" not in site.requested()
 
     [run] = ops.last_crawls("typo")
     assert run["outcome"] == "failed" and reason in run["error"]
+    named = [{"reason": "http_404", "url": typo, "why": "answered 404 Not Found"}]
+    assert run["stats"]["fptrack/not_crawled_urls"] == named  # as the store keeps it
 
     listed = fptrack("sites", "list", "--json")
     last = {s["name"]: s["last_crawl"] for s in json.loads(listed.out)}
     assert last["typo"]["outcome"] == "failed" and reason in last["typo"]["error"]
     assert last["typo"]["not_crawled"] == {"http_404": 1} and last["typo"]["errors"] == 1
+    assert last["typo"]["not_crawled_urls"] == {
+        "http_404": {"urls": [{"url": typo, "why": "answered 404 Not Found"}], "more": 0}
+    }
+    why = "robots.txt forbids fptrack to crawl it"
+    assert last["good"]["not_crawled_urls"] == {
+        "robots": {"urls": [{"url": forbidden, "why": why}], "more": 0}
+    }
     assert (last["good"]["outcome"], last["good"]["pages"]) == ("finished", 2)
     assert last["good"]["matches"] == 0 and last["good"]["errors"] == 0
     text = fptrack("sites", "list").out

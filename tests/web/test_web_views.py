@@ -407,10 +407,16 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     assert quick.status_code == 302 and web_ctx.ops.get_site("pirate").recrawl == "every 2m"
     listing = _text(as_admin.get("/sites/"))  # the last crawl's errors are summed
     assert "daily@04:30; incremental every 2m" in listing and '<td class="num">3</td>' in listing
+    typo = "http://x.example/<b>nosuch</b>"
     web_ctx.ops.record_crawl(
         "run-typo", "pirate", outcome="failed", started_at=now() + timedelta(seconds=1),
-        error="start URL http://x.example/<b>nosuch</b>: answered 404 Not Found",
-        stats={"fptrack/http_status/404": 1, "fptrack/start_failed": 1},
+        error=f"start URL {typo}: answered 404 Not Found",
+        stats={"fptrack/http_status/404": 1, "fptrack/start_failed": 1,
+               "robotstxt/forbidden": 30,
+               "fptrack/not_crawled_urls": [
+                   {"reason": "http_404", "url": typo, "why": "answered 404 Not Found"},
+                   {"reason": "robots", "url": "http://x.example/a",
+                    "why": "robots.txt forbids fptrack to crawl it"}]},
     )  # fmt: skip
     listing = _text(as_admin.get("/sites/"))  # a failed crawl says why, escaped
     assert 'failed: <span class="crawl-error">start URL http://x.example/&lt;b&gt;nosuch' in (
@@ -418,6 +424,16 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     )
     assert "&lt;/b&gt;: answered 404 Not Found" in listing and "<b>nosuch" not in listing
     assert "not crawled: answered 404 Not Found: 1" in _text(as_admin.get("/sites/pirate"))
+    detail = _text(as_admin.get("/sites/pirate"))
+    # the pages not crawled, named with the reason in words, escaped; the others counted
+    assert (
+        "<li>answered 404 Not Found: <code>http://x.example/&lt;b&gt;nosuch&lt;/b&gt;</code>"
+        in (detail)
+    )
+    assert "<li>forbidden by robots.txt: <code>http://x.example/a</code> (robots.txt forbids" in (
+        detail
+    )
+    assert "<li>forbidden by robots.txt: 29 more</li>" in detail and "<b>nosuch" not in detail
     web_ctx.ops.record_crawl(
         "run-down", "pirate", outcome="failed", started_at=now() + timedelta(seconds=2),
         error="start URL http://pirate.example/: no answer (DownloadConnectionRefusedError: "
