@@ -11,9 +11,10 @@ are seen to: acknowledged, crawled successfully since, or their site removed).""
 PENDING_AFTER = timedelta(minutes=30)
 """``fptrack check crawls`` reports pages still waiting for their match after this long
 (before that, it says ``catching-up``)."""
-DEFAULT_TIMEOUT_S = 5.0
+DEFAULT_TIMEOUT_S = 15.0
 """How long a check may run, from when the servers were asked, before it is reported failed
-(``--timeout``): a bound for a check whose servers answered their ping and then hang. A
-server that does not answer its ping is named down after
-:data:`admin.context.CONNECT_TIMEOUT_S` whatever this is; the workers' ping alone takes 1 s
-(2 s when a worker bound meanwhile), more on a busy machine."""
+(``--timeout``): a bound for a check whose servers answered their ping and then hang, under
+compose's 20 s health check. A server that does not answer its ping is named down after
+:data:`admin.context.CONNECT_TIMEOUT_S` whatever this is. The workers' check takes 1 s of
+ping (2 s when a worker bound meanwhile) after its imports, and over 5 s on a machine as
+busy as a test run's (at 5 s, a healthy worker was once said to have no answer)."""

@@ -129,9 +129,8 @@ from bench.hostile_site import (
     editions,
     robots_page_site,
 )
-from bench.measured_scan import ROOT, WORKS, run_scan
+from bench.measured_scan import ROOT, TARGET_RSS_MB, WORKS, run_scan
 
-TARGET_RSS_MB = 1024
 QUICK_CASES = ("nul", "links", "gzip-bomb", "huge-streamed", "all")
 WORKS_CASE = "bad-works"
 PAGE_READER = """

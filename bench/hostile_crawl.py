@@ -13,7 +13,7 @@ a scan refuses, named.
   one is named in the scan's JSON (``not_crawled_urls``) with its URL and its reason, the
   forbidden page is never asked for, and the copy is matched.
 
-Each run is one ``fptrack scan`` subprocess (:func:`bench.hostile_bench.run_scan`: wall time,
+Each run is one ``fptrack scan`` subprocess (:func:`bench.measured_scan.run_scan`: wall time,
 peak RSS of the scan and of its tree) against ``samples/works``.
 """
 
@@ -108,7 +108,7 @@ def refused_named(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """One scan of :func:`refused_site`: ``ok`` when every refused page is named with its
     URL and reason, the forbidden page never asked for, the copy matched, and nothing is an
     error (exit 0)."""
-    from bench.hostile_bench import WORKS, run_scan
+    from bench.measured_scan import WORKS, run_scan
 
     work = sorted(WORKS.glob("*.txt"))[0]
     out = tmp / "refused-named.json"
@@ -145,7 +145,7 @@ def flood(deadline: int) -> Callable[[argparse.Namespace, Path], dict[str, Any]]
     links over the cap were counted."""
 
     def run_flood(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-        from bench.hostile_bench import TARGET_RSS_MB, WORKS, run_scan
+        from bench.measured_scan import TARGET_RSS_MB, WORKS, run_scan
 
         out = tmp / f"link-flood-{deadline}.json"
         start = page(f'<html><body><a href="{FLOOD_PREFIX}0">flood</a></body></html>')

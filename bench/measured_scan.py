@@ -15,6 +15,8 @@ from bench.proc_memory import PeakMemory
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKS = ROOT / "samples" / "works"
+TARGET_RSS_MB = 1024
+"""Every hostile scan's process tree stays under this (1 GiB)."""
 
 
 def run_scan(

@@ -21,6 +21,7 @@ import pymongo
 import pytest
 import redis
 from celery.contrib.testing.worker import start_worker
+from celery.result import EagerResult
 from celery.signals import task_success
 from pymongo.database import Database
 
@@ -37,6 +38,12 @@ from matcher.store.operations import Operations
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
 from tests.support.raw_servers import hanging_up_redis
 from tests.support.waits import eventually
+
+
+def succeeded(result: EagerResult) -> None:
+    """An eager task ran to success. (Not ``result.get()``: once a test of this process ran
+    a worker in it, Celery takes every later ``get`` for one inside a task, and refuses.)"""
+    assert result.successful(), result.traceback
 
 
 def enqueue(page_id: str) -> None:
@@ -205,7 +212,7 @@ def test_a_batch_an_outage_ends_for_good_leaves_records_on_its_pending_pages_onl
             ("http://pirate/news", UNRELATED),
         )
     )
-    tasks.process_page.apply(args=[matched.page_id]).get()
+    succeeded(tasks.process_page.apply(args=[matched.page_id]))
     assert list(engine.store.pending_pages()) == [pending.page_id]
     down = Engine(engine.settings, engine.store, dead_redis)
     monkeypatch.setattr(tasks.process_pages, "max_retries", 1)
@@ -293,7 +300,7 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
 
     app.fptrack.use(Engine(settings, Store(mongo_db), redis_client))  # MongoDB answers again
     try:
-        tasks.requeue_pending.apply().get()  # beat's minute sweep
+        succeeded(tasks.requeue_pending.apply())  # beat's minute sweep
     finally:
         app.fptrack.use(None)
     assert redis_client.llen(down.keys.kept_failures) == 0
@@ -380,7 +387,7 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
     # Redis is back: the same task now completes and clears the failure record
     app.fptrack.use(up)
     try:
-        tasks.process_page.apply(args=[page.page_id], retries=1).get()
+        succeeded(tasks.process_page.apply(args=[page.page_id], retries=1))
     finally:
         app.fptrack.use(None)
     assert up.store.db.matches.count_documents({}) == 1
