@@ -226,6 +226,8 @@ def test_match_view_names_the_other_editions_that_explain_the_page(
     considered = page[page.index('id="considered"') : page.index("Matching passages")]
     reason = "an edition of &#39;灯塔（修订版）&#39;, which explains the page better"
     assert considered.count(reason) == 2
+    listed = [str(s["work_id"]) for s in record["siblings"]]
+    assert sorted(listed) == sorted([ids[0], ids[2]])
 
 
 def test_bulk_review_of_ticked_and_filtered_matches(
