@@ -185,7 +185,8 @@ def _group(
         else:
             house = PUBLISHERS[(g + e) % len(PUBLISHERS)]
             note = pool.take(rng.randint(150, 300), min_han=0.4)
-            made_chapters = publishers(base, share, rng, _material(pool, need + 600))
+            material = _material(pool, need + 40 * len(base) + 400)  # titles too
+            made_chapters = publishers(base, share, rng, material)
             made_front = [f"{title}（{house}版）", f"著者：{author}", house, "出版说明", *note]
         texts[name] = edition_text(made_front, made_chapters)
         chapters_of[name] = made_chapters
