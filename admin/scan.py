@@ -401,6 +401,8 @@ def _until_back(
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     """Every active match in the contract's form, by page URL then work; ``twins`` names the
     works with the same or nearly the same text as the matched work (recorded under it);
+    ``siblings`` the other editions of the matched work that explain the page too, the best
+    first, and ``tied`` those of them that explain it as well (:mod:`matcher.editions`);
     ``aliases`` the other URLs the page was reached under (one page, one entry). A download
     stored in parts (:func:`matcher.pages.part_url`) is one entry per work under its own URL,
     its record's (:mod:`matcher.download_records`: the best-scored part's scores, the
@@ -417,11 +419,16 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     parts: dict[tuple[str, str], list[str]] = {}
     for m in matches:
         methods = list(m.get("methods", []))
+        siblings = m.get("siblings") or []
         entry = {
             "url": fetched_url(m["url"]),
             "aliases": list(pages.get(m["url"], {}).get("aliases") or []),
             "work": works.get(m["work_id"], m.get("work_source", "")),
             "twins": twins.get(m["work_id"], []),
+            "siblings": [works.get(e["work_id"], e.get("work_source", "")) for e in siblings],
+            "tied": [
+                works.get(e["work_id"], e.get("work_source", "")) for e in siblings if e["tie"]
+            ],
             "score": round(float(m["score"]), 4),
             "containment": round(float(m["containment"]), 4),
             "methods": methods,

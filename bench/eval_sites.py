@@ -20,6 +20,13 @@ as static files and served on 127.0.0.1:
   with ``--max-pages`` = :data:`BIQUGE_BUDGET` x its files. Its figures: requests per
   distinct page stored (target at most :data:`BIQUGE_REQUESTS_PER_PAGE`), every copy found,
   and no duplicate (page, work) entries (the same page listed under two URLs);
+- **editions**: catalogues of editions (:mod:`bench.edition_shape`: groups of 2 to 5
+  editions of a novel, revised, abridged or another publisher's, differing by 0.1-20% of
+  their text) and a library site copying each edition whole, a chapter of it and an
+  excerpt, edited as pirates edit, beside chapters of unregistered novels, scanned alone.
+  Its figures per group size: copies found, attributed to the edition copied or to one
+  naming it as a tie (or as a near twin), and false pairs (targets: every copy found and
+  attributed, no false pair);
 - **web** (pirate-site discovery, issue 26): a small web of linked sites on loopback
   addresses of their own (:mod:`bench.discovery_web`: two watched pirate sites leading by
   links, an announced new address and a redirect to eight pirate sites and six honest
@@ -57,7 +64,7 @@ from bench.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
 
 REPO = Path(__file__).resolve().parents[1]
 FORWARD_SHAPES = ("docs", "novel", "forum", "related")
-SHAPES = (*FORWARD_SHAPES, "reverse", "biquge", "web")
+SHAPES = (*FORWARD_SHAPES, "reverse", "biquge", "editions", "web")
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 DEFAULT_SCAN_TIMEOUT = 3600
 QUICK_CORPUS_MB = 2.0
@@ -369,6 +376,32 @@ def biquge_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
     }
 
 
+def editions_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
+    """Scan the editions' library site alone against the catalogue of editions; its figures
+    per group size (:func:`bench.edition_shape.score`)."""
+    from bench.edition_shape import EditionShape
+    from bench.edition_shape import score as edition_score
+
+    assert isinstance(shape, EditionShape)
+    (site,) = shape.sites
+    works = root / "edition-works"
+    shape.write_works(works)
+    folder = site.write(root / "sites" / site.name)
+    with served({site.name: folder}) as bases:
+        base = bases[site.name]
+        log(f"editions: scanning {len(site.pages)} files against {len(shape.works)} editions ...")
+        scan = run_scan(works, [base + "index.html"], root / "editions.json",
+                        len(site.pages) + PAGES_MARGIN, args)  # fmt: skip
+    return edition_score(shape, scan, base) | {
+        "works": scan["works"],
+        "pages": scan["pages"],
+        "duplicates": len(scan.get("duplicates", [])),
+        "exit_status": scan["exit_status"],
+        "errors": scan["errors"],
+        "seconds": scan["seconds"],
+    }
+
+
 # --- report ----------------------------------------------------------------------------------
 def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
     """Build the web of linked sites, run discovery on it, score its pirate verdicts."""
@@ -420,6 +453,11 @@ def check_targets(result: dict[str, Any]) -> dict[str, bool]:
             )
         out[f"biquge found {b['copies']} of {b['copies']}"] = b["copies_found"] == b["copies"]
         out["biquge duplicates==0"] = b["duplicates"] == 0
+    if "editions" in result:
+        e = result["editions"]["all"]
+        out[f"editions found {e['copies']} of {e['copies']}"] = e["found"] == e["copies"]
+        out[f"editions attributed {e['copies']} of {e['copies']}"] = e["attributed"] == e["copies"]
+        out["editions false pairs==0"] = e["false_pairs"] == 0
     if "web" in result:
         w = result["web"]
         out[f"web discovery precision>={WEB_TARGET}"] = w["precision"] >= WEB_TARGET
@@ -503,6 +541,26 @@ def report(result: dict[str, Any]) -> str:
             f" skipped {c.get('skipped', {})}, rules learnt {c.get('rules_learnt', 0)});"
             f" {biquge['duplicates']} duplicate (page, work) entries; {biquge['seconds']} s"
         )
+    editions = result.get("editions")
+    if editions:
+        lines += ["", "editions (per group size): copies, found, attributed (of them by a named"
+                  " tie, by a near twin), false pairs"]  # fmt: skip
+        for name, r in [*editions["per_size"].items(), ("all", editions["all"])]:
+            label = f"{name} editions" if name != "all" else "all groups"
+            lines.append(
+                f"  {label:12} {r['copies']:>4} {r['found']:>4} ({r['recall']:.3f})"
+                f" {r['attributed']:>4} ({r['attribution']:.3f}; tie {r['tied']},"
+                f" twin {r['twinned']}) {r['false_pairs']:>3}"
+            )
+        lines.append(
+            f"editions: {editions['works']} editions ({editions['duplicates']} near twins),"
+            f" {editions['pages']} pages stored, {editions['all']['unrelated_pages']}"
+            f" unrelated pages; exit status {editions['exit_status']}; {editions['seconds']} s"
+        )
+        for w in editions["wrong"][:LISTED]:
+            got = ", ".join(f"{e['work']} (tied {e['tied']})" for e in w["reported"]) or "none"
+            lines.append(f"  editions miss {w['url']}: {w['expected']} {w.get('how', '')};"
+                         f" reported {got}")  # fmt: skip
     web = result.get("web")
     if web:
         lines.append(
@@ -533,7 +591,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "related-works sites (forward: fptrack scan), on a 2M-character novel registered "
         "after its chapters were crawled (reverse: the daily job), and on a pirate novel "
         f"site that repeats itself (biquge: fptrack scan with --max-pages {BIQUGE_BUDGET} x "
-        f"its files; requests per page stored, target <= {BIQUGE_REQUESTS_PER_PAGE}).",
+        f"its files; requests per page stored, target <= {BIQUGE_REQUESTS_PER_PAGE}), and "
+        "on catalogues of 2 to 5 editions of one work (editions: every copy found and "
+        "attributed to the edition copied or a named tie, no false pair).",
         epilog=f"Sizes (bench.site_shapes.Sizes): {sizes(Sizes())}. With --quick: "
         f"{sizes(QUICK_SIZES)}, on the first {QUICK_CORPUS_MB:g} MB of the corpus.",
     )
@@ -620,6 +680,10 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
         shapes.append(reverse_shape(texts, sizes, args.seed))
     if "biquge" in args.shapes:
         shapes.append(biquge_shape(texts, sizes, args.seed))
+    if "editions" in args.shapes:
+        from bench.edition_shape import editions_shape
+
+        shapes.append(editions_shape(texts, sizes, args.seed, quick=args.quick))
     return shapes
 
 
@@ -662,6 +726,9 @@ def main(
         biquge = [s for s in shapes if s.name == "biquge"]
         if biquge:
             result["biquge"] = biquge_direction(biquge[0], root, args, log)
+        editions = [s for s in shapes if s.name == "editions"]
+        if editions:
+            result["editions"] = editions_direction(editions[0], root, args, log)
         if "web" in args.shapes:
             result["web"] = web_direction(corpus, args, log)
         if args.keep:

@@ -199,6 +199,10 @@ class Sizes:
     reverse_chapters: int = 1000
     reverse_unrelated: int = 60
     reverse_list_size: int = 100
+    edition_groups: int = 3
+    """Groups of editions of each size, 2 to 5 (:mod:`bench.edition_shape`)."""
+    edition_chapters: int = 8
+    edition_fillers: int = 24
 
 
 QUICK_SIZES = Sizes(
@@ -223,6 +227,9 @@ QUICK_SIZES = Sizes(
     reverse_chapters=30,
     reverse_unrelated=4,
     reverse_list_size=12,
+    edition_groups=1,
+    edition_chapters=4,
+    edition_fillers=4,
 )
 
 
@@ -907,12 +914,12 @@ def related_shape(pool: TextPool, editor: Editor, sizes: Sizes, seed: int) -> Sh
         lines = pool.take(rng.randint(800, 2500), min_han=0.3)
         docs.append((short_title(lines), lines, (), "unrelated"))
     rng.shuffle(docs)
-    pages = _library_pages(docs, site)
+    pages = library_pages(docs, site)
     named = {name: "\n".join(lines) for name, lines in works.items()}
     return Shape("related", named, [SiteBuild("related", pages)], related)
 
 
-def _library_pages(
+def library_pages(
     docs: Sequence[tuple[str, list[str], tuple[str, ...], str]], site: Site, per_list: int = 20
 ) -> list[Page]:
     """Document pages ``doc/N.html`` and list pages ``list/N.html`` (下一页 between them)."""

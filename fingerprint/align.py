@@ -113,10 +113,11 @@ def covered(starts: np.ndarray, ends: np.ndarray) -> int:
     return int(np.maximum(e - np.maximum(s, previous), 0).sum())
 
 
-def align(a: Anchors, b: Anchors, params: AlignParams | None = None) -> Alignment:
-    """Passages shared by ``a`` and ``b`` (see the module docstring)."""
+def anchor_pairs(a: Anchors, b: Anchors) -> np.ndarray:
+    """The anchors ``a`` and ``b`` share (:func:`occurrence_pairs`, both channels), as the
+    rows ``a_start, a_end, b_start, b_end`` of an int64 array, sorted by ``a_start`` then
+    ``b_start``: the pairs :func:`align` chains into passages."""
     check_compatible(a, b)
-    params = params or AlignParams()
     spans = []
     for ca, cb in ((a.chars, b.chars), (a.pinyin, b.pinyin)):
         i, j = occurrence_pairs(ca, cb)
@@ -124,10 +125,16 @@ def align(a: Anchors, b: Anchors, params: AlignParams | None = None) -> Alignmen
             np.stack([ca.starts[i], ca.ends[i], cb.starts[j], cb.ends[j]]).astype(np.int64)
         )
     pairs = np.concatenate(spans, axis=1)
+    return pairs[:, np.lexsort((pairs[2], pairs[0]))]
+
+
+def align(a: Anchors, b: Anchors, params: AlignParams | None = None) -> Alignment:
+    """Passages shared by ``a`` and ``b`` (see the module docstring)."""
+    params = params or AlignParams()
+    pairs = anchor_pairs(a, b)
     shared = pairs.shape[1]
     if shared == 0:
         return Alignment((), 0, 0, a.length, b.length, 0)
-    pairs = pairs[:, np.lexsort((pairs[2], pairs[0]))]
     a0, a1, b0, b1 = pairs
     joins = (
         (a0[1:] - a1[:-1] <= params.max_gap)

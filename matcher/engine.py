@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from types import EllipsisType
@@ -37,7 +37,7 @@ from bson import ObjectId
 
 from fingerprint.align import align
 from fingerprint.base import FingerprintError, array_from_hex
-from matcher import download_records, split
+from matcher import download_records, editions, split
 from matcher.errors import IndexLost, IndexUnavailable, UnusableText, redis_errors
 from matcher.evidence import Evidence
 from matcher.index_view import IndexView
@@ -86,6 +86,7 @@ class Engine(IndexView):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.work_names = WorkNames(self.store.works_by_seq)
+        self.sketches = editions.Sketches(self.store.works_by_seq)
         self.evidence = Evidence(self.store, self.work_names.of)
         self.licensed = Recent(self.store.authorised_sites)
         self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
@@ -220,7 +221,17 @@ class Engine(IndexView):
             hits[hit.header.work].append(hit)
         for hit in self._stored_hits(page, verify):
             hits[hit.header.work].append(hit)
-        return judge(hits, page, df, self.settings.policy)
+        return judge(hits, page, df, self.settings.policy, self._editions(hits))
+
+    def _editions(self, hits: Mapping[int, Sequence[SegmentHit]]) -> dict[int, int]:
+        """The works of ``hits`` that are editions of each other, each mapped to its group
+        (:func:`matcher.editions.groups`, from the works' sketches, read only when two or
+        more works share passages with the page)."""
+        share = self.settings.policy.edition_share
+        if not share or len(hits) < 2:
+            return {}
+        lengths = {work: h[0].header.work_length for work, h in hits.items() if h}
+        return editions.groups(self.sketches.of(lengths), share)
 
     def _stored_hits(self, page: Prepared, works: Collection[int]) -> Iterator[SegmentHit]:
         """Every segment of the works ``works`` (seqs), read from the store, aligned with
@@ -627,8 +638,13 @@ class Engine(IndexView):
                 continue
             reason = v.reason
             if v.explained_by in meta:
-                better = meta[v.explained_by]
-                reason = f"its shared passages are explained better by {better.get('title', '')!r}"
+                title = meta[v.explained_by].get("title", "")
+                if v.edition_tie is None:
+                    reason = f"its shared passages are explained better by {title!r}"
+                elif v.edition_tie:
+                    reason = f"an edition of {title!r}, which explains the page as well (a tie)"
+                else:
+                    reason = f"an edition of {title!r}, which explains the page better"
             out.append(
                 {
                     "work_id": work["_id"],

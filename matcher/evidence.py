@@ -70,7 +70,9 @@ class Evidence:
         and site when ``page_doc`` is given; ``extra`` fields are added as they are)."""
         if not verdicts:
             return []
-        meta = self.names([v.work for v in verdicts])
+        meta = self.names(
+            [v.work for v in verdicts] + [s.work for v in verdicts for s in v.siblings]
+        )
         records = []
         for v in verdicts:
             work = meta.get(v.work)
@@ -96,6 +98,7 @@ class Evidence:
                 "methods": list(v.methods),
                 "segments": self._held(work, set(indexes), quoted),
                 "evidence": items,
+                "siblings": siblings(v, meta),
                 **(extra or {}),
             }
             if page_doc is not None:
@@ -176,6 +179,25 @@ class Evidence:
                 _, dropped = self._segments.popitem(last=False)
                 self._bytes -= _weight(dropped)
         return segment
+
+
+def siblings(v: Verdict, meta: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    """The record's ``siblings``: the other editions of the work that explain the page too
+    (:mod:`matcher.editions`), the best first, each with ``tie`` (it explains the page as
+    well) and the containments of its own alignment with the page; those removed meanwhile
+    are left out."""
+    return [
+        {
+            "work_id": meta[s.work]["_id"],
+            "work_title": meta[s.work].get("title", ""),
+            "work_source": meta[s.work].get("source", ""),
+            "tie": s.tie,
+            "containment_work": round(s.containment_work, 4),
+            "containment_page": round(s.containment_page, 4),
+        }
+        for s in v.siblings
+        if s.work in meta
+    ]
 
 
 def _weight(segment: WorkSegment) -> int:

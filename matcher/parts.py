@@ -65,7 +65,7 @@ def part_share(
     )
     if wa.work_covered < policy.min_chars or not enough:
         return None
-    return verdict(wa, hits, part, policy, reason="")
+    return verdict(wa, hits, part, policy, reason="", siblings=chapter.siblings)
 
 
 def shares(

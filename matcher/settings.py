@@ -169,9 +169,13 @@ class MatchPolicy:
     such as a forum post with its replies); either way the shared passages must total
     ``min_chars``. A passage lying mostly (over ``boilerplate_share``) in boilerplate, text
     that ``boilerplate_works`` registered works or more hold, does not count, nor one lying
-    mostly in text a better-matching work explains (``matcher.verify``). Candidates are
-    works with a segment within ``simhash_k`` of the page or holding ``min_window_hits`` of
-    its postings keys; every candidate is verified.
+    mostly in text a better-matching work explains (``matcher.verify``). Works that each lie
+    at least ``edition_share`` inside the other are editions of one work
+    (``matcher.editions``): they count as one work for boilerplate, and a page copying their
+    text is attributed to the edition that explains it best, the others named (0: no work
+    is an edition of another). Candidates are works with a segment within ``simhash_k`` of
+    the page or holding ``min_window_hits`` of its postings keys; every candidate is
+    verified.
     """
 
     min_work_share: float = 0.2
@@ -184,6 +188,7 @@ class MatchPolicy:
     min_window_hits: int = 2
     boilerplate_works: int = 3
     boilerplate_share: float = 0.5
+    edition_share: float = 0.6
 
     def __post_init__(self) -> None:
         for name in ("min_work_share", "min_page_share", "min_quote_share", "boilerplate_share"):
@@ -194,6 +199,8 @@ class MatchPolicy:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
         if self.boilerplate_works < 2:
             raise SettingsError(f"boilerplate_works must be >= 2, got {self.boilerplate_works}")
+        if not 0.0 <= self.edition_share <= 1.0:
+            raise SettingsError(f"edition_share must be in 0..1 (0: off), got {self.edition_share}")
         if not 0 <= self.simhash_k <= 16:
             raise SettingsError(f"simhash_k must be in 0..16, got {self.simhash_k}")
 

@@ -10,10 +10,13 @@ by work. :func:`judge` then, in order:
    in text that at least ``policy.boilerplate_works`` registered works hold (the corpus
    document frequency of the page's sampled anchors, read from the works' postings index
    with the candidates) or that more than ``policy.boilerplate_works - 1`` candidate works
-   share at the same place of the page;
+   share at the same place of the page; editions of one work (:mod:`matcher.editions`)
+   count once, so the text a group of editions shares is never boilerplate for that alone;
 3. attributes shared text (:func:`attribute`): works are ranked by how much of the page
    they explain, and a work keeps only passages not mostly inside text already claimed by a
-   better-ranked work that matched;
+   better-ranked work that matched; the editions of a group are ranked together, the one
+   whose text differs least from the page first (:func:`matcher.editions.differences`),
+   and its match names the others that explain the page too (its siblings, ties marked);
 4. decides with the policy (:func:`decide`) and scores each work (:func:`verdict`).
 
 Scores (from the compact forms, never from full texts):
@@ -31,17 +34,18 @@ Scores (from the compact forms, never from full texts):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Protocol
 
 import numpy as np
 
-from fingerprint.align import Alignment, AlignParams, Passage, covered
+from fingerprint.align import Alignment, AlignParams, Passage, anchor_pairs, covered
 from fingerprint.anchors import Anchors
 from fingerprint.simhash import hamming
 from fingerprint.similarity import combined_score, microblog_sim
+from matcher import editions
 from matcher.prepared import Prepared, Sampled, SegmentHeader
 from matcher.settings import MatchPolicy
 
@@ -133,13 +137,28 @@ class WorkAlignment:
         )
 
 
+@dataclass(frozen=True)
+class Sibling:
+    """Another edition of a matched work (:mod:`matcher.editions`) that explains the page
+    too: its seq, whether it explains it as well (``tie``), and the containments of its own
+    alignment with the page (before the matched edition took the text they share)."""
+
+    work: int
+    tie: bool
+    containment_work: float
+    containment_page: float
+
+
 @dataclass(frozen=True, eq=False)
 class Verdict:
     """One verified (page, work) pair: its alignment, scores and the policy's decision.
 
     ``reason`` says why the work is not a match ("" when it is), and ``explained_by`` names
     the work (seq) that took its shared passages when that is the reason; ``hits`` are the
-    segments it was verified against.
+    segments it was verified against. ``siblings``: the other editions of a matched work
+    that explain the page too, the best first; ``edition_tie``: for a work whose passages
+    an edition of it took, whether that edition explains the page as well (True) or better
+    (False); None otherwise.
     """
 
     work: int
@@ -149,6 +168,8 @@ class Verdict:
     reason: str
     hits: tuple[SegmentHit, ...]
     explained_by: int | None = None
+    siblings: tuple[Sibling, ...] = ()
+    edition_tie: bool | None = None
 
     @property
     def matched(self) -> bool:
@@ -260,18 +281,61 @@ def common_mask(
 
 
 def shared_mask(
-    alignments: Iterable[WorkAlignment], page_length: int, max_works: int
+    alignments: Iterable[WorkAlignment],
+    page_length: int,
+    max_works: int,
+    groups: Mapping[int, int] | None = None,
 ) -> np.ndarray:
-    """Page positions covered by passages of more than ``max_works`` candidate works."""
-    depth = np.zeros(page_length + 1, dtype=np.int32)
+    """Page positions covered by passages of more than ``max_works`` candidate works, the
+    editions of one group (``groups``: work -> group, :func:`matcher.editions.groups`)
+    counting as one work."""
+    covers = _covers(alignments, page_length, groups or {})
+    depth = np.zeros(page_length, dtype=np.int32)
+    for cover in covers.values():
+        depth += cover
+    return depth > max_works
+
+
+def _covers(
+    alignments: Iterable[WorkAlignment], page_length: int, groups: Mapping[int, int]
+) -> dict[tuple[str, int], np.ndarray]:
+    """Page positions covered by each work's passages, or by those of any edition of a
+    group (keyed ``("group", g)``; a work without editions ``("work", seq)``)."""
+    covers: dict[tuple[str, int], np.ndarray] = {}
     for wa in alignments:
         starts, ends = _columns(wa.passages, "b")
-        if len(starts):  # one work's overlapping passages count once
-            marks = np.zeros(page_length + 1, dtype=np.int32)
-            np.add.at(marks, starts, 1)
-            np.add.at(marks, ends, -1)
-            depth += np.cumsum(marks) > 0
-    return depth[:page_length] > max_works
+        if not len(starts):
+            continue
+        cover = editions.spans_mask(starts, ends, page_length)
+        key = ("group", groups[wa.work]) if wa.work in groups else ("work", wa.work)
+        covers[key] = covers[key] | cover if key in covers else cover
+    return covers
+
+
+def editions_df(
+    df: np.ndarray,
+    sample: Sampled,
+    alignments: Mapping[int, WorkAlignment],
+    page_length: int,
+    groups: Mapping[int, int],
+) -> np.ndarray:
+    """``df`` (registered works holding each sampled anchor) with the editions of one group
+    counted once: less, at each anchor, the candidate works covering it beyond one per
+    group of editions covering it."""
+    if not groups or not len(df):
+        return df
+    works = np.zeros(page_length, dtype=np.int32)
+    for wa in alignments.values():
+        starts, ends = _columns(wa.passages, "b")
+        if len(starts):
+            works += editions.spans_mask(starts, ends, page_length)
+    grouped = np.zeros(page_length, dtype=np.int32)
+    for cover in _covers(alignments.values(), page_length, groups).values():
+        grouped += cover
+    excess = np.r_[works - grouped, 0]
+    starts = np.clip(sample.starts.astype(np.int64), 0, page_length)
+    last = np.clip(sample.ends.astype(np.int64) - 1, starts, page_length)
+    return df - np.minimum(excess[starts], excess[last])
 
 
 def _mostly(p: Passage, mask: np.ndarray, share: float) -> bool:
@@ -285,25 +349,31 @@ def drop_masked(wa: WorkAlignment, mask: np.ndarray, share: float) -> WorkAlignm
     return wa if all(keep) else wa.keeping(keep)
 
 
+def _rank(wa: WorkAlignment) -> tuple[int, float, int, int]:
+    """The attribution's ranking: page characters covered, containment of the work, seq."""
+    return (-wa.page_covered, -wa.containment_work, wa.work, 0)
+
+
 def attribute(
-    alignments: Mapping[int, WorkAlignment], policy: MatchPolicy
+    alignments: Mapping[int, WorkAlignment],
+    policy: MatchPolicy,
+    rank: Callable[[WorkAlignment], tuple[int, float, int, int]] = _rank,
 ) -> dict[int, tuple[WorkAlignment, int | None]]:
     """Give shared text to the work that explains it best.
 
     Works are ranked by page characters covered, then containment of the work, then work
-    seq (the earlier registration wins a tie). Going down the ranking, a work keeps only
-    passages not mostly inside text claimed by the better-ranked works that matched; if it
-    then matches, its passages claim their text. Returns, per work, what it kept and the
-    work that took its first lost passage (None when it lost none).
+    seq (the earlier registration wins a tie), or by ``rank`` (:func:`judge` ranks the
+    editions of a group together). Going down the ranking, a work keeps only passages not
+    mostly inside text claimed by the better-ranked works that matched; if it then matches,
+    its passages claim their text. Returns, per work, what it kept and the work that took
+    its first lost passage (None when it lost none).
     """
     if not alignments:
         return {}
     page_length = next(iter(alignments.values())).page_length
     claimed = np.zeros(page_length, dtype=bool)
     owner = np.zeros(page_length, dtype=np.int64)
-    ranked = sorted(
-        alignments.values(), key=lambda wa: (-wa.page_covered, -wa.containment_work, wa.work)
-    )
+    ranked = sorted(alignments.values(), key=rank)
     out: dict[int, tuple[WorkAlignment, int | None]] = {}
     for wa in ranked:
         keep = [not _mostly(p, claimed, policy.boilerplate_share) for p in wa.passages]
@@ -343,8 +413,11 @@ def verdict(
     policy: MatchPolicy,
     reason: str,
     explained_by: int | None = None,
+    siblings: tuple[Sibling, ...] = (),
+    edition_tie: bool | None = None,
 ) -> Verdict:
-    """Scores of a work's final alignment with the page, and the decision ``reason``."""
+    """Scores of a work's final alignment with the page, and the decision ``reason``
+    (``explained_by``, ``siblings`` and ``edition_tie`` as :class:`Verdict` has them)."""
     distance = min(hamming(h.header.simhash, page.simhash) for h in hits)
     jaccard = max(resemblance(h.anchors, page.anchors) for h in hits)
     share, _, _ = wa.best_segment
@@ -362,7 +435,61 @@ def verdict(
         methods.append("pinyin")
     if distance <= policy.simhash_k:
         methods.append("simhash")
-    return Verdict(wa.work, wa, scores, tuple(methods), reason, tuple(hits), explained_by)
+    return Verdict(
+        wa.work, wa, scores, tuple(methods), reason, tuple(hits), explained_by, siblings,
+        edition_tie,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class _Group:
+    """The editions of one group among a page's candidates, in the order they explain the
+    page (:func:`matcher.editions.differences`, ``differences`` by work): the first is the
+    one ranked first, those of ``tied`` explain it as well."""
+
+    order: tuple[int, ...]
+    differences: Mapping[int, int]
+    tied: frozenset[int]
+
+
+def _ranked_groups(
+    cleaned: Mapping[int, WorkAlignment],
+    hits: Mapping[int, Sequence[SegmentHit]],
+    page: PageFingerprint,
+    groups: Mapping[int, int],
+) -> dict[int, _Group]:
+    """Each group of editions with two or more candidates sharing passages with the page,
+    by group: its editions in the order they explain the page, the tied ones first, among
+    them the higher containment of the work then the earlier registration."""
+    members: dict[int, list[int]] = {}
+    for work, wa in cleaned.items():
+        if work in groups and wa.passages:
+            members.setdefault(groups[work], []).append(work)
+    out = {}
+    for g, works in members.items():
+        if len(works) < 2:
+            continue
+        region = np.zeros(page.length, dtype=bool)
+        for w in works:
+            region |= editions.spans_mask(*_columns(cleaned[w].passages, "b"), page.length)
+        found = {}
+        for w in works:
+            pairs = [anchor_pairs(h.anchors, page.anchors) for h in hits[w]]
+            for h, p in zip(hits[w], pairs, strict=True):
+                p[:2] += h.header.offset
+            joined = np.concatenate(pairs, axis=1)
+            found[w] = editions.differences(
+                cleaned[w].passages, joined, region, ALIGN_PARAMS.max_gap
+            )
+        least = min(found.values())
+        tied = frozenset(w for w in works if found[w] - least <= editions.TIE_CHARS)
+        order = sorted(
+            works,
+            key=lambda w: (w not in tied, found[w] if w not in tied else 0,
+                           -cleaned[w].containment_work, w),
+        )  # fmt: skip
+        out[g] = _Group(tuple(order), found, tied)
+    return out
 
 
 def judge(
@@ -370,22 +497,39 @@ def judge(
     page: Prepared,
     df: np.ndarray,
     policy: MatchPolicy,
+    groups: Mapping[int, int] | None = None,
 ) -> list[Verdict]:
     """Every verified work's verdict on ``page`` (see the module docstring), best first.
 
     ``df`` holds, for each of ``page.sampled.keys``, the number of registered works whose
-    postings hold it.
+    postings hold it; ``groups`` maps the candidate works that are editions of each other
+    to their group (:func:`matcher.editions.groups`).
     """
+    groups = groups or {}
     merged = {work: merge(h, page.length) for work, h in hits.items() if h}
+    df = editions_df(df, page.sampled, merged, page.length, groups)
     mask = common_mask(
         page.length, page.sampled, df, policy.boilerplate_works, ALIGN_PARAMS.max_gap
-    ) | shared_mask(merged.values(), page.length, policy.boilerplate_works - 1)
+    ) | shared_mask(merged.values(), page.length, policy.boilerplate_works - 1, groups)
     cleaned = {w: drop_masked(wa, mask, policy.boilerplate_share) for w, wa in merged.items()}
-    attributed = attribute(cleaned, policy)
+    ranked = _ranked_groups(cleaned, hits, page, groups)
+    rank = _rank
+    if ranked:
+        place = {w: (g, i) for g, r in ranked.items() for i, w in enumerate(r.order)}
+
+        def rank(wa: WorkAlignment) -> tuple[int, float, int, int]:
+            if wa.work not in place:
+                return _rank(wa)
+            g, i = place[wa.work]
+            first = cleaned[ranked[g].order[0]]
+            return (-first.page_covered, -first.containment_work, first.work, i)
+
+    attributed = attribute(cleaned, policy, rank)
     out = []
     for work, (final, lost_to) in attributed.items():
         reason = decide(final, policy)
         explained_by = None
+        group = ranked.get(groups.get(work, -1))
         if reason and lost_to is not None and not decide(cleaned[work], policy):
             reason, explained_by = (
                 "its shared passages are explained better by another work",
@@ -396,6 +540,23 @@ def judge(
                 "its shared text is boilerplate (common to several registered works or to"
                 " several candidates at the same place of the page)"
             )
-        out.append(verdict(final, hits[work], page, policy, reason, explained_by))
+        siblings: tuple[Sibling, ...] = ()
+        edition_tie = None
+        if group is not None and not reason:
+            siblings = tuple(
+                Sibling(
+                    w,
+                    work in group.tied and w in group.tied,
+                    cleaned[w].containment_work,
+                    cleaned[w].containment_page,
+                )
+                for w in group.order
+                if w != work and not decide(cleaned[w], policy)
+            )
+        elif group is not None and explained_by in group.differences:
+            edition_tie = work in group.tied and explained_by in group.tied
+        out.append(
+            verdict(final, hits[work], page, policy, reason, explained_by, siblings, edition_tie)
+        )
     out.sort(key=lambda v: (not v.matched, -v.alignment.page_covered, v.work))
     return out

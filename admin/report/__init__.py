@@ -40,6 +40,8 @@ CSV_FIELDS = (
     "containment_page",
     "methods",
     "passages",
+    "siblings",
+    "tied",
 )
 
 
@@ -62,7 +64,15 @@ def row(match: dict[str, Any]) -> dict[str, Any]:
         "containment_page": round(float(match.get("containment_page", 0.0)), 4),
         "methods": " ".join(match.get("methods", [])),
         "passages": len(match.get("evidence", [])),
+        "siblings": "; ".join(_edition(s) for s in match.get("siblings") or []),
+        "tied": "; ".join(_edition(s) for s in match.get("siblings") or [] if s.get("tie")),
     }
+
+
+def _edition(sibling: dict[str, Any]) -> str:
+    """A sibling edition of a match's work (:mod:`matcher.editions`): its title, or its
+    source when it has none."""
+    return str(sibling.get("work_title") or sibling.get("work_source") or "")
 
 
 def to_csv(matches: Iterable[dict[str, Any]]) -> str:

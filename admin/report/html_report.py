@@ -273,6 +273,20 @@ def _match_table(matches: list[Mapping[str, Any]], label: PageLabel, site_cell: 
     )
 
 
+def _siblings(m: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The match's fact naming the other editions of its work that explain the page too
+    (:mod:`matcher.editions`), those that explain it as well marked as a tie; none without."""
+    siblings = m.get("siblings") or []
+    if not siblings:
+        return ()
+    names = ", ".join(
+        f"{html.escape(s.get('work_title', ''))} ({html.escape(s.get('work_source', ''))})"
+        + (" <b>tie</b>" if s.get("tie") else "")
+        for s in siblings
+    )
+    return (("other editions that explain the page", names),)
+
+
 def _match(
     i: int,
     m: Mapping[str, Any],
@@ -290,6 +304,7 @@ def _match(
         ("containment of the work in the page", f"{_score(m, 'containment_work'):.3f}"),
         ("containment of the page in the work", f"{_score(m, 'containment_page'):.3f}"),
         ("methods", esc(" ".join(m.get("methods", [])))),
+        *_siblings(m),
         ("status", esc(str(m.get("status", "")))),
         ("first seen", esc(when(m.get("first_seen")))),
         ("last seen", esc(when(m.get("last_seen")))),

@@ -192,6 +192,14 @@ def _match(doc: dict[str, Any], evidence: bool = False) -> dict[str, Any]:
         "active": bool(doc.get("active", True)),
         "methods": [str(m) for m in doc.get("methods", [])],
         "parts": [int(n) for n in doc.get("parts") or []],
+        "siblings": [
+            {
+                "work_id": str(e.get("work_id", "")),
+                "work_title": str(e.get("work_title", "")),
+                "tie": bool(e.get("tie")),
+            }
+            for e in doc.get("siblings") or []
+        ],
         "first_seen": _when(doc.get("first_seen")),
         "last_seen": _when(doc.get("last_seen")),
         "archive": None

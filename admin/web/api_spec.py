@@ -103,6 +103,12 @@ MATCH = {
         "items": {"type": "integer"},
         "description": "a whole-book download stored in parts: the parts copying the work",
     },
+    "siblings": {
+        "type": "array",
+        "items": _obj({"work_id": STRING, "work_title": STRING, "tie": {"type": "boolean"}}),
+        "description": "the other editions of the work that explain the page too, the best "
+        "first; tie: it explains the page as well",
+    },
     "first_seen": WHEN,
     "last_seen": WHEN,
     "archive": _nullable(

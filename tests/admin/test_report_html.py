@@ -98,3 +98,24 @@ def test_a_site_is_named_by_the_url_it_was_crawled_from() -> None:
     assert "<td>other</td>" in by_site
     table = page.split("id='match-table'")[1].split("</table>")[0]
     assert table.count(">https://pirate.example/?q=&lt;b&gt;</a>") == 1
+
+
+def test_a_match_names_the_other_editions_that_explain_its_page() -> None:
+    """A match of one edition among several: the report's facts name the siblings (titles
+    and sources escaped), a tie marked; the CSV row names them too, the tied apart."""
+    from admin.report import row
+
+    siblings = [
+        {"work_title": "<i>初版</i>", "work_source": "a.txt", "tie": True},
+        {"work_title": "青禾版", "work_source": "c.txt", "tie": False},
+    ]
+    match = {
+        "site": "s", "url": "https://p.example/1", "work_title": "修订版", "score": 1.0,
+        "containment_work": 1.0, "evidence": [], "siblings": siblings,
+    }  # fmt: skip
+    page = render([match], lambda m: ("", ""))
+    facts = page.split("other editions that explain the page</th><td>")[1].split("</td>")[0]
+    assert facts == "&lt;i&gt;初版&lt;/i&gt; (a.txt) <b>tie</b>, 青禾版 (c.txt)"
+    assert (row(match)["siblings"], row(match)["tied"]) == ("<i>初版</i>; 青禾版", "<i>初版</i>")
+    alone = render([{**match, "siblings": []}], lambda m: ("", ""))
+    assert "other editions" not in alone and row({**match, "siblings": []})["siblings"] == ""

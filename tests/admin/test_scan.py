@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -77,6 +78,7 @@ def test_json_shape(sample_scan) -> None:
     for m in result["matches"]:
         assert set(m) >= {"url", "work", "score", "containment", "methods", "evidence"}
         assert m["twins"] == []  # no two sample works have (nearly) the same text
+        assert m["siblings"] == m["tied"] == []  # nor are any two editions of one work
         assert 0 <= m["containment"] <= 1 and 0 < m["score"] <= 1
         assert m["methods"] and all(isinstance(x, str) for x in m["methods"])
         assert m["evidence"]
@@ -266,6 +268,59 @@ def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path,
         {"work": "b-copy.txt", "same_text_as": "a-lighthouse.txt", "near": near},
         {"work": "c-copy.txt", "same_text_as": "a-lighthouse.txt", "near": near},
     ]
+
+
+def swapped(text: str, which: range, seed: int) -> str:
+    """``text`` with its long lines ``which`` (40 characters or more) swapped for other text:
+    their characters shuffled, a text no work or page holds."""
+    rng = random.Random(seed)
+    lines = text.split("\n")
+    long = [i for i, line in enumerate(lines) if len(line) > 40]
+    for i in (long[k] for k in which):
+        lines[i] = "".join(rng.sample(lines[i], len(lines[i])))
+    return "\n".join(lines)
+
+
+def test_editions_of_a_work_are_matched_and_attributed(capsys, tmp_path) -> None:
+    """The issue's probe: three editions of a sample work, two with three lines swapped for
+    other text, and a page holding the second verbatim: a copy of the second, naming the
+    other two as siblings. The sample site's copy of the original goes to the first; its
+    page holding the work's last paragraphs, which every edition holds, is a tie of the
+    three."""
+    text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    texts = [text, swapped(text, range(2, 5), 1), swapped(text, range(8, 11), 2)]
+    works, site = tmp_path / "works", tmp_path / "site"
+    works.mkdir()
+    site.mkdir()
+    for n, body in enumerate(texts, 1):
+        (works / f"lighthouse-{n}.txt").write_text(body, encoding="utf-8")
+    (site / "index.html").write_text(
+        '<html><head><meta charset="utf-8"><title>灯塔</title></head><body>'
+        '<a href="book.html">全文</a></body></html>',
+        encoding="utf-8",
+    )
+    body = "<br>\n".join(texts[1].split("\n"))
+    (site / "book.html").write_text(
+        f'<html><head><meta charset="utf-8"><title>灯塔全文</title></head><body>'
+        f'<div id="content">{body}</div></body></html>',
+        encoding="utf-8",
+    )
+    out = tmp_path / "out.json"
+    argv = ["--works", str(works), "--site-dir", str(site), "--site-dir", str(SITE)]
+    status, _ = scan(capsys, *argv, "--json", str(out))
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 0 and result["works"] == 3 and result["duplicates"] == []
+    by_path = {urlsplit(m["url"]).path: m for m in result["matches"]}
+    copy = by_path.pop("/book.html")
+    assert copy["work"] == "lighthouse-2.txt" and copy["containment"] > 0.97
+    assert copy["siblings"] == ["lighthouse-1.txt", "lighthouse-3.txt"] and copy["tied"] == []
+    assert set(by_path) == {p for p, copied in EXPECTED.items() if "lighthouse.txt" in copied}
+    whole = by_path["/book/1021/1.html"]
+    assert whole["work"] == "lighthouse-1.txt" and whole["tied"] == []
+    assert whole["siblings"] == ["lighthouse-2.txt", "lighthouse-3.txt"]
+    end = by_path["/book/1026/1.html"]  # sanguo-01, then the last 4 paragraphs
+    assert {end["work"], *end["tied"]} == {f"lighthouse-{n}.txt" for n in (1, 2, 3)}
+    assert end["siblings"] == end["tied"]
 
 
 @pytest.mark.parametrize(

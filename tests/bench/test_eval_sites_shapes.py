@@ -3,8 +3,8 @@
 Built at the quick sizes from synthetic text (no download), then checked from their HTML
 alone: links resolve, depths, DocBook/Sphinx navigation and one reading order through the
 documentation site, copies at the depth claimed, split chapters and threads whose parts
-link each other with 下一页 / 上一页, the two ways novel sites link chapters, and works that
-share the text they are said to share.
+link each other with 下一页 / 上一页, the two ways novel sites link chapters, works that
+share the text they are said to share, and editions made and copied as claimed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from collections import deque
 
 import pytest
 
+from bench.edition_shape import DIFFER, GROUP_SIZES, EditionShape, editions_shape, sentences
 from bench.english import synthetic_sections
 from bench.eval_corpus import synthetic_texts
 from bench.site_shapes import (
@@ -35,7 +36,8 @@ MAX_DEPTH = 6
 def shapes() -> dict[str, Shape]:
     texts = synthetic_texts(160)
     built = forward_shapes(texts, synthetic_sections(), QUICK_SIZES, 0)
-    return {s.name: s for s in [*built, reverse_shape(texts, QUICK_SIZES, 0)]}
+    built += [reverse_shape(texts, QUICK_SIZES, 0), editions_shape(texts, QUICK_SIZES, 0, True)]
+    return {s.name: s for s in built}
 
 
 def sites(shapes: dict[str, Shape]) -> list[SiteBuild]:
@@ -191,3 +193,49 @@ def test_reverse_novel_is_one_work_in_chapter_pages(shapes) -> None:
     assert len(chapters) == QUICK_SIZES.reverse_chapters
     assert all(p.works == (name,) and not p.parts for p in chapters)
     assert len(re.findall(r"^第\d+章 ", text, re.M)) == QUICK_SIZES.reverse_chapters
+
+
+def test_editions_differ_as_claimed_and_each_is_copied_three_ways(shapes) -> None:
+    """Groups of 2 to 5 editions: each other edition differs from the first as its kind
+    says (reworded sentences, dropped paragraphs, another publisher's front matter and
+    headings) by a share within DIFFER; every edition is copied whole, by a chapter and by
+    an excerpt, each copy page holding text of its edition."""
+    shape = shapes["editions"]
+    assert isinstance(shape, EditionShape)
+    groups: dict[str, list[str]] = {}
+    for name, first in shape.group_of.items():
+        groups.setdefault(first, []).append(name)
+    sizes = sorted(len(g) for g in groups.values())
+    assert sizes == sorted(list(GROUP_SIZES) * QUICK_SIZES.edition_groups)
+    for first, names in groups.items():
+        base = shape.works[first].split("\n")
+        for name in names:
+            kind, share = shape.made[name]
+            lines = shape.works[name].split("\n")
+            if name == first:
+                assert kind == "first"
+                continue
+            assert DIFFER[0] <= share <= DIFFER[1]
+            assert set(shape.related[name]) == set(names) - {name}
+            if kind == "abridged":  # paragraphs dropped, nothing else
+                kept = iter(base)
+                assert all(any(x == y for y in kept) for x in lines) and len(lines) < len(base)
+            elif kind == "revised":  # as many paragraphs, some sentences other
+                assert len(lines) == len(base) and lines != base
+                old = {s for x in base for s in sentences(x)}
+                assert any(s not in old for x in lines for s in sentences(x))
+            else:  # another publisher's: its front matter, 第N回 headings
+                assert kind == "publisher" and lines[0] != base[0]
+                assert any(re.match(r"第.+回 ", x) for x in lines)
+                assert not any(re.match(r"第.+章 ", x) for x in lines)
+    (site,) = shape.sites
+    hows: dict[str, list[str]] = {}
+    for path, copy in shape.copies.items():
+        page = site.page(path)
+        assert page is not None and page.works == (copy.edition,)
+        hows.setdefault(copy.edition, []).append(copy.how)
+        assert copy.size == len(groups[copy.group])
+    assert all(sorted(h) == ["chapter", "excerpt", "whole"] for h in hows.values())
+    assert set(hows) == set(shape.works)
+    fillers = [p for p in site.pages if p.kind == "document" and not p.works]
+    assert len(fillers) == QUICK_SIZES.edition_fillers

@@ -2,10 +2,11 @@
 
 The whole benchmark runs for real: the sites served on 127.0.0.1, one ``fptrack scan``
 subprocess for the forward shapes, the in-process crawl, registration and daily job of the
-reverse direction. It checks the JSON's shape, that the ground truth is consistent with the
-sites written (labelled pages exist, every part of a split text is a positive, the works
-exist), that the run leaves no Redis key behind, and that the real crawl of each shape
-meets the benchmark's targets, split chapters reported under every part URL.
+reverse direction, the scans of the biquge and editions sites. It checks the JSON's shape,
+that the ground truth is consistent with the sites written (labelled pages exist, every
+part of a split text is a positive, the works exist), that the run leaves no Redis key
+behind, and that the real crawl of each shape meets the benchmark's targets, split
+chapters reported under every part URL, every copy of an edition found and attributed.
 """
 
 from __future__ import annotations
@@ -99,6 +100,13 @@ def test_quick_run_meets_the_targets_with_a_consistent_truth(run, texts) -> None
     assert biquge["pages_stored"] <= biquge["files"] and biquge["exit_status"] == 0
     skipped = biquge["crawl"]["skipped"]
     assert skipped.get("dead_pattern", 0) > 0 and biquge["crawl"]["rules_learnt"] >= 1
+    editions = run["editions"]  # catalogues of 2 to 5 editions: figures per group size
+    assert list(editions["per_size"]) == ["2", "3", "4", "5"]
+    for size, row in editions["per_size"].items():
+        assert row["copies"] == 3 * int(size) * QUICK_SIZES.edition_groups
+    assert sum(r["copies"] for r in editions["per_size"].values()) == editions["all"]["copies"]
+    assert editions["all"]["unrelated_pages"] == QUICK_SIZES.edition_fillers
+    assert editions["exit_status"] == 0 and editions["errors"] == []
     failed = [name for name, ok in run["targets"].items() if not ok]
     assert failed == [], f"targets missed on the quick sites: {failed}"
 

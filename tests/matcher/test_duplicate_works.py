@@ -1,10 +1,18 @@
 """A text registered several times, or nearly (editions a line apart): the earliest is
 indexed, the others are its twins (near twins), and identical or near-identical works never
-cancel each other out as boilerplate; works that only share some text stay apart."""
+cancel each other out as boilerplate; works that only share some text stay apart.
+
+Editions further apart (revised, abridged, another publisher's, ``matcher.editions``) are
+all indexed: the text they share is not boilerplate for that alone, a copy is attributed to
+the edition that explains it best, the others named as its siblings (ties marked), and
+volumes of a series sharing front matter keep their strict attribution."""
 
 from __future__ import annotations
 
 import random
+from dataclasses import replace
+
+import opencc
 
 from matcher import near_twins
 from matcher.engine import Engine
@@ -12,7 +20,16 @@ from matcher.keys import segment_owner
 from matcher.maintenance import rebuild_indexes
 from matcher.settings import Settings
 from matcher.store.operations import Operations
-from tests.matcher.conftest import crawl, matched, novel, page_of, prose, sample
+from tests.matcher.conftest import (
+    UNRELATED,
+    crawl,
+    matched,
+    novel,
+    page_of,
+    paragraphs,
+    prose,
+    sample,
+)
 
 TEXT = sample("lighthouse.txt")
 
@@ -223,3 +240,144 @@ def test_a_near_twin_is_released_when_the_first_edition_loses_a_chapter(engine: 
     assert "same_text_as" not in engine.store.get_work(twin)
     assert matched(crawl(engine, "http://p/1", page_of(chapters[19]))) == {twin}
     assert first in matched(crawl(engine, "http://p/2", page_of(chapters[3])))
+
+
+# --- editions that differ by more than a line (matcher.editions) ---------------------------
+def lines_swapped(text: str, which: range, other: str) -> str:
+    """``text`` with its long lines ``which`` (40 characters or more, counted from 0)
+    replaced by the long lines of ``other``, in order."""
+    lines = text.split("\n")
+    long = [i for i, line in enumerate(lines) if len(line) > 40]
+    fresh = [line for line in other.split("\n") if len(line) > 40]
+    for n, i in enumerate(long[k] for k in which):
+        lines[i] = fresh[n + which.start]
+    return "\n".join(lines)
+
+
+def three_editions() -> list[str]:
+    """The issue's probe: a sample work and two editions with three lines each swapped for
+    other text (about a fifth of the work: none is a near twin of another)."""
+    other = sample("star-voyage.txt")
+    return [TEXT, lines_swapped(TEXT, range(2, 5), other), lines_swapped(TEXT, range(8, 11), other)]
+
+
+def siblings(record: dict) -> dict[str, bool]:
+    """The record's sibling editions: work id -> tie."""
+    return {str(s["work_id"]): s["tie"] for s in record["siblings"]}
+
+
+def test_three_editions_and_a_page_holding_one_of_them(engine: Engine) -> None:
+    """Three editions of a work, two of them with three lines swapped: a page holding one
+    verbatim is a copy of it (the text three editions share is not boilerplate), its match
+    naming the other two; each edition's own copy goes to it."""
+    texts = three_editions()
+    ids = [engine.add_work(t, title=f"灯塔{n}", source=f"e{n}.txt") for n, t in enumerate(texts)]
+    assert not any("same_text_as" in engine.store.get_work(i) for i in ids)
+    [record] = crawl(engine, "http://p/1", page_of(texts[1]))
+    assert str(record["work_id"]) == ids[1] and record["containment_work"] > 0.97
+    assert siblings(record) == {ids[0]: False, ids[2]: False}
+    assert [s["work_source"] for s in record["siblings"]] == ["e0.txt", "e2.txt"]
+    considered = engine.store.page_by_url("http://p/1")["considered"]
+    assert {str(c["work_id"]) for c in considered} == {ids[0], ids[2]}
+    assert all(c["reason"] == "an edition of '灯塔1', which explains the page better"
+               for c in considered)  # fmt: skip
+    for n, text in enumerate(texts):
+        [own] = crawl(engine, f"http://p/own{n}", page_of(text))
+        assert str(own["work_id"]) == ids[n] and set(siblings(own)) == set(ids) - {ids[n]}
+
+
+def test_without_editions_the_shared_text_of_three_is_boilerplate(index_client, mongo_db) -> None:
+    """What the page above met before editions were grouped: the text three editions share
+    taken for boilerplate, and the 300-odd characters of an edition's own too few alone."""
+    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    settings = replace(settings, policy=replace(settings.policy, edition_share=0))
+    engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
+    texts = three_editions()
+    for n, t in enumerate(texts):
+        engine.add_work(t, title=f"灯塔{n}", source=f"e{n}.txt")
+    assert crawl(engine, "http://p/1", page_of(texts[1])) == []
+
+
+def revised(text: str, old: str, seed: int) -> str:
+    """``text`` with the passage ``old`` reworded (other text of the same length)."""
+    return text.replace(old, prose(random.Random(seed), len(old)))
+
+
+def test_a_chapter_every_edition_holds_is_a_tie(engine: Engine) -> None:
+    """Two editions differing in one chapter: a copy of another chapter, word for word in
+    both, is recorded once and names the other edition as a tie; a copy of the chapter
+    they differ in goes to the edition it copies, no tie."""
+    text, chapters = novel(6, 1_500, seed=41)
+    second = revised(text, chapters[0][400:1000], seed=42)
+    a = engine.add_work(text, title="初版", source="a.txt")
+    b = engine.add_work(second, title="修订版", source="b.txt")
+    assert "same_text_as" not in engine.store.get_work(b)
+    [record] = crawl(engine, "http://p/4", page_of(chapters[3]))
+    assert siblings(record) == {({a, b} - {str(record["work_id"])}).pop(): True}
+    considered = engine.store.page_by_url("http://p/4")["considered"]
+    assert len(considered) == 1
+    assert considered[0]["reason"].endswith("which explains the page as well (a tie)")
+    chapter_one = second[: second.index("第2章")]
+    [record] = crawl(engine, "http://p/1", page_of(chapter_one))
+    assert str(record["work_id"]) == b and siblings(record) == {a: False}
+
+
+def test_volumes_of_a_series_sharing_front_matter_keep_strict_attribution(
+    engine: Engine,
+) -> None:
+    """Three volumes sharing a preface and a licence notice, the first in two editions: the
+    front matter, held by three works that are no editions of each other, stays
+    boilerplate; a chapter of volume 2 with the front matter is volume 2's alone."""
+    rng = random.Random(43)
+    front = prose(rng, 500) + "\n\n本书版权归作者所有，未经许可不得转载、摘编或以其他方式使用。\n\n"
+    bodies = [prose(rng, 3_000) for _ in range(3)]
+    vol1b = revised(bodies[0], bodies[0][1_000:1_400], seed=44)
+    names = ["vol1", "vol1b", "vol2", "vol3"]
+    texts = [front + bodies[0], front + vol1b, front + bodies[1], front + bodies[2]]
+    ids = dict(zip(names, (engine.add_work(t, title=n, source=f"{n}.txt")
+                           for n, t in zip(names, texts, strict=True)), strict=True))  # fmt: skip
+    [record] = crawl(engine, "http://p/v2", page_of(front + bodies[1][:1_500]))
+    assert str(record["work_id"]) == ids["vol2"] and record["siblings"] == []
+    assert crawl(engine, "http://p/front", page_of(UNRELATED, front, UNRELATED)) == []
+    [record] = crawl(engine, "http://p/v1", page_of(texts[0]))
+    assert str(record["work_id"]) == ids["vol1"] and siblings(record) == {ids["vol1b"]: False}
+
+
+def test_an_edited_copy_of_one_edition_among_five(engine: Engine) -> None:
+    """Five editions of a novel (the first; two revised in other chapters; an abridged one;
+    another publisher's, its own front matter and chapter headings): a chapter of one of
+    them copied in Traditional script with typos and ad lines is attributed to it, and a
+    chapter of the abridged one, whose text the others hold whole, to the abridged one."""
+    text, chapters = novel(6, 1_500, seed=45)
+    rng = random.Random(46)
+    first = "长夜行\n\n作者：江南烟雨\n\n" + text
+    one = revised(first, chapters[1][300:900], seed=47)
+    two = revised(first, chapters[4][200:800], seed=48)
+    paras = paragraphs(chapters[2])
+    dropped = [paras[i] for i in (2, 4, 6, 8)]
+    abridged = first
+    for p in dropped:
+        abridged = abridged.replace("\n\n" + p, "")
+    house = "长夜行（青禾出版社版）\n\n出版说明\n\n" + prose(rng, 500) + "\n\n"
+    publisher = house + "\n\n".join(
+        chapter.replace(f"第{n}章 风起{n}", f"第{n}回 {prose(rng, 6)}").replace("，", ",")
+        for n, chapter in enumerate(chapters, 1)
+    )
+    texts = [first, one, two, abridged, publisher]
+    ids = [engine.add_work(t, title=f"长夜行{n}", source=f"e{n}.txt") for n, t in enumerate(texts)]
+    assert not any("same_text_as" in engine.store.get_work(i) for i in ids)
+    copied = one[one.index("第2章") : one.index("第3章")]
+    edited = list(opencc.OpenCC("s2t").convert(copied))
+    han = [i for i, ch in enumerate(edited) if "\u4e00" <= ch <= "\u9fff"]
+    for i in random.Random(49).sample(han, len(han) * 3 // 100):
+        edited[i] = "蠶"
+    lines = "".join(edited).split("\n\n")
+    for at in range(len(lines) - 1, 0, -3):
+        lines.insert(at, "最新章节请访问 www.biquge-example.cc 本章未完，点击下一页继续阅读")
+    [record] = crawl(engine, "http://p/tw", page_of("\n\n".join(lines)))
+    assert str(record["work_id"]) == ids[1]
+    assert set(siblings(record)) == {ids[0], ids[2], ids[3], ids[4]}
+    assert not any(siblings(record).values())
+    short = abridged[abridged.index("第3章") : abridged.index("第4章")]
+    [record] = crawl(engine, "http://p/abridged", page_of(short))
+    assert str(record["work_id"]) == ids[3] and not any(siblings(record).values())

@@ -140,6 +140,7 @@ def test_what_the_routes_answer(
     [match] = client.get("/api/v1/matches", headers=headers).get_json()["matches"]
     assert match["id"] == seeded["match"] and match["work_id"] == seeded["work"]
     assert match["site"] == "pirate" and match["status"] == "new" and match["score"] > 0.5
+    assert match["siblings"] == []  # the work has no edition
     detail = client.get(f"/api/v1/matches/{match['id']}", headers=headers).get_json()
     assert detail["evidence"] and all(e["chars"] > 0 for e in detail["evidence"])
     changed = client.put(
@@ -160,6 +161,25 @@ def test_what_the_routes_answer(
     assert notice["matches"] == 1 and match["url"] in notice["notice"]
     site = client.get("/api/v1/sites/pirate", headers=headers).get_json()
     assert site["start_urls"] == ["http://127.0.0.1:9/"] and site["schedule"] == "never"
+
+
+def test_a_match_names_the_other_editions_of_its_work(
+    app: Flask, client: FlaskClient, web_ctx: Context
+) -> None:
+    """Two editions of a work, one with three lines reversed: a page copying the other is
+    its match, which names the first edition among its siblings, no tie."""
+    text = sample_text("lighthouse")
+    lines = text.split("\n")
+    long = [i for i, line in enumerate(lines) if len(line) > 40]
+    for i in long[2:5]:
+        lines[i] = lines[i][::-1]
+    first = web_ctx.engine.add_work(text, title="灯塔", source="a.txt")
+    second = web_ctx.engine.add_work("\n".join(lines), title="灯塔（修订版）", source="b.txt")
+    [record] = web_ctx.engine.process_page("http://p.example/1", "\n".join(lines), site="p")
+    headers = bearer(make_token(app, "alice"))
+    match = client.get(f"/api/v1/matches/{record['_id']}", headers=headers).get_json()
+    assert match["work_id"] == second
+    assert match["siblings"] == [{"work_id": first, "work_title": "灯塔", "tie": False}]
 
 
 def test_works_register_as_json_or_files_and_match_pages_already_crawled(

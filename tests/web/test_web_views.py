@@ -196,6 +196,40 @@ def test_match_view_names_the_chapter_the_parts_and_the_works_not_recorded(
     assert "&lt;i&gt;长篇&lt;/i&gt;" in page and "<i>长篇" not in page
 
 
+def test_match_view_names_the_other_editions_that_explain_the_page(
+    web_ctx: Context, as_viewer: FlaskClient
+) -> None:
+    """Three editions of a work (a hostile title among them), a page copying the second: its
+    match view names the other two as editions that explain the page, escaped and linked,
+    and the page's other works considered say they are editions of the one recorded."""
+    text = sample_text("lighthouse")
+    lines = text.split("\n")
+    long = [i for i, line in enumerate(lines) if len(line) > 40]
+    texts = []
+    for shuffled in ((), long[2:5], long[8:11]):
+        edition = list(lines)
+        for i in shuffled:
+            edition[i] = edition[i][::-1]
+        texts.append("\n".join(edition))
+    titles = ["灯塔", "灯塔（修订版）", "<b>灯塔</b>三版"]
+    ids = [
+        web_ctx.engine.add_work(t, title=title, source=f"e{n}.txt")
+        for n, (t, title) in enumerate(zip(texts, titles, strict=True))
+    ]
+    [record] = web_ctx.engine.process_page("http://p.example/2.html", texts[1], site="p")
+    assert str(record["work_id"]) == ids[1]
+    page = as_viewer.get(f"/matches/{record['_id']}").get_data(as_text=True)
+    shown = page[page.index('id="match-siblings"') :].split("</tr>")[0]
+    assert f"/works/{ids[0]}" in shown and f"/works/{ids[2]}" in shown
+    assert "&lt;b&gt;灯塔&lt;/b&gt;三版" in shown and "<b>灯塔" not in shown
+    assert "(a tie" not in shown
+    considered = page[page.index('id="considered"') : page.index("Matching passages")]
+    reason = "an edition of &#39;灯塔（修订版）&#39;, which explains the page better"
+    assert considered.count(reason) == 2
+    listed = [str(s["work_id"]) for s in record["siblings"]]
+    assert sorted(listed) == sorted([ids[0], ids[2]])
+
+
 def test_bulk_review_of_ticked_and_filtered_matches(
     web_ctx: Context, as_reviewer: FlaskClient
 ) -> None:
