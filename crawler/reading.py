@@ -33,6 +33,19 @@ PLAIN_TITLE_CHARS = 120
 
 
 @dataclass(frozen=True)
+class PageAssets:
+    """What a page needs besides its body to be read as a browser shows it, fetched by the
+    spider with the page (within bounds, cached per site): its external stylesheets' text
+    in document order (``<style>`` blocks are in the body), the web fonts its ``@font-face``
+    rules name, by their absolute URL, and the text read by OCR from the images placed in
+    its content, by the image's absolute URL."""
+
+    stylesheets: tuple[tuple[str, str], ...] = ()  # (absolute URL, CSS text), document order
+    fonts: tuple[tuple[str, bytes], ...] = ()  # (absolute URL, font file bytes)
+    image_texts: tuple[tuple[str, str], ...] = ()  # (absolute URL, text read from the image)
+
+
+@dataclass(frozen=True)
 class ReadJob:
     """One response body and what the site asks of it."""
 
@@ -45,6 +58,7 @@ class ReadJob:
     plain: bool = False  # a text/plain body (a novel's "TXT下载"): all of it is the text
     download: bool = False  # a ZIP, EPUB or 7z body (:mod:`crawler.downloads`)
     part_chars: int = 0  # a download, or a plain text longer than this, is read in parts
+    assets: PageAssets = PageAssets()
 
 
 @dataclass(frozen=True)
