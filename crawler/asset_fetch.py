@@ -111,7 +111,7 @@ class AssetCache:
     (an entry counts its bytes, its URL and :data:`ENTRY_BYTES`); a refusal is kept too,
     so that an asset that failed is not asked for again in the crawl.
 
-    >>> cache = AssetCache(300)
+    >>> cache = AssetCache(450)  # an entry here counts 178 bytes
     >>> cache.put("http://h/a.css", b"x" * 100)
     >>> cache.put("http://h/b.css", b"y" * 100)
     >>> cache.get("http://h/a.css") is not None  # a is now the most recent

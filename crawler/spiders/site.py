@@ -20,6 +20,13 @@ book, or a plain text, longer than ``FPTRACK_DOWNLOAD_PART_CHARS`` (200,000 char
 one page per part, the first under its URL, the next under ``URL#part2`` ... (yielded
 first: the first part's page, which names how many there are, comes last).
 
+Before it is read, an HTML page's stylesheets, ``@font-face`` fonts and content images are
+fetched with it through the crawl's downloader, within bounds (``FPTRACK_ASSET_*``,
+``FPTRACK_OCR_*``), stylesheets and fonts once per crawl, and its images read by OCR: the
+reader gets them as the :class:`~crawler.reading.PageAssets` of its job, to read the page as
+a browser shows it (:mod:`crawler.asset_fetch`, counted in ``fptrack/assets/...``; a page
+that names none costs one search of its bytes; a failing asset never loses its page).
+
 Every HTML page with main text yields its own item under its own canonical URL, whatever
 links it carries; nothing is held back or joined here. With ``join_next_pages`` the item
 records the page's "next page" and "previous page" links (``next_page_texts`` such as 下一页,
