@@ -253,3 +253,52 @@ def test_content_images_are_read_by_ocr(
     assert cer(drawn, read) < 0.1
     assert stats["fptrack/assets/ocr/read"] == 1
     assert stats["fptrack/assets/image/fetched"] == 1
+
+
+def test_the_hiding_fixtures_pages_are_fetched_with_what_they_need(
+    test_overrides: dict[str, Any], ingest: RecordingIngest
+) -> None:
+    """The image and font techniques' pages (``bench/hiding_images.py``,
+    ``bench/hiding_fonts.py``) crawled: each page's reader gets its content images' text
+    and its font; the site's logo and the lazy-load placeholder are never fetched."""
+    import mimetypes
+    import random
+
+    from bench.hiding_shape import technique
+    from bench.text_images import cer
+
+    text = "\n".join(LINES)
+    rng = random.Random(38)
+    pages: dict[str, Resource] = {}
+    hidden: dict[str, Any] = {}
+    for name in ("chapter-images", "font-pua", "font-shuffle"):
+        for k in range(3):
+            made = technique(name)(f"第{k + 1}章", text, rng)
+            pages[f"/{name}/{k}.html"] = page(made.html)
+            for path, data in made.files.items():
+                kind = mimetypes.guess_type(path)[0] or "application/octet-stream"
+                pages[path] = binary(data, kind)
+            hidden[f"{name}/{k}.html"] = made
+    links = "".join(f'<a href="/{path}">{path}</a>' for path in hidden)
+    pages["/"] = page(f"<html><body>{links}</body></html>")
+    with FixtureSite(pages) as site:
+        stats, seen = crawl(site, test_overrides)
+        never = [p for p in pages if p.endswith(("logo.png", "loading.gif"))]
+        assert never and not [p for p in never if requested(site, p)]
+    for path, made in hidden.items():
+        assets = seen[path]
+        if path.startswith("chapter-images"):
+            images = [p for p in made.files if p.endswith((".png", ".jpg"))]
+            images = [p for p in images if not p.endswith("logo.png")]
+            assert [u for u, _ in assets.image_texts] == [site.url(p) for p in images]
+            assert cer(text, "".join(t for _, t in assets.image_texts)) < 0.1, path
+            assert assets.fonts == ()
+        else:
+            ((url, font),) = assets.fonts
+            assert font[:4] in (b"wOF2", b"wOFF", b"\x00\x01\x00\x00")
+            if not url.startswith("data:"):
+                assert font == made.files[url.removeprefix(site.url(""))]
+            assert assets.image_texts == ()
+    assert stats["fptrack/assets/ocr/read"] >= 3
+    # every page read (stored, or thin until the reader puts what the assets say in place)
+    assert stats["fptrack/pages"] + stats.get("fptrack/thin", 0) == len(hidden) + 1
