@@ -87,7 +87,10 @@ class ScanResult:
     """Per site URL, where its requests went (:func:`crawl_economy`): ``requests`` made,
     distinct ``pages`` stored, ``aliases_fetched`` (responses that were a stored page under
     another URL), ``dead_fetched`` (404/410 answers) and ``skipped`` requests by reason
-    (``alias``, ``dead_pattern``), and ``rules_learnt``."""
+    (``alias``, ``dead_pattern``), ``rules_learnt``, and ``assets``: what was fetched with
+    the pages to read them as a browser shows them (:func:`matcher.crawl_runs.assets`:
+    stylesheets, fonts and content images fetched, cached and refused by reason, and the
+    OCR outcomes of the images; empty when nothing was)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -113,6 +116,7 @@ def crawl_economy(stats: dict[str, Any]) -> dict[str, Any]:
         "dead_fetched": sum(int(stats.get(f"fptrack/http_status/{c}", 0)) for c in (404, 410)),
         "skipped": {k[len(prefix) :]: int(v) for k, v in stats.items() if k.startswith(prefix)},
         "rules_learnt": int(stats.get("fptrack/rules/learnt", 0)),
+        "assets": crawl_runs.assets(stats),
     }
 
 

@@ -1,7 +1,8 @@
 """The crawler's defaults that the command line shows in its help, in a module that imports
 nothing: ``fptrack scan --help`` names them without loading Scrapy. Their meaning is in
 :mod:`crawler.settings` (the links and pending caps, the bytes in flight), :mod:`crawler.render`
-(the browser) and :mod:`crawler.ocr` (images read by OCR).
+(the browser), :mod:`crawler.asset_fetch` (what a page is fetched with) and
+:mod:`crawler.ocr` (images read by OCR).
 """
 
 MAX_LINKS_PER_PAGE = 5000
@@ -19,3 +20,12 @@ OCR_PAGE_SECONDS = 180.0
 """OCR time per image and per page, at most."""
 OCR_MAX_MEMORY_MB = 1536
 """Memory of an OCR worker process and its children, at most (MiB)."""
+ASSET_MAX_STYLESHEETS = 8
+ASSET_MAX_FONTS = 4
+"""Stylesheets and web fonts fetched with a page, at most (:mod:`crawler.asset_fetch`)."""
+ASSET_MAX_BYTES = 2 << 20
+"""A stylesheet or a web font fetched with a page is at most this large (2 MiB)."""
+ASSET_CACHE_BYTES = 32 << 20
+"""Stylesheets and fonts kept for a crawl, at most (32 MiB, least recently used out)."""
+OCR_ENGINE = "rapidocr"
+"""The OCR engine a crawl reads content images with (``rapidocr`` or ``tesseract``)."""

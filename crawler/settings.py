@@ -96,6 +96,18 @@ Defaults:
   settle; ``FPTRACK_RENDER_PAGES`` (4) pages open at once. The render settings
   (``DOWNLOAD_HANDLERS`` and ``PLAYWRIGHT_*``) are set after ``overrides``, from them.
 
+- What a page is fetched with to be read as a browser shows it (:mod:`crawler.asset_fetch`,
+  issue 38): ``FPTRACK_PAGE_ASSETS``: ``True`` (``False``: pages are read from their HTML
+  alone); ``FPTRACK_ASSET_MAX_STYLESHEETS``: 8 and ``FPTRACK_ASSET_MAX_FONTS``: 4 a page,
+  ``FPTRACK_ASSET_MAX_BYTES``: 2 MiB (2097152 bytes) each; ``FPTRACK_ASSET_CACHE_BYTES``:
+  32 MiB (33554432 bytes) of stylesheets and fonts kept for the crawl (each fetched once).
+  The images placed in a page's content are read by OCR (:mod:`crawler.ocr`):
+  ``FPTRACK_OCR_ENGINE``: ``rapidocr`` (or ``tesseract``); ``FPTRACK_OCR_MAX_IMAGES``: 20
+  images a page; ``FPTRACK_OCR_MAX_BYTES``: 8 MiB (8388608 bytes) and
+  ``FPTRACK_OCR_MAX_PIXELS``: 30,000,000 pixels an image; ``FPTRACK_OCR_SECONDS``: 60 s an
+  image and ``FPTRACK_OCR_PAGE_SECONDS``: 180 s a page; ``FPTRACK_OCR_MAX_MEMORY_MB``: 1536
+  MiB for an OCR worker; ``FPTRACK_OCR_WORKERS``: 1 worker process per crawl (started on
+  the crawl's first content image, stopped with the crawl).
 - ``FPTRACK_RECRAWL_DEPTH``: 2: an incremental crawl (``SiteConfig.recrawl``,
   :mod:`crawler.incremental`) follows links at most this far from a start page (and never
   beyond the site's ``max_depth``); sitemap and feed entries are one link away.
@@ -180,6 +192,19 @@ FPTRACK_CHROMIUM = render.CHROMIUM
 FPTRACK_RENDER_SECONDS = render.RENDER_SECONDS
 FPTRACK_RENDER_SETTLE_SECONDS = render.SETTLE_SECONDS
 FPTRACK_RENDER_PAGES = render.RENDER_PAGES
+FPTRACK_PAGE_ASSETS = True
+FPTRACK_ASSET_MAX_STYLESHEETS = defaults.ASSET_MAX_STYLESHEETS
+FPTRACK_ASSET_MAX_FONTS = defaults.ASSET_MAX_FONTS
+FPTRACK_ASSET_MAX_BYTES = defaults.ASSET_MAX_BYTES
+FPTRACK_ASSET_CACHE_BYTES = defaults.ASSET_CACHE_BYTES
+FPTRACK_OCR_ENGINE = defaults.OCR_ENGINE
+FPTRACK_OCR_MAX_IMAGES = defaults.OCR_MAX_IMAGES
+FPTRACK_OCR_MAX_BYTES = defaults.OCR_MAX_BYTES
+FPTRACK_OCR_MAX_PIXELS = defaults.OCR_MAX_PIXELS
+FPTRACK_OCR_SECONDS = defaults.OCR_SECONDS
+FPTRACK_OCR_PAGE_SECONDS = defaults.OCR_PAGE_SECONDS
+FPTRACK_OCR_MAX_MEMORY_MB = defaults.OCR_MAX_MEMORY_MB
+FPTRACK_OCR_WORKERS = 1
 FPTRACK_RECRAWL_DEPTH = 2
 FPTRACK_FEED_MAX_BYTES = 5 * 1024 * 1024
 FPTRACK_FEED_MAX_ENTRIES = 50_000
@@ -191,6 +216,9 @@ FPTRACK_INGEST_LANES = 4
 INGEST_SETTING = "FPTRACK_INGEST"
 SETTINGS_SETTING = "FPTRACK_SETTINGS"
 FRONTIER_SETTING = "FPTRACK_FRONTIER"
+ASSETS_SEEN_SETTING = "FPTRACK_ASSETS_SEEN"
+"""A test hook: a :class:`ByReference` of a list, to which the spider appends
+``(page URL, PageAssets)`` for every page it reads with assets."""
 
 
 class ByReference:
@@ -215,7 +243,8 @@ def project_defaults() -> dict[str, Any]:
         name: value
         for name, value in globals().items()
         if name.isupper()
-        and name not in ("INGEST_SETTING", "SETTINGS_SETTING", "FRONTIER_SETTING")
+        and name
+        not in ("INGEST_SETTING", "SETTINGS_SETTING", "FRONTIER_SETTING", "ASSETS_SEEN_SETTING")
         and not name.startswith("_")
     }
 

@@ -212,6 +212,36 @@ def not_crawled(stats: dict[str, Any]) -> dict[str, int]:
     return {reason: n for reason, n in sorted(out.items()) if n > 0}
 
 
+ASSETS = "fptrack/assets/"
+
+
+def assets(stats: dict[str, Any]) -> dict[str, Any]:
+    """What a crawl fetched with its pages to read them as a browser shows them
+    (:mod:`crawler.asset_fetch`), from its stats: ``pages`` read with assets, and per kind
+    (``stylesheet``, ``font``, ``image``) its ``fetched``, ``cached`` and ``inline`` counts
+    and ``refused`` by reason, and ``ocr`` outcomes; empty when nothing was.
+
+    >>> assets({"fptrack/assets/pages": 2, "fptrack/assets/stylesheet/fetched": 1,
+    ...         "fptrack/assets/stylesheet/cached": 1,
+    ...         "fptrack/assets/image/refused/http_404": 1, "fptrack/assets/ocr/read": 3})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    {'pages': 2, 'stylesheet': {'fetched': 1, 'cached': 1},
+     'image': {'refused': {'http_404': 1}}, 'ocr': {'read': 3}}
+    """
+    out: dict[str, Any] = {}
+    for key, value in stats.items():
+        if not key.startswith(ASSETS):
+            continue
+        parts = key.removeprefix(ASSETS).split("/")
+        if parts == ["pages"]:
+            out["pages"] = _count(value)
+        elif len(parts) == 2:
+            out.setdefault(parts[0], {})[parts[1]] = _count(value)
+        elif len(parts) == 3 and parts[1] == "refused":
+            out.setdefault(parts[0], {}).setdefault("refused", {})[parts[2]] = _count(value)
+    return out
+
+
 NOT_CRAWLED_URLS = "fptrack/not_crawled_urls"
 """Stat: the pages not crawled, named: a list of ``{"reason", "url", "why"}`` (the reasons
 of :func:`not_crawled`), the first :data:`NAMED_PER_REASON` of each reason

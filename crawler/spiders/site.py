@@ -20,6 +20,13 @@ book, or a plain text, longer than ``FPTRACK_DOWNLOAD_PART_CHARS`` (200,000 char
 one page per part, the first under its URL, the next under ``URL#part2`` ... (yielded
 first: the first part's page, which names how many there are, comes last).
 
+Before it is read, an HTML page's stylesheets, ``@font-face`` fonts and content images are
+fetched with it through the crawl's downloader, within bounds (``FPTRACK_ASSET_*``,
+``FPTRACK_OCR_*``), stylesheets and fonts once per crawl, and its images read by OCR: the
+reader gets them as the :class:`~crawler.reading.PageAssets` of its job, to read the page as
+a browser shows it (:mod:`crawler.asset_fetch`, counted in ``fptrack/assets/...``; a page
+that names none costs one search of its bytes; a failing asset never loses its page).
+
 Every HTML page with main text yields its own item under its own canonical URL, whatever
 links it carries; nothing is held back or joined here. With ``join_next_pages`` the item
 records the page's "next page" and "previous page" links (``next_page_texts`` such as 下一页,
@@ -105,8 +112,9 @@ from twisted.internet.defer import TimeoutError as TwistedTimeout
 from twisted.python.failure import Failure
 from w3lib.url import canonicalize_url
 
-from crawler import dust
+from crawler import defaults, dust
 from crawler import incremental as inc
+from crawler.asset_fetch import AssetBounds, AssetFetcher
 from crawler.deadline import deadline_of, past_deadline
 from crawler.downloads import DOWNLOAD_SUFFIXES
 from crawler.extract import check_selector, content_chars
@@ -115,7 +123,7 @@ from crawler.meta import DEPTH, NEW, START
 from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
 from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
-from crawler.reading import Reading, ReadJob, body_kind
+from crawler.reading import PageAssets, Reading, ReadJob, body_kind
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
 from matcher.crawl_runs import (
@@ -238,6 +246,9 @@ class SiteSpider(scrapy.Spider):
         rules_store: Any = None,
         download_part_chars: int = DOWNLOAD_PART_CHARS,
         named_per_reason: int = NAMED_PER_REASON,
+        page_assets: bool = True,
+        asset_bounds: AssetBounds | None = None,
+        ocr_options: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -292,6 +303,11 @@ class SiteSpider(scrapy.Spider):
         self._paths: set[int] = set()  # canonical paths (without query) requested
         self._probes: dict[str, int] = {}  # path pattern -> its queries asked for at once
         self._named = NamedPages(named_per_reason)  # the first pages not crawled, named
+        self.page_assets = page_assets
+        self.asset_bounds = asset_bounds or AssetBounds()
+        self.ocr_options = dict(ocr_options or {})  # ImageReader's arguments
+        self.assets: AssetFetcher | None = None  # made with the crawler (from_crawler)
+        self.assets_seen: list[tuple[str, PageAssets]] | None = None  # a test hook
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> SiteSpider:
@@ -323,7 +339,18 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault(
             "dead_threshold", settings.getint("FPTRACK_DEAD_THRESHOLD", dust.DEAD_THRESHOLD)
         )
+        kwargs.setdefault("page_assets", settings.getbool("FPTRACK_PAGE_ASSETS", True))
+        kwargs.setdefault("asset_bounds", asset_bounds(settings))
+        kwargs.setdefault("ocr_options", ocr_options(settings))
         spider = super().from_crawler(crawler, *args, **kwargs)
+        if spider.page_assets:
+            spider.assets = AssetFetcher(
+                crawler, spider._origins, spider._on_site, spider.asset_bounds, spider._ocr
+            )
+        from crawler.settings import ASSETS_SEEN_SETTING, ByReference
+
+        seen = settings.get(ASSETS_SEEN_SETTING)
+        spider.assets_seen = seen.value if isinstance(seen, ByReference) else None
         spider._url_limit = settings.getint("URLLENGTH_LIMIT", 2083) or 1 << 62
         spider._max_size = settings.getint("DOWNLOAD_MAXSIZE", 0)
         crawler.signals.connect(spider._scheduled, signal=signals.request_scheduled)
@@ -338,7 +365,8 @@ class SiteSpider(scrapy.Spider):
 
     def closed(self, reason: str) -> None:
         """Record the start URLs that got no page, and the requests left unfetched (by why
-        the crawl stopped); sum up an incremental crawl; close the store its ledger opened."""
+        the crawl stopped); sum up an incremental crawl; stop the OCR workers; close the
+        store its ledger opened."""
         for url, target in self._start_redirects.items():
             if url not in self._start_answered and not self._on_site(target):
                 self._start_failed(url, f"redirected off the site, to {target}")
@@ -360,6 +388,8 @@ class SiteSpider(scrapy.Spider):
             same = stats.get_value(ingested + "unchanged", 0)
             stats.set_value(INC + "unchanged", same + not_modified)
         self._save_rules()
+        if self.assets is not None:
+            self.assets.close()
         if self._owned_store is not None:
             self._owned_store.close()
             self._owned_store = None
@@ -692,7 +722,9 @@ class SiteSpider(scrapy.Spider):
     # helpers ----------------------------------------------------------------------------
 
     async def _read(self, response: Response, depth: int) -> Reading | None:
-        """The page's reading, done by a reader process (:mod:`crawler.reader_pool`)."""
+        """The page's reading, done by a reader process (:mod:`crawler.reader_pool`), with
+        the stylesheets, fonts and content images' text it needs to be read as a browser
+        shows it (:mod:`crawler.asset_fetch`; none for a page that names none)."""
         self._inc(f"fptrack/http_status/{response.status}")
         kind = self._kind(response)
         if not kind:
@@ -704,6 +736,14 @@ class SiteSpider(scrapy.Spider):
                 self._start_failed(response.meta[START], why)
             return None
         content_type = response.headers.get("Content-Type") or b""
+        assets = PageAssets()
+        if kind == "html" and self.assets is not None:
+            assets = await self.assets.assets(
+                response.body, content_type.decode("latin-1"), response.url,
+                self.site.content_selector,
+            )  # fmt: skip
+            if self.assets_seen is not None and assets != PageAssets():
+                self.assets_seen.append((response.url, assets))
         job = ReadJob(
             plain=kind == "plain",
             download=kind == "download",
@@ -714,6 +754,7 @@ class SiteSpider(scrapy.Spider):
             content_selector=self.site.content_selector,
             next_page_texts=self.site.next_page_texts if self.site.join_next_pages else (),
             max_links=self.max_links + 1,  # at max_depth too: those links are counted
+            assets=assets,
         )
         if self._deadline_at is not None and time.monotonic() >= self._deadline_at:
             self._inc(NOT_CRAWLED + "deadline")
@@ -747,6 +788,12 @@ class SiteSpider(scrapy.Spider):
             self.logger.warning("download %s not read: %s", response.url, reading.refused)
             return None
         return reading
+
+    def _ocr(self) -> Any:
+        """The crawl's OCR reader (made on its first content image, closed with it)."""
+        from crawler.ocr import ImageReader
+
+        return ImageReader(**self.ocr_options)
 
     @staticmethod
     def _kind(response: Response) -> str:
@@ -1239,6 +1286,35 @@ def _digest(reading: Reading) -> int | None:
         return None
     body = "\x00".join([reading.title, reading.text, *sorted(set(reading.links))])
     return xxhash.xxh3_64_intdigest(body.encode("utf-8", "surrogatepass"))
+
+
+def asset_bounds(settings: Any) -> AssetBounds:
+    """The bounds of a page's assets from the crawl's settings (:mod:`crawler.settings`)."""
+    return AssetBounds(
+        max_stylesheets=settings.getint(
+            "FPTRACK_ASSET_MAX_STYLESHEETS", defaults.ASSET_MAX_STYLESHEETS
+        ),
+        max_fonts=settings.getint("FPTRACK_ASSET_MAX_FONTS", defaults.ASSET_MAX_FONTS),
+        max_bytes=settings.getint("FPTRACK_ASSET_MAX_BYTES", defaults.ASSET_MAX_BYTES),
+        cache_bytes=settings.getint("FPTRACK_ASSET_CACHE_BYTES", defaults.ASSET_CACHE_BYTES),
+        max_images=settings.getint("FPTRACK_OCR_MAX_IMAGES", defaults.OCR_MAX_IMAGES),
+        image_max_bytes=settings.getint("FPTRACK_OCR_MAX_BYTES", defaults.OCR_MAX_BYTES),
+        page_seconds=settings.getfloat("FPTRACK_OCR_PAGE_SECONDS", defaults.OCR_PAGE_SECONDS),
+    )
+
+
+def ocr_options(settings: Any) -> dict[str, Any]:
+    """The arguments of the crawl's :class:`crawler.ocr.ImageReader` from its settings."""
+    return {
+        "engine": settings.get("FPTRACK_OCR_ENGINE") or defaults.OCR_ENGINE,
+        "max_images": settings.getint("FPTRACK_OCR_MAX_IMAGES", defaults.OCR_MAX_IMAGES),
+        "max_bytes": settings.getint("FPTRACK_OCR_MAX_BYTES", defaults.OCR_MAX_BYTES),
+        "max_pixels": settings.getint("FPTRACK_OCR_MAX_PIXELS", defaults.OCR_MAX_PIXELS),
+        "seconds": settings.getfloat("FPTRACK_OCR_SECONDS", defaults.OCR_SECONDS),
+        "page_seconds": settings.getfloat("FPTRACK_OCR_PAGE_SECONDS", defaults.OCR_PAGE_SECONDS),
+        "max_memory_mb": settings.getint("FPTRACK_OCR_MAX_MEMORY_MB", defaults.OCR_MAX_MEMORY_MB),
+        "workers": settings.getint("FPTRACK_OCR_WORKERS", 1),
+    }
 
 
 def _rules_store(settings: Any, opened: Any) -> tuple[Any, Any]:
