@@ -1145,12 +1145,14 @@ def _apply_cascade(
         tree.text = None
         for child in tree:
             child.tail = None
+        if len(tree) == 0 and tree is not body:  # nothing of it is seen: gone as a whole
+            gone.append(tree)
     seen.muted = len(muted)
     if by_font and font_decoder is not None:
         _apply_fonts(by_font, available, font_decoder, seen)
     for tree in gone:
         _drop(tree)
-    seen.dropped = len(gone)
+    seen.dropped = len(gone) - sum(1 for tree in muted if len(tree) == 0 and tree is not body)
 
 
 def _body_style(body: etree._Element, cascade: Cascade) -> _Style:
