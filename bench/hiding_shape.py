@@ -143,7 +143,8 @@ def chapter_page(
         f'<div class="bookname"><h1>{esc(title)}</h1></div>\n'
         f"<div {content_attrs}>{content}</div>\n"
         '<div class="footer"><p>本站所有小说为转载作品，所有章节均由网友上传，'
-        f"转载至本站只是为了宣传，让更多读者欣赏。</p><p>Copyright © {SITE_NAME} All Rights Reserved.</p></div>\n"
+        "转载至本站只是为了宣传，让更多读者欣赏。</p>"
+        f"<p>Copyright © {SITE_NAME} All Rights Reserved.</p></div>\n"
         "</body></html>\n"
     )
 
