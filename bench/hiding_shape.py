@@ -181,6 +181,7 @@ class ChapterPage:
     technique: str
     served: str  # "disguised" or "plain"
     work: str | None
+    shows: tuple[str, ...] = ()  # the lines a browser shows of it: heading and paragraphs
 
 
 @dataclass
@@ -264,7 +265,8 @@ def hiding_shape(
             for page in book_pages:
                 if page.kind == "chapter":
                     n = int(page.path.rsplit("/", 1)[1].split(".")[0]) - 1000
-                    chapters[(site, page.path)] = ChapterPage(name, how[n], copied)
+                    shows = (chs[n].heading, *chs[n].lines)
+                    chapters[(site, page.path)] = ChapterPage(name, how[n], copied, shows)
                     if copied:
                         page = Page(page.path, page.html, page.kind, (copied,), page.note)
                 pages.append(page)
