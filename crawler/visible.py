@@ -94,6 +94,9 @@ MAX_SELECTOR_CHARS = 400
 MAX_COMBINATORS = 8
 """Combinators in one selector: each descendant combinator may visit every ancestor."""
 MAX_NESTING_RULES = 4
+MAX_TOKEN_DEPTH = 12
+"""Brackets and functions nested in a selector or a value; deeper ones are skipped (the
+parser's serialiser recurses)."""
 """Levels of nested style rules read (CSS Nesting)."""
 MAX_ELEMENTS = 30_000
 """Elements of a body styled; a page with more is read as it is (without the cascade)."""
@@ -318,9 +321,13 @@ class _SheetState:
     def read(self, nodes: Iterable[object], parents: tuple[str, ...], depth: int) -> None:
         for node in nodes:
             kind = getattr(node, "type", "")
-            if kind == "qualified-rule":
+            if kind not in ("qualified-rule", "at-rule"):
+                continue
+            if token_depth(node.prelude) > MAX_TOKEN_DEPTH:  # type: ignore[attr-defined]
+                self.skipped += 1
+            elif kind == "qualified-rule":
                 self.style_rule(node, parents, depth)
-            elif kind == "at-rule":
+            else:
                 self.at_rule(node, parents, depth)
 
     def at_rule(self, node: object, parents: tuple[str, ...], depth: int) -> None:
@@ -392,6 +399,30 @@ class _SheetState:
             self.rules.append(Rule(tuple(compiled), declarations))
 
 
+def token_depth(tokens: Iterable[object] | None) -> int:
+    """How deep blocks and functions nest in ``tokens`` (walked without recursion, up to
+    :data:`MAX_TOKEN_DEPTH` + 1)."""
+    deepest = 0
+    stack = [(iter(tokens or ()), 0)]
+    while stack:
+        items, depth = stack[-1]
+        token = next(items, None)
+        if token is None:
+            stack.pop()
+            continue
+        inner = getattr(token, "arguments", None)
+        if inner is None:
+            inner = getattr(token, "content", None) if getattr(token, "type", "") in (
+                "() block", "[] block", "{} block"
+            ) else None  # fmt: skip
+        if inner is not None:
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_TOKEN_DEPTH:
+                return deepest
+            stack.append((iter(inner), depth + 1))
+    return deepest
+
+
 def _combinators(selector: str) -> int:
     return len(re.findall(r"\s*[>+~]\s*|\s+", selector.strip()))
 
@@ -427,6 +458,8 @@ def _declarations(items: Iterable[object]) -> tuple[Declaration, ...]:
         if getattr(item, "type", "") != "declaration":
             continue
         name = item.lower_name  # type: ignore[attr-defined]
+        if token_depth(item.value) > MAX_TOKEN_DEPTH:  # type: ignore[attr-defined]
+            continue
         if name in STYLED or name in SHORTHANDS or name.startswith("--"):
             value = " ".join(tinycss2.serialize(item.value).split())  # type: ignore[attr-defined]
             important = bool(item.important)  # type: ignore[attr-defined]
@@ -456,7 +489,7 @@ def _font_face(content: Sequence[object], base_url: str) -> FontFace | None:
     family = ""
     sources: list[str] = []
     for item in items:
-        if getattr(item, "type", "") != "declaration":
+        if getattr(item, "type", "") != "declaration" or token_depth(item.value) > 2:
             continue
         name = item.lower_name  # type: ignore[attr-defined]
         if name == "font-family":
