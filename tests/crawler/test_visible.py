@@ -223,3 +223,45 @@ def test_hostile_stylesheets_are_bounded() -> None:
     assert sheet.selectors == 0 and sheet.skipped == 2
     body = "<p>天<span>地</span></p>"
     assert shown(body, f"<style>{deep}</style>") == "天地"
+
+
+@pytest.fixture(scope="module")
+def webfont_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Where the reference font's index is kept (built once by the first test process)."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent / "webfont-index"
+    shared.mkdir(exist_ok=True)
+    with (shared / "lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        from crawler.webfont import DEFAULT_REFERENCE, load_reference
+
+        load_reference(DEFAULT_REFERENCE, cache_dir=str(shared))
+    return str(shared)
+
+
+@pytest.mark.parametrize("inline", [False, True], ids=["fetched", "data-url"])
+def test_web_fonts_named_by_the_cascade_are_decoded(inline: bool, webfont_cache: str) -> None:
+    from pathlib import Path
+
+    from bench.font_sites import TYPEFACES, obfuscate
+
+    source = (Path(__file__).resolve().parents[2] / "samples/works/lighthouse.txt").read_text(
+        "utf-8"
+    )[:600]
+    page = obfuscate(source, TYPEFACES["droid"], seed=3, inline=inline)
+    url = "http://site.test/book/1/1000.html"
+    fonts = () if inline else (("http://site.test/book/1/" + page.font_url, page.font),)
+    job = ReadJob(
+        page.html.encode(), "text/html", url, assets=PageAssets(fonts=fonts),
+        webfont_cache=webfont_cache,
+    )  # fmt: skip
+    reading = read_page(job)
+    plain = read_page(ReadJob(page.html.encode(), "text/html", url))
+    assert reading.fonts == 1 and reading.fonts_refused == ()
+    hidden = [ch for ch in set(page.text) if ord(ch) in page.mapping]
+    assert hidden and not any(ch in reading.text for ch in hidden)
+    real = set(page.mapping.values())
+    assert sum(ch in reading.text for ch in real) >= 0.97 * len(real)
+    if not inline:  # without the fetched font the characters are lost
+        assert sum(ch in plain.text for ch in real) <= 0.1 * len(real)
