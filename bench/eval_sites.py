@@ -27,6 +27,12 @@ as static files and served on 127.0.0.1:
   Its figures per group size: copies found, attributed to the edition copied or to one
   naming it as a tie (or as a near twin), and false pairs (targets: every copy found and
   attributed, no false pair);
+- **hiding** (issue 38, what the reader sees): a 笔趣阁-style site per technique of
+  :data:`bench.hiding_shape.TECHNIQUES` (``--techniques``; noise hidden by CSS, ...), each
+  mixing chapters of a registered novel disguised by it with plain ones and with an
+  unregistered novel disguised the same way, scanned together by one ``fptrack scan``.
+  Its figures per technique: disguised and plain chapters found, recall page by page
+  (target at least the recall target) and false pairs (target 0);
 - **web** (pirate-site discovery, issue 26): a small web of linked sites on loopback
   addresses of their own (:mod:`bench.discovery_web`: two watched pirate sites leading by
   links, an announced new address and a redirect to eight pirate sites and six honest
@@ -64,7 +70,7 @@ from bench.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
 
 REPO = Path(__file__).resolve().parents[1]
 FORWARD_SHAPES = ("docs", "novel", "forum", "related")
-SHAPES = (*FORWARD_SHAPES, "reverse", "biquge", "editions", "web")
+SHAPES = (*FORWARD_SHAPES, "reverse", "biquge", "editions", "hiding", "web")
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 DEFAULT_SCAN_TIMEOUT = 3600
 QUICK_CORPUS_MB = 2.0
@@ -402,6 +408,36 @@ def editions_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
     }
 
 
+def hiding_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
+    """Scan the hiding shape's sites together against their novels; figures per technique
+    (:func:`bench.hiding_shape.score`)."""
+    from bench.hiding_shape import HidingShape
+    from bench.hiding_shape import score as hiding_score
+
+    assert isinstance(shape, HidingShape)
+    works = root / "hiding-works"
+    shape.write_works(works)
+    folders = {site.name: site.write(root / "sites" / site.name) for site in shape.sites}
+    with served(folders) as bases:
+        urls = [base + "index.html" for base in bases.values()]
+        log(f"hiding: scanning {len(urls)} sites ({', '.join(shape.techniques)}) ...")
+        most = max(sum(p.record for p in site.pages) + 3 for site in shape.sites)
+        scan = run_scan(works, urls, root / "hiding.json", most + PAGES_MARGIN, args)
+    predicted: dict[str, set[Pair]] = {name: set() for name in bases}
+    for match in scan["matches"]:
+        name = next((n for n, b in bases.items() if match["url"].startswith(b)), None)
+        if name is not None:
+            predicted[name].add((page_path(match["url"], bases[name]), match["work"]))
+    return hiding_score(shape, predicted) | {
+        "works": scan["works"],
+        "pages": scan["pages"],
+        "exit_status": scan["exit_status"],
+        "errors": scan["errors"],
+        "seconds": scan["seconds"],
+        "command": scan["command"],
+    }
+
+
 # --- report ----------------------------------------------------------------------------------
 def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
     """Build the web of linked sites, run discovery on it, score its pirate verdicts."""
@@ -458,6 +494,10 @@ def check_targets(result: dict[str, Any]) -> dict[str, bool]:
         out[f"editions found {e['copies']} of {e['copies']}"] = e["found"] == e["copies"]
         out[f"editions attributed {e['copies']} of {e['copies']}"] = e["attributed"] == e["copies"]
         out["editions false pairs==0"] = e["false_pairs"] == 0
+    if "hiding" in result:
+        for name, r in result["hiding"]["techniques"].items():
+            out[f"hiding {name} recall>={TARGETS['recall']}"] = r["recall"] >= TARGETS["recall"]
+            out[f"hiding {name} false pairs==0"] = r["false_pairs"] == 0
     if "web" in result:
         w = result["web"]
         out[f"web discovery precision>={WEB_TARGET}"] = w["precision"] >= WEB_TARGET
@@ -561,6 +601,25 @@ def report(result: dict[str, Any]) -> str:
             got = ", ".join(f"{e['work']} (tied {e['tied']})" for e in w["reported"]) or "none"
             lines.append(f"  editions miss {w['url']}: {w['expected']} {w.get('how', '')};"
                          f" reported {got}")  # fmt: skip
+    hiding = result.get("hiding")
+    if hiding:
+        lines += ["", "hiding (per technique): disguised chapters found, plain chapters found,"
+                  " recall page by page, unregistered pages, false pairs"]  # fmt: skip
+        for name, r in [*hiding["techniques"].items(), ("all", hiding["all"])]:
+            lines.append(
+                f"  {name:22} {r['disguised_found']:>3}/{r['disguised']:<3}"
+                f" {r['plain_found']:>3}/{r['plain']:<3} {r['recall']:.3f}"
+                f" {r['unregistered']:>4} {r['false_pairs']:>3}"
+            )
+        lines.append(
+            f"hiding: {hiding['works']} works, {hiding['pages']} pages stored; exit status"
+            f" {hiding['exit_status']}; {hiding['seconds']} s"
+        )
+        for name, r in hiding["techniques"].items():
+            for miss in r["misses"][:LISTED]:
+                lines.append(f"  hiding {name} miss {miss}")
+            for false in r["false"][:LISTED]:
+                lines.append(f"  hiding {name} FP {false}")
     web = result.get("web")
     if web:
         lines.append(
@@ -593,7 +652,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         f"site that repeats itself (biquge: fptrack scan with --max-pages {BIQUGE_BUDGET} x "
         f"its files; requests per page stored, target <= {BIQUGE_REQUESTS_PER_PAGE}), and "
         "on catalogues of 2 to 5 editions of one work (editions: every copy found and "
-        "attributed to the edition copied or a named tie, no false pair).",
+        "attributed to the edition copied or a named tie, no false pair), and on chapters "
+        "served so that a text reader is fooled (hiding: recall page by page and false pairs "
+        "per technique).",
         epilog=f"Sizes (bench.site_shapes.Sizes): {sizes(Sizes())}. With --quick: "
         f"{sizes(QUICK_SIZES)}, on the first {QUICK_CORPUS_MB:g} MB of the corpus.",
     )
@@ -603,6 +664,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--shapes",
         default=",".join(SHAPES),
         help="comma-separated subset of %(default)s (default: all)",
+    )
+    parser.add_argument(
+        "--techniques",
+        default="",
+        metavar="NAMES",
+        help="comma-separated hiding techniques of the hiding shape (default: all of "
+        "bench.hiding_shape.TECHNIQUES)",
     )
     parser.add_argument(
         "--reverse-chapters",
@@ -642,6 +710,12 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     unknown = sorted(set(args.shapes) - set(SHAPES))
     if unknown or not args.shapes:
         parser.error(f"--shapes takes a subset of {','.join(SHAPES)}; got {unknown or 'none'}")
+    args.techniques = [t.strip() for t in args.techniques.split(",") if t.strip()]
+    from bench.hiding_shape import TECHNIQUES
+
+    unknown = sorted(set(args.techniques) - set(TECHNIQUES))
+    if unknown:
+        parser.error(f"--techniques takes a subset of {','.join(TECHNIQUES)}; got {unknown}")
     if args.reverse_chapters is not None and args.reverse_chapters < 1:
         parser.error("--reverse-chapters must be at least 1")
     return args
@@ -684,6 +758,10 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
         from bench.edition_shape import editions_shape
 
         shapes.append(editions_shape(texts, sizes, args.seed, quick=args.quick))
+    if "hiding" in args.shapes:
+        from bench.hiding_shape import hiding_shape
+
+        shapes.append(hiding_shape(texts, args.seed, args.quick, args.techniques))
     return shapes
 
 
@@ -729,6 +807,9 @@ def main(
         editions = [s for s in shapes if s.name == "editions"]
         if editions:
             result["editions"] = editions_direction(editions[0], root, args, log)
+        hiding = [s for s in shapes if s.name == "hiding"]
+        if hiding:
+            result["hiding"] = hiding_direction(hiding[0], root, args, log)
         if "web" in args.shapes:
             result["web"] = web_direction(corpus, args, log)
         if args.keep:

@@ -3,7 +3,11 @@
 :func:`read_page` decodes a body (:mod:`crawler.encoding`), extracts its title and main
 text (:mod:`crawler.extract`) and finds its links, its "next page" and "previous page"
 links and its neighbours among whole pages (上一章/下一章), and the URL its head declares
-canonical (``<link rel="canonical">``). It takes and returns only
+canonical (``<link rel="canonical">``). Before the text is extracted, what a browser would not
+show is dropped from the tree, the page's web fonts decoded and its images' texts put in
+place (:mod:`crawler.visible`, from the page's CSS and :class:`PageAssets`); its links to
+crawl are read before (a menu hidden until hovered still leads somewhere), its title, text
+and 上一章/下一章 links after. It takes and returns only
 picklable values, so that it can run in another process (:mod:`crawler.reader_pool`) under
 a time limit: a page built to be slow to extract never holds the thread that drives the
 downloads.
@@ -11,8 +15,11 @@ downloads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from lxml import etree
+from parsel import Selector
 
 from crawler.downloads import Book, DownloadRefused, book_parts, read_book, text_chapters
 from crawler.downloads import kind_of as download_kind
@@ -28,6 +35,9 @@ from crawler.extract import (
     page_links_counted,
     parse_html,
 )
+from crawler.visible import make_visible
+from crawler.webfont import FontDecoder, shared_reference
+from crawler.webfont.reference import DEFAULT_REFERENCE
 
 PLAIN_TITLE_CHARS = 120
 
@@ -59,6 +69,8 @@ class ReadJob:
     download: bool = False  # a ZIP, EPUB or 7z body (:mod:`crawler.downloads`)
     part_chars: int = 0  # a download, or a plain text longer than this, is read in parts
     assets: PageAssets = PageAssets()
+    webfont_reference: str = DEFAULT_REFERENCE  # the reference font (crawler.webfont)
+    webfont_cache: str = ""  # where its index is kept between processes; "": not kept
 
 
 @dataclass(frozen=True)
@@ -79,6 +91,10 @@ class Reading:
     undecodable: str = ""  # why the body could not be decoded; "" when it was
     parts: tuple[tuple[str, str], ...] = ()  # a book's parts, (title, text) each, in order
     refused: str = ""  # why a download was not read; "" when it was (or is no download)
+    hidden: int = 0  # elements whose text a browser does not show, dropped (crawler.visible)
+    fonts: int = 0  # web fonts whose text was decoded
+    fonts_refused: tuple[str, ...] = ()  # why a web font was not decoded, one line each
+    images: int = 0  # images replaced by the text read from them
 
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -114,6 +130,20 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
     if job.plain:
         return read_plain(html, encoding, job.part_chars)
     page = parse_html(html)
+    links, beyond = [], 0
+    if job.max_links:  # before the hidden elements go: a hidden menu still leads somewhere
+        links, beyond = page_links_counted(page, job.url, encoding, limit=job.max_links)
+    assets = job.assets
+    seen = make_visible(
+        page.root,
+        job.url,
+        assets.stylesheets,
+        assets.fonts,
+        assets.image_texts,
+        font_decoder=_font_decoder(job.webfont_reference, job.webfont_cache),
+    )
+    if seen.changed:
+        html = serialize(page)
     extracted = extract(html, job.url, job.content_selector, page=page, quick=quick)
     next_url = prev_url = None
     if job.next_page_texts:  # a labelled link, else the head's <link rel="next">
@@ -121,9 +151,6 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         next_url = next_url or find_rel_link(page, job.url, {"next"}, encoding)
         prev_url = find_page_link(page, job.url, PREV_PAGE_TEXTS, encoding)
         prev_url = prev_url or find_rel_link(page, job.url, {"prev", "previous"}, encoding)
-    links, beyond = [], 0
-    if job.max_links:
-        links, beyond = page_links_counted(page, job.url, encoding, limit=job.max_links)
     sequence = find_page_links(page, job.url, SEQUENCE_TEXTS, encoding)
     canonical = find_rel_link(page, job.url, {"canonical"}, encoding)
     return Reading(
@@ -138,7 +165,33 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         prev_url=prev_url,
         sequence=sequence,
         canonical=canonical,
+        hidden=seen.dropped + seen.muted,
+        fonts=seen.fonts,
+        fonts_refused=tuple(seen.fonts_refused),
+        images=seen.images,
     )
+
+
+def serialize(page: Selector) -> str:
+    """The HTML of a parsed page as it now is (for trafilatura, which parses its own)."""
+    return etree.tostring(page.root, encoding="unicode", method="html")
+
+
+_decoders: dict[tuple[str, str], FontDecoder] = {}
+
+
+def _font_decoder(reference: str, cache: str) -> Callable[[], FontDecoder]:
+    """A function giving this process's :class:`crawler.webfont.FontDecoder` for the
+    ``reference`` font (its index built or loaded once, :func:`shared_reference`, only
+    when a page has a web font to decode)."""
+
+    def decoder() -> FontDecoder:
+        key = (reference, cache)
+        if key not in _decoders:
+            _decoders[key] = FontDecoder(shared_reference(reference, cache or None))
+        return _decoders[key]
+
+    return decoder
 
 
 def read_plain(text: str, encoding: str, part_chars: int = 0) -> Reading:

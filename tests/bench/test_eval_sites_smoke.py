@@ -41,6 +41,8 @@ def run(texts: list[str], tmp_path: Path, redis_client: redis.Redis) -> dict[str
     out, keep = tmp_path / "sites.json", tmp_path / "keep"
     argv = [
         "--quick",
+        "--shapes",  # the hiding shape has a smoke test of its own
+        ",".join(s for s in eval_sites.SHAPES if s != "hiding"),
         "--json",
         str(out),
         "--keep",

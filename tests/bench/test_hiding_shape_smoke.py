@@ -1,0 +1,57 @@
+"""Smoke test of the ``hiding`` shape of ``bench/eval_sites.py`` (bench/hiding_shape.py):
+the CSS techniques' sites on quick sizes, scanned for real by one ``fptrack scan``; every
+chapter of each registered novel found, disguised or plain, and no page of the
+unregistered novels reported.
+
+``css-external`` is left out here: its stylesheet reaches the reader only when the spider
+fetches it (``PageAssets``, crawler/reading.py); tests/crawler/test_visible.py reads such a
+page with the stylesheet handed over."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from bench import eval_sites
+from bench.eval_corpus import synthetic_texts
+from bench.hiding_shape import CHAPTERS, FILLERS, TECHNIQUES, hiding_shape, technique
+from tests.support import servers
+
+pytestmark = pytest.mark.bench
+
+CSS = [name for name, where in TECHNIQUES.items() if where.startswith("bench.hiding_css")]
+SCANNED = [name for name in CSS if name != "css-external"]
+
+
+def test_every_css_technique_disguises_a_page_with_files_of_its_own() -> None:
+    rng = random.Random(0)
+    for name in CSS:
+        first = technique(name)("第一章 天地", "天地玄黄宇宙洪荒。\n日月盈昃辰宿列张。", rng)
+        second = technique(name)("第一章 天地", "天地玄黄宇宙洪荒。\n日月盈昃辰宿列张。", rng)
+        assert first.html != second.html and "<h1>第一章 天地</h1>" in first.html
+        assert not set(first.files) & set(second.files)
+        assert all(path.startswith("/") for path in first.files)
+    shape = hiding_shape(synthetic_texts(160), 0, quick=True, techniques=CSS[:2])
+    assert [s.name for s in shape.sites] == [f"hiding-{n}" for n in CSS[:2]]
+    for site in shape.sites:
+        chapters = [c for (s, _), c in shape.chapters.items() if s == site.name]
+        assert len(chapters) == CHAPTERS[1] + FILLERS[1]
+        assert {c.served for c in chapters if c.work} == {"plain", "disguised"}
+        assert {c.served for c in chapters if not c.work} == {"disguised"}
+
+
+def test_quick_hiding_run_finds_every_chapter_and_no_false_pair(tmp_path: Path) -> None:
+    out = tmp_path / "hiding.json"
+    argv = ["--quick", "--shapes", "hiding", "--techniques", ",".join(SCANNED),
+            "--json", str(out), "--redis-url", servers.session().redis_url(0)]  # fmt: skip
+    eval_sites.main(argv, texts=synthetic_texts(160))
+    result = json.loads(out.read_text(encoding="utf-8"))
+    hiding = result["hiding"]
+    assert list(hiding["techniques"]) == SCANNED and hiding["exit_status"] == 0
+    for name, row in hiding["techniques"].items():
+        assert row["disguised"] == 2 and row["plain"] == 1 and row["unregistered"] == 2, name
+    failed = [name for name, ok in result["targets"].items() if not ok]
+    assert failed == [], f"targets missed on the quick hiding sites: {failed}"
