@@ -107,7 +107,10 @@ Defaults:
   ``FPTRACK_OCR_MAX_PIXELS``: 30,000,000 pixels an image; ``FPTRACK_OCR_SECONDS``: 60 s an
   image and ``FPTRACK_OCR_PAGE_SECONDS``: 180 s a page; ``FPTRACK_OCR_MAX_MEMORY_MB``: 1536
   MiB for an OCR worker; ``FPTRACK_OCR_WORKERS``: 1 worker process per crawl (started on
-  the crawl's first content image, stopped with the crawl).
+  the crawl's first content image, stopped with the crawl). Web fonts are identified
+  against ``FPTRACK_WEBFONT_REFERENCE`` (WenQuanYi Zen Hei), whose index is kept in
+  ``FPTRACK_WEBFONT_CACHE`` ("" here: rebuilt by each reader process; the commands pass
+  ``~/.cache/fptrack/webfont``, :attr:`matcher.settings.Settings.webfont_cache`).
 - ``FPTRACK_RECRAWL_DEPTH``: 2: an incremental crawl (``SiteConfig.recrawl``,
   :mod:`crawler.incremental`) follows links at most this far from a start page (and never
   beyond the site's ``max_depth``); sitemap and feed entries are one link away.
@@ -140,6 +143,7 @@ from scrapy.settings import Settings
 
 from crawler import defaults, render
 from matcher.crawl_runs import NAMED_PER_REASON
+from matcher.settings import Settings as FptrackSettings
 from matcher.sites import SiteConfig
 
 BOT_NAME = "fptrack"
@@ -193,6 +197,8 @@ FPTRACK_RENDER_SECONDS = render.RENDER_SECONDS
 FPTRACK_RENDER_SETTLE_SECONDS = render.SETTLE_SECONDS
 FPTRACK_RENDER_PAGES = render.RENDER_PAGES
 FPTRACK_PAGE_ASSETS = True
+FPTRACK_WEBFONT_REFERENCE = FptrackSettings.webfont_reference
+FPTRACK_WEBFONT_CACHE = ""
 FPTRACK_ASSET_MAX_STYLESHEETS = defaults.ASSET_MAX_STYLESHEETS
 FPTRACK_ASSET_MAX_FONTS = defaults.ASSET_MAX_FONTS
 FPTRACK_ASSET_MAX_BYTES = defaults.ASSET_MAX_BYTES

@@ -296,6 +296,9 @@ class Settings:
     """The CJK font obfuscating web fonts' glyphs are identified against
     (:mod:`crawler.webfont`; Debian's ``fonts-wqy-zenhei``; ``PATH#N``: the N-th font of a
     collection)."""
+    webfont_cache: str = "~/.cache/fptrack/webfont"
+    """Where the reference font's index is kept between processes (built once, 10-20 s;
+    "": rebuilt by every process that meets a web font)."""
     daily_at: str = "03:00"
     admin_secret: str = field(default="", repr=False)
     admin_url: str = ""
@@ -318,6 +321,19 @@ class Settings:
     policy: MatchPolicy = field(default_factory=MatchPolicy)
     explicit: frozenset[str] = field(default=frozenset(), compare=False, repr=False)
     """The fields that :meth:`from_env` found in the environment (not defaults)."""
+
+    @property
+    def crawl_overrides(self) -> dict[str, str]:
+        """The Scrapy settings a crawl takes from these: the browser (``FPTRACK_CHROMIUM``),
+        the web-font reference and where its index is kept (``FPTRACK_WEBFONT_REFERENCE``,
+        ``FPTRACK_WEBFONT_CACHE``; :mod:`crawler.webfont`)."""
+        return {
+            "FPTRACK_CHROMIUM": self.chromium,
+            "FPTRACK_WEBFONT_REFERENCE": self.webfont_reference,
+            "FPTRACK_WEBFONT_CACHE": os.path.expanduser(self.webfont_cache)
+            if self.webfont_cache
+            else "",
+        }
 
     @property
     def celery_broker(self) -> str:

@@ -124,7 +124,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             [site],
             {
                 "FPTRACK_INGEST": Ingest(engine.store, enqueue),
-                "FPTRACK_CHROMIUM": ctx.settings.chromium,
+                **ctx.settings.crawl_overrides,
             },
             None,
             frontiers,

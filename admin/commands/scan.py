@@ -215,11 +215,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             except redis.RedisError as exc:
                 raise CommandError(outage.line("Redis", redis_url, exc)) from exc
             stack.callback(drop_keys, client, settings.redis_prefix)
-        return _scan(args, settings, redis_url, stack, ctx.settings.chromium)
+        return _scan(args, settings, redis_url, stack, ctx.settings.crawl_overrides)
 
 
 def _scan(
-    args: argparse.Namespace, settings: Any, redis_url: str | None, stack: ExitStack, chromium: str
+    args: argparse.Namespace,
+    settings: Any,
+    redis_url: str | None,
+    stack: ExitStack,
+    crawl_settings: dict[str, str],
 ) -> int:
     from tqdm import tqdm
 
@@ -263,7 +267,7 @@ def _scan(
             archive=archive,
             render=args.render,
             crawl_overrides={
-                "FPTRACK_CHROMIUM": chromium,
+                **crawl_settings,
                 "FPTRACK_MAX_LINKS_PER_PAGE": args.max_links,
                 "FPTRACK_MAX_PENDING": args.max_pending,
             },
@@ -296,7 +300,7 @@ def _scan(
     for error in result.errors[len(said) :]:
         print(f"fptrack: error: {error}", file=sys.stderr)
     if args.serve is not None:
-        serve_scan(engine, args.serve, archive, {"FPTRACK_CHROMIUM": chromium})
+        serve_scan(engine, args.serve, archive, crawl_settings)
     return 1 if result.errors else 0
 
 

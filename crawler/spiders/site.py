@@ -123,7 +123,7 @@ from crawler.meta import DEPTH, NEW, START
 from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
 from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
-from crawler.reading import PageAssets, Reading, ReadJob, body_kind
+from crawler.reading import DEFAULT_REFERENCE, PageAssets, Reading, ReadJob, body_kind
 from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
 from matcher.archive import Exchange
 from matcher.crawl_runs import (
@@ -249,6 +249,8 @@ class SiteSpider(scrapy.Spider):
         page_assets: bool = True,
         asset_bounds: AssetBounds | None = None,
         ocr_options: dict[str, Any] | None = None,
+        webfont_reference: str = DEFAULT_REFERENCE,
+        webfont_cache: str = "",
         **kwargs: Any,
     ) -> None:
         if site is None:
@@ -306,6 +308,8 @@ class SiteSpider(scrapy.Spider):
         self.page_assets = page_assets
         self.asset_bounds = asset_bounds or AssetBounds()
         self.ocr_options = dict(ocr_options or {})  # ImageReader's arguments
+        self.webfont_reference = webfont_reference
+        self.webfont_cache = webfont_cache
         self.assets: AssetFetcher | None = None  # made with the crawler (from_crawler)
         self.assets_seen: list[tuple[str, PageAssets]] | None = None  # a test hook
 
@@ -342,6 +346,10 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("page_assets", settings.getbool("FPTRACK_PAGE_ASSETS", True))
         kwargs.setdefault("asset_bounds", asset_bounds(settings))
         kwargs.setdefault("ocr_options", ocr_options(settings))
+        kwargs.setdefault(
+            "webfont_reference", settings.get("FPTRACK_WEBFONT_REFERENCE") or DEFAULT_REFERENCE
+        )
+        kwargs.setdefault("webfont_cache", settings.get("FPTRACK_WEBFONT_CACHE") or "")
         spider = super().from_crawler(crawler, *args, **kwargs)
         if spider.page_assets:
             spider.assets = AssetFetcher(
@@ -755,6 +763,8 @@ class SiteSpider(scrapy.Spider):
             next_page_texts=self.site.next_page_texts if self.site.join_next_pages else (),
             max_links=self.max_links + 1,  # at max_depth too: those links are counted
             assets=assets,
+            webfont_reference=self.webfont_reference,
+            webfont_cache=self.webfont_cache,
         )
         if self._deadline_at is not None and time.monotonic() >= self._deadline_at:
             self._inc(NOT_CRAWLED + "deadline")
