@@ -3,7 +3,8 @@
 :func:`read_page` decodes a body (:mod:`crawler.encoding`), extracts its title and main
 text (:mod:`crawler.extract`) and finds its links, its "next page" and "previous page"
 links and its neighbours among whole pages (上一章/下一章), and the URL its head declares
-canonical (``<link rel="canonical">``). It takes and returns only
+canonical (``<link rel="canonical">``), and whether its text is built by script so that only
+a browser shows it (:func:`crawler.scripted.needs_browser`). It takes and returns only
 picklable values, so that it can run in another process (:mod:`crawler.reader_pool`) under
 a time limit: a page built to be slow to extract never holds the thread that drives the
 downloads.
@@ -28,6 +29,7 @@ from crawler.extract import (
     page_links_counted,
     parse_html,
 )
+from crawler.scripted import needs_browser
 
 PLAIN_TITLE_CHARS = 120
 
@@ -79,6 +81,7 @@ class Reading:
     undecodable: str = ""  # why the body could not be decoded; "" when it was
     parts: tuple[tuple[str, str], ...] = ()  # a book's parts, (title, text) each, in order
     refused: str = ""  # why a download was not read; "" when it was (or is no download)
+    needs_browser: bool = False  # little text and a script that builds it (crawler.scripted)
 
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -138,6 +141,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         prev_url=prev_url,
         sequence=sequence,
         canonical=canonical,
+        needs_browser=needs_browser(page.root, extracted.own_chars),
     )
 
 
