@@ -312,7 +312,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings = Settings.from_env()
         frontiers = RedisFrontiers.connect(settings) if args.frontier == "redis" else None
         on_lease = _announce if args.announce else None
-        overrides = {SETTINGS_SETTING: settings, "FPTRACK_CHROMIUM": settings.chromium}
+        overrides = {
+            SETTINGS_SETTING: settings,
+            "FPTRACK_CHROMIUM": settings.chromium,
+            "FPTRACK_AUTO_RENDER": settings.auto_render,
+        }
         all_stats = crawl_in_process(
             [site], overrides, args.timeout, frontiers, on_lease, args.incremental
         )

@@ -290,8 +290,12 @@ class Settings:
     crawl_timeout: int = 6000
     crawl_lease: int = 30
     chromium: str = "/usr/bin/chromium"
-    """The headless browser that renders the pages of sites with ``render`` on
-    (:mod:`crawler.render`)."""
+    """The headless browser that renders the pages of sites with ``render`` on, and the
+    pages whose text is built by script (:mod:`crawler.render`)."""
+    auto_render: bool = True
+    """Render in ``chromium`` the pages whose text is built by script (little text and a
+    script that builds it: :mod:`crawler.scripted`), in every crawl and scan; off
+    (``FPTRACK_AUTO_RENDER=0``), they are read as served (:mod:`crawler.render`)."""
     webfont_reference: str = "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc"
     """The CJK font obfuscating web fonts' glyphs are identified against
     (:mod:`crawler.webfont`; Debian's ``fonts-wqy-zenhei``; ``PATH#N``: the N-th font of a

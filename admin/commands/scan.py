@@ -124,7 +124,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="open every page in headless Chromium "
         f"(FPTRACK_CHROMIUM, default {crawl_defaults.CHROMIUM}) "
         "and read the text its scripts load, for sites that load their "
-        "text by script; needs the extra 'render' (default: off, pages read as served)",
+        "text by script; needs the extra 'render' (default: off, only the pages whose text "
+        "is built by script are rendered: see --no-auto-render)",
+    )
+    p.add_argument(
+        "--no-auto-render",
+        dest="auto_render",
+        action="store_false",
+        default=crawl_defaults.AUTO_RENDER,
+        help="read every page as served, those whose text is built by script too "
+        "(FPTRACK_AUTO_RENDER=0; default: on: such a page, little text and a script that "
+        "builds it, is rendered in Chromium when the extra 'render' and Chromium are "
+        "installed, else counted as not crawled, needs_browser, with a hint)",
     )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
     p.add_argument(
@@ -215,16 +226,18 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             except redis.RedisError as exc:
                 raise CommandError(outage.line("Redis", redis_url, exc)) from exc
             stack.callback(drop_keys, client, settings.redis_prefix)
-        return _scan(args, settings, redis_url, stack, ctx.settings.chromium)
+        return _scan(args, settings, redis_url, stack, ctx.settings)
 
 
 def _scan(
-    args: argparse.Namespace, settings: Any, redis_url: str | None, stack: ExitStack, chromium: str
+    args: argparse.Namespace, settings: Any, redis_url: str | None, stack: ExitStack, env: Any
 ) -> int:
+    """The scan itself (``env``: the settings from the environment: the browser, whether
+    pages built by script are rendered)."""
     from tqdm import tqdm
 
     from admin.scan import run_scan, serve_directory
-    from matcher.crawl_runs import named_lines
+    from matcher.crawl_runs import hints, named_lines
 
     urls = list(args.site)
     site_dirs: dict[str, Path] = {}
@@ -263,7 +276,8 @@ def _scan(
             archive=archive,
             render=args.render,
             crawl_overrides={
-                "FPTRACK_CHROMIUM": chromium,
+                "FPTRACK_CHROMIUM": env.chromium,
+                "FPTRACK_AUTO_RENDER": args.auto_render and env.auto_render,
                 "FPTRACK_MAX_LINKS_PER_PAGE": args.max_links,
                 "FPTRACK_MAX_PENDING": args.max_pending,
             },
@@ -291,12 +305,15 @@ def _scan(
         print(f"{url}: not crawled: {reasons}", file=sys.stderr)
         for line in named_lines(result.not_crawled_urls.get(url, {})):
             print(f"  {line}", file=sys.stderr)
+    for name, url in result.site_urls.items():
+        for hint in hints(result.crawl_stats.get(name, {})):
+            print(f"{url}: {hint}", file=sys.stderr)
     for warning in result.warnings:
         print(f"fptrack: warning: {warning}", file=sys.stderr)
     for error in result.errors[len(said) :]:
         print(f"fptrack: error: {error}", file=sys.stderr)
     if args.serve is not None:
-        serve_scan(engine, args.serve, archive, {"FPTRACK_CHROMIUM": chromium})
+        serve_scan(engine, args.serve, archive, {"FPTRACK_CHROMIUM": env.chromium})
     return 1 if result.errors else 0
 
 

@@ -57,8 +57,12 @@ def test_the_render_tests_shell_is_flagged() -> None:
 
 @pytest.mark.parametrize("br_style", [True, False])
 @pytest.mark.parametrize("scripts", ["", ANALYTICS, LOGIN, ADS, ANALYTICS + LOGIN + ADS])
-def test_plain_chapters_lists_and_book_pages_are_never_flagged(br_style: bool, scripts: str) -> None:
-    chapter = novel_chapter("b/2.html", "第二章", LINES, "灯塔", SITE, PAGER, "index.html", br_style)
+def test_plain_chapters_lists_and_book_pages_are_never_flagged(
+    br_style: bool, scripts: str
+) -> None:
+    chapter = novel_chapter(
+        "b/2.html", "第二章", LINES, "灯塔", SITE, PAGER, "index.html", br_style
+    )
     entries = [(f"{n}.html", f"第{n}章 灯塔") for n in range(1, 200)]
     listing = novel_list("index.html", "灯塔", entries, ["index.html"], SITE)
     book = novel_book("book.html", "灯塔", "某人", LINES[:2], "index.html", entries[:12], SITE)
