@@ -31,7 +31,8 @@ page still busy then, with an ad that polls, is taken as it is); then what a per
 see is taken out of its DOM (:func:`visible_only`), and the rendered DOM
 (``page.content()``), what the browser shows, is the response body the spider reads and
 archives (marked ``rendered``). A page takes at most ``FPTRACK_RENDER_SECONDS`` +
-``FPTRACK_RENDER_SETTLE_SECONDS`` + :data:`SLACK_SECONDS` in all (a script that never ends
+``FPTRACK_RENDER_SETTLE_SECONDS`` + :data:`SLACK_SECONDS` (or ``FPTRACK_RENDER_SECONDS``
+when shorter) in all (a script that never ends
 included): past that it is closed and counted under ``fptrack/not_crawled/render_failed``.
 Other requests of the crawl (robots.txt, pages read as served) go through the handler to
 Scrapy's own HTTP download. At most ``FPTRACK_RENDER_PAGES`` (4) pages are open at once per
@@ -62,7 +63,7 @@ RENDER_PAGES = 4
 AUTO_RENDER = defaults.AUTO_RENDER
 SLACK_SECONDS = 10.0
 """A rendered page's time for :func:`visible_only` and ``page.content()``, beyond its load
-and settle times."""
+and settle times (``FPTRACK_RENDER_SECONDS`` when shorter)."""
 MAX_VISIBLE_ELEMENTS = 50_000
 """Elements of a rendered page looked at by :func:`visible_only` (the first ones)."""
 HANDLER = "crawler.render_handler.RenderHandler"

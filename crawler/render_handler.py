@@ -7,9 +7,10 @@ handler does. Playwright and Chromium start with the first marked request (scrap
 starts Playwright with the engine): a crawl whose pages are all read as served never starts
 them. At most ``FPTRACK_RENDER_PAGES`` marked requests are under way at once (the others
 wait their turn before their clock starts); each gets at most ``FPTRACK_RENDER_SECONDS`` +
-``FPTRACK_RENDER_SETTLE_SECONDS`` + :data:`crawler.render.SLACK_SECONDS` from opening its
-page to its rendered DOM, after which it fails with :class:`crawler.render.RenderTimedOut`;
-its page is closed whatever happened (a page whose script never ends holds no renderer).
+``FPTRACK_RENDER_SETTLE_SECONDS`` + :data:`crawler.render.SLACK_SECONDS` (or
+``FPTRACK_RENDER_SECONDS`` when shorter) from opening its page to its rendered DOM, after
+which it fails with :class:`crawler.render.RenderTimedOut`; its page is closed whatever
+happened (a page whose script never ends holds no renderer).
 """
 
 from __future__ import annotations
@@ -41,11 +42,9 @@ class RenderHandler(ScrapyPlaywrightDownloadHandler):
     def __init__(self, crawler: Crawler) -> None:
         super().__init__(crawler)
         settings = crawler.settings
-        self.page_seconds = (
-            settings.getfloat("FPTRACK_RENDER_SECONDS", RENDER_SECONDS)
-            + settings.getfloat("FPTRACK_RENDER_SETTLE_SECONDS", SETTLE_SECONDS)
-            + SLACK_SECONDS
-        )
+        load = settings.getfloat("FPTRACK_RENDER_SECONDS", RENDER_SECONDS)
+        settle = settings.getfloat("FPTRACK_RENDER_SETTLE_SECONDS", SETTLE_SECONDS)
+        self.page_seconds = load + settle + min(SLACK_SECONDS, load)
         pages = settings.getint("FPTRACK_RENDER_PAGES", RENDER_PAGES)
         self.turns = asyncio.Semaphore(max(1, pages))
         self.start_lock = asyncio.Lock()
@@ -63,6 +62,7 @@ class RenderHandler(ScrapyPlaywrightDownloadHandler):
         async with self.start_lock:
             if not self.started:
                 await self._maybe_future_from_coro(self._launch())
+                await self._maybe_launch_browser()  # before the first page's clock starts
                 self.started = True
 
     async def download_request(self, request: Request) -> Response:  # type: ignore[override]
@@ -75,8 +75,8 @@ class RenderHandler(ScrapyPlaywrightDownloadHandler):
                 return await asyncio.wait_for(super().download_request(request), self.page_seconds)
             except TimeoutError:
                 raise RenderTimedOut(
-                    f"not rendered within {self.page_seconds:g} s (FPTRACK_RENDER_SECONDS + "
-                    "FPTRACK_RENDER_SETTLE_SECONDS + 10 s)"
+                    f"not rendered within {self.page_seconds:g} s (FPTRACK_RENDER_SECONDS and "
+                    "FPTRACK_RENDER_SETTLE_SECONDS)"
                 ) from None
             finally:
                 request.meta.pop(INCLUDE_PAGE, None)

@@ -160,7 +160,8 @@ RENDER_FAILED = "render_failed"
 """Reason (``fptrack/not_crawled/render_failed``): a page built by script that the browser
 did not render in its time, or at all."""
 RENDER_FLAGGED = "fptrack/render/flagged"
-"""Stat: pages read whose text looks built by script (:func:`crawler.scripted.needs_browser`)."""
+"""Stat: pages read as served whose text looks built by script
+(:func:`crawler.scripted.needs_browser`)."""
 RENDER_REQUESTED = "fptrack/render/requested"
 """Stat: of them, pages requested again to be rendered (automatic render)."""
 RENDERED = "fptrack/render/rendered"
@@ -588,15 +589,15 @@ class SiteSpider(scrapy.Spider):
         if reading is None:
             return
         store = True
-        if reading.needs_browser:
+        if reading.needs_browser and self._rendered(response):
+            self._inc(RENDER_STILL_THIN)  # it still shows little text: stored as read
+        elif reading.needs_browser:
             self._inc(RENDER_FLAGGED)
-            if self._rendered(response):  # it still shows little text: stored as read
-                self._inc(RENDER_STILL_THIN)
-            elif self.auto_render and not self.browser_missing:
+            if self.auto_render and not self.browser_missing:
                 self._inc(RENDER_REQUESTED)
                 yield self._render_request(response, depth)
                 return
-            elif self.auto_render:  # its links are followed, its shell is not stored
+            if self.auto_render:  # its links are followed, its shell is not stored
                 store = False
                 self._inc(NOT_CRAWLED + NEEDS_BROWSER)
                 why = f"built by script, no browser to render it: {self.browser_missing}"
