@@ -12,9 +12,9 @@ ingest (:class:`bench.pipeline_bench.Counted`): ``plain`` without render, ``scri
 with automatic render only (``FPTRACK_AUTO_RENDER``: each shell read as served, flagged,
 requested again through the browser; ``auto``), and, to show what it finds, ``script``
 without any render. The crawls without render have automatic render off. Per crawl:
-seconds, page records, pages a second and the page records holding the page's text. Medians over ``--runs`` (3) runs, [min-max];
-ratio: rendered / plain seconds per page. ``--json OUT`` writes every figure. ``--quick``:
-40 pages, 1 run.
+seconds, page records, pages a second and the page records holding the page's text. Medians
+over ``--runs`` (3) runs, [min-max]; ratios: rendered (and auto-rendered) / plain seconds per
+page. ``--json OUT`` writes every figure. ``--quick``: 40 pages, 1 run.
 """
 
 from __future__ import annotations
