@@ -141,7 +141,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         prev_url=prev_url,
         sequence=sequence,
         canonical=canonical,
-        needs_browser=needs_browser(page.root, extracted.own_chars),
+        needs_browser=needs_browser(page.root, extracted.own_chars, html),
     )
 
 

@@ -87,59 +87,96 @@ _CONTAINERS = frozenset({"div", "article", "section", "main", "p", "pre", "td", 
 _DATA_TYPES = frozenset({"application/ld+json", "application/json", "text/template"})
 
 
-def needs_browser(root: etree._Element | None, own_chars: int) -> bool:
+def needs_browser(root: etree._Element | None, own_chars: int, html: str | None = None) -> bool:
     """Whether the page whose parsed tree is ``root`` and whose main text has ``own_chars``
     letters and CJK characters outside links is built by script (see the module
-    docstring)."""
+    docstring). ``html``, the page's markup, spares the walk of the tree for a placeholder
+    when it holds no placeholder word."""
     if own_chars >= LITTLE_TEXT_CHARS or root is None:
         return False
     inline: list[str] = []
     external = False
     budget = MAX_SCRIPT_CHARS
-    placeholder = False
-    payloads: list[str] = []  # names a script reaches a payload by: id, attribute, dataset key
-    empties: list[str] = []  # names of empty content elements: id, classes
-    for element in islice(root.iter(), MAX_ELEMENTS):
-        tag = element.tag
-        if not isinstance(tag, str):
-            continue  # a comment or processing instruction
-        tag = tag.lower()
-        if tag == "script":
-            if (element.get("type") or "").strip().lower() in _DATA_TYPES:
-                continue
-            if element.get("src"):
-                external = True
-            elif budget > 0 and element.text:
-                inline.append(element.text[:budget])
-                budget -= len(inline[-1])
+    for script in islice(root.iter("script"), MAX_ELEMENTS):
+        if (script.get("type") or "").strip().lower() in _DATA_TYPES:
             continue
-        if tag == "noscript":
-            placeholder = placeholder or bool(_ASKS_FOR_SCRIPT.search(_text_of(element)))
-            continue
-        if len(payloads) < MAX_NAMES and element.attrib:
-            for name, value in element.attrib.items():
-                if name.startswith("data-") and len(value) >= PAYLOAD_CHARS:
-                    payloads += [name, _dataset_key(name), *_names(element)]
-        if tag in _SKIPPED_TEXT:
-            continue
-        text = element.text
-        if text and not placeholder and len(text) < 60 and _PLACEHOLDER.match(text.strip()):
-            placeholder = True
-        if len(empties) < MAX_NAMES and tag in _CONTAINERS:
-            names = _names(element)
-            named = any(_CONTENT_NAME.search(n) for n in names)
-            if named and _letters(_text_of(element)) < EMPTY_CHARS:
-                empties += names
+        if script.get("src"):
+            external = True
+        elif budget > 0 and script.text:
+            inline.append(script.text[:budget])
+            budget -= len(inline[-1])
     code = "\n".join(inline)
-    if placeholder and (external or _WRITES.search(code)):
+    writes = bool(code) and bool(_WRITES.search(code))
+    if not (writes or external):
+        return False  # nothing that could build the page's text
+    if (html is None or _may_hold_placeholder(html)) and _placeholder(root):
         return True
-    if not code or not _WRITES.search(code):
+    if not writes:
         return False
-    empty = any(name in code for name in empties)
-    payload = any(name in code for name in payloads) or bool(_LONG_LITERAL.search(code))
-    if (empty or payload) and _DECODES.search(code):
+    decodes, fetches = bool(_DECODES.search(code)), bool(_FETCHES.search(code))
+    if not (decodes or fetches):
+        return False
+    if any(name in code for name in _empty_content(root)):
         return True
-    return empty and bool(_FETCHES.search(code))
+    if not decodes:
+        return False
+    return bool(_LONG_LITERAL.search(code)) or any(name in code for name in _payloads(root))
+
+
+_HINTS = ("加载", "加載", "载入", "載入", "读取", "讀取", "oading", "OADING")
+
+
+def _may_hold_placeholder(html: str) -> bool:
+    """Whether ``html`` holds a placeholder's word or a ``<noscript>`` at all (substring
+    tests: far cheaper than a walk of the tree)."""
+    return any(hint in html for hint in _HINTS) or "noscript" in html or "NOSCRIPT" in html
+
+
+_DATA_ATTRIBUTES = etree.XPath(
+    f"//@*[starts-with(name(), 'data-') and string-length(.) >= {PAYLOAD_CHARS}]"
+)
+
+
+def _placeholder(root: etree._Element) -> bool:
+    """Whether the page shows a placeholder (加载中...) or a ``<noscript>`` asking for
+    JavaScript."""
+    seen = 0
+    for element in islice(root.iter(), MAX_ELEMENTS):
+        text = element.text
+        if not text or len(text) >= 60 or not any(hint in text for hint in _HINTS):
+            continue
+        tag = element.tag.lower() if isinstance(element.tag, str) else "script"
+        if tag not in _SKIPPED_TEXT and _PLACEHOLDER.match(text.strip()):
+            return True
+        seen += 1
+        if seen >= MAX_NAMES:
+            break
+    noscripts = islice(root.iter("noscript"), MAX_NAMES)
+    return any(_ASKS_FOR_SCRIPT.search(_text_of(n)) for n in noscripts)
+
+
+def _empty_content(root: etree._Element) -> list[str]:
+    """The names (id, classes) of the page's empty content elements."""
+    names: list[str] = []
+    for element in islice(root.iter(*_CONTAINERS), MAX_ELEMENTS):
+        if element.get("id") is None and element.get("class") is None:
+            continue
+        own = _names(element)
+        if any(_CONTENT_NAME.search(n) for n in own) and _letters(_text_of(element)) < EMPTY_CHARS:
+            names += own
+            if len(names) >= MAX_NAMES:
+                break
+    return names
+
+
+def _payloads(root: etree._Element) -> list[str]:
+    """The names a script reaches a payload by: its ``data-*`` attribute, the attribute's
+    ``dataset`` key, its element's id and classes."""
+    names: list[str] = []
+    for value in islice(_DATA_ATTRIBUTES(root), MAX_NAMES):
+        name = value.attrname
+        names += [name, _dataset_key(name), *_names(value.getparent())]
+    return names
 
 
 def _names(element: etree._Element) -> list[str]:
