@@ -55,6 +55,8 @@ TECHNIQUES: dict[str, str] = {
     "chapter-images": "bench.hiding_images",
     "font-pua": "bench.hiding_fonts:pua",
     "font-shuffle": "bench.hiding_fonts:shuffle",
+    "script-base64": "bench.hiding_scripts:disguise_base64",
+    "script-json": "bench.hiding_scripts:disguise_json",
 }
 """Technique name -> ``module`` (its ``disguise``) or ``module:function``."""
 

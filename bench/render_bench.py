@@ -8,11 +8,13 @@ page loads (``script``), as the pirate sites that need ``render`` do; the list p
 plain HTML in both. Each copy is served on 127.0.0.1 (a ``python -m bench.pipeline_support
 site-server`` process) and crawled in process by the production spider with a counting
 ingest (:class:`bench.pipeline_bench.Counted`): ``plain`` without render, ``script`` with
-``render`` (Debian's Chromium at ``--chromium``, default ``/usr/bin/chromium``), and, to show
-what it finds, ``script`` without render. Per crawl: seconds, page records, pages a second
-and the page records holding the page's text. Medians over ``--runs`` (3) runs, [min-max];
-ratio: rendered / plain seconds per page. ``--json OUT`` writes every figure. ``--quick``:
-40 pages, 1 run.
+``render`` (Debian's Chromium at ``--chromium``, default ``/usr/bin/chromium``), ``script``
+with automatic render only (``FPTRACK_AUTO_RENDER``: each shell read as served, flagged,
+requested again through the browser; ``auto``), and, to show what it finds, ``script``
+without any render. The crawls without render have automatic render off. Per crawl:
+seconds, page records, pages a second and the page records holding the page's text. Medians
+over ``--runs`` (3) runs, [min-max]; ratios: rendered (and auto-rendered) / plain seconds per
+page. ``--json OUT`` writes every figure. ``--quick``: 40 pages, 1 run.
 """
 
 from __future__ import annotations
@@ -91,14 +93,21 @@ def shells(plain: Path, script: Path) -> None:
         path.write_text(shell, encoding="utf-8")
 
 
-def crawl(url: str, render: bool, marks: dict[str, str], chromium: str) -> dict[str, float]:
+def crawl(
+    url: str, render: bool, marks: dict[str, str], chromium: str, auto: bool = False
+) -> dict[str, float]:
     from crawler.run import crawl_in_process
     from matcher.sites import SiteConfig
 
     site = SiteConfig(name="bench", start_urls=(url,), max_depth=10, schedule="never",
                       render=render)  # fmt: skip
     counted = TextCounted(marks)
-    overrides = {**CRAWL_OVERRIDES, "FPTRACK_INGEST": counted, "FPTRACK_CHROMIUM": chromium}
+    overrides = {
+        **CRAWL_OVERRIDES,
+        "FPTRACK_INGEST": counted,
+        "FPTRACK_CHROMIUM": chromium,
+        "FPTRACK_AUTO_RENDER": auto,
+    }
     started = time.perf_counter()
     stats = crawl_in_process([site], overrides)["bench"]
     seconds = time.perf_counter() - started
@@ -134,7 +143,12 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     args = parse_args(argv)
     texts = load_texts(math.inf) if texts is None else texts
     site = build_site(texts, 10, args.pages, args.seed)
-    runs: dict[str, list[dict[str, float]]] = {"plain": [], "rendered": [], "script_plain": []}
+    runs: dict[str, list[dict[str, float]]] = {
+        "plain": [],
+        "rendered": [],
+        "auto": [],
+        "script_plain": [],
+    }
     with tempfile.TemporaryDirectory(prefix="fptrack-render-bench-") as tmp:
         root = Path(tmp)
         site.write(root / "plain")
@@ -149,6 +163,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
             for _ in range(args.runs):
                 runs["plain"].append(crawl(urls["plain"], False, marks, args.chromium))
                 runs["rendered"].append(crawl(urls["script"], True, marks, args.chromium))
+                runs["auto"].append(crawl(urls["script"], False, marks, args.chromium, True))
                 runs["script_plain"].append(crawl(urls["script"], False, marks, args.chromium))
         finally:
             for child in servers.values():
@@ -161,6 +176,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
         for name in summary
     }
     summary["ratio_rendered_over_plain_s_per_page"] = per_page["rendered"] / per_page["plain"]
+    summary["ratio_auto_over_plain_s_per_page"] = per_page["auto"] / per_page["plain"]
     print(report(summary, len(marks)))
     result = {
         "bench": "render",
@@ -180,6 +196,7 @@ def report(summary: dict[str, Any], pages: int) -> str:
     for name, label in (
         ("plain", "served HTML, no render"),
         ("rendered", "script-built pages, render"),
+        ("auto", "script-built pages, auto-render"),
         ("script_plain", "script-built pages, no render"),
     ):
         s = summary[name]
@@ -191,6 +208,8 @@ def report(summary: dict[str, Any], pages: int) -> str:
         )
     ratio = summary["ratio_rendered_over_plain_s_per_page"]
     lines.append(f"  rendered / plain, seconds per page: {ratio:.1f}x")
+    auto = summary["ratio_auto_over_plain_s_per_page"]
+    lines.append(f"  auto-rendered / plain, seconds per page: {auto:.1f}x")
     return "\n".join(lines)
 
 

@@ -9,6 +9,9 @@ MAX_LINKS_PER_PAGE = 5000
 MAX_PENDING = 100_000
 MAX_BYTES_IN_FLIGHT = 32 * 1024 * 1024
 CHROMIUM = "/usr/bin/chromium"
+AUTO_RENDER = True
+"""Pages whose text is built by script are rendered in the browser when it is available
+(``FPTRACK_AUTO_RENDER``; :mod:`crawler.render`)."""
 OCR_MAX_IMAGES = 20
 """Images read by OCR per page, at most (in page order)."""
 OCR_MAX_BYTES = 8 << 20

@@ -7,3 +7,6 @@ NEW = "fptrack_new"
 """Meta key of a new request until it reaches the scheduler (:meth:`SiteSpider._pending`)."""
 START = "fptrack_start"
 """Meta key of a start URL's request (and of its redirects): the start URL."""
+RENDER = "fptrack_render"
+"""Meta key of a page requested again to be rendered in the browser because its text is
+built by script (:func:`crawler.scripted.needs_browser`; :mod:`crawler.render`)."""

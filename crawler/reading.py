@@ -7,7 +7,8 @@ canonical (``<link rel="canonical">``). Before the text is extracted, what a bro
 show is dropped from the tree, the page's web fonts decoded and its images' texts put in
 place (:mod:`crawler.visible`, from the page's CSS and :class:`PageAssets`); its links to
 crawl are read before (a menu hidden until hovered still leads somewhere), its title, text
-and 上一章/下一章 links after. It takes and returns only
+and 上一章/下一章 links after; and whether its text is built by script so that only a
+browser shows it (:func:`crawler.scripted.needs_browser`). It takes and returns only
 picklable values, so that it can run in another process (:mod:`crawler.reader_pool`) under
 a time limit: a page built to be slow to extract never holds the thread that drives the
 downloads.
@@ -35,6 +36,7 @@ from crawler.extract import (
     page_links_counted,
     parse_html,
 )
+from crawler.scripted import needs_browser
 from crawler.visible import make_visible
 from crawler.webfont import FontDecoder, shared_reference
 from crawler.webfont.reference import DEFAULT_REFERENCE
@@ -95,6 +97,7 @@ class Reading:
     fonts: int = 0  # web fonts whose text was decoded
     fonts_refused: tuple[str, ...] = ()  # why a web font was not decoded, one line each
     images: int = 0  # images replaced by the text read from them
+    needs_browser: bool = False  # little text and a script that builds it (crawler.scripted)
 
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -169,6 +172,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         fonts=seen.fonts,
         fonts_refused=tuple(seen.fonts_refused),
         images=seen.images,
+        needs_browser=needs_browser(page.root, extracted.own_chars, html),
     )
 
 

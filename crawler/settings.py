@@ -90,10 +90,16 @@ Defaults:
   pages off the reactor thread (:mod:`crawler.reader_pool`).
 - ``FPTRACK_EXTRACT_SECONDS``: 10 s to read one page; a page over it is read the quick way
   (the densest block, no trafilatura) and counted as ``fptrack/extract_timeout``.
-- For a site with ``render`` on (:mod:`crawler.render`): ``FPTRACK_CHROMIUM``
-  (``/usr/bin/chromium``), the browser; ``FPTRACK_RENDER_SECONDS`` (30 s) for a page's
-  ``load`` event, then ``FPTRACK_RENDER_SETTLE_SECONDS`` (10 s) at most for its network to
-  settle; ``FPTRACK_RENDER_PAGES`` (4) pages open at once. The render settings
+- ``FPTRACK_AUTO_RENDER``: on (``True``): a page whose text is built by script
+  (:func:`crawler.scripted.needs_browser`) is requested again and rendered in the browser
+  when it is available, else counted as ``not_crawled/needs_browser``; off, such a page is
+  read as served (:mod:`crawler.render`).
+- For those pages, and every page of a site with ``render`` on (:mod:`crawler.render`):
+  ``FPTRACK_CHROMIUM`` (``/usr/bin/chromium``), the browser; ``FPTRACK_RENDER_SECONDS``
+  (30 s) for a page's ``load`` event, then ``FPTRACK_RENDER_SETTLE_SECONDS`` (10 s) at most
+  for its network to settle, and 10 s more at most to take its visible DOM; a page over
+  their sum is closed and counted as ``not_crawled/render_failed``;
+  ``FPTRACK_RENDER_PAGES`` (4) pages open at once. The render settings
   (``DOWNLOAD_HANDLERS`` and ``PLAYWRIGHT_*``) are set after ``overrides``, from them.
 
 - What a page is fetched with to be read as a browser shows it (:mod:`crawler.asset_fetch`,
@@ -192,6 +198,7 @@ FPTRACK_MAX_BYTES_IN_FLIGHT = defaults.MAX_BYTES_IN_FLIGHT
 FPTRACK_NAMED_PER_REASON = NAMED_PER_REASON
 FPTRACK_EXTRACT_WORKERS = 2
 FPTRACK_EXTRACT_SECONDS = 10.0
+FPTRACK_AUTO_RENDER = render.AUTO_RENDER
 FPTRACK_CHROMIUM = render.CHROMIUM
 FPTRACK_RENDER_SECONDS = render.RENDER_SECONDS
 FPTRACK_RENDER_SETTLE_SECONDS = render.SETTLE_SECONDS
@@ -278,6 +285,8 @@ def crawl_settings(site: SiteConfig, overrides: dict[str, Any] | None = None) ->
         values["CLOSESPIDER_PAGECOUNT"] = site.max_pages * per_page
     if site.render:
         values.update(render.render_settings(values))
+    elif render.auto_render(values):
+        values.update(render.render_settings(values, every_page=False))
     for name in (INGEST_SETTING, SETTINGS_SETTING):
         value = values.get(name)
         if value is not None and not isinstance(value, ByReference):

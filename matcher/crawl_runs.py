@@ -365,6 +365,27 @@ def named_lines(named: dict[str, dict[str, Any]]) -> list[str]:
     return lines
 
 
+NEEDS_BROWSER_HINT = (
+    "{n} page(s) build their text by script and need a browser: install the render extra "
+    "(pip install 'fptrack[render]') and Chromium (apt-get install chromium, or set "
+    "FPTRACK_CHROMIUM)"
+)
+"""The one line said when pages built by script could not be rendered (:mod:`crawler.render`)."""
+
+
+def hints(stats: dict[str, Any]) -> list[str]:
+    """What to do about a crawl's pages not crawled, one line each (as the CLI prints them):
+    pages built by script with no browser to render them.
+
+    >>> hints({"fptrack/not_crawled/needs_browser": 2})[0][:47]
+    '2 page(s) build their text by script and need a'
+    >>> hints({"fptrack/not_crawled/depth": 2})
+    []
+    """
+    n = _count(stats.get(NOT_CRAWLED + "needs_browser"))
+    return [NEEDS_BROWSER_HINT.format(n=n)] if n else []
+
+
 def _count(value: Any) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
 

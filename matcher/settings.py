@@ -290,8 +290,12 @@ class Settings:
     crawl_timeout: int = 6000
     crawl_lease: int = 30
     chromium: str = "/usr/bin/chromium"
-    """The headless browser that renders the pages of sites with ``render`` on
-    (:mod:`crawler.render`)."""
+    """The headless browser that renders the pages of sites with ``render`` on, and the
+    pages whose text is built by script (:mod:`crawler.render`)."""
+    auto_render: bool = True
+    """Render in ``chromium`` the pages whose text is built by script (little text and a
+    script that builds it: :mod:`crawler.scripted`), in every crawl and scan; off
+    (``FPTRACK_AUTO_RENDER=0``), they are read as served (:mod:`crawler.render`)."""
     webfont_reference: str = "/usr/share/fonts/truetype/wqy/wqy-zenhei.ttc"
     """The CJK font obfuscating web fonts' glyphs are identified against
     (:mod:`crawler.webfont`; Debian's ``fonts-wqy-zenhei``; ``PATH#N``: the N-th font of a
@@ -323,12 +327,14 @@ class Settings:
     """The fields that :meth:`from_env` found in the environment (not defaults)."""
 
     @property
-    def crawl_overrides(self) -> dict[str, str]:
-        """The Scrapy settings a crawl takes from these: the browser (``FPTRACK_CHROMIUM``),
-        the web-font reference and where its index is kept (``FPTRACK_WEBFONT_REFERENCE``,
+    def crawl_overrides(self) -> dict[str, Any]:
+        """The Scrapy settings a crawl takes from these: the browser and whether pages built
+        by script are rendered in it (``FPTRACK_CHROMIUM``, ``FPTRACK_AUTO_RENDER``), the
+        web-font reference and where its index is kept (``FPTRACK_WEBFONT_REFERENCE``,
         ``FPTRACK_WEBFONT_CACHE``; :mod:`crawler.webfont`)."""
         return {
             "FPTRACK_CHROMIUM": self.chromium,
+            "FPTRACK_AUTO_RENDER": self.auto_render,
             "FPTRACK_WEBFONT_REFERENCE": self.webfont_reference,
             "FPTRACK_WEBFONT_CACHE": os.path.expanduser(self.webfont_cache)
             if self.webfont_cache

@@ -152,6 +152,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.inline:  # matched here: the site's matches are known now
         new = ctx.ops.matches.count(site=site.name, since=began, active_only=True)
         matches = f"; matches: {matches_line(ctx.ops, site.name, new)}"
+    from matcher.crawl_runs import hints
+
+    for hint in hints(s):
+        print(f"{site.name}: {hint}", file=sys.stderr)
     print(
         f"{site.name}: {s.get('fptrack/pages', 0)} page(s){counts}, "
         f"{s.get('response_received_count', 0)} response(s), "

@@ -124,7 +124,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="open every page in headless Chromium "
         f"(FPTRACK_CHROMIUM, default {crawl_defaults.CHROMIUM}) "
         "and read the text its scripts load, for sites that load their "
-        "text by script; needs the extra 'render' (default: off, pages read as served)",
+        "text by script; needs the extra 'render' (default: off, only the pages whose text "
+        "is built by script are rendered: see --no-auto-render)",
+    )
+    p.add_argument(
+        "--no-auto-render",
+        dest="auto_render",
+        action="store_false",
+        default=crawl_defaults.AUTO_RENDER,
+        help="read every page as served, those whose text is built by script too "
+        "(FPTRACK_AUTO_RENDER=0; default: on: such a page, little text and a script that "
+        "builds it, is rendered in Chromium when the extra 'render' and Chromium are "
+        "installed, else counted as not crawled, needs_browser, with a hint)",
     )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
     p.add_argument(
@@ -223,12 +234,14 @@ def _scan(
     settings: Any,
     redis_url: str | None,
     stack: ExitStack,
-    crawl_settings: dict[str, str],
+    crawl_settings: dict[str, Any],
 ) -> int:
+    """The scan itself (``env``: the settings from the environment: the browser, whether
+    pages built by script are rendered)."""
     from tqdm import tqdm
 
     from admin.scan import run_scan, serve_directory
-    from matcher.crawl_runs import named_lines
+    from matcher.crawl_runs import hints, named_lines
 
     urls = list(args.site)
     site_dirs: dict[str, Path] = {}
@@ -268,6 +281,7 @@ def _scan(
             render=args.render,
             crawl_overrides={
                 **crawl_settings,
+                "FPTRACK_AUTO_RENDER": args.auto_render and crawl_settings["FPTRACK_AUTO_RENDER"],
                 "FPTRACK_MAX_LINKS_PER_PAGE": args.max_links,
                 "FPTRACK_MAX_PENDING": args.max_pending,
             },
@@ -295,6 +309,9 @@ def _scan(
         print(f"{url}: not crawled: {reasons}", file=sys.stderr)
         for line in named_lines(result.not_crawled_urls.get(url, {})):
             print(f"  {line}", file=sys.stderr)
+    for name, url in result.site_urls.items():
+        for hint in hints(result.crawl_stats.get(name, {})):
+            print(f"{url}: {hint}", file=sys.stderr)
     for warning in result.warnings:
         print(f"fptrack: warning: {warning}", file=sys.stderr)
     for error in result.errors[len(said) :]:

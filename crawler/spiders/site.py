@@ -119,12 +119,17 @@ from crawler.deadline import deadline_of, past_deadline
 from crawler.downloads import DOWNLOAD_SUFFIXES
 from crawler.extract import check_selector, content_chars
 from crawler.items import PageItem
-from crawler.meta import DEPTH, NEW, START
+from crawler.meta import DEPTH, NEW, RENDER, START
 from crawler.origin import Origins
 from crawler.reactor import deferred_from_future
 from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
 from crawler.reading import DEFAULT_REFERENCE, PageAssets, Reading, ReadJob, body_kind
-from crawler.render import UNAVAILABLE_SETTING, UNAVAILABLE_STAT
+from crawler.render import (
+    AUTO_RENDER,
+    AUTO_UNAVAILABLE_SETTING,
+    UNAVAILABLE_SETTING,
+    UNAVAILABLE_STAT,
+)
 from matcher.archive import Exchange
 from matcher.crawl_runs import (
     NAMED_PER_REASON,
@@ -156,6 +161,21 @@ MAX_PENDING_ALIASES = 8
 PENDING_CAPPED = "fptrack/pending_capped"
 """Stat: new links not requested because ``max_pending`` requests were already queued."""
 MAX_START_ERRORS = 3
+NEEDS_BROWSER = "needs_browser"
+"""Reason (``fptrack/not_crawled/needs_browser``): a page built by script, no browser to
+render it (:mod:`crawler.render`)."""
+RENDER_FAILED = "render_failed"
+"""Reason (``fptrack/not_crawled/render_failed``): a page built by script that the browser
+did not render in its time, or at all."""
+RENDER_FLAGGED = "fptrack/render/flagged"
+"""Stat: pages read as served whose text looks built by script
+(:func:`crawler.scripted.needs_browser`)."""
+RENDER_REQUESTED = "fptrack/render/requested"
+"""Stat: of them, pages requested again to be rendered (automatic render)."""
+RENDERED = "fptrack/render/rendered"
+"""Stat: pages requested again that the browser rendered."""
+RENDER_STILL_THIN = "fptrack/render/still_flagged"
+"""Stat: rendered pages that still look built by script: stored as read, not requested again."""
 INC = "fptrack/incremental/"
 NOT_MODIFIED = 304
 GONE_STATUSES = frozenset({404, 410})
@@ -236,6 +256,8 @@ class SiteSpider(scrapy.Spider):
         extract_workers: int = 2,
         extract_seconds: float = 10.0,
         render_unavailable: str = "",
+        auto_render: bool = AUTO_RENDER,
+        browser_missing: str = "",
         incremental: bool = False,
         recrawl_depth: int = 2,
         feed_max_bytes: int = 5 * 1024 * 1024,
@@ -276,6 +298,8 @@ class SiteSpider(scrapy.Spider):
         self._arrived = 0  # ... and of them, those the scheduler took or dropped
         self.extract_seconds = extract_seconds
         self.render_unavailable = render_unavailable if config.render else ""
+        self.auto_render = auto_render
+        self.browser_missing = browser_missing
         self.readers: ReaderPool = shared_pool(extract_workers)
         self._requested: set[int] = set()
         self._include = [re.compile(p) for p in config.include]
@@ -334,6 +358,8 @@ class SiteSpider(scrapy.Spider):
         kwargs.setdefault("extract_workers", settings.getint("FPTRACK_EXTRACT_WORKERS", 2))
         kwargs.setdefault("extract_seconds", settings.getfloat("FPTRACK_EXTRACT_SECONDS", 10.0))
         kwargs.setdefault("render_unavailable", settings.get(UNAVAILABLE_SETTING) or "")
+        kwargs.setdefault("auto_render", settings.getbool("FPTRACK_AUTO_RENDER", AUTO_RENDER))
+        kwargs.setdefault("browser_missing", settings.get(AUTO_UNAVAILABLE_SETTING) or "")
         kwargs.setdefault("recrawl_depth", settings.getint("FPTRACK_RECRAWL_DEPTH", 2))
         kwargs.setdefault("feed_max_bytes", settings.getint("FPTRACK_FEED_MAX_BYTES", 5 << 20))
         kwargs.setdefault("feed_max_entries", settings.getint("FPTRACK_FEED_MAX_ENTRIES", 50_000))
@@ -600,6 +626,22 @@ class SiteSpider(scrapy.Spider):
         reading = await self._read(response, depth)
         if reading is None:
             return
+        store = True
+        if reading.needs_browser and self._rendered(response):
+            self._inc(RENDER_STILL_THIN)  # it still shows little text: stored as read
+        elif reading.needs_browser:
+            self._inc(RENDER_FLAGGED)
+            if self.auto_render and not self.browser_missing:
+                self._inc(RENDER_REQUESTED)
+                yield self._render_request(response, depth)
+                return
+            if self.auto_render:  # its links are followed, its shell is not stored
+                store = False
+                self._inc(NOT_CRAWLED + NEEDS_BROWSER)
+                why = f"built by script, no browser to render it: {self.browser_missing}"
+                self._name(NEEDS_BROWSER, response.url, why)
+        if response.meta.get(RENDER):
+            self._inc(RENDERED)
         url = self._canon(response.url)
         page_url = self._page_url(reading, url)
         digest = _digest(reading)
@@ -623,6 +665,8 @@ class SiteSpider(scrapy.Spider):
             follow = self._follow(reading, depth, (next_url, prev_url), page_url)
         for request in follow:
             yield request
+        if not store:
+            return
         # a download's next parts first: its first part, stored last, has them all to match
         for n in range(1, len(reading.parts)):
             url_of_part = part_url(page_url, n + 1)
@@ -641,7 +685,7 @@ class SiteSpider(scrapy.Spider):
         page was already requested without it (the first such request still goes, and the
         page is then known as requested); or the page was fetched meanwhile under a URL
         the rule reduces to this one (``/1.html`` queued, ``/1.html?t=9`` fetched first)."""
-        if request.callback != self.parse:
+        if request.callback != self.parse or request.meta.get(RENDER):
             return ""
         if self.dead.dead(request.url):
             return DEAD_MESSAGE
@@ -725,6 +769,44 @@ class SiteSpider(scrapy.Spider):
         if failure.check(HttpError) and failure.value.response.status in GONE_STATUSES:
             response = failure.value.response
             return iter([GonePage(self._canon(response.url), response.status)])
+        return iter(())
+
+    # pages built by script --------------------------------------------------------------
+
+    @staticmethod
+    def _rendered(response: Response) -> bool:
+        """Whether ``response`` is a page the browser rendered (:mod:`crawler.render`)."""
+        return bool(response.meta.get(RENDER)) or "playwright" in response.flags
+
+    def _render_request(self, response: Response, depth: int) -> scrapy.Request:
+        """The page of ``response``, built by script, requested again to be rendered
+        (:data:`crawler.meta.RENDER`; :mod:`crawler.render`): once, at its own depth; its
+        slow render leaves the site's download delay alone."""
+        meta = {DEPTH: depth, RENDER: True, "autothrottle_dont_adjust_delay": True}
+        if response.meta.get(START):
+            meta[START] = response.meta[START]
+        return scrapy.Request(
+            response.url,
+            self.parse,
+            errback=self.on_render_error,
+            meta=meta,
+            dont_filter=True,
+            priority=1,
+        )
+
+    def on_render_error(self, failure: Failure) -> Iterator[Any]:
+        """A page built by script that the browser did not render (in time: a script that
+        never ends; or the browser failed): counted as ``not_crawled/render_failed`` and
+        named; an HTTP error, a dropped request or the deadline as any page's."""
+        if failure.check(HttpError, IgnoreRequest) or past_deadline(failure.request, failure):
+            return self.on_error(failure)
+        request = getattr(failure, "request", None)
+        url = getattr(request, "url", "")
+        value = failure.value
+        message = " ".join(str(value).split("\n", 1)[0].split())[:200]
+        self._inc(NOT_CRAWLED + RENDER_FAILED)
+        self._name(RENDER_FAILED, url, f"not rendered ({type(value).__name__}: {message})")
+        self.logger.info("page %s not rendered: %s", url or "?", message)
         return iter(())
 
     # helpers ----------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Smoke test of ``bench/render_bench.py`` on synthetic text (no download): the site crawled
-as served, its script-built copy through Chromium and without it; every page's text is
-found in the first two crawls and none in the third. It never asserts a speed."""
+as served, its script-built copy through Chromium, with automatic render only, and without
+either; every page's text is found in the first three crawls and none in the fourth. It never
+asserts a speed."""
 
 from __future__ import annotations
 
@@ -25,5 +26,6 @@ def test_quick_run_finds_the_text_only_when_rendered(tmp_path: Path) -> None:
     assert pages >= 12
     assert summary["plain"]["with_text"]["median"] == pages
     assert summary["rendered"]["with_text"]["median"] == pages
+    assert summary["auto"]["with_text"]["median"] == pages
     assert summary["script_plain"]["with_text"]["median"] == 0
     assert summary["ratio_rendered_over_plain_s_per_page"] > 0

@@ -1,6 +1,7 @@
 """Sites that load their chapter text by script, crawled for real on 127.0.0.1: without
-``render`` the text is not there; with it, Chromium runs the pages' scripts and every part of
-the chapter is stored with its text and its script-built 下一页 / 上一页 links."""
+``render`` and with automatic render off the text is not there; with it, Chromium runs the
+pages' scripts and every part of the chapter is stored with its text and its script-built
+下一页 / 上一页 links. (Automatic render: tests/crawler/test_auto_render.py.)"""
 
 from __future__ import annotations
 
@@ -22,10 +23,10 @@ def crawl(site: FixtureSite, overrides: dict[str, Any], **fields: Any) -> dict[s
 def test_without_render_the_chapter_text_is_not_found_and_no_browser_starts(
     ingest: RecordingIngest, test_overrides: dict[str, Any]
 ) -> None:
-    """The same site twice in one crawl, ``plain`` without render and ``script`` with it:
-    only the latter's requests go through a browser."""
+    """The same site twice in one crawl, automatic render off, ``plain`` without render and
+    ``script`` with it: only the latter's requests go through a browser."""
     first, second = halves()
-    overrides = {**test_overrides, "FPTRACK_CHROMIUM": chromium()}
+    overrides = {**test_overrides, "FPTRACK_CHROMIUM": chromium(), "FPTRACK_AUTO_RENDER": False}
     with FixtureSite(script_pages()) as plain, FixtureSite(script_pages()) as rendered:
         sites = [
             SiteConfig.from_dict({"name": "plain", "start_urls": [plain.url("/")]}),
