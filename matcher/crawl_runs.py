@@ -366,9 +366,9 @@ def named_lines(named: dict[str, dict[str, Any]]) -> list[str]:
 
 
 NEEDS_BROWSER_HINT = (
-    "{n} page(s) build their text by script and need a browser: install the render extra "
-    "(pip install 'fptrack[render]') and Chromium (apt-get install chromium, or set "
-    "FPTRACK_CHROMIUM)"
+    "{n} page(s) build their text by script and need a browser: install Chromium "
+    "(apt-get install chromium, or set FPTRACK_CHROMIUM; scrapy-playwright comes with "
+    "fptrack)"
 )
 """The one line said when pages built by script could not be rendered (:mod:`crawler.render`)."""
 

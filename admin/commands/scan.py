@@ -124,7 +124,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="open every page in headless Chromium "
         f"(FPTRACK_CHROMIUM, default {crawl_defaults.CHROMIUM}) "
         "and read the text its scripts load, for sites that load their "
-        "text by script; needs the extra 'render' (default: off, only the pages whose text "
+        "text by script; needs Chromium (default: off, only the pages whose text "
         "is built by script are rendered: see --no-auto-render)",
     )
     p.add_argument(
@@ -134,8 +134,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         default=crawl_defaults.AUTO_RENDER,
         help="read every page as served, those whose text is built by script too "
         "(FPTRACK_AUTO_RENDER=0; default: on: such a page, little text and a script that "
-        "builds it, is rendered in Chromium when the extra 'render' and Chromium are "
-        "installed, else counted as not crawled, needs_browser, with a hint)",
+        "builds it, is rendered in Chromium when it is installed, else counted as not "
+        "crawled, needs_browser, with a hint)",
     )
     p.add_argument("--html", metavar="OUT", help="also write an HTML report here (default: none)")
     p.add_argument(

@@ -116,8 +116,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--render",
         action="store_true",
         help=f"open each page in headless Chromium (FPTRACK_CHROMIUM, default {CHROMIUM}) "
-        "and read the text its scripts load; needs the extra 'render' (pip install "
-        f"'fptrack[render]'). A page waits at most {RENDER_SECONDS:g} s for its load event, "
+        "and read the text its scripts load. A page waits at most "
+        f"{RENDER_SECONDS:g} s for its load event, "
         f"then at most {SETTLE_SECONDS:g} s for its network to settle (default: off, pages "
         "read as served)",
     )
