@@ -13,8 +13,9 @@ itself. Three sets of pages:
   :data:`STYLED_RULES` rules (menus ``display: none``, colours, decoys) passed as a fetched
   stylesheet: plain pages of a site whose CSS could hide something, so the cascade runs and
   finds nothing;
-- ``hidden``: the ``hiding`` shape's disguised chapters (:mod:`bench.hiding_shape`), their
-  stylesheets passed as fetched.
+- ``hidden``: the ``hiding`` shape's disguised chapters of its CSS techniques
+  (:mod:`bench.hiding_css`; images, fonts and scripts need what the spider fetches or
+  renders, measured by their own benchmarks), their stylesheets passed as fetched.
 
 Each set is read ``--runs`` times by each reader, the passes alternated (CPU seconds of
 this process per pass; median, [min-max]); the ratio is the new reader's median over the
@@ -142,7 +143,10 @@ def page_sets(texts: Sequence[str], seed: int) -> dict[str, list[BenchPage]]:
         )
         for p in chapters or plain
     ]
-    shape = hiding_shape(texts, seed, quick=True)
+    from bench.hiding_shape import TECHNIQUES
+
+    css = [name for name, where in TECHNIQUES.items() if where.startswith("bench.hiding_css")]
+    shape = hiding_shape(texts, seed, quick=True, techniques=css)
     hidden = []
     for site in shape.sites:
         root = f"{BASE}{site.name}/"
