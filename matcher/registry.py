@@ -284,12 +284,12 @@ class Registry:
         fresh: bool = False,
         indexed: bool = True,
     ) -> None:
-        """Store, fingerprint and index (unless not ``indexed``: a twin, not a near twin) the segments, a
-        batch at a time, in three stages that overlap: this thread prepares a batch while
-        one thread writes the previous batch to the store and another indexes the batch
-        before that once the store holds it (a segment is in the index only after its
-        verification data is in the store). ``fresh``: the work was just created, so none of
-        its segments is in the index (its seq is new)."""
+        """Store, fingerprint and index (unless not ``indexed``: a twin; a near twin is
+        indexed) the segments, a batch at a time, in three stages that overlap: this thread
+        prepares a batch while one thread writes the previous batch to the store and another
+        indexes the batch before that once the store holds it (a segment is in the index
+        only after its verification data is in the store). ``fresh``: the work was just
+        created, so none of its segments is in the index (its seq is new)."""
         work_seq = int(doc["seq"])
         try:
             owners = [segment_owner(work_seq, s.index) for s in segments]
