@@ -234,18 +234,25 @@ class Works:
 
     @mongo_errors
     def near_twin_candidates(self, work_id: ObjectId, keys: Sequence[int]) -> list[dict]:
-        """The other works, indexed themselves (not twins of another; near twins are
-        indexed), whose near-twin sketch starts with one of ``keys``
-        (:mod:`matcher.near_twins`), earliest first, with their sketches; at most
-        :data:`NEAR_CANDIDATES`."""
+        """The works registered before ``work_id``, indexed themselves (not twins of
+        another; near twins are indexed), whose near-twin sketch starts with one of
+        ``keys`` (:mod:`matcher.near_twins`), earliest first, with their sketches; at most
+        :data:`NEAR_CANDIDATES`. Only earlier works: two editions are never each other's
+        near twin."""
         query = {
             "near_keys": {"$in": [int(k) for k in keys]},
             "_id": {"$ne": work_id},
             **INDEXED,
         }
-        projection = {"key": 1, "title": 1, "source": 1, "seq": 1, "near_sketch": 1}
+        projection = {
+            "key": 1, "title": 1, "source": 1, "seq": 1, "near_sketch": 1, "registered_at": 1
+        }  # fmt: skip
         found = self.db.works.find(query, projection).sort(list(REGISTRATION_ORDER))
-        return list(found.limit(NEAR_CANDIDATES))
+        me = self.db.works.find_one({"_id": work_id}, {"registered_at": 1})
+        if me is None:
+            return []
+        mine = (me["registered_at"], me["_id"])
+        return [w for w in found.limit(NEAR_CANDIDATES) if (w["registered_at"], w["_id"]) < mine]
 
     @mongo_errors
     def set_sketch(self, work_id: ObjectId, sketch: Sequence[int], *, key: str) -> None:
