@@ -271,7 +271,8 @@ def test_a_work_registered_again_with_its_near_twin_text_becomes_its_twin(
 ) -> None:
     """The first edition registered again with the very text of its near twin: it is now
     that work's twin, not indexed, and the other its own work, indexed, no twin of any."""
-    ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT)[:2])]
+    texts = editions(TEXT)[:2]
+    ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(texts)]
     assert engine.store.get_work(ids[1])["near_twin"]
     again = engine.register_work(editions(TEXT)[1], title="灯塔0", key="e0")
     assert again.holder == ids[1]
