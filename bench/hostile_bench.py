@@ -31,11 +31,10 @@ Then the cases of issue 23 (:data:`EXTRA`), each a fresh scan or a fresh admin p
 run checking its outcome (``ok``): three scans, ``start-404`` (``--site http://HOST/nosuch/``:
 exit 1, the reason in ``errors``), ``robots-page`` (robots.txt forbids one page: counted under
 ``not_crawled`` ``robots``, never asked for) and ``near-twins`` (a page copying one of three
-works a line apart: matched once, to one of them, naming the others as a tie in
-``tied``, the later two ``near`` in ``duplicates``); and the admin of ``fptrack scan
---serve`` driven over HTTP (:mod:`bench.hostile_admin`): ``slow-query`` and
-``slow-webhook`` (a server sending its headers one byte every ``--drip`` seconds, 2;
-``FPTRACK_QUERY_DEADLINE`` and
+works a line apart: matched once, the other two named as a tie in ``tied``, no ``twins``,
+``near`` in ``duplicates``); and the admin of ``fptrack scan --serve`` driven over HTTP
+(:mod:`bench.hostile_admin`): ``slow-query`` and ``slow-webhook`` (a server sending its
+headers one byte every ``--drip`` seconds, 2; ``FPTRACK_QUERY_DEADLINE`` and
 ``FPTRACK_ALERT_TIMEOUT`` set to ``--outbound-deadline``, 5 s, instead of their 20 s and 10 s:
 given up within 10 % of it, while another browser's ``GET /login`` and ``GET /matches/`` are
 answered within 1 s), ``webhook-loopback`` and ``webhook-link-local`` (a webhook rule to
@@ -365,9 +364,7 @@ def near_twins(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     data = _scanned(out)
     matches = data.get("matches", [])
     near = sorted((d["work"], d["same_text_as"], d["near"]) for d in data.get("duplicates", []))
-    said = [
-        f"{urlsplit(m['url']).path}: {m['work']}, tied {', '.join(m['tied'])}" for m in matches
-    ]
+    said = [f"{urlsplit(m['url']).path}: {m['work']}, tied {', '.join(m['tied'])}" for m in matches]
     said.append(f"near duplicates of {names[0]}: {', '.join(w for w, _, n in near if n)}")
     run["reason"] = "; ".join(said)
     run["ok"] = (

@@ -274,9 +274,7 @@ def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path)
     ]
 
 
-def test_three_editions_a_line_apart_are_matched_as_a_tie_and_reported(
-    capsys, tmp_path
-) -> None:
+def test_three_editions_a_line_apart_are_matched_as_a_tie_and_reported(capsys, tmp_path) -> None:
     """Three editions a line apart (near twins): each indexed as an edition, so a page
     copying the text they share is one entry, under one of them, naming the other two as
     a tie (``tied``), no ``twins``; the two later are reported as ``near`` duplicates."""
