@@ -173,13 +173,19 @@ def test_a_near_twin_with_a_passage_of_its_own_takes_the_copies_of_it(engine: En
     assert str(record["work_id"]) == first and siblings(record) == {twin: False}
     [record] = crawl(engine, "http://p/shared", page_of(chapters[20]))
     assert siblings(record) == {({first, twin} - {str(record["work_id"])}).pop(): True}
-    # Registered before the pages were crawled or after: the same attribution.
+    # Removed, its match is archived with its review; registered again (after the pages
+    # were crawled), the near twin takes it back, as any work, and the page is its again.
+    [record] = crawl(engine, "http://p/own", page_of(own))
+    ops = Operations(engine.store)
+    assert ops.set_status(str(record["_id"]), "confirmed", "修订版整章", "alice")
     assert engine.remove_work(twin)
     again = engine.register_work(second, title="修订版", key="b")
-    assert again.holder == again.work_id
+    assert (again.holder, again.restored) == (again.work_id, 1)
+    assert engine.store.get_work(again.work_id)["near_twin"]
     engine.match_work_against_pages(again.work_id)
-    [record] = engine.store.matches_for("page_id", engine.store.page_by_url("http://p/own")["_id"])
-    assert str(record["work_id"]) == again.work_id
+    back = ops.match(match_id=str(record["_id"]))
+    assert back["active"] and str(back["work_id"]) == again.work_id
+    assert (back["status"], back["note"]) == ("confirmed", "修订版整章")
 
 
 def test_editions_of_a_long_work_are_near_twins_and_its_chapters_match(engine: Engine) -> None:
