@@ -65,8 +65,10 @@ class ScanResult:
     crawl_stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     duplicates: list[dict[str, str]] = field(default_factory=list)
     """Works with the same text as an earlier one, or nearly (``near``):
-    ``{"work", "same_text_as", "near"}`` (sources); their copies are recorded under the
-    earlier work, whose matches name them (``twins``)."""
+    ``{"work", "same_text_as", "near"}`` (sources). A twin's copies are recorded under the
+    earlier work, whose matches name it (``twins``); a near twin is indexed, an edition
+    like any other (a copy goes to the edition that explains it best, ties named):
+    reported here as information."""
     not_crawled: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per site URL, its pages not crawled (or not readable) by reason
     (:func:`matcher.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
@@ -404,7 +406,8 @@ def _until_back(
 
 def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     """Every active match in the contract's form, by page URL then work; ``twins`` names the
-    works with the same or nearly the same text as the matched work (recorded under it);
+    works with the very text of the matched work (recorded under it; a near twin is an
+    edition, indexed, named in ``siblings`` when it explains the page too);
     ``siblings`` the other editions of the matched work that explain the page too, the best
     first, and ``tied`` those of them that explain it as well (:mod:`matcher.editions`);
     ``aliases`` the other URLs the page was reached under (one page, one entry). A download
@@ -418,7 +421,8 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     works = ops.work_sources()
     twins: dict[Any, list[str]] = {}
     for twin, first in ops.twin_pairs():
-        twins.setdefault(first["_id"], []).append(twin.get("source", ""))
+        if not twin.get("near_twin"):
+            twins.setdefault(first["_id"], []).append(twin.get("source", ""))
     best: dict[tuple[str, str], dict[str, Any]] = {}
     parts: dict[tuple[str, str], list[str]] = {}
     for m in matches:

@@ -23,11 +23,12 @@ homophones, typos, all combined). Beside them, chapters of unregistered novels
 (``Sizes.edition_fillers`` pages). The shape draws from a pool of its own, so the other
 shapes are unchanged.
 
-Scoring (:func:`score`): a copy is *found* when the scan reports it with an edition of its
-group, *attributed* when the best-scored of those entries is the edition copied, or names it
-in ``tied`` (an edition explaining the page as well) or in ``twins`` (an edition with nearly
-the same text, stored and not indexed); a *false pair* is an entry of a copy with a work
-outside its group, or any entry of an unrelated page. Figures per group size.
+Scoring (:func:`score`, strict): a copy is *found* when the scan reports it with an
+edition of its group, *attributed* when the best-scored of those entries is the edition
+copied, or names it in ``tied`` (an edition explaining the page as well), and no other way:
+an edition with nearly the text of another (a near twin, in the scan's ``duplicates``) is
+indexed as any edition, so it is named itself; a *false pair* is an entry of a copy with a
+work outside its group, or any entry of an unrelated page. Figures per group size.
 """
 
 from __future__ import annotations
@@ -253,13 +254,15 @@ def editions_shape(
 
 def score(shape: EditionShape, scan: dict[str, Any], base: str) -> dict[str, Any]:
     """The shape's figures from the scan's JSON (its entries' ``url`` under ``base``): per
-    group size and in all, ``copies``, ``found``, ``attributed``, ``tied`` (attributed by a
-    named tie), ``twinned`` (the edition copied is a near twin of the work or of a tied
-    one, :data:`duplicates`), ``false_pairs``, and the copies not found or not attributed
-    with what was reported."""
+    group size and in all, ``copies``, ``found``, ``attributed`` (the best-scored entry of
+    its group is the edition copied, or names it in ``tied``), ``tied`` (attributed by a
+    named tie), ``near_missed`` (not attributed, though the edition copied is a near twin of
+    the work or of a tied one, the scan's ``duplicates``: a diagnostic, no credit),
+    ``false_pairs``, and the copies not found or not attributed with what was reported."""
     site = shape.sites[0]
     entries = scan["matches"]
     twin_of = {d["work"]: d["same_text_as"] for d in scan.get("duplicates", [])}
+    twin_of |= {d["same_text_as"]: d["work"] for d in scan.get("duplicates", [])}
     reported: dict[str, list[dict[str, Any]]] = {}
     for e in entries:
         reported.setdefault(e["url"].removeprefix(base), []).append(e)
@@ -267,7 +270,8 @@ def score(shape: EditionShape, scan: dict[str, Any], base: str) -> dict[str, Any
 
     def row(name: str) -> dict[str, Any]:
         return rows.setdefault(name, {k: 0 for k in (
-            "copies", "found", "attributed", "tied", "twinned", "false_pairs", "unrelated_pages"
+            "copies", "found", "attributed", "tied", "near_missed", "false_pairs",
+            "unrelated_pages",
         )})  # fmt: skip
 
     wrong = []
@@ -286,14 +290,13 @@ def score(shape: EditionShape, scan: dict[str, Any], base: str) -> dict[str, Any
         best = max(mine, key=lambda e: e["score"], default=None)
         tied = best is not None and copy.edition in best.get("tied", [])
         named = {best["work"], *best.get("tied", [])} if best is not None else set()
-        twinned = twin_of.get(copy.edition) in named
-        right = best is not None and (best["work"] == copy.edition or tied or twinned)
+        right = best is not None and (best["work"] == copy.edition or tied)
         for r in (row(str(copy.size)), row("all")):
             r["copies"] += 1
             r["found"] += best is not None
             r["attributed"] += right
             r["tied"] += right and best["work"] != copy.edition and tied
-            r["twinned"] += right and best["work"] != copy.edition and not tied and twinned
+            r["near_missed"] += not right and twin_of.get(copy.edition) in named
             r["false_pairs"] += len(got) - len(mine)
         if not right or len(got) != len(mine):
             wrong.append({

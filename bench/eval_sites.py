@@ -25,8 +25,8 @@ as static files and served on 127.0.0.1:
   their text) and a library site copying each edition whole, a chapter of it and an
   excerpt, edited as pirates edit, beside chapters of unregistered novels, scanned alone.
   Its figures per group size: copies found, attributed to the edition copied or to one
-  naming it as a tie (or as a near twin), and false pairs (targets: every copy found and
-  attributed, no false pair);
+  naming it as a tie (strict: a near twin of the edition is no credit), and false pairs
+  (targets: every copy found and attributed, no false pair);
 - **hiding** (issue 38, what the reader sees): a 笔趣阁-style site per technique of
   :data:`bench.hiding_shape.TECHNIQUES` (``--techniques``; noise hidden by CSS, ...), each
   mixing chapters of a registered novel disguised by it with plain ones and with an
@@ -584,13 +584,13 @@ def report(result: dict[str, Any]) -> str:
     editions = result.get("editions")
     if editions:
         lines += ["", "editions (per group size): copies, found, attributed (of them by a named"
-                  " tie, by a near twin), false pairs"]  # fmt: skip
+                  " tie; missed though a near twin was named), false pairs"]  # fmt: skip
         for name, r in [*editions["per_size"].items(), ("all", editions["all"])]:
             label = f"{name} editions" if name != "all" else "all groups"
             lines.append(
                 f"  {label:12} {r['copies']:>4} {r['found']:>4} ({r['recall']:.3f})"
-                f" {r['attributed']:>4} ({r['attribution']:.3f}; tie {r['tied']},"
-                f" twin {r['twinned']}) {r['false_pairs']:>3}"
+                f" {r['attributed']:>4} ({r['attribution']:.3f}; tie {r['tied']};"
+                f" near miss {r['near_missed']}) {r['false_pairs']:>3}"
             )
         lines.append(
             f"editions: {editions['works']} editions ({editions['duplicates']} near twins),"

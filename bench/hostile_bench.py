@@ -31,7 +31,7 @@ Then the cases of issue 23 (:data:`EXTRA`), each a fresh scan or a fresh admin p
 run checking its outcome (``ok``): three scans, ``start-404`` (``--site http://HOST/nosuch/``:
 exit 1, the reason in ``errors``), ``robots-page`` (robots.txt forbids one page: counted under
 ``not_crawled`` ``robots``, never asked for) and ``near-twins`` (a page copying one of three
-works a line apart: matched to the first, which names the others as ``twins``, the others
+works a line apart: matched once, the other two named as a tie in ``tied``, no ``twins``,
 ``near`` in ``duplicates``); and the admin of ``fptrack scan --serve`` driven over HTTP
 (:mod:`bench.hostile_admin`): ``slow-query`` and ``slow-webhook`` (a server sending its
 headers one byte every ``--drip`` seconds, 2; ``FPTRACK_QUERY_DEADLINE`` and
@@ -347,8 +347,9 @@ def robots_page(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 def near_twins(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """Three works a line apart (:func:`bench.hostile_site.editions`) and a page copying the
-    first: matched to the first, naming the other two as ``twins``; both ``near`` twins of
-    the first in ``duplicates``."""
+    text they share: one match, under one of them, naming the other two as a tie
+    (``tied``; near twins are indexed as editions), no ``twins``; both ``near`` twins of the
+    first in ``duplicates``."""
     from bench.fixture_site import FixtureSite
 
     text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
@@ -363,16 +364,17 @@ def near_twins(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     data = _scanned(out)
     matches = data.get("matches", [])
     near = sorted((d["work"], d["same_text_as"], d["near"]) for d in data.get("duplicates", []))
-    said = [
-        f"{urlsplit(m['url']).path}: {m['work']}, twins {', '.join(m['twins'])}" for m in matches
-    ]
+    said = [f"{urlsplit(m['url']).path}: {m['work']}, tied {', '.join(m['tied'])}" for m in matches]
     said.append(f"near duplicates of {names[0]}: {', '.join(w for w, _, n in near if n)}")
     run["reason"] = "; ".join(said)
     run["ok"] = (
         run["exit"] == 0 and data.get("errors") == [] and data.get("works") == 3
         and near == [(names[1], names[0], True), (names[2], names[0], True)]
-        and bool(matches) and all(urlsplit(m["url"]).path == COPY_PAGE for m in matches)
-        and all(m["work"] == names[0] and m["twins"] == names[1:] for m in matches)
+        and len(matches) == 1 and all(urlsplit(m["url"]).path == COPY_PAGE for m in matches)
+        and all(
+            m["work"] in names and m["twins"] == []
+            and sorted(m["tied"]) == sorted(set(names) - {m["work"]}) for m in matches
+        )
     )  # fmt: skip
     return run
 
@@ -405,7 +407,7 @@ EXTRA: dict[str, Extra] = {
     ),
     "near-twins": Extra(
         "3 works a line apart (完 appended, 第一版 prepended), a page copying one",
-        "matched, twins named, near duplicates",
+        "matched once, the others a named tie, near duplicates",
         near_twins,
     ),
     "slow-query": Extra(

@@ -55,7 +55,7 @@ from matcher.prepared import (
     prepare,
 )
 from matcher.recent import Recent
-from matcher.registry import Registration, Registry
+from matcher.registry import Registration, Registry, is_twin
 from matcher.renewal import Renewal
 from matcher.segment_cache import SegmentCache, SegmentData
 from matcher.store.common import StoreError, page_key
@@ -733,15 +733,15 @@ class Engine(IndexView):
         with its review (:data:`~matcher.store.matches.NO_LONGER_MATCHES`), never lost. A
         twin (:meth:`Registry.add <matcher.registry.Registry.add>`) is looked up in no
         index: its copies are recorded under the work it repeats, whose pages are matched
-        again too.
+        again too. A near twin is indexed, an edition like any other: looked up as any work.
         """
         snap = self.ready()
-        fields = {"seq": 1, "key": 1, "content_hash": 1, "same_text_as": 1}
+        fields = {"seq": 1, "key": 1, "content_hash": 1, "same_text_as": 1, "near_twin": 1}
         work = self.store.get_work(work_id, fields)
         if work is None:
             raise UnusableText(f"no work with id {work_id}")
         # A twin is not indexed: its copies are recorded under the work it repeats.
-        twin_of = work.get("same_text_as")
+        twin_of = work.get("same_text_as") if is_twin(work) else None
         own = self.store.matches.work_pages(work["_id"])
         held = own + (self.store.matches.work_pages(twin_of) if twin_of else [])
         affected = [] if twin_of else self._pages_sharing(work["_id"])

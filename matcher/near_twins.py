@@ -14,10 +14,13 @@ own smallest hashes share one of them): two works whose resemblance is at least 
 near twins' is, share the smallest hash of their union with probability 0.9 and miss all of
 the first 16 with a probability below 10^-15.
 
-The sketch only finds near twins: a work is left unindexed only when the characters of it
-found nowhere in the earlier work (:func:`unique_chars`, aligned segment by segment) are
-fewer than a copy of them alone would need to be a match (:func:`unique_limit`), so an
-edition with a chapter added stays indexed.
+The sketch only finds near twins: a work is one only when the characters of it found
+nowhere in the earlier work (:func:`unique_chars`, aligned segment by segment) are fewer
+than a copy of them alone would need to be a match (:func:`unique_limit`), so an edition
+with a chapter added is none. A near twin is reported as such (``same_text_as``,
+``near_twin``, the scan's ``duplicates``) and indexed as any edition
+(:mod:`matcher.editions`): a page copying it is attributed to the edition that explains it
+best, or names a tie (:meth:`matcher.registry.Registry.register`).
 """
 
 from __future__ import annotations

@@ -66,7 +66,8 @@ class Registration:
     changed: bool
     """Its text differs from the one registered under its key before (True when created)."""
     holder: str = ""
-    """The work its copies are recorded under: itself, or the work it is a (near) twin of."""
+    """The work its copies are recorded under: itself, or the work it is a twin of (a near
+    twin records its own)."""
     restored: int = 0
     """Archived matches of an earlier registration (same key, or same text) given to the
     ``holder``; each is active again once its page is matched with it again."""
@@ -108,15 +109,16 @@ class Registry:
         text is that of a work registered earlier is its twin (``same_text_as``, reported
         by the CLI, the admin and the scan): it is stored but not indexed, so identical
         works never count as text many works share (boilerplate), and its copies are
-        recorded under the earlier work, as the attribution of shared text would. A work
+        recorded under the earlier work (identical texts cannot be told apart). A work
         whose text and an earlier indexed work's each lie at least
         ``settings.near_twin_share`` inside the other is that work's near twin
-        (:mod:`matcher.near_twins`; ``same_text_as`` and ``near_twin``), kept the same way.
+        (:mod:`matcher.near_twins`; ``same_text_as`` and ``near_twin``), reported as such
+        and indexed as any edition (:mod:`matcher.editions`): a page copying it is
+        attributed to the edition that explains it best, or names a tie.
         The archived matches of an earlier registration under its key or with its text go
         back to it (``restored``), before its segments are indexed, so a page matched
         with it from then on finds its record and review; a twin's, those of its text, go
-        to the work it is a twin of, which records its copies (``holder``); a near twin's
-        stay archived.
+        to the work it is a twin of, which records its copies (``holder``).
         Raises
         :class:`UnusableText` for a text longer than ``settings.max_work_chars`` or with
         fewer than ``settings.min_work_chars`` content characters after normalisation.
@@ -152,13 +154,13 @@ class Registry:
         head = self._place(
             doc, digest, sketch.tolist(), lambda: (text, segments, sum(cores)), marked=not created
         )
-        holder = head or doc  # the work its copies are recorded under
-        restored = 0
-        if head is None:
-            restored = self.store.matches.restore_archived(doc)
-        elif head.get("content_hash") == digest:  # a twin, not a near twin
+        exact = _exact(head, digest)  # a twin, not a near twin (an edition, indexed)
+        holder = head if exact else doc  # the work its copies are recorded under
+        if exact:
             restored = self.store.matches.restore_archived(doc, into=head)
-        self._index(doc, text, segments, cores, fresh=created, indexed=head is None)
+        else:
+            restored = self.store.matches.restore_archived(doc)
+        self._index(doc, text, segments, cores, fresh=created, indexed=not exact)
         if not created:  # its twins are compared with its new text, now stored
             self._resettle(self.store.twins(doc["_id"]))
         changed = created or before.get("content_hash") != digest
@@ -169,7 +171,8 @@ class Registry:
     ) -> dict | None:
         """Mark ``doc`` the twin of the earliest indexed work with its text, else the near
         twin of the earliest indexed work with nearly its text, else neither; returns that
-        work, or None when ``doc`` is to be indexed (neither). ``load`` gives its text,
+        work, or None (neither). ``doc`` is to be indexed unless it is a twin (the work
+        returned has its text, :func:`_exact`): a near twin is. ``load`` gives its text,
         segments and content characters, when they are needed. A work just created (not
         ``marked``) has no mark to clear: neither is then not written."""
         first = self.store.twin_of(doc["_id"], digest)
@@ -185,7 +188,8 @@ class Registry:
         """The earliest indexed work this one is a near twin of, if any: their sketches
         say each lies at least ``settings.near_twin_share`` inside the other, and the
         characters of this one found nowhere in it could never be a match on their own
-        (:func:`matcher.near_twins.unique_chars`), so nothing is lost by not indexing it."""
+        (:func:`matcher.near_twins.unique_chars`): the two are one text for a reader, and
+        reported as such; both are indexed, editions of each other (:mod:`matcher.editions`)."""
         share = self.settings.near_twin_share
         if not share or not sketch:
             return None
@@ -203,16 +207,23 @@ class Registry:
     def _resettle(self, twins: list[dict], removed: dict | None = None) -> None:
         """``twins`` (earliest first) lost the work they were (near) twins of (``removed``,
         when it was removed), or its text changed: each is placed again (:meth:`_place`),
-        so the earliest that has no indexed work with (nearly) its text is indexed, and the
-        others become its twins. A twin indexed in place of a removed work with its very
-        text takes the removed work's archived matches (:meth:`Matches.restore_archived
-        <matcher.store.matches.Matches.restore_archived>`): its copies were recorded there."""
+        so the earliest that has no indexed work with its very text is indexed (a near
+        twin is already), and the others with that text become its twins; each is marked
+        the near twin of a work it nearly repeats, if any. A twin indexed in place of a
+        removed work with its very text takes the removed work's archived matches
+        (:meth:`Matches.restore_archived <matcher.store.matches.Matches.restore_archived>`):
+        its copies were recorded there."""
         for twin in twins:
-            sketch = twin.get("near_sketch") or []
-            if self._place(twin, twin.get("content_hash", ""), sketch, self._loader(twin)) is None:
+            digest = twin.get("content_hash", "")
+            was_indexed = bool(twin.get("near_twin"))
+            head = self._place(twin, digest, twin.get("near_sketch") or [], self._loader(twin))
+            indexed = not _exact(head, digest)
+            if indexed and not was_indexed:
                 self.reindex(str(twin["_id"]))
-                if removed is not None and removed["content_hash"] == twin.get("content_hash"):
+                if removed is not None and removed["content_hash"] == digest:
                     self.store.matches.restore_archived(removed, into=twin)
+            elif was_indexed and not indexed:
+                self.unindex(twin["_id"])
 
     def _loader(self, doc: dict) -> _Load:
         """What :meth:`_place` loads of a stored work: its text, segments and content
@@ -236,13 +247,13 @@ class Registry:
         if "near_sketch" not in doc:  # registered before near twins were looked for
             self.store.set_sketch(doc["_id"], sketch.tolist(), key=doc["key"])
         self.unindex(doc["_id"])
-        self._index(doc, text, segments, cores, indexed=not doc.get("same_text_as"))
+        self._index(doc, text, segments, cores, indexed=not is_twin(doc))
 
     def remove(self, work_id: str) -> bool:
         """Remove a work, its segments and index entries; its matches are archived with
         their reviews (:meth:`matcher.store.works.Works.delete_work`). Its twins and
-        near twins, if any, are placed again (:meth:`_resettle`): the earliest is indexed in
-        its place, and the others become its twins (or near twins) if they are."""
+        near twins, if any, are placed again (:meth:`_resettle`): the earliest of its twins is
+        indexed in its place, and the others become its twins (or near twins) if they are."""
         doc = self.store.get_work(work_id, {"seq": 1})
         if doc is None:
             return False
@@ -273,12 +284,12 @@ class Registry:
         fresh: bool = False,
         indexed: bool = True,
     ) -> None:
-        """Store, fingerprint and index (unless not ``indexed``: a twin) the segments, a
-        batch at a time, in three stages that overlap: this thread prepares a batch while
-        one thread writes the previous batch to the store and another indexes the batch
-        before that once the store holds it (a segment is in the index only after its
-        verification data is in the store). ``fresh``: the work was just created, so none of
-        its segments is in the index (its seq is new)."""
+        """Store, fingerprint and index (unless not ``indexed``: a twin; a near twin is
+        indexed) the segments, a batch at a time, in three stages that overlap: this thread
+        prepares a batch while one thread writes the previous batch to the store and another
+        indexes the batch before that once the store holds it (a segment is in the index
+        only after its verification data is in the store). ``fresh``: the work was just
+        created, so none of its segments is in the index (its seq is new)."""
         work_seq = int(doc["seq"])
         try:
             owners = [segment_owner(work_seq, s.index) for s in segments]
@@ -363,6 +374,18 @@ class _Batch:
     keys: list[np.ndarray] = field(default_factory=list)
     refs: list[tuple[str, bytes]] = field(default_factory=list)
     chars: int = 0
+
+
+def is_twin(work: dict) -> bool:
+    """Whether a stored work is a twin (``same_text_as`` another work and not ``near_twin``:
+    its very text), stored and never indexed; a near twin is indexed (:meth:`Registry.register`)."""
+    return bool(work.get("same_text_as")) and not work.get("near_twin")
+
+
+def _exact(head: dict | None, digest: str) -> bool:
+    """Whether the work :meth:`Registry._place` found for a text of ``digest`` has that
+    very text (a twin, not indexed), not nearly (a near twin, indexed)."""
+    return head is not None and head.get("content_hash") == digest
 
 
 def _survey(text: str, segments: list[Segment]) -> tuple[list[int], np.ndarray]:

@@ -222,8 +222,9 @@ class Settings:
     min_work_chars: int = 50
     near_twin_share: float = 0.95
     """A work whose text and an earlier indexed work's each lie at least this share inside
-    the other (content 8-grams, :mod:`matcher.near_twins`) is that work's near twin: stored,
-    not indexed, its copies recorded under the earlier work. 0 turns near twins off."""
+    the other (content 8-grams, :mod:`matcher.near_twins`) is that work's near twin:
+    reported as such (``same_text_as``, ``near_twin``) and indexed as an edition of it
+    (:mod:`matcher.editions`). 0 turns near twins off."""
     max_split_parts: int = 50
     candidate_batch: int = 64
     segment_cache_mb: int = 256

@@ -37,9 +37,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "again once its page is matched with the work again, and one whose page no longer "
         "matches its text stays archived (matches list --archived). Each new work is "
         "matched at once against the pages already crawled. A work "
-        "with the same text as one registered earlier, or nearly (each lying at least "
-        f"FPTRACK_NEAR_TWIN_SHARE, default {near_twin_share}, inside the other), is "
-        "stored as its twin, not indexed: its copies are recorded under the earlier work.",
+        "with the same text as one registered earlier is stored as its twin, not indexed: "
+        "its copies are recorded under the earlier work. One with nearly its text (each "
+        f"lying at least FPTRACK_NEAR_TWIN_SHARE, default {near_twin_share}, inside the "
+        "other) is said to be its near twin and indexed as an edition: a copy goes to the "
+        "edition that explains it best, or names a tie.",
     )
     p.add_argument("paths", nargs="+", metavar="PATH", help="a work file, a folder or a .zip")
     p.add_argument("--title", help="title (one file only; default: the file name)")

@@ -25,6 +25,7 @@ from pymongo.errors import DuplicateKeyError
 
 from matcher.field_names import INDEX_KEYS
 from matcher.store import Store, mongo_errors, now
+from matcher.store.works import TWINS
 
 LEASE = "index.rebuild"
 HEALTH = "index.health"
@@ -142,8 +143,9 @@ class IndexState:
     @mongo_errors
     def indexable(self) -> dict[str, int]:
         """Owners the indexes should hold, per kind: those with stored index keys, but the
-        segments of works that are twins of earlier ones (stored, never indexed)."""
-        twins = [w["_id"] for w in self.db.works.find({"same_text_as": {"$ne": None}}, {"_id": 1})]
+        segments of works that are twins of earlier ones (stored, never indexed; a near
+        twin is indexed)."""
+        twins = [w["_id"] for w in self.db.works.find(TWINS, {"_id": 1})]
         works = self.fingerprints.count_with(
             "work", INDEX_KEYS, {"owner_id": {"$nin": twins}} if twins else None
         )

@@ -32,6 +32,11 @@ from matcher.store.layout import REGISTRATION_ORDER
 from matcher.store.matches import Matches
 from matcher.store.sequences import Sequences
 
+TWINS: dict[str, Any] = {"same_text_as": {"$ne": None}, "near_twin": {"$ne": True}}
+"""The works that are twins of another (its very text): stored, never indexed
+(:meth:`matcher.registry.Registry.register`)."""
+INDEXED: dict[str, Any] = {"$or": [{"same_text_as": None}, {"near_twin": True}]}
+"""The works that are indexed: not twins of another (near twins are, as editions)."""
 NEAR_CANDIDATES = 256
 """Works a new work is compared with, at most, when looking for the one it nearly repeats."""
 
@@ -216,11 +221,12 @@ class Works:
     @mongo_errors
     def twin_of(self, work_id: ObjectId, content_hash: str) -> dict | None:
         """The earliest registered other work with the same text that is indexed itself
-        (not a twin of another): the work ``work_id`` duplicates, if any."""
+        (not a twin of another; a near twin is indexed): the work ``work_id`` duplicates,
+        if any."""
         query = {
             "content_hash": checked_str(content_hash, "content_hash"),
             "_id": {"$ne": work_id},
-            "same_text_as": None,
+            **INDEXED,
         }
         fields = {"title": 1, "source": 1, "seq": 1, "content_hash": 1}
         found = self.db.works.find(query, fields)
@@ -228,17 +234,25 @@ class Works:
 
     @mongo_errors
     def near_twin_candidates(self, work_id: ObjectId, keys: Sequence[int]) -> list[dict]:
-        """The other works, indexed themselves (not twins of another), whose near-twin
-        sketch starts with one of ``keys`` (:mod:`matcher.near_twins`), earliest first, with
-        their sketches; at most :data:`NEAR_CANDIDATES`."""
+        """The works registered before ``work_id``, indexed themselves (not twins of
+        another; near twins are indexed), whose near-twin sketch starts with one of
+        ``keys`` (:mod:`matcher.near_twins`), earliest first, with their sketches; at most
+        :data:`NEAR_CANDIDATES`. Only earlier works: two editions are never each other's
+        near twin."""
         query = {
             "near_keys": {"$in": [int(k) for k in keys]},
             "_id": {"$ne": work_id},
-            "same_text_as": None,
+            **INDEXED,
         }
-        projection = {"key": 1, "title": 1, "source": 1, "seq": 1, "near_sketch": 1}
+        projection = {
+            "key": 1, "title": 1, "source": 1, "seq": 1, "near_sketch": 1, "registered_at": 1
+        }  # fmt: skip
         found = self.db.works.find(query, projection).sort(list(REGISTRATION_ORDER))
-        return list(found.limit(NEAR_CANDIDATES))
+        me = self.db.works.find_one({"_id": work_id}, {"registered_at": 1})
+        if me is None:
+            return []
+        mine = (me["registered_at"], me["_id"])
+        return [w for w in found.limit(NEAR_CANDIDATES) if (w["registered_at"], w["_id"]) < mine]
 
     @mongo_errors
     def set_sketch(self, work_id: ObjectId, sketch: Sequence[int], *, key: str) -> None:
@@ -274,8 +288,9 @@ class Works:
 
     @mongo_errors
     def twin_ids(self) -> set[ObjectId]:
-        """Every work that has the same text as an earlier one (and is not indexed)."""
-        return {d["_id"] for d in self.db.works.find({"same_text_as": {"$ne": None}}, {"_id": 1})}
+        """Every work that has the same text as an earlier one (and is not indexed; a near
+        twin is indexed, and not one of them)."""
+        return {d["_id"] for d in self.db.works.find(TWINS, {"_id": 1})}
 
     def works_by_seq(
         self, seqs: Iterable[int], projection: dict[str, int] | None = None
@@ -355,17 +370,22 @@ class Works:
 
     @mongo_errors
     def same_text_note(self, work_id: Any) -> str:
-        """ "same text as work ID (TITLE) ..." for a twin ("nearly the same text ..." for a
-        near twin), else ""."""
+        """ "same text as work ID (TITLE) ..." for a twin (its copies recorded under that
+        work), "nearly the same text ..." for a near twin (an edition, indexed), else ""."""
         fields = {"same_text_as": 1, "near_twin": 1}
         work = self.db.works.find_one({"_id": object_id(str(work_id), "work id")}, fields)
         first = work and work.get("same_text_as")
         if not first:
             return ""
         other = self.db.works.find_one({"_id": first}, {"title": 1}) or {}
-        nearly = "nearly the " if work.get("near_twin") else ""
+        if work.get("near_twin"):
+            return (
+                f"nearly the same text as work {first} ({other.get('title', '')!r}):"
+                " an edition of it, indexed; a copy is attributed to the edition that"
+                " explains it best, or names both as a tie"
+            )
         return (
-            f"{nearly}same text as work {first} ({other.get('title', '')!r}):"
+            f"same text as work {first} ({other.get('title', '')!r}):"
             " its copies are recorded under that work"
         )
 

@@ -22,6 +22,7 @@ from admin.crawl_wait import wait_for_crawl
 from admin.report.html_report import SORT_SCRIPT
 from matcher import jobs
 from matcher.engine import Engine
+from matcher.keys import segment_owner
 from matcher.maintenance import drop_indexes
 from matcher.settings import Settings
 from matcher.store import now
@@ -150,6 +151,10 @@ class TestWorks:
         )
         assert status == 0
         assert f"{edition}: nearly the same text as work {first['_id']} ('lighthouse')" in err
+        assert "an edition of it, indexed" in err  # matched as an edition, no longer hidden
+        [doc] = Operations(ctx.engine.store).find_works("edition")
+        seq = ctx.engine.store.get_work(str(doc["_id"]))["seq"]
+        assert ctx.engine.redis.exists(ctx.engine.keys.segment(segment_owner(seq, 0)))
         _, out, _ = run(capsys, ctx, "works", "list")
         assert f"nearly the same text as {first['_id']}" in out
         _, out, _ = run(capsys, ctx, "works", "list", "--json")

@@ -244,29 +244,57 @@ def editions(text: str) -> list[str]:
     return [text + "\n完\n", "第一版\n" + text, text[:middle] + "错" + text[middle + 1 :]]
 
 
-@pytest.mark.parametrize("near", [False, True], ids=["same-text", "near-identical"])
-def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path, near) -> None:
-    """Three files with one text, or three editions a line apart: its copies are found (the
-    text is not boilerplate shared by three works), recorded under the first, which names
-    the others, and the others are reported as duplicates (``near`` for editions)."""
+def write_works(tmp_path: Path, texts: list[str]) -> Path:
     works = tmp_path / "works"
     works.mkdir()
-    text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
-    texts = editions(text) if near else [text] * 3
     for name, body in zip(("a-lighthouse.txt", "b-copy.txt", "c-copy.txt"), texts, strict=True):
         (works / name).write_text(body, encoding="utf-8")
+    return works
+
+
+def test_a_work_registered_three_times_is_matched_and_reported(capsys, tmp_path) -> None:
+    """Three files with one text: its copies are found (the text is not boilerplate shared
+    by three works), recorded under the first, which names the others (``twins``), and the
+    others are reported as duplicates."""
+    text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    works = write_works(tmp_path, [text] * 3)
     out = tmp_path / "out.json"
     status, _ = scan(capsys, "--works", str(works), "--site-dir", str(SITE), "--json", str(out))
     result = json.loads(out.read_text(encoding="utf-8"))
     assert status == 0 and result["works"] == 3
     assert {m["work"] for m in result["matches"]} == {"a-lighthouse.txt"}
     assert all(m["twins"] == ["b-copy.txt", "c-copy.txt"] for m in result["matches"])
+    assert all(m["siblings"] == [] for m in result["matches"])
     assert {urlsplit(m["url"]).path for m in result["matches"]} == {
         path for path, copied in EXPECTED.items() if "lighthouse.txt" in copied
     }
     assert result["duplicates"] == [
-        {"work": "b-copy.txt", "same_text_as": "a-lighthouse.txt", "near": near},
-        {"work": "c-copy.txt", "same_text_as": "a-lighthouse.txt", "near": near},
+        {"work": "b-copy.txt", "same_text_as": "a-lighthouse.txt", "near": False},
+        {"work": "c-copy.txt", "same_text_as": "a-lighthouse.txt", "near": False},
+    ]
+
+
+def test_three_editions_a_line_apart_are_matched_as_a_tie_and_reported(capsys, tmp_path) -> None:
+    """Three editions a line apart (near twins): each indexed as an edition, so a page
+    copying the text they share is one entry, under one of them, naming the other two as
+    a tie (``tied``), no ``twins``; the two later are reported as ``near`` duplicates."""
+    text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
+    works = write_works(tmp_path, editions(text))
+    out = tmp_path / "out.json"
+    status, _ = scan(capsys, "--works", str(works), "--site-dir", str(SITE), "--json", str(out))
+    result = json.loads(out.read_text(encoding="utf-8"))
+    assert status == 0 and result["works"] == 3
+    names = {"a-lighthouse.txt", "b-copy.txt", "c-copy.txt"}
+    for m in result["matches"]:
+        assert m["work"] in names and m["twins"] == []
+        assert sorted(m["tied"]) == sorted(m["siblings"]) == sorted(names - {m["work"]})
+    paths = [urlsplit(m["url"]).path for m in result["matches"]]
+    assert sorted(paths) == sorted(
+        path for path, copied in EXPECTED.items() if "lighthouse.txt" in copied
+    )
+    assert result["duplicates"] == [
+        {"work": "b-copy.txt", "same_text_as": "a-lighthouse.txt", "near": True},
+        {"work": "c-copy.txt", "same_text_as": "a-lighthouse.txt", "near": True},
     ]
 
 

@@ -309,7 +309,8 @@ def test_near_identical_uploads_are_shown_as_one_group(
     web_ctx: Context, as_admin: FlaskClient
 ) -> None:
     """Three editions a line apart: the later two are near twins of the first, said so in
-    the works list, in their view and in the first's (escaped, like every title)."""
+    the works list, in their view and in the first's (escaped, like every title); each is
+    indexed as an edition, so a page copying one is a match naming the others as a tie."""
     text = sample_text("lighthouse")
     middle = len(text) // 2
     editions = {
@@ -334,15 +335,20 @@ def test_near_identical_uploads_are_shown_as_one_group(
     assert "&lt;b&gt;第一版" in listing and "<b>第一版" not in listing
     detail = _text(as_admin.get(f"/works/{near[0]['_id']}"))
     assert "Nearly the same text as" in detail and f"/works/{first['_id']}" in detail
+    assert "an edition of this one, both matched" in detail
     head = as_admin.get(f"/works/{first['_id']}").get_data(as_text=True)
     assert head.count("(nearly the same text)") == 2 and "&lt;b&gt;第一版" in head
-    # A page copying the typo edition is matched to the first, and the match names the group.
+    # A page copying the typo edition is one match, under an edition of the group, naming
+    # the other two as a tie (no twins: they are indexed, editions like any other).
     [record] = web_ctx.engine.process_page(
         "http://pirate.example/near", editions["灯塔误.txt"], site="pirate"
     )
-    assert record["work_id"] == first["_id"]
+    group = {first["_id"], *(w["_id"] for w in near)}
+    assert record["work_id"] in group
+    assert {s["work_id"] for s in record["siblings"] if s["tie"]} == group - {record["work_id"]}
     shown = as_admin.get(f"/matches/{record['_id']}").get_data(as_text=True)
-    assert 'id="match-twins"' in shown and shown.count("(nearly the same text)") == 2
+    assert 'id="match-twins"' not in shown and 'id="match-siblings"' in shown
+    assert shown.count("(a tie: explains the page as well)") == 2
 
 
 def test_an_upload_with_a_file_name_that_is_not_utf8_says_so(
