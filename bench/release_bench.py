@@ -181,8 +181,12 @@ class Deployment:
         self._broker().flushdb()
 
     def wait_crawls_done(self) -> None:
-        """Wait until no crawl is queued or running (a chapter is matched before the crawl
-        that found it ends and is recorded)."""
+        """Wait until no crawl is queued, running or unrecorded (a chapter is matched before
+        the crawl that found it ends and is recorded): no message in the crawl queue nor
+        taken and unacknowledged (``task_acks_late``: a task's message is acknowledged once
+        it returned, its run recorded; a message taken whose subprocess has not yet started
+        holds no lock), and no recrawl lock; twice, half a second apart (a message is
+        popped from the queue a moment before it is noted as unacknowledged)."""
         from matcher.celery_app import CRAWL_QUEUE
         from matcher.keys import Keys
 
@@ -191,10 +195,14 @@ class Deployment:
 
         def idle() -> bool:
             self.check_alive()
-            return not broker.llen(CRAWL_QUEUE) and not self.index.exists(lock)
+            return not (
+                broker.llen(CRAWL_QUEUE) or broker.hlen("unacked") or self.index.exists(lock)
+            )
 
-        wait_for(idle, self.settings.crawl_timeout, "the last incremental crawl")
-        time.sleep(2)  # its record is written as its subprocess exits
+        def settled() -> bool:
+            return idle() and not time.sleep(0.5) and idle()
+
+        wait_for(settled, self.settings.crawl_timeout, "the last incremental crawl")
 
     def pending(self) -> int:
         return self.store.pages.pending_page_count()
