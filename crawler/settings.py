@@ -115,8 +115,8 @@ Defaults:
   MiB for an OCR worker; ``FPTRACK_OCR_WORKERS``: 1 worker process per crawl (started on
   the crawl's first content image, stopped with the crawl). Web fonts are identified
   against ``FPTRACK_WEBFONT_REFERENCE`` (WenQuanYi Zen Hei), whose index is kept in
-  ``FPTRACK_WEBFONT_CACHE`` ("" here: rebuilt by each reader process; the commands pass
-  ``~/.cache/fptrack/webfont``, :attr:`matcher.settings.Settings.webfont_cache`).
+  ``FPTRACK_WEBFONT_CACHE`` (``~/.cache/fptrack/webfont``,
+  :attr:`matcher.settings.Settings.webfont_cache`; "": rebuilt by each reader process).
 - ``FPTRACK_RECRAWL_DEPTH``: 2: an incremental crawl (``SiteConfig.recrawl``,
   :mod:`crawler.incremental`) follows links at most this far from a start page (and never
   beyond the site's ``max_depth``); sitemap and feed entries are one link away.
@@ -143,6 +143,7 @@ Defaults:
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from scrapy.settings import Settings
@@ -205,7 +206,7 @@ FPTRACK_RENDER_SETTLE_SECONDS = render.SETTLE_SECONDS
 FPTRACK_RENDER_PAGES = render.RENDER_PAGES
 FPTRACK_PAGE_ASSETS = True
 FPTRACK_WEBFONT_REFERENCE = FptrackSettings.webfont_reference
-FPTRACK_WEBFONT_CACHE = ""
+FPTRACK_WEBFONT_CACHE = os.path.expanduser(FptrackSettings.webfont_cache)
 FPTRACK_ASSET_MAX_STYLESHEETS = defaults.ASSET_MAX_STYLESHEETS
 FPTRACK_ASSET_MAX_FONTS = defaults.ASSET_MAX_FONTS
 FPTRACK_ASSET_MAX_BYTES = defaults.ASSET_MAX_BYTES

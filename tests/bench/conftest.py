@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.support.ordering import spread
+
 COSTLY = {
     (
         "test_release_bench_smoke.py",
@@ -31,6 +33,10 @@ COSTLY = {
         "test_hostile_bench_smoke.py",
         "test_a_notice_names_the_unreviewed_match_only_when_chosen",
     ): 16,
+    (
+        "test_hiding_shape_smoke.py",
+        "test_quick_hiding_run_finds_every_chapter_and_no_false_pair",
+    ): 30,
     ("test_render_bench_smoke.py", "test_quick_run_finds_the_text_only_when_rendered"): 16,
     ("test_hostile_bench_smoke.py", "test_the_outbound_cases_carry_their_figures"): 13,
     ("test_fingerprint_bench_smoke.py", "test_quick_run_writes_every_key"): 12,
@@ -39,50 +45,6 @@ COSTLY = {
 processes on 2 cores)."""
 
 
-def share_starts(count: int, workers: int) -> list[int]:
-    """Where each worker's first share begins among ``count`` tests (``worksteal`` gives the
-    first idle worker ``len(pending) // workers_left`` of what is left, in order).
-
-    >>> share_starts(23, 4)
-    [0, 5, 11, 17]
-    """
-    starts, left = [], count
-    for remaining in range(workers, 0, -1):
-        starts.append(count - left)
-        left -= left // remaining
-    return starts
-
-
-def deal(costs: list[float], sizes: list[int]) -> list[list[int]]:
-    """The indexes of ``costs`` dealt to shares of at most ``sizes`` tests each: the
-    longest first, each to the share with the least cost so far that has room.
-
-    >>> deal([57, 47, 43, 42, 36, 30], [3, 3, 3])
-    [[0, 5], [1, 4], [2, 3]]
-    """
-    shares: list[list[int]] = [[] for _ in sizes]
-    totals = [0.0] * len(sizes)
-    for n in sorted(range(len(costs)), key=lambda n: -costs[n]):
-        room = [s for s in range(len(sizes)) if len(shares[s]) < sizes[s]]
-        share = min(room, key=lambda s: totals[s])
-        shares[share].append(n)
-        totals[share] += costs[n]
-    return shares
-
-
 @pytest.hookimpl(trylast=True)  # after the markers' deselection: the tests that will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    workers = int(getattr(config, "workerinput", {}).get("workercount", 1))
-    key = [(item.path.name, item.name) for item in items]
-    costly = [n for n in range(len(items)) if key[n] in COSTLY]
-    if workers < 2 or not costly:
-        return
-    starts = share_starts(len(items), workers)
-    sizes = [end - start for start, end in zip(starts, [*starts[1:], len(items)], strict=True)]
-    dealt = deal([COSTLY[key[n]] for n in costly], sizes)
-    rest = iter([item for n, item in enumerate(items) if key[n] not in COSTLY])
-    ordered: list[pytest.Item] = []
-    for size, share in zip(sizes, dealt, strict=True):
-        ordered += [items[costly[n]] for n in share]
-        ordered += [next(rest) for _ in range(size - len(share))]
-    items[:] = ordered
+    spread(config, items, COSTLY, key=lambda item: (item.path.name, item.name))
