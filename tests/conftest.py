@@ -56,9 +56,7 @@ from matcher.settings import IndexRedis, Settings
 from tests import command_audit
 from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
 from tests.support import servers
-from tests.support.ordering import spread
 from tests.support.servers import ServerUnavailable
-from tests.support.slow_tests import COSTLY
 
 if TYPE_CHECKING:
     from matcher.engine import Engine
@@ -85,11 +83,6 @@ def pytest_configure(config: pytest.Config) -> None:
         SERVERS.start()
     except ServerUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
-
-
-@pytest.hookimpl(trylast=True)  # after the markers' deselection: the tests that will run
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    spread(config, items, COSTLY)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "fptrack-test"
 HUBS, BOOKS = 10, 20
 PAGES = 1 + HUBS + HUBS * BOOKS * 3
-LEASE = 4.0
+LEASE = 8.0
 RECLAIM_GUARD_S = 120.0
 """How long the test waits for the survivor to put back a killed process's requests: a hang
 guard (the survivor's own finish gets as long), far over the lease."""

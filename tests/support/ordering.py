@@ -3,8 +3,8 @@
 pytest-xdist's ``worksteal`` scheduler (the suite's ``--dist``) first hands each worker a
 contiguous share of the collected tests and later moves only the tail of a queue, so two
 long tests in one share run one after the other while the other workers wait, and a long
-test collected last runs alone at the end. :func:`spread` deals the costly tests (node ids
-with their measured seconds) longest first, each to the share whose costly tests add up to
+test collected last runs alone at the end. :func:`spread` deals the costly tests (by a key
+of each, with their measured seconds) longest first, each to the share whose costly tests add up to
 the least so far, at the head of its share, the cheap ones after them (the tail other
 workers may take). Only the order changes: with one process, or another scheduler, every
 test still runs.
