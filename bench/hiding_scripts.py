@@ -9,7 +9,10 @@ puts it there once the page runs in a browser.
   ``decodeURIComponent(escape(...))``) and writes one ``<p>`` a line;
 - :func:`disguise_json`: the content ``<div>`` holds a placeholder (正在加载..., 内容加载中)
   and an inline script fetches the chapter from a JSON endpoint (``fetch`` or
-  ``XMLHttpRequest``), one of the page's ``files``, and writes its lines in.
+  ``XMLHttpRequest``), one of the page's ``files``, and writes its lines in;
+- :func:`disguise_reveal` (not drawn by :func:`disguise`): the chapter is in the HTML, in a
+  content ``<div>`` that the page's ``<style>`` hides (``display:none`` or
+  ``visibility:hidden``) until an inline script shows it once the page has loaded.
 
 Element ids, attribute names and endpoint paths are drawn from ``rng``: every page's are its
 own. Contract: :class:`bench.hiding_shape.HiddenPage`.
@@ -85,6 +88,23 @@ def disguise_json(title: str, text: str, rng: random.Random) -> HiddenPage:
     content = f'<div id="{box}">{esc(rng.choice(PLACEHOLDERS))}</div>\n<script>{body}</script>'
     data = json.dumps({field: text, "title": title}, ensure_ascii=False).encode("utf-8")
     return HiddenPage(_page(title, content, rng), {endpoint: data})
+
+
+def disguise_reveal(title: str, text: str, rng: random.Random) -> HiddenPage:
+    """The text in the HTML, hidden by the page's stylesheet until a script shows it."""
+    box = rng.choice(CONTENT_IDS)
+    hide, show = rng.choice((
+        ("display:none", "style.display='block'"),
+        ("visibility:hidden", "style.visibility='visible'"),
+    ))  # fmt: skip
+    wait = rng.choice(("load", "DOMContentLoaded"))
+    lines = "".join(f"<p>{esc(line)}</p>" for line in text.split("\n"))
+    content = (
+        f'<style>#{box}{{{hide}}}</style>\n<div id="{box}">{lines}</div>\n'
+        f"<script>window.addEventListener('{wait}',function(){{"
+        f"document.getElementById({json.dumps(box)}).{show};}});</script>"
+    )
+    return HiddenPage(_page(title, content, rng), {})
 
 
 def _page(title: str, content: str, rng: random.Random) -> str:

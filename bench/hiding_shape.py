@@ -57,6 +57,7 @@ TECHNIQUES: dict[str, str] = {
     "font-shuffle": "bench.hiding_fonts:shuffle",
     "script-base64": "bench.hiding_scripts:disguise_base64",
     "script-json": "bench.hiding_scripts:disguise_json",
+    "script-reveal": "bench.hiding_scripts:disguise_reveal",
 }
 """Technique name -> ``module`` (its ``disguise``) or ``module:function``."""
 

@@ -172,7 +172,7 @@ def read_page(job: ReadJob, quick: bool = False) -> Reading:
         fonts=seen.fonts,
         fonts_refused=tuple(seen.fonts_refused),
         images=seen.images,
-        needs_browser=needs_browser(page.root, extracted.own_chars, html),
+        needs_browser=needs_browser(page.root, extracted.own_chars, html, seen.hidden_chars),
     )
 
 

@@ -87,11 +87,17 @@ _CONTAINERS = frozenset({"div", "article", "section", "main", "p", "pre", "td", 
 _DATA_TYPES = frozenset({"application/ld+json", "application/json", "text/template"})
 
 
-def needs_browser(root: etree._Element | None, own_chars: int, html: str | None = None) -> bool:
+def needs_browser(
+    root: etree._Element | None, own_chars: int, html: str | None = None, hidden_chars: int = 0
+) -> bool:
     """Whether the page whose parsed tree is ``root`` and whose main text has ``own_chars``
     letters and CJK characters outside links is built by script (see the module
     docstring). ``html``, the page's markup, spares the walk of the tree for a placeholder
-    when it holds no placeholder word."""
+    when it holds no placeholder word. ``hidden_chars``: the letters and CJK characters its
+    own CSS hides (:attr:`crawler.visible.Visible.hidden_chars`); a page that hides
+    :data:`LITTLE_TEXT_CHARS` or more while showing less, and runs any script, may show
+    that text once its scripts run (a chapter ``display:none`` until a script reveals it):
+    only a browser tells."""
     if own_chars >= LITTLE_TEXT_CHARS or root is None:
         return False
     inline: list[str] = []
@@ -106,6 +112,8 @@ def needs_browser(root: etree._Element | None, own_chars: int, html: str | None 
             inline.append(script.text[:budget])
             budget -= len(inline[-1])
     code = "\n".join(inline)
+    if hidden_chars >= LITTLE_TEXT_CHARS and (external or code.strip()):
+        return True  # most of its text hidden, and a script that may reveal it
     writes = bool(code) and bool(_WRITES.search(code))
     if not (writes or external):
         return False  # nothing that could build the page's text

@@ -86,6 +86,8 @@ import tinycss2
 import tinycss2.color3
 from lxml import etree
 
+from crawler.extract import content_chars
+
 MAX_CSS_CHARS = 512 * 1024
 """Characters of CSS parsed per page, its sheets in order (tinycss2 reads about 0.7 MB/s)."""
 MAX_SELECTORS = 4000
@@ -100,6 +102,8 @@ parser's serialiser recurses)."""
 """Levels of nested style rules read (CSS Nesting)."""
 MAX_ELEMENTS = 30_000
 """Elements of a body styled; a page with more is read as it is (without the cascade)."""
+HIDDEN_COUNTED = 10_000
+"""Hidden letters and CJK characters counted at most (:attr:`Visible.hidden_chars`)."""
 MAX_FONT_FACES = 64
 MAX_FONTS = 8
 """Web fonts decoded per page."""
@@ -269,6 +273,7 @@ class Visible:
     selectors_skipped: int = 0
     css_cut: bool = False
     too_large: bool = False  # over MAX_ELEMENTS: not styled
+    hidden_chars: int = 0  # letters and CJK characters dropped (counted to HIDDEN_COUNTED)
 
     @property
     def changed(self) -> bool:
@@ -1174,6 +1179,7 @@ def _apply_cascade(
                 by_font.setdefault(family, []).append(tree)
         children = list(element.iter_children())
         stack.extend((child, style) for child in reversed(children))
+    seen.hidden_chars = _hidden_chars(gone, muted)
     for tree in muted:
         tree.text = None
         for child in tree:
@@ -1186,6 +1192,38 @@ def _apply_cascade(
     for tree in gone:
         _drop(tree)
     seen.dropped = len(gone) - sum(1 for tree in muted if len(tree) == 0 and tree is not body)
+
+
+def _hidden_chars(gone: Sequence[etree._Element], muted: Sequence[etree._Element]) -> int:
+    """Letters and CJK characters of the text about to be dropped, links' text aside (at most
+    :data:`HIDDEN_COUNTED`): a page that hides most of its text may show it once its scripts
+    run (:func:`crawler.scripted.needs_browser`)."""
+    count = 0
+    for tree in gone:
+        for element in tree.iter():
+            if element.tag != "a" and not _in_link(element, tree):
+                count += content_chars(element.text or "")
+            if element is not tree and not _in_link(element.getparent(), tree):
+                count += content_chars(element.tail or "")
+        if count >= HIDDEN_COUNTED:
+            return HIDDEN_COUNTED
+    for tree in muted:
+        count += content_chars(tree.text or "") + sum(content_chars(c.tail or "") for c in tree)
+        if count >= HIDDEN_COUNTED:
+            return HIDDEN_COUNTED
+    return count
+
+
+def _in_link(element: etree._Element | None, top: etree._Element) -> bool:
+    """Whether ``element`` is a link or inside one, up to ``top`` (a hidden menu's links are
+    no hidden text)."""
+    while element is not None:
+        if element.tag == "a":
+            return True
+        if element is top:
+            return False
+        element = element.getparent()
+    return False
 
 
 def _body_style(body: etree._Element, cascade: Cascade) -> _Style:

@@ -97,3 +97,22 @@ def test_flagged_shapes_named_in_the_docstring() -> None:
     )
     for page in (document_write, external, noscript):
         assert flagged(page)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_chapter_hidden_until_a_script_shows_it_is_flagged(seed: int) -> None:
+    """The chapter is in the HTML, but the page's stylesheet hides it until a script shows
+    it: only a browser tells what a person sees. Hidden without any script, it is not."""
+    hidden = hiding_scripts.disguise_reveal("第二章 灯塔", "\n".join(LINES), random.Random(seed))
+    assert flagged(hidden.html)
+    without_script = hidden.html.split("<script>")[0] + "</body></html>"
+    assert "display" in without_script or "visibility" in without_script
+    assert not flagged(without_script)
+
+
+def test_a_list_page_with_a_hidden_menu_is_not_flagged() -> None:
+    entries = [(f"{n}.html", f"第{n}章 灯塔") for n in range(1, 200)]
+    listing = novel_list("index.html", "灯塔", entries, ["index.html"], SITE)
+    menu = "".join(f'<li><a href="/sort/{n}/">分类{n}小说排行榜</a></li>' for n in range(80))
+    hidden_menu = f'<style>.m{{display:none}}</style><ul class="m">{menu}</ul>'
+    assert not flagged(with_scripts(listing.replace("<body>", "<body>" + hidden_menu), ANALYTICS))
