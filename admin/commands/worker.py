@@ -4,6 +4,7 @@ and rides out their outages once running."""
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import sys
 import warnings
@@ -64,6 +65,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         argv.append(f"--concurrency={args.concurrency}")
     argv.extend(WORKER_OPTIONS)
     _ride_out_outages(ctx.app)
+    _one_line_lost_acks()
     from celery.signals import worker_ready
 
     worker_ready.connect(up, weak=False)
@@ -120,3 +122,33 @@ def _ride_out_outages(app: Celery) -> None:
         warnings.filterwarnings("ignore", r"\s*In Celery 5.1 we introduced an optional breaking")
 
     worker_ready.connect(quiet, weak=False)
+
+
+ACK_LOGGERS = ("celery.worker.request", "celery.worker.consumer.consumer")
+"""The loggers that kombu's ``Message.ack_log_error`` and ``reject_log_error`` write to
+when a task's acknowledgement is lost with the broker's connection."""
+
+
+class LostAck(logging.Filter):
+    """One line, no traceback, for an acknowledgement the broker's outage swallowed: the
+    message stays unacknowledged and the broker delivers it again (every task is idempotent),
+    so nothing is lost, and the worker's log says so plainly."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and str(record.msg).startswith(("Couldn't ack", "Couldn't reject")):
+            exc = record.exc_info[1]
+            verb = "acknowledge" if str(record.msg).startswith("Couldn't ack") else "reject"
+            record.msg = (
+                f"fptrack worker: could not {verb} a task message (broker connection lost: "
+                f"{type(exc).__name__}); the broker will deliver it again"
+            )
+            record.args = ()
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.WARNING, "WARNING"
+        return True
+
+
+def _one_line_lost_acks() -> None:
+    for name in ACK_LOGGERS:
+        logging.getLogger(name).addFilter(LostAck())
