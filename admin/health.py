@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 
 RETRY_EVERY_S = 1.0
 WORKER_PING_S = 1.0
+WORKER_PING_AGAIN_S = 4.0
+"""How long a second ping waits when workers are bound to the broadcast exchange but none
+answered the first within :data:`WORKER_PING_S` (a worker just up, or busy on a loaded
+machine, answers late; a killed one, whose binding stays behind, never does)."""
 WATCH_EVERY_S = 1.0
 """How often :class:`Watch` asks each server while it answers (and while it does not)."""
 STARTING_GRACE_S = 120
@@ -291,7 +295,8 @@ def ping_workers(app: Celery, timeout: float = WORKER_PING_S) -> list[str]:
     timeout, as an unlimited ping always does. An empty table (none bound, or the broker
     lost it) leaves the ping unlimited. A worker that bound while the ping was out never
     received it (the broadcast goes to those listening): it is pinged again, once, so one
-    that came up meanwhile is not reported missing."""
+    that came up meanwhile is not reported missing. When workers are bound but none answered,
+    they are pinged once more for :data:`WORKER_PING_AGAIN_S` before the answer is none."""
     control = app.control
     exchange = control.mailbox.exchange.name
     with app.connection_or_acquire() as conn:
@@ -302,6 +307,9 @@ def ping_workers(app: Celery, timeout: float = WORKER_PING_S) -> list[str]:
         if now_bound - bound:  # bound meanwhile: they did not hear the first ping
             replies = control.ping(timeout=timeout, limit=len(now_bound), connection=conn)
             names.update(name for reply in replies for name in reply)
+        if not names and (bound or now_bound):
+            again = control.ping(timeout=WORKER_PING_AGAIN_S, limit=1, connection=conn)
+            names.update(name for reply in again for name in reply)
     return sorted(names)
 
 
