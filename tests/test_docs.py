@@ -102,10 +102,12 @@ def test_configuration_page_names_every_setting() -> None:
 def test_nothing_links_outside_the_repository() -> None:
     """No README, page, deployment file or module refers to ``../shared/``: the design is
     ``docs/design.md``."""
-    prose = [README, ROOT / "mkdocs.yml", ROOT / "pyproject.toml", ROOT / "Procfile"]
+    prose = [README, ROOT / "mkdocs.yml", ROOT / "pyproject.toml"]
     folders = ("docs", "deploy", "bench", "samples", "fingerprint", "matcher", "crawler", "admin")
     for folder in folders:
-        prose += [p for p in (ROOT / folder).rglob("*") if p.suffix in {".md", ".py", ".yml"}]
+        prose += [
+            p for p in (ROOT / folder).rglob("*") if p.suffix in {".md", ".py", ".yml", ".conf"}
+        ]
     stale = re.compile(r"\.\./shared/|shared/design\.md")
     bad = [
         str(path.relative_to(ROOT))

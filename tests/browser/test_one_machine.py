@@ -1,6 +1,6 @@
 """The one-machine deployment, started and driven as the README's quick start says.
 
-``honcho start`` runs the repository's Procfile: SecantusDB started on a free local port
+supervisord runs ``deploy/local/supervisord.conf``: SecantusDB started on a free local port
 (nothing answers there) with its data on disk in a temporary folder, a worker, beat and the
 admin server, on the test Redis. Then the quick start's commands, each in a fresh process:
 the health check until it passes, the first admin account, the sample works, the sample
@@ -23,13 +23,15 @@ from playwright.sync_api import Page, expect
 from admin.scan import serve_directory
 from tests.admin.cli_support import Ran, fptrack
 from tests.browser.browser_support import ROOT, PageLog, log_in
-from tests.support.one_machine import honcho_start
+from tests.support.one_machine import supervisord_start
 from tests.support.waits import eventually
 
 README_SITE = "http://127.0.0.1:8080/"
 QUICK_START = (
     "pip install -c constraints.txt -e '.[local]'",
-    "honcho start",
+    "mkdir -p fptrack-data/logs",
+    "supervisord -c deploy/local/supervisord.conf",
+    "supervisorctl -c deploy/local/supervisord.conf status",
     "fptrack check",
     "fptrack admin create-user alice --role admin",
     "fptrack works add samples/works",
@@ -52,9 +54,9 @@ def test_the_readme_carries_the_quick_start() -> None:
 
 @pytest.fixture
 def deployment(tmp_path: Path, redis_client: redis.Redis) -> Iterator[dict[str, str]]:
-    """``honcho start`` in the repository, on empty stores; yields the environment of the
-    commands (the processes are stopped afterwards, and must stop)."""
-    with honcho_start(tmp_path, FPTRACK_MONGO_DB=None) as (env, _):
+    """supervisord with ``deploy/local/supervisord.conf``, on empty stores; yields the
+    environment of the commands (the processes are stopped afterwards, and must stop)."""
+    with supervisord_start(tmp_path, FPTRACK_MONGO_DB=None) as (env, _):
         yield env
 
 

@@ -52,16 +52,24 @@ def test_a_unit_restarts_after_a_pause_and_starts_after_the_stores(name: str) ->
 
 
 def test_every_deployment_restarts_a_service_that_stopped() -> None:
-    """Compose restarts every long-running service whatever its exit status; each line of
-    the one-machine Procfile runs under the respawn loop."""
+    """Compose restarts every long-running service whatever its exit status; supervisord, on
+    one machine, every program but on a bad argument or setting (exit status 2), with
+    back-off while it keeps failing at start, each program's process group stopped as one
+    and its log of its own (tests/e2e/test_one_machine_supervisord.py runs it)."""
     services = yaml.safe_load((ROOT / "deploy" / "compose.yaml").read_text(encoding="utf-8"))
     for name in ("mongo", "redis", *UNITS):
         assert services["services"][name]["restart"] == "unless-stopped", name
-    lines = (ROOT / "Procfile").read_text(encoding="utf-8").splitlines()
-    procfile = dict(line.split(":", 1) for line in lines if line and line[0] != "#")
-    assert set(procfile) == {"mongodb", *UNITS}
-    for name, command in procfile.items():
-        assert command.split()[:3] == ["exec", "python", "deploy/local/respawn.py"], name
+    conf = configparser.ConfigParser(interpolation=None)
+    conf.read_string((ROOT / "deploy" / "local" / "supervisord.conf").read_text(encoding="utf-8"))
+    programs = {s.partition(":")[2]: conf[s] for s in conf.sections() if s.startswith("program:")}
+    assert set(programs) == {"mongodb", *UNITS}
+    for name, program in programs.items():
+        assert (program["autorestart"], program["exitcodes"]) == ("unexpected", "2"), name
+        assert int(program["startsecs"]) >= 1 and int(program["startretries"]) >= 5, name
+        assert program["stopasgroup"] == program["killasgroup"] == "true", name
+        assert program["stdout_logfile"].endswith("/%(program_name)s.log"), name
+        assert program["redirect_stderr"] == "true", name
+    assert int(programs["worker"]["stopwaitsecs"]) >= Settings().crawl_lease + 30
 
 
 def test_the_worker_stops_within_a_crawl_lease_and_a_download() -> None:
