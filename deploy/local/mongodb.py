@@ -1,7 +1,7 @@
-"""MongoDB for the one-machine deployment (the ``mongodb`` line of the repository's Procfile).
+"""MongoDB for the one-machine deployment (the ``mongodb`` program of supervisord.conf).
 
 The server of ``FPTRACK_MONGO_URI`` (default ``mongodb://127.0.0.1:27017``) is used when it
-answers; this process then only waits, so that ``honcho`` keeps the other processes running.
+answers; this process then only waits, so that supervisord shows it running.
 When nothing answers there and the URI names a port of this machine (no user, no password),
 SecantusDB is started on that port, its data on disk under ``FPTRACK_DATA_DIR`` (default
 ``./fptrack-data``) in ``mongodb/``: a MongoDB-wire server on WiredTiger, installed by the
@@ -12,7 +12,7 @@ SecantusDB runs as this process's child, watched: it is asked for its databases 
 :data:`PROBE_EVERY_S`, and once it has answered only internal errors
 :data:`FAILING_PROBES` times in a row (its storage engine panicked, on a full disk for one:
 it then answers every command but ``ping`` so, for good) it is stopped, with one line, and
-this process exits 1: the Procfile's respawn loop starts it again, with backoff, and it comes
+this process exits 1: supervisord starts it again (with back-off while it fails), and it comes
 back once space was freed (WiredTiger recovers what was acknowledged from its journal; on a
 disk still full it cannot start, exits 1, and is tried again). It also exits with
 SecantusDB's status when SecantusDB stops by itself (1 if that was 0), and 0 when stopped
@@ -75,7 +75,7 @@ def answers(host: str, port: int, timeout: float = 2.0) -> bool:
 
 
 def wait_for_stop() -> None:
-    """Idle until honcho stops the processes (SIGTERM) or Ctrl-C; exit 0 then."""
+    """Idle until supervisord stops the program (SIGTERM) or Ctrl-C; exit 0 then."""
 
     def stop(signum: int, frame: object) -> None:
         sys.exit(0)
@@ -171,7 +171,7 @@ class Watched:
                 )
                 _end(server)
                 return 1
-        if self.stopping:  # the signal reached SecantusDB too (respawn signals the group)
+        if self.stopping:  # the signal reached SecantusDB too (supervisord signals the group)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 server.wait(SIGNALLED_WAIT_S)
             return 0 if _end(server) in (0, -signal.SIGTERM) else 1
