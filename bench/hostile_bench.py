@@ -455,7 +455,7 @@ EXTRA: dict[str, Extra] = {
     ),
     "worker-unrecoverable": Extra(
         "the broker answers a running worker's queue read with an error (WRONGTYPE), under "
-        "deploy/local/respawn.py",
+        "supervisord (deploy/local/supervisord.conf's policy)",
         "exit status 1 (a unit restarts it), answering again",
         hostile_processes.worker_unrecoverable,
     ),

@@ -2,14 +2,15 @@
 fills, a scan whose Redis restarts. Each run starts the real parts on this machine, servers
 of its own on free ports (never the shared ones), and measures what the issue asks:
 
-- ``worker-unrecoverable``: ``fptrack worker`` under the one-machine deployment's restart
-  loop (``deploy/local/respawn.py``) on a Redis broker of its own; once it answers a ping,
-  the broker is made to answer its read of the queue with an error (the queue's key holds a
-  string: ``WRONGTYPE``), which Celery cannot recover from. Figures: the worker's exit status
-  (``exit``: 1, which the systemd unit restarts; it was 0), and ``restarted_s``, from the
-  fault until a new worker answers the ping (the key repaired once the first one stopped).
+- ``worker-unrecoverable``: ``fptrack worker`` under supervisord with the one-machine
+  deployment's restart policy (:mod:`bench.supervised`) on a Redis broker of its own; once
+  it answers a ping, the broker is made to answer its read of the queue with an error (the
+  queue's key holds a string: ``WRONGTYPE``), which Celery cannot recover from. Figures:
+  the worker's exit status (``exit``: 1, which the systemd unit restarts; it was 0), and
+  ``restarted_s``, from the fault until a new worker answers the ping (the key repaired
+  once the first one stopped).
 - ``store-disk-full``: SecantusDB started by the one-machine deployment
-  (``deploy/local/mongodb.py`` under respawn) with its data on a tmpfs of
+  (``deploy/local/mongodb.py`` under supervisord) with its data on a tmpfs of
   :data:`DISK_MB` (:class:`bench.small_disk.SmallDisk`: root only), a worker that matched a
   first page; then the disk is filled (a ballast file, then writes until the server answers
   with internal errors: WiredTiger panics), and the remaining page tasks and
@@ -37,7 +38,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -51,10 +51,9 @@ from bench.fault_bench import Proc, wait_for
 from bench.net import free_port, wait_for_port
 from bench.proc_memory import PeakMemory
 from bench.small_disk import SmallDisk
+from bench.supervised import exits, one_program
 
 ROOT = Path(__file__).resolve().parents[1]
-RESPAWN = ROOT / "deploy" / "local" / "respawn.py"
-MONGODB = ROOT / "deploy" / "local" / "mongodb.py"
 PREFIX = "fptrack-hostile"
 RESTARTED_WITHIN_S = 60.0
 """The worker case's target: a new worker answers within this of the fault."""
@@ -68,7 +67,6 @@ HEALED_WITHIN_S = 120.0
 """The disk case's target: the store takes writes within this of the space freed."""
 SCAN_PAGES = 400
 REDIS_DOWN_S = 2.0
-RESPAWN_SAID = re.compile(r"respawn: `[^`]*` exited with status (\d+) after")
 FIGURES = ("restarted_s", "heal_s", "matched_s", "failed_for_good", "kept", "written", "warnings")
 """The figures of these cases beside the common ones, in the order the report shows them."""
 
@@ -146,8 +144,8 @@ def worker_unrecoverable(args: Any, tmp: Path) -> dict[str, Any]:
     with own_redis(tmp) as (_, redis_port), contextlib.ExitStack() as stack:
         stack.callback(mongo.stop)
         env = environment(redis_port, mongo_port, "hostile_worker")
-        argv = [sys.executable, str(RESPAWN), *fptrack_command(), "worker", "--concurrency", "1"]
-        loop = Proc("respawn", [*argv, "--loglevel", "WARNING"], tmp / "respawn.log", env)
+        worker = [*fptrack_command(), "worker", "--concurrency", "1", "--loglevel", "WARNING"]
+        loop = Proc("supervisord", one_program(tmp, "worker", worker), tmp / "out.log", env)
         loop.start()
         stack.callback(loop.stop, 60)
         assert loop.proc is not None
@@ -157,18 +155,13 @@ def worker_unrecoverable(args: Any, tmp: Path) -> dict[str, Any]:
         broker.delete("fptrack")
         broker.set("fptrack", "not a queue")  # kombu's list of the page queue
         fault = time.monotonic()
-        said: list[re.Match[str]] = []
-
-        def stopped() -> bool:
-            said[:] = [m for m in [RESPAWN_SAID.search(loop.log_path.read_text())] if m]
-            return bool(said)
-
-        wait_for(stopped, 60, "the worker to stop")
+        wait_for(lambda: exits(tmp, "worker"), 60, "the worker to stop")
         broker.delete("fptrack")
-        status = int(said[0][1])
+        said = exits(tmp, "worker")[0]
+        status = int(said) if said.isdigit() else -1
         wait_for(lambda: fptrack(env, "check", "workers").returncode == 0, 120, "a new worker")
         restarted = time.monotonic() - fault
-        log = loop.log_path.read_text(errors="replace")
+        log = (tmp / "worker.log").read_text(errors="replace")
         ok = status == 1 and restarted <= RESTARTED_WITHIN_S and "Unrecoverable error" in log
         row = _row(ok, status, started, peak, f"exit status {status}, answering again after "
                    f"{restarted:.1f} s (target {RESTARTED_WITHIN_S:.0f} s)")  # fmt: skip
@@ -200,9 +193,8 @@ class DiskFull:
             self.env = env = environment(redis_port, mongo_port, "hostile_disk")
             env["FPTRACK_DATA_DIR"] = str(self.disk.path)
             self.mongodb = Proc(
-                "mongodb", [sys.executable, str(RESPAWN), sys.executable, str(MONGODB)],
-                self.tmp / "mongodb.log", env,
-            )  # fmt: skip
+                "supervisord", one_program(self.tmp, "mongodb"), self.tmp / "out.log", env
+            )
             self.mongodb.start()
             stack.callback(self.mongodb.stop, 60)
             assert self.mongodb.proc is not None

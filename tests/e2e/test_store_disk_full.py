@@ -2,7 +2,7 @@
 the hostile benchmark's ``store-disk-full`` case, run here once).
 
 SecantusDB runs as the one-machine deployment starts it (``deploy/local/mongodb.py`` under
-``deploy/local/respawn.py``) with its data on a tmpfs of its own (mounted here: root only),
+supervisord, :mod:`bench.supervised`) with its data on a tmpfs of its own (mounted here: root only),
 beside a Redis of its own and a real ``fptrack worker``. Once a first page is matched, the
 disk is filled until WiredTiger panics: the server keeps running and answers every command
 but ``ping`` with ``InternalError``. Then ``fptrack check`` names it (not "unreachable ...
