@@ -6,7 +6,7 @@
   test;
 - :mod:`tests.support.e2e`: the Celery app of the test process and the sample texts;
 - :mod:`tests.support.outage`: servers a test restarts and the services it runs on them;
-- :mod:`tests.support.one_machine`: ``honcho start`` of the quick start's deployment;
+- :mod:`tests.support.one_machine`: supervisord running the quick start's deployment;
 - :mod:`tests.support.alerts`: a webhook receiver and an SMTP server;
 - :mod:`tests.support.outbound`: slow-loris servers at the tests' pace, TLS certificates;
 - :mod:`tests.support.crawl`: a recording stand-in for the ingest of crawled pages;
