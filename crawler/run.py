@@ -207,11 +207,41 @@ def _busy(site: SiteConfig, reason: str) -> Stats:
     }
 
 
+STOP_AGAIN_S = 1.0
+"""How often the crawls' engines still running are asked again to stop, once a deadline
+passed, until every crawl ended."""
+
+
 def _stop_and_wait(runs: dict[str, Any], done: Any) -> Any:
+    """Stop the crawls of ``runs`` and wait for their end. Scrapy's ``Crawler.stop_async``
+    acts only on a running engine: a stop that comes before the reactor started the crawls,
+    or while a crawler still opens its spider, is lost and the crawl would run to its
+    natural end (on a loaded machine a 1.5 s deadline passed so, and a crawl never ended).
+    So the engines that run are asked again every :data:`STOP_AGAIN_S` until all ended."""
     runner = runs.get("runner")
     if runner is not None:
-        shared_reactor.run_in_reactor(runner.stop)
-    return done.result()
+        shared_reactor.call_in_reactor(runner.stop)
+    while True:
+        try:
+            return done.result(STOP_AGAIN_S)
+        except FutureTimeout:
+            shared_reactor.call_in_reactor(_stop_running_engines, runs)
+
+
+def _stop_running_engines(runs: dict[str, Any]) -> None:
+    """In the reactor: ask every crawler's engine that runs to stop (its spider closes with
+    the reason ``shutdown``, as a stopped crawler's does)."""
+    from scrapy.utils.defer import deferred_from_coro
+
+    for name, crawler in runs.items():
+        if name == "runner":
+            continue
+        try:
+            engine = crawler.engine
+        except (AttributeError, RuntimeError):  # not made yet: its crawl has not started
+            continue
+        if engine is not None and engine.running:
+            deferred_from_coro(engine.stop_async())
 
 
 def jsonable_stats(crawler: Any) -> Stats:
