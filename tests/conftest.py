@@ -25,8 +25,8 @@
   (:class:`bench.local_sentinel.LocalSentinel`, on free ports), which the test may fail over.
 
 - The product's objects on those servers, each defined here once: ``store`` (a
-  :class:`~matcher.store.Store` of ``mongo_db``, its indexes made), ``ops`` (the
-  :class:`~matcher.store.operations.Operations` of that store), ``engine`` (an
+  :class:`~matcher.store.Store` of ``mongo_db``, its indexes made; its families ``store.pages``,
+  ``store.matches``, ... hold the queries), ``engine`` (an
   :class:`~matcher.engine.Engine` on ``mongo_db`` and ``redis_client``) and ``broker`` (a
   client of the Celery broker's database, flushed before and after the test). A suite may
   override one with a narrower meaning (``tests/matcher`` runs ``engine`` on
@@ -61,7 +61,6 @@ from tests.support.servers import ServerUnavailable
 if TYPE_CHECKING:
     from matcher.engine import Engine
     from matcher.store import Store
-    from matcher.store.operations import Operations
 
 try:  # planned once per session, even if this module is imported again under another name
     SERVERS = servers.SESSION = servers.SESSION or servers.plan(os.environ)
@@ -156,14 +155,6 @@ def store(mongo_db: Database) -> Store:
     made = Store(mongo_db)
     made.ensure_indexes()
     return made
-
-
-@pytest.fixture
-def ops(store: Store) -> Operations:
-    """The operational records (sites, failures, reports) of ``store``."""
-    from matcher.store.operations import Operations
-
-    return Operations(store)
 
 
 @pytest.fixture
