@@ -428,8 +428,8 @@ def check_crawls(ctx: Context) -> Check:
         unseen = crawl_runs.open_failures(
             failed, store.sites.creation_times(), store.crawls.last_finished(since)
         )
-        late = store.pages.pending_since(at - PENDING_AFTER)
-        pending = store.pages.pending_page_count()
+        late = store.page_marks.pending_since(at - PENDING_AFTER)
+        pending = store.page_marks.pending_page_count()
         stale = store.crawls.running_crawls_started_before(
             at - timedelta(seconds=settings.crawl_timeout + settings.crawl_lease)
         )

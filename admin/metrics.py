@@ -186,7 +186,7 @@ class StoreMetrics:
         works.add_metric([], int(store.dashboard.tally_total().get("works", 0)))
         yield works
         pending = _gauge("fptrack_pages_pending")
-        pending.add_metric([], store.pages.pending_page_count())
+        pending.add_metric([], store.page_marks.pending_page_count())
         yield pending
 
         stored = _gauge("fptrack_pages_stored", ["site"])

@@ -353,7 +353,7 @@ def _match_pending(engine: Engine, wait: float, on_wait: Callable[[str], None]) 
     records = store.failure_log.recent(limit=MAX_LIST)
     failed = {f["ref"]: f["error"] for f in records if f["task"] == PROCESS_PAGE}
     deadline = time.monotonic() + wait
-    pending = list(engine.store.pages.pending_pages())
+    pending = list(engine.store.page_marks.pending_pages())
     matched = []
     for page_id in pending:
         try:

@@ -203,7 +203,7 @@ class Deployment:
         wait_for(settled, self.settings.crawl_timeout, "the last incremental crawl")
 
     def pending(self) -> int:
-        return self.store.pages.pending_page_count()
+        return self.store.page_marks.pending_page_count()
 
     def stop(self) -> None:
         stop_children(self.children, self.client, self.settings.mongo_db)

@@ -160,14 +160,14 @@ class Engine(IndexView):
         of a text it no longer has. A page of a split chapter is
         read again by its task (another part's task wrote to it)."""
         by_key = {page_key(p): p for p in page_ids}
-        self._together.read = self.store.pages.pages_and_around(page_ids)
-        self.store.pages.gather_marks()
+        self._together.read = self.store.page_links.pages_and_around(page_ids)
+        self.store.page_marks.gather_marks()
         unmarked: list[str] = []
         try:
             yield unmarked
         finally:
             self._together.read = {}
-            unmarked += [by_key.get(key, str(key)) for key in self.store.pages.send_marks()]
+            unmarked += [by_key.get(key, str(key)) for key in self.store.page_marks.send_marks()]
 
     def _read_ahead(self) -> dict[Any, tuple[dict, Around | None]]:
         """This thread's pages read ahead (:meth:`pages_together`), by ``_id``."""
@@ -346,7 +346,7 @@ class Engine(IndexView):
         read = self._read_ahead().pop(page_key(page_id), None)
         while True:
             snap = self.ready()
-            doc, around = read or self.store.pages.page_and_around(page_id)
+            doc, around = read or self.store.page_links.page_and_around(page_id)
             read = None
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
@@ -459,10 +459,10 @@ class Engine(IndexView):
     def _parts(self, doc: dict, around: Around | EllipsisType | None = ...) -> list[dict]:
         """The parts of ``doc``'s split chapter (:func:`matcher.split.chain`), the first
         steps answered by ``around``, the pages around it
-        (:meth:`~matcher.store.pages.Pages.pages_around`, read when not given)."""
-        by_url, linking_to = self.store.pages.pages_by_url, self.store.pages.pages_linking_to
+        (:meth:`~matcher.store.page_links.PageLinks.pages_around`, read when not given)."""
+        by_url, linking_to = self.store.pages.pages_by_url, self.store.page_links.pages_linking_to
         if around is ...:
-            around = self.store.pages.pages_around(doc)
+            around = self.store.page_links.pages_around(doc)
         if around is not None:
             known, linkers = around
             looked = {u for u in (doc.get("prev_url"), doc.get("next_url")) if u}
@@ -474,7 +474,7 @@ class Engine(IndexView):
                 return self.store.pages.pages_by_url(wanted)
 
             def linking_to(url: str) -> list[dict]:
-                return linkers if url == doc["url"] else self.store.pages.pages_linking_to(url)
+                return linkers if url == doc["url"] else self.store.page_links.pages_linking_to(url)
 
         return split.chain(doc, by_url, linking_to, self.settings.max_split_parts)
 
@@ -672,7 +672,7 @@ class Engine(IndexView):
         never: bool = False,
     ) -> list[dict[str, Any]]:
         """Write a matched page's index entries, records and processed mark (with its
-        fingerprints, :meth:`~matcher.store.pages.Pages.mark_processed`);
+        fingerprints, :meth:`~matcher.store.page_marks.PageMarks.mark_processed`);
         ``previous``: its active matches before (work id -> how found), read under the
         page's lock, so those no longer found are the only ones to let go. With
         ``read_before_lock``, a page whose text or links changed since ``doc`` was read is
@@ -706,7 +706,7 @@ class Engine(IndexView):
         if any(w not in kept for w in previous):
             self.store.matches.deactivate_matches("page_id", doc["_id"], kept)
         links = {name: doc.get(name) for name in ("next_url", "prev_url")}
-        marked = self.store.pages.mark_processed(
+        marked = self.store.page_marks.mark_processed(
             doc["_id"], doc["content_hash"], considered, split_urls,
             links if read_before_lock else None, fingerprints,
         )  # fmt: skip

@@ -175,7 +175,7 @@ class Ingest:
             self._last_kept = (exchange, ref)
             if self.stamp:
                 self.store.stamps.queue_stamps([sha256])
-        self.store.pages.set_page_archive(doc["_id"], digest, ref)
+        self.store.page_marks.set_page_archive(doc["_id"], digest, ref)
 
     def alias(self, alias: PageAlias) -> bool:
         """Keep another URL of a stored page beside it (one page, one record)."""
@@ -183,7 +183,7 @@ class Ingest:
 
     def unchanged(self, page: UnchangedPage) -> bool:
         """Record that a stored page answered 304 Not Modified (nothing to match again)."""
-        return self.store.pages.mark_page_unchanged(page.url, page.fetched_at)
+        return self.store.page_marks.mark_page_unchanged(page.url, page.fetched_at)
 
     def known_pages(self, urls: Iterable[str]) -> dict[str, dict]:
         """The stored pages among ``urls`` with their fetch time and HTTP validators, for an
@@ -193,12 +193,12 @@ class Ingest:
     def gone(self, page: GonePage) -> bool:
         """Record that a stored page answered 404 or 410 (the match view says "removed
         since"); False when nothing was stored at its URL."""
-        return self.store.pages.mark_page_gone(page.url, page.status, page.fetched_at)
+        return self.store.page_marks.mark_page_gone(page.url, page.status, page.fetched_at)
 
     def requeue_pending(self, limit: int = 100_000) -> int:
         """Enqueue every stored page whose current text was never processed."""
         count = 0
-        for page_id in self.store.pages.pending_pages(limit):
+        for page_id in self.store.page_marks.pending_pages(limit):
             self.enqueue(page_id)
             count += 1
         self.flush()

@@ -141,7 +141,7 @@ def match_new_works(
     for work_id in works:
         enqueue_work(work_id)
     pages = 0
-    for page_id in store.pages.pending_pages():
+    for page_id in store.page_marks.pending_pages():
         enqueue_page(page_id)
         pages += 1
     store.state.set_state(NEW_WORKS_STATE, started)
@@ -175,10 +175,10 @@ def requeue_pending(
     are behind, the task expires unrun).
     """
     sent_at = now()
-    pages = store.pages.stale_pending_pages(sent_at - older_than, limit)
+    pages = store.page_marks.stale_pending_pages(sent_at - older_than, limit)
     for page in pages:
         enqueue_page(str(page["_id"]))
-        store.pages.mark_enqueued(page["_id"], page["content_hash"], sent_at)
+        store.page_marks.mark_enqueued(page["_id"], page["content_hash"], sent_at)
     if pages:
         log.warning("process_page sent again for %d page(s) whose task was lost", len(pages))
     return {"pages": len(pages)}
@@ -511,7 +511,7 @@ def daily_report(store: Store, day: date | None = None) -> dict[str, Any]:
         by_site[m.get("site", "")] += 1
         by_work[m.get("work_title", "") or str(m["work_id"])] += 1
         by_status[m.get("status", "new")] += 1
-    pages = store.pages.pages_fetched(since=start, until=end)
+    pages = store.page_marks.pages_fetched(since=start, until=end)
     crawls = store.crawls.crawls_started(since=start, until=end)
     report = {
         "day": day.isoformat(),

@@ -134,7 +134,7 @@ def chain(
 
     ``by_url`` looks pages up by URL and ``linking_to`` finds the pages whose next page is a
     URL (the store's :meth:`~matcher.store.pages.Pages.pages_by_url` and
-    :meth:`~matcher.store.pages.Pages.pages_linking_to`).
+    :meth:`~matcher.store.page_links.PageLinks.pages_linking_to`).
     """
     parts = [start]
     seen = {start["url"]}

@@ -148,9 +148,9 @@ def recheck_due(
         state = next_state(case.get("state", "pending"), kind)
         if store.takedowns.record_check(case, check, state, at):
             if kind == "gone":  # the match view says "removed since", as after a crawl
-                store.pages.mark_page_gone(case["url"], int(fetched.status or 404), at)
+                store.page_marks.mark_page_gone(case["url"], int(fetched.status or 404), at)
             elif state == "reopened":
-                store.pages.mark_page_back(case["url"])
+                store.page_marks.mark_page_back(case["url"])
             done.checked += 1
             done.outcomes[kind] = done.outcomes.get(kind, 0) + 1
     if done.checked:

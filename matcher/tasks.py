@@ -141,7 +141,7 @@ class FptrackTask(Task):
         if self.failed_as != PROCESS_PAGE or len(refs) < 2:
             return refs
         try:
-            pending = set(self.runtime.engine().store.pages.still_pending(refs))
+            pending = set(self.runtime.engine().store.page_marks.still_pending(refs))
         except Exception:  # the store may be what is down: a record each, kept if need be
             return refs
         return [ref for ref in refs if ref in pending]

@@ -2,7 +2,8 @@
 
 One module per family of collections, each a small class holding its collections and their
 queries: :mod:`~matcher.store.works` (works and their text by segments),
-:mod:`~matcher.store.pages`, :mod:`~matcher.store.fingerprints`,
+:mod:`~matcher.store.pages` (with :mod:`~matcher.store.page_links` and
+:mod:`~matcher.store.page_marks`), :mod:`~matcher.store.fingerprints`,
 :mod:`~matcher.store.matches`, :mod:`~matcher.store.sites`, :mod:`~matcher.store.crawls`
 (crawl runs), :mod:`~matcher.store.failures`, :mod:`~matcher.store.accounts` (users and API
 tokens), :mod:`~matcher.store.state` (job state, daily reports, dashboard counters),
@@ -60,6 +61,8 @@ from matcher.store.layout import (
     shard_commands,
 )
 from matcher.store.matches import Matches
+from matcher.store.page_links import PageLinks
+from matcher.store.page_marks import PageMarks
 from matcher.store.pages import VALIDATOR_CHARS, Pages
 from matcher.store.sequences import Sequences
 from matcher.store.sites import Sites
@@ -106,8 +109,10 @@ class Store:
         self.failure_log = Failures(db)
         self.works = Works(db, self.sequences, self.fingerprints, self.matches, self.tallies)
         self.pages = Pages(db, self.sequences, self.failure_log, self.tallies)
+        self.page_links = PageLinks(db, self.pages.layout_ready)
+        self.page_marks = PageMarks(db, self.pages, self.failure_log)
+        self.crawls = CrawlRuns(db, self.page_marks, self.matches)
         self.sites = Sites(db)
-        self.crawls = CrawlRuns(db, self.pages, self.matches)
         self.users = Users(db)
         self.tokens = ApiTokens(db)
         self.state = State(db)

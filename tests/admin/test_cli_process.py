@@ -169,9 +169,9 @@ def test_check_says_catching_up_while_crawled_pages_wait(mongo_db: Database) -> 
                 if c["name"] == "crawls"]  # fmt: skip
     assert (crawls["state"], crawls["ok"]) == ("catching-up", False)
     for doc, n in zip(stored[:2], range(2), strict=True):
-        assert store.pages.mark_processed(doc["_id"], f"h{n}")
+        assert store.page_marks.mark_processed(doc["_id"], f"h{n}")
     assert "catching up: 1 page(s)" in check_lines(run_cli("check", "crawls").out)["crawls"]
-    assert store.pages.mark_processed(stored[2]["_id"], "h2")
+    assert store.page_marks.mark_processed(stored[2]["_id"], "h2")
     assert run_cli("check", "crawls").status == 0
     old = CrawledPage("http://p/old", "pirate", "", "旧", fetched_at=now() - timedelta(hours=1))
     store.pages.store_crawled_page(old, "h-old")

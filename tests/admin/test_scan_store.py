@@ -110,12 +110,14 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
 
     page, _ = t.step("page", lambda: crawled("一", "p1"))
     t.step("unchanged", lambda: crawled("一", "p1")[1])
-    t.step("processed", lambda: store.pages.mark_processed(page["_id"], "p1"))
+    t.step("processed", lambda: store.page_marks.mark_processed(page["_id"], "p1"))
     t.step("changed", lambda: crawled("二", "p2")[1])
     t.step("links", lambda: crawled("二", "p2", next_url=url + "?page=2")[1])
-    t.step("linking", lambda: [d["url"] for d in store.pages.pages_linking_to(url + "?page=2")])
-    t.step("stale mark", lambda: store.pages.mark_processed(page["_id"], "p1"))
-    t.step("pending", lambda: [page_key(i) for i in store.pages.pending_pages()])
+    t.step(
+        "linking", lambda: [d["url"] for d in store.page_links.pages_linking_to(url + "?page=2")]
+    )
+    t.step("stale mark", lambda: store.page_marks.mark_processed(page["_id"], "p1"))
+    t.step("pending", lambda: [page_key(i) for i in store.page_marks.pending_pages()])
     book = [f"http://127.0.0.1:1/book/2_{n}.html" for n in range(3)]
     batch = [
         (CrawledPage(url=u, site="s", title="", text=f"页{n}", next_url=book[(n + 1) % 3]), f"b{n}")
@@ -129,21 +131,23 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
             for d, state, send in store.pages.store_pages_to_send(batch, sending)
         ],
     )
-    keys = [page_key(i) for i in store.pages.pending_pages()]
+    keys = [page_key(i) for i in store.page_marks.pending_pages()]
     t.step(
         "around",
         lambda: {
             doc["url"]: (sorted(known), sorted(d["url"] for d in linkers))
-            for doc, (known, linkers) in store.pages.pages_and_around([*keys, 9999]).values()
+            for doc, (known, linkers) in store.page_links.pages_and_around([*keys, 9999]).values()
         },
     )
-    store.pages.gather_marks()
+    store.page_marks.gather_marks()
     for n, (url_n, _, _) in enumerate(stored or []):
         doc = store.pages.page_by_url(url_n)
-        t.step("gathered mark", lambda d=doc, n=n: store.pages.mark_processed(d["_id"], f"b{n}"))
-    t.step("pending before the marks go", lambda: len(list(store.pages.pending_pages())))
-    t.step("marks", store.pages.send_marks)
-    t.step("pending after", lambda: [page_key(i) for i in store.pages.pending_pages()])
+        t.step(
+            "gathered mark", lambda d=doc, n=n: store.page_marks.mark_processed(d["_id"], f"b{n}")
+        )
+    t.step("pending before the marks go", lambda: len(list(store.page_marks.pending_pages())))
+    t.step("marks", store.page_marks.send_marks)
+    t.step("pending after", lambda: [page_key(i) for i in store.page_marks.pending_pages()])
     t.step("bulk", lambda: bulk_answers(store.db))
     record = {
         "page_id": page["_id"],

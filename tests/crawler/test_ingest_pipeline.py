@@ -184,7 +184,7 @@ def test_production_ingest_stores_and_sends_tasks_by_name(
     pipeline.ingest.flush()  # the task a page alone gets, sent now
     first = store.pages.page_by_url("http://novels.test/book/17/3.html")
     assert first is not None
-    store.pages.mark_processed(str(first["_id"]), first["content_hash"])  # as the worker would
+    store.page_marks.mark_processed(str(first["_id"]), first["content_hash"])  # as the worker would
     pipeline.process_item(item())  # same text again: stored once, no second task
     pipeline.process_item(item(text=TEXT + "又下起了雨。"))
     pipeline.ingest.flush()
@@ -246,7 +246,7 @@ def test_broker_outage_keeps_the_page_pending(
     pipeline.process_item(item())
     pipeline.ingest.flush()
     assert pipeline.stats.get_value("fptrack/enqueue_errors") == 1
-    assert len(list(store.pages.pending_pages())) == 1  # requeue_pending will send it later
+    assert len(list(store.page_marks.pending_pages())) == 1  # requeue_pending will send it later
 
 
 def test_the_sender_sends_the_pages_stored_together_as_one_task() -> None:

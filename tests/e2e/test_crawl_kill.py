@@ -88,7 +88,7 @@ def stored(store: Store) -> dict[str, Any]:
     return {
         "pages": sorted((p["url"], p["text"], p["content_hash"]) for p in pages),
         "ids": {str(p["_id"]) for p in pages},
-        "pending": {str(page_id) for page_id in store.pages.pending_pages()},
+        "pending": {str(page_id) for page_id in store.page_marks.pending_pages()},
     }
 
 

@@ -139,7 +139,9 @@ def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Red
     # warm shutdown sends them
     with worker_processes(2, FPTRACK_TALLY_SECONDS="60"):
         eventually(
-            lambda: not list(engine.store.pages.pending_pages()), 90, "the pages to be processed"
+            lambda: not list(engine.store.page_marks.pending_pages()),
+            90,
+            "the pages to be processed",
         )
         # every message acknowledged while the workers run (a message still unacknowledged
         # when a worker stops goes back to the queue: delivered at least once, never lost)
@@ -187,7 +189,7 @@ def test_a_batch_s_page_that_cannot_be_processed_fails_alone(
     tasks.process_pages.delay([missing, page.page_id])
     with worker():
         eventually(lambda: engine.store.failure_log.recent(), 30, "the failure record")
-        eventually(lambda: not list(engine.store.pages.pending_pages()), 30, "the other page")
+        eventually(lambda: not list(engine.store.page_marks.pending_pages()), 30, "the other page")
     [failure] = engine.store.failure_log.recent()
     assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
     assert "no page with id" in failure["error"]
@@ -214,7 +216,7 @@ def test_a_batch_an_outage_ends_for_good_leaves_records_on_its_pending_pages_onl
         )
     )
     succeeded(tasks.process_page.apply(args=[matched.page_id]))
-    assert list(engine.store.pages.pending_pages()) == [pending.page_id]
+    assert list(engine.store.page_marks.pending_pages()) == [pending.page_id]
     down = Engine(engine.settings, engine.store, dead_redis)
     monkeypatch.setattr(tasks.process_pages, "max_retries", 1)
     app.fptrack.use(down)
@@ -257,7 +259,7 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
         )
     )
     with worker():
-        eventually(lambda: not list(engine.store.pages.pending_pages()), 30, "the page")
+        eventually(lambda: not list(engine.store.page_marks.pending_pages()), 30, "the page")
         assert engine.store.db.matches.count_documents({}) == 0
         text = sample("star-voyage.txt")
         doc, _ = engine.store.works.upsert_work(
@@ -382,7 +384,7 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
     [failure] = up.store.failure_log.recent()
     assert failure["ref"] == page.page_id and "IndexUnavailable" in failure["error"]
     assert failure["attempts"] == 2
-    assert list(up.store.pages.pending_pages()) == [page.page_id]
+    assert list(up.store.page_marks.pending_pages()) == [page.page_id]
     assert up.store.db.matches.count_documents({}) == 0
     assert up.store.db.pages.count_documents({"fingerprints": {"$exists": True}}) == 0
     # Redis is back: the same task now completes and clears the failure record

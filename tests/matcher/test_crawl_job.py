@@ -154,7 +154,7 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
         assert result["pages"] == pages >= 17  # samples/site/README.md ("/" and its index.html)
         queued = queued_pages(broker, PAGE_QUEUE)
         assert len(queued) == sum(queued.values()) == pages  # each page's task, once
-        assert set(queued) == set(store.pages.pending_pages())
+        assert set(queued) == set(store.page_marks.pending_pages())
         [run] = store.crawls.last_crawls("sample")
         assert run["outcome"] == "finished" and run["stats"]["fptrack/pages"] == pages
     finally:

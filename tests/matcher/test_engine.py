@@ -233,7 +233,7 @@ def test_a_page_changed_between_its_read_and_its_lock_is_matched_as_it_is_now(
     page_id = str(engine.store.pages.page_by_url(url)["_id"])
     reads: list[str] = []
     rereads: list[object] = []
-    get_page, pages_by_id = engine.store.pages.page_and_around, engine.store.pages.pages_by_id
+    get_page, pages_by_id = engine.store.page_links.page_and_around, engine.store.pages.pages_by_id
     monkeypatch.setattr(
         engine.store, "pages_by_id", lambda ids: rereads.append(ids) or pages_by_id(ids)
     )
@@ -370,7 +370,7 @@ def test_pages_matched_together_get_the_records_of_pages_matched_one_at_a_time(
     Ingest(engine.store, together.append, send_many=together.extend).pages(pages)
     assert len(together) == 4
     reads: list[str] = []
-    around = engine.store.pages.pages_and_around
+    around = engine.store.page_links.pages_and_around
 
     def counted(page_ids):  # the one read the block makes
         reads.append("pages_and_around")
@@ -380,9 +380,9 @@ def test_pages_matched_together_get_the_records_of_pages_matched_one_at_a_time(
         reads.append("page_and_around")
         return one(page_id)
 
-    one = engine.store.pages.page_and_around
-    engine.store.pages.pages_and_around = counted
-    engine.store.pages.page_and_around = single
+    one = engine.store.page_links.page_and_around
+    engine.store.page_links.pages_and_around = counted
+    engine.store.page_links.page_and_around = single
     with engine.pages_together(together):
         for page_id in together:
             engine.process_stored_page(page_id)

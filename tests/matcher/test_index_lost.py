@@ -243,7 +243,7 @@ def test_a_page_stays_in_the_index_when_an_outage_cuts_its_matching_again(
     page was taken out of the index first, and the retry missed the copy for good."""
     assert crawl(engine, "http://p/1", page_of(sample(NAMES[1]))) == []
     work = engine.add_work(sample(NAMES[1]), title="河镇")
-    save = engine.store.pages.mark_processed
+    save = engine.store.page_marks.mark_processed
 
     def outage(*args, **kwargs):
         raise StoreUnavailable("MongoDB unavailable in mark_processed: connection reset")

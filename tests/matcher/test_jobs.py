@@ -40,7 +40,7 @@ class TestIngest:
         same = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
         # never processed an hour on: enqueued again, so a lost task is made good
         assert (same.state, same.enqueued) == ("unchanged", True)
-        engine.store.pages.mark_processed(
+        engine.store.page_marks.mark_processed(
             first.page_id, engine.store.pages.get_page(first.page_id)["content_hash"]
         )
         again = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
@@ -49,7 +49,7 @@ class TestIngest:
         assert (changed.state, changed.enqueued) == ("changed", True)
         assert queued == [first.page_id] * 3
         assert engine.store.count("pages") == 1
-        assert list(engine.store.pages.pending_pages()) == [first.page_id]
+        assert list(engine.store.page_marks.pending_pages()) == [first.page_id]
 
     def test_enqueue_failure_leaves_page_pending(self, engine: Engine) -> None:
         def broken(page_id: str) -> None:
@@ -78,7 +78,7 @@ class TestIngest:
         )
         records = engine.process_stored_page(ingested.page_id)
         assert len(records) == 1 and records[0]["url"] == "http://pirate/1"
-        assert list(engine.store.pages.pending_pages()) == []
+        assert list(engine.store.page_marks.pending_pages()) == []
         # processing twice converges on the same single record
         engine.process_stored_page(ingested.page_id)
         assert engine.store.matches.count() == 1

@@ -111,7 +111,7 @@ def test_the_odd_pages_of_a_batch(store: Store) -> None:
     store.pages.store_page_to_send(home, content_hash(home.text), SENDING)
     gone = crawled(1)
     doc, _, _ = store.pages.store_page_to_send(gone, content_hash(gone.text), SENDING)
-    store.pages.mark_page_gone(gone.url, 404, AT)
+    store.page_marks.mark_page_gone(gone.url, 404, AT)
     assert store.pages.get_page(doc["_id"])["gone"]
     under_alias = CrawledPage(
         "http://pirate.test/index.html", "pirate", "首页", "目录", fetched_at=AT

@@ -86,14 +86,14 @@ def test_page_upsert_keeps_first_seen_and_moves_last_seen(store: Store) -> None:
 
 def test_changed_links_make_a_page_changed_and_are_queryable(store: Store) -> None:
     first = add_page(store, "http://a/1", "一")
-    store.pages.mark_processed(first["_id"], first["content_hash"])
+    store.page_marks.mark_processed(first["_id"], first["content_hash"])
     page = CrawledPage(url="http://a/1", site="a", title="", text="一")
     assert store.pages.store_crawled_page(page, "h:一")[1] == "unchanged"
     page.next_url = "http://a/1_2"
     doc, state = store.pages.store_crawled_page(page, "h:一")
     assert state == "changed" and doc["pending"]
     second = add_page(store, "http://a/1_2", "二", prev_url="http://a/1")
-    assert [d["url"] for d in store.pages.pages_linking_to("http://a/1_2")] == ["http://a/1"]
+    assert [d["url"] for d in store.page_links.pages_linking_to("http://a/1_2")] == ["http://a/1"]
     found = store.pages.pages_by_url(["http://a/1", "http://a/1_2", "http://a/9"])
     assert sorted(found) == ["http://a/1", "http://a/1_2"]
     assert found["http://a/1_2"]["_id"] == second["_id"]
@@ -238,11 +238,11 @@ def test_a_pages_fingerprints_are_stored_with_its_processed_mark(store: Store) -
     old = {"simhash": {"version": 1, "value": "00ff"}, "anchors": {"version": 1, "value": b"\0"}}
     with pytest.raises(StoreError):  # not on their own: only with the mark
         store.fingerprints.save_fingerprints("page", page["_id"], page["seq"], old)
-    assert store.pages.mark_processed(page["_id"], "other text", fingerprints=old) is False
+    assert store.page_marks.mark_processed(page["_id"], "other text", fingerprints=old) is False
     assert store.fingerprints.load_fingerprints("page", [page["_id"]], "simhash") == {}
-    assert store.pages.mark_processed(page["_id"], page["content_hash"], fingerprints=old)
+    assert store.page_marks.mark_processed(page["_id"], page["content_hash"], fingerprints=old)
     new = {"simhash": {"version": 1, "value": "ff00"}}
-    assert store.pages.mark_processed(page["_id"], page["content_hash"], fingerprints=new)
+    assert store.page_marks.mark_processed(page["_id"], page["content_hash"], fingerprints=new)
     # replaced as a whole: no method of the old ones is left beside the new ones
     assert store.fingerprints.load_fingerprints("page", [page["_id"]], "anchors") == {}
     [fp] = store.fingerprints.fingerprints_by_seq("page", [page["seq"]], "simhash")
@@ -275,7 +275,7 @@ def test_urls_must_be_strings(store: Store, bad: object) -> None:
     with pytest.raises(StoreError):
         store.pages.page_by_url(bad)  # type: ignore[arg-type]
     with pytest.raises(StoreError):
-        store.pages.pages_linking_to(bad)  # type: ignore[arg-type]
+        store.page_links.pages_linking_to(bad)  # type: ignore[arg-type]
     with pytest.raises(StoreError):
         add_page(store, bad)  # type: ignore[arg-type]
 
@@ -283,7 +283,7 @@ def test_urls_must_be_strings(store: Store, bad: object) -> None:
 def test_dollar_strings_are_values_not_operators(store: Store) -> None:
     page = add_page(store, "$where", "{'$gt': 1}", next_url="$ne")
     assert store.pages.page_by_url("$where")["_id"] == page["_id"]
-    assert store.pages.pages_linking_to("$ne")[0]["_id"] == page["_id"]
+    assert store.page_links.pages_linking_to("$ne")[0]["_id"] == page["_id"]
     assert store.works.get_work(str(ObjectId())) is None
 
 

@@ -31,24 +31,28 @@ def test_the_sweep_sends_again_only_the_pages_whose_task_was_lost(engine: Engine
     store = engine.store
     past = now() - timedelta(minutes=10)
     lost = store_page(engine, "http://p/lost", "甲" * 80)  # sent 10 minutes ago, still pending
-    engine.store.pages.mark_enqueued(lost, engine.store.pages.get_page(lost)["content_hash"], past)
+    engine.store.page_marks.mark_enqueued(
+        lost, engine.store.pages.get_page(lost)["content_hash"], past
+    )
     fresh = store_page(engine, "http://p/fresh", "乙" * 80)  # sent just now (Ingest)
     never = store_page(engine, "http://p/never", "丙" * 80, fetched_at=past)
     engine.store.db.pages.update_one({"_id": int(never)}, {"$unset": {"enqueued_at": ""}})
     failed = store_page(engine, "http://p/failed", "丁" * 80)  # failed for good since sent
-    engine.store.pages.mark_enqueued(
+    engine.store.page_marks.mark_enqueued(
         failed, engine.store.pages.get_page(failed)["content_hash"], past
     )
     store.failure_log.record_failure(TASK, failed, "UnusableText: no", 8)
     retried = store_page(engine, "http://p/retried", "戊" * 80)  # failed, then sent again
-    engine.store.pages.mark_enqueued(
+    engine.store.page_marks.mark_enqueued(
         retried, engine.store.pages.get_page(retried)["content_hash"], past
     )
     store.failure_log.record_failure(TASK, retried, "IndexUnavailable: down", 8)
     store.db.failures.update_one({"ref": retried}, {"$set": {"failed_at": past - PENDING_AFTER}})
     done = store_page(engine, "http://p/done", "己" * 80)  # matched
-    engine.store.pages.mark_enqueued(done, engine.store.pages.get_page(done)["content_hash"], past)
-    engine.store.pages.mark_processed(done, engine.store.pages.get_page(done)["content_hash"])
+    engine.store.page_marks.mark_enqueued(
+        done, engine.store.pages.get_page(done)["content_hash"], past
+    )
+    engine.store.page_marks.mark_processed(done, engine.store.pages.get_page(done)["content_hash"])
 
     sent: list[str] = []
     assert jobs.requeue_pending(store, sent.append, PENDING_AFTER) == {"pages": 3}
@@ -64,7 +68,7 @@ def test_the_sweep_sends_at_most_its_batch(engine: Engine) -> None:
     past = now() - timedelta(minutes=10)
     for n in range(5):
         page_id = store_page(engine, f"http://p/{n}", f"{n}" * 80)
-        engine.store.pages.mark_enqueued(
+        engine.store.page_marks.mark_enqueued(
             page_id, engine.store.pages.get_page(page_id)["content_hash"], past
         )
     sent: list[str] = []

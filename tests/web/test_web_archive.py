@@ -61,7 +61,7 @@ def test_a_match_offers_the_exchange_it_was_found_in(
     again = as_viewer.get(f"/matches/{match['_id']}/archive.warc.gz")
     assert again.data == download.data
 
-    web_ctx.engine.store.pages.mark_page_gone(URL, 410, first + timedelta(days=2))
+    web_ctx.engine.store.page_marks.mark_page_gone(URL, 410, first + timedelta(days=2))
     view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
     assert 'id="removed-since"' in view and "HTTP 410" in view
 
