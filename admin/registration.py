@@ -77,7 +77,7 @@ def register_text(
         work_id = engine.add_work(text, title=title, source=source, author=author)
     except MatcherError as exc:
         return [], [str(exc)]
-    note = store.works.same_text_note(work_id)
+    note = store.twins.same_text_note(work_id)
     added(work_id)
     return [(work_id, title)], [note] if note else []
 
@@ -99,7 +99,7 @@ def register_files(
             problems.append(f"{work.name}: {exc}")
             continue
         works.append((work_id, title))
-        note = store.works.same_text_note(work_id)
+        note = store.twins.same_text_note(work_id)
         if note:
             problems.append(f"{work.name}: {note}")
         added(work_id)

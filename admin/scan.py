@@ -291,7 +291,7 @@ def run_scan(
             "same_text_as": first.get("source", ""),
             "near": bool(twin.get("near_twin")),
         }
-        for twin, first in engine.store.works.twin_pairs()
+        for twin, first in engine.store.twins.twin_pairs()
     ]
     engine.registry.index_now = True
     engine.index_pages = False
@@ -422,7 +422,7 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     pages = engine.store.pages.pages_by_url({m["url"] for m in matches}, {"aliases": 1})
     works = store.works.work_sources()
     twins: dict[Any, list[str]] = {}
-    for twin, first in store.works.twin_pairs():
+    for twin, first in store.twins.twin_pairs():
         if not twin.get("near_twin"):
             twins.setdefault(first["_id"], []).append(twin.get("source", ""))
     best: dict[tuple[str, str], dict[str, Any]] = {}

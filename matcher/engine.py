@@ -767,7 +767,7 @@ class Engine(IndexView):
                 match(record["page_id"], record.get("url", ""))
         active = [r["page_id"] for r in own if r.get("active", True)]
         if active:
-            self.store.matches.archive_let_go(work, active, NO_LONGER_MATCHES)
+            self.store.archived_matches.archive_let_go(work, active, NO_LONGER_MATCHES)
         return self.store.matches.matches_for("work_id", str(work["_id"]))
 
     def _pages_sharing(self, work_id: ObjectId) -> list[int]:

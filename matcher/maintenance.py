@@ -89,7 +89,7 @@ def load_side(
 
         chosen = set(range(TAG_GROUPS) if groups is None else groups)
         refs: list[tuple[str, bytes]] = []
-        twins = engine.store.works.twin_ids()
+        twins = engine.store.twins.twin_ids()
         for i, fp in enumerate(engine.store.fingerprints.iter_fingerprints("work", "anchors"), 1):
             owner = int(fp["seq"])
             if fp["owner_id"] in twins or segment_group(owner) not in chosen:
@@ -115,7 +115,7 @@ def _load(
 ) -> int:
     """Bulk-load one side's simhash and postings indexes from the stored index keys."""
     owners, simhashes, posting_owners, keys = [], [], [], []
-    twins = engine.store.works.twin_ids() if kind == "work" else set()
+    twins = engine.store.twins.twin_ids() if kind == "work" else set()
     for i, fp in enumerate(engine.store.fingerprints.iter_fingerprints(kind, INDEX_KEYS), 1):
         if fp["owner_id"] in twins:
             continue

@@ -12,8 +12,8 @@ work), a second prepares, writes and drops one segment at a time.
 Every write is idempotent; registering a work again replaces its segments (those it no
 longer has are deleted) and its index entries. A work registered (again) takes back the
 archived matches of an earlier registration under its key or with its text, their reviews
-with them (:meth:`matcher.store.matches.Matches.restore_archived`); a removed work's
-matches are archived, never deleted.
+with them (:meth:`matcher.store.archived_matches.ArchivedMatches.restore_archived`); a
+removed work's matches are archived, never deleted.
 """
 
 from __future__ import annotations
@@ -157,12 +157,12 @@ class Registry:
         exact = _exact(head, digest)  # a twin, not a near twin (an edition, indexed)
         holder = head if exact else doc  # the work its copies are recorded under
         if exact:
-            restored = self.store.matches.restore_archived(doc, into=head)
+            restored = self.store.archived_matches.restore_archived(doc, into=head)
         else:
-            restored = self.store.matches.restore_archived(doc)
+            restored = self.store.archived_matches.restore_archived(doc)
         self._index(doc, text, segments, cores, fresh=created, indexed=not exact)
         if not created:  # its twins are compared with its new text, now stored
-            self._resettle(self.store.works.twins(doc["_id"]))
+            self._resettle(self.store.twins.twins(doc["_id"]))
         changed = created or before.get("content_hash") != digest
         return Registration(str(doc["_id"]), created, changed, str(holder["_id"]), restored)
 
@@ -175,11 +175,11 @@ class Registry:
         returned has its text, :func:`_exact`): a near twin is. ``load`` gives its text,
         segments and content characters, when they are needed. A work just created (not
         ``marked``) has no mark to clear: neither is then not written."""
-        first = self.store.works.twin_of(doc["_id"], digest)
+        first = self.store.twins.twin_of(doc["_id"], digest)
         near = None if first else self._near_twin_of(doc["_id"], sketch, load)
         head = first or near
         if head is not None or marked:
-            self.store.works.set_same_text(
+            self.store.twins.set_same_text(
                 doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
             )
         return head
@@ -193,7 +193,7 @@ class Registry:
         share = self.settings.near_twin_share
         if not share or not sketch:
             return None
-        found = self.store.works.near_twin_candidates(work_id, sketch[: near_twins.LOOKUP_KEYS])
+        found = self.store.twins.near_twin_candidates(work_id, sketch[: near_twins.LOOKUP_KEYS])
         for work in found:
             if not near_twins.is_near(sketch, work["near_sketch"], share):
                 continue
@@ -211,7 +211,7 @@ class Registry:
         twin is already), and the others with that text become its twins; each is marked
         the near twin of a work it nearly repeats, if any. A twin indexed in place of a
         removed work with its very text takes the removed work's archived matches
-        (:meth:`Matches.restore_archived <matcher.store.matches.Matches.restore_archived>`):
+        (:meth:`~matcher.store.archived_matches.ArchivedMatches.restore_archived`):
         its copies were recorded there."""
         for twin in twins:
             digest = twin.get("content_hash", "")
@@ -221,7 +221,7 @@ class Registry:
             if indexed and not was_indexed:
                 self.reindex(str(twin["_id"]))
                 if removed is not None and removed["content_hash"] == digest:
-                    self.store.matches.restore_archived(removed, into=twin)
+                    self.store.archived_matches.restore_archived(removed, into=twin)
             elif was_indexed and not indexed:
                 self.unindex(twin["_id"])
 
@@ -245,7 +245,7 @@ class Registry:
         segments = segment(text, SEGMENT_PARAMS)
         cores, sketch = _survey(text, segments)
         if "near_sketch" not in doc:  # registered before near twins were looked for
-            self.store.works.set_sketch(doc["_id"], sketch.tolist(), key=doc["key"])
+            self.store.twins.set_sketch(doc["_id"], sketch.tolist(), key=doc["key"])
         self.unindex(doc["_id"])
         self._index(doc, text, segments, cores, indexed=not is_twin(doc))
 
@@ -258,7 +258,7 @@ class Registry:
         if doc is None:
             return False
         self.unindex(doc["_id"])
-        twins = self.store.works.twins(doc["_id"])
+        twins = self.store.twins.twins(doc["_id"])
         removed = self.store.works.delete_work(work_id)
         self._resettle(twins, removed)
         return True

@@ -139,7 +139,7 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
             continue
         work_id = registered.work_id
         _say_registered(work, registered, done)
-        note = ctx.store.works.same_text_note(work_id)
+        note = ctx.store.twins.same_text_note(work_id)
         if note:
             print(f"fptrack: {work.shown}: {note}", file=sys.stderr)
         if not args.no_match:

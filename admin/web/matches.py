@@ -103,7 +103,7 @@ def detail(match_id: str) -> Any:
         kept=kept,
         changed_since=bool(kept and latest and latest.get("sha256") != kept.get("sha256")),
         work=work,
-        twins=[t for t in store.works.twins(match["work_id"]) if not t.get("near_twin")],
+        twins=[t for t in store.twins.twins(match["work_id"]) if not t.get("near_twin")],
         page=page,
         work_html=highlight(work_text, work_spans, "work"),
         page_html=highlight(page_text, page_spans, "page"),

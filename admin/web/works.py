@@ -50,7 +50,7 @@ def detail(work_id: str) -> Any:
     matches = store.matches.list_matches(limit=500, work_id=work_id)
     first = work.get("same_text_as")
     same_as = store.works.get_work(str(first), {"title": 1}) if first else None
-    twins = store.works.twins(work["_id"])
+    twins = store.twins.twins(work["_id"])
     return render_template("work.html", work=work, matches=matches, same_as=same_as, twins=twins)
 
 

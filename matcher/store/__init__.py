@@ -1,10 +1,12 @@
 """The MongoDB store: works, pages, fingerprints, matches, sites, crawl runs, accounts.
 
 One module per family of collections, each a small class holding its collections and their
-queries: :mod:`~matcher.store.works` (works and their text by segments),
+queries: :mod:`~matcher.store.works` (works and their text by segments; :mod:`~matcher.store.twins`
+the works with the same text as another),
 :mod:`~matcher.store.pages` (with :mod:`~matcher.store.page_links` and
 :mod:`~matcher.store.page_marks`), :mod:`~matcher.store.fingerprints`,
-:mod:`~matcher.store.matches`, :mod:`~matcher.store.sites`, :mod:`~matcher.store.crawls`
+:mod:`~matcher.store.matches` (:mod:`~matcher.store.archived_matches` those archived),
+:mod:`~matcher.store.sites`, :mod:`~matcher.store.crawls`
 (crawl runs), :mod:`~matcher.store.failures`, :mod:`~matcher.store.accounts` (users and API
 tokens), :mod:`~matcher.store.state` (job state, daily reports, dashboard counters),
 :mod:`~matcher.store.sequences` (the ``seq`` counters), :mod:`~matcher.store.alerts`,
@@ -38,6 +40,7 @@ from matcher.settings import Settings
 from matcher.statuses import STATUSES
 from matcher.store import tallies
 from matcher.store.accounts import ApiTokens, Users
+from matcher.store.archived_matches import ArchivedMatches
 from matcher.store.client import MEMORY_URI, client_for, client_of, mongo_client
 from matcher.store.common import (
     KINDS,
@@ -69,6 +72,7 @@ from matcher.store.sites import Sites
 from matcher.store.stamps import Stamps
 from matcher.store.state import Dashboard, Reports, State
 from matcher.store.takedowns import Takedowns
+from matcher.store.twins import Twins
 from matcher.store.works import NEAR_CANDIDATES, TextWindow, Works
 
 __all__ = [
@@ -107,7 +111,11 @@ class Store:
         self.tallies = tallies.Sender(db)
         self.matches = Matches(db, self.tallies)
         self.failure_log = Failures(db)
-        self.works = Works(db, self.sequences, self.fingerprints, self.matches, self.tallies)
+        self.archived_matches = ArchivedMatches(db, self.tallies)
+        self.works = Works(
+            db, self.sequences, self.fingerprints, self.archived_matches, self.tallies
+        )
+        self.twins = Twins(db)
         self.pages = Pages(db, self.sequences, self.failure_log, self.tallies)
         self.page_links = PageLinks(db, self.pages.layout_ready)
         self.page_marks = PageMarks(db, self.pages, self.failure_log)

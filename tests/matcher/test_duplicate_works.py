@@ -50,10 +50,10 @@ def test_three_copies_of_a_work_still_match_under_the_earliest(engine: Engine) -
             == engine.store.works.get_work(first)["_id"]
         )
         assert not any(engine.redis.exists(k) for k in segment_keys(engine, twin))
-        note = engine.store.works.same_text_note(twin)
+        note = engine.store.twins.same_text_note(twin)
         assert note.startswith(f"same text as work {first}") and "'灯塔0'" in note
-    assert engine.store.works.same_text_note(first) == ""
-    pairs = [(t["source"], f["source"]) for t, f in engine.store.works.twin_pairs()]
+    assert engine.store.twins.same_text_note(first) == ""
+    pairs = [(t["source"], f["source"]) for t, f in engine.store.twins.twin_pairs()]
     assert pairs == [("copy1.txt", "copy0.txt"), ("copy2.txt", "copy0.txt")]
     # The index, rebuilt from the store, still holds the text once.
     rebuild_indexes(engine)
@@ -144,14 +144,14 @@ def test_near_identical_works_are_near_twins_indexed_as_editions(engine: Engine)
         doc = engine.store.works.get_work(twin)
         assert doc["same_text_as"] == first_doc["_id"] and doc["near_twin"] is True
         assert all(engine.redis.exists(k) for k in segment_keys(engine, twin))
-        note = engine.store.works.same_text_note(twin)
+        note = engine.store.twins.same_text_note(twin)
         assert note.startswith(f"nearly the same text as work {first}") and "indexed" in note
     for n, text in enumerate(editions(TEXT)):
         [record] = crawl(engine, f"http://p/{n}", page_of(text))
         assert record["containment"] > 0.9
         assert siblings(record) == dict.fromkeys(set(ids) - {str(record["work_id"])}, True)
     pairs = [
-        (t["source"], f["source"], t.get("near_twin")) for t, f in engine.store.works.twin_pairs()
+        (t["source"], f["source"], t.get("near_twin")) for t, f in engine.store.twins.twin_pairs()
     ]
     assert pairs == [("edition1.txt", "edition0.txt", True), ("edition2.txt", "edition0.txt", True)]
     rebuild_indexes(engine)

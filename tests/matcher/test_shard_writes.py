@@ -139,8 +139,8 @@ def test_marking_twins_names_the_works_key(store: Store, recorder: Recorder) -> 
         "works/b.txt", title="灯塔", content_hash="h", length=2, segments=1
     )
     recorder.commands.clear()
-    store.works.set_same_text(twin["_id"], work["_id"], key=twin["key"])
-    assert [t["_id"] for t in store.works.twins(work["_id"])] == [twin["_id"]]
+    store.twins.set_same_text(twin["_id"], work["_id"], key=twin["key"])
+    assert [t["_id"] for t in store.twins.twins(work["_id"])] == [twin["_id"]]
     assert recorder.filters("update", "works") == [{"key": "works/b.txt", "_id": twin["_id"]}]
     assert recorder.offences() == []
 

@@ -188,7 +188,7 @@ def test_a_work_registered_again_takes_back_its_archived_matches(store: Store) -
     store.matches.upsert_match(
         {"page_id": pages[2]["_id"], "work_id": again["_id"], "url": "http://a/2"}
     )
-    assert store.matches.restore_archived(again) == 2  # page 2 keeps the new record
+    assert store.archived_matches.restore_archived(again) == 2  # page 2 keeps the new record
     assert store.matches.count(work_id=str(again["_id"]), archived=True) == 2
     assert store.matches.count(work_id=str(again["_id"]), active_only=True) == 1
     old = store.matches.count(work_id=str(work["_id"]))
@@ -205,7 +205,7 @@ def test_a_work_registered_again_takes_back_its_archived_matches(store: Store) -
     assert tallies.counts(tallies.total(store.db))["confirmed"] == 1
     # Nothing of another key or text is taken.
     other, _ = add_work(store, "works/other.txt", "别的")
-    assert store.matches.restore_archived(other) == 0
+    assert store.archived_matches.restore_archived(other) == 0
 
 
 def test_fingerprints_upsert_per_method(store: Store) -> None:

@@ -108,7 +108,7 @@ def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
     )  # kept, archived
     # The work registered again takes them back; matched again, they count again.
     again = _work(store, w1["key"])
-    assert store.matches.restore_archived(again) == 2
+    assert store.archived_matches.restore_archived(again) == 2
     _match(store, p1, again)
     t = _snapshot(store)
     assert tallies.counts(t["total"])["false_positive"] == 1 and t["total"]["matches_seen"] == 3

@@ -328,7 +328,7 @@ def test_near_identical_uploads_are_shown_as_one_group(
         assert response.status_code < 400
     assert "nearly the same text as work" in response.get_json()["problems"][0]
     first = work_titled(web_ctx, "灯塔")
-    near = [w for w in web_ctx.engine.store.works.twins(first["_id"]) if w.get("near_twin")]
+    near = [w for w in web_ctx.engine.store.twins.twins(first["_id"]) if w.get("near_twin")]
     assert {w["title"] for w in near} == {"<b>第一版", "灯塔误"}
     listing = as_admin.get("/works/").get_data(as_text=True)
     assert listing.count("nearly the same text as an earlier work") == 2
