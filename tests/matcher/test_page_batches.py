@@ -17,6 +17,9 @@ from matcher.store import Store
 from matcher.store.pages import Sending
 from tests.support.commands import Commands
 
+STORE_BACKENDS = ("server", "memory")
+"""The store's own tests run on the MongoDB-wire server and on the in-memory store."""
+
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SENDING = Sending(AT, timedelta(hours=1))
 VOLATILE = {"first_seen", "last_seen", "seq", "_id"}

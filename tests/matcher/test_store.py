@@ -11,6 +11,9 @@ from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
 from matcher.store import INDEXES, Store, StoreError, tallies
 
+STORE_BACKENDS = ("server", "memory")
+"""The store's own tests run on the MongoDB-wire server and on the in-memory store."""
+
 
 def add_work(store: Store, key: str = "works/a.txt", text: str = "正文") -> tuple[dict, bool]:
     doc, created = store.works.upsert_work(
@@ -318,3 +321,25 @@ def test_the_uri_s_own_timeouts_win_over_the_default() -> None:
     assert chosen.options.pool_options.connect_timeout == 0.2
     default.close()
     chosen.close()
+
+
+def test_the_backend_is_chosen_by_the_uri() -> None:
+    """``memory://`` opens a new in-memory store (the embedded scan's), sharing nothing with
+    another; a ``mongodb://`` URI a pymongo client with the product's options."""
+    from matcher.settings import Settings
+    from matcher.store import MEMORY_URI
+    from matcher.store.client import backend_of
+    from matcher.store.memory import MemoryClient
+
+    assert [backend_of(u) for u in ("memory://", "MEMORY://x", "mongodb://h", "")] == [
+        "memory", "memory", "server", "server"
+    ]  # fmt: skip
+    one = Store.open(Settings(mongo_uri=MEMORY_URI, mongo_db="a"))
+    other = Store.connect(MEMORY_URI, "a")
+    assert isinstance(one.client, MemoryClient) and not one.thread_safe
+    add_page(one)
+    assert one.count("pages") == 1 and other.count("pages") == 0
+    server = Store.connect("mongodb://127.0.0.1:1/?w=1", "a")
+    assert isinstance(server.client, pymongo.MongoClient) and server.thread_safe
+    assert server.client.write_concern.document == {"w": 1}
+    server.close()

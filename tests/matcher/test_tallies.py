@@ -10,6 +10,9 @@ from matcher.pages import CrawledPage
 from matcher.store import Store, tallies
 from tests.support.outage import mongo_uri, own_mongodb
 
+STORE_BACKENDS = ("server", "memory")
+"""The store's own tests run on the MongoDB-wire server and on the in-memory store."""
+
 DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
 
 
