@@ -235,19 +235,19 @@ def test_a_page_changed_between_its_read_and_its_lock_is_matched_as_it_is_now(
     rereads: list[object] = []
     get_page, pages_by_id = engine.store.page_links.page_and_around, engine.store.pages.pages_by_id
     monkeypatch.setattr(
-        engine.store, "pages_by_id", lambda ids: rereads.append(ids) or pages_by_id(ids)
+        engine.store.pages, "pages_by_id", lambda ids: rereads.append(ids) or pages_by_id(ids)
     )
 
     def read(wanted: str) -> tuple[dict | None, object]:
         doc = get_page(wanted)
         reads.append(wanted)
         if len(reads) == 1:  # the new text is stored, and matched, after this read
-            monkeypatch.setattr(engine.store, "page_and_around", get_page)
+            monkeypatch.setattr(engine.store.page_links, "page_and_around", get_page)
             crawl(engine, url, page_of(sample("river-town.txt")))
-            monkeypatch.setattr(engine.store, "page_and_around", read)
+            monkeypatch.setattr(engine.store.page_links, "page_and_around", read)
         return doc
 
-    monkeypatch.setattr(engine.store, "page_and_around", read)
+    monkeypatch.setattr(engine.store.page_links, "page_and_around", read)
     engine.process_stored_page(page_id)  # the task of the first text, run late
     assert reads == [page_id, page_id] and len(rereads) == 1  # the lock's read, the second time
     records = engine.store.matches.matches_for("page_id", page_id, active_only=False)
@@ -272,7 +272,7 @@ def test_a_page_never_matched_has_no_matches_to_read(
     asked: list[object] = []
     active = engine.store.matches.active_matched_works
     monkeypatch.setattr(
-        engine.store, "active_matched_works", lambda ids: asked.append(ids) or active(ids)
+        engine.store.matches, "active_matched_works", lambda ids: asked.append(ids) or active(ids)
     )
     url = "http://pirate.example/never"
     records = crawl(engine, url, page_of(sample("lighthouse.txt")))

@@ -38,7 +38,7 @@ def test_a_failing_store_write_fails_the_registration_and_indexes_nothing_unstor
             raise StoreUnavailable("MongoDB is unavailable while storing fingerprints")
         return save(*args, **kwargs)
 
-    monkeypatch.setattr(engine.store, "save_fingerprints_many", failing)
+    monkeypatch.setattr(engine.store.fingerprints, "save_fingerprints_many", failing)
     with pytest.raises(StoreUnavailable):
         engine.add_work(text, title="长篇", key="novel")
     [work] = engine.store.works.find_works("novel")
