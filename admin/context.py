@@ -31,7 +31,6 @@ if TYPE_CHECKING:
     from matcher.redis_clients import IndexClient, Patience
     from matcher.schedules import Schedules
     from matcher.store import Store
-    from matcher.store.operations import Operations
 
 CONNECT_TIMEOUT_S = 1.0
 """How long a command waits for MongoDB, Redis or the broker before it reports them down."""
@@ -139,12 +138,6 @@ class Context:
         return self.store.evidence_archive(self.settings.archive)
 
     @cached_property
-    def ops(self) -> Operations:
-        from matcher.store.operations import Operations
-
-        return Operations(self.store)
-
-    @cached_property
     def app(self) -> Celery:
         """A Celery app of this context's settings (broker and redbeat), to send tasks by
         name, ping the workers and edit schedules, as patient as this context, importing no
@@ -179,7 +172,7 @@ class Context:
                 self._previous_app.set_current()
         if self._given_engine:
             return
-        for name in ("ops", "schedules", "archive", "engine"):
+        for name in ("schedules", "archive", "engine"):
             self.__dict__.pop(name, None)
         for name in ("redis_client", "mongo_client"):
             client = self.__dict__.pop(name, None)

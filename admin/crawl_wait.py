@@ -1,9 +1,9 @@
 """``fptrack crawl NAME --wait``: follow an enqueued crawl to its outcome.
 
 The crawl task records its run in ``crawls`` with its own id in the run's ``tasks``
-(:meth:`matcher.store.operations.Operations.crawl_of_task`); this polls that record every
+(:meth:`matcher.store.crawls.CrawlRuns.crawl_of_task`); this polls that record every
 ``--poll`` seconds (:data:`DEFAULT_POLL`, 2 s) and shows the run's pages as the store counts
-them (:meth:`matcher.store.operations.Operations.crawl_progress`: stored, pending) and the
+them (:meth:`matcher.store.crawls.CrawlRuns.crawl_progress`: stored, pending) and the
 site's matches (:func:`matches_line`: those first found since the run started, and all the
 site has: a crawl that finds again the copies found before finds nothing new, which is no
 failure), on a tqdm line when stderr is a terminal, else one plain line whenever they change;
@@ -34,7 +34,7 @@ from matcher.crawl_runs import named_lines, not_crawled, not_crawled_urls
 from matcher.errors import transient
 
 if TYPE_CHECKING:
-    from matcher.store.operations import Operations
+    from matcher.store import Store
 
 DEFAULT_POLL = 2.0
 """Seconds between two looks at the crawl's record."""
@@ -45,7 +45,7 @@ TIMED_OUT = 4
 
 
 def wait_for_crawl(
-    ops: Operations,
+    store: Store,
     site: str,
     task_id: str,
     *,
@@ -69,9 +69,9 @@ def wait_for_crawl(
     try:
         while True:
             try:
-                run = ops.crawl_of_task(site, task_id)
-                progress = ops.crawl_progress(run) if run is not None else {}
-                matches = matches_line(ops, site, progress["matched"]) if run is not None else ""
+                run = store.crawls.crawl_of_task(site, task_id)
+                progress = store.crawls.crawl_progress(run) if run is not None else {}
+                matches = matches_line(store, site, progress["matched"]) if run is not None else ""
             except Exception as exc:
                 if not transient(exc):
                     raise
@@ -102,14 +102,14 @@ def wait_for_crawl(
             time.sleep(poll)
     finally:
         bar.close()
-    return _outcome(ops, site, run, out)
+    return _outcome(store, site, run, out)
 
 
-def matches_line(ops: Operations, site: str, new: int) -> str:
+def matches_line(store: Store, site: str, new: int) -> str:
     """The site's matches for people: ``new`` (first found by this run) and all its active
     ones, with those awaiting review: ``0 new, 9 on the site in all (3 awaiting review)``."""
-    total = ops.matches.count(site=site, active_only=True)
-    waiting = ops.matches.count(site=site, status="new", active_only=True)
+    total = store.matches.count(site=site, active_only=True)
+    waiting = store.matches.count(site=site, status="new", active_only=True)
     line = f"{new} new, {total} on the site in all"
     return line + (f" ({waiting} awaiting review)" if waiting else "")
 
@@ -173,17 +173,17 @@ def _progress_line(run: dict[str, Any], progress: dict[str, int], matches: str) 
     return f"{run.get('outcome') or 'running'}, " + ", ".join(parts) + f"; matches: {matches}"
 
 
-def _outcome(ops: Operations, site: str, run: dict[str, Any] | None, out: TextIO) -> int:
+def _outcome(store: Store, site: str, run: dict[str, Any] | None, out: TextIO) -> int:
     """The ended run's pages not crawled, named, then its one line; its exit status."""
     assert run is not None
     outcome = str(run.get("outcome"))
     stats = run.get("stats") or {}
     skipped = not_crawled(stats)
-    progress = ops.crawl_progress(run)
+    progress = store.crawls.crawl_progress(run)
     line = f"{site}: crawl {outcome}: {stats.get('fptrack/pages', 0)} page(s)"
     if skipped:
         line += ", not crawled: " + ", ".join(f"{n} {why}" for why, n in skipped.items())
-    line += f"; matches: {matches_line(ops, site, progress['matched'])}"
+    line += f"; matches: {matches_line(store, site, progress['matched'])}"
     if progress["pending"]:
         line += f", {progress['pending']} page(s) still to be matched"
     if run.get("error"):

@@ -3,7 +3,7 @@
 Every value is parsed and checked (a site name against :data:`matcher.sites.NAME`, a work
 id as an ObjectId, dates as ``YYYY-MM-DD``, a score as a number in [0, 1], a status from
 :data:`matcher.store.STATUSES`); the filter is then built by
-:meth:`matcher.store.operations.Operations.match_filter` from those values only, so nothing a
+:meth:`matcher.store.matches.Matches.match_filter` from those values only, so nothing a
 user types can become a MongoDB operator. A bad value is a :class:`FilterError` (400).
 
 Every combination is served by an index of ``matches`` (:data:`matcher.store.INDEXES`):
@@ -22,7 +22,7 @@ from bson import ObjectId
 from bson.errors import InvalidId
 
 from matcher.errors import MatcherError
-from matcher.store.operations import site_name, status_name
+from matcher.store.common import site_name, status_name
 
 PAGE_SIZE = 50
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -76,7 +76,7 @@ class MatchFilters:
 
     def criteria(self) -> dict[str, Any]:
         """The filters as arguments of the store's match queries
-        (:meth:`matcher.store.operations.Operations.match_filter`; active matches only)."""
+        (:meth:`matcher.store.matches.Matches.match_filter`; active matches only)."""
         until = _day(self.until, "until") + timedelta(days=1) if self.until else None
         return {
             "site": self.site,

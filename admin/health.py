@@ -239,7 +239,7 @@ def active_matches(ctx: Context) -> int:
     of a few documents whatever the number of matches (:mod:`matcher.store.tallies`)."""
     from matcher.store.tallies import counts
 
-    return sum(counts(ctx.ops.tally_total()).values())
+    return sum(counts(ctx.store.dashboard.tally_total()).values())
 
 
 def check_mongodb(ctx: Context) -> Check:
@@ -428,8 +428,8 @@ def check_crawls(ctx: Context) -> Check:
         unseen = crawl_runs.open_failures(
             failed, store.sites.creation_times(), store.crawls.last_finished(since)
         )
-        late = store.pages.pending_since(at - PENDING_AFTER)
-        pending = store.pages.pending_page_count()
+        late = store.page_marks.pending_since(at - PENDING_AFTER)
+        pending = store.page_marks.pending_page_count()
         stale = store.crawls.running_crawls_started_before(
             at - timedelta(seconds=settings.crawl_timeout + settings.crawl_lease)
         )
@@ -534,7 +534,7 @@ def check_schedules(ctx: Context) -> Check:
     )
 
     try:
-        sites = ctx.ops.list_sites()
+        sites = ctx.store.sites.list_sites()
     except StoreUnavailable as exc:
         return Check("schedules", False, outage.line(MONGODB, ctx.settings.mongo_uri, exc))
     except MatcherError as exc:
@@ -713,7 +713,7 @@ def _prepare(ctx: Context, names: Collection[str]) -> None:
     in the thread that makes it)."""
     if {"workers", "beat", "schedules"} & set(names):
         _ = ctx.app
-    for module in ("matcher.keys", "matcher.store", "matcher.store.operations"):
+    for module in ("matcher.keys", "matcher.store"):
         importlib.import_module(module)
     for name, modules in PREPARE.items():
         if name in names:

@@ -181,19 +181,19 @@ class StoreMetrics:
     # sources -----------------------------------------------------------------------------
 
     def _store(self) -> Iterator[Metric]:
-        ops, store = self.ctx.ops, self.ctx.engine.store
+        store = self.ctx.engine.store
         works = _gauge("fptrack_works")
-        works.add_metric([], int(ops.tally_total().get("works", 0)))
+        works.add_metric([], int(store.dashboard.tally_total().get("works", 0)))
         yield works
         pending = _gauge("fptrack_pages_pending")
-        pending.add_metric([], ops.pending_page_count())
+        pending.add_metric([], store.page_marks.pending_page_count())
         yield pending
 
         stored = _gauge("fptrack_pages_stored", ["site"])
         matches = _gauge("fptrack_matches", ["site", "status"])
         infringing = _gauge("fptrack_matches_infringing", ["site"])
         created = _counter("fptrack_matches_created_total", ["site"])
-        for doc in ops.tally_sites():
+        for doc in store.dashboard.tally_sites():
             site = str(doc.get("key", ""))
             stored.add_metric([site], int(doc.get("pages", 0)))
             active = doc.get("active") or {}
@@ -205,7 +205,7 @@ class StoreMetrics:
 
         runs = _gauge("fptrack_crawl_runs", ["site", "outcome"])
         fetched: dict[str, int] = {}
-        for row in ops.crawl_outcomes():
+        for row in store.crawls.crawl_outcomes():
             runs.add_metric([row["site"], row["outcome"]], row["runs"])
             fetched[row["site"]] = fetched.get(row["site"], 0) + row["pages"]
         pages = _counter("fptrack_crawl_pages_total", ["site"])
@@ -215,7 +215,7 @@ class StoreMetrics:
 
         last_start = _gauge("fptrack_crawl_last_start_timestamp_seconds", ["site"])
         last_outcome = _gauge("fptrack_crawl_last_outcome", ["site", "outcome"])
-        for site, run in sorted(ops.latest_crawls().items()):
+        for site, run in sorted(store.crawls.latest_crawls().items()):
             started = _seconds(run.get("started_at"))
             if started is not None:
                 last_start.add_metric([str(site)], started)
@@ -223,7 +223,7 @@ class StoreMetrics:
         yield from (last_start, last_outcome)
 
         failures = _gauge("fptrack_task_failures", ["task"])
-        for task, n in sorted(ops.failure_counts().items()):
+        for task, n in sorted(store.failure_log.failure_counts().items()):
             failures.add_metric([task], n)
         yield failures
 

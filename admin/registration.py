@@ -17,7 +17,7 @@ from matcher.sites import SiteConfig
 if TYPE_CHECKING:
     from matcher.engine import Engine
     from matcher.schedules import Schedules
-    from matcher.store.operations import Operations
+    from matcher.store import Store
 
 Registered = tuple[list[tuple[str, str]], list[str]]
 """``([(work id, title)], [problem])``."""
@@ -31,39 +31,39 @@ class Upload(Protocol):
     def save(self, dst: Path) -> None: ...
 
 
-def save_site(ops: Operations, schedules: Schedules | None, config: SiteConfig, *, by: str) -> str:
+def save_site(store: Store, schedules: Schedules | None, config: SiteConfig, *, by: str) -> str:
     """Save a site's configuration and its beat schedules (``schedules=None``: the store
     only), and classify the unreviewed matches of an authorised site as such, in the name of
     user ``by``; what was done, in a line."""
-    ops.save_site(config)
+    store.sites.save_site(config)
     note = "saved"
     if schedules is not None:
         note += "; schedule " + (config.schedule if schedules.sync_site(config) else "off")
         if config.recrawl != "never":
             note += f"; incremental crawl {config.recrawl}"
     if config.authorised:
-        changed = mark_authorised(ops, config.name, by=by)
+        changed = mark_authorised(store, config.name, by=by)
         if changed:
             note += f"; {changed} unreviewed match(es) classified authorised"
     return note
 
 
-def remove_site(ops: Operations, schedules: Schedules | None, name: str) -> None:
+def remove_site(store: Store, schedules: Schedules | None, name: str) -> None:
     """Remove a site's configuration and schedules (its pages and matches stay)."""
-    ops.delete_site(name)
+    store.sites.delete_site(name)
     if schedules is not None:
         schedules.remove_site(name)
 
 
-def mark_authorised(ops: Operations, site: str, *, by: str) -> int:
+def mark_authorised(store: Store, site: str, *, by: str) -> int:
     """Classify the unreviewed matches of a licensed site as authorised; how many."""
-    ids = ops.match_ids(limit=None, site=site, status="new")
-    return sum(ops.set_status(i, "authorised", "site marked authorised", by) for i in ids)
+    ids = store.matches.match_ids(limit=None, site=site, status="new")
+    return sum(store.matches.set_status(i, "authorised", "site marked authorised", by) for i in ids)
 
 
 def register_text(
     engine: Engine,
-    ops: Operations,
+    store: Store,
     text: str,
     *,
     title: str,
@@ -77,13 +77,13 @@ def register_text(
         work_id = engine.add_work(text, title=title, source=source, author=author)
     except MatcherError as exc:
         return [], [str(exc)]
-    note = ops.same_text_note(work_id)
+    note = store.twins.same_text_note(work_id)
     added(work_id)
     return [(work_id, title)], [note] if note else []
 
 
 def register_files(
-    engine: Engine, ops: Operations, paths: Iterable[Path], *, added: Callable[[str], None]
+    engine: Engine, store: Store, paths: Iterable[Path], *, added: Callable[[str], None]
 ) -> Registered:
     """Register every work file of ``paths`` (zip archives unpacked, each titled by its
     file name's stem), ``added(work_id)`` after each."""
@@ -99,7 +99,7 @@ def register_files(
             problems.append(f"{work.name}: {exc}")
             continue
         works.append((work_id, title))
-        note = ops.same_text_note(work_id)
+        note = store.twins.same_text_note(work_id)
         if note:
             problems.append(f"{work.name}: {note}")
         added(work_id)
@@ -107,7 +107,7 @@ def register_files(
 
 
 def register_uploads(
-    engine: Engine, ops: Operations, uploads: Iterable[Upload], *, added: Callable[[str], None]
+    engine: Engine, store: Store, uploads: Iterable[Upload], *, added: Callable[[str], None]
 ) -> Registered:
     """Register uploaded files (:func:`register_files`), each saved under its own base name
     (a client's folders and Windows separators dropped) in a temporary folder."""
@@ -120,4 +120,4 @@ def register_uploads(
             path = folder / name
             f.save(path)
             paths.append(path)
-        return register_files(engine, ops, paths, added=added)
+        return register_files(engine, store, paths, added=added)

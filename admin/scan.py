@@ -28,7 +28,6 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from admin import scan_defaults
-from admin.memory_store import MemoryClient, memory_client
 from admin.reading import WorkFile, iter_work_files
 from matcher import crawl_runs
 from matcher.archive import Archive
@@ -39,7 +38,8 @@ from matcher.pages import fetched_url, part_url
 from matcher.redis_clients import Patience, connect
 from matcher.settings import RedisTarget, Settings
 from matcher.sites import SiteConfig
-from matcher.store.operations import MAX_LIST, Operations
+from matcher.store.client import MEMORY_URI, client_of
+from matcher.store.common import MAX_LIST
 
 T = TypeVar("T")
 DEFAULT_MAX_PAGES = scan_defaults.MAX_PAGES
@@ -186,12 +186,14 @@ def scan_settings(environment: Settings | None = None) -> Settings:
     the :data:`OUTBOUND_FIELDS` of ``environment`` (the settings read from ``FPTRACK_*`` at
     the entry point)."""
     kept = {name: getattr(environment, name) for name in OUTBOUND_FIELDS} if environment else {}
-    return Settings(redis_prefix=f"fptrack-scan-{uuid.uuid4().hex[:12]}", **kept)
+    prefix = f"fptrack-scan-{uuid.uuid4().hex[:12]}"
+    return Settings(mongo_uri=MEMORY_URI, redis_prefix=prefix, **kept)
 
 
-def scan_mongo_client() -> MemoryClient:
-    """The scan's in-memory MongoDB (:func:`admin.memory_store.memory_client`)."""
-    return memory_client()
+def scan_mongo_client() -> Any:
+    """The scan's MongoDB: a new in-memory one, the backend of ``memory://``
+    (:func:`matcher.store.client.client_of`, :mod:`matcher.store.memory`)."""
+    return client_of(MEMORY_URI)
 
 
 SCAN_PATIENCE = Patience(connect_timeout=5.0, retries=0)
@@ -256,7 +258,7 @@ def run_scan(
 
     settings = settings or scan_settings()
     engine = scan_engine(settings, redis_url)
-    engine.store.gather_tallies(None)  # sent once the pages are matched
+    engine.store.tallies.gather(None)  # sent once the pages are matched
     result = ScanResult()
     # Read one at a time: memory stays flat in the number of works.
     files = iter_work_files([works]) if isinstance(works, Path) else works
@@ -289,7 +291,7 @@ def run_scan(
             "same_text_as": first.get("source", ""),
             "near": bool(twin.get("near_twin")),
         }
-        for twin, first in Operations(engine.store).twin_pairs()
+        for twin, first in engine.store.twins.twin_pairs()
     ]
     engine.registry.index_now = True
     engine.index_pages = False
@@ -331,9 +333,9 @@ def run_scan(
             result.not_crawled[url] = skipped
             result.not_crawled_urls[url] = crawl_runs.not_crawled_urls(stats)
         result.crawl[url] = crawl_economy(stats)
-    for failure in Operations(engine.store).failures(limit=MAX_LIST):
+    for failure in engine.store.failure_log.recent(limit=MAX_LIST):
         result.errors.append(f"{failure['task']}({failure['ref']}): {failure['error']}")
-    engine.store.send_tallies()
+    engine.store.tallies.send_each()
     result.pages = engine.store.count("pages")
     result.matches = contract_matches(engine)
     return result, engine
@@ -347,22 +349,22 @@ def _match_pending(engine: Engine, wait: float, on_wait: Callable[[str], None]) 
     from matcher.jobs import process_page
     from matcher.tasks import PROCESS_PAGE
 
-    ops = Operations(engine.store)
-    records = ops.failures(limit=MAX_LIST)
+    store = engine.store
+    records = store.failure_log.recent(limit=MAX_LIST)
     failed = {f["ref"]: f["error"] for f in records if f["task"] == PROCESS_PAGE}
     deadline = time.monotonic() + wait
-    pending = list(engine.store.pending_pages())
+    pending = list(engine.store.page_marks.pending_pages())
     matched = []
     for page_id in pending:
         try:
             _until_back(lambda p=page_id: process_page(engine, p), deadline, on_wait, at=True)
         except MatcherError:
             continue  # its failure record says why
-        ops.clear_failure(PROCESS_PAGE, page_id)
+        store.failure_log.clear_failure(PROCESS_PAGE, page_id)
         matched.append(page_id)
     for page_id in sorted(set(failed) - set(pending)):  # matched after its task gave up
         if _stored(engine, page_id):
-            ops.clear_failure(PROCESS_PAGE, page_id)
+            store.failure_log.clear_failure(PROCESS_PAGE, page_id)
             matched.append(page_id)
     if not matched:
         return []
@@ -377,7 +379,7 @@ def _match_pending(engine: Engine, wait: float, on_wait: Callable[[str], None]) 
 def _stored(engine: Engine, page_id: str) -> bool:
     """Whether ``page_id`` names a stored page."""
     try:
-        return engine.store.get_page(page_id, {"_id": 1}) is not None
+        return engine.store.pages.get_page(page_id, {"_id": 1}) is not None
     except MatcherError:  # not a page id
         return False
 
@@ -415,12 +417,12 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     its record's (:mod:`matcher.download_records`: the best-scored part's scores, the
     share of the work all parts hold, evidence spans in the whole download's text), with
     ``parts``, the pages of the parts that copy the work."""
-    ops = Operations(engine.store)
-    matches = list(ops.active_matches())
-    pages = engine.store.pages_by_url({m["url"] for m in matches}, {"aliases": 1})
-    works = ops.work_sources()
+    store = engine.store
+    matches = list(store.matches.active_matches())
+    pages = engine.store.pages.pages_by_url({m["url"] for m in matches}, {"aliases": 1})
+    works = store.works.work_sources()
     twins: dict[Any, list[str]] = {}
-    for twin, first in ops.twin_pairs():
+    for twin, first in store.twins.twin_pairs():
         if not twin.get("near_twin"):
             twins.setdefault(first["_id"], []).append(twin.get("source", ""))
     best: dict[tuple[str, str], dict[str, Any]] = {}

@@ -3,7 +3,7 @@
 Run from the repository root as ``python -m bench.admin_bench`` (or ``python
 bench/admin_bench.py``); ``--help`` lists the options. No server is needed: each size gets
 its own in-memory mongomock store, the embedded scan's
-(:func:`admin.memory_store.memory_client`; indexes from ``Store.ensure_indexes()``), and
+(:func:`matcher.store.memory.memory_client`; indexes from ``Store.ensure_indexes()``), and
 the engine's Redis client points at a port where nothing listens, so any Redis call from the
 dashboard would fail the run.
 
@@ -20,7 +20,7 @@ every insert, so writing a million matches one at a time would take days):
 - the small store (``--small``, default 10,000): works and pages are inserted in bulk
   before the indexes are built, their tallies sent by :class:`matcher.store.tallies.Changes`
   (the code the store's own writes use); then every match goes through the real
-  :meth:`matcher.store.Store.upsert_match` one at a time (so the tallies are kept by the
+  :meth:`matcher.store.matches.Matches.upsert_match` one at a time (so the tallies are kept by the
   write path for real) and the inactive ones through ``deactivate_matches``. Then
   :func:`matcher.store.tallies.recount` rebuilds the tallies and the benchmark checks that it
   finds exactly what the writes kept (``recount_agrees``), which is what makes the bulk
@@ -47,7 +47,7 @@ Peer, in the same run: the dashboard's figures computed the naive way, by
 ``count_documents`` and aggregations over ``matches`` and ``pages`` (:func:`naive_summary`),
 called in process ``--peer-calls`` times per size in each of the first ``--peer-rounds``
 rounds (default 1: at 1M one call takes minutes), against the real
-``summary(ops)`` called in process ``--calls`` times. Both are checked to give the same
+``summary(store)`` called in process ``--calls`` times. Both are checked to give the same
 figures. mongomock copies a collection before each aggregation, so the naive figures
 overstate what a MongoDB server would spend; what they show is the growth with the data.
 
@@ -96,7 +96,6 @@ from mongomock.collection import Cursor
 from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
-from admin.memory_store import memory_client
 from admin.web.app import create_app
 from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
 from admin.web.users import Users
@@ -106,7 +105,7 @@ from matcher.redis_clients import COMMAND, connect_url
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import STATUSES, Store, now, tallies
-from matcher.store.operations import Operations
+from matcher.store.memory import memory_client
 
 DEFAULTS = {
     "small": 10_000,
@@ -218,7 +217,7 @@ def generate(
 ) -> Iterator[tuple[dict[str, Any], list[dict[str, Any]], bool]]:
     """``(page document, its match records, inactive)`` until ``n`` matches are made.
 
-    A record is what the engine gives :meth:`Store.upsert_match` (small: no evidence) plus
+    A record is what the engine gives :meth:`store.matches.upsert_match` (small: no evidence) plus
     ``status``, the status it is recorded with.
     """
     rng = random.Random(seed)
@@ -334,11 +333,11 @@ class NoDispatch:
         raise RuntimeError("the benchmark registers no work")
 
 
-def add_sites_and_runs(ops: Operations, shape: Shape, end: datetime, seed: int) -> None:
+def add_sites_and_runs(store: Store, shape: Shape, end: datetime, seed: int) -> None:
     """The sites, two crawl runs of each, and a few task failures."""
     rng = random.Random(seed + 7)
     for name in shape.sites:
-        ops.save_site(
+        store.sites.save_site(
             SiteConfig(
                 name=name,
                 start_urls=(f"https://{name}/",),
@@ -353,7 +352,7 @@ def add_sites_and_runs(ops: Operations, shape: Shape, end: datetime, seed: int) 
                 "fptrack/errors/http": rng.randrange(0, 20),
                 "fptrack/errors/extract": rng.randrange(0, 5),
             }
-            ops.record_crawl(
+            store.crawls.record_crawl(
                 f"{name}-{run}",
                 name,
                 started_at=started,
@@ -362,11 +361,11 @@ def add_sites_and_runs(ops: Operations, shape: Shape, end: datetime, seed: int) 
                 stats=stats,
             )
     for i in range(12):
-        ops.record_failure("fptrack.process_page", str(ObjectId()), f"error {i}", 3)
+        store.failure_log.record_failure("fptrack.process_page", str(ObjectId()), f"error {i}", 3)
 
 
 def build_small(n: int, shape: Shape, seed: int, end: datetime, chunk: int) -> Built:
-    """Pages and works in bulk, then every match through ``Store.upsert_match``."""
+    """Pages and works in bulk, then every match through ``store.matches.upsert_match``."""
     started = time.perf_counter()
     db = memory_client()["fptrack_admin_bench"]
     store = Store(db)
@@ -386,16 +385,16 @@ def build_small(n: int, shape: Shape, seed: int, end: datetime, chunk: int) -> B
     for page, records, inactive in plan:
         for record in records:
             status = record["status"]
-            store.upsert_match({k: v for k, v in record.items() if k != "status"}, status)
+            store.matches.upsert_match({k: v for k, v in record.items() if k != "status"}, status)
             written += 1
             if written % 1000 == 0:
                 log(f"  {size_label(n)}: {written:,}/{n:,} matches written by upsert_match")
         if inactive:
-            store.deactivate_matches("page_id", page["_id"], keep=[])
+            store.matches.deactivate_matches("page_id", page["_id"], keep=[])
     upsert_s = time.perf_counter() - started - bulk_s
     agrees, differences, recount_s = check_recount(db)
     ctx = context(db)
-    add_sites_and_runs(ctx.ops, shape, end, seed)
+    add_sites_and_runs(ctx.store, shape, end, seed)
     info = {
         "matches": db.matches.count_documents({}),
         "method": "upsert_match one at a time (pages and works in bulk)",
@@ -426,7 +425,7 @@ def build_large(n: int, shape: Shape, seed: int, end: datetime, chunk: int) -> B
     tallies.recount(db)
     recount_s = time.perf_counter() - started - insert_s - index_s
     ctx = context(db)
-    add_sites_and_runs(ctx.ops, shape, end, seed)
+    add_sites_and_runs(ctx.store, shape, end, seed)
     info = {
         "matches": db.matches.count_documents({}),
         "method": "insert_many in chunks, then ensure_indexes, then tallies.recount",
@@ -476,9 +475,9 @@ def check_recount(db: Any) -> tuple[bool, int, float]:
 # -- the naive peer -------------------------------------------------------------------------
 
 
-def naive_summary(ops: Operations) -> dict[str, Any]:
+def naive_summary(store: Store) -> dict[str, Any]:
     """:func:`admin.web.dashboard.summary`'s figures counted from the data every time."""
-    db = ops.db
+    db = store.db
     today = now().date()
     days = [(today - timedelta(days=TREND_DAYS - 1 - i)).isoformat() for i in range(TREND_DAYS)]
     since = datetime.fromisoformat(days[0]).replace(tzinfo=UTC)
@@ -534,8 +533,8 @@ def naive_summary(ops: Operations) -> dict[str, Any]:
     ):
         trends[row["_id"]["site"]][row["_id"]["day"]] = row["n"]
     health = []
-    for site in ops.list_sites():
-        last = ops.last_crawls(site.name, 1)
+    for site in store.sites.list_sites():
+        last = store.crawls.last_crawls(site.name, 1)
         health.append({"site": site.name, "crawl": last[0] if last else None})
     return {
         "works": db.works.count_documents({}),
@@ -696,7 +695,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 ).items():
                     row[name].append(value)
                 row["summary_ms"].append(
-                    statistics.median(calls(lambda b=b: summary(b.ctx.ops), args.calls)) * 1e3
+                    statistics.median(calls(lambda b=b: summary(b.ctx.store), args.calls)) * 1e3
                 )
                 if r >= args.peer_rounds:
                     continue
@@ -704,10 +703,10 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 naive, figures = [], {}
                 for _ in range(args.peer_calls):
                     start = time.perf_counter()
-                    figures = naive_summary(b.ctx.ops)
+                    figures = naive_summary(b.ctx.store)
                     naive.append(time.perf_counter() - start)
                 row["naive_ms"].append(statistics.median(naive) * 1e3)
-                agree[slot] = agree.get(slot, True) and same_figures(figures, summary(b.ctx.ops))
+                agree[slot] = agree.get(slot, True) and same_figures(figures, summary(b.ctx.store))
     finally:
         for client in served.values():
             client.close()

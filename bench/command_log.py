@@ -147,10 +147,10 @@ its first request)."""
 def record_mongomock(tally: CommandTally) -> None:
     """Count every call of mongomock's collection methods in ``tally`` (this process, from
     now on; see the module docstring), those of its subclasses' own too (the embedded
-    scan's :class:`admin.memory_store.MemoryCollection`)."""
+    scan's :class:`matcher.store.memory.MemoryCollection`)."""
     from mongomock.collection import Collection
 
-    import admin.memory_store  # noqa: F401 - its collection class is counted too
+    import matcher.store.memory  # noqa: F401 - its collection class is counted too
 
     classes, todo = [], [Collection]
     while todo:

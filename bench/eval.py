@@ -60,10 +60,10 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
     The engine keeps its indexes under a unique Redis key prefix; every key under it is
     deleted at the end, never the whole database.
     """
-    from admin.memory_store import memory_client
     from matcher.engine import Engine
     from matcher.redis_clients import connect_url
     from matcher.settings import Settings
+    from matcher.store.memory import memory_client
 
     prefix = f"fptrack-eval-{uuid.uuid4().hex[:12]}"
     client = connect_url(redis_url)

@@ -104,7 +104,6 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     scan's contract form (``admin.scan.contract_matches``), the pages stored, the daily
     job's summary and the seconds of each step.
     """
-    from admin.memory_store import memory_client
     from admin.scan import contract_matches
     from crawler.run import crawl_in_process
     from matcher import jobs
@@ -114,7 +113,7 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     from matcher.redis_clients import connect_url
     from matcher.settings import Settings
     from matcher.sites import SiteConfig
-    from matcher.store.operations import Operations
+    from matcher.store.memory import memory_client
 
     client = connect_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=f"fptrack-eval-sites-{uuid.uuid4().hex}")
@@ -131,7 +130,7 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
         seconds["register"] = time.perf_counter() - started
         started = time.perf_counter()
         daily = jobs.match_new_works(
-            Operations(engine.store),
+            engine.store,
             lambda work_id: jobs.match_work_against_pages(engine, work_id),
             lambda page_id: jobs.process_page(engine, page_id),
         )

@@ -202,7 +202,6 @@ class Deployment:
         from matcher.redis_clients import COMMAND, connect_url
         from matcher.settings import IndexRedis, Settings
         from matcher.store import Store, mongo_client
-        from matcher.store.operations import Operations
 
         self.cluster.start()
         broker_port, mongo_port = free_port(), free_port()
@@ -241,7 +240,6 @@ class Deployment:
         self.db = self.client[self.settings.mongo_db]
         self.store = Store(self.db)
         self.store.ensure_indexes()
-        self.ops = Operations(self.store)
         index = connect(IndexRedis.parse(self.cluster.url))
         self.engine = Engine.open(self.settings, mongo_client=self.client, redis_client=index)
         self.app = make_app(self.settings)
@@ -430,7 +428,9 @@ def register(dep: Deployment, works_dir: Path, names: Sequence[str], reverse: bo
 def crawl(dep: Deployment, name: str, url: str) -> None:
     from matcher.sites import SiteConfig
 
-    dep.ops.save_site(SiteConfig(name=name, start_urls=(url,), schedule="never", max_depth=4))
+    dep.store.sites.save_site(
+        SiteConfig(name=name, start_urls=(url,), schedule="never", max_depth=4)
+    )
     dep.app.send_task("fptrack.crawl_site", args=[name])
 
 

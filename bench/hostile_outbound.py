@@ -193,7 +193,6 @@ def stamped_bundle(tmp: Path, pages: int) -> tuple[bytes, Any, Any]:
     from matcher.pages import CrawledPage
     from matcher.settings import Settings
     from matcher.stamping import stamp_waiting
-    from matcher.store.operations import Operations
 
     authority = make_authority(tmp / "tsa")
     stranger = make_authority(tmp / "stranger", "a stranger TSA")
@@ -217,7 +216,7 @@ def stamped_bundle(tmp: Path, pages: int) -> tuple[bytes, Any, Any]:
     if done.error or done.stamped != pages:
         raise RuntimeError(f"hostile_bench: the evidence was not stamped: {done}")
     selection = Selection.parse({"since": "2000-01-01", "status": "new"})
-    bundle = evidence_zip(Operations(engine.store), archive, selection,
+    bundle = evidence_zip(engine.store, archive, selection,
                           ca_pem=authority.ca.read_bytes())  # fmt: skip
     return bundle, authority, stranger
 

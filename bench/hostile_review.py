@@ -102,11 +102,10 @@ def _confirm(env: Mapping[str, str], match_id: str) -> None:
     """A reviewer confirms the match ``match_id`` with a note (what the admin's review form
     and the API's ``PUT /matches/{id}/status`` do: the store's ``set_status``)."""
     from matcher.store import Store
-    from matcher.store.operations import Operations
 
     store = Store.connect(env["FPTRACK_MONGO_URI"], env["FPTRACK_MONGO_DB"])
     try:
-        if not Operations(store).set_status(match_id, "confirmed", NOTE, "alice"):
+        if not store.matches.set_status(match_id, "confirmed", NOTE, "alice"):
             raise SystemExit(f"hostile_review: no match {match_id} to confirm")
     finally:
         store.close()

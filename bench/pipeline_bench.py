@@ -226,7 +226,7 @@ class Pipeline:
 
     def pending(self) -> int:
         """Pages stored by the crawler and not yet processed (index ``pending_seq``)."""
-        return self.store.pages.pending_page_count()
+        return self.store.page_marks.pending_page_count()
 
     def summary(self) -> dict[str, Any]:
         """Counts from the database, and the tasks that failed for good."""

@@ -119,7 +119,6 @@ class Deployment:
         from matcher.settings import Settings
         from matcher.store import Store
         from matcher.store.client import client_for
-        from matcher.store.operations import Operations
 
         port = free_port()
         self.redis_proc = subprocess.Popen(
@@ -141,7 +140,6 @@ class Deployment:
         self.client = client_for(self.settings, timeout_ms=10_000)
         self.store = Store.open(self.settings, self.client)
         self.store.ensure_indexes()
-        self.ops = Operations(self.store)
         self.engine = Engine(self.settings, self.store, self.index)
         self.app = make_app(self.settings)
         self.schedules = Schedules(self.app)
@@ -205,7 +203,7 @@ class Deployment:
         wait_for(settled, self.settings.crawl_timeout, "the last incremental crawl")
 
     def pending(self) -> int:
-        return self.store.pages.pending_page_count()
+        return self.store.page_marks.pending_page_count()
 
     def stop(self) -> None:
         stop_children(self.children, self.client, self.settings.mongo_db)
@@ -228,9 +226,9 @@ def crawl_cost(dep: Deployment, site: NovelSite, incremental: bool) -> dict[str,
 
     started, wall = time.time(), time.perf_counter()
     if incremental:
-        result = jobs.recrawl_site(dep.settings, dep.ops, SITE, environ=dep.env)
+        result = jobs.recrawl_site(dep.settings, dep.store, SITE, environ=dep.env)
     else:
-        result = jobs.crawl_site(dep.settings, dep.ops, SITE, environ=dep.env)
+        result = jobs.crawl_site(dep.settings, dep.store, SITE, environ=dep.env)
     seconds = time.perf_counter() - wall
     hits = site.hits_since(started)
     return {
@@ -273,7 +271,7 @@ def run_round(
         site.publish(n, title, text)
     site.publish(late[0], late[1], late[2])  # on the site, its work not registered yet
     config = site_config(site, args.recrawl)
-    dep.ops.save_site(config)
+    dep.store.sites.save_site(config)
 
     full = crawl_cost(dep, site, incremental=False)
     wait_for(lambda: (dep.check_alive(), dep.pending() == 0)[1], 900, "the first pages' matching")

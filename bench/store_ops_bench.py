@@ -6,7 +6,7 @@ character text, the fields the pages' indexes cover: ``names``, ``around``, link
 a collection with the pages' indexes (:data:`matcher.store.INDEXES`) and, as the baseline,
 in one without: how a page is stored (a bulk insert of new pages, or a bulk upsert by
 ``_id`` and URL, which first looks its filter up) and how its processed mark is written
-(with the conditions of :meth:`matcher.store.pages.Pages.mark_processed`: ``_id``, text
+(with the conditions of :meth:`matcher.store.page_marks.PageMarks.mark_processed`: ``_id``, text
 hash and links, or by ``_id`` alone). CPU is the server process's, read from ``/proc``
 (:mod:`bench.proc_cpu`) around each bulk write of ``--docs`` documents; medians over
 ``--runs`` runs, each on a new SecantusDB in memory (``secantusd-py``, extra ``test``).

@@ -132,7 +132,9 @@ def build(args: argparse.Namespace, texts: Sequence[str], ctx: Context) -> list[
     for s in range(args.sites):
         site = ChangingSite(host=f"127.0.0.{s + 2}").start()
         name = f"pirate{s}"
-        ctx.ops.save_site(SiteConfig.from_dict({"name": name, "start_urls": [site.url("/")]}))
+        ctx.store.sites.save_site(
+            SiteConfig.from_dict({"name": name, "start_urls": [site.url("/")]})
+        )
         run = SiteRun(site, name, {})
         share, day, how, back = POLICIES[s % len(POLICIES)]
         for p in range(args.pages):
@@ -172,9 +174,9 @@ def review(ctx: Context) -> None:
     """What a rights holder does before sending notices: the rights holder and contact the
     notices name set, every match confirmed by a reviewer (a notice names only those)."""
     details = {"rights_holder": "星河出版社", "contact": "legal@rights.example"}
-    ctx.ops.set_state(DETAILS_STATE_KEY, details)
-    for match_id in ctx.ops.match_ids(limit=None, status="new"):
-        ctx.ops.set_status(match_id, "confirmed", "copy", "bench")
+    ctx.store.state.set_state(DETAILS_STATE_KEY, details)
+    for match_id in ctx.store.matches.match_ids(limit=None, status="new"):
+        ctx.store.matches.set_status(match_id, "confirmed", "copy", "bench")
 
 
 def one_run(args: argparse.Namespace, texts: Sequence[str]) -> dict[str, Any]:
@@ -187,7 +189,7 @@ def one_run(args: argparse.Namespace, texts: Sequence[str]) -> dict[str, Any]:
         review(ctx)
         for run in runs:
             send_notice(
-                ctx.ops, settings, Selection.parse({}, site=run.name), email=False, by="bench",
+                ctx.store, settings, Selection.parse({}, site=run.name), email=False, by="bench",
                 at=sent_at,
             )  # fmt: skip
         rechecks, seconds = 0, 0.0

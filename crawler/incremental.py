@@ -91,7 +91,8 @@ class Stored:
 
 class PageLedger(Protocol):
     """Where an incremental crawl learns which pages are stored: ``{url: fields}`` with
-    ``fetched_at``, ``etag`` and ``last_modified`` (:meth:`matcher.store.Store.page_validators`)."""
+    ``fetched_at``, ``etag`` and ``last_modified``
+    (:meth:`matcher.store.pages.Pages.page_validators`)."""
 
     def known_pages(self, urls: Iterable[str]) -> dict[str, dict[str, Any]]: ...
 

@@ -168,7 +168,7 @@ class IngestPipeline:
         if callable(flush):
             flush()
         if self._owned_store is not None:
-            self._owned_store.flush_tallies()
+            self._owned_store.tallies.flush()
             self._owned_store.client.close()
             self._owned_store = None
             self.ingest = None
@@ -294,11 +294,11 @@ def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
 def celery_ingest(store: Any, stats: Any, settings: Any, archive: Any = None) -> Any:
     """An :class:`matcher.ingest.Ingest` on ``store`` sending each page's task through
     :func:`celery_enqueue`, the store gathering its dashboard tallies
-    (``settings.tally_seconds``, :meth:`matcher.store.Store.gather_tallies`)."""
+    (``settings.tally_seconds``, :meth:`matcher.store.tallies.Sender.gather`)."""
     from matcher.ingest import Ingest
 
     if settings.tally_seconds:
-        store.gather_tallies(settings.tally_seconds)
+        store.tallies.gather(settings.tally_seconds)
     stamp = archive is not None and bool(settings.tsa_url)
     return Ingest(store, celery_enqueue(stats, settings), archive=archive, stamp=stamp)
 

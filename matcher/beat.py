@@ -42,7 +42,6 @@ from matcher.errors import OUTAGES, IndexUnavailable, MatcherError, StoreUnavail
 from matcher.schedules import Schedules
 from matcher.settings import Settings, redact_url
 from matcher.store import Store
-from matcher.store.operations import Operations
 
 logger = get_logger("celery.beat")
 
@@ -196,7 +195,7 @@ class ResilientScheduler(RedBeatScheduler):
         if self._store is None:
             self._store = Store.open(self.settings)
         try:
-            sites = Operations(self._store).list_sites()
+            sites = self._store.sites.list_sites()
             crawls = self.schedules.save_all(self.settings, sites)
         except (StoreUnavailable, IndexUnavailable):
             raise

@@ -2,7 +2,7 @@
 
 A run of a site's crawl (one frontier, from its start URLs until its queue is drained) may
 be crawled by several processes, each recording its part in the run's ``crawls`` record
-under ``processes.<token>`` (:meth:`matcher.store.operations.Operations.record_crawl_process`):
+under ``processes.<token>`` (:meth:`matcher.store.crawls.CrawlRuns.record_crawl_process`):
 ``slot``, ``host``, ``pid``, ``started_at``, ``finished_at``, ``outcome``, ``ended_run``,
 ``error`` and Scrapy's ``stats``. :func:`summary` gives the run's own fields from them.
 

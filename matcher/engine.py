@@ -85,10 +85,10 @@ class Engine(IndexView):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.work_names = WorkNames(self.store.works_by_seq)
-        self.sketches = editions.Sketches(self.store.works_by_seq)
+        self.work_names = WorkNames(self.store.works.works_by_seq)
+        self.sketches = editions.Sketches(self.store.works.works_by_seq)
         self.evidence = Evidence(self.store, self.work_names.of)
-        self.licensed = Recent(self.store.authorised_sites)
+        self.licensed = Recent(self.store.sites.authorised_sites)
         self.registry = Registry(self.settings, self.store, self.storage, self.works, self.keys)
         cache = SegmentCache(self.settings.segment_cache_mb << 20)
         self.segments = SegmentData(self.storage, self.store, self.keys, cache, self._problem)
@@ -160,14 +160,14 @@ class Engine(IndexView):
         of a text it no longer has. A page of a split chapter is
         read again by its task (another part's task wrote to it)."""
         by_key = {page_key(p): p for p in page_ids}
-        self._together.read = self.store.pages_and_around(page_ids)
-        self.store.gather_marks()
+        self._together.read = self.store.page_links.pages_and_around(page_ids)
+        self.store.page_marks.gather_marks()
         unmarked: list[str] = []
         try:
             yield unmarked
         finally:
             self._together.read = {}
-            unmarked += [by_key.get(key, str(key)) for key in self.store.send_marks()]
+            unmarked += [by_key.get(key, str(key)) for key in self.store.page_marks.send_marks()]
 
     def _read_ahead(self) -> dict[Any, tuple[dict, Around | None]]:
         """This thread's pages read ahead (:meth:`pages_together`), by ``_id``."""
@@ -260,7 +260,7 @@ class Engine(IndexView):
         if not doubted:
             return verdicts
         matched = {v.work for v in verdicts if v.matched}
-        again = {seq for seq in self.store.work_seqs(doubted).values() if seq not in matched}
+        again = {seq for seq in self.store.works.work_seqs(doubted).values() if seq not in matched}
         if not again:
             return verdicts
         return self.find_works(page, verify=again)
@@ -277,7 +277,7 @@ class Engine(IndexView):
         segments read from the store (a takedown's recheck: verified, not assumed)."""
         self.ready()
         page = prepare(text, self.settings.max_text_chars, "rechecked page")
-        seqs = set(self.store.work_seqs([ObjectId(str(w)) for w in work_ids]).values())
+        seqs = set(self.store.works.work_seqs([ObjectId(str(w)) for w in work_ids]).values())
         if not seqs:
             return set()
         names = self.work_names.of(seqs)
@@ -304,7 +304,7 @@ class Engine(IndexView):
         """
         text = as_text(text, f"page {url}")
         page = CrawledPage(url=url, site=site, title=title, text=text, **fields)
-        doc, _ = self.store.store_crawled_page(page, content_hash(text))
+        doc, _ = self.store.pages.store_crawled_page(page, content_hash(text))
         authorised_sites = [site] if authorised else []
         return self.process_stored_page(str(doc["_id"]), authorised_sites=authorised_sites)
 
@@ -346,7 +346,7 @@ class Engine(IndexView):
         read = self._read_ahead().pop(page_key(page_id), None)
         while True:
             snap = self.ready()
-            doc, around = read or self.store.page_and_around(page_id)
+            doc, around = read or self.store.page_links.page_and_around(page_id)
             read = None
             if doc is None:
                 raise UnusableText(f"no page with id {page_id}")
@@ -382,7 +382,7 @@ class Engine(IndexView):
         number = part_number(doc["url"])
         if number == 1:
             return doc if int(doc.get("parts") or 0) > 1 else None
-        first = self.store.page_by_url(fetched_url(doc["url"]))
+        first = self.store.pages.page_by_url(fetched_url(doc["url"]))
         if first is None or int(first.get("parts") or 0) < number:
             return None
         return first
@@ -415,20 +415,20 @@ class Engine(IndexView):
         """:meth:`_match_download`'s work, its pages read under the lock. A work matched
         before and found in no part now is verified on all its segments in every part
         (:meth:`_recheck`'s rule)."""
-        first = self.store.get_page(first_id)
+        first = self.store.pages.get_page(first_id)
         if first is None:
             raise UnusableText(f"no page with id {first_id}")
         urls = [part_url(first["url"], n) for n in range(2, int(first.get("parts") or 0) + 1)]
-        others = self.store.pages_by_url(urls)
+        others = self.store.pages.pages_by_url(urls)
         parts = [first, *(others[u] for u in urls if u in others)]
         limit = self.settings.max_text_chars
         pages = [prepare(p["text"], limit, f"page {p['url']}") for p in parts]
         found = [self.find_works(page) for page in pages]
-        previous = self.store.active_matched_works([p["_id"] for p in parts])
+        previous = self.store.matches.active_matched_works([p["_id"] for p in parts])
         before = previous.get(first["_id"], {})
         if before:
             held = {v.work for verdicts in found for v in verdicts if v.matched}
-            seqs = self.store.work_seqs(list(before)).values()
+            seqs = self.store.works.work_seqs(list(before)).values()
             again = {seq for seq in seqs if seq not in held}
             if again:
                 found = [self.find_works(page, verify=again) for page in pages]
@@ -458,11 +458,11 @@ class Engine(IndexView):
 
     def _parts(self, doc: dict, around: Around | EllipsisType | None = ...) -> list[dict]:
         """The parts of ``doc``'s split chapter (:func:`matcher.split.chain`), the first
-        steps answered by ``around``, the pages around it (:meth:`Store.pages_around`, read
-        when not given)."""
-        by_url, linking_to = self.store.pages_by_url, self.store.pages_linking_to
+        steps answered by ``around``, the pages around it
+        (:meth:`~matcher.store.page_links.PageLinks.pages_around`, read when not given)."""
+        by_url, linking_to = self.store.pages.pages_by_url, self.store.page_links.pages_linking_to
         if around is ...:
-            around = self.store.pages_around(doc)
+            around = self.store.page_links.pages_around(doc)
         if around is not None:
             known, linkers = around
             looked = {u for u in (doc.get("prev_url"), doc.get("next_url")) if u}
@@ -471,10 +471,10 @@ class Engine(IndexView):
                 wanted = set(urls)
                 if wanted <= looked:
                     return {u: known[u] for u in wanted if u in known}
-                return self.store.pages_by_url(wanted)
+                return self.store.pages.pages_by_url(wanted)
 
             def linking_to(url: str) -> list[dict]:
-                return linkers if url == doc["url"] else self.store.pages_linking_to(url)
+                return linkers if url == doc["url"] else self.store.page_links.pages_linking_to(url)
 
         return split.chain(doc, by_url, linking_to, self.settings.max_split_parts)
 
@@ -482,7 +482,7 @@ class Engine(IndexView):
         """``doc`` and its parts as stored now that their locks are held (one read): the
         chapter walked again only when a part's links or title changed meanwhile, or one is
         gone (a part that appeared meanwhile has a task of its own)."""
-        fresh = self.store.pages_by_id([p["_id"] for p in parts])
+        fresh = self.store.pages.pages_by_id([p["_id"] for p in parts])
         doc = fresh.get(doc["_id"], doc)
         if any(
             p["_id"] not in fresh or split.Part.of(p) != split.Part.of(fresh[p["_id"]])
@@ -527,7 +527,9 @@ class Engine(IndexView):
         """
         page = prepare(doc["text"], self.settings.max_text_chars, f"page {doc['url']}")
         never = len(parts) == 1 and not rematch and _never_matched(doc)
-        previous = {} if never else self.store.active_matched_works([p["_id"] for p in parts])
+        previous = (
+            {} if never else self.store.matches.active_matched_works([p["_id"] for p in parts])
+        )
         own = self._recheck(page, self.find_works(page), previous.get(doc["_id"], {}), "page")
         urls = [p["url"] for p in parts] if len(parts) > 1 else []
         shares = self._chapter_shares(parts, doc, page, own, previous) if urls else {}
@@ -587,7 +589,7 @@ class Engine(IndexView):
                 view, alone = page, {v.work for v in own if v.matched}
             else:
                 view = self._stored_part(part)
-                theirs = self.store.own_matched_works(part["_id"])
+                theirs = self.store.matches.own_matched_works(part["_id"])
                 alone = {seq for seq, work_id in ids.items() if work_id in theirs}
             count = len(parts)
             out[part["_id"]] = shares(chapter, view, offset, count, alone, self.settings.policy)
@@ -615,10 +617,11 @@ class Engine(IndexView):
         extra = {"split": urls, "via": "split"}
         records = self.evidence.records(verdicts, locate(part["text"]), part, extra)
         initial = "authorised" if authorised else "new"
-        written = [self.store.upsert_match(r, initial)["work_id"] for r in records]
+        written = [self.store.matches.upsert_match(r, initial)["work_id"] for r in records]
         if any(w not in written for w, via in previous.items() if via == "split"):
-            self.store.deactivate_matches("page_id", part["_id"], written, via="split")
-        self.store.set_split(part["_id"], urls)
+            self.store.matches.deactivate_matches("page_id", part["_id"], written, via="split")
+        self.store.pages.set_split(part["_id"], urls)
+        self.store.matches.set_split(part["_id"], urls)
 
     def _considered(self, verdicts: Sequence[Verdict], recorded: set[ObjectId]) -> list[dict]:
         """The works verified and not recorded, with the reason (for the admin's match view)."""
@@ -669,7 +672,7 @@ class Engine(IndexView):
         never: bool = False,
     ) -> list[dict[str, Any]]:
         """Write a matched page's index entries, records and processed mark (with its
-        fingerprints, :meth:`Store.mark_processed <matcher.store.Store.mark_processed>`);
+        fingerprints, :meth:`~matcher.store.page_marks.PageMarks.mark_processed`);
         ``previous``: its active matches before (work id -> how found), read under the
         page's lock, so those no longer found are the only ones to let go. With
         ``read_before_lock``, a page whose text or links changed since ``doc`` was read is
@@ -698,12 +701,12 @@ class Engine(IndexView):
                     simhash, keys = old
                     self.pages.remove_stale(seq, simhash, keys, page.simhash, page.window_keys)
         initial = "authorised" if authorised else "new"
-        written = [self.store.upsert_match(r, initial, fresh=never) for r in records]
+        written = [self.store.matches.upsert_match(r, initial, fresh=never) for r in records]
         kept = [r["work_id"] for r in written]
         if any(w not in kept for w in previous):
-            self.store.deactivate_matches("page_id", doc["_id"], kept)
+            self.store.matches.deactivate_matches("page_id", doc["_id"], kept)
         links = {name: doc.get(name) for name in ("next_url", "prev_url")}
-        marked = self.store.mark_processed(
+        marked = self.store.page_marks.mark_processed(
             doc["_id"], doc["content_hash"], considered, split_urls,
             links if read_before_lock else None, fingerprints,
         )  # fmt: skip
@@ -737,7 +740,7 @@ class Engine(IndexView):
         """
         snap = self.ready()
         fields = {"seq": 1, "key": 1, "content_hash": 1, "same_text_as": 1, "near_twin": 1}
-        work = self.store.get_work(work_id, fields)
+        work = self.store.works.get_work(work_id, fields)
         if work is None:
             raise UnusableText(f"no work with id {work_id}")
         # A twin is not indexed: its copies are recorded under the work it repeats.
@@ -756,7 +759,7 @@ class Engine(IndexView):
                 self.process_stored_page(str(page_id), sites)
 
         for i in range(0, len(affected), PAGE_BATCH):
-            docs = self.store.pages_by_seq(affected[i : i + PAGE_BATCH], {"_id": 1, "url": 1})
+            docs = self.store.pages.pages_by_seq(affected[i : i + PAGE_BATCH], {"_id": 1, "url": 1})
             for doc in docs.values():
                 match(doc["_id"], doc["url"])
         for record in held:
@@ -764,14 +767,14 @@ class Engine(IndexView):
                 match(record["page_id"], record.get("url", ""))
         active = [r["page_id"] for r in own if r.get("active", True)]
         if active:
-            self.store.matches.archive_let_go(work, active, NO_LONGER_MATCHES)
-        return self.store.matches_for("work_id", str(work["_id"]))
+            self.store.archived_matches.archive_let_go(work, active, NO_LONGER_MATCHES)
+        return self.store.matches.matches_for("work_id", str(work["_id"]))
 
     def _pages_sharing(self, work_id: ObjectId) -> list[int]:
         """Seqs of the pages that share passages with one of the work's segments."""
         policy = self.settings.policy
         affected: set[int] = set()
-        stored = self.store.owner_fingerprints("work", work_id, INDEX_KEYS)
+        stored = self.store.fingerprints.owner_fingerprints("work", work_id, INDEX_KEYS)
         for i in range(0, len(stored), self.settings.candidate_batch):
             chunk = stored[i : i + self.settings.candidate_batch]
             loaded = self.segments.load([int(fp["seq"]) for fp in chunk])
@@ -802,7 +805,7 @@ class Engine(IndexView):
         for i in range(0, len(seqs), PAGE_BATCH):
             batch = seqs[i : i + PAGE_BATCH]
             views: dict[int, Any] = {}
-            for fp in self.store.fingerprints_by_seq("page", batch, "anchors"):
+            for fp in self.store.fingerprints.fingerprints_by_seq("page", batch, "anchors"):
                 try:
                     views[int(fp["seq"])] = from_blob(bytes(fp["value"]))[1]
                 except FingerprintError as exc:
@@ -811,7 +814,7 @@ class Engine(IndexView):
             unseen = [seq for seq in batch if seq not in views]
             if unseen:
                 fields = {"seq": 1, "url": 1, "text": 1}
-                for doc in self.store.pages_by_seq(unseen, fields).values():
+                for doc in self.store.pages.pages_by_seq(unseen, fields).values():
                     with suppress(UnusableText):
                         limit = self.settings.max_text_chars
                         fresh = prepare(doc["text"], limit, f"page {doc['url']}")
@@ -835,7 +838,7 @@ def _never_matched(doc: dict) -> bool:
     split chapter by another part's task (which writes the part's share of the chapter's
     matches, :meth:`Engine._record_share`). A task that died between writing a page's
     records and its processed mark leaves records behind: the next one finds them when it
-    writes its own (:meth:`Store.upsert_match <matcher.store.Store.upsert_match>`), and
+    writes its own (:meth:`~matcher.store.matches.Matches.upsert_match`), and
     lets go those it does not find again only when the page is matched once more."""
     return "processed_hash" not in doc and not doc.get("split")
 

@@ -119,7 +119,7 @@ class Evidence:
         than :data:`MAX_PASSAGES` passages quote)."""
         missing = held - titles.keys()
         if missing:
-            for doc in self.store.work_segments(work["_id"], missing, text=False):
+            for doc in self.store.works.work_segments(work["_id"], missing, text=False):
                 titles[int(doc["index"])] = doc.get("title", "")
         return [{"index": i, "title": titles.get(i, "")} for i in sorted(held)]
 
@@ -165,7 +165,7 @@ class Evidence:
                     out[i] = cached
         missing = indexes - set(out)
         if missing:
-            for doc in self.store.work_segments(work["_id"], missing):
+            for doc in self.store.works.work_segments(work["_id"], missing):
                 segment = WorkSegment(locate(doc["text"]), int(doc["start"]), doc.get("title", ""))
                 out[int(doc["index"])] = self._remember(key(int(doc["index"])), segment)
         return out

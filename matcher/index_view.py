@@ -101,7 +101,7 @@ class IndexView:
             if any(self.storage.mget(legacy, "checking the index layout")[0]):
                 self._problem("the Redis indexes were built with an older key layout")
         with suppress(StoreUnavailable):
-            if self.store.earlier_page_fingerprints():
+            if self.store.fingerprints.earlier_page_fingerprints():
                 message = "pages' fingerprints are stored in the earlier layout"
                 log.error("%s (run `fptrack migrate`)", message)
                 self.problems.append(f"{message}: run fptrack migrate")

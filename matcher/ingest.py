@@ -92,14 +92,18 @@ class Ingest:
         matched nor recently enqueued (marked enqueued in the same write)."""
         digest = content_hash(page.text)
         sending = Sending(self.clock(), REENQUEUE_AFTER)
-        return self._after(page, digest, *self.store.store_page_to_send(page, digest, sending))
+        return self._after(
+            page, digest, *self.store.pages.store_page_to_send(page, digest, sending)
+        )
 
     def pages(self, pages: Sequence[CrawledPage]) -> list[Ingested]:
         """:meth:`page` of each page, their store writes made together
         (:meth:`matcher.store.pages.Pages.store_pages_to_send`)."""
         digests = [content_hash(page.text) for page in pages]
         sending = Sending(self.clock(), REENQUEUE_AFTER)
-        stored = self.store.store_pages_to_send(list(zip(pages, digests, strict=True)), sending)
+        stored = self.store.pages.store_pages_to_send(
+            list(zip(pages, digests, strict=True)), sending
+        )
         together = self.send_many is not None
         answers = [
             self._after(page, digest, *answer, send_now=not together)
@@ -171,7 +175,7 @@ class Ingest:
             self._last_kept = (exchange, ref)
             if self.stamp:
                 self.store.stamps.queue_stamps([sha256])
-        self.store.set_page_archive(doc["_id"], digest, ref)
+        self.store.page_marks.set_page_archive(doc["_id"], digest, ref)
 
     def alias(self, alias: PageAlias) -> bool:
         """Keep another URL of a stored page beside it (one page, one record)."""
@@ -179,22 +183,22 @@ class Ingest:
 
     def unchanged(self, page: UnchangedPage) -> bool:
         """Record that a stored page answered 304 Not Modified (nothing to match again)."""
-        return self.store.mark_page_unchanged(page.url, page.fetched_at)
+        return self.store.page_marks.mark_page_unchanged(page.url, page.fetched_at)
 
     def known_pages(self, urls: Iterable[str]) -> dict[str, dict]:
         """The stored pages among ``urls`` with their fetch time and HTTP validators, for an
         incremental crawl (:class:`crawler.incremental.PageLedger`)."""
-        return self.store.page_validators(urls)
+        return self.store.pages.page_validators(urls)
 
     def gone(self, page: GonePage) -> bool:
         """Record that a stored page answered 404 or 410 (the match view says "removed
         since"); False when nothing was stored at its URL."""
-        return self.store.mark_page_gone(page.url, page.status, page.fetched_at)
+        return self.store.page_marks.mark_page_gone(page.url, page.status, page.fetched_at)
 
     def requeue_pending(self, limit: int = 100_000) -> int:
         """Enqueue every stored page whose current text was never processed."""
         count = 0
-        for page_id in self.store.pending_pages(limit):
+        for page_id in self.store.page_marks.pending_pages(limit):
             self.enqueue(page_id)
             count += 1
         self.flush()

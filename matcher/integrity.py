@@ -126,7 +126,7 @@ class Integrity:
         with redis_errors("reading the index markers"):
             if any(self.snapshot().markers):
                 return
-            if self.engine.store.any_fingerprints():
+            if self.engine.store.fingerprints.any_fingerprints():
                 return
             self._mark(ALL_GROUPS, only_new=True)
 

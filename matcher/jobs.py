@@ -29,8 +29,7 @@ from matcher.errors import MatcherError, redis_errors, transient
 from matcher.keys import TAG_GROUPS, Keys
 from matcher.settings import Settings
 from matcher.sites import MAX_CRAWLERS
-from matcher.store import STATUSES, now
-from matcher.store.operations import Operations
+from matcher.store import STATUSES, Store, now
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +54,7 @@ def process_page(engine: Engine, page_id: str, if_pending: bool = False) -> dict
     whose current text was matched already is left alone (``skipped``): the first task ran.
     """
     if if_pending:
-        doc = engine.store.get_page(page_id, {"pending": 1})
+        doc = engine.store.pages.get_page(page_id, {"pending": 1})
         if doc is not None and not doc.get("pending"):
             return {"page_id": page_id, "matches": 0, "new_matches": 0, "skipped": "matched"}
     records = engine.process_stored_page(
@@ -118,13 +117,13 @@ def index_work(engine: Engine, work_id: str) -> dict[str, Any]:
 
 
 def match_work_against_pages(engine: Engine, work_id: str) -> dict[str, Any]:
-    authorised = engine.store.authorised_sites()
+    authorised = engine.store.sites.authorised_sites()
     records = engine.match_work_against_pages(work_id, authorised_sites=authorised)
     return {"work_id": work_id, "matches": len(records), "new_matches": _unalerted(records)}
 
 
 def match_new_works(
-    ops: Operations,
+    store: Store,
     enqueue_work: Callable[[str], None],
     enqueue_page: Callable[[str], None],
 ) -> dict[str, Any]:
@@ -135,17 +134,17 @@ def match_new_works(
     five minutes, so a work registered while the last run read the list is not missed.
     """
     started = now()
-    since = ops.get_state(NEW_WORKS_STATE)
+    since = store.state.get_state(NEW_WORKS_STATE)
     if since is not None and since.tzinfo is None:
         since = since.replace(tzinfo=UTC)
-    works = ops.works_registered_since(since - NEW_WORKS_OVERLAP if since else None)
+    works = store.works.works_registered_since(since - NEW_WORKS_OVERLAP if since else None)
     for work_id in works:
         enqueue_work(work_id)
     pages = 0
-    for page_id in ops.store.pending_pages():
+    for page_id in store.page_marks.pending_pages():
         enqueue_page(page_id)
         pages += 1
-    ops.set_state(NEW_WORKS_STATE, started)
+    store.state.set_state(NEW_WORKS_STATE, started)
     return {"works": len(works), "pending_pages": pages, "since": since}
 
 
@@ -154,7 +153,7 @@ REQUEUE_BATCH = 1000
 
 
 def requeue_pending(
-    ops: Operations,
+    store: Store,
     enqueue_page: Callable[[str], None],
     older_than: timedelta,
     limit: int = REQUEUE_BATCH,
@@ -176,10 +175,10 @@ def requeue_pending(
     are behind, the task expires unrun).
     """
     sent_at = now()
-    pages = ops.stale_pending_pages(sent_at - older_than, limit)
+    pages = store.page_marks.stale_pending_pages(sent_at - older_than, limit)
     for page in pages:
         enqueue_page(str(page["_id"]))
-        ops.store.mark_enqueued(page["_id"], page["content_hash"], sent_at)
+        store.page_marks.mark_enqueued(page["_id"], page["content_hash"], sent_at)
     if pages:
         log.warning("process_page sent again for %d page(s) whose task was lost", len(pages))
     return {"pages": len(pages)}
@@ -187,7 +186,7 @@ def requeue_pending(
 
 def crawl_site(
     settings: Settings,
-    ops: Operations,
+    store: Store,
     site_name: str,
     environ: Mapping[str, str] | None = None,
     fan_out: Callable[[], None] | None = None,
@@ -209,14 +208,14 @@ def crawl_site(
     ``interrupted``, its error :data:`~matcher.crawl_runs.FRONTIER_LOST`, and the result's
     ``frontier_lost`` asks for a new crawl, as ``lease_lost`` does.
     """
-    site = ops.get_site(site_name)
+    site = store.sites.get_site(site_name)
     if site is None:
         raise CrawlFailed(f"no site named {site_name!r}")
     with tempfile.TemporaryDirectory(prefix="fptrack-crawl-") as tmp:
         crawl = _CrawlProcess(site.to_dict(), Path(tmp), settings.crawl_timeout, environ)
         lease = crawl.lease()
         if lease is not None:
-            record_crawler_started(ops, site.name, lease, task_id)
+            record_crawler_started(store, site.name, lease, task_id)
             for _ in range(site.crawlers - 1 if fan_out is not None else 0):
                 fan_out()
         returncode, stats, error = crawl.wait()
@@ -224,14 +223,14 @@ def crawl_site(
         return {"site": site.name, "skipped": f"all {site.crawlers} crawler slot(s) are held"}
     if lease is None:  # it failed before taking a slot: recorded as a run of its own
         run_id = uuid.uuid4().hex
-        ops.record_crawl(
+        store.crawls.record_crawl(
             run_id, site.name, started_at=now(), finished_at=now(), outcome="failed",
             error=error, stats=stats, tasks=[task_id] if task_id else [],
         )  # fmt: skip
         raise CrawlFailed(error or f"crawl of {site.name} announced no lease", stats)
     lease_lost = stats.get("finish_reason") == LEASE_LOST
     outcome = "lost" if returncode < 0 or lease_lost else ("failed" if error else "finished")
-    run = record_crawler_ended(ops, site.name, lease, outcome, stats, error)
+    run = record_crawler_ended(store, site.name, lease, outcome, stats, error)
     if error and returncode >= 0:
         raise CrawlFailed(error, stats)
     # The run ended with no process ending it, though this one found it over: Redis lost
@@ -239,7 +238,9 @@ def crawl_site(
     gone = bool(stats.get(RUN_GONE)) and run.get("outcome") == "interrupted"
     if gone:
         log.warning("crawl of %s: %s", site.name, FRONTIER_LOST)
-        ops.record_crawl_process(lease["run_id"], site.name, lease["token"], error=FRONTIER_LOST)
+        store.crawls.record_crawl_process(
+            lease["run_id"], site.name, lease["token"], error=FRONTIER_LOST
+        )
     return {
         "site": site.name,
         "run_id": lease["run_id"],
@@ -253,7 +254,7 @@ def crawl_site(
 
 def recrawl_site(
     settings: Settings,
-    ops: Operations,
+    store: Store,
     site_name: str,
     environ: Mapping[str, str] | None = None,
     task_id: str = "",
@@ -266,7 +267,7 @@ def recrawl_site(
     ``fptrack/incremental/new``, ``.../changed`` and ``.../unchanged`` (304 answers and
     same-text pages).
     """
-    site = ops.get_site(site_name)
+    site = store.sites.get_site(site_name)
     if site is None:
         raise CrawlFailed(f"no site named {site_name!r}")
     started = now()
@@ -279,7 +280,7 @@ def recrawl_site(
         return {"site": site.name, "skipped": error.rsplit(": ", 1)[-1]}
     run_id = uuid.uuid4().hex
     outcome = "lost" if returncode < 0 else ("failed" if error else "finished")
-    ops.record_crawl(
+    store.crawls.record_crawl(
         run_id, site.name, kind="incremental", started_at=started, finished_at=now(),
         outcome=outcome, error=error, stats=stats, tasks=[task_id] if task_id else [],
     )  # fmt: skip
@@ -293,11 +294,11 @@ def recrawl_site(
 
 
 def record_crawler_started(
-    ops: Operations, site: str, lease: Mapping[str, Any], task_id: str = ""
+    store: Store, site: str, lease: Mapping[str, Any], task_id: str = ""
 ) -> None:
     """Record that a crawler process (``lease``: ``CrawlLease.describe()``) started its part
     (run by the task ``task_id``, if any)."""
-    ops.record_crawl_process(
+    store.crawls.record_crawl_process(
         lease["run_id"], site, lease["token"], task=task_id,
         run_started_at=datetime.fromisoformat(lease["run_started_at"]), started_at=now(),
         outcome="running", slot=lease["slot"], host=lease["host"], pid=lease["pid"],
@@ -305,7 +306,7 @@ def record_crawler_started(
 
 
 def record_crawler_ended(
-    ops: Operations,
+    store: Store,
     site: str,
     lease: Mapping[str, Any],
     outcome: str,
@@ -314,7 +315,7 @@ def record_crawler_ended(
 ) -> dict[str, Any]:
     """Record the end of a crawler process's part, and the processes it found dead; the
     run's record."""
-    return ops.record_crawl_process(
+    return store.crawls.record_crawl_process(
         lease["run_id"], site, lease["token"],
         lost=tuple(stats.get(FRONTIER_STATS + "lost_processes") or ()), finished_at=now(),
         outcome=outcome, ended_run=bool(stats.get(FRONTIER_STATS + "ended_run")), error=error,
@@ -398,7 +399,7 @@ class _CrawlProcess:
 
 
 def close_lost_crawls(
-    ops: Operations,
+    store: Store,
     redis_client: Any,
     keys: Keys,
     enqueue_crawl: Callable[[str], None] = lambda site: None,
@@ -411,13 +412,13 @@ def close_lost_crawls(
     another token. Its part is marked ``lost`` (at the time its loss is seen) and the run's
     summary written again: ``interrupted`` when no process of the run runs any more and
     none ended it, with the pages stored since the run started counted from the store
-    (:meth:`matcher.store.operations.Operations.record_crawl_process`). :func:`resume_crawls`
+    (:meth:`matcher.store.crawls.CrawlRuns.record_crawl_process`). :func:`resume_crawls`
     then resumes the run from its frontier; a run whose frontier is gone too (Redis lost
     it) is crawled anew at once (``enqueue_crawl``), as the pages it did not reach would
     otherwise wait for the site's next schedule.
     """
     ended = []
-    for run in ops.running_crawls():
+    for run in store.crawls.running_crawls():
         running = {
             token: part
             for token, part in (run.get("processes") or {}).items()
@@ -433,7 +434,7 @@ def close_lost_crawls(
             for token, holder in zip(running, holders, strict=True)
             if holder is None or holder.decode() != token
         ]
-        if lost and ops.close_crawl_processes(run["run_id"], lost)["outcome"] != "running":
+        if lost and store.crawls.close_crawl_processes(run["run_id"], lost)["outcome"] != "running":
             log.warning("crawl run %s of %s closed: its processes died", run["run_id"], run["site"])
             ended.append(run["run_id"])
             with redis_errors("reading a crawl frontier"):
@@ -487,10 +488,17 @@ def prune_archive(
     to (:func:`matcher.archive.prune`); each page's current exchange and every match's stay."""
     if archive is None:
         return {"deleted": 0}
-    return {"deleted": prune(archive, engine.store.archive_refs, now() - grace)}
+    pages, matches = engine.store.pages, engine.store.matches
+
+    def referred() -> set[str]:
+        """The SHA-256 of every archived exchange a page (its current text) or a match (the
+        text it was found in) refers to."""
+        return pages.archive_refs() | matches.archive_refs()
+
+    return {"deleted": prune(archive, referred, now() - grace)}
 
 
-def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
+def daily_report(store: Store, day: date | None = None) -> dict[str, Any]:
     """Totals of one UTC day (default: yesterday): new matches by site, work and status,
     pages fetched, crawl runs and their errors, tasks that failed. Stored in ``reports``."""
     day = day or (now() - timedelta(days=1)).date()
@@ -499,12 +507,12 @@ def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
     by_site: Counter[str] = Counter()
     by_work: Counter[str] = Counter()
     by_status: Counter[str] = Counter({s: 0 for s in STATUSES})
-    for m in ops.iter_matches(since=start, until=end, active_only=False):
+    for m in store.matches.iter_matches(since=start, until=end, active_only=False):
         by_site[m.get("site", "")] += 1
         by_work[m.get("work_title", "") or str(m["work_id"])] += 1
         by_status[m.get("status", "new")] += 1
-    pages = ops.pages_fetched(since=start, until=end)
-    crawls = ops.crawls_started(since=start, until=end)
+    pages = store.page_marks.pages_fetched(since=start, until=end)
+    crawls = store.crawls.crawls_started(since=start, until=end)
     report = {
         "day": day.isoformat(),
         "matches": sum(by_site.values()),
@@ -514,10 +522,10 @@ def daily_report(ops: Operations, day: date | None = None) -> dict[str, Any]:
         "pages_fetched": pages,
         "crawls": len(crawls),
         "crawls_failed": sum(c.get("outcome") == "failed" for c in crawls),
-        "failures": ops.failure_count(since=start, until=end),
+        "failures": store.failure_log.failure_count(since=start, until=end),
         "generated_at": now(),
     }
-    ops.save_report(report["day"], report)
+    store.reports.save_report(report["day"], report)
     return report
 
 

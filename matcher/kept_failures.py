@@ -53,7 +53,7 @@ class KeptFailures:
 
     def write(self, record: Callable[..., Any], limit: int = WRITE_AT_MOST) -> int:
         """Hand each kept record to ``record(task, ref, error, attempts, at=failed_at)``
-        (``Operations.record_failure``), oldest first; how many were written. What
+        (``store.failure_log.record_failure``), oldest first; how many were written. What
         ``record`` raises is raised, its record kept."""
         written = 0
         while written < limit:

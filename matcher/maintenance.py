@@ -89,8 +89,8 @@ def load_side(
 
         chosen = set(range(TAG_GROUPS) if groups is None else groups)
         refs: list[tuple[str, bytes]] = []
-        twins = engine.store.twin_ids()
-        for i, fp in enumerate(engine.store.iter_fingerprints("work", "anchors"), 1):
+        twins = engine.store.twins.twin_ids()
+        for i, fp in enumerate(engine.store.fingerprints.iter_fingerprints("work", "anchors"), 1):
             owner = int(fp["seq"])
             if fp["owner_id"] in twins or segment_group(owner) not in chosen:
                 continue
@@ -115,8 +115,8 @@ def _load(
 ) -> int:
     """Bulk-load one side's simhash and postings indexes from the stored index keys."""
     owners, simhashes, posting_owners, keys = [], [], [], []
-    twins = engine.store.twin_ids() if kind == "work" else set()
-    for i, fp in enumerate(engine.store.iter_fingerprints(kind, INDEX_KEYS), 1):
+    twins = engine.store.twins.twin_ids() if kind == "work" else set()
+    for i, fp in enumerate(engine.store.fingerprints.iter_fingerprints(kind, INDEX_KEYS), 1):
         if fp["owner_id"] in twins:
             continue
         owner = int(fp["seq"])

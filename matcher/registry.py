@@ -12,8 +12,8 @@ work), a second prepares, writes and drops one segment at a time.
 Every write is idempotent; registering a work again replaces its segments (those it no
 longer has are deleted) and its index entries. A work registered (again) takes back the
 archived matches of an earlier registration under its key or with its text, their reviews
-with them (:meth:`matcher.store.matches.Matches.restore_archived`); a removed work's
-matches are archived, never deleted.
+with them (:meth:`matcher.store.archived_matches.ArchivedMatches.restore_archived`); a
+removed work's matches are archived, never deleted.
 """
 
 from __future__ import annotations
@@ -157,12 +157,12 @@ class Registry:
         exact = _exact(head, digest)  # a twin, not a near twin (an edition, indexed)
         holder = head if exact else doc  # the work its copies are recorded under
         if exact:
-            restored = self.store.matches.restore_archived(doc, into=head)
+            restored = self.store.archived_matches.restore_archived(doc, into=head)
         else:
-            restored = self.store.matches.restore_archived(doc)
+            restored = self.store.archived_matches.restore_archived(doc)
         self._index(doc, text, segments, cores, fresh=created, indexed=not exact)
         if not created:  # its twins are compared with its new text, now stored
-            self._resettle(self.store.twins(doc["_id"]))
+            self._resettle(self.store.twins.twins(doc["_id"]))
         changed = created or before.get("content_hash") != digest
         return Registration(str(doc["_id"]), created, changed, str(holder["_id"]), restored)
 
@@ -175,11 +175,11 @@ class Registry:
         returned has its text, :func:`_exact`): a near twin is. ``load`` gives its text,
         segments and content characters, when they are needed. A work just created (not
         ``marked``) has no mark to clear: neither is then not written."""
-        first = self.store.twin_of(doc["_id"], digest)
+        first = self.store.twins.twin_of(doc["_id"], digest)
         near = None if first else self._near_twin_of(doc["_id"], sketch, load)
         head = first or near
         if head is not None or marked:
-            self.store.set_same_text(
+            self.store.twins.set_same_text(
                 doc["_id"], head["_id"] if head else None, key=doc["key"], near=near is not None
             )
         return head
@@ -193,13 +193,13 @@ class Registry:
         share = self.settings.near_twin_share
         if not share or not sketch:
             return None
-        found = self.store.near_twin_candidates(work_id, sketch[: near_twins.LOOKUP_KEYS])
+        found = self.store.twins.near_twin_candidates(work_id, sketch[: near_twins.LOOKUP_KEYS])
         for work in found:
             if not near_twins.is_near(sketch, work["near_sketch"], share):
                 continue
             text, segments, content_chars = load()
             limit = near_twins.unique_limit(self.settings.policy, content_chars)
-            other = self.store.work_text(work["_id"])
+            other = self.store.works.work_text(work["_id"])
             if near_twins.unique_chars(text, segments, other, limit) < limit:
                 return work
         return None
@@ -211,7 +211,7 @@ class Registry:
         twin is already), and the others with that text become its twins; each is marked
         the near twin of a work it nearly repeats, if any. A twin indexed in place of a
         removed work with its very text takes the removed work's archived matches
-        (:meth:`Matches.restore_archived <matcher.store.matches.Matches.restore_archived>`):
+        (:meth:`~matcher.store.archived_matches.ArchivedMatches.restore_archived`):
         its copies were recorded there."""
         for twin in twins:
             digest = twin.get("content_hash", "")
@@ -221,7 +221,7 @@ class Registry:
             if indexed and not was_indexed:
                 self.reindex(str(twin["_id"]))
                 if removed is not None and removed["content_hash"] == digest:
-                    self.store.matches.restore_archived(removed, into=twin)
+                    self.store.archived_matches.restore_archived(removed, into=twin)
             elif was_indexed and not indexed:
                 self.unindex(twin["_id"])
 
@@ -230,7 +230,7 @@ class Registry:
         characters."""
 
         def load() -> tuple[str, list[Segment], int]:
-            text = self.store.work_text(doc["_id"])
+            text = self.store.works.work_text(doc["_id"])
             segments = segment(text, SEGMENT_PARAMS)
             return text, segments, sum(_survey(text, segments)[0])
 
@@ -238,14 +238,14 @@ class Registry:
 
     def reindex(self, work_id: str) -> None:
         """Fingerprint and index a stored work again (the ``index_work`` task; idempotent)."""
-        doc = self.store.get_work(work_id)
+        doc = self.store.works.get_work(work_id)
         if doc is None:
             raise UnusableText(f"no work with id {work_id}")
-        text = self.store.work_text(doc["_id"])
+        text = self.store.works.work_text(doc["_id"])
         segments = segment(text, SEGMENT_PARAMS)
         cores, sketch = _survey(text, segments)
         if "near_sketch" not in doc:  # registered before near twins were looked for
-            self.store.set_sketch(doc["_id"], sketch.tolist(), key=doc["key"])
+            self.store.twins.set_sketch(doc["_id"], sketch.tolist(), key=doc["key"])
         self.unindex(doc["_id"])
         self._index(doc, text, segments, cores, indexed=not is_twin(doc))
 
@@ -254,18 +254,18 @@ class Registry:
         their reviews (:meth:`matcher.store.works.Works.delete_work`). Its twins and
         near twins, if any, are placed again (:meth:`_resettle`): the earliest of its twins is
         indexed in its place, and the others become its twins (or near twins) if they are."""
-        doc = self.store.get_work(work_id, {"seq": 1})
+        doc = self.store.works.get_work(work_id, {"seq": 1})
         if doc is None:
             return False
         self.unindex(doc["_id"])
-        twins = self.store.twins(doc["_id"])
-        removed = self.store.delete_work(work_id)
+        twins = self.store.twins.twins(doc["_id"])
+        removed = self.store.works.delete_work(work_id)
         self._resettle(twins, removed)
         return True
 
     def unindex(self, work_id: ObjectId) -> None:
         """Remove every segment of a work from the works' indexes (its store records stay)."""
-        stored = self.store.owner_fingerprints("work", work_id, INDEX_KEYS)
+        stored = self.store.fingerprints.owner_fingerprints("work", work_id, INDEX_KEYS)
         with redis_errors("removing a work from the index"):
             for fp in stored:
                 value = fp["value"]
@@ -312,7 +312,7 @@ class Registry:
             for done in pending:
                 done.result()
         if not fresh:  # a text registered again may have had more segments
-            self.store.drop_work_segments(doc["_id"], from_index=len(segments))
+            self.store.works.drop_work_segments(doc["_id"], from_index=len(segments))
 
     def _batches(
         self,
@@ -351,8 +351,8 @@ class Registry:
 
     def _store_batch(self, work_id: ObjectId, batch: _Batch) -> None:
         """A batch of segments into the store: their text and fingerprints."""
-        self.store.save_work_segments(work_id, batch.segments)
-        self.store.save_fingerprints_many("work", work_id, batch.fingerprints)
+        self.store.works.save_work_segments(work_id, batch.segments)
+        self.store.fingerprints.save_fingerprints_many("work", work_id, batch.fingerprints)
 
     def _index_batch(self, stored: Future, batch: _Batch, fresh: bool) -> None:
         """A batch of segments into the index (``index_now``), once ``stored`` is done."""

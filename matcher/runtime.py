@@ -43,7 +43,7 @@ class Runtime:
 
                 self._engine = Engine.open(self.settings)
                 if self.settings.tally_seconds:
-                    self._engine.store.gather_tallies(self.settings.tally_seconds)
+                    self._engine.store.tallies.gather(self.settings.tally_seconds)
             return self._engine
 
     def use(self, engine: Engine | None) -> None:

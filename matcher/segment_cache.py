@@ -105,7 +105,7 @@ class SegmentData:
                 wanted[owner] = ref
         if wanted:
             pairs = [(ref_work(ref), owner_segment(owner)) for owner, ref in wanted.items()]
-            for fp in self.store.work_fingerprints(pairs, "anchors"):
+            for fp in self.store.fingerprints.work_fingerprints(pairs, "anchors"):
                 owner, blob = int(fp["seq"]), bytes(fp["value"])
                 if owner not in wanted:
                     continue
@@ -122,7 +122,7 @@ class SegmentData:
         """Every segment of the works ``work_ids``, read from the store (not from the index,
         which may have lost them): the verification of a match before it is let go."""
         for work_id in work_ids:
-            for fp in self.store.owner_fingerprints("work", work_id, "anchors"):
+            for fp in self.store.fingerprints.owner_fingerprints("work", work_id, "anchors"):
                 blob = bytes(fp["value"])
                 ref = segment_ref(blob, work_id)
                 parsed = self.cache.get(ref)

@@ -133,8 +133,8 @@ def chain(
     """The stored parts of ``start``'s split chapter, in order (``[start]`` when none).
 
     ``by_url`` looks pages up by URL and ``linking_to`` finds the pages whose next page is a
-    URL (the store's :meth:`~matcher.store.Store.pages_by_url` and
-    :meth:`~matcher.store.Store.pages_linking_to`).
+    URL (the store's :meth:`~matcher.store.pages.Pages.pages_by_url` and
+    :meth:`~matcher.store.page_links.PageLinks.pages_linking_to`).
     """
     parts = [start]
     seen = {start["url"]}

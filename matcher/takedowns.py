@@ -78,7 +78,9 @@ def open_cases(
         )
         case["work_ids"].append(m["work_id"])
         case["match_ids"].append(m["_id"])
-    pages = store.pages_by_id([c["page_id"] for c in by_url.values() if c["page_id"] is not None])
+    pages = store.pages.pages_by_id(
+        [c["page_id"] for c in by_url.values() if c["page_id"] is not None]
+    )
     for case in by_url.values():
         page = pages.get(case["page_id"]) or {}
         case["content_hash"] = str(page.get("content_hash", ""))
@@ -146,9 +148,9 @@ def recheck_due(
         state = next_state(case.get("state", "pending"), kind)
         if store.takedowns.record_check(case, check, state, at):
             if kind == "gone":  # the match view says "removed since", as after a crawl
-                store.mark_page_gone(case["url"], int(fetched.status or 404), at)
+                store.page_marks.mark_page_gone(case["url"], int(fetched.status or 404), at)
             elif state == "reopened":
-                store.mark_page_back(case["url"])
+                store.page_marks.mark_page_back(case["url"])
             done.checked += 1
             done.outcomes[kind] = done.outcomes.get(kind, 0) + 1
     if done.checked:

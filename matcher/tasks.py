@@ -29,9 +29,8 @@ from matcher.errors import TRANSIENT_TYPES, transient
 from matcher.keys import Keys
 from matcher.redis_clients import connect_server
 from matcher.runtime import Runtime
-from matcher.store import now
+from matcher.store import Store, now
 from matcher.store.alerts import AlertStore
-from matcher.store.operations import Operations
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +89,8 @@ class FptrackTask(Task):
         until it can (:mod:`matcher.kept_failures`)."""
         failed_at = now()
         try:
-            ops = Operations(self.runtime.engine().store)
-            ops.record_failure(name, ref, error, attempts, at=failed_at)
+            store = self.runtime.engine().store
+            store.failure_log.record_failure(name, ref, error, attempts, at=failed_at)
         except Exception as record_exc:  # the store may be what is down
             try:
                 self.runtime.kept_failures().keep(name, ref, error, attempts, failed_at)
@@ -106,13 +105,13 @@ class FptrackTask(Task):
                 "takes it", name, ref, record_exc,
             )  # fmt: skip
             return
-        self.write_kept_failures(ops)
+        self.write_kept_failures(store)
 
-    def write_kept_failures(self, ops: Operations) -> int:
+    def write_kept_failures(self, store: Store) -> int:
         """Write the failure records kept while MongoDB could not take them; how many (none
         when it still cannot, or Redis does not answer: the next task tries again)."""
         try:
-            return self.runtime.kept_failures().write(ops.record_failure)
+            return self.runtime.kept_failures().write(store.failure_log.record_failure)
         except Exception as exc:
             log.warning("could not write the failure records kept in Redis: %s", exc)
             return 0
@@ -142,7 +141,7 @@ class FptrackTask(Task):
         if self.failed_as != PROCESS_PAGE or len(refs) < 2:
             return refs
         try:
-            pending = set(self.runtime.engine().store.pages.still_pending(refs))
+            pending = set(self.runtime.engine().store.page_marks.still_pending(refs))
         except Exception:  # the store may be what is down: a record each, kept if need be
             return refs
         return [ref for ref in refs if ref in pending]
@@ -154,14 +153,14 @@ class FptrackTask(Task):
             name = self.failed_as or self.name
             failed = set(retval.get("failed") or ()) if isinstance(retval, dict) else set()
             try:
-                ops = Operations(self.runtime.engine().store)
+                store = self.runtime.engine().store
                 for ref in self._refs(tuple(args), dict(kwargs)):
                     if ref not in failed:
-                        ops.clear_failure(name, ref)
+                        store.failure_log.clear_failure(name, ref)
             except Exception as exc:
                 log.warning("could not clear the failure record of %s: %s", name, exc)
                 return
-            self.write_kept_failures(ops)  # what met the outage this task rode out
+            self.write_kept_failures(store)  # what met the outage this task rode out
 
 
 PROCESS_PAGE = "fptrack.process_page"
@@ -222,10 +221,10 @@ def match_work_against_pages(self: FptrackTask, work_id: str) -> dict[str, Any]:
 @shared_task(bind=True, base=FptrackTask, name="fptrack.match_new_works")
 def match_new_works(self: FptrackTask) -> dict[str, Any]:
     """Daily: works registered since the last run against all pages; pending pages again."""
-    ops = Operations(self.runtime.engine().store)
+    store = self.runtime.engine().store
     tasks = self.app.tasks
     result = jobs.match_new_works(
-        ops,
+        store,
         lambda work_id: tasks["fptrack.match_work_against_pages"].delay(work_id),
         lambda page_id: tasks["fptrack.process_page"].delay(page_id, if_pending=True),
     )
@@ -242,13 +241,13 @@ def requeue_pending(self: FptrackTask) -> dict[str, Any]:
     every message sent before it was delivered (see :func:`matcher.jobs.requeue_pending`).
     """
     process = self.app.tasks["fptrack.process_page"]
-    ops = Operations(self.runtime.engine().store)
+    store = self.runtime.engine().store
     result = jobs.requeue_pending(
-        ops,
+        store,
         lambda page_id: process.delay(page_id, if_pending=True),
         timedelta(seconds=self.runtime.settings.pending_after),
     )
-    self.write_kept_failures(ops)  # the sweep of the failure records kept in Redis
+    self.write_kept_failures(store)  # the sweep of the failure records kept in Redis
     return result
 
 
@@ -271,7 +270,7 @@ def crawl_site(self: FptrackTask, site_name: str, fan_out: bool = True) -> dict[
     try:
         result = jobs.crawl_site(
             self.runtime.settings,
-            Operations(store),
+            store,
             site_name,
             fan_out=helper if fan_out else None,
             task_id=self.request.id or "",
@@ -289,7 +288,7 @@ def recrawl_site(self: FptrackTask, site_name: str) -> dict[str, Any]:
     store = self.runtime.engine().store
     try:
         return jobs.recrawl_site(
-            self.runtime.settings, Operations(store), site_name, task_id=self.request.id or ""
+            self.runtime.settings, store, site_name, task_id=self.request.id or ""
         )
     except jobs.CrawlFailed as exc:
         return _crawl_failed(self, site_name, exc)
@@ -311,13 +310,13 @@ def resume_crawls(self: FptrackTask) -> dict[str, list[str]]:
     """Every lease: close the crawl runs whose processes died (``interrupted``), then restart
     the crawls that every crawler process abandoned; the run ids closed, the sites restarted."""
     settings = self.runtime.settings
-    ops = Operations(self.runtime.engine().store)
+    store = self.runtime.engine().store
     keys = Keys(settings.redis_prefix)
     client = connect_server(settings.redis_target)  # the frontiers' server (not a cluster)
     crawl = self.app.tasks["fptrack.crawl_site"]
     try:
-        closed = jobs.close_lost_crawls(ops, client, keys, lambda site: crawl.delay(site))
-        sites = {site.name for site in ops.list_sites()}
+        closed = jobs.close_lost_crawls(store, client, keys, lambda site: crawl.delay(site))
+        sites = {site.name for site in store.sites.list_sites()}
         resumed = jobs.resume_crawls(client, keys, sites, lambda site: crawl.delay(site))
     finally:
         client.close()
@@ -340,7 +339,7 @@ def heal_indexes(self: FptrackTask) -> dict[str, Any]:
 def daily_report(self: FptrackTask, day: str | None = None) -> dict[str, Any]:
     """Totals of one UTC day (ISO date; default yesterday), stored in ``reports``."""
     report = jobs.daily_report(
-        Operations(self.runtime.engine().store), date.fromisoformat(day) if day else None
+        self.runtime.engine().store, date.fromisoformat(day) if day else None
     )
     report["generated_at"] = report["generated_at"].isoformat()
     report.pop("_id", None)

@@ -25,8 +25,10 @@
   (:class:`bench.local_sentinel.LocalSentinel`, on free ports), which the test may fail over.
 
 - The product's objects on those servers, each defined here once: ``store`` (a
-  :class:`~matcher.store.Store` of ``mongo_db``, its indexes made), ``ops`` (the
-  :class:`~matcher.store.operations.Operations` of that store), ``engine`` (an
+  :class:`~matcher.store.Store` of ``mongo_db``, its indexes made; its families ``store.pages``,
+  ``store.matches``, ... hold the queries; a module sets ``STORE_BACKENDS = ("server",
+  "memory")`` to run its tests that use no ``mongo_db`` of their own on the in-memory store
+  too), ``engine`` (an
   :class:`~matcher.engine.Engine` on ``mongo_db`` and ``redis_client``) and ``broker`` (a
   client of the Celery broker's database, flushed before and after the test). A suite may
   override one with a narrower meaning (``tests/matcher`` runs ``engine`` on
@@ -61,7 +63,6 @@ from tests.support.servers import ServerUnavailable
 if TYPE_CHECKING:
     from matcher.engine import Engine
     from matcher.store import Store
-    from matcher.store.operations import Operations
 
 try:  # planned once per session, even if this module is imported again under another name
     SERVERS = servers.SESSION = servers.SESSION or servers.plan(os.environ)
@@ -149,21 +150,18 @@ def mongo_db(
 
 
 @pytest.fixture
-def store(mongo_db: Database) -> Store:
-    """A store on the test's fresh database, its indexes made."""
-    from matcher.store import Store
+def store(request: pytest.FixtureRequest) -> Store:
+    """A store on the test's fresh database (``mongo_db``), its indexes made; or, in a module
+    that sets ``STORE_BACKENDS = ("server", "memory")``, also on a new in-memory database
+    (the backend of ``memory://``, the embedded scan's: :mod:`matcher.store.memory`)."""
+    from matcher.store import MEMORY_URI, Store
 
-    made = Store(mongo_db)
+    if getattr(request, "param", "server") == "memory":
+        made = Store.connect(MEMORY_URI, "fptrack_test")
+    else:
+        made = Store(request.getfixturevalue("mongo_db"))
     made.ensure_indexes()
     return made
-
-
-@pytest.fixture
-def ops(store: Store) -> Operations:
-    """The operational records (sites, failures, reports) of ``store``."""
-    from matcher.store.operations import Operations
-
-    return Operations(store)
 
 
 @pytest.fixture
@@ -216,6 +214,9 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "index_backend" in metafunc.fixturenames:
         backends = getattr(metafunc.module, "INDEX_BACKENDS", ("server",))
         metafunc.parametrize("index_backend", backends)
+    stores = getattr(metafunc.module, "STORE_BACKENDS", None)
+    if stores and "store" in metafunc.fixturenames and "mongo_db" not in metafunc.fixturenames:
+        metafunc.parametrize("store", stores, indirect=True)
 
 
 @pytest.fixture

@@ -151,7 +151,7 @@ def test_redis_clients_are_built_in_redis_clients_only() -> None:
     assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
 
 
-MONGO_CLIENT_BUILDERS = {"matcher/store/client.py", "admin/memory_store.py"}
+MONGO_CLIENT_BUILDERS = {"matcher/store/client.py", "matcher/store/memory.py"}
 """Where a MongoDB client is built: the one factory of the product's options, and the
 embedded scan's in-memory client."""
 
@@ -167,7 +167,7 @@ def is_mongo_client_built(node: ast.AST) -> bool:
 
 def test_mongo_clients_are_built_by_the_store_factory_only() -> None:
     """Every MongoDB client comes from :mod:`matcher.store.client` (aware times, journaled
-    writes, short timeouts), but the scan's in-memory one (:mod:`admin.memory_store`)."""
+    writes, short timeouts), but the scan's in-memory one (:mod:`matcher.store.memory`)."""
     sample = "pymongo.MongoClient(u)\nMongoClient(u, tz_aware=True)\nmongomock.MongoClient()\n"
     assert uses(ast.parse(sample), is_mongo_client_built) == [1, 2, 3]
     found = {

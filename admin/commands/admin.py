@@ -117,7 +117,7 @@ def run_serve(args: argparse.Namespace, ctx: Context) -> int:
     require_stores(ctx, args.wait)
     ctx.engine.store.ensure_indexes()
     Watch(ctx, "admin").start()
-    if not ctx.ops.has_users():
+    if not ctx.store.users.has_users():
         print(
             "fptrack: no account yet: create one with"
             " `fptrack admin create-user NAME --role admin`",
@@ -160,6 +160,6 @@ def run_create_user(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_recount(args: argparse.Namespace, ctx: Context) -> int:
-    written = ctx.ops.recount()
+    written = ctx.store.dashboard.recount()
     print(f"dashboard counters rebuilt: {written} document(s)")
     return 0

@@ -126,7 +126,7 @@ def match_filters(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     if args.site:
         filters["site"] = args.site
     if args.work:
-        found = ctx.ops.find_works(args.work)
+        found = ctx.store.works.find_works(args.work)
         if len(found) != 1:
             raise CommandError(f"{len(found)} works match {args.work!r}; give its id", 2)
         filters["work_id"] = str(found[0]["_id"])

@@ -73,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    site = ctx.ops.get_site(args.site)
+    site = ctx.store.sites.get_site(args.site)
     if site is None:
         raise CommandError(f"no site named {args.site!r} (see `fptrack sites list`)")
     if not args.here and not args.inline:
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
         servers = {"MongoDB": ctx.settings.mongo_uri, "Redis": ctx.settings.redis_url}
         return wait_for_crawl(
-            ctx.ops, site.name, task_id, poll=args.poll, timeout=args.timeout, servers=servers
+            ctx.store, site.name, task_id, poll=args.poll, timeout=args.timeout, servers=servers
         )
     if args.wait:
         args.parser.error("--wait follows an enqueued crawl: not with --here or --inline")
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from matcher.store import now
 
     engine = ctx.engine
-    authorised = ctx.ops.authorised_sites()
+    authorised = ctx.store.sites.authorised_sites()
     bar = tqdm(desc=f"crawling {site.name}", unit="page", disable=None, file=sys.stderr)
 
     def enqueue(page_id: str) -> None:
@@ -115,7 +115,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     def started(site: SiteConfig, lease: Any) -> None:
         leases.append(lease.describe())
-        jobs.record_crawler_started(ctx.ops, site.name, leases[0])
+        jobs.record_crawler_started(ctx.store, site.name, leases[0])
 
     frontiers = _shared_frontier(ctx) if args.here else None
     began = now()
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     error = crawl_problem(s) or ""
     if leases:
         outcome = "failed" if error else "finished"
-        jobs.record_crawler_ended(ctx.ops, site.name, leases[0], outcome, s, error)
+        jobs.record_crawler_ended(ctx.store, site.name, leases[0], outcome, s, error)
     if error:
         raise CommandError(f"site {site.name}: {crawl_error(error)}")
     counts = ""
@@ -150,8 +150,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         counts = f" ({counts})"
     matches = ""
     if args.inline:  # matched here: the site's matches are known now
-        new = ctx.ops.matches.count(site=site.name, since=began, active_only=True)
-        matches = f"; matches: {matches_line(ctx.ops, site.name, new)}"
+        new = ctx.store.matches.count(site=site.name, since=began, active_only=True)
+        matches = f"; matches: {matches_line(ctx.store, site.name, new)}"
     from matcher.crawl_runs import hints
 
     for hint in hints(s):

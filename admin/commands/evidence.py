@@ -118,7 +118,7 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
             checked[0].name = str(path)
     elif MATCH_ID.fullmatch(args.target):
         _no_bundle(args)
-        match = ctx.ops.store.matches.match(match_id=args.target)
+        match = ctx.store.matches.match(match_id=args.target)
         if match is None:
             raise CommandError(f"no match {args.target}")
         ref = match.get("archive") or {}

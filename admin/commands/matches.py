@@ -48,7 +48,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
     filters = match_filters(args, ctx)
     if args.archived:
         filters["archived"] = True
-    matches = ctx.ops.list_matches(limit=args.limit, **filters)
+    matches = ctx.store.matches.list_matches(limit=args.limit, **filters)
     if args.json:
         dump_json([{**row(m), "id": str(m["_id"]), **_review(m)} for m in matches])
         return 0

@@ -40,7 +40,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     if args.format == "xlsx" and not args.out and sys.stdout.isatty():
         raise CommandError("an XLSX workbook is binary: give --out FILE.xlsx", 2)
-    matches = list(ctx.ops.iter_matches(**match_filters(args, ctx)))
+    matches = list(ctx.store.matches.iter_matches(**match_filters(args, ctx)))
     if args.format == "xlsx":
         workbook = to_xlsx(matches)
         if args.out:

@@ -327,10 +327,9 @@ def write_warc(engine: Engine, archive: Any, path: Path) -> None:
     """The WARC files of the scan's matches (each exchange once, by page URL), one after the
     other: gzipped WARC files concatenate into one."""
     from matcher.archive import bundle
-    from matcher.store.operations import Operations
 
     refs = {}
-    for match in sorted(Operations(engine.store).active_matches(), key=lambda m: m["url"]):
+    for match in sorted(engine.store.matches.active_matches(), key=lambda m: m["url"]):
         if match.get("archive"):
             refs.setdefault(match["archive"]["sha256"], match["url"])
     with path.open("wb") as out:
@@ -342,14 +341,13 @@ def write_html_report(engine: Engine, result: Any, path: Path, site_dirs: dict[s
     scanned; pages (and sites) of ``--site-dir`` folders by their file (folder), since the
     scan's server for them is gone once it ends."""
     from admin.report import html_report as report_html
-    from matcher.store.operations import Operations
 
     def texts(match: Any) -> tuple[Any, str]:
         return report_html.match_texts(engine.store, match)
 
     folders = {base: str(folder) for base, folder in site_dirs.items()}
     page = report_html.render(
-        Operations(engine.store).active_matches(),
+        engine.store.matches.active_matches(),
         texts,
         title="fptrack scan",
         counts=report_html.Counts(works=result.works, pages=result.pages),

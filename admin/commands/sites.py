@@ -232,7 +232,7 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
         )
     except ValueError as exc:
         raise CommandError(str(exc), 2) from exc
-    _, created = ctx.ops.save_site(site)
+    _, created = ctx.store.sites.save_site(site)
     scheduled = ctx.schedules.sync_site(site)
     when = f"schedule {site.schedule}" if scheduled else "not scheduled"
     if site.recrawl != "never":
@@ -244,12 +244,12 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from matcher import crawl_runs
 
-    sites = ctx.ops.list_sites()
-    latest = ctx.ops.latest_crawls()
+    sites = ctx.store.sites.list_sites()
+    latest = ctx.store.crawls.latest_crawls()
     last = {}
     for s in sites:
         run = latest.get(s.name)
-        matched = ctx.ops.crawl_progress(run)["matched"] if run else None
+        matched = ctx.store.crawls.crawl_progress(run)["matched"] if run else None
         last[s.name] = crawl_runs.outline(run, matched)
     if args.json:
         dump_json([{**s.to_dict(), "last_crawl": last[s.name]} for s in sites])
@@ -277,7 +277,7 @@ def last_crawl(outline: dict[str, Any] | None) -> str:
 
 
 def run_remove(args: argparse.Namespace, ctx: Context) -> int:
-    if not ctx.ops.delete_site(args.name):
+    if not ctx.store.sites.delete_site(args.name):
         raise CommandError(f"no site named {args.name!r}")
     ctx.schedules.remove_site(args.name)
     print(f"removed site {args.name} and its schedule")

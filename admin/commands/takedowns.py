@@ -95,7 +95,7 @@ def run_send(args: argparse.Namespace, ctx: Context) -> int:
     except FilterError as exc:
         raise CommandError(str(exc), 2) from None
     try:
-        sent = send_notice(ctx.ops, ctx.settings, selection, email=args.email, by="cli", at=now())
+        sent = send_notice(ctx.store, ctx.settings, selection, email=args.email, by="cli", at=now())
     except (SendError, NoticeError) as exc:
         raise CommandError(str(exc)) from None
     print(f"notice {sent.notice_id} {sent.line()}")
@@ -150,7 +150,7 @@ def run_contact(args: argparse.Namespace, ctx: Context) -> int:
         fields.update(provider=args.provider, provider_from="edited")
     if not fields:
         raise CommandError("give --email or --provider", 2)
-    if ctx.ops.get_site(args.site) is None:
+    if ctx.store.sites.get_site(args.site) is None:
         raise CommandError(f"no site {args.site}")
     ctx.engine.store.takedowns.set_contact(args.site, **fields)
     kept = ctx.engine.store.takedowns.contact(args.site)

@@ -139,11 +139,11 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
             continue
         work_id = registered.work_id
         _say_registered(work, registered, done)
-        note = ctx.ops.same_text_note(work_id)
+        note = ctx.store.twins.same_text_note(work_id)
         if note:
             print(f"fptrack: {work.shown}: {note}", file=sys.stderr)
         if not args.no_match:
-            found = engine.match_work_against_pages(work_id, ctx.ops.authorised_sites())
+            found = engine.match_work_against_pages(work_id, ctx.store.sites.authorised_sites())
             done.matches += len(found)
         _say_restored(ctx, work, registered, matched=not args.no_match)
         print(f"{work_id}\t{title}\t{work.source}")
@@ -177,7 +177,7 @@ def _say_restored(ctx: Context, work: WorkFile, registered: Registration, matche
     kept = 0
     own = registered.holder == registered.work_id  # not recorded under a work it repeats
     if matched and (registered.restored or not registered.created):
-        kept = ctx.ops.matches.count(work_id=registered.work_id, archived=True)
+        kept = ctx.store.matches.count(work_id=registered.work_id, archived=True)
     if registered.restored:
         line = (
             f"fptrack: {work.shown}: {registered.restored} match(es) of its earlier "
@@ -205,7 +205,7 @@ LIST_HEADER = ("id", "registered", "title", "author", "source", "twin of")
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report.html_report import when
 
-    works = ctx.ops.list_works()
+    works = ctx.store.works.list_works()
     if args.json:
         dump_json(
             [
@@ -236,7 +236,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 def run_remove(args: argparse.Namespace, ctx: Context) -> int:
     status = 0
     for ref in args.refs:
-        found = ctx.ops.find_works(ref)
+        found = ctx.store.works.find_works(ref)
         if not found:
             print(f"fptrack: error: no work with id, title or source {ref!r}", file=sys.stderr)
             status = 1
@@ -247,7 +247,7 @@ def run_remove(args: argparse.Namespace, ctx: Context) -> int:
             work_id = str(work["_id"])
             ctx.engine.remove_work(work_id)
             print(f"removed {work_id}\t{work.get('title', '')}")
-            archived = ctx.ops.matches.count(work_id=work_id, archived=True)
+            archived = ctx.store.matches.count(work_id=work_id, archived=True)
             if archived:
                 print(
                     f"fptrack: {archived} match(es) of {work.get('title', '')!r} archived with "

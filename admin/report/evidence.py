@@ -14,14 +14,14 @@ from typing import Any
 from admin.evidence_check import BUNDLE_CA
 from admin.report.selection import MAX_EXPORT_ROWS, Selection, SelectionTooLarge, find
 from matcher.archive import Archive, ArchiveError
-from matcher.store.operations import Operations
+from matcher.store import Store
 
 MAX_EVIDENCE_FILES = 500
 """Archived exchanges bundled in one evidence zip at most (a larger selection is refused)."""
 
 
 def evidence_zip(
-    ops: Operations,
+    store: Store,
     archive: Archive,
     selection: Selection,
     notice: str = "",
@@ -33,7 +33,7 @@ def evidence_zip(
     under ``timestamps/``, ``ca_pem`` (the TSA's CA certificates) as ``tsa-ca.pem``,
     ``VERIFY.txt`` and, for a takedown, ``notice.txt``. More than
     :data:`MAX_EVIDENCE_FILES` archived exchanges is a :class:`SelectionTooLarge`."""
-    rows = find(ops, selection, MAX_EXPORT_ROWS + 1, ("url", "site", "work_title", "archive"))
+    rows = find(store, selection, MAX_EXPORT_ROWS + 1, ("url", "site", "work_title", "archive"))
     files: dict[str, dict[str, Any]] = {}
     for row in rows:
         ref = row.get("archive")
@@ -56,7 +56,7 @@ def evidence_zip(
             raise SelectionTooLarge(
                 f"more than {MAX_EVIDENCE_FILES} archived pages: narrow the selection"
             )
-    stamps = ops.store.stamps.stamps_of(files)
+    stamps = store.stamps.stamps_of(files)
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as bundle:
         for entry in files.values():

@@ -339,9 +339,9 @@ def match_texts(store: Store, match: dict[str, Any]) -> tuple[Any, str]:
     :class:`~matcher.store.TextWindow`, sliced with offsets into the whole work), and the
     page's text."""
     spans = [e["work_span"] for e in match.get("evidence", [])[:MAX_PASSAGES_SHOWN]]
-    work = store.work_window(match["work_id"], spans)
-    page = store.get_page(str(match["page_id"]), {"text": 1, "url": 1, "parts": 1})
-    return work, store.download_text(page) if page else ""
+    work = store.works.work_window(match["work_id"], spans)
+    page = store.pages.get_page(str(match["page_id"]), {"text": 1, "url": 1, "parts": 1})
+    return work, store.pages.download_text(page) if page else ""
 
 
 def render(

@@ -26,8 +26,7 @@ from typing import Any
 
 from admin.filters import FilterError, MatchFilters
 from matcher.errors import MatcherError
-from matcher.store import STATUSES
-from matcher.store.operations import Operations
+from matcher.store import STATUSES, Store
 from matcher.store.tallies import NOT_INFRINGING
 
 INFRINGING_STATUSES = tuple(s for s in STATUSES if s not in NOT_INFRINGING)
@@ -137,27 +136,29 @@ def _flag(value: Any, name: str) -> bool:
     raise FilterError(f"{name} must be 1 or 0 (true or false), got {value!r}")
 
 
-def left_out(ops: Operations, selection: Selection) -> int:
+def left_out(store: Store, selection: Selection) -> int:
     """How many unreviewed matches a notice's selection leaves out (those it would name
     if ``unreviewed`` were chosen); 0 for any other selection."""
     if not selection.notice or selection.unreviewed or UNREVIEWED not in selection.chosen:
         return 0
     criteria = {**selection.filters.criteria(), "status": UNREVIEWED}
-    return ops.matches.count(active_only=True, **criteria)
+    return store.matches.count(active_only=True, **criteria)
 
 
 def find(
-    ops: Operations, selection: Selection, limit: int, fields: tuple[str, ...] = ()
+    store: Store, selection: Selection, limit: int, fields: tuple[str, ...] = ()
 ) -> Iterator[dict[str, Any]]:
     """The selected matches, newest first: ``fields`` only, else all but their scores."""
     without = () if fields else ("scores",)
-    return ops.find_matches(limit=limit, fields=fields, without=without, **selection.criteria())
+    return store.matches.find_matches(
+        limit=limit, fields=fields, without=without, **selection.criteria()
+    )
 
 
-def export_rows(ops: Operations, selection: Selection) -> list[dict[str, Any]]:
+def export_rows(store: Store, selection: Selection) -> list[dict[str, Any]]:
     """Every selected match for an export; :class:`SelectionTooLarge` over
     :data:`MAX_EXPORT_ROWS`."""
-    rows = list(find(ops, selection, MAX_EXPORT_ROWS + 1))
+    rows = list(find(store, selection, MAX_EXPORT_ROWS + 1))
     if len(rows) > MAX_EXPORT_ROWS:
         raise SelectionTooLarge(f"more than {MAX_EXPORT_ROWS:,} matches: narrow the selection")
     return rows
@@ -171,14 +172,14 @@ class Summary:
     by_work: list[tuple[str, str, int]]
 
 
-def summarise(ops: Operations, selection: Selection) -> Summary:
+def summarise(store: Store, selection: Selection) -> Summary:
     """Counts by site and by work of the first :data:`MAX_SUMMARY_MATCHES` selected matches."""
     fields = ("site", "work_id", "work_title")
     sites: Counter[str] = Counter()
     works: Counter[str] = Counter()
     titles: dict[str, str] = {}
     total = 0
-    for match in find(ops, selection, MAX_SUMMARY_MATCHES + 1, fields):
+    for match in find(store, selection, MAX_SUMMARY_MATCHES + 1, fields):
         if total == MAX_SUMMARY_MATCHES:
             return _summary(total, True, sites, works, titles)
         total += 1

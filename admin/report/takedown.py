@@ -39,7 +39,7 @@ from typing import Any
 from admin.report.notice_sandbox import NoticeError
 from admin.report.selection import UNREVIEWED, Selection, find
 from matcher.pages import fetched_url
-from matcher.store.operations import Operations
+from matcher.store import Store
 
 __all__ = ["NoticeError"]
 
@@ -123,21 +123,21 @@ def render_notice(source: str, context: dict[str, Any], *, html: bool) -> str:
     return str(value)
 
 
-def notice_template(ops: Operations) -> str:
-    return ops.get_state(TEMPLATE_STATE_KEY) or DEFAULT_TAKEDOWN_TEMPLATE
+def notice_template(store: Store) -> str:
+    return store.state.get_state(TEMPLATE_STATE_KEY) or DEFAULT_TAKEDOWN_TEMPLATE
 
 
-def notice_details(ops: Operations) -> dict[str, str]:
-    kept = ops.get_state(DETAILS_STATE_KEY) or {}
+def notice_details(store: Store) -> dict[str, str]:
+    kept = store.state.get_state(DETAILS_STATE_KEY) or {}
     return {k: str(kept.get(k, "")) if isinstance(kept, dict) else "" for k in PLACEHOLDERS}
 
 
-def notice_items(ops: Operations, selection: Selection) -> tuple[list[dict[str, str]], bool]:
+def notice_items(store: Store, selection: Selection) -> tuple[list[dict[str, str]], bool]:
     """The notice's lines (newest :data:`MAX_NOTICE_ITEMS`, by URL) and whether more exist.
     A download stored in parts is named once per work, by the URL the site links
     (:func:`matcher.pages.fetched_url`)."""
     fields = ("url", "work_id", "work_title", "work_source", "first_seen", "evidence", "status")
-    rows = list(find(ops, selection, MAX_NOTICE_ITEMS + 1, fields))
+    rows = list(find(store, selection, MAX_NOTICE_ITEMS + 1, fields))
     items = []
     named: set[tuple[str, str]] = set()
     for match in rows[:MAX_NOTICE_ITEMS]:
@@ -223,14 +223,14 @@ class Notice:
     unreviewed: int = 0
 
 
-def notice(ops: Operations, selection: Selection, *, html: bool) -> Notice:
+def notice(store: Store, selection: Selection, *, html: bool) -> Notice:
     """The notice of the selection's site with the stored template and details; a template
     that cannot be used is a :class:`NoticeError`."""
-    items, more = notice_items(ops, selection)
+    items, more = notice_items(store, selection)
     context = notice_context(
-        str(selection.filters.site), items, notice_details(ops), selection.period()
+        str(selection.filters.site), items, notice_details(store), selection.period()
     )
-    text = render_notice(notice_template(ops), context, html=html)
+    text = render_notice(notice_template(store), context, html=html)
     unreviewed = sum(1 for i in items if i.get("status") == UNREVIEWED)
     return Notice(text, len(items), more, placeholders_in(text), unreviewed)
 

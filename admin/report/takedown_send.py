@@ -26,7 +26,7 @@ from admin.report.selection import UNREVIEWED, Selection, find, left_out
 from admin.report.takedown import MAX_NOTICE_ITEMS, NoticeError, not_ready, notice
 from matcher import notify, providers, takedowns
 from matcher.settings import Settings
-from matcher.store.operations import Operations
+from matcher.store import Store
 
 SENT_STATUSES = ("new", "confirmed")
 """Matches in these statuses become ``takedown_sent`` when their notice is sent."""
@@ -59,19 +59,19 @@ class Sent:
         return f"to {self.site} ({self.provider}) {how}: {named}"
 
 
-def site_provider(ops: Operations, site: str, url: str) -> str:
+def site_provider(store: Store, site: str, url: str) -> str:
     """The site's provider: as kept (an operator's word, or resolved earlier), else guessed
     from ``url``'s address now and kept (:func:`matcher.providers.provider_of`)."""
-    kept = ops.store.takedowns.contact(site)["provider"]
+    kept = store.takedowns.contact(site)["provider"]
     if kept:
         return kept
     guessed = providers.provider_of(url)
-    ops.store.takedowns.set_contact(site, provider=guessed, provider_from="resolved")
+    store.takedowns.set_contact(site, provider=guessed, provider_from="resolved")
     return guessed
 
 
 def send_notice(
-    ops: Operations,
+    store: Store,
     settings: Settings,
     selection: Selection,
     *,
@@ -85,20 +85,20 @@ def send_notice(
         raise SendError("a notice names one site")
     selection = replace(selection, notice=True)  # whatever the caller parsed: a notice's
     fields = ("url", "work_id", "page_id", "status")
-    matches = list(find(ops, selection, MAX_NOTICE_ITEMS, fields))
+    matches = list(find(store, selection, MAX_NOTICE_ITEMS, fields))
     if not matches:
-        raise SendError(f"{_nothing(ops, selection, site)}: nothing to notify")
-    done = notice(ops, selection, html=False)
+        raise SendError(f"{_nothing(store, selection, site)}: nothing to notify")
+    done = notice(store, selection, html=False)
     why = not_ready(done)
     if why:
         raise SendError(f"not ready: {why}")
     to = ""
     if email:
-        to = _email(ops, settings, site, done.text)
-    provider = site_provider(ops, site, str(matches[0]["url"]))
+        to = _email(store, settings, site, done.text)
+    provider = site_provider(store, site, str(matches[0]["url"]))
     statuses = Counter(str(m.get("status")) for m in matches)
     notice_id, urls = takedowns.open_cases(
-        ops.store, site, matches, sent_at=at, via="email" if email else "marked", to=to,
+        store, site, matches, sent_at=at, via="email" if email else "marked", to=to,
         provider=provider, days=settings.takedown_days, statuses=dict(statuses),
         unreviewed_chosen=selection.unreviewed,
     )  # fmt: skip
@@ -107,14 +107,14 @@ def send_notice(
             note = f"notice {notice_id}"
             if m.get("status") == UNREVIEWED:
                 note += " (named unreviewed, by choice)"
-            ops.set_status(str(m["_id"]), "takedown_sent", note, by)
+            store.matches.set_status(str(m["_id"]), "takedown_sent", note, by)
     via = "email" if email else "marked"
     return Sent(notice_id, site, urls, via, to, provider, statuses[UNREVIEWED])
 
 
-def _nothing(ops: Operations, selection: Selection, site: str) -> str:
+def _nothing(store: Store, selection: Selection, site: str) -> str:
     """Why a notice's selection names no match: none confirmed, unreviewed ones left out."""
-    waiting = left_out(ops, selection)
+    waiting = left_out(store, selection)
     if waiting:
         return (
             f"no confirmed match on {site}; {waiting} unreviewed match(es) are left out: "
@@ -123,12 +123,12 @@ def _nothing(ops: Operations, selection: Selection, site: str) -> str:
     return f"no selected match on {site}"
 
 
-def _email(ops: Operations, settings: Settings, site: str, text: str) -> str:
+def _email(store: Store, settings: Settings, site: str, text: str) -> str:
     """Email the notice to the site's contact; the address, or :class:`SendError`."""
     smtp = settings.smtp
     if smtp is None:
         raise SendError(notify.NO_SMTP)
-    to = ops.store.takedowns.contact(site)["contact"]
+    to = store.takedowns.contact(site)["contact"]
     if not to:
         raise SendError(f"no contact for {site}: set one (fptrack takedowns contact)")
     message = EmailMessage()

@@ -274,7 +274,7 @@ def list_works() -> Any:
         abort(400, "q is longer than 100 characters")
     after = request.args.get("after") or None
     limit = _limit()
-    rows = deps.ops().search_works(text=q, limit=limit + 1, keyset=True, before=after)
+    rows = deps.store().works.search_works(text=q, limit=limit + 1, keyset=True, before=after)
     more = len(rows) > limit
     rows = rows[:limit]
     return jsonify(works=[_work(w) for w in rows], next=str(rows[-1]["_id"]) if more else None)
@@ -284,7 +284,7 @@ def list_works() -> Any:
        responses=_ok("Work"))  # fmt: skip
 def get_work(work_id: str) -> Any:
     object_id(work_id, "work id")
-    work = deps.ops().store.get_work(work_id, {"text": 0})
+    work = deps.store().works.get_work(work_id, {"text": 0})
     if work is None:
         abort(404, "no such work")
     return jsonify(_work(work))
@@ -307,7 +307,7 @@ def register_works() -> Any:
         if not files:
             abort(400, "send at least one file as `files`")
         added, problems = register_uploads(
-            s.ctx.engine, s.ctx.ops, files, added=s.dispatch.work_added
+            s.ctx.engine, s.ctx.store, files, added=s.dispatch.work_added
         )
     else:
         body = _json_object()
@@ -316,7 +316,7 @@ def register_works() -> Any:
         author = _string(body, "author", MAX_TITLE_CHARS)
         source = _string(body, "source", MAX_TITLE_CHARS).strip() or title
         added, problems = register_text(
-            s.ctx.engine, s.ctx.ops, text, title=title, source=source, author=author,
+            s.ctx.engine, s.ctx.store, text, title=title, source=source, author=author,
             added=s.dispatch.work_added,
         )  # fmt: skip
     response = jsonify(added=[{"id": i, "title": t} for i, t in added], problems=problems)
@@ -339,7 +339,7 @@ def remove_work(work_id: str) -> Any:
 
 @route("GET", "/sites", "viewer", "List the watched sites", responses=_ok("SiteList"))
 def list_sites() -> Any:
-    return jsonify(sites=[s.to_dict() for s in deps.ops().list_sites()])
+    return jsonify(sites=[s.to_dict() for s in deps.store().sites.list_sites()])
 
 
 @route("GET", "/sites/{name}", "viewer", "One site", params=(SITE_NAME,), responses=_ok("Site"))
@@ -349,7 +349,7 @@ def get_site(name: str) -> Any:
 
 def _save_site(config: SiteConfig) -> dict[str, Any]:
     s = deps.services()  # as the admin's form does: schedules, authorised matches
-    save_site(s.ctx.ops, s.schedules, config, by=deps.current_user().username)
+    save_site(s.ctx.store, s.schedules, config, by=deps.current_user().username)
     return config.to_dict()
 
 
@@ -366,7 +366,7 @@ def _config(body: dict[str, Any]) -> SiteConfig:
        body={"application/json": "Site"}, responses={"201": "Site"})  # fmt: skip
 def create_site() -> Any:
     config = _config(_json_object())
-    if deps.ops().get_site(config.name) is not None:
+    if deps.store().sites.get_site(config.name) is not None:
         abort(409, f"a site named {config.name} exists")
     response = jsonify(_save_site(config))
     response.status_code = 201
@@ -388,7 +388,7 @@ def replace_site(name: str) -> Any:
        params=(SITE_NAME,), responses={"204": None})  # fmt: skip
 def delete_site(name: str) -> Any:
     s = deps.services()
-    remove_site(s.ctx.ops, s.schedules, deps.site_or_404(name).name)
+    remove_site(s.ctx.store, s.schedules, deps.site_or_404(name).name)
     return Response(status=204)
 
 
@@ -419,7 +419,7 @@ def list_matches() -> Any:
         abort(400, str(exc))
     limit = _limit()
     rows = list(
-        deps.ops().find_matches(
+        deps.store().matches.find_matches(
             limit=limit + 1, without=("evidence", "scores"), after=after, **filters.criteria()
         )
     )
@@ -431,7 +431,7 @@ def list_matches() -> Any:
 @route("GET", "/matches/{match_id}", "viewer", "One match with its evidence spans",
        params=(MATCH_ID,), responses=_ok("MatchDetail"))  # fmt: skip
 def get_match(match_id: str) -> Any:
-    match = deps.ops().match(match_id=match_id)
+    match = deps.store().matches.match(match_id=match_id)
     if match is None:
         abort(404, "no such match")
     return jsonify(_match(match, evidence=True))
@@ -446,10 +446,10 @@ def set_status(match_id: str) -> Any:
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = _string(body, "note", MAX_NOTE_CHARS)
-    ops = deps.ops()
-    if not ops.set_status(match_id, status, note, g.user.username):
+    store = deps.store()
+    if not store.matches.set_status(match_id, status, note, g.user.username):
         abort(404, "no such match")
-    return jsonify(_match(ops.match(match_id=match_id)))
+    return jsonify(_match(store.matches.match(match_id=match_id)))
 
 
 # query and reports -------------------------------------------------------------------
@@ -511,7 +511,7 @@ REPORT_FILTERS = (
 @route("GET", "/reports/summary", "viewer", "Counts of the selected matches by site and work",
        params=REPORT_FILTERS, responses=_ok("Summary"))  # fmt: skip
 def report_summary() -> Any:
-    summary = summarise(deps.ops(), Selection.parse(request.args))
+    summary = summarise(deps.store(), Selection.parse(request.args))
     return jsonify(
         total=summary.total,
         capped=summary.capped,
@@ -536,14 +536,14 @@ NOTICE_FILTERS = (
 def takedown_notice(name: str) -> Any:
     selection = Selection.parse(request.args, site=name, notice=True)
     try:
-        done = notice(deps.ops(), selection, html=False)
+        done = notice(deps.store(), selection, html=False)
     except NoticeError as exc:
         abort(500, unusable(exc))
     why = not_ready(done)
     return jsonify(
         site=name, notice=done.text, matches=done.count, more=done.more, ready=why is None,
         not_ready=why, placeholders=list(done.placeholders), unreviewed=selection.unreviewed,
-        unreviewed_named=done.unreviewed, unreviewed_left_out=left_out(deps.ops(), selection),
+        unreviewed_named=done.unreviewed, unreviewed_left_out=left_out(deps.store(), selection),
     )  # fmt: skip
 
 
@@ -576,7 +576,8 @@ def send_takedown(name: str) -> Any:
         abort(400, "email must be true or false")
     try:
         sent = send_notice(
-            deps.ops(), deps.ctx().settings, Selection.parse(request.args, site=name, notice=True),
+            deps.store(), deps.ctx().settings,
+            Selection.parse(request.args, site=name, notice=True),
             email=email, by=g.user.username, at=now(),
         )  # fmt: skip
     except SendError as exc:

@@ -29,7 +29,6 @@ import pymongo.errors
 from admin.web.users import ROLES, User, UserError, Users, aware
 from matcher.errors import StoreUnavailable
 from matcher.store import Store, now
-from matcher.store.operations import Operations
 
 PREFIX = "fpt_"
 TOKEN = re.compile(r"^fpt_[A-Za-z0-9_-]{43}$")
@@ -58,7 +57,7 @@ def digest(secret: str) -> str:
 
 class ApiTokens:
     def __init__(self, store: Store) -> None:
-        self.ops = Operations(store)
+        self.store = store
 
     def create(self, user: User, name: str, role: str) -> Issued:
         """A new token of ``user`` named ``name`` acting with ``role`` (at most the user's)."""
@@ -69,7 +68,7 @@ class ApiTokens:
             raise UserError(f"role must be one of {', '.join(ROLES)}")
         if not user.can(role):
             raise UserError(f"a {user.role} cannot make a token with the {role} role")
-        if len(self.ops.api_tokens(username=user.username)) >= MAX_TOKENS_PER_USER:
+        if len(self.store.tokens.api_tokens(username=user.username)) >= MAX_TOKENS_PER_USER:
             raise UserError(f"at most {MAX_TOKENS_PER_USER} tokens per user: revoke one first")
         secret = PREFIX + secrets.token_urlsafe(32)
         hashed = digest(secret)
@@ -83,7 +82,7 @@ class ApiTokens:
             "last_used_at": None,
             "revoked_at": None,
         }
-        self.ops.save_api_token(digest=hashed, fields=record)
+        self.store.tokens.save_api_token(digest=hashed, fields=record)
         return Issued(secret, {**record, "_id": hashed})
 
     def authenticate(self, secret: Any, users: Users) -> User | None:
@@ -92,7 +91,7 @@ class ApiTokens:
         if not isinstance(secret, str) or not TOKEN.match(secret):
             return None
         hashed = digest(secret)
-        record = self.ops.api_token(digest=hashed)
+        record = self.store.tokens.api_token(digest=hashed)
         if record is None:
             return None
         account = users.get_role(record["username"])
@@ -102,17 +101,17 @@ class ApiTokens:
         stamp = now()
         used = record.get("last_used_at")
         if used is None or stamp - aware(used) >= TOUCH_EVERY:
-            self.ops.api_token_used(digest=hashed, at=stamp)
+            self.store.tokens.api_token_used(digest=hashed, at=stamp)
         return User(record["username"], role)
 
     def list(self, user: User) -> list[dict[str, Any]]:
         """The user's tokens; an admin sees everyone's."""
-        return self.ops.api_tokens(username=None if user.can("admin") else user.username)
+        return self.store.tokens.api_tokens(username=None if user.can("admin") else user.username)
 
     def revoke(self, user: User, token_id: str) -> bool:
         """Revoke one of the user's tokens (an admin: anyone's)."""
         owner = None if user.can("admin") else user.username
-        return self.ops.revoke_api_token(token_id=token_id, username=owner)
+        return self.store.tokens.revoke_api_token(token_id=token_id, username=owner)
 
 
 class KeptTokens:
@@ -141,7 +140,7 @@ class KeptTokens:
         """Keep every token of the store that passes now."""
         roles: dict[str, str | None] = {}
         passed = set()
-        for record in self.tokens.ops.api_tokens(username=None):
+        for record in self.tokens.store.tokens.api_tokens(username=None):
             name = record.get("username")
             if name not in roles:
                 roles[name] = self.users.get_role(name)

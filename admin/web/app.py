@@ -100,9 +100,9 @@ def session_secret(ctx: Context) -> str:
     store."""
     if ctx.settings.admin_secret:
         return ctx.settings.admin_secret
-    kept = ctx.ops.get_state(SECRET_STATE_KEY)
+    kept = ctx.store.state.get_state(SECRET_STATE_KEY)
     if not kept:
-        kept = ctx.ops.state_once(key=SECRET_STATE_KEY, value=secrets.token_hex(32))
+        kept = ctx.store.state.state_once(key=SECRET_STATE_KEY, value=secrets.token_hex(32))
     return kept
 
 

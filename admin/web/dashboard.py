@@ -22,22 +22,22 @@ TOP = 10
 SITE_TRENDS = 4
 
 
-def summary(ops: Any) -> dict[str, Any]:
+def summary(store: Any) -> dict[str, Any]:
     """The dashboard's figures (also what the benchmark times)."""
-    total = ops.tally_total()
+    total = store.dashboard.tally_total()
     today = now().date()
     days = [(today - timedelta(days=TREND_DAYS - 1 - i)).isoformat() for i in range(TREND_DAYS)]
-    daily = ops.tally_days(first=days[0])
+    daily = store.dashboard.tally_days(first=days[0])
     matches_by_day = tallies.each(daily, "matches")
     pages_by_day = tallies.each(daily, "pages")
-    top_sites = ops.tally_top(scope="site", limit=TOP)
+    top_sites = store.dashboard.tally_top(scope="site", limit=TOP)
     per_site = []
     for doc in top_sites[:SITE_TRENDS]:
         counts = doc.get("days", {})
         per_site.append((doc["key"], [(d, int(counts.get(d, 0))) for d in days]))
     health = []
-    last = ops.latest_crawls()
-    for site in ops.list_sites():
+    last = store.crawls.latest_crawls()
+    for site in store.sites.list_sites():
         crawl = last.get(site.name)
         stats = (crawl or {}).get("stats") or {}
         errors = sum(v for k, v in stats.items() if k.startswith("fptrack/errors/"))
@@ -53,16 +53,16 @@ def summary(ops: Any) -> dict[str, Any]:
         "top_sites": [(d["key"], int(d.get("infringing", 0))) for d in top_sites],
         "top_works": [
             (d.get("label") or d["key"], int(d.get("infringing", 0)), d["key"])
-            for d in ops.tally_top(scope="work", limit=TOP)
+            for d in store.dashboard.tally_top(scope="work", limit=TOP)
         ],
         "health": health,
-        "failures": ops.failure_count(),
+        "failures": store.failure_log.failure_count(),
     }
 
 
 @bp.get("/")
 def index() -> Any:
-    s = summary(deps.ops())
+    s = summary(deps.store())
     charts = {
         "matches": bar_chart(
             s["matches_by_day"], f"Matches first seen per day, last {TREND_DAYS} days"

@@ -1,6 +1,6 @@
 """Where every view gets what a request uses: the services built once per application
 (:class:`Services`: the context, the dispatch, the accounts, the lock, the metrics), and
-short lookups of their parts (:func:`ctx`, :func:`ops`, :func:`engine`, :func:`current_user`),
+short lookups of their parts (:func:`ctx`, :func:`store`, :func:`engine`, :func:`current_user`),
 on the model of the FastAPI template's ``api/deps.py``.
 
 :mod:`admin.web.app` builds the :class:`Services` and imports the views; the views import
@@ -25,7 +25,7 @@ from matcher.sites import SiteConfig, SiteConfigError
 
 if TYPE_CHECKING:
     from matcher.engine import Engine
-    from matcher.store.operations import Operations
+    from matcher.store import Store
 
 EXTENSION = "fptrack"
 """The key of :class:`Services` in ``app.extensions``."""
@@ -43,7 +43,7 @@ class Services:
         self, ctx: Context, dispatch: Dispatch, lock: threading.RLock | None, schedules: bool
     ) -> None:
         self.ctx, self.dispatch, self.lock = ctx, dispatch, lock
-        _ = ctx.settings, ctx.engine, ctx.ops, ctx.archive
+        _ = ctx.settings, ctx.engine, ctx.store, ctx.archive
         self.users = Users(ctx.engine.store)
         self.schedules = ctx.schedules if schedules else None
         self.metrics = StoreMetrics(ctx)
@@ -62,8 +62,8 @@ def ctx() -> Context:
     return services().ctx
 
 
-def ops() -> Operations:
-    return services().ctx.ops
+def store() -> Store:
+    return services().ctx.store
 
 
 def engine() -> Engine:
@@ -78,7 +78,7 @@ def current_user() -> User:
 def site_or_404(name: str) -> SiteConfig:
     """The stored site ``name``; 404 when there is none."""
     try:
-        site = ops().get_site(name)
+        site = store().sites.get_site(name)
     except SiteConfigError:
         site = None
     if site is None:

@@ -53,7 +53,7 @@ def watch(host: str) -> Any:
     except SiteConfigError as exc:
         abort(400, str(exc))
     s = deps.services()
-    note = save_site(s.ctx.ops, s.schedules, config, by=deps.current_user().username)
+    note = save_site(s.ctx.store, s.schedules, config, by=deps.current_user().username)
     deps.engine().store.discovery.set_candidate_state(host, "watched")
     flash(f"{host} is watched as {config.name}: {note}.", "ok")
     return redirect(url_for("discovery.index"))

@@ -64,8 +64,10 @@ class InlineDispatch:
         ctx, run_id = self.ctx, uuid.uuid4().hex
         try:
             with self.lock:
-                ctx.ops.record_crawl(run_id, site.name, started_at=now(), outcome="running")
-                authorised = ctx.ops.authorised_sites()
+                ctx.store.crawls.record_crawl(
+                    run_id, site.name, started_at=now(), outcome="running"
+                )
+                authorised = ctx.store.sites.authorised_sites()
 
             ingest = _LockedIngest(ctx, self.lock, authorised)
             try:
@@ -76,7 +78,7 @@ class InlineDispatch:
             except Exception as exc:  # recorded for the operator, like a failed crawl task
                 stats, outcome, error = {}, "failed", str(exc)
             with self.lock:
-                ctx.ops.record_crawl(
+                ctx.store.crawls.record_crawl(
                     run_id, site.name, finished_at=now(), outcome=outcome, stats=stats, error=error
                 )
         finally:
@@ -84,7 +86,9 @@ class InlineDispatch:
 
     def work_added(self, work_id: str) -> None:
         with self.lock:
-            self.ctx.engine.match_work_against_pages(work_id, self.ctx.ops.authorised_sites())
+            self.ctx.engine.match_work_against_pages(
+                work_id, self.ctx.store.sites.authorised_sites()
+            )
 
     def busy(self) -> bool:
         return any(t.is_alive() for t in self.threads)

@@ -39,13 +39,13 @@ def _filters() -> MatchFilters:
 @bp.get("/")
 def index() -> Any:
     filters = _filters()
-    ops = deps.ops()
+    store = deps.store()
     try:
         after = parse_cursor(request.args.get("after"))
     except FilterError as exc:
         abort(400, str(exc))
     rows = list(
-        ops.find_matches(
+        store.matches.find_matches(
             limit=PAGE_SIZE + 1, without=("evidence", "scores"), after=after, **filters.criteria()
         )
     )
@@ -57,7 +57,7 @@ def index() -> Any:
         rows=rows,
         filters=filters,
         statuses=STATUSES,
-        sites=[s.name for s in ops.list_sites()],
+        sites=[s.name for s in store.sites.list_sites()],
         next_args=next_args,
         first_page=not request.args.get("after"),
     )
@@ -65,12 +65,12 @@ def index() -> Any:
 
 @bp.get("/<match_id>")
 def detail(match_id: str) -> Any:
-    ops = deps.ops()
-    match = ops.match(match_id=match_id)
+    store = deps.store()
+    match = store.matches.match(match_id=match_id)
     if match is None:
         abort(404, "no such match")
-    work = ops.store.get_work(str(match["work_id"]), {"title": 1, "source": 1})
-    page = ops.store.get_page(
+    work = store.works.get_work(str(match["work_id"]), {"title": 1, "source": 1})
+    page = store.pages.get_page(
         str(match["page_id"]),
         {
             "text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1,
@@ -78,9 +78,9 @@ def detail(match_id: str) -> Any:
         },
     )  # fmt: skip
     evidence = match.get("evidence", [])
-    window = ops.store.work_window(match["work_id"], [e["work_span"] for e in evidence])
+    window = store.works.work_window(match["work_id"], [e["work_span"] for e in evidence])
     work_text, shift = window.text, window.offset
-    page_text = ops.store.download_text(page) if page else ""
+    page_text = store.pages.download_text(page) if page else ""
     work_spans = [
         (e["work_span"][0] - shift, e["work_span"][1] - shift, i) for i, e in enumerate(evidence, 1)
     ]
@@ -103,7 +103,7 @@ def detail(match_id: str) -> Any:
         kept=kept,
         changed_since=bool(kept and latest and latest.get("sha256") != kept.get("sha256")),
         work=work,
-        twins=[t for t in ops.store.twins(match["work_id"]) if not t.get("near_twin")],
+        twins=[t for t in store.twins.twins(match["work_id"]) if not t.get("near_twin")],
         page=page,
         work_html=highlight(work_text, work_spans, "work"),
         page_html=highlight(page_text, page_spans, "page"),
@@ -116,7 +116,7 @@ def detail(match_id: str) -> Any:
 @bp.get("/<match_id>/archive.warc.gz")
 def archived(match_id: str) -> Any:
     """The HTTP exchange the match was first found in, as a gzipped WARC file."""
-    match = deps.ops().match(match_id=match_id)
+    match = deps.store().matches.match(match_id=match_id)
     if match is None:
         abort(404, "no such match")
     sha256 = (match.get("archive") or {}).get("sha256")
@@ -142,7 +142,7 @@ def set_status(match_id: str) -> Any:
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = request.form.get("note", "")[:2000]
-    if not deps.ops().set_status(match_id, status, note, g.user.username):
+    if not deps.store().matches.set_status(match_id, status, note, g.user.username):
         abort(404, "no such match")
     flash(f"status set to {status}")
     return redirect(url_for("matches.detail", match_id=match_id))
@@ -157,19 +157,19 @@ def bulk() -> Any:
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = request.form.get("note", "")[:2000]
-    ops = deps.ops()
+    store = deps.store()
     try:
         filters = MatchFilters.parse(request.args)
     except FilterError as exc:
         abort(400, str(exc))
     if request.form.get("scope") == "filtered":
-        ids = ops.match_ids(limit=MAX_BULK + 1, **filters.criteria())
+        ids = store.matches.match_ids(limit=MAX_BULK + 1, **filters.criteria())
         if len(ids) > MAX_BULK:
             abort(400, f"more than {MAX_BULK:,} matches: narrow the filters")
     else:
         ids = request.form.getlist("ids")
         for match_id in ids:
             object_id(match_id, "match id")
-    changed = sum(ops.set_status(i, status, note, g.user.username) for i in ids)
+    changed = sum(store.matches.set_status(i, status, note, g.user.username) for i in ids)
     flash(f"{changed} match(es) set to {status}")
     return redirect(url_for("matches.index", **filters.args()))

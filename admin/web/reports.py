@@ -107,11 +107,13 @@ def _attachment(body: bytes, mimetype: str, filename: str) -> Response:
 
 @bp.get("/")
 def index() -> Any:
-    ops = deps.ops()
+    store = deps.store()
     selection = Selection.parse(request.args)
-    summary = summarise(ops, selection)
-    sites = sorted({s.name for s in ops.list_sites()} | {s for s, _ in summary.by_site if s})
-    works = ops.list_works(limit=MAX_WORK_CHOICES + 1)
+    summary = summarise(store, selection)
+    sites = sorted(
+        {s.name for s in store.sites.list_sites()} | {s for s, _ in summary.by_site if s}
+    )
+    works = store.works.list_works(limit=MAX_WORK_CHOICES + 1)
     return render_template(
         "reports.html",
         selection=selection,
@@ -131,7 +133,7 @@ def index() -> Any:
 @bp.get("/export.csv")
 def export_csv() -> Response:
     selection = Selection.parse(request.args)
-    body = to_csv(export_rows(deps.ops(), selection)).encode("utf-8-sig")
+    body = to_csv(export_rows(deps.store(), selection)).encode("utf-8-sig")
     name = f"fptrack-report-{selection.label()}.csv"
     return _attachment(body, "text/csv; charset=utf-8", name)
 
@@ -139,24 +141,24 @@ def export_csv() -> Response:
 @bp.get("/export.xlsx")
 def export_xlsx() -> Response:
     selection = Selection.parse(request.args)
-    body = to_xlsx(export_rows(deps.ops(), selection))
+    body = to_xlsx(export_rows(deps.store(), selection))
     return _attachment(body, XLSX_MIMETYPE, f"fptrack-report-{selection.label()}.xlsx")
 
 
 @bp.get("/print")
 def printable() -> Any:
-    ops = deps.ops()
+    store = deps.store()
     selection = Selection.parse(request.args)
-    rows = list(find(ops, selection, MAX_PRINT_MATCHES + 1))
+    rows = list(find(store, selection, MAX_PRINT_MATCHES + 1))
     more = len(rows) > MAX_PRINT_MATCHES
     entries = []
     for match in rows[:MAX_PRINT_MATCHES]:
         evidence = match.get("evidence", [])
         spans = [e["work_span"] for e in evidence[:PRINT_PASSAGES]]
-        work_text = ops.store.work_window(match["work_id"], spans)
+        work_text = store.works.work_window(match["work_id"], spans)
         fields = {"text": 1, "title": 1, "url": 1, "parts": 1}
-        page = ops.store.get_page(str(match.get("page_id")), fields) or {}
-        page_text = ops.store.download_text(page) if page else ""
+        page = store.pages.get_page(str(match.get("page_id")), fields) or {}
+        page_text = store.pages.download_text(page) if page else ""
         entries.append(
             {
                 "match": match,
@@ -177,7 +179,7 @@ def printable() -> Any:
         selection=selection,
         entries=entries,
         more=more,
-        summary=summarise(ops, selection),
+        summary=summarise(store, selection),
         max_print=MAX_PRINT_MATCHES,
         generated=datetime.now(UTC),
     )
@@ -198,7 +200,7 @@ def _passage(text: str, start: int, end: int) -> Markup:
 def _notice(site: str, html: bool) -> tuple[Notice, Selection]:
     selection = Selection.parse(request.args, site=site, notice=True)
     try:
-        return notice(deps.ops(), selection, html=html), selection
+        return notice(deps.store(), selection, html=html), selection
     except NoticeError as exc:
         abort(500, unusable(exc))
 
@@ -244,7 +246,7 @@ def takedown(site: str) -> Any:
         not_ready=not_ready(done),
         placeholders=done.placeholders,
         unreviewed=done.unreviewed,
-        left_out=left_out(deps.ops(), selection),
+        left_out=left_out(deps.store(), selection),
     )
 
 
@@ -258,26 +260,26 @@ def takedown_text(site: str) -> Response:
 @bp.get("/evidence.zip")
 def evidence() -> Response:
     selection = Selection.parse(request.args)
-    body = evidence_zip(deps.ops(), _archive(), selection, ca_pem=_tsa_ca())
+    body = evidence_zip(deps.store(), _archive(), selection, ca_pem=_tsa_ca())
     return _attachment(body, "application/zip", f"fptrack-evidence-{selection.label()}.zip")
 
 
 @bp.get("/takedown/<site>/evidence.zip")
 def takedown_evidence(site: str) -> Response:
     done, selection = _ready_notice(site)
-    body = evidence_zip(deps.ops(), _archive(), selection, notice=done.text, ca_pem=_tsa_ca())
+    body = evidence_zip(deps.store(), _archive(), selection, notice=done.text, ca_pem=_tsa_ca())
     return _attachment(body, "application/zip", f"takedown-evidence-{selection.label()}.zip")
 
 
 @bp.route("/takedown-template", methods=["GET", "POST"])
 @requires("admin")
 def takedown_template() -> Any:
-    ops = deps.ops()
-    source, details = notice_template(ops), notice_details(ops)
+    store = deps.store()
+    source, details = notice_template(store), notice_details(store)
     error = None
     if request.method == "POST":
         if request.form.get("reset"):
-            ops.set_state(TEMPLATE_STATE_KEY, "")
+            store.state.set_state(TEMPLATE_STATE_KEY, "")
             flash("takedown template reset to the default")
             return redirect(url_for("reports.takedown_template"))
         source = request.form.get("template", "").replace("\r\n", "\n")
@@ -286,8 +288,8 @@ def takedown_template() -> Any:
         }
         error = check_template(source, details)
         if error is None:
-            ops.set_state(TEMPLATE_STATE_KEY, source)
-            ops.set_state(DETAILS_STATE_KEY, details)
+            store.state.set_state(TEMPLATE_STATE_KEY, source)
+            store.state.set_state(DETAILS_STATE_KEY, details)
             flash("takedown template saved")
             return redirect(url_for("reports.takedown_template"))
     preview = None

@@ -26,9 +26,9 @@ INT_FIELDS = {"max_depth": 5, "max_pages": 0, "deadline": 0, "crawlers": 1}  # w
 
 @bp.get("/")
 def index() -> Any:
-    ops = deps.ops()
-    sites = ops.list_sites()
-    latest = ops.latest_crawls()
+    store = deps.store()
+    sites = store.sites.list_sites()
+    latest = store.crawls.latest_crawls()
     crawls = {s.name: crawl_runs.outline(latest.get(s.name)) for s in sites}
     return render_template("sites.html", sites=sites, crawls=crawls)
 
@@ -36,14 +36,13 @@ def index() -> Any:
 @bp.get("/<name>")
 def detail(name: str) -> Any:
     site = deps.site_or_404(name)
-    ops = deps.ops()
-    store = ops.store
+    store = deps.store()
     crawls = store.crawls.last_crawls(site.name, 10)
     outlines = [crawl_runs.outline(c, _found_during(c)) for c in crawls]
     rules = store.sites.site_rules(site.name)
     matches = {
-        "all": ops.matches.count(site=site.name, active_only=True),
-        "new": ops.matches.count(site=site.name, status="new", active_only=True),
+        "all": store.matches.count(site=site.name, active_only=True),
+        "new": store.matches.count(site=site.name, status="new", active_only=True),
     }
     return render_template(
         "site.html",
@@ -62,7 +61,7 @@ def _found_during(run: dict[str, Any]) -> int | None:
     if not isinstance(started, datetime):
         return None
     ended = run.get("finished_at")
-    return deps.ops().matches.count(
+    return deps.store().matches.count(
         site=run["site"], since=started, until=ended if isinstance(ended, datetime) else None,
         active_only=True,
     )  # fmt: skip
@@ -87,7 +86,7 @@ def acknowledge(name: str, run_id: str) -> Any:
     are recorded with it and shown."""
     site = deps.site_or_404(name)
     by = deps.current_user().username
-    done = deps.ops().store.crawls.acknowledge_failures(site.name, by=by, at=now(), run_id=run_id)
+    done = deps.store().crawls.acknowledge_failures(site.name, by=by, at=now(), run_id=run_id)
     flash("crawl failure acknowledged" if done else "no unacknowledged failed crawl of that id")
     return redirect(url_for("sites.detail", name=site.name))
 
@@ -97,7 +96,7 @@ def acknowledge(name: str, run_id: str) -> Any:
 def rules(name: str) -> Any:
     """Add a parameter rule, delete one, or forget a dead link pattern (``action``)."""
     site = deps.site_or_404(name)
-    sites = deps.ops().store.sites
+    sites = deps.store().sites
     form = request.form
     action = form.get("action", "")
     pattern, param = form.get("pattern", "").strip(), form.get("param", "").strip()
@@ -155,10 +154,10 @@ def _edit(site: SiteConfig | None) -> Any:
         config = _form_site(request.form, site.name if site else None)
     except (SiteConfigError, ValueError) as exc:
         return render_template("site_form.html", site=site, form=request.form, error=str(exc)), 400
-    if site is None and s.ctx.ops.get_site(config.name) is not None:
+    if site is None and s.ctx.store.sites.get_site(config.name) is not None:
         error = f"a site named {config.name} exists"
         return render_template("site_form.html", site=None, form=request.form, error=error), 400
-    note = save_site(s.ctx.ops, s.schedules, config, by=deps.current_user().username)
+    note = save_site(s.ctx.store, s.schedules, config, by=deps.current_user().username)
     flash(note)
     return redirect(url_for("sites.detail", name=config.name))
 
@@ -176,6 +175,6 @@ def crawl(name: str) -> Any:
 def remove(name: str) -> Any:
     site = deps.site_or_404(name)
     s = deps.services()
-    remove_site(s.ctx.ops, s.schedules, site.name)
+    remove_site(s.ctx.store, s.schedules, site.name)
     flash(f"site {site.name} removed (its pages and matches stay)")
     return redirect(url_for("sites.index"))

@@ -58,7 +58,9 @@ def index() -> Any:
     days = escalate_days()
     found = stored_figures(deps.engine().store, now(), days)
     contacts = deps.engine().store.takedowns.contacts()
-    names = sorted({s.name for s in deps.ops().list_sites()} | {f.name for f in found["sites"]})
+    names = sorted(
+        {s.name for s in deps.store().sites.list_sites()} | {f.name for f in found["sites"]}
+    )
     recheck_days = ", ".join(f"{d:g}" for d in deps.ctx().settings.takedown_days)
     return render_template(
         "takedowns.html",
@@ -103,7 +105,7 @@ def send(site: str) -> Any:
     try:
         selection = Selection.parse(request.form, site=site, notice=True)
         sent = send_notice(
-            deps.ops(), ctx.settings, selection, email=request.form.get("email") == "1",
+            deps.store(), ctx.settings, selection, email=request.form.get("email") == "1",
             by=deps.current_user().username, at=now(),
         )  # fmt: skip
     except (FilterError, SendError, NoticeError) as exc:
@@ -117,7 +119,7 @@ def send(site: str) -> Any:
 @bp.post("/contact/<site>")
 @requires("admin")
 def contact(site: str) -> Any:
-    if deps.ops().get_site(site) is None:
+    if deps.store().sites.get_site(site) is None:
         abort(404, f"no site {site}")
     email = request.form.get("contact", "").strip()[:200]
     provider = request.form.get("provider", "").strip()[:200]

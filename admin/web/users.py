@@ -24,7 +24,6 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from matcher.errors import MatcherError
 from matcher.store import Store, now
-from matcher.store.operations import Operations
 
 ROLES = ("viewer", "reviewer", "admin")
 """Each role may do what the roles before it may."""
@@ -72,7 +71,7 @@ class Users:
     """Create, check and list accounts."""
 
     def __init__(self, store: Store) -> None:
-        self.ops = Operations(store)
+        self.store = store
 
     @staticmethod
     def _name(username: Any) -> str:
@@ -87,7 +86,7 @@ class Users:
             raise UserError(f"role must be one of {', '.join(ROLES)}")
         if not isinstance(password, str) or len(password) < MIN_PASSWORD_CHARS:
             raise UserError(f"a password has at least {MIN_PASSWORD_CHARS} characters")
-        if not replace and self.ops.user_record(username=name, fields={"_id": 1}):
+        if not replace and self.store.users.user_record(username=name, fields={"_id": 1}):
             raise UserError(f"user {name!r} exists (use --replace to reset it)")
         fields = {
             "password_hash": _hasher.hash(password),
@@ -95,7 +94,7 @@ class Users:
             "throttle": {},
             "session_epoch": secrets.token_hex(16),  # a new password ends every session
         }
-        self.ops.save_user(username=name, fields=fields)
+        self.store.users.save_user(username=name, fields=fields)
         return User(name, role)
 
     def get(self, username: Any, epoch: Any = None) -> User | None:
@@ -103,7 +102,9 @@ class Users:
         account's: no logout or password change since it was made)."""
         if not isinstance(username, str) or not USERNAME.match(username):
             return None
-        doc = self.ops.user_record(username=username, fields={"role": 1, "session_epoch": 1})
+        doc = self.store.users.user_record(
+            username=username, fields={"role": 1, "session_epoch": 1}
+        )
         if not doc or doc.get("role") not in ROLES or doc.get("session_epoch") != epoch:
             return None
         return User(username, doc["role"], epoch)
@@ -112,17 +113,17 @@ class Users:
         """The role of the account ``username``, or None when there is no such account."""
         if not isinstance(username, str) or not USERNAME.match(username):
             return None
-        doc = self.ops.user_record(username=username, fields={"role": 1})
+        doc = self.store.users.user_record(username=username, fields={"role": 1})
         return doc["role"] if doc and doc.get("role") in ROLES else None
 
     def end_sessions(self, username: str) -> None:
         """Log the account out everywhere: every session made before now is refused."""
-        self.ops.update_user(
+        self.store.users.update_user(
             username=self._name(username), fields={"session_epoch": secrets.token_hex(16)}
         )
 
     def list(self) -> list[dict[str, Any]]:
-        return self.ops.user_records()
+        return self.store.users.user_records()
 
     def authenticate(
         self, username: Any, password: Any, client: str = ""
@@ -138,7 +139,7 @@ class Users:
         if not isinstance(username, str) or not USERNAME.match(username):
             _verify(_DUMMY_HASH, str(password))
             return None, REFUSED
-        doc = self.ops.user_record(username=username)
+        doc = self.store.users.user_record(username=username)
         right = _verify(doc["password_hash"] if doc else _DUMMY_HASH, str(password))
         if doc is None:
             return None, REFUSED
@@ -148,17 +149,17 @@ class Users:
         waiting = mine.get("until") is not None and aware(mine["until"]) > stamp
         if waiting or not right or not isinstance(password, str):
             if not waiting:  # counted in the store at once: guesses sent together all count
-                failures = self.ops.count_login_failure(username=username, client=who)
+                failures = self.store.users.count_login_failure(username=username, client=who)
                 over = failures - MAX_FAILURES
                 if over >= 0:
                     wait = min(FIRST_WAIT_SECONDS * 2**over, MAX_WAIT_SECONDS)
                     until = stamp + timedelta(seconds=wait)
-                    self.ops.hold_logins(username=username, client=who, until=until)
+                    self.store.users.hold_logins(username=username, client=who, until=until)
             return None, REFUSED
         update: dict[str, Any] = {"last_login": stamp}
         if _hasher.check_needs_rehash(doc["password_hash"]):
             update["password_hash"] = _hasher.hash(password)
-        self.ops.login_succeeded(username=username, client=who, fields=update)
+        self.store.users.login_succeeded(username=username, client=who, fields=update)
         return User(username, doc["role"], doc.get("session_epoch")), ""
 
 

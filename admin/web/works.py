@@ -29,28 +29,28 @@ def upload_works(files: list[Any]) -> Registered:
     """Register uploaded files (:func:`admin.registration.register_uploads`), each matched
     against the pages already crawled through the dispatch."""
     s = deps.services()
-    return register_uploads(s.ctx.engine, s.ctx.ops, files, added=s.dispatch.work_added)
+    return register_uploads(s.ctx.engine, s.ctx.store, files, added=s.dispatch.work_added)
 
 
 @bp.get("/")
 def index() -> Any:
-    ops = deps.ops()
+    store = deps.store()
     q = request.args.get("q", "").strip()[:MAX_SEARCH_CHARS]
-    works = ops.search_works(text=q, limit=LIST_LIMIT)
-    counts = ops.infringing_by_work(work_ids=[w["_id"] for w in works])
+    works = store.works.search_works(text=q, limit=LIST_LIMIT)
+    counts = store.dashboard.infringing_by_work(work_ids=[w["_id"] for w in works])
     return render_template("works.html", works=works, q=q, counts=counts, limit=LIST_LIMIT)
 
 
 @bp.get("/<work_id>")
 def detail(work_id: str) -> Any:
-    ops = deps.ops()
-    work = ops.store.get_work(work_id, {"text": 0})
+    store = deps.store()
+    work = store.works.get_work(work_id, {"text": 0})
     if work is None:
         abort(404, "no such work")
-    matches = ops.list_matches(limit=500, work_id=work_id)
+    matches = store.matches.list_matches(limit=500, work_id=work_id)
     first = work.get("same_text_as")
-    same_as = ops.store.get_work(str(first), {"title": 1}) if first else None
-    twins = ops.store.twins(work["_id"])
+    same_as = store.works.get_work(str(first), {"title": 1}) if first else None
+    twins = store.twins.twins(work["_id"])
     return render_template("work.html", work=work, matches=matches, same_as=same_as, twins=twins)
 
 

@@ -1474,4 +1474,4 @@ class _StoreLedger:
         self.store = store
 
     def known_pages(self, urls: Any) -> dict[str, dict[str, Any]]:
-        return self.store.page_validators(urls)
+        return self.store.pages.page_validators(urls)

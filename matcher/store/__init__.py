@@ -1,18 +1,23 @@
 """The MongoDB store: works, pages, fingerprints, matches, sites, crawl runs, accounts.
 
 One module per family of collections, each a small class holding its collections and their
-queries: :mod:`~matcher.store.works` (works and their text by segments),
-:mod:`~matcher.store.pages`, :mod:`~matcher.store.fingerprints`,
-:mod:`~matcher.store.matches`, :mod:`~matcher.store.sites`, :mod:`~matcher.store.crawls`
+queries: :mod:`~matcher.store.works` (works and their text by segments; :mod:`~matcher.store.twins`
+the works with the same text as another),
+:mod:`~matcher.store.pages` (with :mod:`~matcher.store.page_links` and
+:mod:`~matcher.store.page_marks`), :mod:`~matcher.store.fingerprints`,
+:mod:`~matcher.store.matches` (:mod:`~matcher.store.archived_matches` those archived),
+:mod:`~matcher.store.sites`, :mod:`~matcher.store.crawls`
 (crawl runs), :mod:`~matcher.store.failures`, :mod:`~matcher.store.accounts` (users and API
 tokens), :mod:`~matcher.store.state` (job state, daily reports, dashboard counters),
 :mod:`~matcher.store.sequences` (the ``seq`` counters), :mod:`~matcher.store.alerts`,
 :mod:`~matcher.store.index_state` and :mod:`~matcher.store.tallies`; the collections' indexes
 and shard keys in :mod:`~matcher.store.layout`, the one client factory in
-:mod:`~matcher.store.client`. :class:`Store` composes the families (``store.pages``,
-``store.works``, ...) and keeps its methods as forwards to them, so callers need not all
-change at once; :class:`matcher.store.operations.Operations` does the same for the
-operators' queries. No module outside this package reaches MongoDB (``tests/test_seams.py``).
+:mod:`~matcher.store.client`, which picks the backend by the URI (a MongoDB server, or
+``memory://``: the in-memory one of :mod:`~matcher.store.memory`, mongomock's, which the
+embedded scan uses). :class:`Store` composes the families: callers hold them
+(``store.pages.get_page(...)``, ``store.matches.upsert_match(...)``); the store itself only
+opens, indexes, resets and closes. No module outside this package reaches MongoDB
+(``tests/test_seams.py``).
 
 Every write is an upsert on a unique key, so storing the same page or match twice updates
 it and never duplicates it. Works and pages also get a small integer ``seq`` (from the
@@ -35,10 +40,10 @@ from matcher.settings import Settings
 from matcher.statuses import STATUSES
 from matcher.store import tallies
 from matcher.store.accounts import ApiTokens, Users
-from matcher.store.client import client_for, mongo_client
+from matcher.store.archived_matches import ArchivedMatches
+from matcher.store.client import MEMORY_URI, client_for, client_of, mongo_client
 from matcher.store.common import (
     KINDS,
-    Forward,
     StoreError,
     mongo_errors,
     now,
@@ -59,12 +64,15 @@ from matcher.store.layout import (
     shard_commands,
 )
 from matcher.store.matches import Matches
+from matcher.store.page_links import PageLinks
+from matcher.store.page_marks import PageMarks
 from matcher.store.pages import VALIDATOR_CHARS, Pages
 from matcher.store.sequences import Sequences
 from matcher.store.sites import Sites
 from matcher.store.stamps import Stamps
 from matcher.store.state import Dashboard, Reports, State
 from matcher.store.takedowns import Takedowns
+from matcher.store.twins import Twins
 from matcher.store.works import NEAR_CANDIDATES, TextWindow, Works
 
 __all__ = [
@@ -72,6 +80,7 @@ __all__ = [
     "KINDS",
     "LEGACY_INDEXES",
     "LIST_ORDER",
+    "MEMORY_URI",
     "NEAR_CANDIDATES",
     "REGISTRATION_ORDER",
     "SHARD_KEYS",
@@ -90,9 +99,10 @@ __all__ = [
 
 
 class Store:
-    """Typed reads and idempotent writes over the fptrack MongoDB database: the families of
-    collections (attributes), and their methods forwarded (:class:`~matcher.store.common.
-    Forward`) under the names callers have always used."""
+    """The fptrack MongoDB database as its families of collections (``store.pages``,
+    ``store.matches``, ...: each holds its collections' typed reads and idempotent writes),
+    opened (:meth:`open`, :meth:`connect`: the backend chosen by the URI), indexed
+    (:meth:`ensure_indexes`), reset (:meth:`reset_pages`) and closed (:meth:`close`)."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -101,10 +111,16 @@ class Store:
         self.tallies = tallies.Sender(db)
         self.matches = Matches(db, self.tallies)
         self.failure_log = Failures(db)
-        self.works = Works(db, self.sequences, self.fingerprints, self.matches, self.tallies)
+        self.archived_matches = ArchivedMatches(db, self.tallies)
+        self.works = Works(
+            db, self.sequences, self.fingerprints, self.archived_matches, self.tallies
+        )
+        self.twins = Twins(db)
         self.pages = Pages(db, self.sequences, self.failure_log, self.tallies)
+        self.page_links = PageLinks(db, self.pages.layout_ready)
+        self.page_marks = PageMarks(db, self.pages, self.failure_log)
+        self.crawls = CrawlRuns(db, self.page_marks, self.matches)
         self.sites = Sites(db)
-        self.crawls = CrawlRuns(db, self.pages, self.matches)
         self.users = Users(db)
         self.tokens = ApiTokens(db)
         self.state = State(db)
@@ -131,38 +147,21 @@ class Store:
 
     @classmethod
     def connect(cls, uri: str, db_name: str, client: Any = None) -> Store:
-        """A store on ``client`` (a pymongo or mongomock client), or a new pymongo client
-        (:func:`~matcher.store.client.mongo_client`)."""
+        """A store on ``client`` (a pymongo or mongomock client), or on a new client of the
+        backend ``uri`` names (:func:`~matcher.store.client.client_of`: a MongoDB server, or
+        ``memory://``)."""
         if client is None:
-            client = mongo_client(uri)
+            client = client_of(uri)
         return cls(client[db_name])
 
     @classmethod
     def open(cls, settings: Settings, client: Any = None) -> Store:
         """A store on database ``settings.mongo_db`` of ``client`` (a pymongo or mongomock
         client), or of a new client of the settings (:func:`~matcher.store.client.client_for`,
-        the one way fptrack opens MongoDB)."""
+        the one way fptrack opens MongoDB: ``memory://`` an in-memory one)."""
         if client is None:
             client = client_for(settings)
         return cls(client[settings.mongo_db])
-
-    def gather_tallies(self, seconds: float | None) -> None:
-        """From now on, gather the dashboard tallies of the match records and pages written
-        through this store and send them every ``seconds`` (None: when
-        :meth:`flush_tallies` or :meth:`send_tallies` is called;
-        :class:`~matcher.store.tallies.Sender`: a worker's store, a crawl's, the embedded
-        scan's)."""
-        self.tallies.gather(seconds)
-
-    def flush_tallies(self) -> bool:
-        """Send the tallies gathered so far now (before the client is closed); False when
-        the store refused them."""
-        return self.tallies.flush()
-
-    def send_tallies(self) -> bool:
-        """Send the tallies gathered so far, and from now on each write's after it; False
-        when the store refused them."""
-        return self.tallies.send_each()
 
     @mongo_errors
     def ensure_indexes(self) -> None:
@@ -175,11 +174,6 @@ class Store:
         if collection not in INDEXES:
             raise StoreError(f"unknown collection {collection!r}")
         return self.db[collection].count_documents({})
-
-    def archive_refs(self) -> set[str]:
-        """The SHA-256 of every archived exchange a page (its current text) or a match (the
-        text it was found in) refers to."""
-        return self.pages.archive_refs() | self.matches.archive_refs()
 
     def evidence_archive(self, spec: str) -> Archive | None:
         """The evidence archive ``spec`` names (``FPTRACK_ARCHIVE``, see
@@ -200,77 +194,3 @@ class Store:
             self.crawls.delete_all()
         self.sequences.reset("page")
         self.dashboard.recount()
-
-    def set_split(self, page_id: Any, urls: list[str]) -> None:
-        """Record the URLs of the split chapter a page was last matched with, on the page
-        and on its active matches."""
-        self.pages.set_split(page_id, urls)
-        self.matches.set_split(page_id, urls)
-
-    # sequences ---------------------------------------------------------------------------
-    next_seq = Forward("sequences")
-
-    # works -------------------------------------------------------------------------------
-    upsert_work = Forward("works")
-    save_work_segment = Forward("works")
-    save_work_segments = Forward("works")
-    drop_work_segments = Forward("works")
-    work_segments = Forward("works")
-    work_text = Forward("works")
-    work_window = Forward("works")
-    get_work = Forward("works")
-    twin_of = Forward("works")
-    near_twin_candidates = Forward("works")
-    set_sketch = Forward("works")
-    set_same_text = Forward("works")
-    twins = Forward("works")
-    twin_ids = Forward("works")
-    works_by_seq = Forward("works")
-    work_seqs = Forward("works")
-    delete_work = Forward("works")
-
-    # pages -------------------------------------------------------------------------------
-    get_page = Forward("pages")
-    page_by_url = Forward("pages")
-    pages_by_seq = Forward("pages")
-    store_crawled_page = Forward("pages")
-    store_page_to_send = Forward("pages")
-    store_pages_to_send = Forward("pages")
-    pages_by_url = Forward("pages")
-    download_text = Forward("pages")
-    page_validators = Forward("pages")
-    pages_linking_to = Forward("pages")
-    pages_around = Forward("pages")
-    page_and_around = Forward("pages")
-    pages_and_around = Forward("pages")
-    pages_by_id = Forward("pages")
-    mark_processed = Forward("pages")
-    gather_marks = Forward("pages")
-    send_marks = Forward("pages")
-    set_page_archive = Forward("pages")
-    mark_page_gone = Forward("pages")
-    mark_page_back = Forward("pages")
-    mark_page_unchanged = Forward("pages")
-    mark_enqueued = Forward("pages")
-    pending_pages = Forward("pages")
-
-    # fingerprints ------------------------------------------------------------------------
-    save_fingerprints = Forward("fingerprints")
-    save_fingerprints_many = Forward("fingerprints")
-    load_fingerprints = Forward("fingerprints")
-    owner_fingerprints = Forward("fingerprints")
-    fingerprints_by_seq = Forward("fingerprints")
-    work_fingerprints = Forward("fingerprints")
-    iter_fingerprints = Forward("fingerprints")
-    any_fingerprints = Forward("fingerprints")
-    earlier_page_fingerprints = Forward("fingerprints")
-
-    # matches -----------------------------------------------------------------------------
-    upsert_match = Forward("matches")
-    deactivate_matches = Forward("matches")
-    active_matched_works = Forward("matches")
-    own_matched_works = Forward("matches")
-    matches_for = Forward("matches")
-
-    # sites -------------------------------------------------------------------------------
-    authorised_sites = Forward("sites")

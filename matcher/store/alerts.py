@@ -1,7 +1,7 @@
 """The alerts' records in MongoDB: rules, the outbox of messages to send, the delivery log.
 
 The outbox makes alerts survive any failure. A new match carries ``alert: "pending"`` from
-the write that created it (:meth:`matcher.store.Store.upsert_match`); :meth:`AlertStore.
+the write that created it (:meth:`matcher.store.matches.Matches.upsert_match`); :meth:`AlertStore.
 take_new_matches` hands each one to the rules in scope — one outbox entry per (rule,
 match), on a unique key, so doing it twice changes nothing — and only then clears the mark.
 An immediate rule's entry is ``pending`` at once; a daily rule's waits ``queued`` until

@@ -161,22 +161,3 @@ def status_name(value: Any) -> str:
     if value not in STATUSES:
         raise StoreError(f"status must be one of {', '.join(STATUSES)}, got {value!r}")
     return value
-
-
-class Forward:
-    """A facade's method that is a method of one of its family objects:
-    ``get_page = Forward("pages")`` in a class whose instances have a ``pages`` attribute
-    makes ``facade.get_page`` the bound ``facade.pages.get_page`` (its docstring included);
-    ``Forward("pages", "other")`` forwards to ``facade.pages.other``."""
-
-    def __init__(self, family: str, method: str = "") -> None:
-        self.family = family
-        self.method = method
-
-    def __set_name__(self, owner: type, name: str) -> None:
-        self.method = self.method or name
-
-    def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        if instance is None:
-            return self
-        return getattr(getattr(instance, self.family), self.method)

@@ -23,15 +23,15 @@ from matcher.store.common import (
     site_name,
 )
 from matcher.store.matches import Matches
-from matcher.store.pages import Pages
+from matcher.store.page_marks import PageMarks
 
 
 class CrawlRuns:
     """The ``crawls`` collection; a run's pages and matches are counted from theirs."""
 
-    def __init__(self, db: Database, pages: Pages, matches: Matches) -> None:
+    def __init__(self, db: Database, page_marks: PageMarks, matches: Matches) -> None:
         self.db = db
-        self.pages = pages
+        self.page_marks = page_marks
         self.matches = matches
 
     @mongo_errors
@@ -98,8 +98,8 @@ class CrawlRuns:
             return {"stored": 0, "pending": 0, "matched": 0}
         site = site_name(run["site"])
         return {
-            "stored": self.pages.count_seen_since(site, started),
-            "pending": self.pages.count_seen_since(site, started, pending_only=True),
+            "stored": self.page_marks.count_seen_since(site, started),
+            "pending": self.page_marks.count_seen_since(site, started, pending_only=True),
             "matched": self.matches.count_found_since(site, started),
         }
 
@@ -198,7 +198,7 @@ class CrawlRuns:
         started = run.get("started_at")
         if not isinstance(started, datetime) or not run.get("site"):
             return None
-        return self.pages.count_seen_since(site_name(run["site"]), started)
+        return self.page_marks.count_seen_since(site_name(run["site"]), started)
 
     @mongo_errors
     def last_crawls(self, site: str | None = None, limit: int = 20) -> list[dict]:

@@ -45,7 +45,7 @@ def _methods(fingerprints: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
 PAGE_FIELD = "fingerprints"
 """The field of a page's own document holding its fingerprints (``{method: {"version",
 "params", "value"}}``), written with its processed mark
-(:meth:`matcher.store.pages.Pages.mark_processed`): one write where two were."""
+(:meth:`matcher.store.page_marks.PageMarks.mark_processed`): one write where two were."""
 
 
 PAGE_DOCUMENT_BYTES = 15 * 1024 * 1024

@@ -90,7 +90,7 @@ INDEXES: dict[str, list[IndexModel]] = {
         ),
         alert_rules.PENDING_MATCHES,
         # A work registered again finds the archived matches of its earlier registration
-        # by its key or its text (matcher.store.matches.Matches.restore_archived).
+        # by its key or its text (matcher.store.archived_matches.ArchivedMatches.restore_archived).
         IndexModel([("archived.work_key", ASCENDING)], name="archived_work_key", sparse=True),
         IndexModel([("archived.work_hash", ASCENDING)], name="archived_work_hash", sparse=True),
     ],

@@ -146,8 +146,8 @@ def _around_onto_pages(store: Store) -> int:
     were set. A page whose links a crawl changes meanwhile gets the field from that write,
     or from the next run of the migration."""
     done = 0
-    while batch := store.pages.pages_without_around(BATCH):
-        changed = store.pages.set_around(batch)
+    while batch := store.page_links.pages_without_around(BATCH):
+        changed = store.page_links.set_around(batch)
         if not changed:  # every page of the batch was rewritten meanwhile
             break
         done += changed
@@ -157,8 +157,8 @@ def _around_onto_pages(store: Store) -> int:
 def _names_onto_pages(store: Store) -> int:
     """Step 4, names: :data:`~matcher.store.pages.NAMES` added to each page without it."""
     done = 0
-    while batch := store.pages.pages_without_names(BATCH):
-        changed = store.pages.set_names(batch)
+    while batch := store.page_links.pages_without_names(BATCH):
+        changed = store.page_links.set_names(batch)
         if not changed:  # every page of the batch was given them meanwhile
             break
         done += changed

@@ -1,6 +1,7 @@
 """Crawled pages (``pages``): stored under an id derived from their URL
 (:mod:`matcher.ids`), marked ``pending`` until their current text is matched, and the marks
-a crawl leaves on them (gone, unchanged, enqueued, archived).
+a crawl leaves on them (gone, unchanged, enqueued, archived: :mod:`matcher.store.page_marks`),
+and the pages around one (:mod:`matcher.store.page_links`).
 
 One page is one record: the other URLs the page was reached under are its ``aliases`` (at
 most :data:`MAX_ALIASES`, index ``aliases``), and a page looked up or stored under one of
@@ -8,15 +9,14 @@ them is that record (:meth:`Pages.page_slot`)."""
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bson import ObjectId
-from pymongo import ASCENDING, InsertOne, UpdateOne
+from pymongo import InsertOne, UpdateOne
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
@@ -30,12 +30,10 @@ from matcher.store.common import (
     mongo_errors,
     now,
     page_key,
-    period,
-    site_name,
     to_millis,
 )
 from matcher.store.failures import Failures
-from matcher.store.fingerprints import PAGE_FIELD, stored_methods
+from matcher.store.fingerprints import PAGE_FIELD
 from matcher.store.sequences import Sequences
 
 _LINKS = {"next_url": 1, "prev_url": 1}
@@ -45,16 +43,16 @@ SEQ_BLOCK = 32
 LINKERS = 8
 """At most this many pages linking to one page as their next page are read."""
 Around = tuple[dict[str, dict], list[dict]]
-"""What :meth:`Pages.pages_around` answers: ``({url: page} of the pages at a page's previous
-and next URLs, [pages whose next page it is])``."""
+"""What :meth:`~matcher.store.page_links.PageLinks.pages_around` answers: ``({url: page}
+of the pages at a page's previous and next URLs, [pages whose next page it is])``."""
 AROUND = "around"
 """A page's field naming the pages it links with: its own ``_id`` and the first id
 candidates (:func:`matcher.ids.page_id`) of its next and previous pages' URLs, so that one
 read by this field finds a page together with the pages linking to it
-(:meth:`Pages.page_and_around`)."""
+(:meth:`~matcher.store.page_links.PageLinks.page_and_around`)."""
 AROUND_READ = 2 * LINKERS + 4
 """At most this many documents are read by :data:`AROUND`; more, and the page and the pages
-around it are read as :meth:`Pages.pages_around` does."""
+around it are read as :meth:`~matcher.store.page_links.PageLinks.pages_around` does."""
 NAMES = "names"
 """A page's field naming the first id candidates (:func:`matcher.ids.page_id`) of its URL
 and of its aliases, so that one read by this field finds the stored pages of a batch's URLs
@@ -137,8 +135,35 @@ def _sent_lately(before: dict | None, content_hash: str, sending: Sending) -> bo
     return sending.at - sent < sending.again_after
 
 
+class LayoutCheck:
+    """Whether every page carries a field of the current layout (:data:`AROUND`,
+    :data:`NAMES`; a store of the earlier layout lacks them until ``fptrack migrate``): looked
+    up once a process, or again every :data:`LAYOUT_RECHECK_SECONDS` while some do not."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self._ready: set[str] = set()
+        """The fields every page was seen to carry."""
+        self._checked: dict[str, float] = {}
+
+    def __call__(self, name: str) -> bool:
+        """Whether every page carries the field ``name``."""
+        if name in self._ready:
+            return True
+        clock = time.monotonic()
+        if clock - self._checked.get(name, -LAYOUT_RECHECK_SECONDS) < LAYOUT_RECHECK_SECONDS:
+            return False
+        self._checked[name] = clock
+        if self.db.pages.find_one({name: None}, {"_id": 1}) is None:
+            self._ready.add(name)
+            return True
+        return False
+
+
 class Pages:
-    """The ``pages`` collection."""
+    """The ``pages`` collection: pages stored, looked up and deleted (the pages around one:
+    :class:`~matcher.store.page_links.PageLinks`; the marks a crawl and the matching leave
+    on them: :class:`~matcher.store.page_marks.PageMarks`)."""
 
     def __init__(
         self,
@@ -152,12 +177,8 @@ class Pages:
         self.failures = failures
         self.tallies = sender or tallies.Sender(db)
         """Where the tallies of stored pages go (the store's :class:`tallies.Sender`)."""
-        self._ready: set[str] = set()
-        """The fields (:data:`AROUND`, :data:`NAMES`) every page was seen to carry."""
-        self._checked: dict[str, float] = {}
-        self._gathering = threading.local()
-        """This thread's processed marks gathered and not yet written, as ``marks``, a list
-        of ``(query, fields)`` (:meth:`gather_marks`)."""
+        self.layout_ready = LayoutCheck(db)
+        """Whether every page carries a field of the current layout (:class:`LayoutCheck`)."""
         self.seq_stripe: int | None = None
         """The counter stripe this process takes page seqs from: that of the first page it
         stores (so a crawl made again in the same order numbers its pages the same)."""
@@ -204,7 +225,7 @@ class Pages:
         stored nowhere is offered its first candidate (:meth:`_slots_by_names`)."""
         wanted = list(dict.fromkeys(urls))
         fields = {PAGE_FIELD: 0} if projection is None else {**projection, "url": 1, "aliases": 1}
-        if not by_id and self._layout_ready(NAMES):
+        if not by_id and self.layout_ready(NAMES):
             return self._slots_by_names(wanted, fields)
         slots = {url: list(ids.candidates(ids.page_id(url))) for url in wanted}
         every = [slot for candidates in slots.values() for slot in candidates]
@@ -500,344 +521,6 @@ class Pages:
         return out
 
     @mongo_errors
-    def pages_linking_to(self, url: str, projection: dict[str, int] | None = None) -> list[dict]:
-        """Pages whose "next page" link leads to ``url`` (at most :data:`LINKERS`)."""
-        query = {"next_url": checked_str(url, "url")}
-        return list(self.db.pages.find(query, projection).limit(LINKERS))
-
-    @mongo_errors
-    def pages_around(self, doc: dict) -> Around | None:
-        """What the first steps of a split chain from the page ``doc`` look at
-        (:func:`matcher.split.chain`): ``({url: page}`` of the pages stored at its previous
-        and next URLs, ``[pages whose next page is its URL])``, in one read by id and one by
-        ``next_url`` (not one ``$or``: a server may answer that with a collection scan);
-        None when more pages link to it than :data:`LINKERS` (then each is looked up on its
-        own)."""
-        urls = {checked_str(u, "url") for u in (doc.get("prev_url"), doc.get("next_url")) if u}
-        url = checked_str(doc["url"], "url")
-        linking = list(self.db.pages.find({"next_url": url}).limit(LINKERS + 1))
-        if len(linking) > LINKERS:
-            return None
-        slots = [slot for u in urls for slot in ids.candidates(ids.page_id(u))]
-        found = list(self.db.pages.find({"_id": {"$in": slots}})) if slots else []
-        return {d["url"]: d for d in found if d.get("url") in urls}, linking
-
-    @mongo_errors
-    def page_and_around(self, page_id: str | int) -> tuple[dict | None, Around | None]:
-        """``(the page, what :meth:`pages_around` answers for it)`` (``(None, None)`` when
-        there is no such page), in one read by :data:`AROUND` where it can: the page itself,
-        the pages whose next page it is and those whose previous page it is (usually its
-        next page), so that only a neighbour not linking back is read again, by id. Read as
-        :meth:`get_page` then :meth:`pages_around` when pages of the earlier layout lack
-        the field, when the page's URL is not at its first id candidate, or when more than
-        :data:`AROUND_READ` pages name it."""
-        key = page_key(page_id)
-        doc = None
-        if self._layout_ready(AROUND):
-            found = list(self.db.pages.find({AROUND: key}).limit(AROUND_READ))
-            doc = next((d for d in found if d["_id"] == key), None)
-            if len(found) < AROUND_READ:
-                if doc is None:
-                    return None, None
-                if ids.page_id(doc["url"]) == key:
-                    return doc, self._around_from(doc, found)
-        if doc is None:
-            doc = self.db.pages.find_one({"_id": key})
-            if doc is None:
-                return None, None
-        return doc, self.pages_around(doc)
-
-    @mongo_errors
-    def pages_and_around(
-        self, page_ids: Iterable[str | int]
-    ) -> dict[int, tuple[dict, Around | None]]:
-        """:meth:`page_and_around` of each page, in one read by :data:`AROUND` for them all
-        (the stored ones; those not stored are absent). A page named by as many pages as
-        :meth:`page_and_around` reads at most, or whose URL is not at its first id
-        candidate, is left out: its own read answers it. A neighbour among the pages read
-        is not read again. Nothing when pages of the earlier
-        layout lack the field, or when the read would hold more than :data:`AROUND_READ`
-        pages a page."""
-        keys = [page_key(p) for p in page_ids]
-        if not keys or not self._layout_ready(AROUND):
-            return {}
-        named: dict[int, list[dict]] = {key: [] for key in keys}
-        found_all = list(self.db.pages.find({AROUND: {"$in": keys}}).limit(AROUND_READ * len(keys)))
-        if len(found_all) >= AROUND_READ * len(keys):
-            return {}  # a page many name among them: each read on its own
-        for doc in found_all:
-            for key in doc.get(AROUND) or ():
-                if key in named:
-                    named[key].append(doc)
-        out = {}
-        for key, found in named.items():
-            doc = next((d for d in found if d["_id"] == key), None)
-            if doc is not None and len(found) < AROUND_READ and ids.page_id(doc["url"]) == key:
-                out[key] = (doc, self._around_from(doc, found, found_all))
-        return out
-
-    def _around_from(
-        self, doc: dict, found: list[dict], more: Iterable[dict] = ()
-    ) -> Around | None:
-        """:meth:`pages_around` of ``doc`` from ``found``, every page naming it in
-        :data:`AROUND` (the neighbours not among them, nor among ``more``, read by id)."""
-        url = doc["url"]
-        linking = [d for d in found if d.get("next_url") == url]
-        if len(linking) > LINKERS:
-            return None
-        urls = {u for u in (doc.get("prev_url"), doc.get("next_url")) if u}
-        known = {d["url"]: d for group in (more, found) for d in group if d["url"] in urls}
-        missing = urls - known.keys()
-        slots = [slot for u in missing for slot in ids.candidates(ids.page_id(u))]
-        if slots:
-            for d in self.db.pages.find({"_id": {"$in": slots}}):
-                if d.get("url") in missing:
-                    known[d["url"]] = d
-        return known, linking[:LINKERS]
-
-    def _layout_ready(self, name: str) -> bool:
-        """Whether every page carries the field ``name`` (looked up once a process, or again
-        every :data:`LAYOUT_RECHECK_SECONDS` while some do not)."""
-        if name in self._ready:
-            return True
-        clock = time.monotonic()
-        if clock - self._checked.get(name, -LAYOUT_RECHECK_SECONDS) < LAYOUT_RECHECK_SECONDS:
-            return False
-        self._checked[name] = clock
-        if self.db.pages.find_one({name: None}, {"_id": 1}) is None:
-            self._ready.add(name)
-            return True
-        return False
-
-    @mongo_errors
-    def pages_without_around(self, batch: int) -> list[dict]:
-        """Up to ``batch`` pages of the earlier layout, without :data:`AROUND`: their
-        ``_id`` and links."""
-        fields = {"_id": 1, **_LINKS}
-        return list(self.db.pages.find({AROUND: None}, fields).limit(int(batch)))
-
-    @mongo_errors
-    def set_around(self, pages: list[dict]) -> int:
-        """Set :data:`AROUND` on ``pages`` (as :meth:`pages_without_around` gives them) from
-        the links stored now (a page whose links changed since is left for the next pass)."""
-        ops = []
-        for d in pages:
-            links = {k: d.get(k, {"$exists": False}) for k in _LINKS}
-            value = around_ids(d["_id"], d.get("next_url") or "", d.get("prev_url") or "")
-            ops.append(UpdateOne({"_id": d["_id"], **links}, {"$set": {AROUND: value}}))
-        return self.db.pages.bulk_write(ops, ordered=False).modified_count if ops else 0
-
-    @mongo_errors
-    def pages_without_names(self, batch: int) -> list[dict]:
-        """Up to ``batch`` pages of the earlier layout, without :data:`NAMES`: their
-        ``_id``, URL and aliases."""
-        fields = {"_id": 1, "url": 1, "aliases": 1}
-        return list(self.db.pages.find({NAMES: None}, fields).limit(int(batch)))
-
-    @mongo_errors
-    def set_names(self, pages: list[dict]) -> int:
-        """Add :data:`NAMES` to ``pages`` (as :meth:`pages_without_names` gives them); an
-        alias added since adds its own."""
-        ops = [
-            UpdateOne(
-                {"_id": d["_id"]},
-                {"$addToSet": {NAMES: {"$each": names_of(d["url"], d.get("aliases") or ())}}},
-            )
-            for d in pages
-        ]
-        return self.db.pages.bulk_write(ops, ordered=False).modified_count if ops else 0
-
-    @mongo_errors
-    def mark_processed(
-        self,
-        page_id: str | ObjectId,
-        content_hash: str,
-        considered: list[dict[str, Any]] | None = None,
-        split: list[str] | None = None,
-        links: dict[str, Any] | None = None,
-        fingerprints: dict[str, dict[str, Any]] | None = None,
-    ) -> bool:
-        """Record that the page's text with ``content_hash`` was matched (no-op if it changed).
-
-        ``considered``: the works verified for the page and not recorded, with the reason;
-        ``split``: the URLs of the split chapter the page was matched with, in order;
-        ``links``: the page's ``next_url`` and ``prev_url`` as matched (a stored value that
-        differs, or is missing where one is given, makes it a no-op too); False on a no-op.
-        ``fingerprints``: those of this text (``{method: {"version", "params", "value"}}``),
-        stored in the same write as the page's (:data:`~matcher.store.fingerprints.PAGE_FIELD`),
-        replacing those of the text matched before.
-        """
-        fields: dict[str, Any] = {"processed_hash": content_hash, "pending": False}
-        fields.update(processed_at=now(), considered=considered or [], split=split or [])
-        if fingerprints is not None:
-            fields[PAGE_FIELD] = stored_methods(fingerprints)
-        query: dict[str, Any] = {
-            "_id": page_key(page_id),
-            "content_hash": checked_str(content_hash, "hash"),
-        }
-        for name in _LINKS:
-            if links is not None:
-                value = links.get(name)
-                query[name] = {"$exists": False} if value is None else checked_str(value, name)
-        marks = getattr(self._gathering, "marks", None)
-        if marks is not None:
-            marks.append((query, fields))
-            return True
-        result = self.db.pages.update_one(query, {"$set": fields})
-        return result.matched_count == 1
-
-    def gather_marks(self) -> None:
-        """From now on, keep this thread's processed marks (:meth:`mark_processed`) until
-        :meth:`send_marks`, each answered as written; :meth:`send_marks` says which did not
-        hold."""
-        if getattr(self._gathering, "marks", None) is None:
-            self._gathering.marks = []
-
-    @mongo_errors
-    def send_marks(self) -> list[int]:
-        """Write the marks gathered, in one bulk write, and stop gathering; the ``_id`` of
-        each page whose mark did not hold (its text or links changed since they were read),
-        read again when fewer marks matched than were sent."""
-        marks, self._gathering.marks = getattr(self._gathering, "marks", None) or [], None
-        if not marks:
-            return []
-        ops = [UpdateOne(query, {"$set": fields}) for query, fields in marks]
-        if self.db.pages.bulk_write(ops, ordered=False).matched_count == len(ops):
-            return []
-        fields = {"content_hash": 1, **_LINKS}
-        keys = [query["_id"] for query, _ in marks]
-        now_stored = {d["_id"]: d for d in self.db.pages.find({"_id": {"$in": keys}}, fields)}
-        return [q["_id"] for q, _ in marks if not _holds(q, now_stored.get(q["_id"]))]
-
-    @mongo_errors
-    def set_page_archive(
-        self, page_id: str | ObjectId, content_hash: str, ref: dict[str, Any]
-    ) -> None:
-        """Record where the exchange of the page's text with ``content_hash`` is archived
-        (no-op if the text changed meanwhile)."""
-        self.db.pages.update_one(
-            {"_id": page_key(page_id), "content_hash": checked_str(content_hash, "hash")},
-            {"$set": {"archive": dict(ref)}},
-        )
-
-    @mongo_errors
-    def mark_page_back(self, url: str) -> bool:
-        """Clear the ``gone`` mark of the page stored at ``url`` (it answers again); False
-        when no page is stored there."""
-        doc, _ = self.page_slot(checked_str(url, "url"), {"_id": 1})
-        if doc is None:
-            return False
-        self.db.pages.update_one({"_id": doc["_id"]}, {"$unset": {"gone": ""}})
-        return True
-
-    @mongo_errors
-    def mark_page_gone(self, url: str, status: int, at: datetime) -> bool:
-        """Record that the stored page at ``url`` answered ``status`` (404, 410) at ``at``,
-        unless already recorded; False when no page is stored there. Storing the page again
-        (:meth:`store_crawled_page`) clears it."""
-        doc, _ = self.page_slot(checked_str(url, "url"), {"_id": 1})
-        if doc is None:
-            return False
-        self.db.pages.update_one(
-            {"_id": doc["_id"], "gone": {"$exists": False}},
-            {"$set": {"gone": {"status": int(status), "at": at}}},
-        )
-        return True
-
-    @mongo_errors
-    def mark_page_unchanged(self, url: str, at: datetime) -> bool:
-        """Record that the stored page at ``url`` answered 304 at ``at``: its text is still
-        the stored one (``fetched_at`` and ``last_seen`` move on, so a sitemap date older
-        than ``at`` does not ask for it again); False when nothing is stored there."""
-        doc, _ = self.page_slot(checked_str(url, "url"), {"_id": 1})
-        if doc is None:
-            return False
-        if not isinstance(at, datetime):
-            raise StoreError("a page's fetch time must be a datetime")
-        self.db.pages.update_one({"_id": doc["_id"]}, {"$set": {"fetched_at": at, "last_seen": at}})
-        return True
-
-    @mongo_errors
-    def mark_enqueued(self, page_id: str | ObjectId, content_hash: str, at: datetime) -> None:
-        """Record that a task to match the page's text with ``content_hash`` was enqueued at
-        ``at`` (no-op if the text changed meanwhile)."""
-        self.db.pages.update_one(
-            {"_id": page_key(page_id), "content_hash": checked_str(content_hash, "hash")},
-            {"$set": {"enqueued_hash": content_hash, "enqueued_at": at}},
-        )
-
-    @mongo_errors
-    def pending_pages(self, limit: int = 100_000) -> Iterator[str]:
-        """Ids of pages whose current text was never processed, oldest first."""
-        cursor = self.db.pages.find({"pending": True}, {"_id": 1}).sort("seq", ASCENDING)
-        for doc in cursor.limit(int(limit)):
-            yield str(doc["_id"])
-
-    @mongo_errors
-    def still_pending(self, page_ids: Sequence[str]) -> list[str]:
-        """Those of ``page_ids`` (as given) whose current text is not matched yet."""
-        keys = {page_key(p): p for p in page_ids}
-        found = self.db.pages.find({"_id": {"$in": list(keys)}, "pending": True}, {"_id": 1})
-        return [keys[doc["_id"]] for doc in found]
-
-    @mongo_errors
-    def count_seen_since(self, site: str, since: datetime, *, pending_only: bool = False) -> int:
-        """Pages of ``site`` stored or fetched again since ``since`` (of those, the ones not
-        matched yet when ``pending_only``)."""
-        query: dict[str, Any] = {"site": site_name(site), "last_seen": {"$gte": since}}
-        if pending_only:
-            query["pending"] = True
-        return self.db.pages.count_documents(query)
-
-    @mongo_errors
-    def pending_since(self, before: datetime) -> int:
-        """Pages pending (their current text not matched) since before ``before``."""
-        return self.db.pages.count_documents(
-            {"pending": True, "fetched_at": {"$lt": checked_date(before)}}
-        )
-
-    @mongo_errors
-    def pending_page_count(self) -> int:
-        """Pages whose current text was never matched (index ``pending_seq``)."""
-        return self.db.pages.count_documents({"pending": True})
-
-    @mongo_errors
-    def pages_fetched(self, *, since: datetime, until: datetime) -> int:
-        """Pages whose last fetch is in ``[since, until)``."""
-        return self.db.pages.count_documents(period("fetched_at", since, until))
-
-    @mongo_errors
-    def stale_pending_pages(
-        self, sent_before: datetime, limit: int, *, task: str = "fptrack.process_page"
-    ) -> list[dict]:
-        """Up to ``limit`` pending pages (their current text never matched) whose last
-        ``task`` was sent before ``sent_before``, or never sent and fetched before it, oldest
-        first: ``_id`` and ``content_hash``. A page whose ``task`` failed for good since it
-        was last sent (a ``failures`` record newer than its ``enqueued_at``) is left out.
-        At most ``10 * limit`` pending pages are looked at."""
-        sent_before = checked_date(sent_before)
-        query = {
-            "pending": True,
-            "$or": [
-                {"enqueued_at": {"$lt": sent_before}},
-                {"enqueued_at": {"$exists": False}, "fetched_at": {"$lt": sent_before}},
-            ],
-        }
-        fields = {"_id": 1, "content_hash": 1, "enqueued_at": 1}
-        cursor = self.db.pages.find(query, fields).sort("seq", ASCENDING).limit(10 * int(limit))
-        out: list[dict] = []
-        batch: list[dict] = []
-        for doc in cursor:
-            batch.append(doc)
-            if len(batch) == 500:
-                out += self.failures.not_failed(batch, task)
-                batch = []
-            if len(out) >= limit:
-                break
-        out += self.failures.not_failed(batch, task)
-        return out[: int(limit)]
-
-    @mongo_errors
     def set_split(self, page_id: ObjectId, urls: list[str]) -> None:
         """Record the URLs of the split chapter a page was last matched with."""
         urls = [checked_str(u, "part url") for u in urls]
@@ -853,17 +536,3 @@ class Pages:
     def delete_all(self) -> int:
         """Delete every page; how many there were."""
         return self.db.pages.delete_many({}).deleted_count
-
-
-def _holds(query: dict[str, Any], doc: dict | None) -> bool:
-    """Whether the stored page ``doc`` is as a processed mark's ``query`` (of
-    :meth:`Pages.mark_processed`: equalities and ``{"$exists": False}``) wants it."""
-    if doc is None:
-        return False
-    for name, want in query.items():
-        if want == {"$exists": False}:
-            if name in doc:
-                return False
-        elif doc.get(name) != want:
-            return False
-    return True

@@ -26,7 +26,6 @@ from matcher.keys import segment_owner
 from matcher.maintenance import drop_indexes
 from matcher.settings import Settings
 from matcher.store import now
-from matcher.store.operations import Operations
 from tests.support import servers
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -74,7 +73,7 @@ class TestWorks:
         assert f"fptrack: ignored {works_dir}/image.png: {kinds}" in err
         assert f"fptrack: ignored {works_dir}/more.zip/notes.bin: {kinds}" in err
         assert "4 work(s) registered, 1 skipped, 2 ignored (not work files)" in err
-        titles = sorted(w["title"] for w in Operations(ctx.engine.store).list_works())
+        titles = sorted(w["title"] for w in ctx.engine.store.works.list_works())
         assert titles == ["lighthouse", "river", "star", "tea"]
         assert len(out.splitlines()) == 4
         named = [line.split(": ")[1] for line in err.splitlines() if line.startswith("fptrack:")]
@@ -84,7 +83,7 @@ class TestWorks:
         run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"), str(works_dir / "sub"))
         (works_dir / "sub" / "river.md").write_text(sample("chef-diary.txt"), encoding="utf-8")
         status, out, err = run(capsys, ctx, "works", "add", str(works_dir), "--no-match")
-        ids = {w["title"]: str(w["_id"]) for w in Operations(ctx.engine.store).list_works()}
+        ids = {w["title"]: str(w["_id"]) for w in ctx.engine.store.works.list_works()}
         assert (
             f"fptrack: {works_dir}/lighthouse.txt: already registered (work {ids['lighthouse']}),"
             " unchanged" in err
@@ -124,7 +123,7 @@ class TestWorks:
             "某人",
         )
         assert status == 0
-        [work] = Operations(ctx.engine.store).list_works()
+        [work] = ctx.engine.store.works.list_works()
         assert (work["title"], work["author"]) == ("灯塔", "某人")
 
     def test_add_the_same_text_twice_says_so(self, capsys, ctx, works_dir, tmp_path):
@@ -132,7 +131,7 @@ class TestWorks:
         copy.write_bytes((works_dir / "lighthouse.txt").read_bytes())
         run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
         status, _, err = run(capsys, ctx, "works", "add", str(copy))
-        first = next(w for w in Operations(ctx.engine.store).list_works() if w["title"] != "copy")
+        first = next(w for w in ctx.engine.store.works.list_works() if w["title"] != "copy")
         assert status == 0 and f"{copy}: same text as work {first['_id']} ('lighthouse')" in err
         _, out, _ = run(capsys, ctx, "works", "list")
         assert f"same text as {first['_id']}" in out
@@ -146,14 +145,12 @@ class TestWorks:
         edition.write_text("第一版\n" + text + "\n完\n", encoding="utf-8")
         run(capsys, ctx, "works", "add", str(works_dir / "lighthouse.txt"))
         status, _, err = run(capsys, ctx, "works", "add", str(edition))
-        first = next(
-            w for w in Operations(ctx.engine.store).list_works() if w["title"] != "edition"
-        )
+        first = next(w for w in ctx.engine.store.works.list_works() if w["title"] != "edition")
         assert status == 0
         assert f"{edition}: nearly the same text as work {first['_id']} ('lighthouse')" in err
         assert "an edition of it, indexed" in err  # matched as an edition, no longer hidden
-        [doc] = Operations(ctx.engine.store).find_works("edition")
-        seq = ctx.engine.store.get_work(str(doc["_id"]))["seq"]
+        [doc] = ctx.engine.store.works.find_works("edition")
+        seq = ctx.engine.store.works.get_work(str(doc["_id"]))["seq"]
         assert ctx.engine.redis.exists(ctx.engine.keys.segment(segment_owner(seq, 0)))
         _, out, _ = run(capsys, ctx, "works", "list")
         assert f"nearly the same text as {first['_id']}" in out
@@ -174,7 +171,7 @@ class TestWorks:
         [work] = json.loads(out)
         status, out, _ = run(capsys, ctx, "works", "remove", "lighthouse")
         assert status == 0 and work["_id"] in out
-        assert Operations(ctx.engine.store).list_works() == []
+        assert ctx.engine.store.works.list_works() == []
         status, _, err = run(capsys, ctx, "works", "remove", "lighthouse")
         assert status == 1 and one_line_error(err)
 
@@ -257,7 +254,7 @@ class TestSites:
     def test_bad_site_arguments(self, capsys, ctx, argv):
         status, _, err = run(capsys, ctx, *argv)
         assert status == 2 and one_line_error(err)
-        assert Operations(ctx.engine.store).list_sites() == []
+        assert ctx.engine.store.sites.list_sites() == []
 
 
 class TestMatchingAndReports:
@@ -396,11 +393,11 @@ def test_crawl_inline_records_matches(capsys, ctx) -> None:
     # a worker's crawl of the site that stored nothing new, followed by `crawl --wait`
     lease = {"run_id": "run-1", "token": "0123abcd", "run_started_at": now().isoformat(),
              "slot": 0, "host": "worker-1", "pid": 1}  # fmt: skip
-    jobs.record_crawler_started(ctx.ops, "sample", lease, "task-1")
+    jobs.record_crawler_started(ctx.store, "sample", lease, "task-1")
     ended = {f"{jobs.FRONTIER_STATS}ended_run": True}
-    jobs.record_crawler_ended(ctx.ops, "sample", lease, "finished", ended)
+    jobs.record_crawler_ended(ctx.store, "sample", lease, "finished", ended)
     waited = io.StringIO()
-    assert wait_for_crawl(ctx.ops, "sample", "task-1", poll=0.1, out=waited) == 0
+    assert wait_for_crawl(ctx.store, "sample", "task-1", poll=0.1, out=waited) == 0
     assert waited.getvalue().splitlines()[-1] == (
         "sample: crawl finished: 0 page(s); matches: 0 new, 3 on the site in all "
         "(3 awaiting review)"
@@ -461,10 +458,10 @@ def test_crawl_here_is_one_crawler_of_the_shared_frontier(
         status, out, _ = run(capsys, ctx, "crawl", "sample", "--here")
     assert status == 0 and "sample: 18 page(s)" in out
     assert len(sent) == 18 and {task for task, _ in sent} == {"fptrack.process_page"}
-    [crawl] = ctx.ops.last_crawls("sample")
+    [crawl] = ctx.store.crawls.last_crawls("sample")
     assert (crawl["outcome"], crawl["crawlers"]) == ("finished", 1)
     assert crawl["stats"]["fptrack/pages"] == 18
     [process] = crawl["processes"].values()
     assert process["slot"] == 0 and process["ended_run"] is True
     assert redis_client.keys("fptrack-test:crawl*") == []  # the finished run is cleared
-    assert ctx.ops.get_site("sample").crawlers == 2
+    assert ctx.store.sites.get_site("sample").crawlers == 2

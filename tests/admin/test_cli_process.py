@@ -20,7 +20,6 @@ from admin.health import this_host
 from matcher.keys import Keys
 from matcher.pages import CrawledPage
 from matcher.store import Store, now
-from matcher.store.operations import Operations
 from tests.admin.cli_support import DEAD_MONGO, DEAD_REDIS, ROOT, fptrack, run_cli
 
 
@@ -81,22 +80,24 @@ def test_check_names_what_is_not_running(mongo_db: Database, redis_client: redis
 
 
 def test_check_reports_failed_and_stale_crawls(mongo_db: Database) -> None:
-    ops = Operations(Store(mongo_db))
+    store = Store(mongo_db)
     reason = "start URL http://127.0.0.1:9/nosuch/: answered 404 Not Found"
     long_ago = now() - timedelta(days=3)
-    ops.record_crawl("old", "typo", outcome="failed", finished_at=long_ago, error="old reason")
+    store.crawls.record_crawl(
+        "old", "typo", outcome="failed", finished_at=long_ago, error="old reason"
+    )
     ran = run_cli("check", "crawls")
     assert ran.status == 0 and check_lines(ran.out)["crawls"].startswith("ok")  # 3 days ago
     added = run_cli("sites", "add", "http://127.0.0.1:9/nosuch/", "--name", "typo")
     assert added.status == 0, added.err
-    ops.record_crawl("r1", "typo", outcome="failed", finished_at=now(), error=reason)
-    ops.record_crawl_process(
+    store.crawls.record_crawl("r1", "typo", outcome="failed", finished_at=now(), error=reason)
+    store.crawls.record_crawl_process(
         "r2", "stuck", "a1" * 16, run_started_at=long_ago, started_at=long_ago,
         outcome="running", slot=0,
     )  # fmt: skip
     old_page = CrawledPage("http://p/1", "stuck", "", "正文", fetched_at=now() - timedelta(hours=1))
-    ops.store.store_crawled_page(old_page, "h1")  # pending: never matched
-    ops.store.store_crawled_page(CrawledPage("http://p/2", "stuck", "", "正文二"), "h2")  # recent
+    store.pages.store_crawled_page(old_page, "h1")  # pending: never matched
+    store.pages.store_crawled_page(CrawledPage("http://p/2", "stuck", "", "正文二"), "h2")  # recent
     ran = run_cli("check", "crawls", "--json")
     assert ran.status == 1
     [crawls] = [c for c in json.loads(ran.out)["checks"] if c["name"] == "crawls"]
@@ -115,20 +116,24 @@ def test_a_failed_crawl_is_cleared_by_ack_removal_or_a_later_success(mongo_db: D
     crawl until it is seen to: acknowledged with ``--ack`` (who and when recorded), its site
     removed (and a site added again under that name does not inherit it), or the site
     crawled successfully since."""
-    ops = Operations(Store(mongo_db))
+    store = Store(mongo_db)
     for name in ("fixed", "gone", "typo"):
         url = f"http://127.0.0.1:9/{name}/"
         assert run_cli("sites", "add", url, "--name", name, "--schedule", "never").status == 0
         at = now()
         error = f"start URL {url}: answered 404 Not Found"
-        ops.record_crawl(name, name, outcome="failed", started_at=at, finished_at=at, error=error)
+        store.crawls.record_crawl(
+            name, name, outcome="failed", started_at=at, finished_at=at, error=error
+        )
     ran = fptrack("check", "crawls")
     line = check_lines(ran.out)["crawls"]
     assert ran.status == 1 and "3 crawl(s) failed in the last 1 d (fixed, gone, typo)" in line
     assert "(once seen to: fptrack check --ack fixed --ack gone --ack typo)" in line
     assert run_cli("sites", "remove", "gone").status == 0
     later = at + timedelta(seconds=1)
-    ops.record_crawl("fixed-2", "fixed", outcome="finished", started_at=later, finished_at=later)
+    store.crawls.record_crawl(
+        "fixed-2", "fixed", outcome="finished", started_at=later, finished_at=later
+    )
     line = check_lines(fptrack("check", "crawls").out)["crawls"]
     assert "1 crawl(s) failed in the last 1 d (typo)" in line, line
     ran = fptrack("check", "crawls", "--ack", "typo", "--by", "alice")
@@ -138,7 +143,7 @@ def test_a_failed_crawl_is_cleared_by_ack_removal_or_a_later_success(mongo_db: D
         "all healthy",
     ]
     assert "no crawl failed in the last 1 d but 3 seen to" in check_lines(ran.out)["crawls"]
-    [run] = ops.last_crawls("typo")
+    [run] = store.crawls.last_crawls("typo")
     assert run["acknowledged_by"] == "alice" and now() - run["acknowledged_at"] < timedelta(1)
     assert run_cli("sites", "add", "http://127.0.0.1:9/gone/", "--name", "gone").status == 0
     assert fptrack("check", "crawls").status == 0  # the removed site's failure stays cleared
@@ -155,7 +160,7 @@ def test_check_says_catching_up_while_crawled_pages_wait(mongo_db: Database) -> 
     4; FAIL once one waited over 30 min; ok once they are matched."""
     store = Store(mongo_db)
     pages = [CrawledPage(f"http://p/{n}", "pirate", "", f"正文{n}") for n in range(3)]
-    stored = [store.store_crawled_page(page, f"h{n}")[0] for n, page in enumerate(pages)]
+    stored = [store.pages.store_crawled_page(page, f"h{n}")[0] for n, page in enumerate(pages)]
     ran = run_cli("check", "crawls")
     line = check_lines(ran.out)["crawls"]
     assert (ran.status, ran.err) == (4, "0 problem(s), catching up\n"), (ran.out, ran.err)
@@ -164,12 +169,12 @@ def test_check_says_catching_up_while_crawled_pages_wait(mongo_db: Database) -> 
                 if c["name"] == "crawls"]  # fmt: skip
     assert (crawls["state"], crawls["ok"]) == ("catching-up", False)
     for doc, n in zip(stored[:2], range(2), strict=True):
-        assert store.pages.mark_processed(doc["_id"], f"h{n}")
+        assert store.page_marks.mark_processed(doc["_id"], f"h{n}")
     assert "catching up: 1 page(s)" in check_lines(run_cli("check", "crawls").out)["crawls"]
-    assert store.pages.mark_processed(stored[2]["_id"], "h2")
+    assert store.page_marks.mark_processed(stored[2]["_id"], "h2")
     assert run_cli("check", "crawls").status == 0
     old = CrawledPage("http://p/old", "pirate", "", "旧", fetched_at=now() - timedelta(hours=1))
-    store.store_crawled_page(old, "h-old")
+    store.pages.store_crawled_page(old, "h-old")
     ran = run_cli("check", "crawls")
     assert ran.status == 1 and "1 page(s) waiting for their match for over 30 min" in ran.out
 

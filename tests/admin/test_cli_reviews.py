@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from admin.context import Context
-from matcher.store.operations import Operations
 from tests.admin.cli_support import Ran, fptrack, run_cli
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -65,7 +64,7 @@ def reviewed(ctx: Context, folder: Path) -> str:
     assert added.status == 0, added.err
     assert "2 work(s) registered, 0 skipped, 2 match(es) among pages already crawled" in added.err
     [match] = [m for m in listed(run_cli("matches", "list", "--json")) if m["url"] == CHEF_PAGE]
-    assert Operations(engine.store).set_status(match["id"], "confirmed", NOTE, "alice")
+    assert engine.store.matches.set_status(match["id"], "confirmed", NOTE, "alice")
     return match["id"]
 
 

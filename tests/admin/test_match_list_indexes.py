@@ -4,7 +4,7 @@ The list form (``admin/web/templates/matches.html``) offers a site, a work, a st
 first day (``since``), a last day (``until``) and a minimum score; the list always keeps
 active matches only and is sorted by ``first_seen`` (newest first). For every combination
 the test builds the real MongoDB filter with :meth:`admin.filters.MatchFilters.criteria` and
-:meth:`matcher.store.operations.Operations.match_filter`,
+:meth:`matcher.store.matches.Matches.match_filter`,
 reads the equality fields off it (every field compared to a plain value, ``active`` aside)
 and looks in :data:`matcher.store.INDEXES` for an index whose leading keys are exactly those
 fields, in any order, followed by ``first_seen`` descending: the index then finds the rows
@@ -30,8 +30,7 @@ from bson import ObjectId
 from pymongo import DESCENDING
 
 from admin.filters import EQUALITY_FIELDS, MatchFilters
-from matcher.store import INDEXES, STATUSES
-from matcher.store.operations import Operations
+from matcher.store import INDEXES, STATUSES, Store
 
 WORK = str(ObjectId())
 VALUES: dict[str, Any] = {
@@ -96,16 +95,16 @@ def test_the_form_offers_the_filters_enumerated() -> None:
 
 @pytest.mark.parametrize("filters", combinations(), ids=label)
 def test_every_filter_combination_is_served_by_an_index(
-    ops: Operations, filters: dict[str, Any]
+    store: Store, filters: dict[str, Any]
 ) -> None:
-    query = ops.match_filter(**MatchFilters(**filters).criteria())
+    query = store.matches.match_filter(**MatchFilters(**filters).criteria())
     equality, ranges = split(query)
     assert equality == {EQUALITY[n] for n in filters if n in EQUALITY}
     assert ranges <= RANGE_FIELDS
     assert ("first_seen" in ranges) == bool({"since", "until"} & set(filters))
     name = serving_index(equality)
     assert name is not None, f"no index of matches serves {sorted(equality)} + first_seen"
-    assert name in ops.db.matches.index_information()  # ensure_indexes created it
+    assert name in store.db.matches.index_information()  # ensure_indexes created it
 
 
 def test_every_equality_subset_has_its_own_index() -> None:
@@ -120,7 +119,7 @@ SITES = ("example.org", "copy.example.net", "mirror-3.cn")
 
 
 @pytest.fixture(scope="module")
-def recorded_ops(mongo_client: pymongo.MongoClient) -> Iterator[Operations]:
+def recorded_store(mongo_client: pymongo.MongoClient) -> Iterator[Store]:
     """One database for the module's read-only tests of real data (written once: the filters
     only read it), its indexes made, dropped after the module."""
     from matcher.store import Store
@@ -128,18 +127,17 @@ def recorded_ops(mongo_client: pymongo.MongoClient) -> Iterator[Operations]:
     name = f"fptrack_test_{uuid.uuid4().hex[:12]}"
     store = Store(mongo_client[name])
     store.ensure_indexes()
-    ops = Operations(store)
-    record(ops)
-    yield ops
+    record(store)
+    yield store
     mongo_client.drop_database(name)
 
 
 @pytest.fixture
-def recorded(recorded_ops: Operations) -> list[dict[str, Any]]:
-    return list(recorded_ops.db.matches.find({}))
+def recorded(recorded_store: Store) -> list[dict[str, Any]]:
+    return list(recorded_store.db.matches.find({}))
 
 
-def record(ops: Operations) -> None:
+def record(store: Store) -> None:
     """About 300 matches over 3 sites, 4 works, 60 days, every status; a few inactive."""
     rng = random.Random(7)
     works = [WORK, *(str(ObjectId()) for _ in range(3))]
@@ -150,7 +148,7 @@ def record(ops: Operations) -> None:
         pages[site].append(page)
         for work in rng.sample(works, rng.randint(1, 3)):
             when = START + timedelta(days=rng.randrange(60), seconds=rng.randrange(86_400))
-            match = ops.store.upsert_match(
+            match = store.matches.upsert_match(
                 {
                     "page_id": str(page),
                     "work_id": work,
@@ -161,9 +159,9 @@ def record(ops: Operations) -> None:
             )
             status = rng.choice(STATUSES)
             if status != "new":
-                assert ops.set_status(str(match["_id"]), status)
+                assert store.matches.set_status(str(match["_id"]), status)
     for page in pages[SITES[0]][:5] + pages[SITES[1]][:5]:
-        ops.store.deactivate_matches("page_id", page, keep=[])
+        store.matches.deactivate_matches("page_id", page, keep=[])
 
 
 def expected(docs: list[dict[str, Any]], filters: dict[str, Any]) -> list[ObjectId]:
@@ -201,10 +199,10 @@ SAMPLED = [
 
 @pytest.mark.parametrize("filters", SAMPLED, ids=label)
 def test_filters_select_the_right_matches(
-    recorded_ops: Operations, recorded: list[dict[str, Any]], filters: dict[str, Any]
+    recorded_store: Store, recorded: list[dict[str, Any]], filters: dict[str, Any]
 ) -> None:
-    query = recorded_ops.match_filter(**MatchFilters(**filters).criteria())
-    cursor = recorded_ops.db.matches.find(query).sort(
+    query = recorded_store.matches.match_filter(**MatchFilters(**filters).criteria())
+    cursor = recorded_store.db.matches.find(query).sort(
         [("first_seen", DESCENDING), ("_id", DESCENDING)]
     )
     got = [d["_id"] for d in cursor]

@@ -1,5 +1,5 @@
 """The embedded scan's in-memory store answers filters on indexed fields from its
-:class:`admin.memory_store.FieldIndex`: the same documents, in the same order, as plain
+:class:`matcher.store.memory.FieldIndex`: the same documents, in the same order, as plain
 mongomock, through random inserts, updates, upserts, replacements, deletions and unique-key
 refusals."""
 
@@ -15,7 +15,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from admin.memory_store import memory_client
+from matcher.store.memory import memory_client
 
 INDEXES = [
     IndexModel([("a", ASCENDING), ("b", ASCENDING)], unique=True),
@@ -139,12 +139,12 @@ def test_a_page_is_looked_up_by_its_url_or_an_alias_in_one_read() -> None:
     def crawled(url: str) -> CrawledPage:
         return CrawledPage(url=url, site="pirate", title="", text="第一章的正文")
 
-    store.store_crawled_page(crawled("http://p/1.html"), "h1")
+    store.pages.store_crawled_page(crawled("http://p/1.html"), "h1")
     asked.clear()
-    store.store_crawled_page(crawled("http://p/2.html"), "h2")
+    store.pages.store_crawled_page(crawled("http://p/2.html"), "h2")
     assert len(asked) == 1 and "names" in asked[0]  # one read for a page stored nowhere
     assert store.pages.add_page_alias("http://p/1.html", "http://p/1.html?t=9")
     asked.clear()
-    doc, _ = store.store_crawled_page(crawled("http://p/1.html?t=9"), "h1")
+    doc, _ = store.pages.store_crawled_page(crawled("http://p/1.html?t=9"), "h1")
     assert doc["url"] == "http://p/1.html" and len(asked) == 1
-    assert store.page_by_url("http://p/1.html?t=9")["_id"] == doc["_id"]
+    assert store.pages.page_by_url("http://p/1.html?t=9")["_id"] == doc["_id"]

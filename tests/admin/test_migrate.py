@@ -71,12 +71,14 @@ def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
     assert "3 page(s) given their links' ids, 3 their names' ids" in out
 
     for url, old in before.items():
-        doc = ctx.engine.store.page_by_url(url)
+        doc = ctx.engine.store.pages.page_by_url(url)
         assert doc["_id"] == ids.page_id(url) and doc["seq"] == int(url[-6])  # seq kept
         assert db.pages.count_documents({"_id": old}) == 0
         assert db.matches.find_one({"url": url})["page_id"] == doc["_id"]
         # its fingerprints on its own document now
-        fp = ctx.engine.store.load_fingerprints("page", [doc["_id"]], "simhash")[doc["_id"]]
+        fp = ctx.engine.store.fingerprints.load_fingerprints("page", [doc["_id"]], "simhash")[
+            doc["_id"]
+        ]
         assert fp["value"] == f"{doc['seq']:016x}"
         # and the ids of the pages it links with, for the one read of a page and its linkers
         assert doc[AROUND] == around_ids(doc["_id"], doc["next_url"], doc["prev_url"])
@@ -95,13 +97,13 @@ def test_migrate_converts_the_earlier_layout_once(ctx: Context, capsys) -> None:
     assert tallies.total(db)["pages"] == 3 and tallies.total(db)["infringing"] == 3
 
     # a new page gets a seq above every old one, from its own stripe
-    new, state = ctx.engine.store.store_crawled_page(
+    new, state = ctx.engine.store.pages.store_crawled_page(
         CrawledPage(url="http://pirate.test/4.html", site="pirate", title="", text="新"), "h4"
     )
     assert (
         state == "new" and new["seq"] > 3 and ids.stripe_of(new["seq"]) == ids.stripe_of(new["_id"])
     )
-    assert ctx.engine.store.get_page(str(new["_id"]))["url"] == "http://pirate.test/4.html"
+    assert ctx.engine.store.pages.get_page(str(new["_id"]))["url"] == "http://pirate.test/4.html"
     assert page_key(str(new["_id"])) == new["_id"]
 
     assert main(["migrate"], ctx) == 0

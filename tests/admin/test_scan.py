@@ -490,5 +490,5 @@ def test_a_scan_takes_only_the_outbound_policy_from_the_environment() -> None:
     settings = scan_settings(environment)
     assert (settings.query_deadline, settings.query_allow_private) == (3.0, True)
     assert settings.alert_timeout == 2.5 and not settings.alert_allow_private
-    assert settings.mongo_uri == Settings().mongo_uri
+    assert settings.mongo_uri == "memory://"  # its own in-memory store, not the deployed one
     assert settings.redis_prefix.startswith("fptrack-scan-")

@@ -46,8 +46,8 @@ def test_a_download_in_parts_is_one_record_per_work(engine: Engine) -> None:
     lighthouse, tea = sample("lighthouse.txt"), sample("tea-history.txt")
     texts = [lighthouse[: len(lighthouse) // 2], lighthouse[len(lighthouse) // 2 :] + "\n" + tea]
     sent = crawl_download(engine, texts)
-    first = engine.store.page_by_url(DOWNLOAD)
-    second = engine.store.page_by_url(part_url(DOWNLOAD, 2))
+    first = engine.store.pages.page_by_url(DOWNLOAD)
+    second = engine.store.pages.page_by_url(part_url(DOWNLOAD, 2))
     assert sent == [str(first["_id"])]  # one task: the first part's, for the whole download
     engine.process_page("http://pirate.test/1.html", tea, site="pirate")
 
@@ -62,15 +62,15 @@ def test_a_download_in_parts_is_one_record_per_work(engine: Engine) -> None:
     assert found[DOWNLOAD, "tea-history.txt"]["parts"] == [2]
     assert book["containment_work"] > 0.9  # the two halves together: the whole work
     assert {e["part"] for e in book["evidence"]} == {1, 2}
-    whole = engine.store.download_text(first)
+    whole = engine.store.pages.download_text(first)
     assert whole == "\n".join(texts)
     for record in (book, found[DOWNLOAD, "tea-history.txt"]):
         for e in record["evidence"]:  # spans in the whole download's text
             a, b = e["page_span"]
             assert whole[a:b].startswith(e["text"].rstrip("…")[:20])
-    assert engine.store.matches_for("page_id", str(second["_id"]), active_only=False) == []
+    assert engine.store.matches.matches_for("page_id", str(second["_id"]), active_only=False) == []
     for page in (first, second):  # each part matched: fingerprints stored, nothing pending
-        stored = engine.store.get_page(str(page["_id"]))
+        stored = engine.store.pages.get_page(str(page["_id"]))
         assert stored["pending"] is False and stored["processed_hash"] == stored["content_hash"]
 
     entries = {(e["url"], e["work"]): e for e in contract_matches(engine)}
@@ -91,7 +91,7 @@ def test_a_changed_next_part_and_a_work_registered_later_match_the_download_agai
 
     # the site swaps the second half for another book: the first part's text is the same
     sent = crawl_download(engine, [lighthouse[:half], river])
-    assert sent == [str(engine.store.page_by_url(DOWNLOAD)["_id"])]
+    assert sent == [str(engine.store.pages.page_by_url(DOWNLOAD)["_id"])]
     assert records(engine)[DOWNLOAD, "lighthouse.txt"]["parts"] == [1]
 
     # a work registered afterwards is found in the download's second part: the download
@@ -102,7 +102,7 @@ def test_a_changed_next_part_and_a_work_registered_later_match_the_download_agai
     assert found[DOWNLOAD, "river-town.txt"]["parts"] == [2]
 
     # a next part's task sent again by the sweep finds it matched with its download
-    second = engine.store.page_by_url(part_url(DOWNLOAD, 2))
+    second = engine.store.pages.page_by_url(part_url(DOWNLOAD, 2))
     assert engine.process_stored_page(str(second["_id"]), as_task=True) == []
 
 
@@ -132,7 +132,7 @@ def test_a_scan_of_a_site_offering_a_long_download(tmp_path: Path) -> None:
         assert {e["url"] for e in entries.values()} == {download}
         stored = list(engine.store.db.matches.find({"active": True}))
         assert len(stored) == len(names)  # one record per (download, work)
-        first = engine.store.page_by_url(download)
+        first = engine.store.pages.page_by_url(download)
         assert first["parts"] >= 2 and all(m["page_id"] == first["_id"] for m in stored)
         parts = {m["work_source"]: m["parts"] for m in stored}
         assert sorted(parts.values()) == [[n] for n in range(1, len(names) + 1)]  # a chapter each

@@ -22,12 +22,11 @@ from pymongo.database import Database
 from pymongo.errors import BulkWriteError
 
 from admin import scan
-from admin.memory_store import memory_client
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store, page_key, tallies
-from matcher.store.operations import Operations
+from matcher.store.memory import memory_client
 from matcher.store.pages import Sending
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -65,55 +64,60 @@ class Transcript:
 def exercise(store: Store) -> list[tuple[str, Any]]:
     """The scan's store operations, in the order a scan and a review would run them."""
     t = Transcript()
-    ops = Operations(store)
     store.pages.seq_stripe = 1  # (chosen at random per process)
     t.step("ensure indexes", store.ensure_indexes)
     t.step("again", store.ensure_indexes)
     t.step("index names", lambda: sorted(store.db.pages.index_information()))
 
     def work_of(key: str, title: str) -> tuple[dict, bool]:
-        return store.upsert_work(key, title=title, content_hash=key, length=2, segments=1)
+        return store.works.upsert_work(key, title=title, content_hash=key, length=2, segments=1)
 
     work, _ = t.step("work", lambda: work_of("a.txt", "甲"))
     t.step("same work", lambda: work_of("a.txt", "甲")[1])
     t.step("other work", lambda: work_of("b.txt", "乙")[0]["seq"])
     segment = {"index": 0, "start": 0, "end": 2, "title": "", "text": "正文"}
-    t.step("segment", lambda: store.save_work_segment(work["_id"], segment))
-    t.step("work text", lambda: store.work_text(work["_id"]))
+    t.step("segment", lambda: store.works.save_work_segment(work["_id"], segment))
+    t.step("work text", lambda: store.works.work_text(work["_id"]))
     more = [{**segment, "index": i, "start": 2 * i, "end": 2 * i + 2} for i in (1, 2)]
-    t.step("segments", lambda: store.save_work_segments(work["_id"], [*more, more[0]]))
-    t.step("longer text", lambda: store.work_text(work["_id"]))
+    t.step("segments", lambda: store.works.save_work_segments(work["_id"], [*more, more[0]]))
+    t.step("longer text", lambda: store.works.work_text(work["_id"]))
     fps = [(4096 + i, i, {"anchors": {"version": 1, "value": bytes([i])}}) for i in (0, 1, 2)]
-    t.step("fingerprints", lambda: store.save_fingerprints_many("work", work["_id"], fps))
-    t.step("again", lambda: store.save_fingerprints_many("work", work["_id"], fps[1:]))
+    t.step(
+        "fingerprints", lambda: store.fingerprints.save_fingerprints_many("work", work["_id"], fps)
+    )
+    t.step("again", lambda: store.fingerprints.save_fingerprints_many("work", work["_id"], fps[1:]))
     t.step(
         "by seq",
         lambda: sorted(
             (f["seq"], bytes(f["value"]))
-            for f in store.fingerprints_by_seq("work", [4097, 4098, 1], "anchors")
+            for f in store.fingerprints.fingerprints_by_seq("work", [4097, 4098, 1], "anchors")
         ),
     )
     t.step(
         "by work",
         lambda: sorted(
             (f["seq"], bytes(f["value"]))
-            for f in store.work_fingerprints([(work["_id"], 2), (work["_id"], 5)], "anchors")
+            for f in store.fingerprints.work_fingerprints(
+                [(work["_id"], 2), (work["_id"], 5)], "anchors"
+            )
         ),
     )
     url = "http://127.0.0.1:1/book/1.html"
 
     def crawled(text: str, digest: str, **links: str) -> tuple[dict, str]:
         page = CrawledPage(url=url, site="s", title="", text=text, **links)
-        return store.store_crawled_page(page, digest)
+        return store.pages.store_crawled_page(page, digest)
 
     page, _ = t.step("page", lambda: crawled("一", "p1"))
     t.step("unchanged", lambda: crawled("一", "p1")[1])
-    t.step("processed", lambda: store.mark_processed(page["_id"], "p1"))
+    t.step("processed", lambda: store.page_marks.mark_processed(page["_id"], "p1"))
     t.step("changed", lambda: crawled("二", "p2")[1])
     t.step("links", lambda: crawled("二", "p2", next_url=url + "?page=2")[1])
-    t.step("linking", lambda: [d["url"] for d in store.pages_linking_to(url + "?page=2")])
-    t.step("stale mark", lambda: store.mark_processed(page["_id"], "p1"))
-    t.step("pending", lambda: [page_key(i) for i in store.pending_pages()])
+    t.step(
+        "linking", lambda: [d["url"] for d in store.page_links.pages_linking_to(url + "?page=2")]
+    )
+    t.step("stale mark", lambda: store.page_marks.mark_processed(page["_id"], "p1"))
+    t.step("pending", lambda: [page_key(i) for i in store.page_marks.pending_pages()])
     book = [f"http://127.0.0.1:1/book/2_{n}.html" for n in range(3)]
     batch = [
         (CrawledPage(url=u, site="s", title="", text=f"页{n}", next_url=book[(n + 1) % 3]), f"b{n}")
@@ -123,24 +127,27 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
     stored = t.step(
         "batch",
         lambda: [
-            (d["url"], state, send) for d, state, send in store.store_pages_to_send(batch, sending)
+            (d["url"], state, send)
+            for d, state, send in store.pages.store_pages_to_send(batch, sending)
         ],
     )
-    keys = [page_key(i) for i in store.pending_pages()]
+    keys = [page_key(i) for i in store.page_marks.pending_pages()]
     t.step(
         "around",
         lambda: {
             doc["url"]: (sorted(known), sorted(d["url"] for d in linkers))
-            for doc, (known, linkers) in store.pages_and_around([*keys, 9999]).values()
+            for doc, (known, linkers) in store.page_links.pages_and_around([*keys, 9999]).values()
         },
     )
-    store.gather_marks()
+    store.page_marks.gather_marks()
     for n, (url_n, _, _) in enumerate(stored or []):
-        doc = store.page_by_url(url_n)
-        t.step("gathered mark", lambda d=doc, n=n: store.mark_processed(d["_id"], f"b{n}"))
-    t.step("pending before the marks go", lambda: len(list(store.pending_pages())))
-    t.step("marks", store.send_marks)
-    t.step("pending after", lambda: [page_key(i) for i in store.pending_pages()])
+        doc = store.pages.page_by_url(url_n)
+        t.step(
+            "gathered mark", lambda d=doc, n=n: store.page_marks.mark_processed(d["_id"], f"b{n}")
+        )
+    t.step("pending before the marks go", lambda: len(list(store.page_marks.pending_pages())))
+    t.step("marks", store.page_marks.send_marks)
+    t.step("pending after", lambda: [page_key(i) for i in store.page_marks.pending_pages()])
     t.step("bulk", lambda: bulk_answers(store.db))
     record = {
         "page_id": page["_id"],
@@ -150,27 +157,34 @@ def exercise(store: Store) -> list[tuple[str, Any]]:
         "score": 0.9,
         "containment": 0.9,
     }
-    match = t.step("match", lambda: store.upsert_match(record))
-    t.step("review", lambda: ops.set_status(str(match["_id"]), "confirmed", "seen", "alice"))
-    t.step("match again", lambda: store.upsert_match({**record, "score": 0.95}))
-    t.step("deactivate", lambda: store.deactivate_matches("page_id", page["_id"], []))
+    match = t.step("match", lambda: store.matches.upsert_match(record))
     t.step(
-        "matches of page", lambda: store.matches_for("page_id", str(page["_id"]), active_only=False)
+        "review", lambda: store.matches.set_status(str(match["_id"]), "confirmed", "seen", "alice")
     )
-    t.step("list", lambda: ops.list_matches(limit=10, site="s"))
+    t.step("match again", lambda: store.matches.upsert_match({**record, "score": 0.95}))
+    t.step("deactivate", lambda: store.matches.deactivate_matches("page_id", page["_id"], []))
+    t.step(
+        "matches of page",
+        lambda: store.matches.matches_for("page_id", str(page["_id"]), active_only=False),
+    )
+    t.step("list", lambda: store.matches.list_matches(limit=10, site="s"))
     t.step("user", lambda: store.db.users.insert_one({"username": "alice"}).acknowledged)
     t.step("same user", lambda: store.db.users.insert_one({"username": "alice"}))
     for run_id, when in (("r1", 1), ("r2", 2)):
         started = datetime.fromtimestamp(when, UTC)
-        t.step("crawl", lambda r=run_id, s=started: ops.record_crawl(r, "s", started_at=s))
-    t.step("latest crawls", lambda: {k: v["run_id"] for k, v in ops.latest_crawls().items()})
-    t.step("site", lambda: ops.save_site(SiteConfig(name="s", start_urls=("http://x/",)))[1])
+        t.step("crawl", lambda r=run_id, s=started: store.crawls.record_crawl(r, "s", started_at=s))
+    t.step(
+        "latest crawls", lambda: {k: v["run_id"] for k, v in store.crawls.latest_crawls().items()}
+    )
+    t.step(
+        "site", lambda: store.sites.save_site(SiteConfig(name="s", start_urls=("http://x/",)))[1]
+    )
     t.step("titles", lambda: [w["title"] for w in store.db.works.find({"title": {"$regex": "甲"}})])
     t.step(
         "tallies", lambda: tallies.counts(store.db[tallies.COLLECTION].find_one({"_id": "total"}))
     )
     t.step("recount", lambda: tallies.recount(store.db))
-    t.step("fingerprints", ops.fingerprint_counts)
+    t.step("fingerprints", store.fingerprints.fingerprint_counts)
     return t.steps
 
 

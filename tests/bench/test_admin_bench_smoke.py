@@ -1,7 +1,7 @@
 """Smoke test of ``bench/admin_bench.py`` at tiny sizes (no server needed).
 
 The benchmark runs for real: two mongomock stores (one written through
-``Store.upsert_match``, one bulk-inserted and recounted), the Flask app served by werkzeug
+``store.matches.upsert_match``, one bulk-inserted and recounted), the Flask app served by werkzeug
 on 127.0.0.1, a logged-in ``http.client`` session, and the naive peer. It checks the JSON
 and the benchmark's own checks (recount finds the tallies the writes kept, the naive peer
 finds the dashboard's figures); it never asserts a speed.

@@ -21,7 +21,7 @@ UNREVIEWED_URL = "http://pirate.example/book/2.html"
 def seed(server: Server) -> str:
     """Two pages of ``pirate`` copying two works, matched; the first confirmed by a
     reviewer. The first match's id."""
-    engine, ops = server.ctx.engine, server.ctx.ops
+    engine, store = server.ctx.engine, server.ctx.store
     with server.dispatch.lock:
         for url, name, title in ((CONFIRMED_URL, "tea-history", "茶史"),
                                  (UNREVIEWED_URL, "lighthouse", "灯塔")):  # fmt: skip
@@ -29,8 +29,12 @@ def seed(server: Server) -> str:
             engine.add_work(text, title=title, source=f"{name}.txt")
             copy = "广告：最新小说免费看\n" + text[: len(text) * 2 // 3]
             assert engine.process_page(url, copy, site="pirate", title=title), url
-        matches = {m["url"]: str(m["_id"]) for m in ops.find_matches(limit=10, fields=("url",))}
-        assert ops.set_status(matches[CONFIRMED_URL], "confirmed", "chapter copied", "rita")
+        matches = {
+            m["url"]: str(m["_id"]) for m in store.matches.find_matches(limit=10, fields=("url",))
+        }
+        assert store.matches.set_status(
+            matches[CONFIRMED_URL], "confirmed", "chapter copied", "rita"
+        )
     return matches[CONFIRMED_URL]
 
 

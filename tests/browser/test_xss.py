@@ -71,7 +71,7 @@ def test_payloads_show_as_text(
     expect(page.locator("#upload-log li")).to_contain_text(WORK_FILE_PAYLOAD)
     add_site(page, base, "pirate-xss", fixture_site.url("/"))
     crawl_now(page, server.dispatch, "pirate-xss")
-    stored = server.ctx.ops.db.pages.find_one({"url": fixture_site.url(XSS_PATH)})
+    stored = server.ctx.store.db.pages.find_one({"url": fixture_site.url(XSS_PATH)})
     assert stored["title"] == TITLE_PAYLOAD, "the crawler kept the escaped title as text"
     assert all(p in stored["text"] for p in PAYLOADS), "the crawler kept the payloads as text"
 

@@ -257,10 +257,10 @@ def test_real_ingest_into_the_store(
     first = crawl_in_process([books], overrides)["novels"]
     assert first["fptrack/ingested/new"] == 3
     assert store.count("pages") == 3
-    chapter = store.page_by_url(site.url("/book/1/1.html"))
+    chapter = store.pages.page_by_url(site.url("/book/1/1.html"))
     assert chapter is not None and chapter["next_url"] == site.url("/book/1/1_2.html")
     assert TEXTS["/book/1/1.html"] in chapter["text"]
-    second = store.page_by_url(site.url("/book/1/1_2.html"))
+    second = store.pages.page_by_url(site.url("/book/1/1_2.html"))
     assert second is not None and second["prev_url"] == chapter["url"]
     assert TEXTS["/book/1/1_2.html"] in second["text"]
     assert sorted(enqueued) == sorted(str(d["_id"]) for d in store.db.pages.find())

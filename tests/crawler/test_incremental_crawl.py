@@ -121,7 +121,7 @@ def test_full_then_incremental_fetches_only_new_pages_and_asks_stored_ones_condi
             site.pages[f"/book/{n}.html"] = chapter(n, 3)
         crawl(site, store, incremental=False)
         assert stored_paths(store) == {"book/1.html", "book/2.html", "book/3.html"}
-        third = store.page_by_url(site.url("/book/3.html"))
+        third = store.pages.page_by_url(site.url("/book/3.html"))
         assert third["etag"].startswith('"ch3-')
 
         # chapter 4 appears: in the index, and chapter 3 keeps its text (no link to it)
@@ -143,7 +143,7 @@ def test_full_then_incremental_fetches_only_new_pages_and_asks_stored_ones_condi
         assert stats["fptrack/http_status/304"] == 1
         assert stored_paths(store) == {f"book/{n}.html" for n in range(1, 5)}
         # the 304 moved chapter 3's fetch time on (a sitemap date before it will not ask again)
-        assert store.page_by_url(site.url("/book/3.html"))["fetched_at"] > third["fetched_at"]
+        assert store.pages.page_by_url(site.url("/book/3.html"))["fetched_at"] > third["fetched_at"]
 
 
 def mobile_chapter(n: int, last: int) -> tuple[int, dict[str, str], bytes]:
@@ -257,7 +257,7 @@ def test_a_newer_lastmod_refetches_a_stored_page_and_an_older_one_does_not(
         # chapter 1, the 上一页 of the refetched chapter 2, is only asked for conditionally
         assert all("If-None-Match" in h for p, h in requested if p == "/book/1.html")
         assert stats["fptrack/incremental/changed"] == 1
-        assert "补上了三百字" in store.page_by_url(site.url("/book/2.html"))["text"]
+        assert "补上了三百字" in store.pages.page_by_url(site.url("/book/2.html"))["text"]
 
 
 @pytest.mark.parametrize(

@@ -182,13 +182,13 @@ def test_production_ingest_stores_and_sends_tasks_by_name(
     assert app.apps == [PRODUCTION]  # the crawl's settings, not the environment's
     pipeline.process_item(item())
     pipeline.ingest.flush()  # the task a page alone gets, sent now
-    first = store.page_by_url("http://novels.test/book/17/3.html")
+    first = store.pages.page_by_url("http://novels.test/book/17/3.html")
     assert first is not None
-    store.mark_processed(str(first["_id"]), first["content_hash"])  # as the worker would
+    store.page_marks.mark_processed(str(first["_id"]), first["content_hash"])  # as the worker would
     pipeline.process_item(item())  # same text again: stored once, no second task
     pipeline.process_item(item(text=TEXT + "又下起了雨。"))
     pipeline.ingest.flush()
-    doc = store.page_by_url("http://novels.test/book/17/3.html")
+    doc = store.pages.page_by_url("http://novels.test/book/17/3.html")
     assert doc is not None and doc["encoding"] == "gb18030" and doc["text"].endswith("又下起了雨。")
     assert app.sent == [(PROCESS_PAGE_TASK, [str(doc["_id"])])] * 2
     assert pipeline.stats.get_value("fptrack/ingested/new") == 1
@@ -223,12 +223,12 @@ def test_lanes_store_pages_at_once_and_each_page_s_alias_after_it(
     outcomes = reactor.run_in_reactor(store_all, timeout=60)
     assert [result for _, result in outcomes] == items  # every item back, in its place
     for url in urls:
-        doc = store.page_by_url(url)
+        doc = store.pages.page_by_url(url)
         assert doc is not None and doc["aliases"] == [url + "?t=1"]
     assert pipeline.stats.get_value("fptrack/ingested/new") == len(urls)
     assert pipeline.stats.get_value("fptrack/aliases/recorded") == len(urls)
     assert pipeline.stats.get_value("fptrack/stored_pages") == len(urls)
-    stored = {str(doc["_id"]) for url in urls if (doc := store.page_by_url(url))}
+    stored = {str(doc["_id"]) for url in urls if (doc := store.pages.page_by_url(url))}
     pipeline.close_spider()  # the tasks still waiting are sent
     sent = [ids for name, [ids] in app.sent if name == PROCESS_PAGES_TASK]
     sent += [[page_id] for name, [page_id] in app.sent if name == PROCESS_PAGE_TASK]
@@ -246,7 +246,7 @@ def test_broker_outage_keeps_the_page_pending(
     pipeline.process_item(item())
     pipeline.ingest.flush()
     assert pipeline.stats.get_value("fptrack/enqueue_errors") == 1
-    assert len(list(store.pending_pages())) == 1  # requeue_pending will send it later
+    assert len(list(store.page_marks.pending_pages())) == 1  # requeue_pending will send it later
 
 
 def test_the_sender_sends_the_pages_stored_together_as_one_task() -> None:

@@ -30,7 +30,7 @@ from matcher import jobs
 from matcher.engine import Engine
 from matcher.index.indexes import Side
 from matcher.store.matches import Matches
-from matcher.store.pages import Pages
+from matcher.store.page_marks import PageMarks
 from matcher.worker import app
 
 
@@ -70,7 +70,7 @@ if __name__ == "__main__":
     if POINT == "start":
         jobs.process_page = stopping_before(jobs.process_page)
     elif POINT == "marked":
-        Pages.mark_processed = stopping_after(Pages.mark_processed, lambda *a, **k: True)
+        PageMarks.mark_processed = stopping_after(PageMarks.mark_processed, lambda *a, **k: True)
     elif POINT == "index":
         Side.add = stopping_after(Side.add, lambda *a, **k: True)
     elif POINT == "batch":

@@ -44,7 +44,9 @@ def test_new_matches_reach_the_webhook_through_a_worker(
         )
         crawl_in_process([site], {"FPTRACK_INGEST": ingest, **NO_THROTTLE})
         with worker_processes(1):
-            eventually(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
+            eventually(
+                lambda: not list(engine.store.page_marks.pending_pages()), 120, "the crawled pages"
+            )
             matches = {str(m["_id"]) for m in engine.store.db.matches.find()}
             assert len(matches) == 9
 

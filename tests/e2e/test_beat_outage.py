@@ -20,7 +20,6 @@ from matcher.schedules import Schedules
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
-from matcher.store.operations import Operations
 from tests.support.outage import Service, own_redis, redis_url
 from tests.support.waits import eventually
 
@@ -34,7 +33,7 @@ def test_beat_sends_again_after_redis_restarted(
     url = redis_url(server)
     env = {**os.environ, "FPTRACK_REDIS_URL": url, "FPTRACK_BROKER_URL": url}
     site = SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), schedule="every 1 s")
-    Operations(Store(mongo_db)).save_site(site)
+    Store(mongo_db).sites.save_site(site)
     beat = Service(["beat", "--loglevel", "INFO"], env, tmp_path / "beat.log")
     try:
         client = redis.Redis.from_url(url)

@@ -33,7 +33,6 @@ from matcher.celery_app import CRAWL_QUEUE
 from matcher.keys import Keys
 from matcher.sites import SiteConfig
 from matcher.store import Store
-from matcher.store.operations import Operations
 from tests.support.e2e import ROOT, app, queued_pages, sample
 from tests.support.waits import eventually
 
@@ -89,7 +88,7 @@ def stored(store: Store) -> dict[str, Any]:
     return {
         "pages": sorted((p["url"], p["text"], p["content_hash"]) for p in pages),
         "ids": {str(p["_id"]) for p in pages},
-        "pending": {str(page_id) for page_id in store.pending_pages()},
+        "pending": {str(page_id) for page_id in store.page_marks.pending_pages()},
     }
 
 
@@ -165,8 +164,7 @@ def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end
 ) -> None:
     store = Store(mongo_db)
     store.ensure_indexes()
-    ops = Operations(store)
-    ops.save_site(SiteConfig(name="novels", start_urls=(site.url("/"),), obey_robots=False))
+    store.sites.save_site(SiteConfig(name="novels", start_urls=(site.url("/"),), obey_robots=False))
     keys = Keys("fptrack-test")
     frontier = keys.crawl("novels")
     first = worker(CRAWL_QUEUE)
@@ -178,7 +176,7 @@ def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end
     in_flight = redis_client.zcard(frontier.inflight(0))
     # acknowledged as it started: no crawl message waits to be delivered again
     assert broker.llen(CRAWL_QUEUE) == 0 and broker.hlen("unacked") == 0
-    [run] = ops.last_crawls("novels")
+    [run] = store.crawls.last_crawls("novels")
     assert run["outcome"] == "running"
 
     # beat's resume_crawls once the lease has expired: the run is closed ...
@@ -187,8 +185,8 @@ def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end
     # the kill may reach the server after it
     at_kill = store.count("pages")
     assert at_kill < CHAPTERS, "the crawl ended before the kill"
-    assert jobs.close_lost_crawls(ops, redis_client, keys) == [run["run_id"]]
-    [closed] = ops.last_crawls("novels")
+    assert jobs.close_lost_crawls(store, redis_client, keys) == [run["run_id"]]
+    [closed] = store.crawls.last_crawls("novels")
     assert closed["outcome"] == "interrupted" and closed["lost"] == 1
     assert closed["stats"]["fptrack/pages"] == at_kill == store.count("pages")
     assert closed["finished_at"] is not None
@@ -198,11 +196,13 @@ def test_a_crawl_whose_worker_died_is_closed_interrupted_then_resumed_to_its_end
     try:
         app.send_task("fptrack.resume_crawls")
         eventually(
-            lambda: ops.last_crawls("novels")[0]["outcome"] == "finished", 240, "the resumed run"
+            lambda: store.crawls.last_crawls("novels")[0]["outcome"] == "finished",
+            240,
+            "the resumed run",
         )
     finally:
         kill(second, signal.SIGTERM)
-    [done] = ops.last_crawls("novels")  # one run, not a new crawl
+    [done] = store.crawls.last_crawls("novels")  # one run, not a new crawl
     assert done["run_id"] == run["run_id"] and done["crawlers"] == 2 and done["lost"] == 1
     assert store.count("pages") == CHAPTERS
     assert done["stats"]["fptrack/pages"] == CHAPTERS  # the dead process's pages too

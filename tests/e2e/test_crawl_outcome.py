@@ -24,7 +24,6 @@ from pymongo.database import Database
 from bench.fixture_site import FixtureSite, page
 from matcher.keys import Keys
 from matcher.store import Store
-from matcher.store.operations import Operations
 from tests.admin.cli_support import fptrack
 from tests.support.e2e import ROOT, sample
 from tests.support.waits import eventually
@@ -84,7 +83,6 @@ def test_a_failed_crawl_is_seen_everywhere(
 ) -> None:
     store = Store(mongo_db)
     store.ensure_indexes()
-    ops = Operations(store)
     typo, good = site.url("/nosuch/"), site.url("/")
     assert fptrack("sites", "add", typo, "--name", "typo", "--schedule", "never").status == 0
     assert fptrack("sites", "add", good, "--name", "good", "--schedule", "never").status == 0
@@ -121,7 +119,7 @@ def test_a_failed_crawl_is_seen_everywhere(
     assert f"  robots: {forbidden} (robots.txt forbids fptrack to crawl it)" in good_run.err
     assert "/3.html" not in site.requested()
 
-    [run] = ops.last_crawls("typo")
+    [run] = store.crawls.last_crawls("typo")
     assert run["outcome"] == "failed" and reason in run["error"]
     named = [{"reason": "http_404", "url": typo, "why": "answered 404 Not Found"}]
     assert run["stats"]["fptrack/not_crawled_urls"] == named  # as the store keeps it

@@ -39,9 +39,11 @@ def test_crawl_feeds_the_worker(engine: Engine, broker: redis.Redis) -> None:
         stats = crawl_in_process([site], {"FPTRACK_INGEST": ingest, **NO_THROTTLE})[site.name]
         assert stats["fptrack/pages"] == engine.store.count("pages") == len(sent)
         assert broker.llen("fptrack") == len(sent)
-        assert len(list(engine.store.pending_pages())) == len(sent)  # none processed yet
+        assert len(list(engine.store.page_marks.pending_pages())) == len(sent)  # none processed yet
         with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
-            eventually(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
+            eventually(
+                lambda: not list(engine.store.page_marks.pending_pages()), 120, "the crawled pages"
+            )
         matches = {
             (urlsplit(m["url"]).path, str(m["work_id"])) for m in engine.store.db.matches.find()
         }
@@ -86,7 +88,9 @@ def test_the_crawl_s_pages_go_to_the_worker_in_batches(engine: Engine, broker: r
     assert stats["fptrack/pages"] == engine.store.count("pages") > len(sent)
     assert any(name == PROCESS_PAGES_TASK for name, _ in sent)
     with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
-        eventually(lambda: not list(engine.store.pending_pages()), 120, "the crawled pages")
+        eventually(
+            lambda: not list(engine.store.page_marks.pending_pages()), 120, "the crawled pages"
+        )
     matches = {(urlsplit(m["url"]).path, str(m["work_id"])) for m in engine.store.db.matches.find()}
     assert ("/book/1021/1.html", works["lighthouse.txt"]) in matches
     assert ("/tw/book/1023/1.html", works["tea-history.txt"]) in matches
@@ -118,11 +122,13 @@ def test_a_download_in_parts_is_one_task_and_one_record_per_work(
         ingest = Ingest(engine.store, enqueue)
         crawl_in_process([site], {"FPTRACK_INGEST": ingest, **overrides})
         download = base + "down/book.zip"
-        first = engine.store.page_by_url(download)
+        first = engine.store.pages.page_by_url(download)
         assert first is not None and first["parts"] == 4 and engine.store.count("pages") == 4
         assert sent == [str(first["_id"])]
         with start_worker(app, pool="solo", perform_ping_check=False, loglevel="WARNING"):
-            eventually(lambda: not list(engine.store.pending_pages()), 120, "the download")
+            eventually(
+                lambda: not list(engine.store.page_marks.pending_pages()), 120, "the download"
+            )
     found = list(engine.store.db.matches.find())
     assert {m["work_source"]: m["parts"] for m in found} == {
         name: [n] for n, name in enumerate(names, 1)

@@ -53,7 +53,9 @@ def test_the_worker_rechecks_takedowns_and_discovers_sites(
         SiteConfig.from_dict({"name": "watched", "start_urls": [watched.url("/")]})
     )
     with worker():
-        eventually(lambda: not list(engine.store.pending_pages()), 60, "the page's match")
+        eventually(
+            lambda: not list(engine.store.page_marks.pending_pages()), 60, "the page's match"
+        )
         [match] = engine.store.db.matches.find()
         sent = now() - timedelta(days=2)  # a notice sent two days ago: its first recheck due
         takedowns.open_cases(

@@ -80,7 +80,7 @@ def slow_worker(log: Path, seconds: float) -> list[str]:
 
 
 def pending(engine: Engine) -> list[str]:
-    return list(engine.store.pending_pages())
+    return list(engine.store.page_marks.pending_pages())
 
 
 def matched(engine: Engine) -> set[tuple[str, str]]:

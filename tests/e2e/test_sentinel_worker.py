@@ -84,7 +84,9 @@ class OnSentinel:
         return ingest.page(page).page_id
 
     def matched(self, page_id: str) -> set[str]:
-        return {str(m["work_id"]) for m in self.engine.store.matches_for("page_id", page_id)}
+        return {
+            str(m["work_id"]) for m in self.engine.store.matches.matches_for("page_id", page_id)
+        }
 
 
 @pytest.fixture

@@ -34,7 +34,6 @@ from matcher.redis_clients import COMMAND
 from matcher.runtime import Runtime
 from matcher.settings import Settings
 from matcher.store import Store, now, tallies
-from matcher.store.operations import Operations
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
 from tests.support.raw_servers import hanging_up_redis
 from tests.support.waits import eventually
@@ -139,7 +138,11 @@ def test_worker_turns_pages_into_match_records(engine: Engine, broker: redis.Red
     # the workers gather their dashboard tallies longer than the test runs: only their
     # warm shutdown sends them
     with worker_processes(2, FPTRACK_TALLY_SECONDS="60"):
-        eventually(lambda: not list(engine.store.pending_pages()), 90, "the pages to be processed")
+        eventually(
+            lambda: not list(engine.store.page_marks.pending_pages()),
+            90,
+            "the pages to be processed",
+        )
         # every message acknowledged while the workers run (a message still unacknowledged
         # when a worker stops goes back to the queue: delivered at least once, never lost)
         eventually(
@@ -163,8 +166,8 @@ def test_a_page_that_cannot_be_processed_leaves_a_failure_record(
     missing = "0123456789abcdef01234567"
     tasks.process_page.delay(missing)
     with worker():
-        eventually(lambda: Operations(engine.store).failures(), 30, "the failure record")
-    [failure] = Operations(engine.store).failures()
+        eventually(lambda: engine.store.failure_log.recent(), 30, "the failure record")
+    [failure] = engine.store.failure_log.recent()
     assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
     assert "no page with id" in failure["error"]
     # counted for the admin's /metrics (admin/metrics.py), with no retry (bad input)
@@ -185,9 +188,9 @@ def test_a_batch_s_page_that_cannot_be_processed_fails_alone(
     missing = "0123456789abcdef01234567"
     tasks.process_pages.delay([missing, page.page_id])
     with worker():
-        eventually(lambda: Operations(engine.store).failures(), 30, "the failure record")
-        eventually(lambda: not list(engine.store.pending_pages()), 30, "the other page")
-    [failure] = Operations(engine.store).failures()
+        eventually(lambda: engine.store.failure_log.recent(), 30, "the failure record")
+        eventually(lambda: not list(engine.store.page_marks.pending_pages()), 30, "the other page")
+    [failure] = engine.store.failure_log.recent()
     assert failure["task"] == "fptrack.process_page" and failure["ref"] == missing
     assert "no page with id" in failure["error"]
     [match] = engine.store.db.matches.find()
@@ -213,7 +216,7 @@ def test_a_batch_an_outage_ends_for_good_leaves_records_on_its_pending_pages_onl
         )
     )
     succeeded(tasks.process_page.apply(args=[matched.page_id]))
-    assert list(engine.store.pending_pages()) == [pending.page_id]
+    assert list(engine.store.page_marks.pending_pages()) == [pending.page_id]
     down = Engine(engine.settings, engine.store, dead_redis)
     monkeypatch.setattr(tasks.process_pages, "max_retries", 1)
     app.fptrack.use(down)
@@ -225,7 +228,7 @@ def test_a_batch_an_outage_ends_for_good_leaves_records_on_its_pending_pages_onl
         app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
         app.fptrack.use(engine)
     assert result.failed()
-    [failure] = Operations(engine.store).failures()
+    [failure] = engine.store.failure_log.recent()
     assert (failure["task"], failure["ref"]) == ("fptrack.process_page", pending.page_id)
     assert failure["error"].startswith("IndexUnavailable: ")
 
@@ -233,16 +236,16 @@ def test_a_batch_an_outage_ends_for_good_leaves_records_on_its_pending_pages_onl
 def test_a_batch_retried_to_success_clears_the_failure_records_of_its_matched_pages_only(
     engine: Engine,
 ) -> None:
-    ops = Operations(engine.store)
+    store = engine.store
     for ref in ("a", "b"):
-        ops.record_failure("fptrack.process_page", ref, "UnusableText: earlier", 0)
+        store.failure_log.record_failure("fptrack.process_page", ref, "UnusableText: earlier", 0)
     task = tasks.process_pages
     task.push_request(retries=1)
     try:
         task.on_success({"failed": ["a"]}, "task-id", (["a", "b"],), {})
     finally:
         task.pop_request()
-    assert [f["ref"] for f in ops.failures()] == ["a"]  # b was matched this time
+    assert [f["ref"] for f in store.failure_log.recent()] == ["a"]  # b was matched this time
 
 
 def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis) -> None:
@@ -256,14 +259,14 @@ def test_new_work_finds_pages_crawled_before(engine: Engine, broker: redis.Redis
         )
     )
     with worker():
-        eventually(lambda: not list(engine.store.pending_pages()), 30, "the page")
+        eventually(lambda: not list(engine.store.page_marks.pending_pages()), 30, "the page")
         assert engine.store.db.matches.count_documents({}) == 0
         text = sample("star-voyage.txt")
-        doc, _ = engine.store.upsert_work(
+        doc, _ = engine.store.works.upsert_work(
             "star", title="star", content_hash="h", length=len(text), segments=1
         )
         segment = {"index": 0, "start": 0, "end": len(text), "title": "", "text": text}
-        engine.store.save_work_segment(doc["_id"], segment)
+        engine.store.works.save_work_segment(doc["_id"], segment)
         tasks.index_work.delay(str(doc["_id"]))
         eventually(lambda: engine.store.db.matches.count_documents({}) == 1, 30, "the match")
     [match] = engine.store.db.matches.find()
@@ -378,10 +381,10 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
         app.conf.task_always_eager, app.conf.task_eager_propagates = eager, propagates
         app.fptrack.use(None)
     assert result.failed()
-    [failure] = Operations(up.store).failures()
+    [failure] = up.store.failure_log.recent()
     assert failure["ref"] == page.page_id and "IndexUnavailable" in failure["error"]
     assert failure["attempts"] == 2
-    assert list(up.store.pending_pages()) == [page.page_id]
+    assert list(up.store.page_marks.pending_pages()) == [page.page_id]
     assert up.store.db.matches.count_documents({}) == 0
     assert up.store.db.pages.count_documents({"fingerprints": {"$exists": True}}) == 0
     # Redis is back: the same task now completes and clears the failure record
@@ -391,4 +394,4 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
     finally:
         app.fptrack.use(None)
     assert up.store.db.matches.count_documents({}) == 1
-    assert Operations(up.store).failures() == []
+    assert up.store.failure_log.recent() == []

@@ -169,7 +169,9 @@ def test_a_whole_worker_killed_mid_page(
         stop(doomed, signal.SIGKILL)
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
     with count_successes() as done, worker(FAST_RESTORE):
-        eventually(lambda: not list(engine.store.pending_pages()), 90, "the redelivered task")
+        eventually(
+            lambda: not list(engine.store.page_marks.pending_pages()), 90, "the redelivered task"
+        )
         time.sleep(4)  # past the visibility timeout: a second delivery would run now
     assert done["fptrack.process_page"] == 1
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0
@@ -196,7 +198,7 @@ def test_a_prefork_child_killed_mid_page(
 
         def settled() -> bool:
             return (
-                not list(engine.store.pending_pages())
+                not list(engine.store.page_marks.pending_pages())
                 and broker.llen("fptrack") == 0
                 and broker.hlen("unacked") == 0
             )
@@ -254,7 +256,9 @@ def test_a_whole_worker_killed_in_the_middle_of_a_batch(
         stop(doomed, signal.SIGKILL)
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 1
     with count_successes() as done, worker(FAST_RESTORE):
-        eventually(lambda: not list(engine.store.pending_pages()), 90, "the redelivered batch")
+        eventually(
+            lambda: not list(engine.store.page_marks.pending_pages()), 90, "the redelivered batch"
+        )
         time.sleep(4)  # past the visibility timeout: a second delivery would run now
     assert done["fptrack.process_pages"] == 1
     assert broker.llen("fptrack") == 0 and broker.hlen("unacked") == 0

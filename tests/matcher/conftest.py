@@ -114,7 +114,7 @@ def crawl(
     result = Ingest(engine.store, queued.append).page(page)
     for page_id in queued:
         engine.process_stored_page(page_id)
-    return engine.store.matches_for("page_id", result.page_id)
+    return engine.store.matches.matches_for("page_id", result.page_id)
 
 
 @pytest.fixture

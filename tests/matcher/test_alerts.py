@@ -224,7 +224,7 @@ def test_matches_of_authorised_sites_raise_no_alert(engine, store, settings, lig
         page_id = str(queued_page[0]["page_id"])
         engine.store.matches.delete_all()
         engine.process_stored_page(page_id, authorised_sites={"pirate"})
-        [match] = engine.store.matches_for("page_id", page_id)
+        [match] = engine.store.matches.matches_for("page_id", page_id)
         assert match["status"] == "authorised" and "alert" not in match
         settle(store, settings)
         assert receiver.requests == []

@@ -149,7 +149,7 @@ def test_the_parts_of_a_download_are_archived_once(mongo_db: Database, tmp_path:
         for n, u in enumerate((url, url + "#part2", url + "#part3"), 1)
     ]
     ingest.pages(parts)
-    refs = {store.page_by_url(p.url)["archive"]["sha256"] for p in parts}
+    refs = {store.pages.page_by_url(p.url)["archive"]["sha256"] for p in parts}
     assert len(refs) == 1 and archive.puts == 1
     ingest.page(replace(parts[0], text="又一次", exchange=replace(EXCHANGE, status=203)))
     assert archive.puts == 2  # another exchange: archived

@@ -19,8 +19,7 @@ from matcher.keys import Keys
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store import now
-from matcher.store.operations import Operations
+from matcher.store import Store, now
 from tests.conftest import TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,10 +30,12 @@ KEYS = Keys("fptrack-test").crawl("pirate")
 
 
 @pytest.fixture
-def ops(ops: Operations) -> Operations:
-    """The shared ``ops``, with a site of two crawlers saved."""
-    ops.save_site(SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), crawlers=2))
-    return ops
+def store(store: Store) -> Store:
+    """The shared ``store``, with a site of two crawlers saved."""
+    store.sites.save_site(
+        SiteConfig(name="pirate", start_urls=("http://127.0.0.1:9/",), crawlers=2)
+    )
+    return store
 
 
 def environ() -> dict[str, str]:
@@ -48,31 +49,31 @@ def environ() -> dict[str, str]:
     }
 
 
-def test_unknown_site(ops: Operations) -> None:
+def test_unknown_site(store: Store) -> None:
     with pytest.raises(jobs.CrawlFailed, match="no site named"):
-        jobs.crawl_site(SETTINGS, ops, "nobody")
+        jobs.crawl_site(SETTINGS, store, "nobody")
 
 
-def test_at_most_crawlers_processes_per_site(ops: Operations, redis_client: redis.Redis) -> None:
+def test_at_most_crawlers_processes_per_site(store: Store, redis_client: redis.Redis) -> None:
     held = [redis_client.lock(KEYS.slot_lock(slot), timeout=60) for slot in (0, 1)]
     assert all(lock.acquire(blocking=False) for lock in held)
-    result = jobs.crawl_site(SETTINGS, ops, "pirate", environ=environ())
+    result = jobs.crawl_site(SETTINGS, store, "pirate", environ=environ())
     assert result["skipped"] == "all 2 crawler slot(s) are held"
-    assert ops.last_crawls("pirate") == []
+    assert store.crawls.last_crawls("pirate") == []
     assert all(lock.owned() for lock in held)  # the other processes' leases are untouched
 
 
 def test_failed_crawl_is_recorded_and_its_slot_freed(
-    ops: Operations, redis_client: redis.Redis
+    store: Store, redis_client: redis.Redis
 ) -> None:
     helpers: list[str] = []
     with pytest.raises(jobs.CrawlFailed) as failed:
         jobs.crawl_site(
-            SETTINGS, ops, "pirate", environ=environ(), fan_out=lambda: helpers.append("x")
+            SETTINGS, store, "pirate", environ=environ(), fan_out=lambda: helpers.append("x")
         )
     assert "exited 1" in str(failed.value) and "\n" not in str(failed.value)
     assert helpers == ["x"]  # the site wants two crawlers: one more was started
-    [run] = ops.last_crawls("pirate")
+    [run] = store.crawls.last_crawls("pirate")
     assert run["outcome"] == "failed" and run["error"] == str(failed.value)
     [process] = run["processes"].values()
     assert process["outcome"] == "failed" and process["slot"] == 0
@@ -83,27 +84,27 @@ def test_failed_crawl_is_recorded_and_its_slot_freed(
     assert redis_client.keys("fptrack-test:*") == []  # slot free, frontier cleared
 
 
-def test_a_run_of_two_processes_one_lost(ops: Operations) -> None:
+def test_a_run_of_two_processes_one_lost(store: Store) -> None:
     """The run's pages are counted from the store: the lost process's too, whose own count
     died with it."""
     start = now() - timedelta(minutes=10)
     alive, dead = "a1" * 16, "b2" * 16
     for token, slot in ((alive, 0), (dead, 1)):
-        ops.record_crawl_process(
+        store.crawls.record_crawl_process(
             "run-1", "pirate", token, run_started_at=start, started_at=start, outcome="running",
             slot=slot,
         )  # fmt: skip
-    assert ops.last_crawls("pirate")[0]["outcome"] == "running"
+    assert store.crawls.last_crawls("pirate")[0]["outcome"] == "running"
     for n in range(7):  # 5 by the live process, 2 by the dead one
-        ops.store.store_crawled_page(CrawledPage(f"http://p/{n}", "pirate", "", f"t{n}"), f"h{n}")
-    ops.store.store_crawled_page(CrawledPage("http://o/1", "other", "", "t"), "h")
+        store.pages.store_crawled_page(CrawledPage(f"http://p/{n}", "pirate", "", f"t{n}"), f"h{n}")
+    store.pages.store_crawled_page(CrawledPage("http://o/1", "other", "", "t"), "h")
     stats = {"fptrack/pages": 5, "fptrack/frontier/reclaimed": 3, "finish_reason": "finished"}
     end = start + timedelta(minutes=5)
-    ops.record_crawl_process(
+    store.crawls.record_crawl_process(
         "run-1", "pirate", alive, lost=(dead,), finished_at=end, outcome="finished",
         ended_run=True, error="", stats=stats,
     )  # fmt: skip
-    [run] = ops.last_crawls("pirate")
+    [run] = store.crawls.last_crawls("pirate")
     assert (run["outcome"], run["crawlers"], run["lost"]) == ("finished", 2, 1)
     assert run["processes"][dead]["outcome"] == "lost"
     assert run["stats"]["fptrack/pages"] == 7 and run["stats"]["fptrack/pages_reported"] == 5
@@ -131,7 +132,7 @@ def test_abandoned_crawls_are_resumed(redis_client: redis.Redis) -> None:
 
 
 def test_the_crawl_subprocess_stores_into_the_shared_store(
-    ops: Operations, redis_client: redis.Redis
+    store: Store, redis_client: redis.Redis
 ) -> None:
     """The real ``python -m crawler.run`` of the sample site writes its pages into the test's
     database over the wire (``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB``) and sends one
@@ -147,21 +148,21 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
         with serve_directory(ROOT / "samples" / "site") as base:
-            ops.save_site(SiteConfig(name="sample", start_urls=(base,), schedule="never"))
-            result = jobs.crawl_site(SETTINGS, ops, "sample", environ=env)
-        pages = ops.store.count("pages")
+            store.sites.save_site(SiteConfig(name="sample", start_urls=(base,), schedule="never"))
+            result = jobs.crawl_site(SETTINGS, store, "sample", environ=env)
+        pages = store.count("pages")
         assert result["pages"] == pages >= 17  # samples/site/README.md ("/" and its index.html)
         queued = queued_pages(broker, PAGE_QUEUE)
         assert len(queued) == sum(queued.values()) == pages  # each page's task, once
-        assert set(queued) == set(ops.store.pending_pages())
-        [run] = ops.last_crawls("sample")
+        assert set(queued) == set(store.page_marks.pending_pages())
+        [run] = store.crawls.last_crawls("sample")
         assert run["outcome"] == "finished" and run["stats"]["fptrack/pages"] == pages
     finally:
         broker.flushdb()
 
 
 def crawl_while(
-    ops: Operations, redis_client: redis.Redis, losing: str
+    store: Store, redis_client: redis.Redis, losing: str
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """A crawl of a slow site (60 chapters, a second each), during which Redis loses the
     keys ``losing`` matches, as a server back without its data does; the job's result and
@@ -182,10 +183,10 @@ def crawl_while(
     env |= {"FPTRACK_REDIS_PREFIX": "fptrack-test", "FPTRACK_CRAWL_LEASE": "3"}
     settings = Settings(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
     with FixtureSite(pages) as site:
-        ops.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),)))
+        store.sites.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),)))
         result: list[dict] = []
         crawl = threading.Thread(
-            target=lambda: result.append(jobs.crawl_site(settings, ops, "pirate", environ=env))
+            target=lambda: result.append(jobs.crawl_site(settings, store, "pirate", environ=env))
         )
         crawl.start()
         assert wait_until(lambda: redis_client.exists(KEYS.slot_lock(0)), 60)
@@ -194,17 +195,17 @@ def crawl_while(
         assert wait_until(lambda: any(p.startswith("/c/") for p in site.requested()), 60)
         redis_client.delete(*redis_client.keys(losing))
         crawl.join(60)
-    [run] = ops.last_crawls("pirate")
+    [run] = store.crawls.last_crawls("pirate")
     return result[0], run
 
 
 def test_a_process_whose_lease_is_lost_ends_lost_and_asks_for_another(
-    ops: Operations, redis_client: redis.Redis, mongo_db: Database
+    store: Store, redis_client: redis.Redis, mongo_db: Database
 ) -> None:
     """Redis came back without the crawl's lease (restarted empty, or unreachable longer than
     a lease): the process ends, recorded ``lost``, and says so, so that its task starts
     another (which resumes the frontier, or crawls anew)."""
-    result, run = crawl_while(ops, redis_client, "fptrack-test:*")
+    result, run = crawl_while(store, redis_client, "fptrack-test:*")
     assert result["lease_lost"] is True
     [process] = run["processes"].values()
     assert process["outcome"] == "lost" and run["outcome"] == "interrupted"
@@ -212,19 +213,19 @@ def test_a_process_whose_lease_is_lost_ends_lost_and_asks_for_another(
 
 
 def test_a_run_whose_frontier_is_lost_asks_for_another(
-    ops: Operations, redis_client: redis.Redis, mongo_db: Database
+    store: Store, redis_client: redis.Redis, mongo_db: Database
 ) -> None:
     """Redis lost the frontier (its queue and run), not yet the lease: the process finds the
     run over, though nobody ended it; the run is interrupted, and the job asks for a new
     crawl rather than taking the run for finished."""
-    result, run = crawl_while(ops, redis_client, "fptrack-test:crawl:*")
+    result, run = crawl_while(store, redis_client, "fptrack-test:crawl:*")
     assert result["frontier_lost"] is True and result["lease_lost"] is False
     [process] = run["processes"].values()
     assert run["outcome"] == "interrupted" and process["stats"]["fptrack/frontier/run_gone"] == 1
 
 
 def crawl_emptied(
-    ops: Operations, at_lease: bool
+    store: Store, at_lease: bool
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """A crawl on a Redis of its own, emptied (FLUSHALL, as a server restarted without its
     data) before its start page was fetched: ``at_lease``, once its process announced its
@@ -260,14 +261,16 @@ def crawl_emptied(
         ``fan_out``, called once the process announced its lease."""
         fan_out = client.flushall if at_lease else None
         try:
-            result.append(jobs.crawl_site(settings, ops, "pirate", environ=env, fan_out=fan_out))
+            result.append(jobs.crawl_site(settings, store, "pirate", environ=env, fan_out=fan_out))
         except jobs.CrawlFailed as exc:
             result.append({"failed": str(exc)})
 
     try:
         with FixtureSite(pages) as site:
             # two crawlers, so that the job calls fan_out (here: FLUSHALL) for the second
-            ops.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),), crawlers=2))
+            store.sites.save_site(
+                SiteConfig(name="pirate", start_urls=(site.url("/"),), crawlers=2)
+            )
             crawl = threading.Thread(target=job)
             crawl.start()
             if not at_lease:
@@ -275,29 +278,29 @@ def crawl_emptied(
                 client.flushall()
             gate.set()
             crawl.join(60)
-            again = jobs.crawl_site(settings, ops, "pirate", environ=env) if result else {}
+            again = jobs.crawl_site(settings, store, "pirate", environ=env) if result else {}
     finally:
         gate.set()
         client.close()
         server.stop()
     assert result, "the crawl job did not end within 60 s"
-    [run] = [r for r in ops.last_crawls("pirate") if r["run_id"] != again.get("run_id")]
+    [run] = [r for r in store.crawls.last_crawls("pirate") if r["run_id"] != again.get("run_id")]
     return result[0], run, again
 
 
 @pytest.mark.parametrize("at_lease", [True, False], ids=["start-request-unqueued", "in-flight"])
 def test_a_run_whose_redis_is_emptied_before_its_start_page_is_interrupted(
-    ops: Operations, mongo_db: Database, at_lease: bool
+    store: Store, mongo_db: Database, at_lease: bool
 ) -> None:
     """The run's state is gone with Redis, not a fault of the site: the run is
     ``interrupted``, says why in one line, and the job asks for another crawl (whether
     nothing could be fetched, or the start page was answered and its links found no run)."""
-    result, run, again = crawl_emptied(ops, at_lease)
+    result, run, again = crawl_emptied(store, at_lease)
     assert result["frontier_lost"] is True  # crawl_site's task sends itself again
     [process] = run["processes"].values()
     assert process["stats"]["fptrack/frontier/run_gone"] == 1
     assert run["outcome"] == "interrupted" and run["error"] == crawl_runs.FRONTIER_LOST
     fetched = process["stats"].get("downloader/response_count", 0)
     assert (fetched == 0) == at_lease  # at_lease: nothing asked for, not even robots.txt
-    [anew] = [r for r in ops.last_crawls("pirate") if r["run_id"] == again["run_id"]]
+    [anew] = [r for r in store.crawls.last_crawls("pirate") if r["run_id"] == again["run_id"]]
     assert anew["outcome"] == "finished" and again["pages"] == 1  # the site crawled anew

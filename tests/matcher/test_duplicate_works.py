@@ -21,7 +21,6 @@ from matcher.engine import Engine
 from matcher.keys import segment_owner
 from matcher.maintenance import rebuild_indexes
 from matcher.settings import Settings
-from matcher.store.operations import Operations
 from tests.matcher.conftest import (
     UNRELATED,
     crawl,
@@ -37,7 +36,7 @@ TEXT = sample("lighthouse.txt")
 
 
 def segment_keys(engine: Engine, work_id: str) -> list[str]:
-    work = engine.store.get_work(work_id)
+    work = engine.store.works.get_work(work_id)
     return [engine.keys.segment(segment_owner(work["seq"], i)) for i in range(work["segments"])]
 
 
@@ -46,12 +45,15 @@ def test_three_copies_of_a_work_still_match_under_the_earliest(engine: Engine) -
     first, *twins = ids
     assert matched(crawl(engine, "http://p/1", page_of(TEXT))) == {first}
     for twin in twins:
-        assert engine.store.get_work(twin)["same_text_as"] == engine.store.get_work(first)["_id"]
+        assert (
+            engine.store.works.get_work(twin)["same_text_as"]
+            == engine.store.works.get_work(first)["_id"]
+        )
         assert not any(engine.redis.exists(k) for k in segment_keys(engine, twin))
-        note = Operations(engine.store).same_text_note(twin)
+        note = engine.store.twins.same_text_note(twin)
         assert note.startswith(f"same text as work {first}") and "'灯塔0'" in note
-    assert Operations(engine.store).same_text_note(first) == ""
-    pairs = [(t["source"], f["source"]) for t, f in Operations(engine.store).twin_pairs()]
+    assert engine.store.twins.same_text_note(first) == ""
+    pairs = [(t["source"], f["source"]) for t, f in engine.store.twins.twin_pairs()]
     assert pairs == [("copy1.txt", "copy0.txt"), ("copy2.txt", "copy0.txt")]
     # The index, rebuilt from the store, still holds the text once.
     rebuild_indexes(engine)
@@ -62,8 +64,11 @@ def test_three_copies_of_a_work_still_match_under_the_earliest(engine: Engine) -
 def test_removing_the_earliest_hands_its_text_to_the_next(engine: Engine) -> None:
     ids = [engine.add_work(TEXT, title=f"灯塔{n}", source=f"copy{n}.txt") for n in range(3)]
     assert engine.remove_work(ids[0])
-    assert "same_text_as" not in engine.store.get_work(ids[1])
-    assert engine.store.get_work(ids[2])["same_text_as"] == engine.store.get_work(ids[1])["_id"]
+    assert "same_text_as" not in engine.store.works.get_work(ids[1])
+    assert (
+        engine.store.works.get_work(ids[2])["same_text_as"]
+        == engine.store.works.get_work(ids[1])["_id"]
+    )
     assert all(engine.redis.exists(k) for k in segment_keys(engine, ids[1]))
     assert matched(crawl(engine, "http://p/1", page_of(TEXT))) == {ids[1]}
 
@@ -74,13 +79,13 @@ def test_the_twin_indexed_in_place_of_a_removed_work_takes_its_reviews(engine: E
     removed work registered again, a twin now, leaves them with the twin."""
     first, twin = (engine.add_work(TEXT, title=f"灯塔{n}", source=f"copy{n}.txt") for n in range(2))
     [record] = crawl(engine, "http://p/1", page_of(TEXT))
-    ops = Operations(engine.store)
-    assert ops.set_status(str(record["_id"]), "confirmed", "整章照抄", "alice")
+    store = engine.store
+    assert store.matches.set_status(str(record["_id"]), "confirmed", "整章照抄", "alice")
     assert engine.remove_work(first)
     [kept] = engine.store.matches.list_matches(archived=True)
     assert kept["_id"] == record["_id"] and str(kept["work_id"]) == twin
     assert [r["_id"] for r in engine.match_work_against_pages(twin)] == [record["_id"]]
-    back = ops.match(match_id=str(record["_id"]))
+    back = store.matches.match(match_id=str(record["_id"]))
     assert back["active"] and "archived" not in back
     assert (back["status"], back["note"], back["reviewed_by"]) == ("confirmed", "整章照抄", "alice")
     again = engine.register_work(TEXT, title="灯塔0", source="copy0.txt")
@@ -95,9 +100,9 @@ def test_a_twin_whose_text_changes_is_indexed_and_the_first_keeps_its_twins(
     other = sample("river-town.txt")
     first = engine.add_work(TEXT, title="灯塔", key="a")
     twin = engine.add_work(TEXT, title="灯塔副本", key="b")
-    assert engine.store.get_work(twin).get("same_text_as")
+    assert engine.store.works.get_work(twin).get("same_text_as")
     assert engine.add_work(other, title="河镇", key="b") == twin
-    assert "same_text_as" not in engine.store.get_work(twin)
+    assert "same_text_as" not in engine.store.works.get_work(twin)
     assert matched(crawl(engine, "http://p/1", page_of(other))) == {twin}
     assert matched(crawl(engine, "http://p/2", page_of(TEXT))) == {first}
 
@@ -106,8 +111,11 @@ def test_the_first_work_changing_its_text_releases_its_twins(engine: Engine) -> 
     first = engine.add_work(TEXT, title="灯塔", key="a")
     twins = [engine.add_work(TEXT, title=f"副本{n}", key=f"b{n}") for n in range(2)]
     engine.add_work(sample("river-town.txt"), title="河镇", key="a")
-    assert "same_text_as" not in engine.store.get_work(twins[0])
-    assert engine.store.get_work(twins[1])["same_text_as"] == engine.store.get_work(twins[0])["_id"]
+    assert "same_text_as" not in engine.store.works.get_work(twins[0])
+    assert (
+        engine.store.works.get_work(twins[1])["same_text_as"]
+        == engine.store.works.get_work(twins[0])["_id"]
+    )
     assert matched(crawl(engine, "http://p/1", page_of(TEXT))) == {twins[0]}
     assert first not in matched(crawl(engine, "http://p/2", page_of(TEXT)))
 
@@ -130,21 +138,20 @@ def test_near_identical_works_are_near_twins_indexed_as_editions(engine: Engine)
         for n, t in enumerate(editions(TEXT))
     ]
     first, *near = ids
-    first_doc = engine.store.get_work(first)
+    first_doc = engine.store.works.get_work(first)
     assert "same_text_as" not in first_doc and "near_twin" not in first_doc
     for twin in near:
-        doc = engine.store.get_work(twin)
+        doc = engine.store.works.get_work(twin)
         assert doc["same_text_as"] == first_doc["_id"] and doc["near_twin"] is True
         assert all(engine.redis.exists(k) for k in segment_keys(engine, twin))
-        note = Operations(engine.store).same_text_note(twin)
+        note = engine.store.twins.same_text_note(twin)
         assert note.startswith(f"nearly the same text as work {first}") and "indexed" in note
     for n, text in enumerate(editions(TEXT)):
         [record] = crawl(engine, f"http://p/{n}", page_of(text))
         assert record["containment"] > 0.9
         assert siblings(record) == dict.fromkeys(set(ids) - {str(record["work_id"])}, True)
     pairs = [
-        (t["source"], f["source"], t.get("near_twin"))
-        for t, f in Operations(engine.store).twin_pairs()
+        (t["source"], f["source"], t.get("near_twin")) for t, f in engine.store.twins.twin_pairs()
     ]
     assert pairs == [("edition1.txt", "edition0.txt", True), ("edition2.txt", "edition0.txt", True)]
     rebuild_indexes(engine)
@@ -163,8 +170,8 @@ def test_a_near_twin_with_a_passage_of_its_own_takes_the_copies_of_it(engine: En
     second = revised(text, old, seed=52)
     first = engine.add_work(text, title="初版", key="a")
     twin = engine.add_work(second, title="修订版", key="b")
-    doc = engine.store.get_work(twin)
-    assert doc["same_text_as"] == engine.store.get_work(first)["_id"] and doc["near_twin"]
+    doc = engine.store.works.get_work(twin)
+    assert doc["same_text_as"] == engine.store.works.get_work(first)["_id"] and doc["near_twin"]
     assert all(engine.redis.exists(k) for k in segment_keys(engine, twin))
     own = second[second.index("第10章") : second.index("第11章")]
     [record] = crawl(engine, "http://p/own", page_of(own))
@@ -176,14 +183,14 @@ def test_a_near_twin_with_a_passage_of_its_own_takes_the_copies_of_it(engine: En
     # Removed, its match is archived with its review; registered again (after the pages
     # were crawled), the near twin takes it back, as any work, and the page is its again.
     [record] = crawl(engine, "http://p/own", page_of(own))
-    ops = Operations(engine.store)
-    assert ops.set_status(str(record["_id"]), "confirmed", "修订版整章", "alice")
+    store = engine.store
+    assert store.matches.set_status(str(record["_id"]), "confirmed", "修订版整章", "alice")
     assert engine.remove_work(twin)
     again = engine.register_work(second, title="修订版", key="b")
     assert (again.holder, again.restored) == (again.work_id, 1)
-    assert engine.store.get_work(again.work_id)["near_twin"]
+    assert engine.store.works.get_work(again.work_id)["near_twin"]
     engine.match_work_against_pages(again.work_id)
-    back = ops.match(match_id=str(record["_id"]))
+    back = store.matches.match(match_id=str(record["_id"]))
     assert back["active"] and str(back["work_id"]) == again.work_id
     assert (back["status"], back["note"]) == ("confirmed", "修订版整章")
 
@@ -194,9 +201,12 @@ def test_editions_of_a_long_work_are_near_twins_and_its_chapters_match(engine: E
     others as a tie."""
     text, chapters = novel(8, 2_500, seed=3)
     ids = [engine.add_work(t, title=f"长篇{n}", key=f"e{n}") for n, t in enumerate(editions(text))]
-    assert engine.store.get_work(ids[0])["segments"] > 1
+    assert engine.store.works.get_work(ids[0])["segments"] > 1
     for twin in ids[1:]:
-        assert engine.store.get_work(twin)["same_text_as"] == engine.store.get_work(ids[0])["_id"]
+        assert (
+            engine.store.works.get_work(twin)["same_text_as"]
+            == engine.store.works.get_work(ids[0])["_id"]
+        )
     [record] = crawl(engine, "http://p/ch3", page_of(chapters[2]))
     assert siblings(record) == dict.fromkeys(set(ids) - {str(record["work_id"])}, True)
 
@@ -206,9 +216,12 @@ def test_editions_of_a_long_work_without_chapters_are_near_twins(engine: Engine)
     copying a piece of it one match naming the other editions as a tie."""
     text = prose(random.Random(5), 60_000)
     ids = [engine.add_work(t, title=f"无章{n}", key=f"e{n}") for n, t in enumerate(editions(text))]
-    assert engine.store.get_work(ids[0])["segments"] > 3
+    assert engine.store.works.get_work(ids[0])["segments"] > 3
     for twin in ids[1:]:
-        assert engine.store.get_work(twin)["same_text_as"] == engine.store.get_work(ids[0])["_id"]
+        assert (
+            engine.store.works.get_work(twin)["same_text_as"]
+            == engine.store.works.get_work(ids[0])["_id"]
+        )
     page = editions(text)[1][30_000:32_000]
     [record] = crawl(engine, "http://p/1", page_of(page))
     assert siblings(record) == dict.fromkeys(set(ids) - {str(record["work_id"])}, True)
@@ -222,9 +235,9 @@ def test_an_edition_with_a_chapter_added_is_not_a_near_twin(engine: Engine) -> N
     added = extra[0].replace("第1章", "第41章", 1)
     first = engine.add_work(text, title="初版", key="a")
     second = engine.add_work(text + "\n\n" + added, title="增订版", key="b")
-    sketches = [engine.store.get_work(w)["near_sketch"] for w in (first, second)]
+    sketches = [engine.store.works.get_work(w)["near_sketch"] for w in (first, second)]
     assert near_twins.is_near(*sketches, engine.settings.near_twin_share)
-    assert "same_text_as" not in engine.store.get_work(second)
+    assert "same_text_as" not in engine.store.works.get_work(second)
     assert matched(crawl(engine, "http://p/1", page_of(added))) == {second}
 
 
@@ -240,7 +253,7 @@ def test_a_sequel_quoting_a_chapter_and_an_anthology_are_not_near_twins(engine: 
         for name, t in (("first", first), ("sequel", sequel), ("anthology", anthology))
     }
     for work_id in ids.values():
-        assert "same_text_as" not in engine.store.get_work(work_id)
+        assert "same_text_as" not in engine.store.works.get_work(work_id)
         assert all(engine.redis.exists(k) for k in segment_keys(engine, work_id))
     assert ids["first"] in matched(crawl(engine, "http://p/1", page_of(first_chapters[0])))
     assert matched(crawl(engine, "http://p/2", page_of(second_chapters[1]))) == {ids["sequel"]}
@@ -252,9 +265,11 @@ def test_removing_the_first_edition_marks_the_next(engine: Engine) -> None:
     ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
     [record] = crawl(engine, "http://p/0", page_of(editions(TEXT)[2]))
     assert engine.remove_work(ids[0])
-    assert "same_text_as" not in engine.store.get_work(ids[1])
-    third = engine.store.get_work(ids[2])
-    assert third["same_text_as"] == engine.store.get_work(ids[1])["_id"] and third["near_twin"]
+    assert "same_text_as" not in engine.store.works.get_work(ids[1])
+    third = engine.store.works.get_work(ids[2])
+    assert (
+        third["same_text_as"] == engine.store.works.get_work(ids[1])["_id"] and third["near_twin"]
+    )
     assert all(engine.redis.exists(k) for k in segment_keys(engine, ids[1]))
     assert all(engine.redis.exists(k) for k in segment_keys(engine, ids[2]))
     [record] = crawl(engine, "http://p/1", page_of(editions(TEXT)[2]))
@@ -264,10 +279,16 @@ def test_removing_the_first_edition_marks_the_next(engine: Engine) -> None:
 def test_the_first_edition_changing_its_text_releases_its_near_twins(engine: Engine) -> None:
     ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
     assert engine.add_work(TEXT + "\n再版后记\n", title="灯塔0", key="e0") == ids[0]
-    assert engine.store.get_work(ids[1])["same_text_as"] == engine.store.get_work(ids[0])["_id"]
+    assert (
+        engine.store.works.get_work(ids[1])["same_text_as"]
+        == engine.store.works.get_work(ids[0])["_id"]
+    )
     engine.add_work(sample("river-town.txt"), title="河镇", key="e0")
-    assert "same_text_as" not in engine.store.get_work(ids[1])
-    assert engine.store.get_work(ids[2])["same_text_as"] == engine.store.get_work(ids[1])["_id"]
+    assert "same_text_as" not in engine.store.works.get_work(ids[1])
+    assert (
+        engine.store.works.get_work(ids[2])["same_text_as"]
+        == engine.store.works.get_work(ids[1])["_id"]
+    )
     [record] = crawl(engine, "http://p/1", page_of(TEXT))
     assert siblings(record) == {({ids[1], ids[2]} - {str(record["work_id"])}).pop(): True}
 
@@ -279,14 +300,14 @@ def test_a_work_registered_again_with_its_near_twin_text_becomes_its_twin(
     that work's twin, not indexed, and the other its own work, indexed, no twin of any."""
     texts = editions(TEXT)[:2]
     ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(texts)]
-    assert engine.store.get_work(ids[1])["near_twin"]
+    assert engine.store.works.get_work(ids[1])["near_twin"]
     again = engine.register_work(editions(TEXT)[1], title="灯塔0", key="e0")
     assert again.holder == ids[1]
-    first = engine.store.get_work(ids[0])
-    assert first["same_text_as"] == engine.store.get_work(ids[1])["_id"]
+    first = engine.store.works.get_work(ids[0])
+    assert first["same_text_as"] == engine.store.works.get_work(ids[1])["_id"]
     assert "near_twin" not in first
     assert not any(engine.redis.exists(k) for k in segment_keys(engine, ids[0]))
-    assert "same_text_as" not in engine.store.get_work(ids[1])
+    assert "same_text_as" not in engine.store.works.get_work(ids[1])
     assert all(engine.redis.exists(k) for k in segment_keys(engine, ids[1]))
     assert matched(crawl(engine, "http://p/1", page_of(editions(TEXT)[1]))) == {ids[1]}
 
@@ -295,7 +316,7 @@ def test_near_twins_can_be_turned_off(index_client, mongo_db) -> None:
     settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name, near_twin_share=0)
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
     ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
-    assert not any("same_text_as" in engine.store.get_work(i) for i in ids)
+    assert not any("same_text_as" in engine.store.works.get_work(i) for i in ids)
 
 
 def test_a_near_twin_is_released_when_the_first_edition_loses_a_chapter(engine: Engine) -> None:
@@ -304,9 +325,9 @@ def test_a_near_twin_is_released_when_the_first_edition_loses_a_chapter(engine: 
     text, chapters = novel(40, 1_200, seed=31)
     first = engine.add_work(text, title="初版", key="a")
     twin = engine.add_work(text + "\n完\n", title="二版", key="b")
-    assert engine.store.get_work(twin)["near_twin"]
+    assert engine.store.works.get_work(twin)["near_twin"]
     engine.add_work(text.replace(chapters[19], ""), title="初版", key="a")
-    assert "same_text_as" not in engine.store.get_work(twin)
+    assert "same_text_as" not in engine.store.works.get_work(twin)
     assert matched(crawl(engine, "http://p/1", page_of(chapters[19]))) == {twin}
     assert first in matched(crawl(engine, "http://p/2", page_of(chapters[3])))
 
@@ -341,12 +362,12 @@ def test_three_editions_and_a_page_holding_one_of_them(engine: Engine) -> None:
     naming the other two; each edition's own copy goes to it."""
     texts = three_editions()
     ids = [engine.add_work(t, title=f"灯塔{n}", source=f"e{n}.txt") for n, t in enumerate(texts)]
-    assert not any("same_text_as" in engine.store.get_work(i) for i in ids)
+    assert not any("same_text_as" in engine.store.works.get_work(i) for i in ids)
     [record] = crawl(engine, "http://p/1", page_of(texts[1]))
     assert str(record["work_id"]) == ids[1] and record["containment_work"] > 0.97
     assert siblings(record) == {ids[0]: False, ids[2]: False}
     assert [s["work_source"] for s in record["siblings"]] == ["e0.txt", "e2.txt"]
-    considered = engine.store.page_by_url("http://p/1")["considered"]
+    considered = engine.store.pages.page_by_url("http://p/1")["considered"]
     assert {str(c["work_id"]) for c in considered} == {ids[0], ids[2]}
     assert all(c["reason"] == "an edition of '灯塔1', which explains the page better"
                for c in considered)  # fmt: skip
@@ -380,10 +401,10 @@ def test_a_chapter_every_edition_holds_is_a_tie(engine: Engine) -> None:
     second = revised(text, chapters[0][400:1000], seed=42)
     a = engine.add_work(text, title="初版", source="a.txt")
     b = engine.add_work(second, title="修订版", source="b.txt")
-    assert "same_text_as" not in engine.store.get_work(b)
+    assert "same_text_as" not in engine.store.works.get_work(b)
     [record] = crawl(engine, "http://p/4", page_of(chapters[3]))
     assert siblings(record) == {({a, b} - {str(record["work_id"])}).pop(): True}
-    considered = engine.store.page_by_url("http://p/4")["considered"]
+    considered = engine.store.pages.page_by_url("http://p/4")["considered"]
     assert len(considered) == 1
     assert considered[0]["reason"].endswith("which explains the page as well (a tie)")
     chapter_one = second[: second.index("第2章")]
@@ -434,7 +455,7 @@ def test_an_edited_copy_of_one_edition_among_five(engine: Engine) -> None:
     )
     texts = [first, one, two, abridged, publisher]
     ids = [engine.add_work(t, title=f"长夜行{n}", source=f"e{n}.txt") for n, t in enumerate(texts)]
-    assert not any("same_text_as" in engine.store.get_work(i) for i in ids)
+    assert not any("same_text_as" in engine.store.works.get_work(i) for i in ids)
     copied = one[one.index("第2章") : one.index("第3章")]
     edited = list(opencc.OpenCC("s2t").convert(copied))
     han = [i for i, ch in enumerate(edited) if "\u4e00" <= ch <= "\u9fff"]

@@ -52,8 +52,8 @@ def test_exact_copy_in_new_chrome_matches_with_evidence(engine: Engine, works) -
         c, d = ev["page_span"]
         assert normalize(work_text[a:b]).text == normalize(page_text[c:d]).text
         assert page_text[c:d].startswith(ev["text"].rstrip("…"))
-    [stored] = engine.store.matches_for(
-        "page_id", str(engine.store.page_by_url("http://pirate.example/1")["_id"])
+    [stored] = engine.store.matches.matches_for(
+        "page_id", str(engine.store.pages.page_by_url("http://pirate.example/1")["_id"])
     )
     assert stored["status"] == "new" and stored["site"] == "pirate.example"
 
@@ -126,8 +126,8 @@ def test_reprocessing_updates_records_and_deactivates_stale_ones(engine: Engine,
     assert engine.store.count("pages") == 1
     changed = crawl(engine, url, page_of(sample("river-town.txt")))
     assert matched(changed) == {works["river-town.txt"]}
-    page_id = str(engine.store.page_by_url(url)["_id"])
-    records = engine.store.matches_for("page_id", page_id, active_only=False)
+    page_id = str(engine.store.pages.page_by_url(url)["_id"])
+    records = engine.store.matches.matches_for("page_id", page_id, active_only=False)
     states = {str(m["work_id"]): m["active"] for m in records}
     assert states == {works["lighthouse.txt"]: False, works["river-town.txt"]: True}
     # The old content is gone from the page index: the new work is not matched to it.
@@ -149,7 +149,7 @@ def test_new_work_finds_pages_crawled_before(engine: Engine) -> None:
 def test_removed_work_is_no_longer_matched(engine: Engine, works) -> None:
     assert engine.remove_work(works["lighthouse.txt"])
     assert crawl(engine, "http://x/1", page_of(sample("lighthouse.txt"))) == []
-    assert engine.store.get_work(works["lighthouse.txt"]) is None
+    assert engine.store.works.get_work(works["lighthouse.txt"]) is None
     assert not engine.remove_work(works["lighthouse.txt"])
 
 
@@ -202,7 +202,7 @@ def test_bytes_in_legacy_encodings_are_decoded(engine: Engine, works) -> None:
 
 
 def test_corrupt_stored_fingerprint_is_reported_not_compared(engine: Engine, works, caplog) -> None:
-    owner = segment_owner(engine.store.get_work(works["lighthouse.txt"])["seq"], 0)
+    owner = segment_owner(engine.store.works.get_work(works["lighthouse.txt"])["seq"], 0)
     key = engine.keys.segment(owner)
     [ref], _ = engine.storage.mget([key], "testing")
     engine.storage.set_many([(key, ref[:-3])], "testing")
@@ -230,30 +230,30 @@ def test_a_page_changed_between_its_read_and_its_lock_is_matched_as_it_is_now(
     lock: only the new text's match stays active."""
     url = "http://pirate.example/changing"
     crawl(engine, url, page_of(sample("lighthouse.txt")))
-    page_id = str(engine.store.page_by_url(url)["_id"])
+    page_id = str(engine.store.pages.page_by_url(url)["_id"])
     reads: list[str] = []
     rereads: list[object] = []
-    get_page, pages_by_id = engine.store.page_and_around, engine.store.pages_by_id
+    get_page, pages_by_id = engine.store.page_links.page_and_around, engine.store.pages.pages_by_id
     monkeypatch.setattr(
-        engine.store, "pages_by_id", lambda ids: rereads.append(ids) or pages_by_id(ids)
+        engine.store.pages, "pages_by_id", lambda ids: rereads.append(ids) or pages_by_id(ids)
     )
 
     def read(wanted: str) -> tuple[dict | None, object]:
         doc = get_page(wanted)
         reads.append(wanted)
         if len(reads) == 1:  # the new text is stored, and matched, after this read
-            monkeypatch.setattr(engine.store, "page_and_around", get_page)
+            monkeypatch.setattr(engine.store.page_links, "page_and_around", get_page)
             crawl(engine, url, page_of(sample("river-town.txt")))
-            monkeypatch.setattr(engine.store, "page_and_around", read)
+            monkeypatch.setattr(engine.store.page_links, "page_and_around", read)
         return doc
 
-    monkeypatch.setattr(engine.store, "page_and_around", read)
+    monkeypatch.setattr(engine.store.page_links, "page_and_around", read)
     engine.process_stored_page(page_id)  # the task of the first text, run late
     assert reads == [page_id, page_id] and len(rereads) == 1  # the lock's read, the second time
-    records = engine.store.matches_for("page_id", page_id, active_only=False)
+    records = engine.store.matches.matches_for("page_id", page_id, active_only=False)
     states = {str(m["work_id"]): m["active"] for m in records}
     assert states == {works["lighthouse.txt"]: False, works["river-town.txt"]: True}
-    page = engine.store.get_page(page_id)
+    page = engine.store.pages.get_page(page_id)
     assert page["processed_hash"] == page["content_hash"] and not page["pending"]
 
     reads.clear()
@@ -270,21 +270,21 @@ def test_a_page_never_matched_has_no_matches_to_read(
     Matched again, its records are read. A record left by a task that died before the page's
     processed mark is found by the insert and updated, never doubled."""
     asked: list[object] = []
-    active = engine.store.active_matched_works
+    active = engine.store.matches.active_matched_works
     monkeypatch.setattr(
-        engine.store, "active_matched_works", lambda ids: asked.append(ids) or active(ids)
+        engine.store.matches, "active_matched_works", lambda ids: asked.append(ids) or active(ids)
     )
     url = "http://pirate.example/never"
     records = crawl(engine, url, page_of(sample("lighthouse.txt")))
     assert matched(records) == {works["lighthouse.txt"]} and asked == []
-    page = engine.store.page_by_url(url)
+    page = engine.store.pages.page_by_url(url)
     engine.process_stored_page(str(page["_id"]))
     assert len(asked) == 1
 
     engine.store.db.pages.update_one({"_id": page["_id"]}, {"$unset": {"processed_hash": 1}})
     again = engine.process_stored_page(str(page["_id"]))
     assert len(asked) == 1 and [r["_id"] for r in again] == [records[0]["_id"]]
-    stored = engine.store.matches_for("page_id", str(page["_id"]), active_only=False)
+    stored = engine.store.matches.matches_for("page_id", str(page["_id"]), active_only=False)
     assert [str(m["work_id"]) for m in stored] == [works["lighthouse.txt"]]
 
 
@@ -317,7 +317,7 @@ def test_a_page_too_large_for_all_its_fingerprints_keeps_those_read_back(
         crawl(engine, "http://pirate/2", text)
     [page] = engine.store.db.pages.find({"url": "http://pirate/2"})
     assert page["pending"] and "fingerprints" not in page
-    assert engine.store.matches_for("page_id", str(page["_id"])) == []
+    assert engine.store.matches.matches_for("page_id", str(page["_id"])) == []
     assert engine.pages.simhash.entries() == entries
 
 
@@ -370,7 +370,7 @@ def test_pages_matched_together_get_the_records_of_pages_matched_one_at_a_time(
     Ingest(engine.store, together.append, send_many=together.extend).pages(pages)
     assert len(together) == 4
     reads: list[str] = []
-    around = engine.store.pages_and_around
+    around = engine.store.page_links.pages_and_around
 
     def counted(page_ids):  # the one read the block makes
         reads.append("pages_and_around")
@@ -380,9 +380,9 @@ def test_pages_matched_together_get_the_records_of_pages_matched_one_at_a_time(
         reads.append("page_and_around")
         return one(page_id)
 
-    one = engine.store.page_and_around
-    engine.store.pages_and_around = counted
-    engine.store.page_and_around = single
+    one = engine.store.page_links.page_and_around
+    engine.store.page_links.pages_and_around = counted
+    engine.store.page_links.page_and_around = single
     with engine.pages_together(together):
         for page_id in together:
             engine.process_stored_page(page_id)

@@ -29,8 +29,8 @@ INDEX_BACKENDS = ("server", "cluster")
 
 
 def records_of(engine: Engine, url: str) -> list[dict]:
-    page = engine.store.page_by_url(url)
-    return engine.store.matches_for("page_id", str(page["_id"])) if page else []
+    page = engine.store.pages.page_by_url(url)
+    return engine.store.matches.matches_for("page_id", str(page["_id"])) if page else []
 
 
 def test_split_chapter_is_matched_by_parts_and_each_part_gets_its_record(
@@ -50,11 +50,11 @@ def test_split_chapter_is_matched_by_parts_and_each_part_gets_its_record(
         [record] = records_of(engine, url)
         assert str(record["work_id"]) == works["lighthouse.txt"]
         assert record["via"] == "split" and record["split"] == urls
-        page_text = engine.store.page_by_url(url)["text"]
+        page_text = engine.store.pages.page_by_url(url)["text"]
         for item in record["evidence"]:
             a, b = item["page_span"]
             assert page_text[a:b] in body  # every span lies in this part's own copy
-    assert engine.store.page_by_url(urls[0])["split"] == urls
+    assert engine.store.pages.page_by_url(urls[0])["split"] == urls
 
 
 def test_pages_linked_as_neighbours_stay_separate_pages(engine: Engine, works) -> None:
@@ -94,7 +94,7 @@ def test_a_thread_page_quoting_one_sentence_is_not_a_part_of_the_copy(
     crawl(engine, urls[1], chatter, title="[转载] 灯塔 - 第2页", prev_url=urls[0])
     assert matched(records_of(engine, urls[0])) == {works["lighthouse.txt"]}
     assert records_of(engine, urls[1]) == []
-    assert engine.store.page_by_url(urls[1])["split"] == urls
+    assert engine.store.pages.page_by_url(urls[1])["split"] == urls
 
 
 def test_a_long_quotation_among_replies_is_a_copy_and_a_short_one_is_not(engine: Engine) -> None:
@@ -116,13 +116,13 @@ def test_a_long_quotation_among_replies_is_a_copy_and_a_short_one_is_not(engine:
 def test_a_chapter_of_a_novel_names_its_chapter_and_quotes_the_work(engine: Engine) -> None:
     text, chapters = novel(120, 2500)
     work_id = engine.add_work(text, title="长篇", source="novel.txt")
-    work = engine.store.get_work(work_id)
-    assert work["segments"] == 120 and engine.store.work_text(work["_id"]) == text
+    work = engine.store.works.get_work(work_id)
+    assert work["segments"] == 120 and engine.store.works.work_text(work["_id"]) == text
     for n in (1, 57, 120):
         [record] = crawl(engine, f"http://p/{n}.html", page_of(chapters[n - 1]))
         assert record["segments"] == [{"index": n - 1, "title": f"第{n}章 风起{n}"}]
         assert record["scores"]["containment_segment"] > 0.95
-        page = engine.store.page_by_url(f"http://p/{n}.html")["text"]
+        page = engine.store.pages.page_by_url(f"http://p/{n}.html")["text"]
         for item in record["evidence"]:
             (a, b), (c, d) = item["work_span"], item["page_span"]
             assert text[a:b] == page[c:d]
@@ -164,13 +164,13 @@ def test_text_shared_by_related_works_goes_to_the_one_the_page_copies(engine: En
     preface = prose(rng, 600)  # a series' shared preface: 40% of the short sibling
     a = engine.add_work(preface + "\n\n" + prose(rng, 3000), title="卷一", source="a.txt")
     b = engine.add_work(preface + "\n\n" + prose(rng, 900), title="卷二", source="b.txt")
-    copy_of_a = engine.store.work_text(engine.store.get_work(a)["_id"])
+    copy_of_a = engine.store.works.work_text(engine.store.works.get_work(a)["_id"])
     records = crawl(engine, "http://p/a.html", page_of(copy_of_a))
     assert matched(records) == {a}
-    [considered] = engine.store.page_by_url("http://p/a.html")["considered"]
+    [considered] = engine.store.pages.page_by_url("http://p/a.html")["considered"]
     assert str(considered["work_id"]) == b and "卷一" in considered["reason"]
     # The sibling's own text still makes its own copy a match.
-    copy_of_b = engine.store.work_text(engine.store.get_work(b)["_id"])
+    copy_of_b = engine.store.works.work_text(engine.store.works.get_work(b)["_id"])
     assert matched(crawl(engine, "http://p/b.html", page_of(copy_of_b))) == {b}
 
 
@@ -183,22 +183,25 @@ def test_text_common_to_many_registered_works_is_boilerplate(engine: Engine) -> 
     ]
     page = page_of(UNRELATED, notice, UNRELATED)
     assert crawl(engine, "http://p/notice.html", page) == []
-    reasons = [c["reason"] for c in engine.store.page_by_url("http://p/notice.html")["considered"]]
+    reasons = [
+        c["reason"] for c in engine.store.pages.page_by_url("http://p/notice.html")["considered"]
+    ]
     assert reasons and all("boilerplate" in r for r in reasons)
-    body = engine.store.work_text(engine.store.get_work(ids[2])["_id"])
+    body = engine.store.works.work_text(engine.store.works.get_work(ids[2])["_id"])
     assert matched(crawl(engine, "http://p/copy.html", page_of(body))) == {ids[2]}
 
 
 def test_segments_are_indexed_and_removed_with_their_work(engine: Engine) -> None:
     text, _ = novel(40, 2000, seed=2)
     work_id = engine.add_work(text, title="长篇")
-    seq = engine.store.get_work(work_id)["seq"]
+    seq = engine.store.works.get_work(work_id)["seq"]
     keys = [engine.keys.segment(segment_owner(seq, i)) for i in range(40)]
     assert all(engine.redis.exists(k) for k in keys)
     # Registering a shorter version drops the segments it no longer has.
     shorter, _ = novel(10, 2000, seed=2)
     assert (
-        engine.add_work(shorter, title="长篇", key=engine.store.get_work(work_id)["key"]) == work_id
+        engine.add_work(shorter, title="长篇", key=engine.store.works.get_work(work_id)["key"])
+        == work_id
     )
     assert sum(engine.redis.exists(k) for k in keys) == 10
     assert engine.store.count("work_segments") == 10
@@ -217,7 +220,7 @@ def test_a_work_registered_again_is_quoted_from_its_new_text(engine: Engine) -> 
     again = "序言\n\n" + prose(random.Random(9), 900) + "\n\n" + text
     engine.add_work(again, title="长篇（修订）", source="novel-2.txt", key="novel")
     [after] = crawl(engine, "http://p/3b.html", page_of(chapters[2]))
-    page = engine.store.page_by_url("http://p/3b.html")["text"]
+    page = engine.store.pages.page_by_url("http://p/3b.html")["text"]
     assert after["work_id"] == before["work_id"]
     for item in after["evidence"]:
         (a, b), (c, d) = item["work_span"], item["page_span"]

@@ -243,15 +243,15 @@ def test_a_page_stays_in_the_index_when_an_outage_cuts_its_matching_again(
     page was taken out of the index first, and the retry missed the copy for good."""
     assert crawl(engine, "http://p/1", page_of(sample(NAMES[1]))) == []
     work = engine.add_work(sample(NAMES[1]), title="河镇")
-    save = engine.store.mark_processed
+    save = engine.store.page_marks.mark_processed
 
     def outage(*args, **kwargs):
         raise StoreUnavailable("MongoDB unavailable in mark_processed: connection reset")
 
-    monkeypatch.setattr(engine.store, "mark_processed", outage)
+    monkeypatch.setattr(engine.store.page_marks, "mark_processed", outage)
     with pytest.raises(StoreUnavailable):
         engine.match_work_against_pages(work)
     assert engine.pages.simhash.entries() == 1
-    monkeypatch.setattr(engine.store, "mark_processed", save)
+    monkeypatch.setattr(engine.store.page_marks, "mark_processed", save)
     assert matched(engine.match_work_against_pages(work)) == {work}  # the task's retry
     assert whole_and_counted(engine)

@@ -15,8 +15,7 @@ from matcher.engine import Engine
 from matcher.ingest import REENQUEUE_AFTER, Ingest
 from matcher.pages import CrawledPage
 from matcher.sites import SiteConfig, SiteConfigError
-from matcher.store import StoreError
-from matcher.store.operations import Operations
+from matcher.store import Store, StoreError
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME = "盗版小说网 首页 排行榜\n{}\n本站小说均来自网络"
@@ -41,8 +40,8 @@ class TestIngest:
         same = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
         # never processed an hour on: enqueued again, so a lost task is made good
         assert (same.state, same.enqueued) == ("unchanged", True)
-        engine.store.mark_processed(
-            first.page_id, engine.store.get_page(first.page_id)["content_hash"]
+        engine.store.page_marks.mark_processed(
+            first.page_id, engine.store.pages.get_page(first.page_id)["content_hash"]
         )
         again = ingest.page(CrawledPage(url="http://a/1", site="a", title="t", text="第一版文字"))
         assert (again.state, again.enqueued) == ("unchanged", False)
@@ -50,7 +49,7 @@ class TestIngest:
         assert (changed.state, changed.enqueued) == ("changed", True)
         assert queued == [first.page_id] * 3
         assert engine.store.count("pages") == 1
-        assert list(engine.store.pending_pages()) == [first.page_id]
+        assert list(engine.store.page_marks.pending_pages()) == [first.page_id]
 
     def test_enqueue_failure_leaves_page_pending(self, engine: Engine) -> None:
         def broken(page_id: str) -> None:
@@ -60,7 +59,7 @@ class TestIngest:
             Ingest(engine.store, broken).page(
                 CrawledPage(url="http://a/2", site="a", title="", text="文字")
             )
-        page = engine.store.page_by_url("http://a/2")
+        page = engine.store.pages.page_by_url("http://a/2")
         assert page is not None and page["pending"] is True
         queued: list[str] = []
         assert Ingest(engine.store, queued.append).requeue_pending() == 1
@@ -79,7 +78,7 @@ class TestIngest:
         )
         records = engine.process_stored_page(ingested.page_id)
         assert len(records) == 1 and records[0]["url"] == "http://pirate/1"
-        assert list(engine.store.pending_pages()) == []
+        assert list(engine.store.page_marks.pending_pages()) == []
         # processing twice converges on the same single record
         engine.process_stored_page(ingested.page_id)
         assert engine.store.matches.count() == 1
@@ -109,24 +108,28 @@ class TestSites:
         with pytest.raises(SiteConfigError):
             SiteConfig.from_dict(data)
 
-    def test_store_sites(self, ops: Operations) -> None:
+    def test_store_sites(self, store: Store) -> None:
         site = SiteConfig(name="pirate", start_urls=("http://p/",), authorised=False)
-        assert ops.save_site(site)[1] is True
+        assert store.sites.save_site(site)[1] is True
         assert (
-            ops.save_site(SiteConfig(name="pirate", start_urls=("http://p/",), max_depth=2))[1]
+            store.sites.save_site(
+                SiteConfig(name="pirate", start_urls=("http://p/",), max_depth=2)
+            )[1]
             is False
         )
-        assert ops.get_site("pirate").max_depth == 2
-        ops.save_site(SiteConfig(name="partner", start_urls=("http://q/",), authorised=True))
-        assert [s.name for s in ops.list_sites()] == ["partner", "pirate"]
-        assert ops.authorised_sites() == {"partner"}
-        assert ops.delete_site("pirate") and not ops.delete_site("pirate")
+        assert store.sites.get_site("pirate").max_depth == 2
+        store.sites.save_site(
+            SiteConfig(name="partner", start_urls=("http://q/",), authorised=True)
+        )
+        assert [s.name for s in store.sites.list_sites()] == ["partner", "pirate"]
+        assert store.sites.authorised_sites() == {"partner"}
+        assert store.sites.delete_site("pirate") and not store.sites.delete_site("pirate")
         with pytest.raises(StoreError):
-            ops.get_site({"$gt": ""})  # type: ignore[arg-type]
+            store.sites.get_site({"$gt": ""})  # type: ignore[arg-type]
 
 
 class TestMatchQueries:
-    def test_filters_are_typed(self, ops: Operations) -> None:
+    def test_filters_are_typed(self, store: Store) -> None:
         for bad in (
             {"site": {"$ne": "x"}},
             {"work_id": {"$gt": ""}},
@@ -135,23 +138,25 @@ class TestMatchQueries:
             {"work_id": "not-an-id"},
         ):
             with pytest.raises(StoreError):
-                ops.match_filter(**bad)
+                store.matches.match_filter(**bad)
 
-    def test_authorised_site_matches_are_authorised(self, engine: Engine, ops: Operations) -> None:
+    def test_authorised_site_matches_are_authorised(self, engine: Engine, store: Store) -> None:
         work_id = engine.add_work(sample("tea-history.txt"), title="tea", source="tea.txt")
-        ops.save_site(SiteConfig(name="partner", start_urls=("http://partner/",), authorised=True))
+        store.sites.save_site(
+            SiteConfig(name="partner", start_urls=("http://partner/",), authorised=True)
+        )
         text = CHROME.format(sample("tea-history.txt"))
         engine.process_page("http://partner/tea", text, site="partner", authorised=True)
         engine.process_page("http://pirate/tea", text, site="pirate")
-        statuses = {m["site"]: m["status"] for m in ops.list_matches(work_id=work_id)}
+        statuses = {m["site"]: m["status"] for m in store.matches.list_matches(work_id=work_id)}
         assert statuses == {"partner": "authorised", "pirate": "new"}
-        assert [m["site"] for m in ops.list_matches(status="authorised")] == ["partner"]
-        assert ops.list_matches(site="nobody") == []
+        assert [m["site"] for m in store.matches.list_matches(status="authorised")] == ["partner"]
+        assert store.matches.list_matches(site="nobody") == []
 
 
 class TestDailyJobs:
     def test_match_new_works_finds_old_copies_and_pending_pages(
-        self, engine: Engine, ops: Operations
+        self, engine: Engine, store: Store
     ) -> None:
         queued: list[str] = []
         ingest = Ingest(engine.store, queued.append)
@@ -168,38 +173,38 @@ class TestDailyJobs:
 
         work_id = engine.add_work(sample("river-town.txt"), title="river", source="river.txt")
         works, pages = [], []
-        first = jobs.match_new_works(ops, works.append, pages.append)
+        first = jobs.match_new_works(store, works.append, pages.append)
         assert works == [work_id] and pages == [lost.page_id]
         assert first["since"] is None
         for w in works:
             jobs.match_work_against_pages(engine, w)
-        matches = ops.list_matches()
+        matches = store.matches.list_matches()
         assert [(m["url"], str(m["work_id"])) for m in matches] == [("http://p/1", work_id)]
 
         # the next run only sees works registered since (with a few minutes of overlap)
         works.clear()
-        ops.set_state(jobs.NEW_WORKS_STATE, datetime.now(UTC) + timedelta(hours=1))
-        jobs.match_new_works(ops, works.append, pages.append)
+        store.state.set_state(jobs.NEW_WORKS_STATE, datetime.now(UTC) + timedelta(hours=1))
+        jobs.match_new_works(store, works.append, pages.append)
         assert works == []
 
-    def test_daily_report_counts_one_day(self, engine: Engine, ops: Operations) -> None:
+    def test_daily_report_counts_one_day(self, engine: Engine, store: Store) -> None:
         engine.add_work(sample("lighthouse.txt"), title="lighthouse", source="l.txt")
         engine.process_page("http://p/1", CHROME.format(sample("lighthouse.txt")), site="p")
         engine.process_page("http://q/1", CHROME.format(sample("lighthouse.txt")), site="q")
-        ops.record_failure("fptrack.process_page", "x", "boom", 8)
+        store.failure_log.record_failure("fptrack.process_page", "x", "boom", 8)
         today = datetime.now(UTC).date()
-        report = jobs.daily_report(ops, today)
+        report = jobs.daily_report(store, today)
         assert report["matches"] == 2
         assert report["matches_by_site"] == {"p": 1, "q": 1}
         assert report["matches_by_status"]["new"] == 2
         assert report["pages_fetched"] == 2 and report["failures"] == 1
         assert engine.store.reports.report(today.isoformat())["matches"] == 2
-        assert jobs.daily_report(ops, date(2000, 1, 1))["matches"] == 0
+        assert jobs.daily_report(store, date(2000, 1, 1))["matches"] == 0
 
-    def test_failure_records_are_one_per_task_and_object(self, ops: Operations) -> None:
-        ops.record_failure("fptrack.process_page", "abc", "first", 1)
-        ops.record_failure("fptrack.process_page", "abc", "second", 8)
-        [record] = ops.failures()
+    def test_failure_records_are_one_per_task_and_object(self, store: Store) -> None:
+        store.failure_log.record_failure("fptrack.process_page", "abc", "first", 1)
+        store.failure_log.record_failure("fptrack.process_page", "abc", "second", 8)
+        [record] = store.failure_log.recent()
         assert (record["error"], record["attempts"], record["count"]) == ("second", 8, 2)
-        ops.clear_failure("fptrack.process_page", "abc")
-        assert ops.failures() == []
+        store.failure_log.clear_failure("fptrack.process_page", "abc")
+        assert store.failure_log.recent() == []

@@ -17,6 +17,9 @@ from matcher.store import Store
 from matcher.store.pages import Sending
 from tests.support.commands import Commands
 
+STORE_BACKENDS = ("server", "memory")
+"""The store's own tests run on the MongoDB-wire server and on the in-memory store."""
+
 AT = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 SENDING = Sending(AT, timedelta(hours=1))
 VOLATILE = {"first_seen", "last_seen", "seq", "_id"}
@@ -48,7 +51,7 @@ def pages_tallied(db: Database) -> Counter[str]:
 
 def test_a_batch_stores_what_one_page_at_a_time_stores(store: Store, mongo_db: Database) -> None:
     first = [crawled(n) for n in range(6)]
-    alone = [store.store_page_to_send(page, digest, SENDING) for page, digest in batch(first)]
+    alone = [store.pages.store_page_to_send(page, digest, SENDING) for page, digest in batch(first)]
     again = [crawled(0), crawled(1, "新的正文"), crawled(2, next_url="http://pirate.test/c/3.html")]
     again += [crawled(n) for n in range(6, 9)]
     other = mongo_db.client[mongo_db.name + "_twin"]
@@ -56,9 +59,11 @@ def test_a_batch_stores_what_one_page_at_a_time_stores(store: Store, mongo_db: D
         twin = Store(other)
         twin.ensure_indexes()
         for page, digest in batch(first):
-            twin.store_page_to_send(page, digest, SENDING)
-        singly = [twin.store_page_to_send(page, digest, SENDING) for page, digest in batch(again)]
-        batched = store.store_pages_to_send(batch(again), SENDING)
+            twin.pages.store_page_to_send(page, digest, SENDING)
+        singly = [
+            twin.pages.store_page_to_send(page, digest, SENDING) for page, digest in batch(again)
+        ]
+        batched = store.pages.store_pages_to_send(batch(again), SENDING)
         assert [(state, send) for _, state, send in batched] == [
             (state, send) for _, state, send in singly
         ]
@@ -86,10 +91,12 @@ def test_a_batch_stores_what_one_page_at_a_time_stores(store: Store, mongo_db: D
 
 def test_a_batch_costs_a_few_commands_whatever_its_size(counted: tuple[Store, Commands]) -> None:
     store, commands = counted
-    store.store_pages_to_send(batch([crawled(n) for n in range(40)]), SENDING)
+    store.pages.store_pages_to_send(batch([crawled(n) for n in range(40)]), SENDING)
     new = list(commands.names)
     commands.names.clear()
-    store.store_pages_to_send(batch([crawled(n, f"改过的第{n}章") for n in range(40)]), SENDING)
+    store.pages.store_pages_to_send(
+        batch([crawled(n, f"改过的第{n}章") for n in range(40)]), SENDING
+    )
     # the slots read, the aliases read (no URL at its slots), two blocks of 32 seqs, the
     # new pages' inserts (one bulk write, not upserts), the tallies' bulk write
     assert sorted(new) == sorted(
@@ -104,22 +111,24 @@ def test_the_odd_pages_of_a_batch(store: Store) -> None:
         "http://pirate.test/", "pirate", "首页", "目录", fetched_at=AT,
         aliases=("http://pirate.test/index.html",),
     )  # fmt: skip
-    store.store_page_to_send(home, content_hash(home.text), SENDING)
+    store.pages.store_page_to_send(home, content_hash(home.text), SENDING)
     gone = crawled(1)
-    doc, _, _ = store.store_page_to_send(gone, content_hash(gone.text), SENDING)
-    store.mark_page_gone(gone.url, 404, AT)
-    assert store.get_page(doc["_id"])["gone"]
+    doc, _, _ = store.pages.store_page_to_send(gone, content_hash(gone.text), SENDING)
+    store.page_marks.mark_page_gone(gone.url, 404, AT)
+    assert store.pages.get_page(doc["_id"])["gone"]
     under_alias = CrawledPage(
         "http://pirate.test/index.html", "pirate", "首页", "目录", fetched_at=AT
     )
     twice = [crawled(2), crawled(2, "又一次")]
-    answers = store.store_pages_to_send(batch([under_alias, gone, *twice]), SENDING)
+    answers = store.pages.store_pages_to_send(batch([under_alias, gone, *twice]), SENDING)
     (home_doc, home_state, _), (back, _, _), (two, two_state, _), (again, again_state, _) = answers
     assert home_doc["url"] == "http://pirate.test/" and home_state == "unchanged"
     assert home_doc["aliases"] == ["http://pirate.test/index.html"]
-    assert "gone" not in back and "gone" not in store.get_page(back["_id"])
+    assert "gone" not in back and "gone" not in store.pages.get_page(back["_id"])
     assert two["_id"] == again["_id"] and (two_state, again_state) == ("new", "changed")
-    assert store.get_page(two["_id"])["text"] == "又一次"  # the later page wins, as one by one
+    assert (
+        store.pages.get_page(two["_id"])["text"] == "又一次"
+    )  # the later page wins, as one by one
     assert store.db.pages.count_documents({}) == 3
 
 
@@ -127,11 +136,11 @@ def test_a_stored_page_s_answer_is_the_page_as_the_server_keeps_it(store: Store)
     """A fetch time finer than a millisecond is stored as MongoDB keeps it, and the answer
     says so: the ingest's document is the stored one."""
     fine = datetime(2026, 11, 30, 12, 0, 0, 123456, tzinfo=UTC)
-    doc, _ = store.store_crawled_page(replace(crawled(1), fetched_at=fine), "h1")
-    [(batched, _, _)] = store.store_pages_to_send(
+    doc, _ = store.pages.store_crawled_page(replace(crawled(1), fetched_at=fine), "h1")
+    [(batched, _, _)] = store.pages.store_pages_to_send(
         batch([replace(crawled(2), fetched_at=fine)]), SENDING
     )
     for answer in (doc, batched):
-        stored = store.page_by_url(answer["url"])
+        stored = store.pages.page_by_url(answer["url"])
         assert stored is not None
         assert answer["fetched_at"] == stored["fetched_at"] == fine.replace(microsecond=123000)

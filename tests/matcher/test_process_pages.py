@@ -27,7 +27,7 @@ def stored(engine: Engine, texts: dict[str, str]) -> list[str]:
 
 
 def active_titles(engine: Engine, url: str) -> set[str]:
-    doc = engine.store.page_by_url(url)
+    doc = engine.store.pages.page_by_url(url)
     assert doc is not None
     return {
         m["work_title"]
@@ -74,7 +74,7 @@ def test_a_page_changed_while_its_batch_ran_is_matched_again(
     result = jobs.process_pages(engine, ids, lambda page_id, exc: None)
     assert result["matched_again"] == 1
     assert active_titles(engine, URLS[0]) == {"tea-history.txt"}  # not the text it had
-    doc = engine.store.page_by_url(URLS[0])
+    doc = engine.store.pages.page_by_url(URLS[0])
     assert doc is not None and not doc["pending"]
     assert doc["processed_hash"] == doc["content_hash"]
     assert active_titles(engine, URLS[1]) == {"river-town.txt"}

@@ -20,7 +20,7 @@ from matcher import jobs
 from matcher.keys import Keys
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from matcher.store.operations import Operations
+from matcher.store import Store
 from tests.conftest import SERVERS, TEST_BROKER_URL, TEST_REDIS_URL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,10 +40,12 @@ def site() -> Iterator[FixtureSite]:
 
 
 @pytest.fixture
-def ops(ops: Operations, site: FixtureSite) -> Operations:
-    """The shared ``ops``, with ``site`` saved (recrawled every 2 minutes)."""
-    ops.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),), recrawl="every 2m"))
-    return ops
+def store(store: Store, site: FixtureSite) -> Store:
+    """The shared ``store``, with ``site`` saved (recrawled every 2 minutes)."""
+    store.sites.save_site(
+        SiteConfig(name="pirate", start_urls=(site.url("/"),), recrawl="every 2m")
+    )
+    return store
 
 
 def environ(mongo_db: Database) -> dict[str, str]:
@@ -60,42 +62,42 @@ def environ(mongo_db: Database) -> dict[str, str]:
 
 
 def test_a_recrawl_is_skipped_while_a_full_crawl_holds_a_slot(
-    ops: Operations, mongo_db: Database, redis_client: redis.Redis, site: FixtureSite
+    store: Store, mongo_db: Database, redis_client: redis.Redis, site: FixtureSite
 ) -> None:
     full = redis_client.lock(KEYS.slot_lock(0), timeout=60)
     assert full.acquire(blocking=False)
-    result = jobs.recrawl_site(SETTINGS, ops, "pirate", environ=environ(mongo_db))
+    result = jobs.recrawl_site(SETTINGS, store, "pirate", environ=environ(mongo_db))
     assert result["skipped"] == "a full crawl of pirate is running"
-    assert ops.last_crawls("pirate") == [] and site.requested() == []
+    assert store.crawls.last_crawls("pirate") == [] and site.requested() == []
     assert not redis_client.exists(KEYS.recrawl_lock)  # given back at once
 
 
 def test_one_recrawl_of_a_site_at_a_time(
-    ops: Operations, mongo_db: Database, redis_client: redis.Redis, site: FixtureSite
+    store: Store, mongo_db: Database, redis_client: redis.Redis, site: FixtureSite
 ) -> None:
     other = redis_client.lock(KEYS.recrawl_lock, timeout=60)
     assert other.acquire(blocking=False)
-    result = jobs.recrawl_site(SETTINGS, ops, "pirate", environ=environ(mongo_db))
+    result = jobs.recrawl_site(SETTINGS, store, "pirate", environ=environ(mongo_db))
     assert result["skipped"] == "an incremental crawl of pirate is running"
     assert site.requested() == []
 
 
 def test_a_recrawl_stores_new_pages_sends_their_tasks_and_is_recorded(
-    ops: Operations,
+    store: Store,
     mongo_db: Database,
     redis_client: redis.Redis,
     broker: redis.Redis,
     site: FixtureSite,
 ) -> None:
-    result = jobs.recrawl_site(SETTINGS, ops, "pirate", environ=environ(mongo_db))
+    result = jobs.recrawl_site(SETTINGS, store, "pirate", environ=environ(mongo_db))
     assert result["new"] == 1 and result["unchanged"] == 0
-    [crawl] = ops.last_crawls("pirate")
+    [crawl] = store.crawls.last_crawls("pirate")
     assert crawl["kind"] == "incremental" and crawl["outcome"] == "finished"
     assert crawl["stats"]["fptrack/incremental/new"] == 1
     assert b"fptrack.process_page" in broker.lindex("fptrack", 0)
     assert not redis_client.exists(KEYS.recrawl_lock)
 
-    again = jobs.recrawl_site(SETTINGS, ops, "pirate", environ=environ(mongo_db))
+    again = jobs.recrawl_site(SETTINGS, store, "pirate", environ=environ(mongo_db))
     assert (again["new"], again["changed"]) == (0, 0)  # the chapter is stored: not asked for
     assert site.requested().count("/1.html") == 1
 

@@ -145,7 +145,7 @@ def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_inde
     [page] = engine.store.db.pages.find()
     engine.process_stored_page(str(page["_id"]))
     assert (
-        engine.store.matches_for("page_id", str(page["_id"]))
-        and len(engine.store.matches_for("page_id", str(page["_id"]))) == 1
+        engine.store.matches.matches_for("page_id", str(page["_id"]))
+        and len(engine.store.matches.matches_for("page_id", str(page["_id"]))) == 1
     )
     assert [p["pending"] for p in engine.store.db.pages.find()] == [False]

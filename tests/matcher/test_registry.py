@@ -17,7 +17,7 @@ CHAPTER_CHARS = 1500  # above the segmenter's 1,000-character minimum: a segment
 def test_a_long_work_in_many_batches_matches_every_chapter(engine: Engine) -> None:
     text, chapters = novel(CHAPTERS, CHAPTER_CHARS, seed=11)
     work_id = engine.add_work(text, title="长篇")
-    seq = engine.store.get_work(work_id)["seq"]
+    seq = engine.store.works.get_work(work_id)["seq"]
     assert engine.store.count("work_segments") == len(chapters)
     refs = [engine.keys.segment(segment_owner(seq, i)) for i in range(len(chapters))]
     assert all(engine.redis.exists(k) for k in refs)
@@ -29,7 +29,7 @@ def test_a_failing_store_write_fails_the_registration_and_indexes_nothing_unstor
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     text, chapters = novel(CHAPTERS, CHAPTER_CHARS, seed=12)
-    save = engine.store.save_fingerprints_many
+    save = engine.store.fingerprints.save_fingerprints_many
     calls: list[int] = []
 
     def failing(*args, **kwargs):
@@ -38,7 +38,7 @@ def test_a_failing_store_write_fails_the_registration_and_indexes_nothing_unstor
             raise StoreUnavailable("MongoDB is unavailable while storing fingerprints")
         return save(*args, **kwargs)
 
-    monkeypatch.setattr(engine.store, "save_fingerprints_many", failing)
+    monkeypatch.setattr(engine.store.fingerprints, "save_fingerprints_many", failing)
     with pytest.raises(StoreUnavailable):
         engine.add_work(text, title="长篇", key="novel")
     [work] = engine.store.works.find_works("novel")
@@ -51,7 +51,9 @@ def test_a_failing_store_write_fails_the_registration_and_indexes_nothing_unstor
     # and whatever is indexed has its verification data in the store.
     assert set(range(registry.BATCH_SEGMENTS)) <= set(indexed)
     assert not set(range(registry.BATCH_SEGMENTS, 2 * registry.BATCH_SEGMENTS)) & set(indexed)
-    stored = engine.store.work_fingerprints([(work["_id"], i) for i in indexed], "anchors")
+    stored = engine.store.fingerprints.work_fingerprints(
+        [(work["_id"], i) for i in indexed], "anchors"
+    )
     assert sorted(fp["segment"] for fp in stored) == indexed
     monkeypatch.undo()
     work_id = engine.add_work(text, title="长篇", key="novel")  # a retry completes it

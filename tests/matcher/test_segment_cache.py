@@ -17,7 +17,7 @@ from tests.matcher.conftest import crawl, matched, novel, page_of, sample
 
 
 def segment_keys(engine: Engine, work_id: str, count: int) -> list[str]:
-    seq = engine.store.get_work(work_id)["seq"]
+    seq = engine.store.works.get_work(work_id)["seq"]
     return [engine.keys.segment(segment_owner(seq, i)) for i in range(count)]
 
 
@@ -29,8 +29,8 @@ def fresh(engine: Engine) -> Engine:
 def test_redis_holds_a_reference_per_segment_and_the_store_the_blob(engine: Engine) -> None:
     text, chapters = novel(12, 2500, seed=5)
     work_id = engine.add_work(text, title="长篇")
-    stored = engine.store.owner_fingerprints("work", engine.store.get_work(work_id)["_id"],
-                                             "anchors")  # fmt: skip
+    work = engine.store.works.get_work(work_id)
+    stored = engine.store.fingerprints.owner_fingerprints("work", work["_id"], "anchors")
     assert len(stored) == 12
     for key, fp in zip(segment_keys(engine, work_id, 12), stored, strict=True):
         ref = engine.redis.get(key)
@@ -49,7 +49,7 @@ def test_cached_segments_are_not_read_again_and_a_cold_reader_needs_the_store(
     work_id = engine.add_work(text, title="长篇")
     warm = fresh(engine)
     assert matched(crawl(warm, "http://p/1", page_of(chapters[2]))) == {work_id}
-    oid = engine.store.get_work(work_id)["_id"]
+    oid = engine.store.works.get_work(work_id)["_id"]
     engine.store.db.fingerprints.update_many(
         {"owner_kind": "work", "owner_id": oid}, {"$unset": {"methods.anchors": ""}}
     )
@@ -75,8 +75,8 @@ def test_a_re_registered_work_is_never_verified_against_its_old_text(engine: Eng
 
 def test_a_corrupt_blob_in_the_store_is_reported_not_compared(engine: Engine) -> None:
     work_id = engine.add_work(sample("lighthouse.txt"), title="灯塔")
-    oid = engine.store.get_work(work_id)["_id"]
-    fp = engine.store.owner_fingerprints("work", oid, "anchors")[0]
+    oid = engine.store.works.get_work(work_id)["_id"]
+    fp = engine.store.fingerprints.owner_fingerprints("work", oid, "anchors")[0]
     engine.store.db.fingerprints.update_one(
         {"owner_kind": "work", "owner_id": oid, "segment": fp["segment"]},
         {"$set": {"methods.anchors.value": bytes(fp["value"])[:-5]}},
@@ -89,8 +89,8 @@ def test_a_corrupt_blob_in_the_store_is_reported_not_compared(engine: Engine) ->
 def test_an_index_holding_whole_blobs_still_verifies(engine: Engine) -> None:
     """Indexes built before references kept the blob itself under the segment's key."""
     work_id = engine.add_work(sample("lighthouse.txt"), title="灯塔")
-    oid = engine.store.get_work(work_id)["_id"]
-    for fp in engine.store.owner_fingerprints("work", oid, "anchors"):
+    oid = engine.store.works.get_work(work_id)["_id"]
+    for fp in engine.store.fingerprints.owner_fingerprints("work", oid, "anchors"):
         engine.redis.set(engine.keys.segment(int(fp["seq"])), bytes(fp["value"]))
     reader = fresh(engine)
     assert matched(crawl(reader, "http://p/1", page_of(sample("lighthouse.txt")))) == {work_id}

@@ -67,11 +67,11 @@ def test_a_database_in_use_has_an_index_for_every_shard_key() -> None:
 
 
 def test_a_pages_id_is_derived_from_its_url(store: Store) -> None:
-    doc, state = store.store_crawled_page(page("http://pirate.test/1.html"), "h1")
-    again, state_again = store.store_crawled_page(page("http://pirate.test/1.html"), "h1")
+    doc, state = store.pages.store_crawled_page(page("http://pirate.test/1.html"), "h1")
+    again, state_again = store.pages.store_crawled_page(page("http://pirate.test/1.html"), "h1")
     assert (state, state_again) == ("new", "unchanged")
     assert doc["_id"] == again["_id"] == ids.page_id("http://pirate.test/1.html")
-    assert store.get_page(str(doc["_id"]))["url"] == "http://pirate.test/1.html"
+    assert store.pages.get_page(str(doc["_id"]))["url"] == "http://pirate.test/1.html"
     assert store.count("pages") == 1
 
 
@@ -80,14 +80,14 @@ def test_urls_whose_ids_collide_take_the_next_slots(
 ) -> None:
     monkeypatch.setattr(ids, "page_id", lambda url: 2**63 - 2)  # every URL on one slot
     urls = [f"http://pirate.test/{i}.html" for i in range(ids.PROBES)]
-    stored = [store.store_crawled_page(page(u, u), "h")[0] for u in urls]
+    stored = [store.pages.store_crawled_page(page(u, u), "h")[0] for u in urls]
     assert [d["_id"] for d in stored] == [2**63 - 2, 2**63 - 1, 0, 1]  # wraps around
     for url, doc in zip(urls, stored, strict=True):
-        assert store.page_by_url(url)["_id"] == doc["_id"]
-        assert store.store_crawled_page(page(url, url), "h")[1] == "unchanged"
-    assert set(store.pages_by_url(urls)) == set(urls)
+        assert store.pages.page_by_url(url)["_id"] == doc["_id"]
+        assert store.pages.store_crawled_page(page(url, url), "h")[1] == "unchanged"
+    assert set(store.pages.pages_by_url(urls)) == set(urls)
     with pytest.raises(Exception, match="every id slot"):
-        store.store_crawled_page(page("http://pirate.test/one-too-many"), "h")
+        store.pages.store_crawled_page(page("http://pirate.test/one-too-many"), "h")
 
 
 def test_concurrent_writers_of_one_url_store_it_once(mongo_db: Database) -> None:
@@ -95,7 +95,9 @@ def test_concurrent_writers_of_one_url_store_it_once(mongo_db: Database) -> None
     results: list[str] = []
 
     def write(n: int) -> None:
-        results.append(Store(mongo_db).store_crawled_page(page("http://pirate.test/x"), "h")[1])
+        results.append(
+            Store(mongo_db).pages.store_crawled_page(page("http://pirate.test/x"), "h")[1]
+        )
 
     threads = [threading.Thread(target=write, args=(n,)) for n in range(8)]
     for t in threads:
@@ -112,7 +114,7 @@ def test_seqs_come_from_counter_stripes_and_never_repeat(store: Store) -> None:
     other = Store(store.db)  # another process's store
     store.pages.seq_stripe = other.pages.seq_stripe = 5  # both on one stripe
     docs = [
-        (store if i % 3 else other).store_crawled_page(page(f"http://p.test/{i}"), "h")[0]
+        (store if i % 3 else other).pages.store_crawled_page(page(f"http://p.test/{i}"), "h")[0]
         for i in range(200)
     ]
     seqs = [d["seq"] for d in docs]
@@ -125,7 +127,7 @@ def test_seqs_come_from_counter_stripes_and_never_repeat(store: Store) -> None:
 
 def test_tallies_are_written_in_stripes_and_read_as_one(store: Store) -> None:
     for i in range(60):
-        store.store_crawled_page(page(f"http://p.test/{i}"), "h")
+        store.pages.store_crawled_page(page(f"http://p.test/{i}"), "h")
     stripes = list(store.db[tallies.COLLECTION].find({"base": "total"}))
     assert len(stripes) > 1
     assert tallies.total(store.db)["pages"] == 60

@@ -31,7 +31,6 @@ from matcher.archive import GridFSArchive
 from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, Store, now
 from matcher.store.alerts import AlertStore
-from matcher.store.operations import Operations
 from tests import command_audit
 from tests.command_audit import CommandAudit, check
 from tests.support.servers import session
@@ -94,24 +93,28 @@ def store(recorder: Recorder) -> Iterator[Store]:
 
 def seeded(store: Store) -> tuple[dict, dict, dict]:
     """A work, a page and their new match."""
-    work, _ = store.upsert_work("works/a.txt", title="灯塔", content_hash="h", length=2, segments=1)
-    page, _ = store.store_crawled_page(
+    work, _ = store.works.upsert_work(
+        "works/a.txt", title="灯塔", content_hash="h", length=2, segments=1
+    )
+    page, _ = store.pages.store_crawled_page(
         CrawledPage(url="http://pirate.test/1", site="pirate", title="", text="正文"), "p"
     )
     record = {"page_id": page["_id"], "work_id": work["_id"], "url": page["url"]}
-    match = store.upsert_match({**record, "site": "pirate", "work_title": "灯塔", "score": 0.9})
+    match = store.matches.upsert_match(
+        {**record, "site": "pirate", "work_title": "灯塔", "score": 0.9}
+    )
     return work, page, match
 
 
 def test_reviewing_a_match_names_its_page(store: Store, recorder: Recorder) -> None:
     _, page, match = seeded(store)
     recorder.commands.clear()
-    assert Operations(store).set_status(str(match["_id"]), "confirmed", "seen", "alice")
-    assert Operations(store).match(match_id=str(match["_id"]))["status"] == "confirmed"
+    assert store.matches.set_status(str(match["_id"]), "confirmed", "seen", "alice")
+    assert store.matches.match(match_id=str(match["_id"]))["status"] == "confirmed"
     assert recorder.filters("findAndModify", "matches") == [
         {"page_id": page["_id"], "_id": match["_id"]}
     ]
-    assert not Operations(store).set_status(str(ObjectId()), "confirmed")  # none: no write
+    assert not store.matches.set_status(str(ObjectId()), "confirmed")  # none: no write
     assert recorder.offences() == []
 
 
@@ -120,22 +123,24 @@ def test_removing_a_work_names_its_key_and_its_archived_matches_pages(
 ) -> None:
     work, page, match = seeded(store)
     recorder.commands.clear()
-    assert store.delete_work(str(work["_id"]))["_id"] == work["_id"]
+    assert store.works.delete_work(str(work["_id"]))["_id"] == work["_id"]
     assert store.count("works") == 0 and store.matches.count(archived=True) == 1
     assert recorder.filters("findAndModify", "works") == [
         {"key": "works/a.txt", "_id": work["_id"]}
     ]
     assert recorder.filters("update", "matches") == [{"page_id": page["_id"], "_id": match["_id"]}]
-    assert store.delete_work(str(work["_id"])) is None
+    assert store.works.delete_work(str(work["_id"])) is None
     assert recorder.offences() == []
 
 
 def test_marking_twins_names_the_works_key(store: Store, recorder: Recorder) -> None:
     work, _, _ = seeded(store)
-    twin, _ = store.upsert_work("works/b.txt", title="灯塔", content_hash="h", length=2, segments=1)
+    twin, _ = store.works.upsert_work(
+        "works/b.txt", title="灯塔", content_hash="h", length=2, segments=1
+    )
     recorder.commands.clear()
-    store.set_same_text(twin["_id"], work["_id"], key=twin["key"])
-    assert [t["_id"] for t in store.twins(work["_id"])] == [twin["_id"]]
+    store.twins.set_same_text(twin["_id"], work["_id"], key=twin["key"])
+    assert [t["_id"] for t in store.twins.twins(work["_id"])] == [twin["_id"]]
     assert recorder.filters("update", "works") == [{"key": "works/b.txt", "_id": twin["_id"]}]
     assert recorder.offences() == []
 
@@ -143,7 +148,7 @@ def test_marking_twins_names_the_works_key(store: Store, recorder: Recorder) -> 
 def test_retracting_a_match_names_its_page(store: Store, recorder: Recorder) -> None:
     _, page, match = seeded(store)
     recorder.commands.clear()
-    assert store.deactivate_matches("page_id", page["_id"], keep=[]) == 1
+    assert store.matches.deactivate_matches("page_id", page["_id"], keep=[]) == 1
     assert recorder.filters("update", "matches") == [
         {"page_id": page["_id"], "_id": match["_id"], "active": True}
     ]
@@ -189,15 +194,14 @@ def test_claiming_passes_over_entries_another_sender_took(store: Store) -> None:
 
 
 def test_revoking_a_token_names_its_digest(store: Store, recorder: Recorder) -> None:
-    ops = Operations(store)
     digest = hashlib.sha256(b"secret").hexdigest()
     fields = {"token_id": digest[:12], "username": "alice", "created_at": now()}
-    ops.save_api_token(digest=digest, fields={**fields, "revoked_at": None})
+    store.tokens.save_api_token(digest=digest, fields={**fields, "revoked_at": None})
     recorder.commands.clear()
-    assert not ops.revoke_api_token(token_id=digest[:12], username="bob")  # not bob's
-    assert ops.revoke_api_token(token_id=digest[:12], username="alice")
-    assert ops.api_token(digest=digest) is None
-    assert not ops.revoke_api_token(token_id=digest[:12])  # already revoked
+    assert not store.tokens.revoke_api_token(token_id=digest[:12], username="bob")  # not bob's
+    assert store.tokens.revoke_api_token(token_id=digest[:12], username="alice")
+    assert store.tokens.api_token(digest=digest) is None
+    assert not store.tokens.revoke_api_token(token_id=digest[:12])  # already revoked
     assert recorder.filters("update", "api_tokens") == [{"_id": digest, "revoked_at": None}]
     assert recorder.offences() == []
 

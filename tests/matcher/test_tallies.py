@@ -8,20 +8,24 @@ from typing import Any
 
 from matcher.pages import CrawledPage
 from matcher.store import Store, tallies
-from matcher.store.operations import Operations
 from tests.support.outage import mongo_uri, own_mongodb
+
+STORE_BACKENDS = ("server", "memory")
+"""The store's own tests run on the MongoDB-wire server and on the in-memory store."""
 
 DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
 
 
 def _work(store: Store, key: str) -> Any:
-    doc, _ = store.upsert_work(key, title=f"作品{key}", content_hash=key, length=100, segments=1)
+    doc, _ = store.works.upsert_work(
+        key, title=f"作品{key}", content_hash=key, length=100, segments=1
+    )
     return doc
 
 
 def _page(store: Store, url: str, site: str = "pirate") -> Any:
     page = CrawledPage(url=url, site=site, title="", text="页面" * 50, fetched_at=DAY)
-    doc, _ = store.store_crawled_page(page, url)
+    doc, _ = store.pages.store_crawled_page(page, url)
     return doc
 
 
@@ -35,7 +39,7 @@ def _match(store: Store, page: Any, work: Any, status: str = "new") -> Any:
         "score": 0.9,
         "last_seen": DAY,
     }
-    return store.upsert_match(record, status)
+    return store.matches.upsert_match(record, status)
 
 
 def _snapshot(store: Store) -> dict[str, dict]:
@@ -80,8 +84,7 @@ def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
     assert t["day|2026-11-02"]["matches"] == 3
     assert t["site|pirate"]["days"] == {"2026-11-02": 2}
 
-    ops = Operations(store)
-    assert ops.set_status(str(m1["_id"]), "false_positive", "no", "rev")
+    assert store.matches.set_status(str(m1["_id"]), "false_positive", "no", "rev")
     t = _snapshot(store)
     assert tallies.counts(t["total"])["new"] == 1
     assert tallies.counts(t["total"])["false_positive"] == 1
@@ -89,7 +92,7 @@ def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
     assert [d["key"] for d in tallies.top(store.db, "site")] == ["other"]
 
     # The page changes and no longer copies w2: its match leaves the active set.
-    assert store.deactivate_matches("page_id", p1["_id"], [w1["_id"]]) == 1
+    assert store.matches.deactivate_matches("page_id", p1["_id"], [w1["_id"]]) == 1
     assert tallies.counts(_snapshot(store)["total"])["authorised"] == 0
     # It copies w2 again: back in the active set, not a new match.
     _match(store, p1, w2)
@@ -97,16 +100,18 @@ def test_counts_follow_works_pages_matches_and_reviews(store: Store) -> None:
     assert tallies.counts(t["total"])["authorised"] == 1 and t["total"]["matches_seen"] == 3
 
     # Removing a work archives its matches: they leave the active set, reviews and all.
-    store.delete_work(str(w1["_id"]))
+    store.works.delete_work(str(w1["_id"]))
     t = _snapshot(store)
     assert t["total"]["works"] == 1
     assert tallies.counts(t["total"])["new"] == 0
     assert tallies.counts(t["total"])["false_positive"] == 0
     assert t[f"work|{w1['_id']}"]["infringing"] == 0
-    assert ops.match(match_id=str(m1["_id"]))["status"] == "false_positive"  # kept, archived
+    assert (
+        store.matches.match(match_id=str(m1["_id"]))["status"] == "false_positive"
+    )  # kept, archived
     # The work registered again takes them back; matched again, they count again.
     again = _work(store, w1["key"])
-    assert store.matches.restore_archived(again) == 2
+    assert store.archived_matches.restore_archived(again) == 2
     _match(store, p1, again)
     t = _snapshot(store)
     assert tallies.counts(t["total"])["false_positive"] == 1 and t["total"]["matches_seen"] == 3
@@ -119,9 +124,8 @@ def test_recount_rebuilds_what_the_writes_kept(store: Store) -> None:
     for i, page in enumerate(pages):
         for work in works[: i % 3 + 1]:
             _match(store, page, work)
-    ops = Operations(store)
-    ops.set_status(str(next(ops.active_matches())["_id"]), "confirmed")
-    store.deactivate_matches("page_id", pages[4]["_id"], [])
+    store.matches.set_status(str(next(store.matches.active_matches())["_id"]), "confirmed")
+    store.matches.deactivate_matches("page_id", pages[4]["_id"], [])
     kept = _figures(store)
     # pages were fetched once each here, so the day's page count is rebuilt exactly
     tallies.recount(store.db)
@@ -135,13 +139,13 @@ def _matches_tallied(store: Store) -> int:
 def test_a_worker_s_tallies_are_gathered_and_sent_together(store: Store) -> None:
     works = [_work(store, k) for k in "abc"]
     pages = [_page(store, f"http://x/{i}", site=f"s{i % 2}") for i in range(4)]
-    store.gather_tallies(60)  # no send of its own during the test
+    store.tallies.gather(60)  # no send of its own during the test
     for i, page in enumerate(pages):
         for work in works[: i % 3 + 1]:
             _match(store, page, work)
-    store.deactivate_matches("page_id", pages[3]["_id"], [works[0]["_id"]])
+    store.matches.deactivate_matches("page_id", pages[3]["_id"], [works[0]["_id"]])
     assert _matches_tallied(store) == 0  # gathered, not sent yet
-    assert store.flush_tallies() and _matches_tallied(store) == 7
+    assert store.tallies.flush() and _matches_tallied(store) == 7
     sent = _figures(store)
     tallies.recount(store.db)
     assert _figures(store) == sent
@@ -153,13 +157,13 @@ def test_tallies_the_store_refused_are_sent_when_it_is_back(tmp_path: Path) -> N
     try:
         store = Store.connect(mongo_uri(server) + "/?serverSelectionTimeoutMS=500", "tallies")
         work, page = _work(store, "a"), _page(store, "http://x/1")
-        store.gather_tallies(60)
+        store.tallies.gather(60)
         _match(store, page, work)
         server.stop()
-        assert not store.flush_tallies()  # the server is down: kept
+        assert not store.tallies.flush()  # the server is down: kept
         server.start()
-        assert store.flush_tallies() and _matches_tallied(store) == 1
-        assert store.flush_tallies() and _matches_tallied(store) == 1  # sent once
+        assert store.tallies.flush() and _matches_tallied(store) == 1
+        assert store.tallies.flush() and _matches_tallied(store) == 1  # sent once
         store.client.close()
     finally:
         server.stop()

@@ -49,7 +49,7 @@ def bearer(token: str) -> dict[str, str]:
 def seeded(web_ctx: Context) -> dict[str, str]:
     """A work with a matched page, and a site whose crawl fails at once (closed port)."""
     match, work_id = seed_match(web_ctx)
-    web_ctx.ops.save_site(
+    web_ctx.store.sites.save_site(
         SiteConfig.from_dict(
             {"name": "pirate", "start_urls": ["http://127.0.0.1:9/"], "schedule": "never"}
         )
@@ -149,7 +149,7 @@ def test_what_the_routes_answer(
         headers=headers,
     ).get_json()
     assert changed["status"] == "takedown_sent"
-    stored = web_ctx.ops.match(match_id=match["id"])
+    stored = web_ctx.store.matches.match(match_id=match["id"])
     assert stored["status"] == "takedown_sent" and stored["reviewed_by"] == "alice"
     [result] = client.post(
         "/api/v1/query", json={"text": sample_text()[:600]}, headers=headers
@@ -196,7 +196,7 @@ def test_works_register_as_json_or_files_and_match_pages_already_crawled(
     assert made.status_code == 201
     [added] = made.get_json()["added"]
     dispatch.wait()
-    [match] = web_ctx.ops.list_matches(work_id=added["id"])
+    [match] = web_ctx.store.matches.list_matches(work_id=added["id"])
     assert match["url"] == "http://pirate.example/7"
     files = {"files": [(io.BytesIO(sample_text("river-town").encode("gbk")), "河镇.txt")]}
     uploaded = client.post("/api/v1/works", data=files, headers=headers)
@@ -255,7 +255,7 @@ def test_tokens_are_hashed_at_rest_scoped_and_revocable(
     app: Flask, client: FlaskClient, web_ctx: Context, seeded: dict
 ) -> None:
     secret = make_token(app, "rita", role="viewer")
-    [stored] = web_ctx.ops.api_tokens()
+    [stored] = web_ctx.store.tokens.api_tokens()
     assert stored["_id"] == hashlib.sha256(secret.encode()).hexdigest()
     assert secret not in repr(stored) and stored["hint"] == secret[:8]
     match = seeded["match"]
@@ -344,7 +344,7 @@ def test_a_site_saved_authorised_classifies_its_unreviewed_matches(
     body = {"start_urls": ["http://127.0.0.1:9/"], "schedule": "never", "authorised": True}
     saved = client.put("/api/v1/sites/pirate", json=body, headers=headers)
     assert saved.status_code == 200 and saved.get_json()["authorised"] is True
-    stored = web_ctx.ops.match(match_id=seeded["match"])
+    stored = web_ctx.store.matches.match(match_id=seeded["match"])
     assert stored["status"] == "authorised" and stored["reviewed_by"] == "alice"
     bad_cron = {**body, "recrawl": "cron 99 * * * *"}
     assert client.put("/api/v1/sites/pirate", json=bad_cron, headers=headers).status_code == 400

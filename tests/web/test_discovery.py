@@ -85,7 +85,7 @@ def build(ctx: Context, web: dict[str, ChangingSite]) -> None:
     m.raw("/c/1.html", page("第一章", tea))
     r.raw("/", page("备用站", river))
     f.raw("/", page("远方的盗版站", tea))
-    ctx.ops.save_site(SiteConfig.from_dict({"name": "watched", "start_urls": [w.url("/")]}))
+    ctx.store.sites.save_site(SiteConfig.from_dict({"name": "watched", "start_urls": [w.url("/")]}))
 
 
 def test_pirate_sites_are_found_ranked_and_watched_in_one_action(
@@ -119,7 +119,7 @@ def test_pirate_sites_are_found_ranked_and_watched_in_one_action(
     watched = post(as_admin, f"/discovery/{host['pirate']}/watch")
     assert watched.status_code == 302
     name = host["pirate"].replace(":", "-")
-    site = web_ctx.ops.get_site(name)
+    site = web_ctx.store.sites.get_site(name)
     assert site is not None and site.start_urls == (web["pirate"].url("/"),)
     assert web_ctx.engine.store.discovery.candidate(host["pirate"])["state"] == "watched"
 

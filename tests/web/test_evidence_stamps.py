@@ -107,7 +107,9 @@ def crawl_copies(ctx: Context, pages: int, stamp: bool = True) -> list[str]:
         ingest.page(fetched(n, text))
     for page_id in queued:
         ctx.engine.process_stored_page(page_id)
-    return [m["archive"]["sha256"] for m in ctx.ops.find_matches(limit=100, active_only=False)]
+    return [
+        m["archive"]["sha256"] for m in ctx.store.matches.find_matches(limit=100, active_only=False)
+    ]
 
 
 def flipped(data: bytes, at: int) -> bytes:
@@ -222,7 +224,7 @@ def test_pages_are_stamped_in_batches_and_bundled_with_what_checks_them(
     assert out.count("by CN=another TSA") == 3  # not the manifest's word for it
 
     # a match, by id: its exchange from the archive, its stamp from the store
-    match = next(web_ctx.ops.find_matches(limit=1, active_only=False))
+    match = next(web_ctx.store.matches.find_matches(limit=1, active_only=False))
     status, out = verify(web_ctx, capsys, str(match["_id"]), "--ca", str(tsa.authority.ca))
     assert status == 0 and "1 of 1 file(s) verified" in out
 
@@ -258,7 +260,7 @@ def test_a_tsa_down_never_stops_the_crawl_and_its_files_are_stamped_later(
     assert store.state.get_state(STATE_KEY)["error"].startswith(f"TSA {down} unreachable")
     [check] = [c for c in checks(ctx, ["evidence"]) if c.name == "evidence"]
     assert not check.ok and f"the last stamping run failed: TSA {down} unreachable" in check.detail
-    status, out = verify(ctx, capsys, str(next(ctx.ops.find_matches(limit=1))["_id"]))
+    status, out = verify(ctx, capsys, str(next(ctx.store.matches.find_matches(limit=1))["_id"]))
     assert status == NO_TRUSTED_TIMESTAMP and "INTACT " in out
     assert "no trusted timestamp: no token covers it yet (queued for the next stamping run)" in out
 
@@ -277,7 +279,7 @@ def test_a_tsa_down_never_stops_the_crawl_and_its_files_are_stamped_later(
     [check] = [c for c in checks(up, ["evidence"]) if c.name == "evidence"]
     assert check.ok and "0 archive file(s) waiting" in check.detail
     assert tsa.requests == 2
-    status, out = verify(ctx, capsys, str(next(ctx.ops.find_matches(limit=1))["_id"]))
+    status, out = verify(ctx, capsys, str(next(ctx.store.matches.find_matches(limit=1))["_id"]))
     assert status == 0
 
 
@@ -301,7 +303,7 @@ def test_without_a_tsa_verify_checks_what_it_can_and_says_no_trusted_timestamp(
     set up and MongoDB down, does it fail for that; a damaged copy fails."""
     ctx = context(mongo_db, redis_client)
     [sha256] = crawl_copies(ctx, 1, stamp=False)
-    status, out = verify(ctx, capsys, str(next(ctx.ops.find_matches(limit=1))["_id"]))
+    status, out = verify(ctx, capsys, str(next(ctx.store.matches.find_matches(limit=1))["_id"]))
     assert status == NO_TRUSTED_TIMESTAMP, out
     assert (
         f"INTACT {sha256}.warc.gz: 2 record(s); no trusted timestamp: no token covers it"

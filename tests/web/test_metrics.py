@@ -77,9 +77,9 @@ def token_of(app: Flask, username: str) -> str:
 def seed(ctx: Context, broker: redis.Redis) -> None:
     """Two sites, three pages, two matches (one confirmed), a failed and a finished crawl
     run, a failure record, two queued tasks, a crawl frontier, a lost index tag group."""
-    ops, engine = ctx.ops, ctx.engine
+    store, engine = ctx.store, ctx.engine
     for name in ("pirate", "other"):
-        ops.save_site(SiteConfig(name=name, start_urls=(f"http://{name}.example/",)))
+        store.sites.save_site(SiteConfig(name=name, start_urls=(f"http://{name}.example/",)))
     match, _ = seed_match(ctx, "http://pirate.example/1", site="pirate")
     text = sample_text()
     assert engine.process_page(
@@ -88,18 +88,18 @@ def seed(ctx: Context, broker: redis.Redis) -> None:
     assert not engine.process_page(
         "http://other.example/1", "今天天气很好，我们去公园散步吧。" * 20, site="other", title="x"
     )
-    assert ops.set_status(str(match["_id"]), "confirmed", by="rita")
+    assert store.matches.set_status(str(match["_id"]), "confirmed", by="rita")
 
     started = now() - timedelta(hours=1)
-    ops.record_crawl_process(
+    store.crawls.record_crawl_process(
         "run-pirate", "pirate", "a1b2c3d4", run_started_at=started, outcome="failed",
         error="boom", finished_at=now(), stats={"fptrack/pages": 2},
     )  # fmt: skip
-    ops.record_crawl_process(
+    store.crawls.record_crawl_process(
         "run-other", "other", "e5f6a7b8", run_started_at=started, outcome="finished",
         ended_run=True, finished_at=now(), stats={"fptrack/pages": 1},
     )  # fmt: skip
-    ops.record_failure("fptrack.process_page", "0" * 24, "UnusableText: no text", 0)
+    store.failure_log.record_failure("fptrack.process_page", "0" * 24, "UnusableText: no text", 0)
 
     ctx.app.send_task("fptrack.index_work", args=["0" * 24])
     ctx.app.send_task("fptrack.crawl_site", args=["pirate"])

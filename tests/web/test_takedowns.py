@@ -66,7 +66,9 @@ def copies(ctx: Context, site: ChangingSite) -> None:
     matched; the site watched as ``pirate``."""
     text = sample_text()
     ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
-    ctx.ops.save_site(SiteConfig.from_dict({"name": "pirate", "start_urls": [site.url("/")]}))
+    ctx.store.sites.save_site(
+        SiteConfig.from_dict({"name": "pirate", "start_urls": [site.url("/")]})
+    )
     queued: list[str] = []
     ingest = Ingest(ctx.engine.store, queued.append)
     for n, path in enumerate(PATHS, 1):
@@ -92,7 +94,7 @@ def confirm_all(reviewer: FlaskClient, site: str = "pirate") -> None:
 def set_details(ctx: Context) -> None:
     """The rights holder and contact a notice names, as an admin saves them."""
     details = {"rights_holder": "星河出版社", "contact": "legal@rights.example"}
-    ctx.ops.set_state(DETAILS_STATE_KEY, details)
+    ctx.store.state.set_state(DETAILS_STATE_KEY, details)
 
 
 def recheck(ctx: Context, at: object) -> dict[str, int]:
@@ -125,7 +127,9 @@ def test_a_notice_is_followed_until_its_copies_are_gone(
     assert set(cases) == {site.url(p) for p in PATHS}
     assert {c["state"] for c in cases.values()} == {"pending"}
     assert {c["provider"] for c in cases.values()} == {"loopback (this machine)"}
-    statuses = {m["status"] for m in web_ctx.ops.find_matches(limit=10, active_only=False)}
+    statuses = {
+        m["status"] for m in web_ctx.store.matches.find_matches(limit=10, active_only=False)
+    }
     assert statuses == {"takedown_sent"}
     sent_at = next(iter(cases.values()))["first_sent_at"]
     assert recheck(web_ctx, sent_at + timedelta(hours=23)) == {}  # nothing due before a day
@@ -136,7 +140,7 @@ def test_a_notice_is_followed_until_its_copies_are_gone(
     site.replace(PATHS[3], "第4章", "新增的一段广告文字，与作品无关。\n" + sample_text())
     day1 = recheck(web_ctx, sent_at + timedelta(days=1, minutes=1))
     assert day1 == {"gone": 1, "no_copy": 1, "copies": 1, "changed": 1}
-    assert store.page_by_url(site.url(PATHS[0]))["gone"]["status"] == 404  # "removed since"
+    assert store.pages.page_by_url(site.url(PATHS[0]))["gone"]["status"] == 404  # "removed since"
     assert recheck(web_ctx, sent_at + timedelta(days=1, minutes=2)) == {}  # each once
 
     # day 3: 1 is back (reopened), 3 is gone (410); the site goes on answering
@@ -144,7 +148,7 @@ def test_a_notice_is_followed_until_its_copies_are_gone(
     site.remove(PATHS[2], status=410)
     day3 = recheck(web_ctx, sent_at + timedelta(days=3, minutes=1))
     assert day3 == {"copies": 1, "no_copy": 1, "gone": 1, "changed": 1}
-    assert "gone" not in store.page_by_url(site.url(PATHS[0]))  # back: no longer "removed"
+    assert "gone" not in store.pages.page_by_url(site.url(PATHS[0]))  # back: no longer "removed"
     states = {c["url"]: c["state"] for c in store.takedowns.cases()}
     assert states == {
         site.url(PATHS[0]): "reopened", site.url(PATHS[1]): "removed",
@@ -225,8 +229,8 @@ def test_a_notice_names_what_a_person_confirmed_and_no_placeholder(
     store = web_ctx.engine.store
     token = bearer(make_token(app, "rita"))
     api = app.test_client()
-    one = next(iter(web_ctx.ops.find_matches(limit=1, fields=("url",))))
-    assert web_ctx.ops.set_status(str(one["_id"]), "confirmed", "", "rita")
+    one = next(iter(web_ctx.store.matches.find_matches(limit=1, fields=("url",))))
+    assert web_ctx.store.matches.set_status(str(one["_id"]), "confirmed", "", "rita")
 
     # placeholders left: refused everywhere, with the reason; nothing recorded
     refused = api.post("/api/v1/takedowns/pirate", json={}, headers=token)
@@ -254,7 +258,7 @@ def test_a_notice_names_what_a_person_confirmed_and_no_placeholder(
     assert {c["url"] for c in store.takedowns.cases()} == {one["url"]}
     [first] = store.takedowns.notices()
     assert first["statuses"] == {"confirmed": 1} and first["unreviewed_chosen"] is False
-    statuses = {m["url"]: m["status"] for m in web_ctx.ops.find_matches(limit=10)}
+    statuses = {m["url"]: m["status"] for m in web_ctx.store.matches.find_matches(limit=10)}
     assert sorted(statuses.values()) == ["new", "new", "new", "takedown_sent"]
 
     # the unreviewed ones, by an explicit choice the notice keeps
@@ -266,7 +270,7 @@ def test_a_notice_names_what_a_person_confirmed_and_no_placeholder(
     assert latest["statuses"] == {"new": 3, "takedown_sent": 1}
     assert latest["unreviewed_chosen"] is True
     history = [
-        m for m in web_ctx.ops.find_matches(limit=10) if m["url"] != one["url"]
+        m for m in web_ctx.store.matches.find_matches(limit=10) if m["url"] != one["url"]
     ]  # the three named unreviewed
     assert {m["status"] for m in history} == {"takedown_sent"}
     assert all("named unreviewed, by choice" in m["note"] for m in history)

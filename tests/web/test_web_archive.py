@@ -31,7 +31,7 @@ def archived_match(ctx: Context, queued: list[str]) -> tuple[Ingest, dict]:
     ingest = Ingest(ctx.engine.store, queued.append, archive=ctx.archive)
     ingest.page(fetched("广告\n" + text, FIRST))
     ctx.engine.process_stored_page(queued.pop())
-    [match] = ctx.ops.find_matches(limit=1, active_only=False)
+    [match] = ctx.store.matches.find_matches(limit=1, active_only=False)
     return ingest, match
 
 
@@ -54,14 +54,14 @@ def test_a_match_offers_the_exchange_it_was_found_in(
 
     ingest.page(fetched("新广告\n" + text, first + timedelta(days=1)))
     web_ctx.engine.process_stored_page(queued.pop())
-    [match] = web_ctx.ops.find_matches(limit=1, active_only=False)
+    [match] = web_ctx.store.matches.find_matches(limit=1, active_only=False)
     assert match["archive"] == kept  # the original, kept
     view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
     assert 'id="changed-since"' in view
     again = as_viewer.get(f"/matches/{match['_id']}/archive.warc.gz")
     assert again.data == download.data
 
-    web_ctx.engine.store.mark_page_gone(URL, 410, first + timedelta(days=2))
+    web_ctx.engine.store.page_marks.mark_page_gone(URL, 410, first + timedelta(days=2))
     view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
     assert 'id="removed-since"' in view and "HTTP 410" in view
 
@@ -93,7 +93,9 @@ def test_reports_and_notices_bundle_their_evidence(
 
     _, match = archived_match(web_ctx, [])
     sha256 = match["archive"]["sha256"]
-    web_ctx.ops.set_state(DETAILS_STATE_KEY, {"rights_holder": "星河", "contact": "a@b.example"})
+    web_ctx.store.state.set_state(
+        DETAILS_STATE_KEY, {"rights_holder": "星河", "contact": "a@b.example"}
+    )
     since = "since=2000-01-01&status=new"
     for path in (
         f"/reports/evidence.zip?{since}",
@@ -129,7 +131,7 @@ def test_a_download_s_match_shows_its_passages_in_every_part(
     ingest.page(CrawledPage(download, "pirate", "茶 1", text[:half], parts=2))
     [page_id] = queued
     web_ctx.engine.process_stored_page(page_id, as_task=True)
-    [match] = web_ctx.ops.find_matches(limit=5, active_only=False)
+    [match] = web_ctx.store.matches.find_matches(limit=5, active_only=False)
     assert match["url"] == download and match["parts"] == [1, 2]
     view = as_viewer.get(f"/matches/{match['_id']}").get_data(as_text=True)
     assert "第二部分的结尾" in view  # the second part's text is shown with the first's

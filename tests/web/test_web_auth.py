@@ -66,13 +66,13 @@ def test_guesses_sent_together_all_count(web_ctx) -> None:
     users.create("rita", PASSWORDS["rita"][1], "reviewer")
     guesses = 3 * users_module.MAX_FAILURES
     counted = []
-    count_failure = users.ops.count_login_failure
+    count_failure = users.store.users.count_login_failure
 
     def count(**fields: str) -> int:
         counted.append(fields)  # list.append is atomic
         return count_failure(**fields)
 
-    users.ops.count_login_failure = count  # the real update, its calls tallied
+    users.store.users.count_login_failure = count  # the real update, its calls tallied
     start = threading.Barrier(guesses)
 
     def guess(n: int) -> None:
@@ -84,13 +84,13 @@ def test_guesses_sent_together_all_count(web_ctx) -> None:
         thread.start()
     for thread in threads:
         thread.join(60)
-    [mine] = web_ctx.ops.user_record(username="rita")["throttle"].values()
+    [mine] = web_ctx.store.users.user_record(username="rita")["throttle"].values()
     assert mine["failures"] == len(counted) >= users_module.MAX_FAILURES
     assert mine["until"] is not None
     assert users.authenticate("rita", PASSWORDS["rita"][1], "203.0.113.9") == (None, REFUSED)
     user, _ = users.authenticate("rita", PASSWORDS["rita"][1], "198.51.100.7")
     assert user is not None and user.username == "rita"  # another client: not locked out
-    assert len(web_ctx.ops.user_record(username="rita")["throttle"]) == 1  # the other kept
+    assert len(web_ctx.store.users.user_record(username="rita")["throttle"]) == 1  # the other kept
 
 
 def test_logout_ends_every_session_of_the_account_a_copied_cookie_too(app) -> None:
@@ -153,7 +153,7 @@ def test_security_headers(as_viewer: FlaskClient, client: FlaskClient) -> None:
 
 def test_a_removed_account_loses_access_at_once(app, as_viewer: FlaskClient) -> None:
     assert as_viewer.get("/").status_code == 200
-    app.extensions["fptrack"].users.ops.db.users.delete_one({"username": "victor"})
+    app.extensions["fptrack"].users.store.db.users.delete_one({"username": "victor"})
     assert as_viewer.get("/").status_code == 302
 
 
@@ -167,7 +167,7 @@ def test_user_rules(app) -> None:
         users.create("bob$ne", "long-enough-password", "viewer")
     with pytest.raises(UserError, match="exists"):
         users.create("alice", "long-enough-password", "viewer")
-    stored = users.ops.user_record(username="alice")
+    stored = users.store.users.user_record(username="alice")
     assert stored["password_hash"].startswith("$argon2id$")
     assert PASSWORDS["alice"][1] not in str(stored)
     # operator-shaped usernames are refused before reaching MongoDB

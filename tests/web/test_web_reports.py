@@ -89,7 +89,7 @@ class Seeded:
                 url, copy_of(sample(texts[work])), site=site, title=f"{SCRIPT}盗版{work}"
             )
             assert len(records) == 1, f"{url} was not matched once"
-        self.matches = {m["url"]: m for m in ctx.ops.iter_matches(active_only=False)}
+        self.matches = {m["url"]: m for m in ctx.store.matches.iter_matches(active_only=False)}
         assert len(self.matches) == 4
 
     def match(self, key: str) -> dict[str, Any]:
@@ -97,18 +97,18 @@ class Seeded:
 
     def backdate(self, key: str, when: datetime) -> None:
         """As if the page had been found at ``when``."""
-        self.ctx.ops.db.matches.update_one(
+        self.ctx.store.db.matches.update_one(
             {"_id": self.match(key)["_id"]}, {"$set": {"first_seen": when, "last_seen": when}}
         )
 
     def set_status(self, key: str, status: str) -> None:
-        assert self.ctx.ops.set_status(str(self.match(key)["_id"]), status, "", "test")
+        assert self.ctx.store.matches.set_status(str(self.match(key)["_id"]), status, "", "test")
 
     def ready(self, *confirmed: str) -> None:
         """The notices' rights holder and contact set, and the matches ``confirmed`` (keys
         of :attr:`urls`; default all) confirmed by a reviewer."""
         details = {"rights_holder": "星河出版社", "contact": "legal@rights.example"}
-        self.ctx.ops.set_state(DETAILS_STATE_KEY, details)
+        self.ctx.store.state.set_state(DETAILS_STATE_KEY, details)
         for key in confirmed or self.urls:
             self.set_status(key, "confirmed")
 
@@ -416,7 +416,7 @@ class TestTakedown:
     def test_notice_escapes_hostile_values(self, as_viewer, seeded, web_ctx):
         seeded.set_status("pirate-tea", "confirmed")
         hostile = "http://pirate.example/<script>alert(1)</script>"
-        web_ctx.ops.db.matches.update_one(
+        web_ctx.store.db.matches.update_one(
             {"_id": seeded.match("pirate-tea")["_id"]},
             {"$set": {"url": hostile, "evidence.0.text": "<img src=x onerror=alert(1)>"}},
         )
@@ -443,7 +443,7 @@ class TestTemplate:
             as_admin, template, rights_holder="星河出版社", contact="legal@example.com"
         )
         assert response.status_code == 302
-        assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) == template
+        assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) == template
         body = text(as_viewer.get("/reports/takedown/pirate/notice.txt"))
         assert body.startswith("Dear pirate, 星河出版社 (legal@example.com) asks you to remove:")
         assert f"- {seeded.urls['pirate-tea']} [茶史]" in body
@@ -463,12 +463,12 @@ class TestTemplate:
             token = csrf(client, "/reports/")
             response = client.post(TEMPLATE_URL, data={"template": "x", "csrf_token": token})
             assert response.status_code == 403
-        assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+        assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) is None
 
     def test_missing_csrf_is_400(self, as_admin, web_ctx):
         response = as_admin.post(TEMPLATE_URL, data={"template": "no token {{ site }}"})
         assert response.status_code == 400
-        assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+        assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) is None
 
     def test_broken_template_is_400_and_the_old_one_stays(self, as_admin, web_ctx):
         assert save_template(as_admin, "kept {{ site }}").status_code == 302
@@ -483,7 +483,7 @@ class TestTemplate:
             response = save_template(as_admin, bad)
             assert response.status_code == 400, bad
             assert "the previous one is kept" in text(response)
-            assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) == "kept {{ site }}"
+            assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) == "kept {{ site }}"
         assert "kept {{ site }}" in text(as_admin.get(TEMPLATE_URL))
 
     def test_code_access_is_refused(self, as_admin, web_ctx):
@@ -499,7 +499,7 @@ class TestTemplate:
             assert response.status_code == 400, attack
             assert "unsafe" in text(response) or "Range too big" in text(response), attack
             assert "&lt;class" not in text(response) and "<class" not in text(response)
-            assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+            assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) is None
 
     def test_templates_that_would_take_memory_or_time_are_refused(self, as_admin, web_ctx):
         for bomb in (
@@ -513,7 +513,7 @@ class TestTemplate:
             response = save_template(as_admin, bomb)
             assert response.status_code == 400, bomb
             assert "the previous one is kept" in text(response)
-            assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+            assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) is None
         assert as_admin.get("/healthz").status_code == 200
 
     # Each of these once built 512 million characters, 1.3 GB in the render's process.
@@ -535,11 +535,11 @@ class TestTemplate:
             assert response.status_code == 400, bomb
             reason = text(response)
             assert any(bound in reason for bound in SANDBOX_BOUNDS), bomb
-            assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+            assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) is None
 
     def test_a_stored_size_bomb_is_a_500_with_the_reason(self, as_viewer, seeded, web_ctx):
         for bomb in self.SIZE_BOMBS[:2]:
-            web_ctx.ops.set_state(TEMPLATE_STATE_KEY, bomb)
+            web_ctx.store.state.set_state(TEMPLATE_STATE_KEY, bomb)
             response = as_viewer.get("/reports/takedown/pirate/notice.txt")
             assert response.status_code == 500, bomb
             reason = text(response)
@@ -566,14 +566,14 @@ class TestTemplate:
             "{% filter safe %}{{ site }}{% endfilter %}",
         ):
             assert save_template(as_admin, unescape).status_code == 400, unescape
-            assert web_ctx.ops.get_state(TEMPLATE_STATE_KEY) is None
+            assert web_ctx.store.state.get_state(TEMPLATE_STATE_KEY) is None
 
     def test_a_stored_template_is_still_sandboxed(self, as_viewer, seeded, web_ctx):
         seeded.ready()
-        web_ctx.ops.set_state(TEMPLATE_STATE_KEY, "{{ ''.__class__.__mro__ }}")
+        web_ctx.store.state.set_state(TEMPLATE_STATE_KEY, "{{ ''.__class__.__mro__ }}")
         response = as_viewer.get("/reports/takedown/pirate")
         assert response.status_code == 500
         assert "takedown template cannot be used" in text(response)
         assert "&lt;class" not in text(response) and "<class" not in text(response)
-        web_ctx.ops.set_state(TEMPLATE_STATE_KEY, "{{ items[0].url | safe }}")
+        web_ctx.store.state.set_state(TEMPLATE_STATE_KEY, "{{ items[0].url | safe }}")
         assert as_viewer.get("/reports/takedown/pirate/notice.txt").status_code == 500

@@ -20,8 +20,8 @@ XSS = '<script>window.__xss=1</script><img src=x onerror="alert(1)">'
 
 def work_titled(ctx: Context, title: str) -> dict:
     """The stored work whose title is ``title`` (one only)."""
-    [found] = [w for w in ctx.ops.find_works(title) if w["title"] == title]
-    return ctx.engine.store.get_work(str(found["_id"]))
+    [found] = [w for w in ctx.store.works.find_works(title) if w["title"] == title]
+    return ctx.engine.store.works.get_work(str(found["_id"]))
 
 
 def _text(response) -> str:
@@ -48,7 +48,7 @@ def test_viewer_reads_but_changes_nothing(web_ctx: Context, as_viewer: FlaskClie
     for path, data in forbidden:
         assert post(as_viewer, path, data).status_code == 403, path
     assert as_viewer.get("/sites/new").status_code == 403
-    assert web_ctx.ops.match(match_id=str(match["_id"]))["status"] == "new"
+    assert web_ctx.store.matches.match(match_id=str(match["_id"]))["status"] == "new"
     assert web_ctx.engine.store.count("works") == 1
 
 
@@ -59,7 +59,7 @@ def test_reviewer_reviews_but_does_not_administer(
     mid = str(match["_id"])
     ok = post(as_reviewer, f"/matches/{mid}/status", {"status": "confirmed", "note": "copy"})
     assert ok.status_code == 302
-    stored = web_ctx.ops.match(match_id=mid)
+    stored = web_ctx.store.matches.match(match_id=mid)
     assert (stored["status"], stored["note"], stored["reviewed_by"]) == (
         "confirmed",
         "copy",
@@ -140,7 +140,7 @@ def test_match_view_shows_evidence_side_by_side_escaped(
     text = sample_text()
     web_ctx.engine.add_work(text, title="茶史", source="t.txt")
     web_ctx.engine.process_page("http://p.example/x", XSS + "\n" + text, site="pirate")
-    [match] = web_ctx.ops.find_matches(limit=1, active_only=False)
+    [match] = web_ctx.store.matches.find_matches(limit=1, active_only=False)
     page = _text(as_viewer.get(f"/matches/{match['_id']}"))
     assert 'id="work-text"' in page and 'id="page-text"' in page
     assert page.count('<mark id="work-') == page.count('<mark id="page-') > 0
@@ -184,8 +184,8 @@ def test_match_view_names_the_chapter_the_parts_and_the_works_not_recorded(
     half = len(text) // 2
     web_ctx.engine.process_page(urls[1], text[half:], title="茶（2/2）", prev_url=urls[0])
     web_ctx.engine.process_page(urls[0], preface + text[:half], title="茶（1/2）", next_url=urls[1])
-    first_part = web_ctx.engine.store.page_by_url(urls[0])
-    [match] = web_ctx.engine.store.matches_for("page_id", str(first_part["_id"]))
+    first_part = web_ctx.engine.store.pages.page_by_url(urls[0])
+    [match] = web_ctx.engine.store.matches.matches_for("page_id", str(first_part["_id"]))
     page = _text(as_viewer.get(f"/matches/{match['_id']}"))
     assert 'id="match-segments"' in page and "第99章 茶" in page
     split = page[page.index('id="match-split"') :]
@@ -248,7 +248,7 @@ def test_bulk_review_of_ticked_and_filtered_matches(
     assert filtered.status_code == 302
     assert matches.count(site="pirate", status="takedown_sent") == 2
     assert matches.count(site="other", status="new") == 1
-    total = web_ctx.ops.tally_total()
+    total = web_ctx.store.dashboard.tally_total()
     assert tallies.counts(total)["takedown_sent"] == 2 and tallies.counts(total)["new"] == 1
     assert post(as_reviewer, "/matches/bulk", {"new_status": "gone"}).status_code == 400
     assert (
@@ -277,7 +277,7 @@ def test_upload_many_works_including_a_zip(web_ctx: Context, as_admin: FlaskClie
     assert (
         len(body["added"]) == 3 and len(body["problems"]) == 1 and "bad.txt" in body["problems"][0]
     )
-    titles = {w["title"] for w in web_ctx.ops.list_works()}
+    titles = {w["title"] for w in web_ctx.store.works.list_works()}
     assert titles == {"chef", "河城", "灯塔"}
     listing = _text(as_admin.get("/works/?q=河"))
     assert "河城" in listing and "灯塔" not in listing
@@ -328,7 +328,7 @@ def test_near_identical_uploads_are_shown_as_one_group(
         assert response.status_code < 400
     assert "nearly the same text as work" in response.get_json()["problems"][0]
     first = work_titled(web_ctx, "灯塔")
-    near = [w for w in web_ctx.engine.store.twins(first["_id"]) if w.get("near_twin")]
+    near = [w for w in web_ctx.engine.store.twins.twins(first["_id"]) if w.get("near_twin")]
     assert {w["title"] for w in near} == {"<b>第一版", "灯塔误"}
     listing = as_admin.get("/works/").get_data(as_text=True)
     assert listing.count("nearly the same text as an earlier work") == 2
@@ -409,7 +409,7 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
         "join_next_pages": "on",
     }
     assert post(as_admin, "/sites/new", form).status_code == 302
-    site = web_ctx.ops.get_site("pirate")
+    site = web_ctx.store.sites.get_site("pirate")
     assert site.start_urls == ("http://pirate.example/", "http://pirate.example/list")
     assert (site.max_depth, site.schedule, site.authorised) == (3, "daily@04:30", False)
     assert not site.render and 'name="render" >' in _text(as_admin.get("/sites/pirate/edit"))
@@ -420,22 +420,25 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
     match, _ = seed_match(web_ctx)
     edit = post(as_admin, "/sites/pirate/edit", {**form, "authorised": "on", "render": "on"})
     assert edit.status_code == 302
-    assert web_ctx.ops.get_site("pirate").authorised and web_ctx.ops.get_site("pirate").render
+    assert (
+        web_ctx.store.sites.get_site("pirate").authorised
+        and web_ctx.store.sites.get_site("pirate").render
+    )
     assert 'name="render" checked>' in _text(as_admin.get("/sites/pirate/edit"))
-    assert web_ctx.ops.match(match_id=str(match["_id"]))["status"] == "authorised"
+    assert web_ctx.store.matches.match(match_id=str(match["_id"]))["status"] == "authorised"
     config = _text(as_admin.get("/sites/pirate")).split('id="site-config"')[1].split("</table>")[0]
     assert "daily@04:30" in config
     assert '<th title="max_pages">Maximum pages per crawl</th><td>100</td>' in config
     assert '<th title="deadline">Crawl deadline</th><td>none</td>' in config  # 0: no limit
     assert '<th title="obey_robots">Obey robots.txt</th><td>yes</td>' in config
-    web_ctx.ops.record_crawl(
+    web_ctx.store.crawls.record_crawl(
         "run-robots", "pirate", outcome="finished",
         stats={"robotstxt/forbidden": 3, "response_received_count": 1},
     )  # fmt: skip
     assert "robots.txt forbade 3 request(s): nothing crawled" in _text(
         as_admin.get("/sites/pirate")
     )
-    web_ctx.ops.record_crawl(
+    web_ctx.store.crawls.record_crawl(
         "run-quick", "pirate", kind="incremental", outcome="finished", started_at=now(),
         stats={"fptrack/incremental/new": 2, "fptrack/incremental/unchanged": 5,
                "fptrack/errors/TimeoutError": 3},
@@ -444,11 +447,11 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
         as_admin.get("/sites/pirate")
     )
     quick = post(as_admin, "/sites/pirate/edit", {**form, "recrawl": "every 2m"})
-    assert quick.status_code == 302 and web_ctx.ops.get_site("pirate").recrawl == "every 2m"
+    assert quick.status_code == 302 and web_ctx.store.sites.get_site("pirate").recrawl == "every 2m"
     listing = _text(as_admin.get("/sites/"))  # the last crawl's errors are summed
     assert "daily@04:30; incremental every 2m" in listing and '<td class="num">3</td>' in listing
     typo = "http://x.example/<b>nosuch</b>"
-    web_ctx.ops.record_crawl(
+    web_ctx.store.crawls.record_crawl(
         "run-typo", "pirate", outcome="failed", started_at=now() + timedelta(seconds=1),
         error=f"start URL {typo}: answered 404 Not Found",
         stats={"fptrack/http_status/404": 1, "fptrack/start_failed": 1,
@@ -474,7 +477,7 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
         detail
     )
     assert "<li>forbidden by robots.txt: 29 more</li>" in detail and "<b>nosuch" not in detail
-    web_ctx.ops.record_crawl(
+    web_ctx.store.crawls.record_crawl(
         "run-down", "pirate", outcome="failed", started_at=now() + timedelta(seconds=2),
         error="start URL http://pirate.example/: no answer (DownloadConnectionRefusedError: "
         "Connection was refused by other side: 111: Connection refused.)",
@@ -488,7 +491,7 @@ def test_add_edit_authorise_and_remove_a_site(web_ctx: Context, as_admin: FlaskC
         as_admin.get("/sites/pirate")
     )
     assert post(as_admin, "/sites/pirate/remove").status_code == 302
-    assert web_ctx.ops.get_site("pirate") is None
+    assert web_ctx.store.sites.get_site("pirate") is None
     assert as_admin.get("/sites/pirate").status_code == 404
 
 
@@ -503,9 +506,11 @@ def test_a_failed_crawl_is_acknowledged_where_it_is_shown(
 
     form = {"name": "pirate", "start_urls": "http://pirate.example/", "schedule": "never"}
     assert post(as_admin, "/sites/new", form).status_code == 302
-    ops = web_ctx.ops
-    ops.record_crawl("run-ok", "pirate", outcome="finished", started_at=now(), finished_at=now())
-    ops.record_crawl(
+    store = web_ctx.store
+    store.crawls.record_crawl(
+        "run-ok", "pirate", outcome="finished", started_at=now(), finished_at=now()
+    )
+    store.crawls.record_crawl(
         "run-typo", "pirate", outcome="failed", started_at=now(), finished_at=now(),
         error="start URL http://pirate.example/: answered 404 Not Found",
     )  # fmt: skip
@@ -515,19 +520,21 @@ def test_a_failed_crawl_is_acknowledged_where_it_is_shown(
     assert f'action="{ack}"' not in _text(as_viewer.get("/sites/pirate"))
     assert post(as_viewer, ack).status_code == 403
     assert post(as_reviewer, ack).status_code == 302
-    [run] = [r for r in ops.last_crawls("pirate") if r["run_id"] == "run-typo"]
+    [run] = [r for r in store.crawls.last_crawls("pirate") if r["run_id"] == "run-typo"]
     assert run["acknowledged_by"] == "rita" and now() - run["acknowledged_at"] < timedelta(1)
     page = _text(as_viewer.get("/sites/pirate"))
     assert f"by rita, {run['acknowledged_at']:%Y-%m-%d %H:%M}" in page and ack not in page
     line = check_crawls(web_ctx)
     assert line.ok and "1 seen to (acknowledged" in line.detail, line
-    ops.record_crawl(
+    store.crawls.record_crawl(
         "run-again", "pirate", outcome="failed", started_at=now(), finished_at=now(),
         error="start URL http://pirate.example/: answered 503 Service Unavailable",
     )  # fmt: skip
     assert not check_crawls(web_ctx).ok  # a new failure is reported again
     later = now() + timedelta(seconds=1)
-    ops.record_crawl("run-fixed", "pirate", outcome="finished", started_at=later, finished_at=later)
+    store.crawls.record_crawl(
+        "run-fixed", "pirate", outcome="finished", started_at=later, finished_at=later
+    )
     assert check_crawls(web_ctx).ok  # crawled successfully since: seen to
     assert "/crawls/run-again/acknowledge" not in _text(as_reviewer.get("/sites/pirate"))
 
@@ -666,7 +673,7 @@ def test_crawl_now_crawls_the_site_and_records_its_matches(
             encoding="utf-8",
         )
         with serve_directory(Path(tmp)) as base:
-            web_ctx.ops.save_site(
+            web_ctx.store.sites.save_site(
                 SiteConfig(name="local", start_urls=(base + "index.html",), obey_robots=False)
             )
             response = post(as_reviewer, "/sites/local/crawl")
@@ -675,7 +682,7 @@ def test_crawl_now_crawls_the_site_and_records_its_matches(
             # crawled again: the copy is found again, not anew
             assert post(as_reviewer, "/sites/local/crawl").status_code == 302
             dispatch.wait()
-    crawls = web_ctx.ops.last_crawls("local")
+    crawls = web_ctx.store.crawls.last_crawls("local")
     assert [c["outcome"] for c in crawls] == ["finished", "finished"]
     assert crawls[1]["stats"]["fptrack/pages"] >= 1
     assert web_ctx.engine.store.matches.count(site="local") == 1

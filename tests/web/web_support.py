@@ -78,4 +78,4 @@ def seed_match(ctx: Any, url: str = "http://pirate.example/1", site: str = "pira
     page = "广告：最新小说免费看\n" + text[: len(text) * 2 // 3] + "\n本站内容来自网络"
     records = ctx.engine.process_page(url, page, site=site, title="盗版页面")
     assert records, "the copy was not matched"
-    return ctx.ops.db.matches.find_one({"work_id": records[0]["work_id"]}), work_id
+    return ctx.store.db.matches.find_one({"work_id": records[0]["work_id"]}), work_id
