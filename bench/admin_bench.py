@@ -100,13 +100,13 @@ from admin.memory_store import memory_client
 from admin.web.app import create_app
 from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
 from admin.web.users import Users
-from bench.http_server import WSGIServer
 from matcher.engine import Engine
 from matcher.redis_clients import COMMAND, connect_url
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import STATUSES, Store, now, tallies
 from matcher.store.operations import Operations
+from tests.servers.http_server import WSGIServer
 
 DEFAULTS = {
     "small": 10_000,

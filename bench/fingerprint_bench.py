@@ -3,7 +3,7 @@
 Run from the repository root as ``python -m bench.fingerprint_bench``; ``--help`` lists the
 options.
 
-The corpus is the first ``--size-mb`` MiB of :func:`bench.corpus.documents` (real Chinese
+The corpus is the first ``--size-mb`` MiB of :func:`tests.sites.corpus.documents` (real Chinese
 text from Debian documentation packages, cut into documents of about 3000 UTF-8 bytes).
 Every figure is MB/s = MiB of UTF-8 input documents / seconds (``time.perf_counter``, one
 process, one thread). A stage row divides the bytes of the *original* documents by the time
@@ -62,7 +62,7 @@ from fingerprint.shingles import winnow
 from fingerprint.simhash import simhash
 
 MB = 1 << 20
-"""Sizes and speeds are in MiB (of UTF-8 text), as in :mod:`bench.corpus`."""
+"""Sizes and speeds are in MiB (of UTF-8 text), as in :mod:`tests.sites.corpus`."""
 DOC_BYTES = 3000
 DEFAULT_SIZE_MB = 10.0
 DEFAULT_REPEAT = 3
@@ -569,8 +569,8 @@ def report(result: dict[str, Any], requested_mb: float | None = None) -> str:
 
 
 def _corpus_documents(size_mb: float) -> list[str]:
-    """``bench.corpus.documents(size_mb, DOC_BYTES)``."""
-    from bench import corpus
+    """``tests.sites.corpus.documents(size_mb, DOC_BYTES)``."""
+    from tests.sites import corpus
 
     return corpus.documents(size_mb, DOC_BYTES)
 

@@ -3,11 +3,11 @@ and what the matcher finds in their output.
 
 Run from the repository root as ``python -m bench.ocr_bench``; ``--help`` lists the options.
 
-Chapters of real Chinese text are drawn as pirate sites draw them (:mod:`bench.text_images`,
-one :data:`~bench.text_images.STYLES` condition per chapter, dealt round-robin): chapters of
+Chapters of real Chinese text are drawn as pirate sites draw them (:mod:`tests.sites.text_images`,
+one :data:`~tests.sites.text_images.STYLES` condition per chapter, dealt round-robin): chapters of
 the sample works (``samples/works``, about ``--chars`` characters each, cut at line ends;
 ``--chapters`` per condition), which are registered, and chapters of texts of the benchmark
-corpus (:mod:`bench.corpus`, ``--negatives`` per condition), which are not. Each engine of
+corpus (:mod:`tests.sites.corpus`, ``--negatives`` per condition), which are not. Each engine of
 :mod:`bench.ocr_engines` reads every image in a worker process of its own, on one core,
 ``--runs`` times (the engines' order alternating from run to run).
 
@@ -60,7 +60,7 @@ from typing import Any
 from bench.ocr_engines import ENGINES, MODULES, NOT_ELIGIBLE, PACKAGES
 from bench.pipeline_bench import spread
 from bench.proc_memory import PeakMemory
-from bench.text_images import (
+from tests.sites.text_images import (
     STYLES,
     Style,
     comparable,
@@ -135,7 +135,7 @@ def sample_chapters(chars: int) -> list[tuple[str, str]]:
 def corpus_chapters(texts: Sequence[str], chars: int) -> list[str]:
     """Chapters of mostly-Chinese lines (half Han characters or more, ten characters or
     more) of ``texts``, one text after another."""
-    from bench.textconv import han_share
+    from tests.sites.textconv import han_share
 
     chapters = []
     for text in texts:
@@ -485,7 +485,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
     if texts is None:
-        from bench.corpus import load_texts
+        from tests.sites.corpus import load_texts
 
         texts = load_texts(2.0)
     chapters = build_chapters(args.style_list, args.chapters, args.negatives, args.chars, texts)

@@ -433,7 +433,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     """
     args = parse_args(argv)
     if texts is None:
-        from bench.corpus import load_texts
+        from tests.sites.corpus import load_texts
 
         texts = load_texts(math.inf)
     with tempfile.TemporaryDirectory(prefix="fptrack-pipeline-") as tmp:

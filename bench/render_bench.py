@@ -29,10 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import load_texts
 from bench.pipeline_bench import CRAWL_OVERRIDES, spread
 from bench.pipeline_site import BenchSite, build_site
 from bench.pipeline_support import Child
+from tests.sites.corpus import load_texts
 
 DEFAULT_PAGES = 200
 DEFAULT_RUNS = 3

@@ -1,7 +1,7 @@
 """Obfuscating web fonts read by glyph shape: accuracy and time per font, per typeface pair.
 
 Each chapter (the sample works, ``samples/works``, or texts given) is hidden as a pirate
-site hides it (:mod:`bench.font_sites`), in every typeface of :data:`TYPEFACES` installed,
+site hides it (:mod:`tests.sites.font_sites`), in every typeface of :data:`TYPEFACES` installed,
 two ways: the 300 most common Han characters behind private-use code points in a WOFF2
 font (``pua-woff2``), and every Han character shuffled among real code points in a TTF
 font (``shuffle-ttf``); each font's code points and glyph names drawn anew. Each font is
@@ -42,12 +42,12 @@ from typing import Any
 import numpy as np
 from fontTools.ttLib import TTFont
 
-from bench.font_sites import TYPEFACES, ObfuscatedPage, decoded_accuracy, obfuscate
 from bench.pipeline_bench import spread
 from crawler.webfont import FontDecoder, ReferenceIndex, load_reference
 from crawler.webfont.glyphs import outline, rasterise
 from crawler.webfont.reference import reference_chars
 from crawler.webfont.sfnt import FontLimits, open_font
+from tests.sites.font_sites import TYPEFACES, ObfuscatedPage, decoded_accuracy, obfuscate
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"pua-woff2": ("pua", 300, "woff2"), "shuffle-ttf": ("shuffle", 0, "ttf")}

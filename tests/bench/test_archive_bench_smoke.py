@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from bench import archive_bench
-from bench.eval_corpus import synthetic_texts
+from tests.sites.eval_corpus import synthetic_texts
 
 pytestmark = pytest.mark.bench
 

@@ -19,10 +19,10 @@ import pytest
 import redis
 
 from bench import eval_sites
-from bench.english import synthetic_sections
-from bench.eval_corpus import synthetic_texts
-from bench.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
-from tests.support import servers
+from tests.servers import session
+from tests.sites.english import synthetic_sections
+from tests.sites.eval_corpus import synthetic_texts
+from tests.sites.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
 
 pytestmark = pytest.mark.bench
 
@@ -48,7 +48,7 @@ def run(texts: list[str], tmp_path: Path, redis_client: redis.Redis) -> dict[str
         "--keep",
         str(keep),
         "--redis-url",
-        servers.session().redis_url(0),
+        session.session().redis_url(0),
     ]
     result = eval_sites.main(argv, texts=texts, english=synthetic_sections())
     data = json.loads(out.read_text(encoding="utf-8"))

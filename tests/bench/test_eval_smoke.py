@@ -17,18 +17,18 @@ import pytest
 import redis
 
 from bench import eval as evaluation
-from bench.eval_corpus import (
+from tests.servers import session
+from tests.sites.eval_corpus import (
     CLASSES,
     NEGATIVE_KINDS,
     Corpus,
     build_corpus,
     synthetic_texts,
 )
-from tests.support import servers
 
 pytestmark = pytest.mark.bench
 
-TEST_REDIS_URL = servers.session().redis_url(0)
+TEST_REDIS_URL = session.session().redis_url(0)
 METRIC_KEYS = ("precision", "recall", "f1", "per_class", "false_positives", "tp", "fp", "fn")
 
 

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from bench import ocr_bench, text_images
-from bench.eval_corpus import synthetic_texts
+from bench import ocr_bench
+from tests.sites import text_images
+from tests.sites.eval_corpus import synthetic_texts
 
 pytestmark = pytest.mark.bench
 

@@ -16,12 +16,12 @@ import pytest
 import redis
 
 from bench import pipeline_bench
-from bench.eval_corpus import synthetic_texts
-from tests.support import servers
+from tests.servers import session
+from tests.sites.eval_corpus import synthetic_texts
 
 pytestmark = pytest.mark.bench
 
-BROKER_URL, INDEX_URL = servers.session().redis_url(2), servers.session().redis_url(3)
+BROKER_URL, INDEX_URL = session.session().redis_url(2), session.session().redis_url(3)
 PAGES, WORKS, SCAN_PAGES, SCAN_WORKS = 40, 8, 20, 6
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from bench import render_bench
-from bench.eval_corpus import synthetic_texts
-from tests.support.script_site import chromium
+from tests.sites.eval_corpus import synthetic_texts
+from tests.sites.script_site import chromium
 
 pytestmark = pytest.mark.bench
 

@@ -31,13 +31,13 @@ from admin.context import Context
 from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
-from bench.fixture_site import FixtureSite
-from bench.fixture_site import page as html_resource
-from bench.http_server import WSGIServer
 from crawler import reactor
 from matcher.engine import Engine
 from matcher.settings import Settings
 from tests.browser.browser_support import ROBOTS, ROOT, PageLog, Server, site_pages
+from tests.servers.fixture_site import FixtureSite
+from tests.servers.fixture_site import page as html_resource
+from tests.servers.http_server import WSGIServer
 from tests.web.web_support import PASSWORDS
 
 reactor.install()  # before anything imports twisted.internet.reactor

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from bench.fixture_site import FixtureSite
 from tests.browser.browser_support import (
     COPIED_WORK,
     COPY_PATH,
@@ -27,6 +26,7 @@ from tests.browser.browser_support import (
     squeezed,
     upload_works,
 )
+from tests.servers.fixture_site import FixtureSite
 from tests.web.web_support import PASSWORDS
 
 EXPORT_PATH = "/reports/export.csv"

@@ -9,7 +9,7 @@ from playwright.sync_api import Page, expect
 from matcher import alerts
 from matcher.store.alerts import AlertStore
 from tests.browser.browser_support import PageLog, Server, log_in, log_out
-from tests.support.alerts import webhook_receiver
+from tests.servers.alerts import webhook_receiver
 from tests.web.web_support import PASSWORDS, seed_match
 
 SECRET = "browser-secret-1"

@@ -10,7 +10,6 @@ from urllib.parse import quote
 
 from playwright.sync_api import Browser, Page, expect
 
-from bench.fixture_site import FixtureSite
 from tests.browser.browser_support import (
     PAYLOADS,
     TITLE_PAYLOAD,
@@ -27,6 +26,7 @@ from tests.browser.browser_support import (
     match_link,
     upload_works,
 )
+from tests.servers.fixture_site import FixtureSite
 from tests.web.web_support import PASSWORDS
 
 WORK_TITLE = WORK_FILE_PAYLOAD.removesuffix(".txt")

@@ -23,9 +23,9 @@ from typing import IO, Any
 import pytest
 import redis
 
-from bench.fixture_site import FixtureSite, Resource, page
 from matcher.keys import Keys
 from tests.conftest import TEST_REDIS_URL
+from tests.servers.fixture_site import FixtureSite, Resource, page
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "fptrack-test"

@@ -21,7 +21,7 @@ from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
 from matcher.store.operations import Operations
-from tests.support.outage import Service, own_redis, redis_url
+from tests.servers.outage import Service, own_redis, redis_url
 from tests.support.waits import eventually
 
 

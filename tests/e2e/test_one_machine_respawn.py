@@ -18,8 +18,8 @@ import pytest
 import redis
 
 from tests.admin.cli_support import fptrack
+from tests.servers.outage import children, command_line
 from tests.support.one_machine import honcho_start
-from tests.support.outage import children, command_line
 from tests.support.waits import eventually
 
 

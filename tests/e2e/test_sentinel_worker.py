@@ -22,7 +22,6 @@ from celery import Celery
 from pymongo.database import Database
 from redbeat.schedulers import ensure_conf
 
-from bench.local_sentinel import LocalSentinel
 from matcher.celery_app import make_app
 from matcher.engine import Engine
 from matcher.ingest import Ingest
@@ -31,6 +30,7 @@ from matcher.redis_clients import connect_server
 from matcher.schedules import DAILY_MATCH, Schedules
 from matcher.settings import Settings
 from tests.admin.cli_support import fptrack
+from tests.servers.local_sentinel import LocalSentinel
 from tests.support.e2e import CHROME, ROOT, sample
 from tests.support.waits import eventually
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from bench.hostile_processes import BAD_TASKS, DISK_MB, DiskFull
-from bench.small_disk import SmallDisk
+from tests.servers.small_disk import SmallDisk
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 

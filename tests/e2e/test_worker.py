@@ -35,8 +35,8 @@ from matcher.runtime import Runtime
 from matcher.settings import Settings
 from matcher.store import Store, now, tallies
 from matcher.store.operations import Operations
+from tests.servers.raw_servers import hanging_up_redis
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
-from tests.support.raw_servers import hanging_up_redis
 from tests.support.waits import eventually
 
 

@@ -34,7 +34,7 @@ from matcher.store.alerts import AlertStore
 from matcher.store.operations import Operations
 from tests import command_audit
 from tests.command_audit import CommandAudit, check
-from tests.support.servers import session
+from tests.servers.session import session
 
 HERE = Path(__file__).resolve()
 WRITES = ("insert", "update", "delete", "findAndModify")

@@ -9,7 +9,7 @@ from typing import Any
 from matcher.pages import CrawledPage
 from matcher.store import Store, tallies
 from matcher.store.operations import Operations
-from tests.support.outage import mongo_uri, own_mongodb
+from tests.servers.outage import mongo_uri, own_mongodb
 
 DAY = datetime(2026, 11, 2, 8, 30, tzinfo=UTC)
 

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import redis
 
-from bench.net import free_port, port_open
-from tests.support import servers
+from tests.servers import session
+from tests.servers.net import free_port, port_open
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,7 +28,7 @@ def honcho_start(folder: Path, **changes: str | None) -> Iterator[tuple[dict[str
     removes a variable), and honcho's pid. On leaving, honcho is stopped (SIGTERM, then
     SIGKILL of its process group after 40 s) and every process must have stopped with it:
     the MongoDB and admin ports no longer answer."""
-    broker = redis.Redis.from_url(servers.session().redis_url(1))
+    broker = redis.Redis.from_url(session.session().redis_url(1))
     broker.flushdb()
     bin_dir = str(Path(sys.executable).parent)
     env = {

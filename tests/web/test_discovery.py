@@ -19,8 +19,8 @@ from flask.testing import FlaskClient
 
 from admin.cli import main
 from admin.context import Context
-from bench.takedown_site import ChangingSite
 from matcher.sites import SiteConfig
+from tests.servers.takedown_site import ChangingSite
 from tests.web.web_support import post, sample_text
 
 NEWS = (

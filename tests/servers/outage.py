@@ -19,12 +19,12 @@ import urllib.request
 from collections.abc import Mapping
 from pathlib import Path
 
-from bench.net import free_port
-from tests.support import servers
+from tests.servers import session
+from tests.servers.net import free_port
 from tests.support.e2e import ROOT
 
 
-def own_redis(folder: Path, keeps_data: bool) -> servers.Server:
+def own_redis(folder: Path, keeps_data: bool) -> session.Server:
     """A ``redis-server`` (not started yet); ``keeps_data``: with an append-only file."""
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -33,10 +33,10 @@ def own_redis(folder: Path, keeps_data: bool) -> servers.Server:
         *("--bind", "127.0.0.1", "--port", str(port), "--dir", str(folder), "--save", ""),
         *("--appendonly", "yes" if keeps_data else "no"),
     ]
-    return servers.Server("redis-server", argv, "127.0.0.1", port)
+    return session.Server("redis-server", argv, "127.0.0.1", port)
 
 
-def own_mongodb(folder: Path) -> servers.Server:
+def own_mongodb(folder: Path) -> session.Server:
     """SecantusDB (not started yet), its data on disk in ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -45,14 +45,14 @@ def own_mongodb(folder: Path) -> servers.Server:
         *("--host", "127.0.0.1", "--port", str(port), "--storage-path", str(folder)),
         *("--standalone", "--log-level", "WARNING"),
     ]
-    return servers.Server("secantusd-py", argv, "127.0.0.1", port)
+    return session.Server("secantusd-py", argv, "127.0.0.1", port)
 
 
-def redis_url(server: servers.Server) -> str:
+def redis_url(server: session.Server) -> str:
     return f"redis://{server.host}:{server.port}/0"
 
 
-def mongo_uri(server: servers.Server) -> str:
+def mongo_uri(server: session.Server) -> str:
     return f"mongodb://{server.host}:{server.port}"
 
 

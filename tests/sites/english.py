@@ -1,7 +1,7 @@
 """English text for the site benchmark: the sections of Debian's Developer's Reference.
 
 :func:`english_sections` downloads the ``developers-reference`` package with ``apt-get
-download`` (as :mod:`bench.corpus` does for the Chinese corpus), reads the reStructuredText
+download`` (as :mod:`tests.sites.corpus` does for the Chinese corpus), reads the reStructuredText
 sources it ships (``usr/share/developers-reference/_sources/*.rst.txt``), cuts them into
 sections at their headings, strips the inline markup and caches the result as
 ``CACHE/english.json`` (never committed). Each section is a chapter file's name, a title
@@ -19,7 +19,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.corpus import bench_cache_dir, unpack_package
+from tests.sites.corpus import bench_cache_dir, unpack_package
 
 PACKAGE = "developers-reference"
 SOURCES = "usr/share/developers-reference/_sources"

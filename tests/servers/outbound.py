@@ -1,5 +1,5 @@
 """Hostile servers on 127.0.0.1 for the outbound policy's tests (:mod:`matcher.outbound`):
-the slow-loris of :mod:`bench.slow_server` at the tests' pace, a private address of this
+the slow-loris of :mod:`tests.servers.slow_server` at the tests' pace, a private address of this
 machine, a certificate signed by itself; and the URL forms the policy is fuzzed with."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import socket
 from contextlib import AbstractContextManager
 from typing import Any
 
-from bench.slow_server import SlowServer
-from bench.slow_server import slow_server as bench_slow_server
+from tests.servers.slow_server import SlowServer
+from tests.servers.slow_server import slow_server as bench_slow_server
 
 DRIP_S = 0.2
 """Seconds between two bytes of a slow-loris answer."""
@@ -18,7 +18,7 @@ GIVE_UP_S = 30.0
 
 
 def slow_server(speaks_first: bool = False) -> AbstractContextManager[SlowServer]:
-    """:func:`bench.slow_server.slow_server` at the tests' pace (modes: see there), or with
+    """:func:`tests.servers.slow_server.slow_server` at the tests' pace (modes: see there), or with
     ``speaks_first`` one dripping an SMTP greeting."""
     return bench_slow_server(DRIP_S, GIVE_UP_S, speaks_first)
 

@@ -14,7 +14,7 @@ import html
 from collections import Counter
 from dataclasses import dataclass
 
-from bench.http_server import HOST, FixtureServer, QuietHandler
+from tests.servers.http_server import HOST, FixtureServer, QuietHandler
 
 
 @dataclass

@@ -85,7 +85,7 @@ def script_text(text: str, script: str) -> str:
     """``text`` in the script a style draws: as is (``s``) or OpenCC ``s2t`` (``t``)."""
     if script == "s":
         return text
-    from bench.eval_corpus import to_traditional
+    from tests.sites.eval_corpus import to_traditional
 
     return to_traditional(text)
 

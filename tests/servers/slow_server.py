@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from bench.http_server import FixtureServer
+from tests.servers.http_server import FixtureServer
 
 STATUS = b"HTTP/1.1 200 OK\r\n"
 HEADERS = b"Content-Type: text/html; charset=utf-8\r\nX-Pad: " + b"a" * 4000 + b"\r\n\r\n"

@@ -1,7 +1,7 @@
 """The ``hiding`` shape of the site benchmark: copies served so that a text reader is fooled
 while a person in a browser reads the chapter (issue 38, "What the reader sees").
 
-A *technique* disguises one chapter page: a module ``bench/hiding_<name>.py`` exposes
+A *technique* disguises one chapter page: a module ``tests/sites/hiding_<name>.py`` exposes
 ``disguise(title, text, rng) -> HiddenPage`` (the full HTML of a 笔趣阁-style chapter page
 whose text as a browser shows it is ``title`` and ``text``, and the files it refers to by
 site-root paths drawn from ``rng``). :data:`TECHNIQUES` names each one: ``"name":
@@ -35,29 +35,29 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.site_shapes import Page, Shape, SiteBuild
-from bench.site_text import Chapter, TextPool, draw_novel, novel_text
+from tests.sites.site_shapes import Page, Shape, SiteBuild
+from tests.sites.site_text import Chapter, TextPool, draw_novel, novel_text
 
 esc = html.escape
 
 TECHNIQUES: dict[str, str] = {
-    "css-external": "bench.hiding_css:css_external",
-    "css-style-block": "bench.hiding_css:css_style_block",
-    "css-inline": "bench.hiding_css:css_inline",
-    "font-white": "bench.hiding_css:font_white",
-    "color-as-background": "bench.hiding_css:color_as_background",
-    "offscreen": "bench.hiding_css:offscreen",
-    "font-size-0": "bench.hiding_css:font_size_0",
-    "opacity-0": "bench.hiding_css:opacity_0",
-    "zero-size-overflow": "bench.hiding_css:zero_size_overflow",
-    "visibility-hidden": "bench.hiding_css:visibility_hidden",
-    "clip": "bench.hiding_css:clip",
-    "chapter-images": "bench.hiding_images",
-    "font-pua": "bench.hiding_fonts:pua",
-    "font-shuffle": "bench.hiding_fonts:shuffle",
-    "script-base64": "bench.hiding_scripts:disguise_base64",
-    "script-json": "bench.hiding_scripts:disguise_json",
-    "script-reveal": "bench.hiding_scripts:disguise_reveal",
+    "css-external": "tests.sites.hiding_css:css_external",
+    "css-style-block": "tests.sites.hiding_css:css_style_block",
+    "css-inline": "tests.sites.hiding_css:css_inline",
+    "font-white": "tests.sites.hiding_css:font_white",
+    "color-as-background": "tests.sites.hiding_css:color_as_background",
+    "offscreen": "tests.sites.hiding_css:offscreen",
+    "font-size-0": "tests.sites.hiding_css:font_size_0",
+    "opacity-0": "tests.sites.hiding_css:opacity_0",
+    "zero-size-overflow": "tests.sites.hiding_css:zero_size_overflow",
+    "visibility-hidden": "tests.sites.hiding_css:visibility_hidden",
+    "clip": "tests.sites.hiding_css:clip",
+    "chapter-images": "tests.sites.hiding_images",
+    "font-pua": "tests.sites.hiding_fonts:pua",
+    "font-shuffle": "tests.sites.hiding_fonts:shuffle",
+    "script-base64": "tests.sites.hiding_scripts:disguise_base64",
+    "script-json": "tests.sites.hiding_scripts:disguise_json",
+    "script-reveal": "tests.sites.hiding_scripts:disguise_reveal",
 }
 """Technique name -> ``module`` (its ``disguise``) or ``module:function``."""
 

@@ -1,6 +1,6 @@
 """The labelled corpus of the accuracy evaluation: works, pirated pages and negative pages.
 
-Works are real Chinese documents (:mod:`bench.corpus`: Debian's Chinese documentation,
+Works are real Chinese documents (:mod:`tests.sites.corpus`: Debian's Chinese documentation,
 Simplified script only, since the Traditional translations are near-copies of the Simplified
 ones), 1,500-12,000 characters each (longer texts are cut into pieces at line ends); no two
 works share body text. Each work gets ``pages_per_work`` pirated pages of distinct classes
@@ -33,10 +33,10 @@ from typing import Any
 
 import numpy as np
 
-from bench.textconv import HAN, han_share
 from fingerprint.hashing import ngram_hashes
 from fingerprint.normalize import to_simplified
 from fingerprint.tokens import codepoints, ngram_hash_array
+from tests.sites.textconv import HAN, han_share
 
 CLASSES = (
     "exact", "typos", "homophones", "traditional", "ads", "dropped",

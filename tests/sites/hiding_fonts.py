@@ -1,10 +1,10 @@
 """Chapters drawn by obfuscating web fonts (issue 38, technique 4), as techniques of
-:data:`bench.hiding_shape.TECHNIQUES`: ``disguise``, ``pua`` and ``shuffle``, each
+:data:`tests.sites.hiding_shape.TECHNIQUES`: ``disguise``, ``pua`` and ``shuffle``, each
 ``(title, text, rng) -> HiddenPage``.
 
 The HTML holds private-use code points (``pua``) or the real characters shuffled
 (``shuffle``: it shows 的 where a reader sees 是); the page's ``@font-face`` font, made for
-this page alone by :func:`bench.font_sites.obfuscate` from a CJK typeface of this machine
+this page alone by :func:`tests.sites.font_sites.obfuscate` from a CJK typeface of this machine
 drawn per page (glyphs in a random order under random names, as real sites make one per
 request), draws each as the real character. Drawn per page too: the format (WOFF2, WOFF or
 TTF), and where the font is: by URL in the page's ``<style>``, by URL in an external
@@ -20,8 +20,8 @@ import html
 import random
 import re
 
-from bench.font_sites import TYPEFACES, obfuscate
-from bench.hiding_shape import HiddenPage, chapter_page, token
+from tests.sites.font_sites import TYPEFACES, obfuscate
+from tests.sites.hiding_shape import HiddenPage, chapter_page, token
 
 esc = html.escape
 FORMATS = ("woff2", "woff", "ttf")

@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from bench.net import free_port, wait_for_port
+from tests.servers.net import free_port, wait_for_port
 
 REDIS_DATABASES = 4
 """Databases from the first one: indexes, broker, pipeline benchmark broker, its index."""

@@ -14,7 +14,7 @@ Each function returns one page. Links are relative, as the generators make them
   ``table.plhin``, pagers with 上一页 / 下一页 and page numbers).
 - :func:`wenku_page`, :func:`link_page`: a document library page and a page of links.
 
-Every page of a site wears its :class:`bench.eval_corpus.Site` chrome (name, navigation,
+Every page of a site wears its :class:`tests.sites.eval_corpus.Site` chrome (name, navigation,
 footer with copyright, ICP number and disclaimer) where the generator would have a theme.
 """
 
@@ -25,7 +25,7 @@ import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bench.eval_corpus import Site
+from tests.sites.eval_corpus import Site
 
 esc = html.escape
 

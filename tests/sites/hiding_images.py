@@ -1,12 +1,12 @@
 """Chapters served as images (图片章节; issue 38, technique 3), as a technique of
-:data:`bench.hiding_shape.TECHNIQUES`: ``disguise(title, text, rng) -> HiddenPage``.
+:data:`tests.sites.hiding_shape.TECHNIQUES`: ``disguise(title, text, rng) -> HiddenPage``.
 
 Pirate sites serve their freshest chapters as screenshots of the paid ones: the page is the
 site's usual chapter page (header with the site's logo, breadcrumb, ``<h1>`` title, footer),
 and its content ``div`` holds the chapter drawn as one tall image or as several (a
 screenshot per screenful), one after the other. The text is drawn by
-:func:`bench.text_images.render_chapter` (as the OCR benchmark draws it) in a Simplified
-:class:`~bench.text_images.Style` drawn per page among :data:`STYLES` (PNG or JPEG, sizes 14
+:func:`tests.sites.text_images.render_chapter` (as the OCR benchmark draws it) in a Simplified
+:class:`~tests.sites.text_images.Style` drawn per page among :data:`STYLES` (PNG or JPEG, sizes 14
 to 32 px, noise, paper colours, a watermark); about half the pages load their images lazily
 (a shared placeholder in ``src``, the image in ``data-original`` or ``data-src``). The logo
 in the header is an image too, which a reader of the content must leave alone. Every path
@@ -19,9 +19,9 @@ import functools
 import io
 import random
 
-from bench.hiding_shape import SITE_NAME, HiddenPage, chapter_page, token
-from bench.text_images import STYLES as ALL_STYLES
-from bench.text_images import font_available, render_chapter
+from tests.sites.hiding_shape import SITE_NAME, HiddenPage, chapter_page, token
+from tests.sites.text_images import STYLES as ALL_STYLES
+from tests.sites.text_images import font_available, render_chapter
 
 STYLES = tuple(s for s in ALL_STYLES if s.script == "s")
 """The styles a chapter is drawn in: the Simplified ones (a person sees ``text`` itself)."""

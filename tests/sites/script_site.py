@@ -1,6 +1,6 @@
 """A pirate site whose chapter text is loaded by script, for the render tests.
 
-:func:`script_pages` gives the pages of a :class:`~bench.fixture_site.FixtureSite`:
+:func:`script_pages` gives the pages of a :class:`~tests.servers.fixture_site.FixtureSite`:
 a plain index linking to chapter 1; chapter pages that are empty shells whose script, once
 the page has loaded, ``fetch()``es the chapter's text from a JSON endpoint, writes it into
 the page and builds the 下一页 / 上一页 links (chapter 1's first part links to its second,
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.fixture_site import Resource, page
+from tests.servers.fixture_site import Resource, page
 
 CHROMIUM = os.environ.get("FPTRACK_TEST_CHROMIUM", "/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[2]

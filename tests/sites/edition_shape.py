@@ -3,7 +3,7 @@ copy them.
 
 Rights holders register several editions of one work, sharing most of their text. Here,
 :data:`GROUP_SIZES` groups sizes (``Sizes.edition_groups`` groups of each), each from a novel
-drawn from the corpus (:func:`bench.site_text.draw_novel`, ``第N章`` headings). Its first
+drawn from the corpus (:func:`tests.sites.site_text.draw_novel`, ``第N章`` headings). Its first
 edition is the novel as drawn; each other is made from it one way, dealt in turn
 (:data:`KINDS`), differing from it by a share ``r`` of its text drawn uniformly in
 :data:`DIFFER`:
@@ -15,10 +15,10 @@ edition is the novel as drawn; each other is made from it one way, dealt in turn
   chapter headings ``第N回`` with other titles, other punctuation, and sentences reworded
   over ``r / 2`` of the characters.
 
-Every edition is copied on a document-library site (:func:`bench.site_shapes.library_pages`)
+Every edition is copied on a document-library site (:func:`tests.sites.site_shapes.library_pages`)
 three ways: ``whole``, one ``chapter`` (with its heading) and an ``excerpt`` (35% of the
 edition, from a line start, inside unrelated text); the copies are edited as pirates edit
-(:data:`bench.site_text.EDITS`, dealt in turn: exact, ad lines, Traditional script,
+(:data:`tests.sites.site_text.EDITS`, dealt in turn: exact, ad lines, Traditional script,
 homophones, typos, all combined). Beside them, chapters of unregistered novels
 (``Sizes.edition_fillers`` pages). The shape draws from a pool of its own, so the other
 shapes are unchanged.
@@ -39,9 +39,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.eval_corpus import make_sites
-from bench.site_shapes import Shape, SiteBuild, Sizes, library_pages, short_title
-from bench.site_text import EDITS, Chapter, Editor, TextPool, chapter_heading, draw_novel
+from tests.sites.eval_corpus import make_sites
+from tests.sites.site_shapes import Shape, SiteBuild, Sizes, library_pages, short_title
+from tests.sites.site_text import EDITS, Chapter, Editor, TextPool, chapter_heading, draw_novel
 
 GROUP_SIZES = (2, 3, 4, 5)
 KINDS = ("revised", "abridged", "publisher")

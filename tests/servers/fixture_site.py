@@ -1,5 +1,5 @@
 """A web site served on 127.0.0.1 from a dict, for real crawls in tests (e2e tests too) and
-benchmarks (a :class:`bench.http_server.FixtureServer`).
+benchmarks (a :class:`tests.servers.http_server.FixtureServer`).
 
 >>> with FixtureSite({"/": page("<p>你好</p>")}) as site:
 ...     import urllib.request
@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
 
-from bench.http_server import FixtureServer, QuietHandler
+from tests.servers.http_server import FixtureServer, QuietHandler
 
 Body = bytes | Callable[[], Iterable[bytes]]
 Resource = tuple[int, dict[str, str], Body]

@@ -9,7 +9,7 @@ its own pair; nothing else is.
 - ``docs`` (:func:`docs_shape`): a documentation mirror. A start page, a table of contents,
   book title pages, chapter pages, section pages; every page has DocBook or Sphinx
   navigation (上一页 / 下一页 / 起始页 / 上一级) to its neighbours in one reading order
-  through the whole site. The English Developer's Reference (:mod:`bench.english`, Sphinx)
+  through the whole site. The English Developer's Reference (:mod:`tests.sites.english`, Sphinx)
   and Chinese manuals (DocBook) are unrelated pages; copies of works (edited: Traditional,
   homophones, typos, ad lines, an excerpt, a work over two sections) sit at depth 3 behind a
   featured hub listed in the table of contents, and at depth 4 behind the appendices of the
@@ -42,10 +42,10 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
-from bench import site_html as h
-from bench.english import Section
-from bench.eval_corpus import Site, make_sites, to_traditional
-from bench.site_text import (
+from tests.sites import site_html as h
+from tests.sites.english import Section
+from tests.sites.eval_corpus import Site, make_sites, to_traditional
+from tests.sites.site_text import (
     EDITS,
     Chapter,
     Editor,
@@ -55,7 +55,7 @@ from bench.site_text import (
     novel_text,
     split_lines,
 )
-from bench.textconv import HAN
+from tests.sites.textconv import HAN
 
 Pair = tuple[str, str]
 """(page path within its site, work name relative to the works folder)."""
@@ -200,7 +200,7 @@ class Sizes:
     reverse_unrelated: int = 60
     reverse_list_size: int = 100
     edition_groups: int = 3
-    """Groups of editions of each size, 2 to 5 (:mod:`bench.edition_shape`)."""
+    """Groups of editions of each size, 2 to 5 (:mod:`tests.sites.edition_shape`)."""
     edition_chapters: int = 8
     edition_fillers: int = 24
 

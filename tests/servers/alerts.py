@@ -18,8 +18,8 @@ from typing import Any
 
 from aiosmtpd.controller import Controller
 
-from bench.http_server import FixtureServer, QuietHandler
-from bench.net import free_port
+from tests.servers.http_server import FixtureServer, QuietHandler
+from tests.servers.net import free_port
 
 
 @dataclass

@@ -5,7 +5,7 @@ unpacks them with ``dpkg-deb -x``, converts HTML help pages, man pages and fortu
 plain text, keeps the documents that are mostly Chinese and caches them as
 ``CACHE/texts/NNNNN.txt``. The files are numbered so that the packages are interleaved in
 proportion to their size: any prefix (:func:`load_texts` with a small size) has the corpus's
-mix. ``python -m bench.corpus`` prints statistics.
+mix. ``python -m tests.sites.corpus`` prints statistics.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.textconv import (
+from tests.sites.textconv import (
     HAN,
     MIN_HAN_SHARE,
     fortunes_to_texts,
@@ -97,7 +97,9 @@ def unpack_package(package: str, work: Path) -> tuple[Path, str]:
             ["apt-get", "download", package], cwd=work, capture_output=True, text=True
         )
     except FileNotFoundError as exc:
-        raise RuntimeError("bench.corpus needs apt-get and dpkg-deb (a Debian system)") from exc
+        raise RuntimeError(
+            "tests.sites.corpus needs apt-get and dpkg-deb (a Debian system)"
+        ) from exc
     debs = sorted(work.glob(f"{package}_*.deb"))
     if proc.returncode != 0 or not debs:
         detail = (proc.stderr.strip().splitlines() or ["no .deb written"])[-1]
@@ -225,7 +227,7 @@ def load_texts(size_mb: float, cache_dir: Path | None = None) -> list[str]:
         total += len(texts[-1].encode())
     if total < size_mb * MB and not math.isinf(size_mb):
         print(
-            f"bench.corpus: {size_mb:g} MB requested but the corpus has only "
+            f"tests.sites.corpus: {size_mb:g} MB requested but the corpus has only "
             f"{total / MB:.2f} MB; using all of it",
             file=sys.stderr,
         )

@@ -1,6 +1,6 @@
 """Text for the benchmark sites: corpus pieces handed out once each, their edits, novels.
 
-:class:`TextPool` hands out pieces of the Chinese corpus (:mod:`bench.corpus`, Simplified
+:class:`TextPool` hands out pieces of the Chinese corpus (:mod:`tests.sites.corpus`, Simplified
 texts only) so that no two pieces it hands out share *copied body*: a run of
 :data:`MAX_SHARED_RUN` content characters, or more than :data:`MAX_SHARED_SHARE` of the
 smaller piece's 8-grams (the Debian manuals repeat passages; a page labelled unrelated must
@@ -9,7 +9,7 @@ out altogether. Every site of one run draws from one pool, so the pieces of one 
 copy those of another; the text a shape shares on purpose (a series' preface, a novel's
 chapters) is built from pieces it drew.
 
-:class:`Editor` applies the edits pirates make (:mod:`bench.eval_corpus`'s
+:class:`Editor` applies the edits pirates make (:mod:`tests.sites.eval_corpus`'s
 transformations: Traditional script, homophones, typos, ad lines, an excerpt).
 :func:`novel` cuts a stream of pool text into chapters with ``第N章`` headings.
 Everything is drawn from ``random.Random`` instances seeded from the run's seed.
@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.eval_corpus import (
+from fingerprint.tokens import ngram_hash_array
+from tests.sites.eval_corpus import (
     EXCERPT_SHARE,
     HOMOPHONE_RATE,
     TYPO_RATE,
@@ -36,8 +37,7 @@ from bench.eval_corpus import (
     is_traditional,
     to_traditional,
 )
-from bench.textconv import HAN, han_share
-from fingerprint.tokens import ngram_hash_array
+from tests.sites.textconv import HAN, han_share
 
 SHINGLE = 8
 MAX_SHARED_RUN = 30

@@ -2,7 +2,7 @@
 
 :func:`build` makes, from registered works (name -> text), the resources of one site (the
 ``(status, headers, body)`` triples and the redirects that
-:class:`bench.fixture_site.FixtureSite` serves), and the :class:`Case` each path
+:class:`tests.servers.fixture_site.FixtureSite` serves), and the :class:`Case` each path
 stands for with the outcome it must have:
 
 - ``copy`` cases are pages a browser shows with a work's whole text, behind a trick

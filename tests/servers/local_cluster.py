@@ -24,7 +24,7 @@ from typing import Any
 
 import redis
 
-from bench.net import free_ports, wait_until
+from tests.servers.net import free_ports, wait_until
 
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 REDIS_CLI = shutil.which("redis-cli") or "/usr/bin/redis-cli"

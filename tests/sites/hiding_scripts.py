@@ -15,7 +15,7 @@ puts it there once the page runs in a browser.
   ``visibility:hidden``) until an inline script shows it once the page has loaded.
 
 Element ids, attribute names and endpoint paths are drawn from ``rng``: every page's are its
-own. Contract: :class:`bench.hiding_shape.HiddenPage`.
+own. Contract: :class:`tests.sites.hiding_shape.HiddenPage`.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import html
 import json
 import random
 
-from bench.hiding_shape import HiddenPage
+from tests.sites.hiding_shape import HiddenPage
 
 esc = html.escape
 CONTENT_IDS = ("content", "chaptercontent", "booktxt", "htmlContent", "txtContent", "nr1")

@@ -32,8 +32,8 @@ from typing import Any
 
 import redis
 
-from bench.local_cluster import REDIS_SERVER
-from bench.net import free_ports, wait_until
+from tests.servers.local_cluster import REDIS_SERVER
+from tests.servers.net import free_ports, wait_until
 
 SERVICE = "fptrack"
 DOWN_AFTER_MS = 1000

@@ -1,15 +1,15 @@
 """A 笔趣阁-style site mixing plain chapter pages with chapters built by script
-(:mod:`bench.hiding_scripts`), for the automatic render tests."""
+(:mod:`tests.sites.hiding_scripts`), for the automatic render tests."""
 
 from __future__ import annotations
 
 import random
 
-from bench import hiding_scripts
-from bench.eval_corpus import make_sites
-from bench.fixture_site import Resource, page
-from bench.site_html import Pager, novel_chapter
-from tests.support.script_site import WORK
+from tests.servers.fixture_site import Resource, page
+from tests.sites import hiding_scripts
+from tests.sites.eval_corpus import make_sites
+from tests.sites.script_site import WORK
+from tests.sites.site_html import Pager, novel_chapter
 
 SITE = make_sites(random.Random(3), 1)[0]
 

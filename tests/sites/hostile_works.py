@@ -26,7 +26,7 @@ from pathlib import Path
 
 import opencc
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples" / "works"
 DEEP_LEVELS = 1200
 BIG_CHARS = 25_000_000

@@ -16,7 +16,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.http_server import FixtureServer, QuietHandler
+from tests.servers.http_server import FixtureServer, QuietHandler
 
 POLICY = "1.3.6.1.4.1.99999.1"
 """The test TSA's policy (an OID under an enterprise arc no one is given)."""

@@ -1,9 +1,9 @@
 """Chapter pages whose noise is hidden by CSS (issue 38, technique 1), one function per
-technique of :data:`bench.hiding_shape.TECHNIQUES`, each ``(title, text, rng) ->``
-:class:`bench.hiding_shape.HiddenPage`.
+technique of :data:`tests.sites.hiding_shape.TECHNIQUES`, each ``(title, text, rng) ->``
+:class:`tests.sites.hiding_shape.HiddenPage`.
 
 The text shown is the chapter; between its characters, every few of them
-(:func:`bench.hiding_shape.noisy`), 1-2 random common characters sit in elements a browser
+(:func:`tests.sites.hiding_shape.noisy`), 1-2 random common characters sit in elements a browser
 does not show, hidden by:
 
 - ``css_external``: a class of an external stylesheet (``<link rel="stylesheet">`` to a
@@ -27,7 +27,7 @@ from __future__ import annotations
 import html
 import random
 
-from bench.hiding_shape import HiddenPage, br_paragraphs, chapter_page, noisy, token
+from tests.sites.hiding_shape import HiddenPage, br_paragraphs, chapter_page, noisy, token
 
 esc = html.escape
 
