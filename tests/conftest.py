@@ -10,7 +10,7 @@
   per test, dropped afterwards, and ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB`` name it
   for the test's subprocesses (workers, crawls, servers).
 
-- The shard-key audit (:mod:`tests.command_audit`): every pymongo client of the session
+- The shard-key audit (:mod:`tests.support.command_audit`): every pymongo client of the session
   reports each write it sends; the session fails, listing them, if fptrack's code sent one
   that a sharded MongoDB 7.0 refuses (a single-document write or an upsert whose filter
   does not name the collection's full shard key).
@@ -52,12 +52,12 @@ from redis.cluster import ClusterNode, RedisCluster
 
 from matcher.index.redis_io import IndexClient, connect, scan
 from matcher.settings import IndexRedis, Settings
-from tests import command_audit
-from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
 from tests.servers import session
 from tests.servers.local_cluster import LocalCluster
 from tests.servers.local_sentinel import LocalSentinel
 from tests.servers.session import ServerUnavailable
+from tests.support import command_audit
+from tests.support.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
 
 collect_ignore = ["servers", "sites"]
 """The fixture servers and generated sites (shared with ``bench/``) hold no tests: their

@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from tests.admin.cli_support import fptrack
 from tests.admin.test_scan import EXPECTED, SITE
 from tests.servers.fixture_site import FixtureSite, page
 from tests.sites.hostile_works import ERROR, WORK, build, remove
+from tests.support.cli import fptrack
 
 
 def test_a_scan_of_the_bad_works_corpus(tmp_path: Path) -> None:

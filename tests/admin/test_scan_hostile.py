@@ -10,9 +10,9 @@ import json
 from pathlib import Path
 
 from crawler.spiders.site import canonical
-from tests.admin.cli_support import fptrack
 from tests.servers.fixture_site import FixtureSite
 from tests.servers.hostile_site import build
+from tests.support.cli import fptrack
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"

@@ -34,11 +34,11 @@ from admin.web.users import Users
 from crawler import reactor
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests.browser.browser_support import ROBOTS, ROOT, PageLog, Server, site_pages
 from tests.servers.fixture_site import FixtureSite
 from tests.servers.fixture_site import page as html_resource
 from tests.servers.http_server import WSGIServer
-from tests.web.web_support import PASSWORDS
+from tests.support.browser import ROBOTS, ROOT, PageLog, Server, site_pages
+from tests.support.web import PASSWORDS
 
 reactor.install()  # before anything imports twisted.internet.reactor
 expect.set_options(timeout=10_000)

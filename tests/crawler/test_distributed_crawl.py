@@ -128,7 +128,7 @@ def site(books: Crowd) -> Iterator[FixtureSite]:
 
 
 class Crawler:
-    """A ``tests.crawler.frontier_crawler`` process and what it announced."""
+    """A ``tests.support.frontier_crawler`` process and what it announced."""
 
     def __init__(self, site: FixtureSite, tmp: Path, name: str) -> None:
         config = {"name": "big", "start_urls": [site.url("/")], "obey_robots": False}
@@ -136,7 +136,7 @@ class Crawler:
         self.stats_path = tmp / f"{name}.json"
         self.stderr: IO[str] = (tmp / f"{name}.log").open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.crawler.frontier_crawler", "--site-json",
+            [sys.executable, "-m", "tests.support.frontier_crawler", "--site-json",
              json.dumps(config), "--redis-url", TEST_REDIS_URL, "--prefix", PREFIX,
              "--lease", str(LEASE), "--items-key", "items", "--stats", str(self.stats_path)],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},

@@ -26,8 +26,8 @@ import yaml
 from pymongo.database import Database
 
 from matcher.settings import Settings
-from tests.admin.cli_support import fptrack
 from tests.servers.net import free_port
+from tests.support.cli import fptrack
 from tests.support.e2e import ROOT
 from tests.support.waits import eventually
 

@@ -24,8 +24,8 @@ from pymongo.database import Database
 from matcher.keys import Keys
 from matcher.store import Store
 from matcher.store.operations import Operations
-from tests.admin.cli_support import fptrack
 from tests.servers.fixture_site import FixtureSite, page
+from tests.support.cli import fptrack
 from tests.support.e2e import ROOT, sample
 from tests.support.waits import eventually
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import redis
 
-from tests.admin.cli_support import fptrack
 from tests.servers.outage import children, command_line
+from tests.support.cli import fptrack
 from tests.support.one_machine import honcho_start
 from tests.support.waits import eventually
 

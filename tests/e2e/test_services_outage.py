@@ -20,7 +20,6 @@ from pymongo import MongoClient
 
 from matcher.celery_app import make_app
 from matcher.settings import Settings
-from tests.admin.cli_support import fptrack
 from tests.servers.fixture_site import FixtureSite, page
 from tests.servers.net import free_port
 from tests.servers.outage import (
@@ -33,6 +32,7 @@ from tests.servers.outage import (
     redis_url,
 )
 from tests.servers.session import Server
+from tests.support.cli import fptrack
 from tests.support.e2e import sample
 from tests.support.waits import eventually
 

@@ -24,8 +24,8 @@ from admin.web.users import Users
 from matcher.engine import Engine
 from matcher.settings import Settings
 from tests.servers import session
+from tests.support.web import PASSWORDS, seed_match
 from tests.web.test_api import make_token
-from tests.web.web_support import PASSWORDS, seed_match
 
 EXAMPLES = 20
 """Generated requests per operation: 18 operations, 360 requests, valid and invalid ones in

@@ -21,7 +21,7 @@ from admin.cli import main
 from admin.context import Context
 from matcher.sites import SiteConfig
 from tests.servers.takedown_site import ChangingSite
-from tests.web.web_support import post, sample_text
+from tests.support.web import post, sample_text
 
 NEWS = (
     "今天的城市新闻：地铁三号线延长段完成试运行，沿线新增六座车站，预计下个月正式开通。"

@@ -43,7 +43,7 @@ from matcher.settings import Settings
 from matcher.stamping import STATE_KEY, stamp_waiting
 from tests.servers import session
 from tests.servers.local_tsa import Authority, TsaServer, make_authority
-from tests.web.web_support import sample_text
+from tests.support.web import sample_text
 
 WHEN = datetime(2026, 11, 29, 4, 0, tzinfo=UTC)
 SINCE = "since=2000-01-01&status=new"

@@ -26,7 +26,7 @@ from tests.servers.http_server import WSGIServer
 from tests.servers.net import wait_until
 from tests.servers.outbound import odd_urls, slow_server
 from tests.servers.raw_servers import raw_server
-from tests.web.web_support import Browser, csrf, post
+from tests.support.web import Browser, csrf, post
 
 HANG_DEADLINE = 120.0
 """The outbound deadline while a request hangs: longer than the slow server's own give-up, so

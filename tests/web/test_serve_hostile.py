@@ -36,7 +36,7 @@ from tests.servers.hostile_clients import (
 from tests.servers.net import free_port
 from tests.servers.outage import Service, answers, children, mongo_uri, own_mongodb
 from tests.support.waits import eventually
-from tests.web.web_support import PASSWORDS
+from tests.support.web import PASSWORDS
 
 SECRET = "a-test-secret-of-enough-length"
 
@@ -271,7 +271,7 @@ def test_a_stopped_redis_is_a_503_where_a_page_needs_it(tmp_path: Path, mongo_db
     from matcher.redis_clients import COMMAND, connect_url
     from matcher.settings import Settings
     from tests.servers.outage import own_redis, redis_url
-    from tests.web.web_support import login, post
+    from tests.support.web import login, post
 
     server = own_redis(tmp_path / "redis", keeps_data=False)
     server.start()

@@ -18,7 +18,7 @@ from tests.servers.net import free_port
 from tests.servers.outage import Service, answers
 from tests.servers.outbound import slow_server
 from tests.support.waits import eventually
-from tests.web.web_support import PASSWORDS, Browser
+from tests.support.web import PASSWORDS, Browser
 
 DEADLINE_S = 6
 """FPTRACK_QUERY_DEADLINE of the server: how long each slow fetch holds its thread."""

@@ -31,8 +31,8 @@ from matcher.sites import SiteConfig
 from matcher.takedowns import figures, recheck_due
 from tests.servers.alerts import closed_port_url, smtp_server
 from tests.servers.takedown_site import ChangingSite
+from tests.support.web import post, sample_text
 from tests.web.test_api import bearer, make_token
-from tests.web.web_support import post, sample_text
 
 CONTACT = "abuse@pirate.example"
 PATHS = ("/book/1.html", "/book/2.html", "/book/3.html", "/book/4.html")

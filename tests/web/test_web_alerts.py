@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 from matcher import alerts
 from matcher.store.alerts import AlertStore
 from tests.servers.alerts import webhook_receiver
-from tests.web.web_support import login, post, seed_match
+from tests.support.web import login, post, seed_match
 
 HOSTILE = '<script>alert("x")</script>'
 

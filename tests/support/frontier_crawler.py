@@ -1,6 +1,6 @@
 """One crawler process on a site's shared Redis frontier (a helper of the frontier tests).
 
-Run as ``python -m tests.crawler.frontier_crawler --site-json JSON --redis-url URL
+Run as ``python -m tests.support.frontier_crawler --site-json JSON --redis-url URL
 --prefix P --lease SECONDS --items-key KEY --stats PATH``: crawls the site with the
 production spider and scheduler (:func:`crawler.run.crawl_in_process` with
 :class:`crawler.frontier.RedisFrontiers`), stores each page's URL in the Redis list

@@ -33,7 +33,7 @@ from pymongo import monitoring
 
 from matcher.store import SHARD_KEYS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = tuple(ROOT / name for name in ("matcher", "admin", "crawler", "fingerprint"))
 """Where fptrack's own code is: a command whose sender is elsewhere is not audited."""
 KEY_REWRITES_ALLOWED = (ROOT / "matcher" / "migration.py",)
