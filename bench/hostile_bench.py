@@ -590,6 +590,9 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         values = [r[key] for r in runs if r.get(key) is not None]
         if values:
             row[key] = summary(values)
+    for key in hostile_processes.VERDICTS:
+        if key in runs[0]:
+            row[key] = [r[key] for r in runs]
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]

@@ -71,6 +71,9 @@ REDIS_DOWN_S = 2.0
 RESPAWN_SAID = re.compile(r"respawn: `[^`]*` exited with status (\d+) after")
 FIGURES = ("restarted_s", "heal_s", "matched_s", "failed_for_good", "kept", "written", "warnings")
 """The figures of these cases beside the common ones, in the order the report shows them."""
+VERDICTS = ("check", "internal_errors_metric", "logged", "restarted_store", "check_after")
+"""What the disk case saw besides its figures (``check``'s line during the fault, the metric,
+the worker's log line, the store restarted, ``check``'s status after), each run's in the JSON."""
 
 
 def fptrack_command() -> list[str]:

@@ -21,25 +21,17 @@ STILL_IMPORTING = {
     for name in (
         "admin_bench",
         "archive_bench",
-        "cli_bench",
         "eval_sites",
         "eval",
-        "fault_bench",
         "fingerprint_bench",
         "hiding_shape",
-        "hostile_bench",
         "index_bench",
         "ocr_bench",
         "pipeline_bench",
-        "release_bench",
         "render_bench",
-        "scale_bench",
-        "scale_sim",
-        "store_ops_bench",
-        "takedown_bench",
         "webfont_bench",
     )
-} | {"tests/e2e/test_store_disk_full.py"}
+}
 """Tests that still call a benchmark in their process, until each runs it as a command
 (``python -m bench.NAME ... --json OUT``) and reads its JSON."""
 
