@@ -47,6 +47,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bench import synthetic
 from bench.pipeline_bench import spread
 from bench.pipeline_site import build_site
 from bench.pipeline_support import Child
@@ -257,6 +258,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="skip the timestamps (default: on when openssl is found)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="100 pages, 1 run")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     args.pages = args.pages or (100 if args.quick else DEFAULT_PAGES)
     args.runs = args.runs or (1 if args.quick else DEFAULT_RUNS)
@@ -266,6 +268,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     texts = load_texts(math.inf) if texts is None else texts
     site = build_site(texts, 20, args.pages, args.seed)
     with tempfile.TemporaryDirectory(prefix="fptrack-archive-site-") as tmp:

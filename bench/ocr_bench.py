@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import synthetic
 from bench.ocr_engines import ENGINES, MODULES, NOT_ELIGIBLE, PACKAGES
 from bench.pipeline_bench import spread
 from bench.proc_memory import PeakMemory
@@ -462,6 +463,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="smoke run: 2 conditions, 1 sample and 1 corpus chapter each, "
                         "1 run")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write JSON here")
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else DEFAULT_RUNS)
     args.chapters = args.chapters or (1 if args.quick else DEFAULT_CHAPTERS)
@@ -484,6 +486,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     if texts is None:
         from tests.sites.corpus import load_texts
 

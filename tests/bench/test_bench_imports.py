@@ -20,15 +20,11 @@ STILL_IMPORTING = {
     f"tests/bench/test_{name}_smoke.py"
     for name in (
         "admin_bench",
-        "archive_bench",
         "eval_sites",
         "eval",
         "fingerprint_bench",
         "hiding_shape",
         "index_bench",
-        "ocr_bench",
-        "pipeline_bench",
-        "render_bench",
         "webfont_bench",
     )
 }
