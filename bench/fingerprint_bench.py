@@ -607,6 +607,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write JSON here")
     parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="a JSON list of documents replacing the Debian corpus (the smoke test's)",
+    )
+    parser.add_argument(
         "--no-first-call",
         action="store_true",
         help="skip timing the first compiled call in fresh processes (about 10 s)",
@@ -633,6 +640,8 @@ def main(argv: Sequence[str] | None = None, docs: Sequence[str] | None = None) -
     then takes a prefix of it.
     """
     args = parse_args(argv)
+    if docs is None and args.docs is not None:
+        docs = json.loads(args.docs.read_text(encoding="utf-8"))
     progress = (lambda msg: print(msg, file=sys.stderr, flush=True)) if docs is None else None
     if progress:
         progress(f"loading {args.size_mb:g} MB of corpus ...")

@@ -207,6 +207,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         f"installed of {', '.join(TYPEFACES)}; --quick: droid,uming)")  # fmt: skip
     parser.add_argument("--chapters", type=int, default=None,
                         help="chapters (default every sample work, 7; --quick: 2)")  # fmt: skip
+    parser.add_argument("--skip", type=int, default=0,
+                        help="sample works to skip before the chapters (default 0)")  # fmt: skip
     parser.add_argument("--runs", type=int, default=None,
                         help=f"reads per font (default {DEFAULT_RUNS}; --quick: 1)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed of the sites (default 0)")
@@ -233,7 +235,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the sample works (tests pass their own)."""
     args = parse_args(argv)
-    chapters = list(texts if texts is not None else sample_chapters())
+    chapters = list(texts if texts is not None else sample_chapters()[args.skip :])
     chapters = chapters[: args.chapters or (2 if args.quick else len(chapters))]
     references, pairs = {}, []
     for ref_name in args.references:

@@ -22,10 +22,8 @@ STILL_IMPORTING = {
         "admin_bench",
         "eval_sites",
         "eval",
-        "fingerprint_bench",
         "hiding_shape",
         "index_bench",
-        "webfont_bench",
     )
 }
 """Tests that still call a benchmark in their process, until each runs it as a command
