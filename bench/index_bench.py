@@ -692,6 +692,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--json", type=Path, default=None, metavar="OUT", help="write JSON here (default: none)"
     )
+    parser.add_argument(
+        "--texts",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="a JSON list of texts replacing the Debian corpus (the smoke test's)",
+    )
     args = parser.parse_args(argv)
     sizes = (args.n, args.peer_n, args.repeat, args.queries, args.latency_queries, args.batch)
     if min(sizes) < 1 or args.peer_queries < 1:
@@ -708,6 +715,8 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     ``texts`` replaces the Debian corpus (the smoke test passes a small synthetic one).
     """
     args = parse_args(argv)
+    if texts is None and args.texts is not None:
+        texts = json.loads(args.texts.read_text(encoding="utf-8"))
     quiet = texts is not None
     say = (lambda _msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = run(texts, args, say)
