@@ -41,6 +41,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
+from bench import synthetic
 from fingerprint.normalize import to_simplified
 from tests.sites.eval_corpus import CLASSES, NEGATIVE_KINDS, Corpus, Page, Pair, Work, build_corpus
 
@@ -291,6 +292,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help="default %(default)s")
     parser.add_argument("--quick", action="store_true", help="tiny corpus (smoke test)")
     parser.add_argument("--peers-only", action="store_true", help="do not run fptrack")
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     if args.works is not None and args.works < 2:
         parser.error("--works must be at least 2")
@@ -303,6 +305,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     ``texts`` replaces the downloaded corpus (tests pass synthetic text).
     """
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     quick = QUICK if args.quick else {}
     n_works = args.works or quick.get("works", DEFAULT_WORKS)
     per_work = args.pages_per_work or quick.get("pages_per_work", 3)

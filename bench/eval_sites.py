@@ -65,6 +65,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from bench import synthetic
 from tests.sites.english import Section
 from tests.sites.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
 
@@ -705,6 +706,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=DEFAULT_SCAN_TIMEOUT,
         help="seconds the forward scan may take (default %(default)s)",
     )
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     args.shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     unknown = sorted(set(args.shapes) - set(SHAPES))
@@ -781,6 +783,11 @@ def main(
     ``texts`` and ``english`` replace the downloaded corpora (tests pass their own).
     """
     args = parse_args(argv)
+    if args.synthetic is not None:  # the English sections too
+        from tests.sites.english import synthetic_sections
+
+        texts = synthetic.texts(args, texts)
+        english = english if english is not None else synthetic_sections()
     sizes = QUICK_SIZES if args.quick else Sizes()
     if args.reverse_chapters:
         sizes = replace(sizes, reverse_chapters=args.reverse_chapters)

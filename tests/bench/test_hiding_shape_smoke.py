@@ -7,16 +7,15 @@ the benchmark itself, and each way of hiding its unit test (tests/crawler/test_v
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 import pytest
 
-from bench import eval_sites
 from tests.servers import session
 from tests.sites.eval_corpus import synthetic_texts
 from tests.sites.hiding_shape import CHAPTERS, FILLERS, TECHNIQUES, hiding_shape, technique
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
@@ -44,9 +43,8 @@ def test_every_css_technique_disguises_a_page_with_files_of_its_own() -> None:
 def test_quick_hiding_run_finds_every_chapter_and_no_false_pair(tmp_path: Path) -> None:
     out = tmp_path / "hiding.json"
     argv = ["--quick", "--shapes", "hiding", "--techniques", ",".join(SCANNED),
-            "--json", str(out), "--redis-url", session.session().redis_url(0)]  # fmt: skip
-    eval_sites.main(argv, texts=synthetic_texts(160))
-    result = json.loads(out.read_text(encoding="utf-8"))
+            "--synthetic", "160", "--redis-url", session.session().redis_url(0)]  # fmt: skip
+    result = run_benchmark("eval_sites", *argv, out=out)
     hiding = result["hiding"]
     assert list(hiding["techniques"]) == SCANNED and hiding["exit_status"] == 0
     for name, row in hiding["techniques"].items():
