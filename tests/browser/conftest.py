@@ -4,7 +4,7 @@
   127.0.0.1, over an engine on the test MongoDB server and the test Redis database, with an
   :class:`~admin.web.dispatch.InlineDispatch` whose lock serialises the requests with the
   crawl's page processing, as in ``fptrack scan --serve``; accounts of :data:`PASSWORDS`.
-- ``fixture_site``: the pages of :func:`browser_support.site_pages` (and a robots.txt) on
+- ``fixture_site``: the pages of :func:`tests.support.browser.site_pages` (and a robots.txt) on
   127.0.0.1.
 - ``browser``: Debian's Chromium (``/usr/bin/chromium``, else ``FPTRACK_TEST_CHROMIUM``)
   driven by Playwright, headless. A missing Chromium fails the tests: CI installs it.
