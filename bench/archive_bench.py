@@ -19,7 +19,7 @@ WARC file / gzip of the body (bytes and time).
 
 Trusted timestamps (issue 26, part 1; skipped with ``--no-tsa`` or without ``openssl``):
 a real TSA, OpenSSL's ``openssl ts -reply`` behind an HTTP server on 127.0.0.1
-(:mod:`bench.local_tsa`), stamps the run's WARC files two ways: one token per file (``stamp
+(:mod:`tests.servers.local_tsa`), stamps the run's WARC files two ways: one token per file (``stamp
 per file``, what stamping each record alone costs) and one token over the batch list of all
 of them (:func:`matcher.timestamps.batch_list`, ``stamp per crawl``, per file). Verification
 per token: :func:`matcher.timestamps.check` (rfc3161-client) beside the peer, OpenSSL's own
@@ -47,11 +47,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import load_texts
+from bench import synthetic
 from bench.pipeline_bench import spread
 from bench.pipeline_site import build_site
 from bench.pipeline_support import Child
 from matcher.archive import DirectoryArchive, Exchange, GridFSArchive, verify, warc_bytes
+from tests.sites.corpus import load_texts
 
 DEFAULT_PAGES = 1000
 DEFAULT_RUNS = 3
@@ -139,9 +140,9 @@ def stamping(files: list[bytes], tsa_root: Path) -> dict[str, float]:
     import subprocess
 
     from admin.evidence_check import Batches, check_file
-    from bench.local_tsa import TsaServer, make_authority
     from matcher import timestamps
     from matcher.archive import sha256_hex
+    from tests.servers.local_tsa import TsaServer, make_authority
 
     authority = make_authority(tsa_root / f"tsa-{time.time_ns()}")
     roots = timestamps.load_roots(authority.ca)
@@ -257,6 +258,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="skip the timestamps (default: on when openssl is found)")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="100 pages, 1 run")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     args.pages = args.pages or (100 if args.quick else DEFAULT_PAGES)
     args.runs = args.runs or (1 if args.quick else DEFAULT_RUNS)
@@ -266,6 +268,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     texts = load_texts(math.inf) if texts is None else texts
     site = build_site(texts, 20, args.pages, args.seed)
     with tempfile.TemporaryDirectory(prefix="fptrack-archive-site-") as tmp:

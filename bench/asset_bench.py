@@ -8,7 +8,7 @@ For each kind of page, the CPU (this process, one core) of :func:`crawler.readin
 (:func:`crawler.asset_fetch._needs_of`). Pages: a 笔趣阁-style chapter with no marker at
 all, the same with the site's stylesheet ``<link>`` and its logo ``<img>`` in the header
 (most real pages: looked at, nothing but the stylesheet to fetch, once per crawl), and a
-chapter of :mod:`bench.hiding_images` (its content images found).
+chapter of :mod:`tests.sites.hiding_images` (its content images found).
 
     python -m bench.asset_bench [--pages 200]
 """
@@ -20,10 +20,10 @@ import random
 import time
 from collections.abc import Callable
 
-from bench.hiding_shape import chapter_page
 from crawler.asset_fetch import _needs_of
 from crawler.page_assets import may_need
 from crawler.reading import ReadJob, read_page
+from tests.sites.hiding_shape import chapter_page
 
 COMMON = (
     "的一是了不在有人这中大为上个我以要他时来用们生到作地于出就分对成会可主发年动同工也能下过子说"
@@ -70,7 +70,7 @@ def measure(pages: int, seed: int = 38) -> dict[str, dict[str, float]]:
             for n, t in enumerate(texts)
         ],
     }
-    from bench.hiding_images import disguise
+    from tests.sites.hiding_images import disguise
 
     kinds["chapter as images"] = [
         disguise(f"第{n}章", t, rng).html.encode()

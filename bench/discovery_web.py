@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.eval_corpus import apply_homophones, homophone_table, insert_ads, to_traditional
-from bench.takedown_site import ChangingSite
+from tests.servers.takedown_site import ChangingSite
+from tests.sites.eval_corpus import apply_homophones, homophone_table, insert_ads, to_traditional
 
 WATCHED = 2
 PIRATES = 8

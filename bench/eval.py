@@ -1,8 +1,8 @@
 """Accuracy of fptrack against peer near-duplicate detectors on a labelled corpus of copies.
 
 Run from the repository root as ``python -m bench.eval``; ``--help`` lists the options. The
-corpus (:mod:`bench.eval_corpus`) is built from real Chinese documentation
-(:mod:`bench.corpus`, downloaded from Debian on first use): works, and pages that copy them
+corpus (:mod:`tests.sites.eval_corpus`) is built from real Chinese documentation
+(:mod:`tests.sites.corpus`, downloaded from Debian on first use): works, and pages that copy them
 in one of eleven ways, or copy nothing (negatives).
 
 Every system answers with a set of (page, work) pairs it judges copies; precision, recall
@@ -41,8 +41,9 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from bench.eval_corpus import CLASSES, NEGATIVE_KINDS, Corpus, Page, Pair, Work, build_corpus
+from bench import synthetic
 from fingerprint.normalize import to_simplified
+from tests.sites.eval_corpus import CLASSES, NEGATIVE_KINDS, Corpus, Page, Pair, Work, build_corpus
 
 DEFAULT_WORKS = 150
 QUICK = {"works": 11, "pages_per_work": 2, "negatives_per_kind": 4, "size_mb": 2.0}
@@ -291,6 +292,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--redis-url", default=DEFAULT_REDIS_URL, help="default %(default)s")
     parser.add_argument("--quick", action="store_true", help="tiny corpus (smoke test)")
     parser.add_argument("--peers-only", action="store_true", help="do not run fptrack")
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     if args.works is not None and args.works < 2:
         parser.error("--works must be at least 2")
@@ -303,6 +305,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     ``texts`` replaces the downloaded corpus (tests pass synthetic text).
     """
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     quick = QUICK if args.quick else {}
     n_works = args.works or quick.get("works", DEFAULT_WORKS)
     per_work = args.pages_per_work or quick.get("pages_per_work", 3)
@@ -313,7 +316,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
 
     started = time.perf_counter()
     if texts is None:
-        from bench.corpus import load_texts
+        from tests.sites.corpus import load_texts
 
         texts = load_texts(quick.get("size_mb", math.inf))
     corpus = build_corpus(texts, n_works, args.seed, per_work, negatives)

@@ -1,9 +1,9 @@
 """Accuracy of fptrack on crawled sites shaped like real ones, in both directions.
 
 Run from the repository root as ``python -m bench.eval_sites``; ``--help`` lists the
-options. The sites (:mod:`bench.site_shapes`) are built from the Debian corpus
-(:mod:`bench.corpus`) and the English Developer's Reference (:mod:`bench.english`), written
-as static files and served on 127.0.0.1:
+options. The sites (:mod:`tests.sites.site_shapes`) are built from the Debian corpus
+(:mod:`tests.sites.corpus`) and the English Developer's Reference
+(:mod:`tests.sites.english`), written as static files and served on 127.0.0.1:
 
 - **forward**: the ``docs``, ``novel``, ``forum`` and ``related`` sites are scanned by one
   ``fptrack scan --works W --site URL ... --json OUT`` subprocess, exactly as a user runs it
@@ -15,12 +15,12 @@ as static files and served on 127.0.0.1:
   it against the pages crawled; the matches recorded are the predictions
   (:func:`engine_reverse`, the only code here that calls the engine);
 - **biquge** (crawl economy, issue 25): a 笔趣阁-style site that repeats itself
-  (:func:`bench.site_shapes.biquge_shape`: cache-busters on a third of the links, a dead
+  (:func:`tests.sites.site_shapes.biquge_shape`: cache-busters on a third of the links, a dead
   link on every chapter, the home page under ``/`` and ``/index.html``) is scanned alone
   with ``--max-pages`` = :data:`BIQUGE_BUDGET` x its files. Its figures: requests per
   distinct page stored (target at most :data:`BIQUGE_REQUESTS_PER_PAGE`), every copy found,
   and no duplicate (page, work) entries (the same page listed under two URLs);
-- **editions**: catalogues of editions (:mod:`bench.edition_shape`: groups of 2 to 5
+- **editions**: catalogues of editions (:mod:`tests.sites.edition_shape`: groups of 2 to 5
   editions of a novel, revised, abridged or another publisher's, differing by 0.1-20% of
   their text) and a library site copying each edition whole, a chapter of it and an
   excerpt, edited as pirates edit, beside chapters of unregistered novels, scanned alone.
@@ -28,7 +28,7 @@ as static files and served on 127.0.0.1:
   naming it as a tie (strict: a near twin of the edition is no credit), and false pairs
   (targets: every copy found and attributed, no false pair);
 - **hiding** (issue 38, what the reader sees): a 笔趣阁-style site per technique of
-  :data:`bench.hiding_shape.TECHNIQUES` (``--techniques``; noise hidden by CSS, ...), each
+  :data:`tests.sites.hiding_shape.TECHNIQUES` (``--techniques``; noise hidden by CSS, ...), each
   mixing chapters of a registered novel disguised by it with plain ones and with an
   unregistered novel disguised the same way, scanned together by one ``fptrack scan``.
   Its figures per technique: disguised and plain chapters found, recall page by page
@@ -65,8 +65,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from bench.english import Section
-from bench.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
+from bench import synthetic
+from tests.sites.english import Section
+from tests.sites.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, links
 
 REPO = Path(__file__).resolve().parents[1]
 FORWARD_SHAPES = ("docs", "novel", "forum", "related")
@@ -383,9 +384,9 @@ def biquge_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
 
 def editions_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
     """Scan the editions' library site alone against the catalogue of editions; its figures
-    per group size (:func:`bench.edition_shape.score`)."""
-    from bench.edition_shape import EditionShape
-    from bench.edition_shape import score as edition_score
+    per group size (:func:`tests.sites.edition_shape.score`)."""
+    from tests.sites.edition_shape import EditionShape
+    from tests.sites.edition_shape import score as edition_score
 
     assert isinstance(shape, EditionShape)
     (site,) = shape.sites
@@ -409,9 +410,9 @@ def editions_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
 
 def hiding_direction(shape: Shape, root: Path, args: Any, log: Log) -> dict:
     """Scan the hiding shape's sites together against their novels; figures per technique
-    (:func:`bench.hiding_shape.score`)."""
-    from bench.hiding_shape import HidingShape
-    from bench.hiding_shape import score as hiding_score
+    (:func:`tests.sites.hiding_shape.score`)."""
+    from tests.sites.hiding_shape import HidingShape
+    from tests.sites.hiding_shape import score as hiding_score
 
     assert isinstance(shape, HidingShape)
     works = root / "hiding-works"
@@ -654,7 +655,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "attributed to the edition copied or a named tie, no false pair), and on chapters "
         "served so that a text reader is fooled (hiding: recall page by page and false pairs "
         "per technique).",
-        epilog=f"Sizes (bench.site_shapes.Sizes): {sizes(Sizes())}. With --quick: "
+        epilog=f"Sizes (tests.sites.site_shapes.Sizes): {sizes(Sizes())}. With --quick: "
         f"{sizes(QUICK_SIZES)}, on the first {QUICK_CORPUS_MB:g} MB of the corpus.",
     )
     parser.add_argument("--seed", type=int, default=0, help="default %(default)s")
@@ -669,7 +670,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default="",
         metavar="NAMES",
         help="comma-separated hiding techniques of the hiding shape (default: all of "
-        "bench.hiding_shape.TECHNIQUES)",
+        "tests.sites.hiding_shape.TECHNIQUES)",
     )
     parser.add_argument(
         "--reverse-chapters",
@@ -704,13 +705,14 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         default=DEFAULT_SCAN_TIMEOUT,
         help="seconds the forward scan may take (default %(default)s)",
     )
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     args.shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     unknown = sorted(set(args.shapes) - set(SHAPES))
     if unknown or not args.shapes:
         parser.error(f"--shapes takes a subset of {','.join(SHAPES)}; got {unknown or 'none'}")
     args.techniques = [t.strip() for t in args.techniques.split(",") if t.strip()]
-    from bench.hiding_shape import TECHNIQUES
+    from tests.sites.hiding_shape import TECHNIQUES
 
     unknown = sorted(set(args.techniques) - set(TECHNIQUES))
     if unknown:
@@ -737,14 +739,14 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
           english: Sequence[Section] | None) -> list[Shape]:  # fmt: skip
     """The selected shapes (the forward ones are always drawn together, so each is the same
     whatever the selection)."""
-    from bench.site_shapes import biquge_shape, forward_shapes, reverse_shape
+    from tests.sites.site_shapes import biquge_shape, forward_shapes, reverse_shape
 
     if texts is None:
         texts = _corpus(args)
     shapes = []
     if set(args.shapes) & set(FORWARD_SHAPES):
         if english is None:
-            from bench.english import english_sections
+            from tests.sites.english import english_sections
 
             english = english_sections()
         shapes += [s for s in forward_shapes(texts, english, sizes, args.seed)
@@ -754,18 +756,18 @@ def build(args: argparse.Namespace, sizes: Sizes, texts: Sequence[str] | None,
     if "biquge" in args.shapes:
         shapes.append(biquge_shape(texts, sizes, args.seed))
     if "editions" in args.shapes:
-        from bench.edition_shape import editions_shape
+        from tests.sites.edition_shape import editions_shape
 
         shapes.append(editions_shape(texts, sizes, args.seed, quick=args.quick))
     if "hiding" in args.shapes:
-        from bench.hiding_shape import hiding_shape
+        from tests.sites.hiding_shape import hiding_shape
 
         shapes.append(hiding_shape(texts, args.seed, args.quick, args.techniques))
     return shapes
 
 
 def _corpus(args: argparse.Namespace) -> Sequence[str]:
-    from bench.corpus import load_texts
+    from tests.sites.corpus import load_texts
 
     return load_texts(QUICK_CORPUS_MB if args.quick else math.inf)
 
@@ -780,6 +782,11 @@ def main(
     ``texts`` and ``english`` replace the downloaded corpora (tests pass their own).
     """
     args = parse_args(argv)
+    if args.synthetic is not None:  # the English sections too
+        from tests.sites.english import synthetic_sections
+
+        texts = synthetic.texts(args, texts)
+        english = english if english is not None else synthetic_sections()
     sizes = QUICK_SIZES if args.quick else Sizes()
     if args.reverse_chapters:
         sizes = replace(sizes, reverse_chapters=args.reverse_chapters)

@@ -56,9 +56,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench.local_cluster import LocalCluster
-from bench.net import free_port, wait_until
 from bench.pipeline_site import BenchSite, build_site
+from tests.servers.local_cluster import LocalCluster
+from tests.servers.net import free_port, wait_until
 
 PREFIX = "fptrack-fault-bench"
 DEFAULTS = {"works": 24, "pages": 360}
@@ -442,7 +442,7 @@ def run(args: argparse.Namespace, texts: Sequence[str] | None = None) -> dict[st
     from admin.scan import serve_directory
 
     if texts is None:
-        from bench.corpus import load_texts
+        from tests.sites.corpus import load_texts
 
         texts = load_texts(float("inf"))
     site = build_site(texts, args.works, args.pages, args.seed)
@@ -653,7 +653,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     args = parse_args(argv)
     signal.signal(signal.SIGTERM, _stop_once)
     if texts is None and args.quick:
-        from bench.eval_corpus import synthetic_texts
+        from tests.sites.eval_corpus import synthetic_texts
 
         texts = synthetic_texts(args.works * 4, args.seed)
     result = run(args, texts)

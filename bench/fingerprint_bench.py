@@ -3,7 +3,7 @@
 Run from the repository root as ``python -m bench.fingerprint_bench``; ``--help`` lists the
 options.
 
-The corpus is the first ``--size-mb`` MiB of :func:`bench.corpus.documents` (real Chinese
+The corpus is the first ``--size-mb`` MiB of :func:`tests.sites.corpus.documents` (real Chinese
 text from Debian documentation packages, cut into documents of about 3000 UTF-8 bytes).
 Every figure is MB/s = MiB of UTF-8 input documents / seconds (``time.perf_counter``, one
 process, one thread). A stage row divides the bytes of the *original* documents by the time
@@ -62,7 +62,7 @@ from fingerprint.shingles import winnow
 from fingerprint.simhash import simhash
 
 MB = 1 << 20
-"""Sizes and speeds are in MiB (of UTF-8 text), as in :mod:`bench.corpus`."""
+"""Sizes and speeds are in MiB (of UTF-8 text), as in :mod:`tests.sites.corpus`."""
 DOC_BYTES = 3000
 DEFAULT_SIZE_MB = 10.0
 DEFAULT_REPEAT = 3
@@ -569,8 +569,8 @@ def report(result: dict[str, Any], requested_mb: float | None = None) -> str:
 
 
 def _corpus_documents(size_mb: float) -> list[str]:
-    """``bench.corpus.documents(size_mb, DOC_BYTES)``."""
-    from bench import corpus
+    """``tests.sites.corpus.documents(size_mb, DOC_BYTES)``."""
+    from tests.sites import corpus
 
     return corpus.documents(size_mb, DOC_BYTES)
 
@@ -607,6 +607,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write JSON here")
     parser.add_argument(
+        "--docs",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="a JSON list of documents replacing the Debian corpus (the smoke test's)",
+    )
+    parser.add_argument(
         "--no-first-call",
         action="store_true",
         help="skip timing the first compiled call in fresh processes (about 10 s)",
@@ -633,6 +640,8 @@ def main(argv: Sequence[str] | None = None, docs: Sequence[str] | None = None) -
     then takes a prefix of it.
     """
     args = parse_args(argv)
+    if docs is None and args.docs is not None:
+        docs = json.loads(args.docs.read_text(encoding="utf-8"))
     progress = (lambda msg: print(msg, file=sys.stderr, flush=True)) if docs is None else None
     if progress:
         progress(f"loading {args.size_mb:g} MB of corpus ...")

@@ -9,7 +9,7 @@ from ``FPTRACK_*`` variables the case sets (as the scan command reads its outbou
 :data:`admin.scan.OUTBOUND_FIELDS`), and drives it over HTTP as a browser does:
 
 - ``slow-query``: Query by URL of a page whose server sends its status line at once and its
-  headers one byte every ``drip`` seconds (:mod:`bench.slow_server`);
+  headers one byte every ``drip`` seconds (:mod:`tests.servers.slow_server`);
 - ``slow-webhook``: the "test" of a webhook rule whose server sends its status line and
   headers one byte every ``drip`` seconds;
 - ``webhook-loopback``, ``webhook-link-local``: a webhook rule to ``127.0.0.1`` (a listening
@@ -47,9 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.net import wait_until
 from bench.proc_memory import PeakMemory, own_peak_mb
-from bench.slow_server import slow_server
+from tests.servers.net import wait_until
+from tests.servers.slow_server import slow_server
 
 ROOT = Path(__file__).resolve().parents[1]
 ANSWERED_WITHIN_S = 1.0

@@ -1,6 +1,6 @@
 """Peak memory and wall time of ``fptrack scan`` on every case of the hostile site.
 
-Issue 15. The hostile site (:mod:`bench.hostile_site`, copying ``samples/works``) is served
+Issue 15. The hostile site (:mod:`tests.servers.hostile_site`, copying ``samples/works``) is served
 on 127.0.0.1 by this process; for each case a site whose start page links only that case is
 scanned by ``fptrack scan --works samples/works --site URL`` (the console command, in a
 subprocess, as the README runs it; ``--max-pages 200``, ``--deadline 120``, which the
@@ -19,7 +19,7 @@ main text) beside fptrack's :func:`crawler.reading.read_page`, each in a fresh s
 a ``--peer-timeout`` (120 s) limit: wall time and peak RSS, and the ratio trafilatura /
 fptrack.
 
-Then case ``bad-works``: the bad-works corpus (:mod:`bench.hostile_works`) scanned against
+Then case ``bad-works``: the bad-works corpus (:mod:`tests.sites.hostile_works`) scanned against
 the sample site (``--no-works`` skips it). Medians over the runs, with [min-max]. Target:
 every scan's tree under 1 GiB. ``--json OUT`` writes ``cases`` (per case: ``outcome``,
 ``ok``, ``wall_s``, ``deadline_s``, ``scan_rss_mb``, ``tree_rss_mb``, and for copies ``peer``),
@@ -114,9 +114,9 @@ from bench import (
     hostile_processes,
     hostile_review,
     hostile_service,
-    hostile_works,
 )
-from bench.hostile_site import (
+from bench.measured_scan import ROOT, TARGET_RSS_MB, WORKS, run_scan
+from tests.servers.hostile_site import (
     ALLOWED_PAGE,
     COPY,
     COPY_PAGE,
@@ -129,7 +129,7 @@ from bench.hostile_site import (
     editions,
     robots_page_site,
 )
-from bench.measured_scan import ROOT, TARGET_RSS_MB, WORKS, run_scan
+from tests.sites import hostile_works
 
 QUICK_CASES = ("nul", "links", "gzip-bomb", "huge-streamed", "all")
 WORKS_CASE = "bad-works"
@@ -192,7 +192,7 @@ def summary(values: Sequence[float]) -> dict[str, float]:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from bench.fixture_site import FixtureSite
+    from tests.servers.fixture_site import FixtureSite
 
     site = build(_sample_works())
     by_name = {c.name: c for c in site.cases}
@@ -264,7 +264,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def works_corpus(runs: int, tmp: Path) -> dict[str, Any]:
-    """The scan of the bad-works corpus (:mod:`bench.hostile_works`) against the sample site:
+    """The scan of the bad-works corpus (:mod:`tests.sites.hostile_works`) against the sample site:
     every error case named, every work registered."""
     folder = tmp / "bad-works"
     cases = hostile_works.build(folder)
@@ -306,7 +306,7 @@ def _sample_works() -> dict[str, str]:
 def start_404(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """``fptrack scan --site http://HOST/nosuch/`` where only ``/`` and a copy are served:
     the crawl fails, exit 1, the 404 named in ``errors``."""
-    from bench.fixture_site import FixtureSite
+    from tests.servers.fixture_site import FixtureSite
 
     works = _sample_works()
     out = tmp / "start-404.json"
@@ -324,7 +324,7 @@ def start_404(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 def robots_page(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     """A site whose robots.txt forbids one page beside another: the page is never asked for,
     counted under ``not_crawled`` ``robots`` (and said on stderr), the other matched."""
-    from bench.fixture_site import FixtureSite
+    from tests.servers.fixture_site import FixtureSite
 
     works = _sample_works()
     forbidden, allowed = sorted(works)[:2]
@@ -346,11 +346,11 @@ def robots_page(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 
 def near_twins(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    """Three works a line apart (:func:`bench.hostile_site.editions`) and a page copying the
+    """Three works a line apart (:func:`tests.servers.hostile_site.editions`) and a page copying the
     text they share: one match, under one of them, naming the other two as a tie
     (``tied``; near twins are indexed as editions), no ``twins``; both ``near`` twins of the
     first in ``duplicates``."""
-    from bench.fixture_site import FixtureSite
+    from tests.servers.fixture_site import FixtureSite
 
     text = (WORKS / "lighthouse.txt").read_text(encoding="utf-8")
     folder = tmp / "near-twins"
@@ -590,6 +590,9 @@ def measure_extra(name: str, args: argparse.Namespace, tmp: Path) -> dict[str, A
         values = [r[key] for r in runs if r.get(key) is not None]
         if values:
             row[key] = summary(values)
+    for key in hostile_processes.VERDICTS:
+        if key in runs[0]:
+            row[key] = [r[key] for r in runs]
     failed = [r for r in runs if not r["ok"]]
     if failed:
         row["reason"] = failed[0]["reason"]

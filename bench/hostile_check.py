@@ -51,9 +51,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.http_server import FixtureServer
-from bench.net import free_port, wait_for_port
 from bench.proc_memory import PeakMemory
+from tests.servers.http_server import FixtureServer
+from tests.servers.net import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET_S = 3.0

@@ -1,17 +1,17 @@
 """The hostile benchmark's crawl cases: a link flood's memory at two deadlines, and the pages
 a scan refuses, named.
 
-- ``link-flood-60`` and ``link-flood-150``: the link flood of :mod:`bench.hostile_site`
+- ``link-flood-60`` and ``link-flood-150``: the link flood of :mod:`tests.servers.hostile_site`
   (pages made on request, each linking 200,000 new ones, about 6 MB) scanned by
   ``fptrack scan`` with ``--deadline`` 60 and 150 whatever the bench's own ``--deadline``:
   the longer the crawl, the more pages it reads and queues, and its process tree (the scan
   and its reader processes) must stay under 1 GiB at either (``ok`` says so, with nothing
   matched and the links after each page's first 5,000 counted).
-- ``refused-named``: a site (:func:`refused_site`) offering a zip bomb (1 GiB of zeros in
-  about 1 MB), a ZIP of 5,001 members, ZIPs nested three deep, a ZIP whose member fails
-  its CRC-32, and a page its robots.txt forbids, beside a page copying a work: each refused
-  one is named in the scan's JSON (``not_crawled_urls``) with its URL and its reason, the
-  forbidden page is never asked for, and the copy is matched.
+- ``refused-named``: a site (:func:`tests.sites.refused_site.refused_site`) offering a
+  zip bomb (1 GiB of zeros in about 1 MB), a ZIP of 5,001 members, ZIPs nested three deep,
+  a ZIP whose member fails its CRC-32, and a page its robots.txt forbids, beside a page
+  copying a work: each refused one is named in the scan's JSON (``not_crawled_urls``) with
+  its URL and its reason, the forbidden page is never asked for, and the copy is matched.
 
 Each run is one ``fptrack scan`` subprocess (:func:`bench.measured_scan.run_scan`: wall time,
 peak RSS of the scan and of its tree) against ``samples/works``.
@@ -20,88 +20,17 @@ peak RSS of the scan and of its tree) against ``samples/works``.
 from __future__ import annotations
 
 import argparse
-import io
 import json
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from bench.fixture_site import FixtureSite, Resource, page
-from bench.hostile_site import FLOOD_PREFIX, LINKS, link_flood
+from tests.servers.fixture_site import FixtureSite, page
+from tests.servers.hostile_site import FLOOD_PREFIX, LINKS, link_flood
+from tests.sites.refused_site import COPY_PAGE, FORBIDDEN_PAGE, REFUSED, refused_site
 
 FLOOD_DEADLINES = (60, 150)
 """The deadlines the link flood is scanned with (``link-flood-60``, ``link-flood-150``)."""
-BOMB_BYTES = 1 << 30
-COPY_PAGE = "/copy.html"
-FORBIDDEN_PAGE = "/ev/secret.html"
-REFUSED = {
-    "/down/bomb.zip": ("download_refused", "a zip bomb"),
-    "/down/members.zip": ("download_refused", "more than 5,000 members"),
-    "/down/nested.zip": ("download_refused", "nested more than 2 deep"),
-    "/down/crc.zip": ("download_refused", "Bad CRC-32"),
-    FORBIDDEN_PAGE: ("robots", "robots.txt forbids"),
-}
-"""Path -> the reason it is not crawled for, and words its why must hold."""
-
-
-def zip_of(files: dict[str, bytes], method: int = zipfile.ZIP_DEFLATED) -> bytes:
-    """A ZIP archive of ``files`` (name -> data), made by :mod:`zipfile`."""
-    out = io.BytesIO()
-    with zipfile.ZipFile(out, "w", method) as archive:
-        for name, data in files.items():
-            archive.writestr(name, data)
-    return out.getvalue()
-
-
-def zip_bomb(size: int = BOMB_BYTES) -> bytes:
-    """A ZIP of one text member of ``size`` zero bytes (deflated: about 1,000 to 1)."""
-    out = io.BytesIO()
-    block = bytes(1 << 20)
-    with (
-        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as archive,
-        archive.open("bomb.txt", "w", force_zip64=True) as member,
-    ):
-        for _ in range(size // len(block)):
-            member.write(block)
-    return out.getvalue()
-
-
-def bad_crc_zip(text: str) -> bytes:
-    """A ZIP of one stored text member with a byte of its data changed: its CRC-32 fails."""
-    name = "1.txt"
-    body = bytearray(zip_of({name: text.encode()}, zipfile.ZIP_STORED))
-    at = 30 + len(name) + 10  # in the member's data, after its local header
-    body[at] ^= 0xFF
-    return bytes(body)
-
-
-def refused_site(text: str, bomb_bytes: int = BOMB_BYTES) -> dict[str, Resource]:
-    """The site of ``refused-named``: ``/`` links a copy of ``text`` and every path of
-    :data:`REFUSED` (the zip bomb unpacking to ``bomb_bytes``); robots.txt forbids
-    :data:`FORBIDDEN_PAGE` (a copy too)."""
-    zipped = "application/zip"
-    chapter = "".join(f"<p>{line}</p>" for line in text.splitlines() if line.strip())
-    links = "".join(f'<a href="{path}">{path}</a> ' for path in [COPY_PAGE, *REFUSED])
-    nested = zip_of({"a.zip": zip_of({"b.zip": zip_of({"c.txt": text.encode()})})})
-    return {
-        "/robots.txt": (
-            200,
-            {"Content-Type": "text/plain"},
-            f"User-agent: *\nDisallow: {FORBIDDEN_PAGE}\n".encode(),
-        ),
-        "/": page(f"<html><body><h1>全本下载</h1>{links}</body></html>"),
-        COPY_PAGE: page(f"<html><body><h1>第一章</h1><div>{chapter}</div></body></html>"),
-        FORBIDDEN_PAGE: page(f"<html><body><div>{chapter}</div></body></html>"),
-        "/down/bomb.zip": (200, {"Content-Type": zipped}, zip_bomb(bomb_bytes)),
-        "/down/members.zip": (
-            200,
-            {"Content-Type": zipped},
-            zip_of({f"{n}.txt": b"x" for n in range(5_001)}),
-        ),
-        "/down/nested.zip": (200, {"Content-Type": zipped}, nested),
-        "/down/crc.zip": (200, {"Content-Type": zipped}, bad_crc_zip(text)),
-    }
 
 
 def refused_named(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:

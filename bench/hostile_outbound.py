@@ -14,7 +14,7 @@ pirate page or a form hands fptrack, and evidence whose timestamp cannot be trus
   admin's form (the admin of ``fptrack scan --serve``, :func:`bench.hostile_admin.
   served_admin`): answered 400 with a one-line reason, never 500, nothing heard on PORT.
 - ``evidence-stranger-ca``: six pages archived and stamped by a real TSA
-  (:mod:`bench.local_tsa`), bundled as the admin's reports bundle them
+  (:mod:`tests.servers.local_tsa`), bundled as the admin's reports bundle them
   (:func:`admin.report.evidence.evidence_zip`), then re-stamped by a stranger TSA over the
   same lists with the stranger's CA as the bundle's ``tsa-ca.pem``: ``fptrack evidence
   verify`` (the console command, no ``FPTRACK_TSA_CA``) must not say "6 of 6": exit 3,
@@ -42,12 +42,12 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from bench.fixture_site import FixtureSite
 from bench.hostile_admin import served_admin, shown, timed
-from bench.hostile_site import copy_site
-from bench.net import free_port
 from bench.proc_memory import PeakMemory
-from bench.slow_server import slow_server
+from tests.servers.fixture_site import FixtureSite
+from tests.servers.hostile_site import copy_site
+from tests.servers.net import free_port
+from tests.servers.slow_server import slow_server
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "samples" / "works" / "lighthouse.txt"
@@ -187,12 +187,12 @@ def stamped_bundle(tmp: Path, pages: int) -> tuple[bytes, Any, Any]:
     from admin.report.evidence import evidence_zip
     from admin.report.selection import Selection
     from admin.scan import scan_engine
-    from bench.local_tsa import TsaServer, make_authority
     from matcher.archive import DirectoryArchive, Exchange
     from matcher.ingest import Ingest
     from matcher.pages import CrawledPage
     from matcher.settings import Settings
     from matcher.stamping import stamp_waiting
+    from tests.servers.local_tsa import TsaServer, make_authority
 
     authority = make_authority(tmp / "tsa")
     stranger = make_authority(tmp / "stranger", "a stranger TSA")
@@ -224,8 +224,8 @@ def stamped_bundle(tmp: Path, pages: int) -> tuple[bytes, Any, Any]:
 def restamped(bundle: bytes, stranger: Any) -> bytes:
     """``bundle`` with every token replaced by the stranger TSA's over the same list, and
     the stranger's CA as its ``tsa-ca.pem``."""
-    from bench.local_tsa import TsaServer
     from matcher import timestamps
+    from tests.servers.local_tsa import TsaServer
 
     source = zipfile.ZipFile(io.BytesIO(bundle))
     manifest = json.loads(source.read("manifest.json"))

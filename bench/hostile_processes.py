@@ -11,7 +11,7 @@ of its own on free ports (never the shared ones), and measures what the issue as
   once the first one stopped).
 - ``store-disk-full``: SecantusDB started by the one-machine deployment
   (``deploy/local/mongodb.py`` under supervisord) with its data on a tmpfs of
-  :data:`DISK_MB` (:class:`bench.small_disk.SmallDisk`: root only), a worker that matched a
+  :data:`DISK_MB` (:class:`tests.servers.small_disk.SmallDisk`: root only), a worker that matched a
   first page; then the disk is filled (a ballast file, then writes until the server answers
   with internal errors: WiredTiger panics), and the remaining page tasks and
   :data:`BAD_TASKS` tasks that fail for good (a page id that is no id) are sent; then the
@@ -48,10 +48,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.fault_bench import Proc, wait_for
-from bench.net import free_port, wait_for_port
 from bench.proc_memory import PeakMemory
-from bench.small_disk import SmallDisk
 from bench.supervised import exits, one_program
+from tests.servers.net import free_port, wait_for_port
+from tests.servers.small_disk import SmallDisk
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "fptrack-hostile"
@@ -69,6 +69,9 @@ SCAN_PAGES = 400
 REDIS_DOWN_S = 2.0
 FIGURES = ("restarted_s", "heal_s", "matched_s", "failed_for_good", "kept", "written", "warnings")
 """The figures of these cases beside the common ones, in the order the report shows them."""
+VERDICTS = ("check", "internal_errors_metric", "logged", "restarted_store", "check_after")
+"""What the disk case saw besides its figures (``check``'s line during the fault, the metric,
+the worker's log line, the store restarted, ``check``'s status after), each run's in the JSON."""
 
 
 def fptrack_command() -> list[str]:
@@ -340,8 +343,8 @@ def _sample_texts() -> dict[str, str]:
 
 def scan_redis_restart(args: Any, tmp: Path) -> dict[str, Any]:
     """See the module docstring."""
-    from bench.corpus import load_texts
     from bench.pipeline_site import build_site
+    from tests.sites.corpus import load_texts
 
     site = build_site(load_texts(2.0), works=8, pages=SCAN_PAGES, seed=1)
     folder = site.write(tmp / "site")

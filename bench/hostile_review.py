@@ -34,8 +34,8 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from bench.net import free_port, wait_for_port
 from bench.proc_memory import PeakMemory
+from tests.servers.net import free_port, wait_for_port
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKS = ROOT / "samples" / "works"
@@ -171,8 +171,8 @@ def review_reregister(args: Any, tmp: Path) -> dict[str, Any]:
 
 def empty_work_scan(args: Any, tmp: Path) -> dict[str, Any]:
     """Case ``empty-work-scan`` (see the module docstring)."""
-    from bench.fixture_site import FixtureSite, page
     from bench.measured_scan import run_scan
+    from tests.servers.fixture_site import FixtureSite, page
 
     folder = tmp / "works"
     folder.mkdir(parents=True, exist_ok=True)

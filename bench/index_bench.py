@@ -7,7 +7,7 @@ bench/index_bench.py``); ``--help`` lists the options. It needs the Redis server
 is flushed only when it holds nothing but this benchmark's keys (prefix ``fptrack-bench``);
 otherwise only those keys are deleted.
 
-Fingerprints: windows of the Debian corpus (:mod:`bench.corpus`, normalised): a text is
+Fingerprints: windows of the Debian corpus (:mod:`tests.sites.corpus`, normalised): a text is
 picked in proportion to its length, then a window of its content-character 3-grams, of a
 length drawn log-uniformly from 8 to 2000 3-grams, at a uniform offset. Each window's value
 is the 64-bit simhash of its 3-gram hashes weighted by term frequency, exactly
@@ -33,7 +33,7 @@ Datasketch indexes MinHashes, not simhashes: each window's fptrack OPH MinHash, 
 one-by-one rate (single queries in a loop), which is also measured for fptrack.
 
 Redis Cluster (``--cluster``): in the same run, the real-text set is loaded into a
-cluster of one master and a cluster of three (:class:`bench.local_cluster.LocalCluster`,
+cluster of one master and a cluster of three (:class:`tests.servers.local_cluster.LocalCluster`,
 ``redis-server`` processes on free ports of 127.0.0.1, started and stopped by the benchmark)
 through the cluster client of :func:`matcher.index.redis_io.connect`, and the same queries are
 timed: queries/s on three nodes against one. Memory is the growth of ``used_memory`` summed
@@ -65,7 +65,6 @@ from typing import Any
 import numpy as np
 import redis
 
-from bench.net import wait_until
 from fingerprint.hashing import fmix64
 from fingerprint.minhash import oph_signature
 from fingerprint.normalize import normalize
@@ -75,6 +74,7 @@ from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.index.storage import RedisStorage
 from matcher.redis_clients import connect_url
 from matcher.settings import IndexRedis
+from tests.servers.net import wait_until
 
 PREFIX = "fptrack-bench"
 DEFAULT_URL = "redis://127.0.0.1:6379/12"
@@ -300,7 +300,7 @@ def cluster_memory(client: IndexClient) -> int:
 
 def run_cluster(work: Workload, args: argparse.Namespace, runs: Runs, say) -> dict[str, Any]:
     """The real-text set on a cluster of one master and one of three, the same queries."""
-    from bench.local_cluster import LocalCluster
+    from tests.servers.local_cluster import LocalCluster
 
     ids = np.arange(args.n, dtype=np.uint32)
     out = {}
@@ -639,8 +639,8 @@ def run(texts: Sequence[str] | None, args: argparse.Namespace, say) -> dict[str,
 
 
 def _corpus_texts() -> list[str]:
-    """Every text of :mod:`bench.corpus`."""
-    from bench import corpus
+    """Every text of :mod:`tests.sites.corpus`."""
+    from tests.sites import corpus
 
     return corpus.load_texts(math.inf)
 
@@ -692,6 +692,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--json", type=Path, default=None, metavar="OUT", help="write JSON here (default: none)"
     )
+    parser.add_argument(
+        "--texts",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="a JSON list of texts replacing the Debian corpus (the smoke test's)",
+    )
     args = parser.parse_args(argv)
     sizes = (args.n, args.peer_n, args.repeat, args.queries, args.latency_queries, args.batch)
     if min(sizes) < 1 or args.peer_queries < 1:
@@ -708,6 +715,8 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     ``texts`` replaces the Debian corpus (the smoke test passes a small synthetic one).
     """
     args = parse_args(argv)
+    if texts is None and args.texts is not None:
+        texts = json.loads(args.texts.read_text(encoding="utf-8"))
     quiet = texts is not None
     say = (lambda _msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = run(texts, args, say)

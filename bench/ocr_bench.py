@@ -3,11 +3,11 @@ and what the matcher finds in their output.
 
 Run from the repository root as ``python -m bench.ocr_bench``; ``--help`` lists the options.
 
-Chapters of real Chinese text are drawn as pirate sites draw them (:mod:`bench.text_images`,
-one :data:`~bench.text_images.STYLES` condition per chapter, dealt round-robin): chapters of
+Chapters of real Chinese text are drawn as pirate sites draw them (:mod:`tests.sites.text_images`,
+one :data:`~tests.sites.text_images.STYLES` condition per chapter, dealt round-robin): chapters of
 the sample works (``samples/works``, about ``--chars`` characters each, cut at line ends;
 ``--chapters`` per condition), which are registered, and chapters of texts of the benchmark
-corpus (:mod:`bench.corpus`, ``--negatives`` per condition), which are not. Each engine of
+corpus (:mod:`tests.sites.corpus`, ``--negatives`` per condition), which are not. Each engine of
 :mod:`bench.ocr_engines` reads every image in a worker process of its own, on one core,
 ``--runs`` times (the engines' order alternating from run to run).
 
@@ -57,10 +57,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench import synthetic
 from bench.ocr_engines import ENGINES, MODULES, NOT_ELIGIBLE, PACKAGES
 from bench.pipeline_bench import spread
 from bench.proc_memory import PeakMemory
-from bench.text_images import (
+from tests.sites.text_images import (
     STYLES,
     Style,
     comparable,
@@ -135,7 +136,7 @@ def sample_chapters(chars: int) -> list[tuple[str, str]]:
 def corpus_chapters(texts: Sequence[str], chars: int) -> list[str]:
     """Chapters of mostly-Chinese lines (half Han characters or more, ten characters or
     more) of ``texts``, one text after another."""
-    from bench.textconv import han_share
+    from tests.sites.textconv import han_share
 
     chapters = []
     for text in texts:
@@ -462,6 +463,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="smoke run: 2 conditions, 1 sample and 1 corpus chapter each, "
                         "1 run")  # fmt: skip
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="write JSON here")
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     args.runs = args.runs or (1 if args.quick else DEFAULT_RUNS)
     args.chapters = args.chapters or (1 if args.quick else DEFAULT_CHAPTERS)
@@ -484,8 +486,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     if texts is None:
-        from bench.corpus import load_texts
+        from tests.sites.corpus import load_texts
 
         texts = load_texts(2.0)
     chapters = build_chapters(args.style_list, args.chapters, args.negatives, args.chars, texts)

@@ -56,7 +56,7 @@ from typing import Any
 
 import redis
 
-from bench import command_log
+from bench import command_log, synthetic
 from bench.pipeline_site import BenchSite, build_site
 from bench.pipeline_support import (
     COMMAND_LOG_DIR,
@@ -414,6 +414,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="smoke sizes (see the module docstring)")
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
     p.add_argument("--keep", type=Path, default=None, help="build the sites here and keep them")
+    synthetic.add_option(p)
     args = p.parse_args(argv)
     sizes = QUICK if args.quick else DEFAULTS
     for name, value in sizes.items():
@@ -432,8 +433,9 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     ``texts`` replaces the downloaded corpus (tests pass synthetic text).
     """
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     if texts is None:
-        from bench.corpus import load_texts
+        from tests.sites.corpus import load_texts
 
         texts = load_texts(math.inf)
     with tempfile.TemporaryDirectory(prefix="fptrack-pipeline-") as tmp:

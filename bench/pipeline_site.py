@@ -1,6 +1,6 @@
 """The local site of the pipeline benchmark: registered works and a pirate site of HTML pages.
 
-:func:`build_site` makes, from real Chinese texts (:mod:`bench.corpus`, or any texts given),
+:func:`build_site` makes, from real Chinese texts (:mod:`tests.sites.corpus`, or any texts given),
 ``works`` registered works and ``pages`` page records of one imitation pirate site, drawn
 from ``random.Random`` seeded with strings derived from ``seed`` (a site is a function of
 the texts, the sizes and the seed). :meth:`BenchSite.write` writes it as static files.
@@ -17,7 +17,7 @@ of the work inside a filler); ``homophones`` (8% of Han characters); ``tradition
 (OpenCC s2t); ``ads`` (an ad line after every 2-3 lines); ``typos`` (3%); ``dropped`` (30%
 of lines); ``shuffled`` (lines permuted); ``two_works`` (two works on one page); ``split``
 (halves on two HTML files joined by a 下一页 link, which the crawler joins into one page
-record). The transformations are :mod:`bench.eval_corpus`'s. The other pages are
+record). The transformations are :mod:`tests.sites.eval_corpus`'s. The other pages are
 ``unrelated``: 1-3 fillers, a random run of their lines, 600-2,500 characters.
 
 Files: ``index.html`` links every list page; ``list/NNN.html`` links ``per_list`` (50)
@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.eval_corpus import (
+from tests.sites.eval_corpus import (
     DROP_RATE,
     EXCERPT_SHARE,
     HOMOPHONE_RATE,
@@ -56,7 +56,7 @@ from bench.eval_corpus import (
     split_point,
     to_traditional,
 )
-from bench.textconv import HAN, han_share
+from tests.sites.textconv import HAN, han_share
 
 COPY_CLASSES = (
     "exact", "excerpt", "homophones", "traditional", "ads",

@@ -9,7 +9,7 @@ child of this process, which stops it when terminated. ``ready mongodb://127.0.0
 The benchmark uses it unless ``--mongo-uri`` names a server.
 
 ``site-server DIR``: ``DIR`` over HTTP on 127.0.0.1 (a free port), a
-:class:`bench.http_server.FixtureServer` of :class:`http.server.SimpleHTTPRequestHandler`.
+:class:`tests.servers.http_server.FixtureServer` of :class:`http.server.SimpleHTTPRequestHandler`.
 ``ready http://127.0.0.1:PORT/``.
 
 ``beat``: Celery beat with redbeat (the schedules in the Redis of ``FPTRACK_REDIS_URL``), as
@@ -45,8 +45,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from bench.http_server import FixtureServer
-from bench.net import free_port, wait_for_port, wait_until
+from tests.servers.http_server import FixtureServer
+from tests.servers.net import free_port, wait_for_port, wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 

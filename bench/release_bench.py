@@ -13,7 +13,7 @@ subprocess, production settings, AutoThrottle on) and Celery beat with redbeat, 
 The site (:mod:`bench.release_site`, served by the benchmark process) carries a novel of
 ``--existing`` chapters, with its index, sitemap (named in robots.txt) and RSS feed; every
 chapter, including those still to appear, is a registered work (the rights holder's
-chapters, registered in advance). Text: :func:`bench.eval_corpus.synthetic_texts` (real
+chapters, registered in advance). Text: :func:`tests.sites.eval_corpus.synthetic_texts` (real
 Chinese words; nothing is downloaded).
 
 Each round: the store's pages and matches are emptied and the site reset to the existing
@@ -59,7 +59,6 @@ from typing import Any
 
 import redis
 
-from bench.net import free_port
 from bench.pipeline_support import (
     Child,
     ChildFailed,
@@ -69,6 +68,7 @@ from bench.pipeline_support import (
 )
 from bench.release_site import NovelSite
 from matcher.redis_clients import COMMAND, connect_url
+from tests.servers.net import free_port
 
 DEFAULTS = {"chapters": 6, "window": 480.0, "existing": 60, "recrawl": "every 2m", "rounds": 2}
 QUICK = {"chapters": 2, "window": 10.0, "existing": 8, "recrawl": "every 10s", "rounds": 1}
@@ -94,7 +94,7 @@ def percentile(values: Sequence[float], q: float) -> float:
 
 def chapter_texts(count: int, seed: int) -> list[str]:
     """``count`` chapter texts of real Chinese words, without the shared licence lines."""
-    from bench.eval_corpus import synthetic_texts
+    from tests.sites.eval_corpus import synthetic_texts
 
     texts = []
     for text in synthetic_texts(count, seed):

@@ -1,7 +1,7 @@
 """The pirate novel site of the release-speed benchmark: chapters that appear while it runs.
 
 :class:`NovelSite` serves, on 127.0.0.1 (a free port, threads of the benchmark process: a
-:class:`bench.http_server.FixtureServer`):
+:class:`tests.servers.http_server.FixtureServer`):
 
 - ``/book/``: the novel's index, the latest chapters first (最新章节), then every chapter;
 - ``/book/N.html``: chapter N (its title, its text in paragraphs, 上一章 / 下一章 links), with
@@ -28,7 +28,7 @@ from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from bench.http_server import FixtureServer, QuietHandler
+from tests.servers.http_server import FixtureServer, QuietHandler
 
 FEED_ITEMS = 20
 

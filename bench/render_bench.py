@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from bench.corpus import load_texts
+from bench import synthetic
 from bench.pipeline_bench import CRAWL_OVERRIDES, spread
 from bench.pipeline_site import BenchSite, build_site
 from bench.pipeline_support import Child
+from tests.sites.corpus import load_texts
 
 DEFAULT_PAGES = 200
 DEFAULT_RUNS = 3
@@ -132,6 +133,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--chromium", default=CHROMIUM, help=f"the browser (default {CHROMIUM})")
     parser.add_argument("--quick", action="store_true", help="40 pages, 1 run")
     parser.add_argument("--json", type=Path, default=None, help="write the figures here")
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     args.pages = args.pages or (40 if args.quick else DEFAULT_PAGES)
     args.runs = args.runs or (1 if args.quick else DEFAULT_RUNS)
@@ -141,6 +143,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the downloaded corpus (tests pass their own)."""
     args = parse_args(argv)
+    texts = synthetic.texts(args, texts)
     texts = load_texts(math.inf) if texts is None else texts
     site = build_site(texts, 10, args.pages, args.seed)
     runs: dict[str, list[dict[str, float]]] = {

@@ -62,8 +62,8 @@ def start_redis() -> tuple[subprocess.Popen, str]:
     """A private redis-server on a free port, keeping nothing on disk."""
     import redis
 
-    from bench.net import free_port, wait_until
     from matcher.redis_clients import COMMAND, connect_url
+    from tests.servers.net import free_port, wait_until
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
     port = free_port()

@@ -9,7 +9,7 @@ server, measure what each item costs, and extrapolate to a deployment's size.
 What it does, in one process:
 
 1. starts a Redis Cluster of ``--masters`` masters on 127.0.0.1
-   (:class:`bench.local_cluster.LocalCluster`) and, unless ``--mongo-uri`` is given, a
+   (:class:`tests.servers.local_cluster.LocalCluster`) and, unless ``--mongo-uri`` is given, a
    SecantusDB server in memory (as ``bench.pipeline_bench`` does);
 2. registers ``--works`` synthetic novels of ``--work-chars`` characters each (第N章
    chapters of about 3,000 characters of Chinese words in random order), timing each;
@@ -71,7 +71,7 @@ TIB = 2**40
 
 def vocabulary(seed: int) -> list[str]:
     """Two- to four-character words of jieba's dictionary (no download needed)."""
-    from bench.eval_corpus import _common_words
+    from tests.sites.eval_corpus import _common_words
 
     words = _common_words()
     random.Random(seed).shuffle(words)
@@ -133,11 +133,11 @@ def percentile(values: Sequence[float], q: float) -> float:
 def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
     import pymongo
 
-    from bench.local_cluster import LocalCluster
     from matcher.engine import Engine
     from matcher.ingest import Ingest
     from matcher.pages import CrawledPage
     from matcher.settings import Settings
+    from tests.servers.local_cluster import LocalCluster
 
     cluster = LocalCluster(masters=args.masters)
     cluster.start()
@@ -260,7 +260,7 @@ def start_mongo(storage: str = ":memory:") -> tuple[Any, str]:
     import shutil
     import subprocess
 
-    from bench.net import free_port, wait_for_port
+    from tests.servers.net import free_port, wait_for_port
 
     binary = shutil.which("secantusd-py")
     if binary is None:

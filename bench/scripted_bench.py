@@ -1,10 +1,10 @@
 """What detecting pages built by script costs the reader (issue 38: a page with none of the
 hiding techniques pays at most 10% more extraction CPU).
 
-Pages shaped as the field's (:mod:`bench.site_html`: biquge chapters in both styles, chapter
+Pages shaped as the field's (:mod:`tests.sites.site_html`: biquge chapters in both styles, chapter
 lists, book pages, with the scripts such pages carry: analytics, a login box fetched by
 ``$.get``, an ad by ``document.write``), of the sample works' text, and the script-built
-chapters of :mod:`bench.hiding_scripts`, each read by the real reader
+chapters of :mod:`tests.sites.hiding_scripts`, each read by the real reader
 (:func:`crawler.reading.read_page`). Per kind of page: the reader's CPU per page, the CPU of
 the detection alone (:func:`crawler.scripted.needs_browser` on the parsed page, as the
 reader calls it) and its share of the reader's, and the pages flagged. CPU is the process's
@@ -25,12 +25,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from bench import hiding_scripts
-from bench.eval_corpus import make_sites
-from bench.site_html import Pager, novel_book, novel_chapter, novel_list
 from crawler.extract import extract, parse_html
 from crawler.reading import ReadJob, read_page
 from crawler.scripted import needs_browser
+from tests.sites import hiding_scripts
+from tests.sites.eval_corpus import make_sites
+from tests.sites.site_html import Pager, novel_book, novel_chapter, novel_list
 
 ROOT = Path(__file__).resolve().parents[1]
 WORKS = ROOT / "samples" / "works"

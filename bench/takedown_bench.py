@@ -1,6 +1,6 @@
 """Takedowns followed to the end, measured against the truth the sites were told.
 
-Issue 26, part 2. ``--sites`` (5) local pirate sites (:class:`bench.takedown_site.
+Issue 26, part 2. ``--sites`` (5) local pirate sites (:class:`tests.servers.takedown_site.
 ChangingSite`, each on a loopback address of its own: 127.0.0.2, 127.0.0.3 ...) each serve
 ``--pages`` (60) chapters copying ``--works`` (20) registered works (texts of the corpus,
 or synthetic ones with ``--quick``). Each site is told a policy, the truth: what share of
@@ -41,13 +41,13 @@ from admin.report.selection import Selection
 from admin.report.takedown import DETAILS_STATE_KEY
 from admin.report.takedown_send import send_notice
 from admin.scan import scan_engine, scan_settings
-from bench.takedown_site import ChangingSite, chapter_html
 from crawler.one_page import fetcher, page_text
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.takedowns import figures, recheck_due
+from tests.servers.takedown_site import ChangingSite, chapter_html
 
 DAYS = (1.0, 3.0, 7.0, 14.0)
 POLICIES = (
@@ -108,13 +108,13 @@ class SiteRun:
 
 
 def synthetic(count: int, seed: int) -> list[str]:
-    from bench.eval_corpus import synthetic_texts
+    from tests.sites.eval_corpus import synthetic_texts
 
     return synthetic_texts(count, seed=seed)
 
 
 def corpus_texts(count: int) -> list[str]:
-    from bench.corpus import load_texts
+    from tests.sites.corpus import load_texts
 
     texts = [t for t in load_texts(math.inf) if len(t) >= 1500]
     return texts[:count]

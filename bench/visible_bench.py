@@ -6,7 +6,7 @@ decode, parse, :func:`crawler.extract.extract`, the links); the new one is ``rea
 itself. Three sets of pages:
 
 - ``plain``: the HTML pages of the site benchmark's forward shapes (documentation, novel,
-  forum and library pages, :func:`bench.site_shapes.forward_shapes`), as today's sites
+  forum and library pages, :func:`tests.sites.site_shapes.forward_shapes`), as today's sites
   serve them: the issue's target is that they pay at most :data:`TARGET_RATIO` of the
   current extractor's CPU;
 - ``styled``: the novel shape's chapter pages with a site stylesheet of
@@ -14,7 +14,7 @@ itself. Three sets of pages:
   stylesheet: plain pages of a site whose CSS could hide something, so the cascade runs and
   finds nothing;
 - ``hidden``: the ``hiding`` shape's disguised chapters of its CSS techniques
-  (:mod:`bench.hiding_css`; images, fonts and scripts need what the spider fetches or
+  (:mod:`tests.sites.hiding_css`; images, fonts and scripts need what the spider fetches or
   renders, measured by their own benchmarks), their stylesheets passed as fetched.
 
 Each set is read ``--runs`` times by each reader, the passes alternated (CPU seconds of
@@ -24,7 +24,7 @@ after the first pass, as in a crawl of one site. For ``hidden`` also: the share 
 whose text holds every paragraph of the chapter (the current reader: almost none).
 
     python -m bench.visible_bench                  # synthetic text, 5 runs
-    python -m bench.visible_bench --corpus         # the Debian corpus (bench.corpus)
+    python -m bench.visible_bench --corpus         # the Debian corpus (tests.sites.corpus)
     python -m bench.visible_bench --json bench/out/visible.json
 """
 
@@ -118,9 +118,9 @@ def site_stylesheet(rng: random.Random, rules: int = STYLED_RULES) -> str:
 
 def page_sets(texts: Sequence[str], seed: int) -> dict[str, list[BenchPage]]:
     """The ``plain``, ``styled`` and ``hidden`` pages (module docstring)."""
-    from bench.english import synthetic_sections
-    from bench.hiding_shape import hiding_shape
-    from bench.site_shapes import QUICK_SIZES, forward_shapes
+    from tests.sites.english import synthetic_sections
+    from tests.sites.hiding_shape import hiding_shape
+    from tests.sites.site_shapes import QUICK_SIZES, forward_shapes
 
     shapes = forward_shapes(texts, synthetic_sections(), QUICK_SIZES, seed)
     plain = [
@@ -143,9 +143,9 @@ def page_sets(texts: Sequence[str], seed: int) -> dict[str, list[BenchPage]]:
         )
         for p in chapters or plain
     ]
-    from bench.hiding_shape import TECHNIQUES
+    from tests.sites.hiding_shape import TECHNIQUES
 
-    css = [name for name, where in TECHNIQUES.items() if where.startswith("bench.hiding_css")]
+    css = [name for name, where in TECHNIQUES.items() if where.startswith("tests.sites.hiding_css")]
     shape = hiding_shape(texts, seed, quick=True, techniques=css)
     hidden = []
     for site in shape.sites:
@@ -273,7 +273,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--corpus",
         action="store_true",
-        help="draw the pages from the Debian corpus (bench.corpus, 2 MB) instead of "
+        help="draw the pages from the Debian corpus (tests.sites.corpus, 2 MB) instead of "
         "synthetic text (default: synthetic)",
     )
     parser.add_argument("--json", type=Path, default=None, metavar="OUT", help="default: none")
@@ -287,11 +287,11 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     args = parse_args(argv)
     if texts is None:
         if args.corpus:
-            from bench.corpus import load_texts
+            from tests.sites.corpus import load_texts
 
             texts = load_texts(2.0)
         else:
-            from bench.eval_corpus import synthetic_texts
+            from tests.sites.eval_corpus import synthetic_texts
 
             texts = synthetic_texts(160)
     result = run(texts, args.seed, args.runs)

@@ -1,7 +1,7 @@
 """Obfuscating web fonts read by glyph shape: accuracy and time per font, per typeface pair.
 
 Each chapter (the sample works, ``samples/works``, or texts given) is hidden as a pirate
-site hides it (:mod:`bench.font_sites`), in every typeface of :data:`TYPEFACES` installed,
+site hides it (:mod:`tests.sites.font_sites`), in every typeface of :data:`TYPEFACES` installed,
 two ways: the 300 most common Han characters behind private-use code points in a WOFF2
 font (``pua-woff2``), and every Han character shuffled among real code points in a TTF
 font (``shuffle-ttf``); each font's code points and glyph names drawn anew. Each font is
@@ -42,12 +42,12 @@ from typing import Any
 import numpy as np
 from fontTools.ttLib import TTFont
 
-from bench.font_sites import TYPEFACES, ObfuscatedPage, decoded_accuracy, obfuscate
 from bench.pipeline_bench import spread
 from crawler.webfont import FontDecoder, ReferenceIndex, load_reference
 from crawler.webfont.glyphs import outline, rasterise
 from crawler.webfont.reference import reference_chars
 from crawler.webfont.sfnt import FontLimits, open_font
+from tests.sites.font_sites import TYPEFACES, ObfuscatedPage, decoded_accuracy, obfuscate
 
 ROOT = Path(__file__).resolve().parents[1]
 VARIANTS = {"pua-woff2": ("pua", 300, "woff2"), "shuffle-ttf": ("shuffle", 0, "ttf")}
@@ -207,6 +207,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         f"installed of {', '.join(TYPEFACES)}; --quick: droid,uming)")  # fmt: skip
     parser.add_argument("--chapters", type=int, default=None,
                         help="chapters (default every sample work, 7; --quick: 2)")  # fmt: skip
+    parser.add_argument("--skip", type=int, default=0,
+                        help="sample works to skip before the chapters (default 0)")  # fmt: skip
     parser.add_argument("--runs", type=int, default=None,
                         help=f"reads per font (default {DEFAULT_RUNS}; --quick: 1)")  # fmt: skip
     parser.add_argument("--seed", type=int, default=0, help="seed of the sites (default 0)")
@@ -233,7 +235,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) -> dict[str, Any]:
     """Run the benchmark; ``texts`` replaces the sample works (tests pass their own)."""
     args = parse_args(argv)
-    chapters = list(texts if texts is not None else sample_chapters())
+    chapters = list(texts if texts is not None else sample_chapters()[args.skip :])
     chapters = chapters[: args.chapters or (2 if args.quick else len(chapters))]
     references, pairs = {}, []
     for ref_name in args.references:

@@ -5,7 +5,7 @@ object, its ``Referer`` header as a ``Headers`` dictionary, the entry Scrapy's r
 fingerprinter caches for it, and Scrapy's live-reference tracking. A crawl holds up to
 ``FPTRACK_MAX_PENDING`` (100,000) of them: about 200 MB, the largest part of a crawl's
 memory on a site whose every page brings thousands of new links (measured on the link
-flood of :mod:`bench.hostile_site`). :class:`PackedLifoQueue` (``SCHEDULER_MEMORY_QUEUE``)
+flood of :mod:`tests.servers.hostile_site`). :class:`PackedLifoQueue` (``SCHEDULER_MEMORY_QUEUE``)
 keeps each one as the pickle of Scrapy's own ``Request.to_dict``, about 300 bytes, and makes
 the request again when it is taken (``request_from_dict``, the disk queues' way): about
 90 µs a request, and a waiting request costs about 500 bytes with its entry in the

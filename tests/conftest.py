@@ -1,5 +1,5 @@
 """Fixtures shared by every suite: the session's Redis and MongoDB servers
-(:mod:`tests.support.servers`).
+(:mod:`tests.servers.session`).
 
 - Redis: ``FPTRACK_TEST_REDIS_URL=redis://HOST:PORT/N`` names a server and its databases N to
   N+3, which the tests flush; unset, the session starts its own ``redis-server`` on a free
@@ -10,19 +10,20 @@
   per test, dropped afterwards, and ``FPTRACK_MONGO_URI`` / ``FPTRACK_MONGO_DB`` name it
   for the test's subprocesses (workers, crawls, servers).
 
-- The shard-key audit (:mod:`tests.command_audit`): every pymongo client of the session
+- The shard-key audit (:mod:`tests.support.command_audit`): every pymongo client of the session
   reports each write it sends; the session fails, listing them, if fptrack's code sent one
   that a sharded MongoDB 7.0 refuses (a single-document write or an upsert whose filter
   does not name the collection's full shard key).
 
-- Redis Cluster: a real 3-master cluster (:class:`bench.local_cluster.LocalCluster`: three
+- Redis Cluster: a real 3-master cluster (:class:`tests.servers.local_cluster.LocalCluster`: three
   ``redis-server --cluster-enabled yes`` on free ports of 127.0.0.1, joined by
   ``redis-cli --cluster create``) starts the first time a test asks for it and stops at the
   end of the session. ``index_client`` is the index client a test runs on: the server, or
   the cluster flushed before and after the test; a module sets ``INDEX_BACKENDS =
   ("server", "cluster")`` to run its tests on both (default: the server only).
 - Redis Sentinel: ``redis_sentinel`` is a primary, its replica and 3 sentinels of one test
-  (:class:`bench.local_sentinel.LocalSentinel`, on free ports), which the test may fail over.
+  (:class:`tests.servers.local_sentinel.LocalSentinel`, on free ports), which the test may
+  fail over.
 
 - The product's objects on those servers, each defined here once: ``store`` (a
   :class:`~matcher.store.Store` of ``mongo_db``, its indexes made; its families ``store.pages``,
@@ -51,21 +52,26 @@ import redis
 from pymongo.database import Database
 from redis.cluster import ClusterNode, RedisCluster
 
-from bench.local_cluster import LocalCluster
-from bench.local_sentinel import LocalSentinel
 from matcher.index.redis_io import IndexClient, connect, scan
 from matcher.settings import IndexRedis, Settings
-from tests import command_audit
-from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
-from tests.support import servers
-from tests.support.servers import ServerUnavailable
+from tests.servers import session
+from tests.servers.local_cluster import LocalCluster
+from tests.servers.local_sentinel import LocalSentinel
+from tests.servers.session import ServerUnavailable
+from tests.support import command_audit
+from tests.support.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
+
+collect_ignore = ["servers", "sites"]
+"""The fixture servers and generated sites (shared with ``bench/``) hold no tests: their
+docstring examples stay out of ``--doctest-modules``, as under ``bench/`` (those of the
+HTTP servers and ports run in ``tests/bench/test_fixture_servers.py``)."""
 
 if TYPE_CHECKING:
     from matcher.engine import Engine
     from matcher.store import Store
 
 try:  # planned once per session, even if this module is imported again under another name
-    SERVERS = servers.SESSION = servers.SESSION or servers.plan(os.environ)
+    SERVERS = session.SESSION = session.SESSION or session.plan(os.environ)
 except ServerUnavailable as exc:  # before any test: a clear line, not a traceback
     raise pytest.UsageError(str(exc)) from None
 

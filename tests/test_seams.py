@@ -121,7 +121,11 @@ def test_redis_key_names_are_built_in_keys_only() -> None:
 
 
 REDIS_CLIENTS = {"Redis", "StrictRedis", "RedisCluster", "Sentinel"}
-SERVER_HARNESSES = {"matcher/redis_clients.py", "bench/local_cluster.py", "bench/local_sentinel.py"}
+SERVER_HARNESSES = {
+    "matcher/redis_clients.py",
+    "tests/servers/local_cluster.py",
+    "tests/servers/local_sentinel.py",
+}
 """The client factory, and the benchmarks' harnesses of throwaway servers, which talk to each
 node or sentinel process alone (``CLUSTER``, ``SENTINEL``, ``SHUTDOWN``)."""
 

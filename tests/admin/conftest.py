@@ -10,7 +10,7 @@ from pymongo.database import Database
 from admin.context import Context
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests.support import servers
+from tests.servers import session
 
 
 @pytest.fixture
@@ -20,8 +20,8 @@ def ctx(redis_client: redis.Redis, mongo_db: Database) -> Context:
     settings = Settings(
         redis_prefix="fptrack-test",
         mongo_db=mongo_db.name,
-        redis_url=servers.session().redis_url(0),
-        broker_url=servers.session().redis_url(1),
+        redis_url=session.session().redis_url(0),
+        broker_url=session.session().redis_url(1),
     )
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     return Context(engine=engine)

@@ -24,12 +24,12 @@ from pymongo.database import Database
 
 from admin.context import Context
 from admin.health import BROKER, INDEX_REDIS, MONGODB, REDIS, ping_workers
-from bench.local_cluster import LocalCluster
-from bench.net import free_port
 from matcher.redis_clients import SOCKET_TIMEOUT_S
-from tests.admin.cli_support import DEAD_REDIS, ROOT, Ran, fptrack
 from tests.admin.test_cli_process import check_lines
-from tests.support.outage import mongo_uri, own_mongodb, own_redis, redis_url
+from tests.servers.local_cluster import LocalCluster
+from tests.servers.net import free_port
+from tests.servers.outage import mongo_uri, own_mongodb, own_redis, redis_url
+from tests.support.cli import DEAD_REDIS, ROOT, Ran, fptrack
 from tests.support.waits import eventually
 
 

@@ -11,7 +11,7 @@ import pytest
 from admin.cli import main
 from admin.context import Context
 from matcher.store.alerts import AlertStore
-from tests.support.alerts import closed_port_url, webhook_receiver
+from tests.servers.alerts import closed_port_url, webhook_receiver
 
 
 def run(capsys, ctx: Context, *argv: str) -> tuple[int, str, str]:

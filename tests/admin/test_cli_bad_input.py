@@ -1,6 +1,6 @@
 """No traceback from any command: every command with the stores down, bad arguments,
 unreadable files. Each runs in this process (``admin.cli.main``, what the console script
-calls; :func:`~tests.admin.cli_support.run_cli`) and must end with one error line and exit
+calls; :func:`~tests.support.cli.run_cli`) and must end with one error line and exit
 status 1 or 2; with the stores down, from the refused connection itself, not after a client's
 timeout. ``test_cli_process`` runs a few of them in a fresh process, as an operator does.
 
@@ -17,8 +17,8 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from tests.admin.cli_support import DEAD_MONGO, DEAD_REDIS, ROOT, run_cli
 from tests.admin.test_cli_parser import LEAVES
+from tests.support.cli import DEAD_MONGO, DEAD_REDIS, ROOT, run_cli
 
 SAMPLE = str(ROOT / "samples" / "works" / "lighthouse.txt")
 STORES_DOWN = {

@@ -26,7 +26,7 @@ from matcher.keys import segment_owner
 from matcher.maintenance import drop_indexes
 from matcher.settings import Settings
 from matcher.store import now
-from tests.support import servers
+from tests.servers import session
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME = "书海阁 首页 排行榜\n{}\n本站小说均来自网络"
@@ -417,8 +417,8 @@ def test_crawl_inline_of_a_rendered_site_matches_the_text_its_scripts_load(
     browser the crawl ends in one line."""
     from dataclasses import replace
 
-    from bench.fixture_site import FixtureSite
-    from tests.support.script_site import PARTS, WORK, chromium, script_pages
+    from tests.servers.fixture_site import FixtureSite
+    from tests.sites.script_site import PARTS, WORK, chromium, script_pages
 
     ctx.engine.add_work(WORK.read_text(encoding="utf-8"), title=WORK.name, source=WORK.name)
     browser = Context(engine=ctx.engine, settings=replace(ctx.settings, chromium=chromium()))
@@ -444,7 +444,7 @@ def test_crawl_here_is_one_crawler_of_the_shared_frontier(
 
     settings = Settings(
         redis_prefix="fptrack-test",
-        redis_url=servers.session().redis_url(0),
+        redis_url=session.session().redis_url(0),
         crawl_lease=10,
         mongo_db=mongo_db.name,
     )

@@ -11,7 +11,7 @@ import pytest
 
 from admin.cli import main
 from fingerprint.document import fingerprint_document
-from tests.admin.cli_support import run_cli
+from tests.support.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = ROOT / "samples" / "works" / "sanguo-01.txt"

@@ -18,7 +18,7 @@ from pymongo.database import Database
 
 from admin.commands import COMMANDS
 from admin.health import NAMES
-from tests.admin.cli_support import ROOT
+from tests.support.cli import ROOT
 
 HEAVY = ("pymongo", "redis", "scrapy", "numba", "celery")
 NEEDED: dict[str, set[str]] = {}

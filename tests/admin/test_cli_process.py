@@ -1,7 +1,7 @@
 """What a new deployment runs first, on the test servers: the schedules, the first index
 rebuild, ``fptrack check``, a crawl nobody takes. Each command runs in this process
 (``admin.cli.main`` with its own :class:`~admin.context.Context` read from ``FPTRACK_*``, as the
-console script does; :func:`~tests.admin.cli_support.run_cli`); a few smoke tests at the end
+console script does; :func:`~tests.support.cli.run_cli`); a few smoke tests at the end
 run the installed ``fptrack`` and ``python -m admin.cli`` in a fresh process, as an operator
 does."""
 
@@ -20,7 +20,7 @@ from admin.health import this_host
 from matcher.keys import Keys
 from matcher.pages import CrawledPage
 from matcher.store import Store, now
-from tests.admin.cli_support import DEAD_MONGO, DEAD_REDIS, ROOT, fptrack, run_cli
+from tests.support.cli import DEAD_MONGO, DEAD_REDIS, ROOT, fptrack, run_cli
 
 
 def test_schedules_without_a_beat(mongo_db: Database, redis_client: redis.Redis) -> None:

@@ -2,8 +2,8 @@
 under another name) takes back its matches with their review; a match whose page the work's
 new text no longer explains stays archived, listed with its review; ``fptrack check``
 counts what ``fptrack matches list`` lists. The operator's commands run as an operator runs
-them, ``fptrack`` in a process of its own (:func:`~tests.admin.cli_support.fptrack`), or
-``admin.cli.main`` in this one (:func:`~tests.admin.cli_support.run_cli`), on the test's
+them, ``fptrack`` in a process of its own (:func:`~tests.support.cli.fptrack`), or
+``admin.cli.main`` in this one (:func:`~tests.support.cli.run_cli`), on the test's
 SecantusDB and Redis; the pages are stored and matched as a crawl's are."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from admin.context import Context
-from tests.admin.cli_support import Ran, fptrack, run_cli
+from tests.support.cli import Ran, fptrack, run_cli
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME = "书海阁 首页 排行榜\n{}\n本站小说均来自网络"

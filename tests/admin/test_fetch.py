@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from admin.fetch import PUBLIC_MESSAGE, FetchError, check_url, fetch, refused_address
-from bench.fixture_site import FixtureSite, page
+from tests.servers.fixture_site import FixtureSite, page
 
 
 def test_private_and_reserved_addresses_are_refused() -> None:

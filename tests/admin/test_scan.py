@@ -16,7 +16,7 @@ import pytest
 import redis
 
 from admin.cli import main
-from bench.fixture_site import FixtureSite, page
+from tests.servers.fixture_site import FixtureSite, page
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"

@@ -1,4 +1,4 @@
-"""``fptrack scan`` of the bad-works corpus (:mod:`bench.hostile_works`) against the sample
+"""``fptrack scan`` of the bad-works corpus (:mod:`tests.sites.hostile_works`) against the sample
 site, as a user runs it: every readable work registered and its copies found, every other
 file named in one error line, nothing else lost, no traceback. A scan with no usable work
 is refused before it fetches a page."""
@@ -9,10 +9,10 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench.fixture_site import FixtureSite, page
-from bench.hostile_works import ERROR, WORK, build, remove
-from tests.admin.cli_support import fptrack
 from tests.admin.test_scan import EXPECTED, SITE
+from tests.servers.fixture_site import FixtureSite, page
+from tests.sites.hostile_works import ERROR, WORK, build, remove
+from tests.support.cli import fptrack
 
 
 def test_a_scan_of_the_bad_works_corpus(tmp_path: Path) -> None:

@@ -111,7 +111,7 @@ def test_a_scan_of_a_site_offering_a_long_download(tmp_path: Path) -> None:
     one chapter; one record per work on the download's URL, each naming its part."""
     from admin.scan import run_scan, serve_directory
     from matcher.maintenance import drop_indexes
-    from tests.support.downloads import book_site
+    from tests.sites.downloads import book_site
 
     names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
     works = tmp_path / "works"

@@ -1,18 +1,18 @@
-"""``fptrack scan`` of the whole hostile site (:mod:`bench.hostile_site`), as a user runs it:
-every copy found with its work and nothing else matched, the responses it could not read
+"""``fptrack scan`` of the whole hostile site (:mod:`tests.servers.hostile_site`), as a user
+runs it: every copy found with its work and nothing else matched, the responses it could not read
 named as errors (exit status 1, no traceback) and by URL with the reason, and the XSS
 payloads escaped in the HTML report; of a site of refused downloads
-(:mod:`bench.hostile_crawl`): each named with its URL and reason."""
+(:mod:`tests.sites.refused_site`): each named with its URL and reason."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from bench.fixture_site import FixtureSite
-from bench.hostile_site import build
 from crawler.spiders.site import canonical
-from tests.admin.cli_support import fptrack
+from tests.servers.fixture_site import FixtureSite
+from tests.servers.hostile_site import build
+from tests.support.cli import fptrack
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"
@@ -68,7 +68,7 @@ def test_a_scan_of_a_link_flood_keeps_its_caps_and_its_deadline(tmp_path: Path) 
     ``--max-links`` are counted. The runner's timeout is only a hang guard. The pending cap is
     tested on the crawl (tests/crawler/test_hostile_pages.py): here few pages are read by the
     deadline."""
-    from bench.hostile_site import FLOOD_PREFIX, link_flood
+    from tests.servers.hostile_site import FLOOD_PREFIX, link_flood
 
     out = tmp_path / "scan.json"
     deadline = 10
@@ -93,10 +93,10 @@ def test_a_scan_names_each_refused_download_and_forbidden_page_with_its_reason(
     tmp_path: Path,
 ) -> None:
     """A zip bomb, a ZIP of 5,001 members, ZIPs nested three deep, a ZIP failing its CRC-32
-    and a page robots.txt forbids (:func:`bench.hostile_crawl.refused_site`): each is in the
+    and a page robots.txt forbids (:func:`tests.sites.refused_site.refused_site`): each is in the
     JSON's ``not_crawled_urls`` with its URL and why, and on stderr; counted as before in
     ``not_crawled``; the copy beside them matched, exit 0 (none is an error)."""
-    from bench.hostile_crawl import FORBIDDEN_PAGE, refused_site
+    from tests.sites.refused_site import FORBIDDEN_PAGE, refused_site
 
     work = sorted(WORKS.glob("*.txt"))[0]
     out = tmp_path / "scan.json"

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from admin.scan import run_scan, serve_directory
 from matcher.maintenance import drop_indexes
-from tests.support.servers import own_redis
+from tests.servers.session import own_redis
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"

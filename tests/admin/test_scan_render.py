@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.fixture_site import FixtureSite
 from matcher.archive import RENDERED_FIELD, verify
 from tests.admin.test_scan import ROOT, WORKS, scan
-from tests.support.script_site import PARTS, WORK, chromium, halves, script_pages
+from tests.servers.fixture_site import FixtureSite
+from tests.sites.script_site import PARTS, WORK, chromium, halves, script_pages
 
 
 @pytest.fixture

@@ -7,10 +7,10 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from bench.net import free_port
 from matcher.archive import verify
-from tests.admin.cli_support import fptrack
 from tests.admin.test_scan import EXPECTED, SITE, WORKS
+from tests.servers.net import free_port
+from tests.support.cli import fptrack
 
 
 def test_the_warc_holds_each_matched_page_as_served(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 from kombu import Connection
 
 from admin.commands.worker import ACK_LOGGERS, _one_line_lost_acks
-from tests.support.outage import own_redis, redis_url
+from tests.servers.outage import own_redis, redis_url
 
 
 def test_an_ack_lost_with_the_broker_is_one_line_and_the_message_comes_back(

@@ -6,23 +6,20 @@ never asserts a speed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import archive_bench
-from bench.eval_corpus import synthetic_texts
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
 
 def test_quick_run_writes_the_figures(tmp_path: Path) -> None:
     out = tmp_path / "archive.json"
-    archive_bench.main(
-        ["--quick", "--pages", "30", "--json", str(out)], texts=synthetic_texts(60, seed=3)
+    result = run_benchmark(
+        "archive_bench", "--quick", "--pages", "30", "--synthetic", "60:3", out=out
     )
-    result = json.loads(out.read_text(encoding="utf-8"))
     summary = result["summary"]
     assert result["args"] == {"pages": 30, "runs": 1, "seed": 0}
     assert summary["pages"]["median"] == 30

@@ -1,7 +1,8 @@
-"""The benchmarks stand on their own: no module under ``bench/`` imports the tests (the tests
-import ``bench``, never the other way round), and none edits ``sys.path`` (each benchmark runs
-as ``python -m bench.NAME`` from the repository root). Read from the source (its syntax
-tree), so that a new import or path edit anywhere in ``bench/`` fails here."""
+"""Imports go one way: the tests never import ``bench``; the benchmarks import of the tests
+only the servers and sites both share (:mod:`tests.servers`, :mod:`tests.sites`), never the
+tests' support, fixtures or test modules; and no benchmark edits ``sys.path`` (each runs as
+``python -m bench.NAME`` from the repository root). Read from the source (its syntax tree),
+so that a new import or path edit anywhere in ``bench/`` or ``tests/`` fails here."""
 
 from __future__ import annotations
 
@@ -12,26 +13,43 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
+TESTS = ROOT / "tests"
+SHARED = ("tests.servers", "tests.sites")
+"""What the benchmarks may import of the tests."""
+STILL_IMPORTING = {
+    "tests/bench/test_admin_bench_smoke.py",  # linear_cursors against mongomock's cursors
+    "tests/bench/test_eval_smoke.py",  # score, the fptrack adapter on a fake engine, the peer
+    "tests/bench/test_index_bench_smoke.py",  # the window simhashes against the library's
+}
+"""Tests of a benchmark's own units, which import them; every benchmark run, theirs included,
+is a command (``python -m bench.NAME ... --json OUT``, :mod:`tests.support.benchmarks`)."""
 
 
-def modules() -> dict[str, ast.Module]:
+def modules(folder: Path = BENCH) -> dict[str, ast.Module]:
     return {
         path.relative_to(ROOT).as_posix(): ast.parse(path.read_text(encoding="utf-8"))
-        for path in sorted(BENCH.rglob("*.py"))
+        for path in sorted(folder.rglob("*.py"))
     }
 
 
-def imports_tests(tree: ast.Module) -> list[int]:
-    """The lines of ``import tests...`` and ``from tests... import ...``."""
+def imports_of(tree: ast.Module, package: str, allowed: tuple[str, ...] = ()) -> list[int]:
+    """The lines importing ``package`` or a module of it (``import package...``, ``from
+    package... import ...``), but for the modules of ``allowed`` packages."""
+
+    def inside(name: str, prefix: str) -> bool:
+        return name == prefix or name.startswith(prefix + ".")
+
     lines = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
         else:
             continue
-        if any(name == "tests" or name.startswith("tests.") for name in names):
+        if any(
+            inside(name, package) and not any(inside(name, a) for a in allowed) for name in names
+        ):
             lines.append(node.lineno)
     return sorted(lines)
 
@@ -48,9 +66,19 @@ def edits_sys_path(tree: ast.Module) -> list[int]:
     )
 
 
-def test_no_benchmark_imports_the_tests() -> None:
-    found = {name: lines for name, tree in modules().items() if (lines := imports_tests(tree))}
-    assert found == {}, f"bench/ imports tests (move what it needs to bench/): {found}"
+def test_imports_go_one_way() -> None:
+    found = {
+        name: lines
+        for name, tree in modules().items()
+        if (lines := imports_of(tree, "tests", SHARED))
+    }
+    assert found == {}, f"bench/ imports the tests (move what it needs to {SHARED}): {found}"
+    found = {
+        name: lines
+        for name, tree in modules(TESTS).items()
+        if (lines := imports_of(tree, "bench")) and name not in STILL_IMPORTING
+    }
+    assert found == {}, f"tests/ imports bench (run the benchmark as a command): {found}"
 
 
 def test_no_benchmark_edits_sys_path() -> None:
@@ -60,7 +88,7 @@ def test_no_benchmark_edits_sys_path() -> None:
 
 def test_the_rules_see_what_they_forbid() -> None:
     source = (
-        "import tests.support.servers\n"
+        "import tests.servers.session\n"
         "from tests.support import waits\n"
         "import sys\n"
         "sys.path.insert(0, '.')\n"
@@ -70,7 +98,9 @@ def test_the_rules_see_what_they_forbid() -> None:
         "from bench import net\n"
     )
     tree = ast.parse(source)
-    assert imports_tests(tree) == [1, 2, 6]
+    assert imports_of(tree, "tests", SHARED) == [2, 6]
+    assert imports_of(tree, "tests") == [1, 2, 6]
+    assert imports_of(tree, "bench") == [8]
     assert edits_sys_path(tree) == [4]
 
 

@@ -5,14 +5,16 @@ and stops every process it started. It never asserts a speed."""
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
 
-from bench import cli_bench
+from tests.support.benchmarks import run_benchmark
+
+SERVER_VARIABLES = {"FPTRACK_MONGO_URI", "FPTRACK_REDIS_URL", "FPTRACK_BROKER_URL"}
+"""The settings naming ``check``'s servers (the CLI benchmark's ``SERVER_VARIABLES``)."""
 
 pytestmark = pytest.mark.bench
 
@@ -28,8 +30,7 @@ def answers(url: str) -> bool:
 
 def test_check_is_timed_against_services_it_starts_and_stops(tmp_path: Path) -> None:
     out = tmp_path / "cli.json"
-    result = cli_bench.main(["--services", "--only", "check", "--runs", "1", "--json", str(out)])
-    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    result = run_benchmark("cli_bench", "--services", "--only", "check", "--runs", "1", out=out)
     assert result["services"] == "started here"
     assert set(result["cases"]) == {"check", "check --help"}
     check = result["cases"]["check"]
@@ -39,5 +40,5 @@ def test_check_is_timed_against_services_it_starts_and_stops(tmp_path: Path) -> 
         and check["ratio"] == check["median"] / (result["python_c_pass"]["median"])
     )
     servers = result["servers"]
-    assert set(servers) == set(cli_bench.SERVER_VARIABLES)
+    assert set(servers) == SERVER_VARIABLES
     assert not any(answers(url) for url in servers.values())  # all stopped

@@ -1,7 +1,7 @@
 """The labelled corpus of ``bench/eval.py``: each transformation does what it says.
 
 Built from synthetic documents of real Chinese words (no download); the same checks run
-on the real Debian corpus too when it is cached already (``python -m bench.corpus``).
+on the real Debian corpus too when it is cached already (``python -m tests.sites.corpus``).
 """
 
 from __future__ import annotations
@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 from pypinyin import Style, lazy_pinyin
 
-from bench import corpus as debian
-from bench.eval_corpus import (
+from fingerprint.normalize import normalize, to_simplified
+from fingerprint.tokens import content_codes, from_codepoints
+from tests.sites import corpus as debian
+from tests.sites.eval_corpus import (
     CAUGHT_ADS,
     CLASSES,
     EXCERPT_SHARE,
@@ -38,8 +40,6 @@ from bench.eval_corpus import (
     to_traditional,
     topic_vectors,
 )
-from fingerprint.normalize import normalize, to_simplified
-from fingerprint.tokens import content_codes, from_codepoints
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -300,7 +300,7 @@ def test_deterministic_under_a_seed() -> None:
 
 DIGEST_SCRIPT = """
 import hashlib, json, sys
-from bench.eval_corpus import build_corpus
+from tests.sites.eval_corpus import build_corpus
 c = build_corpus(json.load(open(sys.argv[1], encoding="utf-8")), 6, 1, 2, 2)
 print(hashlib.sha1(repr([(p.id, p.url, p.text, p.works) for p in c.pages]).encode()).hexdigest())
 """

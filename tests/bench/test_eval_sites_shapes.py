@@ -15,10 +15,10 @@ from collections import deque
 
 import pytest
 
-from bench.edition_shape import DIFFER, GROUP_SIZES, EditionShape, editions_shape, sentences
-from bench.english import synthetic_sections
-from bench.eval_corpus import synthetic_texts
-from bench.site_shapes import (
+from tests.sites.edition_shape import DIFFER, GROUP_SIZES, EditionShape, editions_shape, sentences
+from tests.sites.english import synthetic_sections
+from tests.sites.eval_corpus import synthetic_texts
+from tests.sites.site_shapes import (
     QUICK_SIZES,
     Page,
     Shape,
@@ -27,7 +27,7 @@ from bench.site_shapes import (
     links,
     reverse_shape,
 )
-from bench.textconv import han_share
+from tests.sites.textconv import han_share
 
 MAX_DEPTH = 6
 

@@ -18,16 +18,20 @@ from typing import Any
 import pytest
 import redis
 
-from bench import eval_sites
-from bench.english import synthetic_sections
-from bench.eval_corpus import synthetic_texts
-from bench.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
-from tests.support import servers
+from tests.servers import session
+from tests.sites.english import synthetic_sections
+from tests.sites.eval_corpus import synthetic_texts
+from tests.sites.site_shapes import QUICK_SIZES, forward_shapes, reverse_shape
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
 SCORE_KEYS = {"precision", "recall", "f1", "tp", "fp", "fn"}
 LISTED_KEYS = {"site", "url", "work", "reason"}
+FORWARD_SHAPES = ("docs", "novel", "forum", "related")
+"""The forward direction's shapes (``bench/eval_sites.py``'s ``FORWARD_SHAPES``)."""
+SHAPES = [*FORWARD_SHAPES, "reverse", "biquge", "editions", "web"]
+"""Every shape but ``hiding`` (which has a smoke test of its own)."""
 
 
 @pytest.fixture(scope="module")
@@ -41,18 +45,16 @@ def run(texts: list[str], tmp_path: Path, redis_client: redis.Redis) -> dict[str
     out, keep = tmp_path / "sites.json", tmp_path / "keep"
     argv = [
         "--quick",
-        "--shapes",  # the hiding shape has a smoke test of its own
-        ",".join(s for s in eval_sites.SHAPES if s != "hiding"),
-        "--json",
-        str(out),
+        "--shapes",
+        ",".join(SHAPES),
+        "--synthetic",
+        "160",  # synthetic_texts(160), as the texts fixture, and the synthetic English sections
         "--keep",
         str(keep),
         "--redis-url",
-        servers.session().redis_url(0),
+        session.session().redis_url(0),
     ]
-    result = eval_sites.main(argv, texts=texts, english=synthetic_sections())
-    data = json.loads(out.read_text(encoding="utf-8"))
-    assert data == json.loads(json.dumps(result))
+    data = run_benchmark("eval_sites", *argv, out=out)
     return data | {"keep": keep, "dbsize": redis_client.dbsize()}
 
 
@@ -77,7 +79,7 @@ def test_quick_run_meets_the_targets_with_a_consistent_truth(run, texts) -> None
     # discovery on the web of linked sites: every pirate found and flagged, no honest one
     assert (web["pirates"], web["honest"], web["candidates"]) == (8, 6, 14)
     assert web["precision"] == web["recall"] == 1.0 and web["not_found"] == []
-    assert set(forward["shapes"]) == set(eval_sites.FORWARD_SHAPES)
+    assert set(forward["shapes"]) == set(FORWARD_SHAPES)
     for row in forward["shapes"].values():
         check_shape(row)
     check_scores(forward["all"])

@@ -16,19 +16,20 @@ from typing import Any, ClassVar
 import pytest
 import redis
 
-from bench import eval as evaluation
-from bench.eval_corpus import (
+from bench import eval as evaluation  # its units (score, the fptrack adapter, the peer)
+from tests.servers import session
+from tests.sites.eval_corpus import (
     CLASSES,
     NEGATIVE_KINDS,
     Corpus,
     build_corpus,
     synthetic_texts,
 )
-from tests.support import servers
+from tests.support.benchmarks import benchmark
 
 pytestmark = pytest.mark.bench
 
-TEST_REDIS_URL = servers.session().redis_url(0)
+TEST_REDIS_URL = session.session().redis_url(0)
 METRIC_KEYS = ("precision", "recall", "f1", "per_class", "false_positives", "tp", "fp", "fn")
 
 
@@ -49,19 +50,19 @@ def _check_metrics(metrics: dict[str, Any]) -> None:
     assert metrics["seconds"] >= 0
 
 
-def test_quick_run_writes_the_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_quick_run_writes_the_json(tmp_path: Path) -> None:
     out = tmp_path / "eval.json"
-    argv = ["--quick", "--json", str(out), "--redis-url", TEST_REDIS_URL]
-    result = evaluation.main(argv, texts=synthetic_texts(80))
+    argv = ["--quick", "--json", str(out), "--redis-url", TEST_REDIS_URL, "--synthetic", "80"]
+    done = benchmark("eval", *argv)
+    assert done.returncode == 0, done.stderr[-4000:]
     data = json.loads(out.read_text(encoding="utf-8"))
-    assert data == json.loads(json.dumps(result))
     assert set(data["peers"]) == {"minhash_lsh", "minhash_lsh_ensemble", "simhash"}
     for metrics in data["peers"].values():
         _check_metrics(metrics)
     sizes = data["corpus"]
     assert sizes["works"] == 11 and sizes["pages"] == sizes["positive_pages"] + 12
     assert set(sizes["pages_per_class"]) == set(CLASSES)
-    printed = capsys.readouterr().out
+    printed = done.stdout
     assert "OpenCC t2s" in printed and "minhash_lsh_ensemble" in printed
     if data["fptrack_available"]:
         _check_metrics(data)
@@ -73,12 +74,14 @@ def test_quick_run_writes_the_json(tmp_path: Path, capsys: pytest.CaptureFixture
         assert "fptrack: UNAVAILABLE" in printed
 
 
-def test_peers_only_skips_fptrack(small: Corpus, capsys: pytest.CaptureFixture[str]) -> None:
-    texts = synthetic_texts(40)
-    result = evaluation.main(["--works", "6", "--pages-per-work", "2", "--peers-only"], texts)
+def test_peers_only_skips_fptrack(small: Corpus, tmp_path: Path) -> None:
+    argv = ["--works", "6", "--pages-per-work", "2", "--peers-only", "--synthetic", "40"]
+    done = benchmark("eval", *argv, "--json", str(tmp_path / "eval.json"))
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads((tmp_path / "eval.json").read_text(encoding="utf-8"))
     assert result["fptrack_available"] is False and "--peers-only" in result["fptrack_error"]
     assert result["corpus"]["works"] == 6
-    assert "UNAVAILABLE" in capsys.readouterr().out
+    assert "UNAVAILABLE" in done.stdout
 
 
 def test_score_on_known_answers(small: Corpus) -> None:
@@ -149,5 +152,5 @@ def test_simhash_peer_survives_heavy_features() -> None:
 
 
 def test_bad_arguments() -> None:
-    with pytest.raises(SystemExit):
-        evaluation.parse_args(["--works", "1"])
+    done = benchmark("eval", "--works", "1")
+    assert done.returncode == 2 and "usage: " in done.stderr  # argparse's error

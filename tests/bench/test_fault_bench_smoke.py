@@ -10,20 +10,18 @@ running, every fault recovered); it never asserts a speed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import fault_bench
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
 
 def test_quick_run_loses_nothing_under_two_faults(tmp_path: Path) -> None:
     out = tmp_path / "faults.json"
-    result = fault_bench.main(["--quick", "--faults", "master,mongodb", "--json", str(out)])
-    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    result = run_benchmark("fault_bench", "--quick", "--faults", "master,mongodb", out=out)
     assert result["expected_pairs"] > 0
     assert result["active_expected_at_end"] == result["expected_pairs"]
     for key in ("lost", "retracted", "duplicates", "pending_pages", "runs_left_running"):

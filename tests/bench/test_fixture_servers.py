@@ -1,6 +1,6 @@
-"""The fixture servers' base (:mod:`bench.http_server`) and the ports and waits of
-:mod:`bench.net`, on real sockets of 127.0.0.1; and the examples of their docstrings (and of
-:mod:`bench.fixture_site`'s), which ``--doctest-modules`` does not collect outside the
+"""The fixture servers' base (:mod:`tests.servers.http_server`) and the ports and waits of
+:mod:`tests.servers.net`, on real sockets of 127.0.0.1; and the examples of their docstrings (and of
+:mod:`tests.servers.fixture_site`'s), which ``--doctest-modules`` does not collect outside the
 test paths."""
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from types import ModuleType
 
 import pytest
 
-from bench import fixture_site, http_server, net
-from bench.fixture_site import FixtureSite, page
-from bench.http_server import FixtureServer, QuietHandler, WSGIServer
-from bench.net import free_port, free_ports, port_open, wait_for_port, wait_until
+from tests.servers import fixture_site, http_server, net
+from tests.servers.fixture_site import FixtureSite, page
+from tests.servers.http_server import FixtureServer, QuietHandler, WSGIServer
+from tests.servers.net import free_port, free_ports, port_open, wait_for_port, wait_until
 from tests.support.waits import eventually
 
 

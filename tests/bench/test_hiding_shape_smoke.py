@@ -1,4 +1,4 @@
-"""Smoke test of the ``hiding`` shape of ``bench/eval_sites.py`` (bench/hiding_shape.py):
+"""Smoke test of the ``hiding`` shape of ``bench/eval_sites.py`` (tests/sites/hiding_shape.py):
 four of the CSS techniques' sites on quick sizes (an external stylesheet the spider fetches
 with the page, a ``<style>`` block, white ``<font>`` noise, off-screen noise), scanned for
 real by one ``fptrack scan``; every chapter of each registered novel found, disguised or
@@ -7,20 +7,19 @@ the benchmark itself, and each way of hiding its unit test (tests/crawler/test_v
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 import pytest
 
-from bench import eval_sites
-from bench.eval_corpus import synthetic_texts
-from bench.hiding_shape import CHAPTERS, FILLERS, TECHNIQUES, hiding_shape, technique
-from tests.support import servers
+from tests.servers import session
+from tests.sites.eval_corpus import synthetic_texts
+from tests.sites.hiding_shape import CHAPTERS, FILLERS, TECHNIQUES, hiding_shape, technique
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
-CSS = [name for name, where in TECHNIQUES.items() if where.startswith("bench.hiding_css")]
+CSS = [name for name, where in TECHNIQUES.items() if where.startswith("tests.sites.hiding_css")]
 SCANNED = ["css-external", "css-style-block", "font-white", "offscreen"]
 
 
@@ -44,9 +43,8 @@ def test_every_css_technique_disguises_a_page_with_files_of_its_own() -> None:
 def test_quick_hiding_run_finds_every_chapter_and_no_false_pair(tmp_path: Path) -> None:
     out = tmp_path / "hiding.json"
     argv = ["--quick", "--shapes", "hiding", "--techniques", ",".join(SCANNED),
-            "--json", str(out), "--redis-url", servers.session().redis_url(0)]  # fmt: skip
-    eval_sites.main(argv, texts=synthetic_texts(160))
-    result = json.loads(out.read_text(encoding="utf-8"))
+            "--synthetic", "160", "--redis-url", session.session().redis_url(0)]  # fmt: skip
+    result = run_benchmark("eval_sites", *argv, out=out)
     hiding = result["hiding"]
     assert list(hiding["techniques"]) == SCANNED and hiding["exit_status"] == 0
     for name, row in hiding["techniques"].items():

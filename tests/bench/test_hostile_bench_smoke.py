@@ -4,21 +4,18 @@ benchmark's own verdicts, never a speed or a memory figure."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import hostile_bench
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
 
 def test_two_cases_write_every_key(tmp_path: Path) -> None:
     out = tmp_path / "hostile.json"
-    result = hostile_bench.main(["--runs", "1", "--cases", "gzip,gzip-bomb", "--json", str(out)])
-    data = json.loads(out.read_text(encoding="utf-8"))
-    assert data == json.loads(json.dumps(result))
+    data = run_benchmark("hostile_bench", "--runs", "1", "--cases", "gzip,gzip-bomb", out=out)
     assert data["all_ok"] and set(data["cases"]) == {"gzip", "gzip-bomb", "bad-works"}
     for row in data["cases"].values():
         for key in ("wall_s", "scan_rss_mb", "tree_rss_mb"):
@@ -35,8 +32,9 @@ def test_a_template_bomb_is_refused_with_its_reason(tmp_path: Path) -> None:
     """One admin case of issue 23: the admin served as ``fptrack scan --serve`` refuses a
     template joining a thousand strings of a million characters, and says why."""
     out = tmp_path / "bomb.json"
-    hostile_bench.main(["--runs", "1", "--cases", "bomb-join", "--no-works", "--json", str(out)])
-    data = json.loads(out.read_text(encoding="utf-8"))
+    data = run_benchmark(
+        "hostile_bench", "--runs", "1", "--cases", "bomb-join", "--no-works", out=out
+    )
     assert data["all_ok"] and set(data["cases"]) == {"bomb-join"}
     row = data["cases"]["bomb-join"]
     assert row["exit"] == [400]  # the form's answer: refused
@@ -51,11 +49,8 @@ def test_the_outbound_cases_carry_their_figures(tmp_path: Path) -> None:
     announces an internal address reaches it only when allowed, and a webhook with an IPv6
     zone is refused with a reason, never a 500."""
     out = tmp_path / "outbound.json"
-    hostile_bench.main(
-        ["--runs", "1", "--cases", "discover-internal,webhook-zone", "--no-works",
-         "--json", str(out)]
-    )  # fmt: skip
-    data = json.loads(out.read_text(encoding="utf-8"))
+    cases = "discover-internal,webhook-zone"
+    data = run_benchmark("hostile_bench", "--runs", "1", "--cases", cases, "--no-works", out=out)
     assert data["all_ok"] and set(data["cases"]) == {"discover-internal", "webhook-zone"}
     found = data["cases"]["discover-internal"]
     assert (found["requests_internal"], found["candidates_stored"]) == (0, 0)
@@ -70,8 +65,7 @@ def test_a_scan_with_no_usable_work_fetches_no_page(tmp_path: Path) -> None:
     refused before its crawl, the file named, no page fetched."""
     out = tmp_path / "empty.json"
     argv = ["--runs", "1", "--cases", "empty-work-scan", "--no-works", "--json", str(out)]
-    hostile_bench.main(argv)
-    data = json.loads(out.read_text(encoding="utf-8"))
+    data = run_benchmark("hostile_bench", *argv)
     assert data["all_ok"] and set(data["cases"]) == {"empty-work-scan"}
     row = data["cases"]["empty-work-scan"]
     assert row["exit"] == [1] and row["fetched"]["max"] == 0
@@ -84,8 +78,7 @@ def test_a_notice_names_the_unreviewed_match_only_when_chosen(tmp_path: Path) ->
     scan, login and review; tests/web and tests/browser test the refusal itself)."""
     out = tmp_path / "notices.json"
     case = "notice-unreviewed"
-    hostile_bench.main(["--runs", "1", "--cases", case, "--no-works", "--json", str(out)])
-    data = json.loads(out.read_text(encoding="utf-8"))
+    data = run_benchmark("hostile_bench", "--runs", "1", "--cases", case, "--no-works", out=out)
     assert data["all_ok"] and set(data["cases"]) == {case}
     row = data["cases"][case]
     assert row["exit"] == [200] and "1 unreviewed left out" in row["reason"]
@@ -96,10 +89,9 @@ def test_refused_downloads_and_a_forbidden_page_are_named(tmp_path: Path) -> Non
     """The crawl case of the trust issue: a zip bomb, 5,001 members, ZIPs nested three deep,
     a bad CRC-32 and a page robots.txt forbids, each named by the scan with its reason."""
     out = tmp_path / "refused.json"
-    hostile_bench.main(
-        ["--runs", "1", "--cases", "refused-named", "--no-works", "--json", str(out)]
+    data = run_benchmark(
+        "hostile_bench", "--runs", "1", "--cases", "refused-named", "--no-works", out=out
     )
-    data = json.loads(out.read_text(encoding="utf-8"))
     row = data["cases"]["refused-named"]
     assert data["all_ok"] and row["exit"] == [0], row
     for words in ("a zip bomb", "more than 5,000 members", "nested more than 2 deep"):

@@ -5,14 +5,13 @@ speed. Also the edit distance against the textbook dynamic programme."""
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
 import pytest
 
-from bench import ocr_bench, text_images
-from bench.eval_corpus import synthetic_texts
+from tests.sites import text_images
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
@@ -37,9 +36,8 @@ def test_edit_distance_is_levenshtein() -> None:
 
 def test_quick_run_reads_and_matches_the_chapters(tmp_path: Path) -> None:
     out = tmp_path / "ocr.json"
-    argv = ["--quick", "--engines", "rapidocr", "--misreads", "0.1", "--json", str(out)]
-    ocr_bench.main(argv, texts=synthetic_texts(20, seed=3))
-    result = json.loads(out.read_text(encoding="utf-8"))
+    argv = ["--quick", "--engines", "rapidocr", "--misreads", "0.1", "--synthetic", "20:3"]
+    result = run_benchmark("ocr_bench", *argv, out=out)
     assert result["images"] == 4 and result["args"]["styles"] == ["s-20-png", "t-20-png"]
     rapid = result["engines"]["rapidocr"]
     assert rapid["refused"] == [] and rapid["stable"]

@@ -8,20 +8,17 @@ processed, copies found, no task failure); it never asserts a speed.
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 
 import pytest
 import redis
 
-from bench import pipeline_bench
-from bench.eval_corpus import synthetic_texts
-from tests.support import servers
+from tests.servers import session
+from tests.support.benchmarks import benchmark, run_benchmark
 
 pytestmark = pytest.mark.bench
 
-BROKER_URL, INDEX_URL = servers.session().redis_url(2), servers.session().redis_url(3)
+BROKER_URL, INDEX_URL = session.session().redis_url(2), session.session().redis_url(3)
 PAGES, WORKS, SCAN_PAGES, SCAN_WORKS = 40, 8, 20, 6
 
 
@@ -32,21 +29,14 @@ def databases() -> None:
 
 
 def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_path: Path) -> None:
-    # The suite's own Celery app (another broker) is built first, as in a full run.
-    import tests.support.e2e  # noqa: F401
-
     out = tmp_path / "pipeline.json"
     argv = [
         *("--quick", "--pages", str(PAGES), "--works", str(WORKS)),
         *("--scan-pages", str(SCAN_PAGES), "--scan-works", str(SCAN_WORKS)),
-        *("--broker-url", BROKER_URL, "--redis-url", INDEX_URL, "--json", str(out)),
+        *("--broker-url", BROKER_URL, "--redis-url", INDEX_URL, "--synthetic", "80"),
         *("--drain-timeout", "180"),
     ]
-    environ = dict(os.environ)
-    result = pipeline_bench.main(argv, texts=synthetic_texts(80))
-    assert dict(os.environ) == environ  # later tests' subprocesses inherit it
-    data = json.loads(out.read_text(encoding="utf-8"))
-    assert data == json.loads(json.dumps(result))
+    data = run_benchmark("pipeline_bench", *argv, out=out)
     for key in ("pages_per_s", "bare_pages_per_s", "ratio", "scan_700_s"):
         assert isinstance(data[key], float) and data[key] > 0, key
     assert data["ratio"] == pytest.approx(data["pages_per_s"] / data["bare_pages_per_s"])
@@ -102,8 +92,11 @@ def test_a_database_holding_foreign_keys_is_refused(databases: None) -> None:
     client = redis.Redis.from_url(INDEX_URL)
     client.set("someone-else:key", "1")
     try:
-        with pytest.raises(SystemExit, match="not the benchmark's"):
-            pipeline_bench.claim_db(INDEX_URL, (pipeline_bench.PREFIX,))
+        argv = ["--quick", "--synthetic", "20", "--pages", "4", "--works", "2"]
+        done = benchmark(
+            "pipeline_bench", *argv, "--broker-url", BROKER_URL, "--redis-url", INDEX_URL
+        )
+        assert done.returncode == 1 and "not the benchmark's" in done.stderr, done.stderr
         assert client.get("someone-else:key") == b"1"
     finally:
         client.flushdb()

@@ -10,20 +10,18 @@ asserts a speed.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import release_bench
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
 
 def test_quick_run_matches_every_released_chapter_and_writes_json(tmp_path: Path) -> None:
     out = tmp_path / "release.json"
-    result = release_bench.main(["--quick", "--json", str(out)])
-    assert json.loads(out.read_text()) == json.loads(json.dumps(result))
+    result = run_benchmark("release_bench", "--quick", out=out)
     assert result["mode"] == "quick" and result["recrawl"] == "every 10s"
     assert result["chapters"] == 2 and result["missed"] == 0
     assert 0 < result["p50_s"] <= result["p90_s"] <= result["max_s"]

@@ -5,23 +5,20 @@ asserts a speed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import render_bench
-from bench.eval_corpus import synthetic_texts
-from tests.support.script_site import chromium
+from tests.sites.script_site import chromium
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
 
 def test_quick_run_finds_the_text_only_when_rendered(tmp_path: Path) -> None:
     out = tmp_path / "render.json"
-    argv = ["--quick", "--pages", "12", "--chromium", chromium(), "--json", str(out)]
-    render_bench.main(argv, texts=synthetic_texts(40, seed=5))
-    result = json.loads(out.read_text(encoding="utf-8"))
+    argv = ["--quick", "--pages", "12", "--chromium", chromium(), "--synthetic", "40:5"]
+    result = run_benchmark("render_bench", *argv, out=out)
     summary, pages = result["summary"], result["pages_with_text"]
     assert pages >= 12
     assert summary["plain"]["with_text"]["median"] == pages

@@ -3,23 +3,21 @@ finds the copies it planted, and writes measured and extrapolated figures as JSO
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import pytest
 
-from bench import scale_sim
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.bench
 
 
 def test_quick_run_measures_and_extrapolates(tmp_path: Path) -> None:
     out = tmp_path / "scale.json"
-    argv = ["--quick", "--mongo-uri", os.environ["FPTRACK_MONGO_URI"], "--json", str(out)]
-    result = scale_sim.main(argv)
-    data = json.loads(out.read_text(encoding="utf-8"))
-    assert data == json.loads(json.dumps(result))
+    data = run_benchmark(
+        "scale_sim", "--quick", "--mongo-uri", os.environ["FPTRACK_MONGO_URI"], out=out
+    )
     m, t = data["measured"], data["target"]
     assert m["copies"] > 0 and m["matches"] >= m["copies"]  # every planted copy found
     assert m["work_chars"] >= 3 * 30_000 and m["masters"] == 3

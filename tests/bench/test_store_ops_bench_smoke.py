@@ -5,23 +5,24 @@ CPU (read from ``/proc``)."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import store_ops_bench
+from tests.support.benchmarks import run_benchmark
+
+OPERATIONS = {"insert", "upsert", "conditional mark", "mark by _id"}
+"""The operations of ``bench/store_ops_bench.py`` (its ``OPERATIONS``)."""
 
 pytestmark = pytest.mark.bench
 
 
 def test_a_small_run_writes_each_operation_s_cost(tmp_path: Path) -> None:
     out = tmp_path / "store_ops.json"
-    store_ops_bench.main(["--docs", "200", "--runs", "1", "--json", str(out)])
-    result = json.loads(out.read_text(encoding="utf-8"))
+    result = run_benchmark("store_ops_bench", "--docs", "200", "--runs", "1", out=out)
     figures = result["ms_per_op"]
     assert result["sizes"] == {"docs": 200, "runs": 1, "text_chars": 3000}
     for kind in ("indexed", "plain", "indexed_over_plain"):
-        assert set(figures[kind]) == set(store_ops_bench.OPERATIONS), kind
+        assert set(figures[kind]) == OPERATIONS, kind
     assert all(v >= 0 for kind in ("indexed", "plain") for v in figures[kind].values())
     assert figures["indexed"]["upsert"] > 0 and figures["indexed"]["conditional mark"] > 0

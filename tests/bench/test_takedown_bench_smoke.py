@@ -4,21 +4,22 @@ HTTP, and the measured figures equal the truth the sites were told. It never ass
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import takedown_bench
+from tests.support.benchmarks import run_benchmark
+
+DAYS = (1.0, 3.0, 7.0, 14.0)
+"""The days after a notice the takedown benchmark rechecks on (its ``DAYS``)."""
 
 pytestmark = pytest.mark.bench
 
 
 def test_quick_run_measures_the_truth(tmp_path: Path) -> None:
     out = tmp_path / "takedowns.json"
-    takedown_bench.main(["--quick", "--json", str(out)])
-    result = json.loads(out.read_text(encoding="utf-8"))
-    assert result["rechecks"] == 5 * 8 * len(takedown_bench.DAYS)
+    result = run_benchmark("takedown_bench", "--quick", out=out)
+    assert result["rechecks"] == 5 * 8 * len(DAYS)
     assert result["state_accuracy"] == 1.0
     for site in result["sites"]:
         assert site["removal_rate"] == pytest.approx(site["truth_removal_rate"]), site

@@ -5,21 +5,19 @@ very outlines, reads almost nothing. It never asserts a speed."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from bench import webfont_bench
+from tests.support.benchmarks import benchmark, run_benchmark
 
 pytestmark = pytest.mark.bench
 
 
 def test_quick_run_reads_the_hidden_chapter(tmp_path: Path) -> None:
     out = tmp_path / "webfont.json"
-    argv = ["--quick", "--typefaces", "droid", "--json", str(out)]
-    webfont_bench.main(argv, texts=webfont_bench.sample_chapters()[2:3])
-    result = json.loads(out.read_text(encoding="utf-8"))
+    argv = ["--quick", "--typefaces", "droid", "--skip", "2", "--chapters", "1"]  # the third
+    result = run_benchmark("webfont_bench", *argv, out=out)
     assert result["args"]["chapters"] == 1 and result["args"]["references"] == ["zenhei"]
     reference = result["references"]["zenhei"]
     assert reference["chars"] > 6700 and reference["bytes"] > 1_000_000
@@ -31,8 +29,7 @@ def test_quick_run_reads_the_hidden_chapter(tmp_path: Path) -> None:
         assert 0 < pair["peers"]["bitmap-nn"]["right"]["mean"] < pair["right"]["mean"]
 
 
-def test_a_typeface_not_installed_is_a_one_line_error(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        webfont_bench.main(["--typefaces", "comic-sans"])
-    assert exit_.value.code == 2
-    assert "typeface comic-sans is not installed (known: zenhei" in capsys.readouterr().err
+def test_a_typeface_not_installed_is_a_one_line_error() -> None:
+    done = benchmark("webfont_bench", "--typefaces", "comic-sans")
+    assert done.returncode == 2
+    assert "typeface comic-sans is not installed (known: zenhei" in done.stderr

@@ -4,7 +4,7 @@
   127.0.0.1, over an engine on the test MongoDB server and the test Redis database, with an
   :class:`~admin.web.dispatch.InlineDispatch` whose lock serialises the requests with the
   crawl's page processing, as in ``fptrack scan --serve``; accounts of :data:`PASSWORDS`.
-- ``fixture_site``: the pages of :func:`browser_support.site_pages` (and a robots.txt) on
+- ``fixture_site``: the pages of :func:`tests.support.browser.site_pages` (and a robots.txt) on
   127.0.0.1.
 - ``browser``: Debian's Chromium (``/usr/bin/chromium``, else ``FPTRACK_TEST_CHROMIUM``)
   driven by Playwright, headless. A missing Chromium fails the tests: CI installs it.
@@ -31,14 +31,14 @@ from admin.context import Context
 from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
-from bench.fixture_site import FixtureSite
-from bench.fixture_site import page as html_resource
-from bench.http_server import WSGIServer
 from crawler import reactor
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests.browser.browser_support import ROBOTS, ROOT, PageLog, Server, site_pages
-from tests.web.web_support import PASSWORDS
+from tests.servers.fixture_site import FixtureSite
+from tests.servers.fixture_site import page as html_resource
+from tests.servers.http_server import WSGIServer
+from tests.support.browser import ROBOTS, ROOT, PageLog, Server, site_pages
+from tests.support.web import PASSWORDS
 
 reactor.install()  # before anything imports twisted.internet.reactor
 expect.set_options(timeout=10_000)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from bench.fixture_site import FixtureSite
-from tests.browser.browser_support import (
+from tests.servers.fixture_site import FixtureSite
+from tests.support.browser import (
     COPIED_WORK,
     COPY_PATH,
     WORKS,
@@ -27,7 +27,7 @@ from tests.browser.browser_support import (
     squeezed,
     upload_works,
 )
-from tests.web.web_support import PASSWORDS
+from tests.support.web import PASSWORDS
 
 EXPORT_PATH = "/reports/export.csv"
 

@@ -8,9 +8,9 @@ from playwright.sync_api import Page, expect
 
 from matcher import alerts
 from matcher.store.alerts import AlertStore
-from tests.browser.browser_support import PageLog, Server, log_in, log_out
-from tests.support.alerts import webhook_receiver
-from tests.web.web_support import PASSWORDS, seed_match
+from tests.servers.alerts import webhook_receiver
+from tests.support.browser import PageLog, Server, log_in, log_out
+from tests.support.web import PASSWORDS, seed_match
 
 SECRET = "browser-secret-1"
 HOSTILE = "<img src=x onerror=alert(1)>"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from tests.browser.browser_support import PageLog, Server, log_in
-from tests.web.web_support import PASSWORDS, seed_match
+from tests.support.browser import PageLog, Server, log_in
+from tests.support.web import PASSWORDS, seed_match
 
 
 def test_make_use_and_revoke_a_token(page: Page, page_log: PageLog, server: Server) -> None:

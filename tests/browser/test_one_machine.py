@@ -21,8 +21,8 @@ import redis
 from playwright.sync_api import Page, expect
 
 from admin.scan import serve_directory
-from tests.admin.cli_support import Ran, fptrack
-from tests.browser.browser_support import ROOT, PageLog, log_in
+from tests.support.browser import ROOT, PageLog, log_in
+from tests.support.cli import Ran, fptrack
 from tests.support.one_machine import supervisord_start
 from tests.support.waits import eventually
 

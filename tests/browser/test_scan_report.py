@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from admin.cli import main
 from admin.report.html_report import Counts, render
-from tests.browser.browser_support import ROOT, PageLog
+from tests.support.browser import ROOT, PageLog
 
 WORKS = ROOT / "samples" / "works"
 AD_LINE = "请访问 www.shuhaige-example.com 阅读最新章节"  # inside star-voyage's copy

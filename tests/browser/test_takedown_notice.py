@@ -11,8 +11,8 @@ from pathlib import Path
 from playwright.sync_api import Page, expect
 
 from admin.report.takedown import PLACEHOLDERS
-from tests.browser.browser_support import PageLog, Server, log_in, log_out
-from tests.web.web_support import PASSWORDS, sample_text
+from tests.support.browser import PageLog, Server, log_in, log_out
+from tests.support.web import PASSWORDS, sample_text
 
 CONFIRMED_URL = "http://pirate.example/book/1.html"
 UNREVIEWED_URL = "http://pirate.example/book/2.html"

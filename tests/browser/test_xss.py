@@ -10,8 +10,8 @@ from urllib.parse import quote
 
 from playwright.sync_api import Browser, Page, expect
 
-from bench.fixture_site import FixtureSite
-from tests.browser.browser_support import (
+from tests.servers.fixture_site import FixtureSite
+from tests.support.browser import (
     PAYLOADS,
     TITLE_PAYLOAD,
     WORK_FILE_PAYLOAD,
@@ -27,7 +27,7 @@ from tests.browser.browser_support import (
     match_link,
     upload_works,
 )
-from tests.web.web_support import PASSWORDS
+from tests.support.web import PASSWORDS
 
 WORK_TITLE = WORK_FILE_PAYLOAD.removesuffix(".txt")
 LOGIN_PAYLOAD = '"><script>window.__xss=5;alert(5)</script>'

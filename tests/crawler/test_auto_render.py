@@ -1,6 +1,6 @@
 """Automatic render (:mod:`crawler.render`), crawled for real on 127.0.0.1 with Debian's
 Chromium: on a site mixing plain chapters with chapters built by script
-(:mod:`bench.hiding_scripts`), only the latter are requested again through the browser and
+(:mod:`tests.sites.hiding_scripts`), only the latter are requested again through the browser and
 their text stored; a site of plain pages never starts one. Without a browser the pages built
 by script are counted as ``needs_browser`` with a one-line hint. A page whose script never
 ends is bounded. A rendered page keeps only what a person sees."""
@@ -10,14 +10,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process, crawl_problem
 from matcher.archive import Exchange
 from matcher.crawl_runs import NEEDS_BROWSER_HINT, hints, not_crawled, not_crawled_urls
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, page
+from tests.sites.hiding_site import mixed_pages
+from tests.sites.script_site import chromium, halves
 from tests.support.crawl import RecordingIngest
-from tests.support.hiding_site import mixed_pages
-from tests.support.script_site import chromium, halves
 
 PLAIN, BASE64, JSON = 3, 2, 2
 

@@ -8,9 +8,9 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from bench.fixture_site import FixtureSite, Resource
 from crawler.run import crawl_in_process
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, Resource
 
 PAGES = 12
 DELAY_S = 0.5

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
 from matcher.ingest import Ingest
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from tests.servers.fixture_site import FixtureSite, page
 
 LINES = [
     "那天夜里雨下得很大，渡口的灯笼被风吹得左右摇晃，船夫把缆绳又紧了一圈。",

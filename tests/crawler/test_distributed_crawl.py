@@ -23,9 +23,9 @@ from typing import IO, Any
 import pytest
 import redis
 
-from bench.fixture_site import FixtureSite, Resource, page
 from matcher.keys import Keys
 from tests.conftest import TEST_REDIS_URL
+from tests.servers.fixture_site import FixtureSite, Resource, page
 
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = "fptrack-test"
@@ -128,7 +128,7 @@ def site(books: Crowd) -> Iterator[FixtureSite]:
 
 
 class Crawler:
-    """A ``tests.crawler.frontier_crawler`` process and what it announced."""
+    """A ``tests.support.frontier_crawler`` process and what it announced."""
 
     def __init__(self, site: FixtureSite, tmp: Path, name: str) -> None:
         config = {"name": "big", "start_urls": [site.url("/")], "obey_robots": False}
@@ -136,7 +136,7 @@ class Crawler:
         self.stats_path = tmp / f"{name}.json"
         self.stderr: IO[str] = (tmp / f"{name}.log").open("w")
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.crawler.frontier_crawler", "--site-json",
+            [sys.executable, "-m", "tests.support.frontier_crawler", "--site-json",
              json.dumps(config), "--redis-url", TEST_REDIS_URL, "--prefix", PREFIX,
              "--lease", str(LEASE), "--items-key", "items", "--stats", str(self.stats_path)],
             cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},

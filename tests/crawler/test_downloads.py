@@ -15,8 +15,6 @@ import pytest
 from ebooklib import epub
 
 from admin.cli import main
-from bench.fixture_site import FixtureSite, Resource, page
-from bench.hostile_crawl import zip_of
 from crawler.downloads import (
     MAX_MEMBERS,
     MAX_NESTING,
@@ -29,6 +27,8 @@ from crawler.downloads import (
 )
 from crawler.run import crawl_in_process
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, Resource, page
+from tests.sites.refused_site import zip_of
 from tests.support.crawl import RecordingIngest
 
 WORKS = Path(__file__).resolve().parents[2] / "samples" / "works"

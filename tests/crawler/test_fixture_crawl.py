@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from pymongo.database import Database
 
-from bench.fixture_site import FixtureSite, Resource, page
-from bench.net import free_port
 from crawler.run import crawl_in_process
 from crawler.settings import USER_AGENT
 from matcher.ingest import Ingest
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from tests.servers.fixture_site import FixtureSite, Resource, page
+from tests.servers.net import free_port
 from tests.support.crawl import RecordingIngest
 
 TEXTS = {

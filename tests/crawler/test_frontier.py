@@ -13,13 +13,13 @@ import redis
 from scrapy_redis.dupefilter import RFPDupeFilter
 from scrapy_redis.queue import PriorityQueue
 
-from bench.fixture_site import FixtureSite, Resource, page
 from crawler.frontier import REQUEST_CODEC
 from crawler.lease import CrawlLease, RedisFrontiers
 from crawler.run import BUSY, crawl_in_process
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.keys import Keys
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, Resource, page
 from tests.support.crawl import RecordingIngest
 
 PREFIX = "fptrack-test"

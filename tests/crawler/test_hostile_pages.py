@@ -9,12 +9,12 @@ from scrapy import Request
 from scrapy.http import HtmlResponse
 from scrapy.settings import Settings
 
-from bench.fixture_site import FixtureSite, page
 from crawler.encoding import decode_body, looks_like_html, sniff_html
 from crawler.extract import MAX_NESTING, extract, flatten_deep, parse_html
 from crawler.meta_refresh import HEAD_BYTES, HeadMetaRefreshMiddleware
 from crawler.run import crawl_in_process
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, page
 from tests.support.crawl import RecordingIngest
 from tests.support.waits import eventually
 
@@ -223,8 +223,8 @@ def test_a_page_with_more_links_than_the_cap_gives_the_first_and_counts_the_othe
     ingest: RecordingIngest, test_overrides: dict[str, Any]
 ) -> None:
     """Issue 23: of a page with 2,000 new links, the first 100 are followed, 1,900 counted."""
-    from bench.hostile_site import FLOOD_PREFIX, link_flood
     from matcher.crawl_runs import not_crawled
+    from tests.servers.hostile_site import FLOOD_PREFIX, link_flood
 
     overrides = {**test_overrides, "FPTRACK_MAX_LINKS_PER_PAGE": 100}
     with FixtureSite(generated={FLOOD_PREFIX: link_flood(2000)}) as site:
@@ -244,8 +244,8 @@ def test_a_site_generating_links_forever_is_held_at_the_pending_cap(
 ) -> None:
     """Every page brings 50 new links; the queue never holds more than 20 requests, the
     links dropped for it are counted, and the crawl ends at its page budget."""
-    from bench.hostile_site import FLOOD_PREFIX, link_flood
     from matcher.crawl_runs import not_crawled
+    from tests.servers.hostile_site import FLOOD_PREFIX, link_flood
 
     overrides = {**test_overrides, "FPTRACK_MAX_PENDING": 20, "CONCURRENT_REQUESTS": 2}
     with FixtureSite(generated={FLOOD_PREFIX: link_flood(50)}) as site:
@@ -361,7 +361,7 @@ def test_a_deadline_holds_against_slow_downloads_and_huge_pages(
     (``closespider_timeout``), hanging up on the slow pages before their end (so before
     their download timeout); what it did not finish counts as ``deadline``, not as the
     site's timeouts."""
-    from bench.hostile_site import FLOOD_PREFIX, link_flood
+    from tests.servers.hostile_site import FLOOD_PREFIX, link_flood
 
     slow = Trickle(40)
     links = "".join(f'<a href="/slow/{n}.html">{n}</a>' for n in range(4))

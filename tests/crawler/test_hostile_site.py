@@ -1,4 +1,4 @@
-"""The hostile site (:mod:`bench.hostile_site`) crawled for real on 127.0.0.1: every copy is
+"""The hostile site (:mod:`tests.servers.hostile_site`) crawled for real on 127.0.0.1: every copy is
 stored under its URL with its work's text, every other trick is counted under its reason and
 stores nothing, and the crawl finishes on its own."""
 
@@ -12,10 +12,10 @@ from typing import Any
 import opencc
 import pytest
 
-from bench.fixture_site import FixtureSite
-from bench.hostile_site import COPY, FLOOD_PREFIX, HostileSite, build
 from crawler.run import crawl_in_process
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite
+from tests.servers.hostile_site import COPY, FLOOD_PREFIX, HostileSite, build
 from tests.support.crawl import RecordingIngest
 
 WORKS = Path(__file__).resolve().parents[2] / "samples" / "works"

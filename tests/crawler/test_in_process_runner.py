@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from bench.fixture_site import FixtureSite, page
 from crawler import reactor
 from crawler.run import CrawlFailed, crawl_in_process, crawl_problem
 from matcher.sites import SiteConfig, SiteConfigError
+from tests.servers.fixture_site import FixtureSite, page
 from tests.support.crawl import RecordingIngest
 
 TEXT = "守塔人提着油灯一级一级爬上螺旋楼梯，灯室里很冷，远处的海面漆黑一片。"

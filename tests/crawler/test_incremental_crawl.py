@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
 from matcher import crawl_runs
 from matcher.ingest import Ingest
 from matcher.sites import SiteConfig
 from matcher.store import Store
+from tests.servers.fixture_site import FixtureSite, page
 
 LINES = [
     "那天夜里雨下得很大，渡口的灯笼被风吹得左右摇晃，船夫把缆绳又紧了一圈。",

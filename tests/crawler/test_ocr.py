@@ -16,7 +16,6 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from bench.text_images import FONTS, Style, cer, render_chapter
 from crawler.ocr import EMPTY, PAGE_CAP, PAGE_TIME, READ, ImageReader
 from crawler.ocr.engines import TESSERACT, unavailable
 from crawler.ocr.images import (
@@ -30,6 +29,7 @@ from crawler.ocr.images import (
     text_shape,
 )
 from crawler.ocr.worker import MEMORY, NO_ENGINE, TIMEOUT
+from tests.sites.text_images import FONTS, Style, cer, render_chapter
 
 WORKS = Path(__file__).resolve().parents[2] / "samples" / "works"
 SHORT = Style("short", size=22, columns=16)

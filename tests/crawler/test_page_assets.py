@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 
-from bench.fixture_site import FixtureSite, Resource, page
 from crawler.page_assets import css_needs, decode_data_url, discover, may_need
 from crawler.reading import PageAssets
 from crawler.run import crawl_in_process
 from crawler.settings import ASSETS_SEEN_SETTING, ByReference
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, Resource, page
 from tests.support.crawl import RecordingIngest
 
 LINES = [
@@ -232,7 +232,7 @@ def test_pages_without_assets_fetch_nothing_more(
 def test_content_images_are_read_by_ocr(
     test_overrides: dict[str, Any], ingest: RecordingIngest
 ) -> None:
-    from bench.text_images import STYLES, cer, font_available, render_chapter
+    from tests.sites.text_images import STYLES, cer, font_available, render_chapter
 
     style = STYLES[0]
     if not font_available(style):
@@ -258,14 +258,14 @@ def test_content_images_are_read_by_ocr(
 def test_the_hiding_fixtures_pages_are_fetched_with_what_they_need(
     test_overrides: dict[str, Any], ingest: RecordingIngest
 ) -> None:
-    """The image and font techniques' pages (``bench/hiding_images.py``,
-    ``bench/hiding_fonts.py``) crawled: each page's reader gets its content images' text
+    """The image and font techniques' pages (``tests/sites/hiding_images.py``,
+    ``tests/sites/hiding_fonts.py``) crawled: each page's reader gets its content images' text
     and its font; the site's logo and the lazy-load placeholder are never fetched."""
     import mimetypes
     import random
 
-    from bench.hiding_shape import technique
-    from bench.text_images import cer
+    from tests.sites.hiding_shape import technique
+    from tests.sites.text_images import cer
 
     text = "\n".join(LINES)
     rng = random.Random(38)

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
 from matcher.archive import RENDERED_FIELD, Exchange, warc_bytes
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, page
+from tests.sites.script_site import ENDPOINTS, PARTS, chromium, halves, script_pages
 from tests.support.crawl import RecordingIngest
-from tests.support.script_site import ENDPOINTS, PARTS, chromium, halves, script_pages
 
 
 def crawl(site: FixtureSite, overrides: dict[str, Any], **fields: Any) -> dict[str, Any]:

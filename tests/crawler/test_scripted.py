@@ -1,6 +1,6 @@
 """Detection of script-built pages (:mod:`crawler.scripted`) through the real reader
 (:func:`crawler.reading.read_page`), on pages shaped like those of the field: the two
-techniques of :mod:`bench.hiding_scripts` are flagged on every draw; plain chapters, chapter
+techniques of :mod:`tests.sites.hiding_scripts` are flagged on every draw; plain chapters, chapter
 lists, book pages and short pages without a building script never are, whatever scripts
 (analytics, a login box fetched by ``$.get``, ads by ``document.write``) they carry."""
 
@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from bench import hiding_scripts
-from bench.eval_corpus import make_sites
-from bench.site_html import Pager, novel_book, novel_chapter, novel_list
 from crawler.reading import ReadJob, read_page
-from tests.support.script_site import SHELL, halves
+from tests.sites import hiding_scripts
+from tests.sites.eval_corpus import make_sites
+from tests.sites.script_site import SHELL, halves
+from tests.sites.site_html import Pager, novel_book, novel_chapter, novel_list
 
 TEXT = halves()[0]
 LINES = [line for line in TEXT.splitlines() if line.strip()]

@@ -8,13 +8,13 @@ import time
 from collections import Counter
 from typing import Any
 
-from bench.fixture_site import FixtureSite
-from bench.local_sentinel import LocalSentinel
 from crawler.lease import RedisFrontiers
 from crawler.run import crawl_in_process
 from matcher.keys import Keys
 from matcher.settings import Settings
 from tests.crawler.test_frontier import CHAIN, PREFIX, chain_site, config
+from tests.servers.fixture_site import FixtureSite
+from tests.servers.local_sentinel import LocalSentinel
 
 LEASE_S = 9
 

@@ -244,7 +244,7 @@ def webfont_cache(tmp_path_factory: pytest.TempPathFactory) -> str:
 def test_web_fonts_named_by_the_cascade_are_decoded(inline: bool, webfont_cache: str) -> None:
     from pathlib import Path
 
-    from bench.font_sites import TYPEFACES, obfuscate
+    from tests.sites.font_sites import TYPEFACES, obfuscate
 
     source = (Path(__file__).resolve().parents[2] / "samples/works/lighthouse.txt").read_text(
         "utf-8"

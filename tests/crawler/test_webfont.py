@@ -1,6 +1,6 @@
 """Obfuscating web fonts decoded by glyph shape (:mod:`crawler.webfont`).
 
-Fixture pages are built as pirate sites build them (:mod:`bench.font_sites`): a sample
+Fixture pages are built as pirate sites build them (:mod:`tests.sites.font_sites`): a sample
 work's text behind a font made per request from a real CJK typeface of this machine (Droid
 Sans Fallback, a sans; AR PL UMing, a Ming serif), with random private-use or shuffled
 real code points and random glyph names, identified against another typeface (the
@@ -22,14 +22,6 @@ import brotli
 import pytest
 from fontTools.ttLib import TTFont
 
-from bench.font_sites import (
-    TYPEFACES,
-    ObfuscatedPage,
-    build_font,
-    decoded_accuracy,
-    obfuscate,
-    open_typeface,
-)
 from crawler.webfont import (
     DEFAULT_REFERENCE,
     FontDecoder,
@@ -41,6 +33,14 @@ from crawler.webfont import (
     shared_reference,
 )
 from crawler.webfont.reference import reference_chars
+from tests.sites.font_sites import (
+    TYPEFACES,
+    ObfuscatedPage,
+    build_font,
+    decoded_accuracy,
+    obfuscate,
+    open_typeface,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ("lighthouse.txt", "tea-history.txt")

@@ -15,7 +15,7 @@ from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.store.alerts import AlertStore
 from tests.e2e.test_worker import worker_processes
-from tests.support.alerts import webhook_receiver
+from tests.servers.alerts import webhook_receiver
 from tests.support.e2e import ROOT, app
 from tests.support.waits import eventually
 

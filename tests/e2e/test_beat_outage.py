@@ -20,7 +20,7 @@ from matcher.schedules import Schedules
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
-from tests.support.outage import Service, own_redis, redis_url
+from tests.servers.outage import Service, own_redis, redis_url
 from tests.support.waits import eventually
 
 

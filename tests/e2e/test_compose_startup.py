@@ -25,9 +25,9 @@ import redis
 import yaml
 from pymongo.database import Database
 
-from bench.net import free_port
 from matcher.settings import Settings
-from tests.admin.cli_support import fptrack
+from tests.servers.net import free_port
+from tests.support.cli import fptrack
 from tests.support.e2e import ROOT
 from tests.support.waits import eventually
 

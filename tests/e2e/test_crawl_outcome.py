@@ -21,10 +21,10 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from bench.fixture_site import FixtureSite, page
 from matcher.keys import Keys
 from matcher.store import Store
-from tests.admin.cli_support import fptrack
+from tests.servers.fixture_site import FixtureSite, page
+from tests.support.cli import fptrack
 from tests.support.e2e import ROOT, sample
 from tests.support.waits import eventually
 

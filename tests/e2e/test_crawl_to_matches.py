@@ -103,7 +103,7 @@ def test_a_download_in_parts_is_one_task_and_one_record_per_work(
     """A ZIP of the four sample novels' chapters, read in parts of one chapter each: the
     crawl sends one task (the first part's), the worker matches every part with it and
     records one match per work on the download's URL."""
-    from tests.support.downloads import book_site
+    from tests.sites.downloads import book_site
 
     names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]
     texts = [(WORKS / name).read_text(encoding="utf-8") for name in names]

@@ -11,13 +11,13 @@ from typing import Any
 from admin.cli import main
 from admin.commands.evidence import NO_TRUSTED_TIMESTAMP
 from admin.context import Context
-from bench.fixture_site import FixtureSite, page
 from crawler.run import crawl_in_process
 from matcher.archive import GridFSArchive, verify
 from matcher.engine import Engine
 from matcher.ingest import Ingest
 from matcher.jobs import prune_archive
 from matcher.sites import SiteConfig
+from tests.servers.fixture_site import FixtureSite, page
 from tests.support.e2e import sample
 
 SETTINGS = {"AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "WARNING"}

@@ -12,7 +12,6 @@ from datetime import timedelta
 import pytest
 import redis
 
-from bench.takedown_site import ChangingSite
 from crawler.one_page import page_text
 from matcher import takedowns, tasks
 from matcher.engine import Engine
@@ -21,6 +20,7 @@ from matcher.pages import CrawledPage
 from matcher.sites import SiteConfig
 from matcher.store import now
 from tests.e2e.test_worker import enqueue, worker
+from tests.servers.takedown_site import ChangingSite
 from tests.support.e2e import app, sample
 from tests.support.waits import eventually
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import redis
 
-from tests.admin.cli_support import fptrack
+from tests.servers.outage import children, command_line, own_redis, redis_url
+from tests.support.cli import fptrack
 from tests.support.one_machine import supervisorctl, supervisord_start
-from tests.support.outage import children, command_line, own_redis, redis_url
 from tests.support.waits import eventually
 
 PROGRAMS = ("admin", "beat", "mongodb", "worker")

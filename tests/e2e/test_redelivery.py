@@ -36,7 +36,7 @@ from tests.e2e.test_worker_kills import LOCK_SECONDS, WORKS, register_and_ingest
 from tests.support.e2e import CHROME, ROOT, app, sample
 from tests.support.waits import eventually
 
-HERE = Path(__file__).parent
+SUPPORT = Path(__file__).resolve().parents[1] / "support"  # the worker scripts
 TIMEOUT = 3
 """The visibility timeout of these tests' workers (seconds)."""
 SETTINGS = {
@@ -76,7 +76,7 @@ def worker(*extra: str) -> list[str]:
 
 
 def slow_worker(log: Path, seconds: float) -> list[str]:
-    return [sys.executable, str(HERE / "slow_worker.py"), str(log), str(seconds)]
+    return [sys.executable, str(SUPPORT / "slow_worker.py"), str(log), str(seconds)]
 
 
 def pending(engine: Engine) -> list[str]:
@@ -94,7 +94,7 @@ def test_a_killed_worker_s_task_comes_back_after_the_visibility_timeout(
 ) -> None:
     register_and_ingest(engine, enqueue)
     marker = tmp_path / "stopped"
-    doomed_worker = [sys.executable, str(HERE / "doomed_worker.py"), str(marker), point, "solo"]
+    doomed_worker = [sys.executable, str(SUPPORT / "doomed_worker.py"), str(marker), point, "solo"]
     with processes(doomed_worker) as [doomed]:
         eventually(marker.exists, 60, f"the worker to stop at {point}")
         os.killpg(doomed.pid, signal.SIGKILL)  # the worker and everything it started

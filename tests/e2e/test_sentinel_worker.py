@@ -22,7 +22,6 @@ from celery import Celery
 from pymongo.database import Database
 from redbeat.schedulers import ensure_conf
 
-from bench.local_sentinel import LocalSentinel
 from matcher.celery_app import make_app
 from matcher.engine import Engine
 from matcher.ingest import Ingest
@@ -30,11 +29,12 @@ from matcher.pages import CrawledPage
 from matcher.redis_clients import connect_server
 from matcher.schedules import DAILY_MATCH, Schedules
 from matcher.settings import Settings
-from tests.admin.cli_support import fptrack
+from tests.servers.local_sentinel import LocalSentinel
+from tests.support.cli import fptrack
 from tests.support.e2e import CHROME, ROOT, sample
 from tests.support.waits import eventually
 
-HERE = Path(__file__).resolve().parent
+SUPPORT = Path(__file__).resolve().parents[1] / "support"  # the worker scripts
 
 
 @contextmanager
@@ -156,7 +156,7 @@ def test_a_worker_running_a_task_rides_out_a_failover(
     its match is recorded, and the worker takes the next page from the new primary."""
     works, matched = on_sentinel.works, on_sentinel.matched
     starts, log = tmp_path / "starts", tmp_path / "worker.log"
-    slow = [str(HERE / "slow_worker.py"), str(starts), "6", "worker", "--concurrency", "2"]
+    slow = [str(SUPPORT / "slow_worker.py"), str(starts), "6", "worker", "--concurrency", "2"]
     with service(on_sentinel.env, *slow, log=log) as worker:
         first = on_sentinel.copy("http://pirate/1", "lighthouse.txt")
         eventually(lambda: starts.exists() and bool(starts.read_text()), 90, "the task to start")

@@ -18,13 +18,11 @@ from pathlib import Path
 import pytest
 from pymongo import MongoClient
 
-from bench.fixture_site import FixtureSite, page
-from bench.net import free_port
 from matcher.celery_app import make_app
 from matcher.settings import Settings
-from tests.admin.cli_support import fptrack
-from tests.support.e2e import sample
-from tests.support.outage import (
+from tests.servers.fixture_site import FixtureSite, page
+from tests.servers.net import free_port
+from tests.servers.outage import (
     Service,
     answers,
     children,
@@ -33,7 +31,9 @@ from tests.support.outage import (
     own_redis,
     redis_url,
 )
-from tests.support.servers import Server
+from tests.servers.session import Server
+from tests.support.cli import fptrack
+from tests.support.e2e import sample
 from tests.support.waits import eventually
 
 

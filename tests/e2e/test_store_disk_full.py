@@ -1,5 +1,6 @@
-"""A full disk under the store is named and heals (:class:`bench.hostile_processes.DiskFull`,
-the hostile benchmark's ``store-disk-full`` case, run here once).
+"""A full disk under the store is named and heals: the hostile benchmark's ``store-disk-full``
+case (``bench/hostile_processes.py``), run here once as its users run it (``python -m
+bench.hostile_bench --cases store-disk-full``), its JSON read back.
 
 SecantusDB runs as the one-machine deployment starts it (``deploy/local/mongodb.py`` under
 supervisord, :mod:`bench.supervised`) with its data on a tmpfs of its own (mounted here: root only),
@@ -19,21 +20,24 @@ from pathlib import Path
 
 import pytest
 
-from bench.hostile_processes import BAD_TASKS, DISK_MB, DiskFull
-from bench.small_disk import SmallDisk
+from tests.support.benchmarks import run_benchmark
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 
+BAD_TASKS = 2
+"""The tasks the case sends that fail for good (the benchmark's ``BAD_TASKS``)."""
+
 
 def test_a_full_disk_under_the_store_is_named_and_heals(tmp_path: Path) -> None:
-    with SmallDisk(tmp_path / "disk", DISK_MB) as disk:
-        run = DiskFull(tmp_path, disk)
-        run.run()
-    said = run.figures
-    assert said["check_status"] == 1
-    assert "MongoDB at mongodb://127.0.0.1:" in said["check"]
-    assert "answers with internal errors (disk full?)" in said["check"], said["check"]
-    assert said["internal_errors_metric"] == 1 and said["logged"]
-    assert said["failed_for_good"] == 0  # every page matched in the end
-    assert said["kept"] == BAD_TASKS == said["written"]
-    assert said["restarted_store"] and said["check_after"] == 0
+    argv = ["--runs", "1", "--cases", "store-disk-full", "--no-works", "--no-peers"]
+    said = run_benchmark("hostile_bench", *argv, out=tmp_path / "disk.json")["cases"][
+        "store-disk-full"
+    ]
+    [check] = said["check"]
+    assert said["exit"] == [1]  # check's status during the fault
+    assert "MongoDB at mongodb://127.0.0.1:" in check
+    assert "answers with internal errors (disk full?)" in check, check
+    assert said["internal_errors_metric"] == [1] and said["logged"] == [True]
+    assert said["failed_for_good"]["max"] == 0  # every page matched in the end
+    assert said["kept"]["max"] == BAD_TASKS == said["written"]["max"]
+    assert said["restarted_store"] == [True] and said["check_after"] == [0]

@@ -15,8 +15,8 @@ from pymongo.database import Database
 
 from bench.supervised import exits, one_program
 from matcher.celery_app import PAGE_QUEUE
-from tests.admin.cli_support import fptrack
 from tests.e2e.test_service_units import restarts
+from tests.support.cli import fptrack
 from tests.support.e2e import ROOT
 from tests.support.waits import eventually
 

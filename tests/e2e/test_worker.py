@@ -34,8 +34,8 @@ from matcher.redis_clients import COMMAND
 from matcher.runtime import Runtime
 from matcher.settings import Settings
 from matcher.store import Store, now, tallies
+from tests.servers.raw_servers import hanging_up_redis
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
-from tests.support.raw_servers import hanging_up_redis
 from tests.support.waits import eventually
 
 

@@ -131,7 +131,7 @@ def start_doomed(marker: Path, point: str, pool: str) -> subprocess.Popen[bytes]
         "FPTRACK_PAGE_LOCK_SECONDS": str(LOCK_SECONDS),
     }
     return subprocess.Popen(
-        [sys.executable, str(Path(__file__).with_name("doomed_worker.py")), str(marker), point,
+        [sys.executable, str(ROOT / "tests" / "support" / "doomed_worker.py"), str(marker), point,
          pool],
         env=env,
         cwd=ROOT,

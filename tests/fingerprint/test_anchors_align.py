@@ -6,13 +6,13 @@ import random
 
 import numpy as np
 import pytest
-from conftest import SANGUO, SHUIHU, SIMPLIFIED, TRADITIONAL, XIYOU
 
 from fingerprint.align import AlignParams, align, covered, occurrence_pairs
 from fingerprint.anchors import AnchorParams, Anchors, Channel, anchors
 from fingerprint.base import CorruptFingerprint, IncompatibleFingerprints
 from fingerprint.normalize import normalize
 from fingerprint.tokens import content_codes, from_codepoints
+from tests.support.texts import SANGUO, SHUIHU, SIMPLIFIED, TRADITIONAL, XIYOU
 
 LONG = SANGUO + XIYOU + SHUIHU
 

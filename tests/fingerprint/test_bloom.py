@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_hashing import M64, fmix64_ref
 
 from fingerprint.base import CorruptFingerprint, IncompatibleFingerprints
 from fingerprint.bloom import (
@@ -20,6 +19,7 @@ from fingerprint.bloom import (
     bloom_positions,
 )
 from fingerprint.tokens import ngram_hash_array
+from tests.support.reference_hashing import M64, fmix64_ref
 
 
 def positions_ref(h: int, bits: int, seed: int) -> tuple[int, int]:

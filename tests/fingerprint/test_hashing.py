@@ -7,9 +7,9 @@ import pytest
 import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from reference_hashing import M64, fmix64_ref
 
 from fingerprint.hashing import fmix64, hash32, hash64, hash_rows, ngram_hashes
+from tests.support.reference_hashing import M64, fmix64_ref
 
 GOLDEN = 0x9E3779B97F4A7C15
 

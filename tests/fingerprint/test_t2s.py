@@ -109,9 +109,9 @@ def test_texts_holding_a_phrase_are_converted_by_opencc():
 
 @compiled_only
 def test_corpus_normalises_as_with_opencc():
-    corpus = pytest.importorskip("bench.corpus")
+    corpus = pytest.importorskip("tests.sites.corpus")
     if not corpus._complete(corpus.bench_cache_dir(None)):
-        pytest.skip("the benchmarks' corpus is not on this machine (python -m bench.corpus)")
+        pytest.skip("the benchmarks' corpus is not on this machine (python -m tests.sites.corpus)")
     docs = corpus.documents(float("inf"))
     for i in range(0, len(docs), 256):
         chunk = docs[i : i + 256]

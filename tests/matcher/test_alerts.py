@@ -16,7 +16,7 @@ from matcher.errors import SettingsError
 from matcher.settings import Settings
 from matcher.store.alerts import AlertStore
 from tests.matcher.conftest import crawl, page_of, sample
-from tests.support.alerts import closed_port_url, smtp_server, text_of, webhook_receiver
+from tests.servers.alerts import closed_port_url, smtp_server, text_of, webhook_receiver
 
 SECRET = "a-shared-secret"
 

@@ -16,7 +16,6 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from bench.local_cluster import LocalCluster
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, SettingsError
 from matcher.index.redis_io import connect, is_cluster, mget
@@ -26,6 +25,7 @@ from matcher.keys import TAG_GROUPS, group_tags, key_slot, simhash_keys
 from matcher.maintenance import drop_indexes
 from matcher.settings import IndexRedis, Settings
 from tests.matcher.conftest import crawl, matched, novel, page_of, sample
+from tests.servers.local_cluster import LocalCluster
 
 PREFIX = "fptrack-test"
 NAMES = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]

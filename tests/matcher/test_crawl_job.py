@@ -13,7 +13,6 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from bench.net import wait_until
 from matcher import crawl_runs, jobs
 from matcher.keys import Keys
 from matcher.pages import CrawledPage
@@ -21,6 +20,7 @@ from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store, now
 from tests.conftest import TEST_REDIS_URL
+from tests.servers.net import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(
@@ -140,10 +140,10 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
     ``process_pages``)."""
     from admin.scan import serve_directory
     from matcher.celery_app import PAGE_QUEUE
-    from tests.support import servers
+    from tests.servers import session
     from tests.support.e2e import queued_pages
 
-    broker = redis.Redis.from_url(servers.session().redis_url(1))
+    broker = redis.Redis.from_url(session.session().redis_url(1))
     broker.flushdb()
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     try:
@@ -170,7 +170,7 @@ def crawl_while(
     import threading
     import time
 
-    from bench.fixture_site import FixtureSite, page
+    from tests.servers.fixture_site import FixtureSite, page
 
     def slow() -> list[bytes]:
         time.sleep(1.0)
@@ -235,8 +235,8 @@ def crawl_emptied(
     (as its task does on ``frontier_lost``)."""
     import threading
 
-    from bench.fixture_site import FixtureSite, page
-    from tests.support.servers import own_redis
+    from tests.servers.fixture_site import FixtureSite, page
+    from tests.servers.session import own_redis
     from tests.support.waits import eventually
 
     gate = threading.Event()

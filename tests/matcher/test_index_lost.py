@@ -13,7 +13,6 @@ from redis.cluster import RedisCluster
 
 from admin.context import Context
 from admin.health import check_indexes
-from bench.local_cluster import LocalCluster
 from matcher import jobs
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, StoreUnavailable
@@ -22,6 +21,7 @@ from matcher.settings import Settings
 from matcher.store.index_state import IndexState
 from tests.conftest import all_keys
 from tests.matcher.conftest import crawl, matched, page_of, sample
+from tests.servers.local_cluster import LocalCluster
 
 INDEX_BACKENDS = ("server", "cluster")
 NAMES = ["lighthouse.txt", "river-town.txt", "tea-history.txt"]

@@ -18,25 +18,25 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from admin.fetch import FetchError, fetch
-from bench.fixture_site import FixtureSite, page
 from matcher import notify, outbound
-from tests.support.alerts import webhook_receiver
-from tests.support.outbound import (
+from tests.servers.alerts import webhook_receiver
+from tests.servers.fixture_site import FixtureSite, page
+from tests.servers.outbound import (
     odd_urls,
     private_address,
     self_signed,
     slow_server,
     tls_slow_server,
 )
-from tests.support.raw_servers import raw_server
-from tests.support.servers import session
+from tests.servers.raw_servers import raw_server
+from tests.servers.session import session
 from tests.support.waits import eventually
 
 DEADLINE = 1.0
 HUNG_UP_GUARD_S = 10.0
 """A hang guard for the slow server to see the client's hang-up, not a speed figure: the
 client has closed by then, and the server's own give-up
-(:data:`tests.support.outbound.GIVE_UP_S`) is later still."""
+(:data:`tests.servers.outbound.GIVE_UP_S`) is later still."""
 
 
 def outcome_of(call: Any) -> Any:

@@ -14,7 +14,6 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from bench.fixture_site import FixtureSite, page
 from crawler.lease import CrawlLease, FullCrawlRunning, RecrawlLease
 from matcher import jobs
 from matcher.keys import Keys
@@ -22,6 +21,7 @@ from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import Store
 from tests.conftest import SERVERS, TEST_BROKER_URL, TEST_REDIS_URL
+from tests.servers.fixture_site import FixtureSite, page
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTINGS = Settings(

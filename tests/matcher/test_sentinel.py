@@ -10,14 +10,14 @@ import kombu
 import pytest
 from pymongo.database import Database
 
-from bench.local_sentinel import LocalSentinel
-from bench.net import free_port
 from matcher.celery_app import celery_config
 from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, SettingsError, redis_errors
 from matcher.redis_clients import COMMAND, connect
 from matcher.settings import RedisTarget, Settings
 from tests.matcher.conftest import crawl, matched, page_of, sample
+from tests.servers.local_sentinel import LocalSentinel
+from tests.servers.net import free_port
 
 PREFIX = "fptrack-test"
 URL = "redis+sentinel://:p%40ss@10.0.0.1,10.0.0.2:26380/fptrack/2"

@@ -1,5 +1,5 @@
 """Every write a sharded MongoDB 7.0 would refuse, now made by full shard key, through the
-test MongoDB server; and the shard-key audit (:mod:`tests.command_audit`) that the session
+test MongoDB server; and the shard-key audit (:mod:`tests.support.command_audit`) that the session
 runs over every test catching such a write.
 
 Each operation that once addressed a document of a sharded collection by ``_id`` alone
@@ -31,9 +31,9 @@ from matcher.archive import GridFSArchive
 from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, Store, now
 from matcher.store.alerts import AlertStore
-from tests import command_audit
-from tests.command_audit import CommandAudit, check
-from tests.support.servers import session
+from tests.servers.session import session
+from tests.support import command_audit
+from tests.support.command_audit import CommandAudit, check
 
 HERE = Path(__file__).resolve()
 WRITES = ("insert", "update", "delete", "findAndModify")
@@ -290,8 +290,8 @@ def test_a_review_by_id_alone():
 """
 AUDITED_CONFTEST = """
 from pathlib import Path
-from tests import command_audit
-from tests.command_audit import pytest_sessionfinish, pytest_terminal_summary
+from tests.support import command_audit
+from tests.support.command_audit import pytest_sessionfinish, pytest_terminal_summary
 
 command_audit.AUDIT.audited = (Path(__file__).parent,)
 command_audit.install()

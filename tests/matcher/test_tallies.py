@@ -8,7 +8,7 @@ from typing import Any
 
 from matcher.pages import CrawledPage
 from matcher.store import Store, tallies
-from tests.support.outage import mongo_uri, own_mongodb
+from tests.servers.outage import mongo_uri, own_mongodb
 
 STORE_BACKENDS = ("server", "memory")
 """The store's own tests run on the MongoDB-wire server and on the in-memory store."""

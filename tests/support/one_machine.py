@@ -17,8 +17,8 @@ from pathlib import Path
 
 import redis
 
-from bench.net import free_port, port_open
-from tests.support import servers
+from tests.servers import session
+from tests.servers.net import free_port, port_open
 
 ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "deploy" / "local" / "supervisord.conf"
@@ -53,7 +53,7 @@ def supervisord_start(folder: Path, **changes: str | None) -> Iterator[tuple[dic
         else:
             env[name] = value
     broker_url = env.get("FPTRACK_BROKER_URL") or env.get("FPTRACK_REDIS_URL")
-    broker = redis.Redis.from_url(broker_url or servers.session().redis_url(1))
+    broker = redis.Redis.from_url(broker_url or session.session().redis_url(1))
     broker.flushdb()
     (folder / "fptrack-data" / "logs").mkdir(parents=True, exist_ok=True)
     supervisord = subprocess.Popen(

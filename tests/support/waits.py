@@ -1,4 +1,4 @@
-"""Waiting in a test: :func:`bench.net.wait_until`, failing the test when time runs out; a
+"""Waiting in a test: :func:`tests.servers.net.wait_until`, failing the test when time runs out; a
 process stopped by a signal, its stacks shown when it does not exit."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import IO, Any
 
 import pytest
 
-from bench.net import wait_until
+from tests.servers.net import wait_until
 
 
 def eventually(condition: Callable[[], Any], timeout: float, what: str) -> None:

@@ -19,7 +19,7 @@ from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests.web.web_support import PASSWORDS, login
+from tests.support.web import PASSWORDS, login
 
 CRAWL_OVERRIDES = {"AUTOTHROTTLE_ENABLED": False, "LOG_LEVEL": "WARNING"}
 

@@ -21,8 +21,8 @@ from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
-from tests.support.raw_servers import raw_server
-from tests.web.web_support import PASSWORDS, login, post, sample_text, seed_match
+from tests.servers.raw_servers import raw_server
+from tests.support.web import PASSWORDS, login, post, sample_text, seed_match
 
 SECRET = re.compile(r'id="token-secret">([^<]+)<')
 ROLE_ORDER = (None, "viewer", "reviewer", "admin")

@@ -23,9 +23,9 @@ from admin.web.app import create_app
 from admin.web.users import Users
 from matcher.engine import Engine
 from matcher.settings import Settings
-from tests.support import servers
+from tests.servers import session
+from tests.support.web import PASSWORDS, seed_match
 from tests.web.test_api import make_token
-from tests.web.web_support import PASSWORDS, seed_match
 
 EXAMPLES = 20
 """Generated requests per operation: 18 operations, 360 requests, valid and invalid ones in
@@ -43,8 +43,8 @@ def api_app(redis_client: Any, mongo_db: Database) -> Any:
     settings = Settings(
         redis_prefix="fptrack-test-api",
         mongo_db=mongo_db.name,
-        redis_url=servers.session().redis_url(0),
-        broker_url=servers.session().redis_url(1),
+        redis_url=session.session().redis_url(0),
+        broker_url=session.session().redis_url(1),
         api_rate_per_minute=1_000_000,
     )
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)

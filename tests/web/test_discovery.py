@@ -19,9 +19,9 @@ from flask.testing import FlaskClient
 
 from admin.cli import main
 from admin.context import Context
-from bench.takedown_site import ChangingSite
 from matcher.sites import SiteConfig
-from tests.web.web_support import post, sample_text
+from tests.servers.takedown_site import ChangingSite
+from tests.support.web import post, sample_text
 
 NEWS = (
     "今天的城市新闻：地铁三号线延长段完成试运行，沿线新增六座车站，预计下个月正式开通。"

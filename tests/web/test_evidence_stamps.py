@@ -1,6 +1,6 @@
 """Trusted timestamps on the evidence (RFC 3161), against a real TSA: OpenSSL's own
 ``openssl ts -reply`` behind an HTTP server the tests start, with a CA of its own
-(:mod:`bench.local_tsa`). Archived pages are queued, stamped in batches, bundled with
+(:mod:`tests.servers.local_tsa`). Archived pages are queued, stamped in batches, bundled with
 their lists, tokens, the CA and a verification page whose ``openssl`` commands pass; a
 flipped byte in a record or a token, or a token of another TSA, fails ``fptrack evidence
 verify`` with the reason; a bundle re-stamped by a stranger TSA with the stranger's CA
@@ -33,7 +33,6 @@ from admin.cli import main
 from admin.commands.evidence import NO_TRUSTED_TIMESTAMP
 from admin.context import Context
 from admin.health import checks
-from bench.local_tsa import Authority, TsaServer, make_authority
 from matcher import timestamps
 from matcher.archive import Exchange
 from matcher.engine import Engine
@@ -42,8 +41,9 @@ from matcher.pages import CrawledPage
 from matcher.schedules import DISCOVER_SITES, RECHECK_TAKEDOWNS, STAMP_EVIDENCE
 from matcher.settings import Settings
 from matcher.stamping import STATE_KEY, stamp_waiting
-from tests.support import servers
-from tests.web.web_support import sample_text
+from tests.servers import session
+from tests.servers.local_tsa import Authority, TsaServer, make_authority
+from tests.support.web import sample_text
 
 WHEN = datetime(2026, 11, 29, 4, 0, tzinfo=UTC)
 SINCE = "since=2000-01-01&status=new"
@@ -71,7 +71,7 @@ def context(mongo_db: Database, redis_client: redis.Redis, **fields: object) -> 
     a prefix of its own."""
     settings = Settings(
         redis_prefix=f"fptrack-test-stamps-{uuid.uuid4().hex[:8]}", mongo_db=mongo_db.name,
-        redis_url=servers.session().redis_url(0), broker_url=servers.session().redis_url(1),
+        redis_url=session.session().redis_url(0), broker_url=session.session().redis_url(1),
         **fields,
     )  # fmt: skip
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)

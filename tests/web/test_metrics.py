@@ -30,8 +30,8 @@ from matcher.redis_clients import COMMAND, SERVICE, Patience
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.store import now
-from tests.support.raw_servers import hanging_up_redis
-from tests.web.web_support import PASSWORDS, login, sample_text, seed_match
+from tests.servers.raw_servers import hanging_up_redis
+from tests.support.web import PASSWORDS, login, sample_text, seed_match
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "fptrack-dashboard.json"
 OUTSIDE = {"REMOTE_ADDR": "198.51.100.7"}

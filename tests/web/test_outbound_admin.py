@@ -20,13 +20,13 @@ from flask.testing import FlaskClient
 from hypothesis import HealthCheck, given, settings
 
 from admin.context import Context
-from bench.http_server import WSGIServer
-from bench.net import wait_until
 from matcher.store.alerts import AlertStore
-from tests.support.alerts import webhook_receiver
-from tests.support.outbound import odd_urls, slow_server
-from tests.support.raw_servers import raw_server
-from tests.web.web_support import Browser, csrf, post
+from tests.servers.alerts import webhook_receiver
+from tests.servers.http_server import WSGIServer
+from tests.servers.net import wait_until
+from tests.servers.outbound import odd_urls, slow_server
+from tests.servers.raw_servers import raw_server
+from tests.support.web import Browser, csrf, post
 
 HANG_DEADLINE = 120.0
 """The outbound deadline while a request hangs: longer than the slow server's own give-up, so

@@ -4,7 +4,7 @@ cost no thread, bodies are bounded by route before anything reads them, two admi
 machine share no control socket, and a stopped MongoDB makes pages say so (503, one line)
 while ``/metrics`` goes on serving.
 
-Clients are real sockets (:mod:`bench.hostile_service`, the hostile benchmark's), the
+Clients are real sockets (:mod:`tests.servers.hostile_clients`, the hostile benchmark's), the
 admin the console command in a process group of its own, MongoDB a SecantusDB of the test's
 own that the test stops for real.
 """
@@ -24,7 +24,8 @@ from pymongo.database import Database
 
 from admin.web.api_tokens import ApiTokens
 from admin.web.users import User, Users
-from bench.hostile_service import (
+from matcher.store import Store, mongo_client
+from tests.servers.hostile_clients import (
     DRIVER_WORDS,
     Browser,
     Rise,
@@ -32,11 +33,10 @@ from bench.hostile_service import (
     raw_request,
     slow_clients,
 )
-from bench.net import free_port
-from matcher.store import Store, mongo_client
-from tests.support.outage import Service, answers, children, mongo_uri, own_mongodb
+from tests.servers.net import free_port
+from tests.servers.outage import Service, answers, children, mongo_uri, own_mongodb
 from tests.support.waits import eventually
-from tests.web.web_support import PASSWORDS
+from tests.support.web import PASSWORDS
 
 SECRET = "a-test-secret-of-enough-length"
 
@@ -270,8 +270,8 @@ def test_a_stopped_redis_is_a_503_where_a_page_needs_it(tmp_path: Path, mongo_db
     from matcher.engine import Engine
     from matcher.redis_clients import COMMAND, connect_url
     from matcher.settings import Settings
-    from tests.support.outage import own_redis, redis_url
-    from tests.web.web_support import login, post
+    from tests.servers.outage import own_redis, redis_url
+    from tests.support.web import login, post
 
     server = own_redis(tmp_path / "redis", keeps_data=False)
     server.start()

@@ -13,12 +13,12 @@ import redis
 from pymongo.database import Database
 
 from admin.web.users import Users
-from bench.net import free_port
 from matcher.store import Store
-from tests.support.outage import Service, answers
-from tests.support.outbound import slow_server
+from tests.servers.net import free_port
+from tests.servers.outage import Service, answers
+from tests.servers.outbound import slow_server
 from tests.support.waits import eventually
-from tests.web.web_support import PASSWORDS, Browser
+from tests.support.web import PASSWORDS, Browser
 
 DEADLINE_S = 6
 """FPTRACK_QUERY_DEADLINE of the server: how long each slow fetch holds its thread."""

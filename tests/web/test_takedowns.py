@@ -22,7 +22,6 @@ from pymongo.database import Database
 from admin.cli import main
 from admin.context import Context
 from admin.report.takedown import DETAILS_STATE_KEY, PLACEHOLDERS
-from bench.takedown_site import ChangingSite
 from crawler.one_page import fetcher, page_text
 from matcher.engine import Engine
 from matcher.ingest import Ingest
@@ -30,9 +29,10 @@ from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.sites import SiteConfig
 from matcher.takedowns import figures, recheck_due
-from tests.support.alerts import closed_port_url, smtp_server
+from tests.servers.alerts import closed_port_url, smtp_server
+from tests.servers.takedown_site import ChangingSite
+from tests.support.web import post, sample_text
 from tests.web.test_api import bearer, make_token
-from tests.web.web_support import post, sample_text
 
 CONTACT = "abuse@pirate.example"
 PATHS = ("/book/1.html", "/book/2.html", "/book/3.html", "/book/4.html")

@@ -10,8 +10,8 @@ from flask.testing import FlaskClient
 
 from matcher import alerts
 from matcher.store.alerts import AlertStore
-from tests.support.alerts import webhook_receiver
-from tests.web.web_support import login, post, seed_match
+from tests.servers.alerts import webhook_receiver
+from tests.support.web import login, post, seed_match
 
 HOSTILE = '<script>alert("x")</script>'
 

@@ -11,7 +11,7 @@ from admin.context import Context
 from matcher.archive import Exchange, verify
 from matcher.ingest import Ingest
 from matcher.pages import CrawledPage
-from tests.web.web_support import sample_text, seed_match
+from tests.support.web import sample_text, seed_match
 
 URL = "http://pirate.example/book/1.html"
 FIRST = datetime(2026, 11, 27, 4, 0, tzinfo=UTC)

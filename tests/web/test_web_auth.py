@@ -11,7 +11,7 @@ from flask.testing import FlaskClient
 
 from admin.web import users as users_module
 from admin.web.users import REFUSED, UserError, Users
-from tests.web.web_support import PASSWORDS, csrf, login, post
+from tests.support.web import PASSWORDS, csrf, login, post
 
 PAGES = ["/", "/matches/", "/works/", "/sites/", "/query/", "/reports/"]
 

@@ -26,7 +26,7 @@ from admin.report.takedown import (
     PLACEHOLDERS,
     TEMPLATE_STATE_KEY,
 )
-from tests.web.web_support import csrf
+from tests.support.web import csrf
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 FORMULA_TITLE = '=HYPERLINK("http://evil.example/","点我")'

@@ -13,7 +13,7 @@ from flask.testing import FlaskClient
 from admin.context import Context
 from admin.web.dispatch import InlineDispatch
 from matcher.store import now, tallies
-from tests.web.web_support import post, sample_text, seed_match
+from tests.support.web import post, sample_text, seed_match
 
 XSS = '<script>window.__xss=1</script><img src=x onerror="alert(1)">'
 
@@ -354,7 +354,7 @@ def test_near_identical_uploads_are_shown_as_one_group(
 def test_an_upload_with_a_file_name_that_is_not_utf8_says_so(
     web_ctx: Context, as_admin: FlaskClient
 ) -> None:
-    from tests.web.web_support import csrf
+    from tests.support.web import csrf
 
     token = csrf(as_admin, "/works/")
     name = "灯塔.txt".encode("gbk")
@@ -573,7 +573,7 @@ def test_a_sites_url_rules_are_listed_escaped_added_deleted_and_forgotten(
 def test_site_changes_reach_the_beat_schedule(web_ctx: Context, redis_client) -> None:
     from admin.web.app import create_app
     from admin.web.users import Users
-    from tests.web.web_support import PASSWORDS, login
+    from tests.support.web import PASSWORDS, login
 
     Users(web_ctx.engine.store).create("alice", PASSWORDS["alice"][1], "admin")
     app: Flask = create_app(web_ctx, secret_key="s", schedules=True)
