@@ -3,7 +3,7 @@ fills, a scan whose Redis restarts. Each run starts the real parts on this machi
 of its own on free ports (never the shared ones), and measures what the issue asks:
 
 - ``worker-unrecoverable``: ``fptrack worker`` under supervisord with the one-machine
-  deployment's restart policy (:mod:`bench.supervised`) on a Redis broker of its own; once
+  deployment's restart policy (:mod:`tests.servers.supervised`) on a Redis broker of its own; once
   it answers a ping, the broker is made to answer its read of the queue with an error (the
   queue's key holds a string: ``WRONGTYPE``), which Celery cannot recover from. Figures:
   the worker's exit status (``exit``: 1, which the systemd unit restarts; it was 0), and
@@ -49,9 +49,9 @@ from typing import Any
 
 from bench.fault_bench import Proc, wait_for
 from bench.proc_memory import PeakMemory
-from bench.supervised import exits, one_program
 from tests.servers.net import free_port, wait_for_port
 from tests.servers.small_disk import SmallDisk
+from tests.servers.supervised import exits, one_program
 
 ROOT = Path(__file__).resolve().parents[1]
 PREFIX = "fptrack-hostile"

@@ -3,7 +3,8 @@ case (``bench/hostile_processes.py``), run here once as its users run it (``pyth
 bench.hostile_bench --cases store-disk-full``), its JSON read back.
 
 SecantusDB runs as the one-machine deployment starts it (``deploy/local/mongodb.py`` under
-supervisord, :mod:`bench.supervised`) with its data on a tmpfs of its own (mounted here: root only),
+supervisord, :mod:`tests.servers.supervised`) with its data on a tmpfs of its own (mounted
+here: root only),
 beside a Redis of its own and a real ``fptrack worker``. Once a first page is matched, the
 disk is filled until WiredTiger panics: the server keeps running and answers every command
 but ``ping`` with ``InternalError``. Then ``fptrack check`` names it (not "unreachable ...

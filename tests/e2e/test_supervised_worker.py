@@ -1,6 +1,6 @@
 """A real ``fptrack worker`` that an error stops exits 1, and supervisord, with the one-machine
 deployment's restart policy (``deploy/local/supervisord.conf``, through
-:mod:`bench.supervised`), starts it again; so would its systemd unit."""
+:mod:`tests.servers.supervised`), starts it again; so would its systemd unit."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import redis
 from pymongo.database import Database
 
-from bench.supervised import exits, one_program
 from matcher.celery_app import PAGE_QUEUE
 from tests.e2e.test_service_units import restarts
+from tests.servers.supervised import exits, one_program
 from tests.support.cli import fptrack
 from tests.support.e2e import ROOT
 from tests.support.waits import eventually

@@ -15,7 +15,7 @@ import shlex
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CONF = ROOT / "deploy" / "local" / "supervisord.conf"
 EXITED = re.compile(r"exited: (\S+) \((?:exit status (\d+)|terminated by (\w+))")
 
