@@ -38,9 +38,8 @@ INC = "fptrack/incremental/"
 
 class SitemapsAndFeeds:
     """The spider's incremental crawl: sitemaps, feeds, and the pages they date (see the
-    module docstring). It needs the spider's ``counts``, ``urls``, ``caps``, ``max_depth``,
-    ``_request``, ``_wanted``, ``_followed``, ``_siblings``, ``_same_origin`` and
-    ``logger``."""
+    module docstring). It needs the spider's ``counts``, ``urls``, ``caps``, ``links``,
+    ``max_depth``, ``_request``, ``_siblings`` and ``logger``."""
 
     incremental = False
     ledger: inc.PageLedger | None = None
@@ -80,7 +79,7 @@ class SitemapsAndFeeds:
             found = sitemap_urls_from_robots(
                 response.body[: self.feed_max_bytes], base_url=response.url
             )
-            urls = [u for u in found if self._same_origin(u)][:50]
+            urls = [u for u in found if self.links.same_origin(u)][:50]
         if not urls:
             urls = [_origin(response.url) + "/sitemap.xml"]
         for url in urls:
@@ -115,7 +114,7 @@ class SitemapsAndFeeds:
             if nested >= 2:  # an index of indexes of indexes: not followed
                 return
             for entry in entries[:50]:
-                if self._same_origin(entry.url):
+                if self.links.same_origin(entry.url):
                     yield self._listing(entry.url, self.parse_sitemap, nested + 1)
             return
         yield from self._listed(entries)
@@ -163,7 +162,7 @@ class SitemapsAndFeeds:
         self.counts.inc(INC + "listed", len(entries))
         wanted = {}
         for entry in entries:
-            if self._wanted(entry.url):
+            if self.links.wanted(entry.url):
                 wanted.setdefault(self.urls.canon(entry.url), entry)
         known = self._known(wanted)
         for key, entry in wanted.items():
@@ -192,7 +191,7 @@ class SitemapsAndFeeds:
             return
         for href in inc.feed_links(links):
             url = response.urljoin(href)
-            if self._same_origin(url):
+            if self.links.same_origin(url):
                 yield self._listing(url, self.parse_feed, 0)
 
     def _follow_new(
@@ -206,14 +205,14 @@ class SitemapsAndFeeds:
         its own depth (conditional when stored), its neighbouring chapters at its own depth
         and its other links one level deeper, both when not stored."""
         canon = self.urls.canon
-        same_level = [u for u in neighbours if u and self._followed(u)]
+        same_level = [u for u in neighbours if u and self.links.followed(u)]
         skip = {canon(u) for u in same_level}
         sequence = self._siblings(reading, skip)
         skip.update(canon(u) for u in sequence)
         links: list[str] = []
         if depth < self.max_depth:
             capped = self.caps.links(reading, page_url)
-            links = [u for u in capped if canon(u) not in skip and self._wanted(u)]
+            links = [u for u in capped if canon(u) not in skip and self.links.wanted(u)]
         known = self._known({canon(u) for u in [*same_level, *sequence, *links]})
         for url in same_level:
             request = self._request(url, depth, known.get(canon(url)))

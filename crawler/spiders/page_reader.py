@@ -80,7 +80,7 @@ class PageReader:
         self.counts = counts
         self.logger = logger
         self.max_links = max_links
-        self.readers: ReaderPool = shared_pool(extract_workers)
+        self.extract_workers = extract_workers
         self.extract_seconds = extract_seconds
         self.download_part_chars = download_part_chars
         self.webfont_reference = webfont_reference
@@ -133,6 +133,10 @@ class PageReader:
         )
         crawler.signals.connect(page_reader.start_clock, signal=signals.spider_opened)
         return page_reader
+
+    def readers(self) -> ReaderPool:
+        """This process's pool of ``extract_workers`` readers (:func:`shared_pool`)."""
+        return shared_pool(self.extract_workers)
 
     def start_clock(self) -> None:
         """The deadline's clock starts with the crawl (as Scrapy's ``CLOSESPIDER_TIMEOUT``)."""
@@ -206,7 +210,7 @@ class PageReader:
     async def _submit(self, job: ReadJob) -> tuple[Reading, str]:
         """A reader process's reading of ``job`` and its problem ("" when none), within
         ``extract_seconds`` and the crawl's deadline."""
-        future = self.readers.submit(job, self.extract_seconds, self.deadline_at)
+        future = self.readers().submit(job, self.extract_seconds, self.deadline_at)
         waiting = deferred_from_future(future)
         if self.deadline_at is not None:  # a quick reading after a timeout may outlast it
             from twisted.internet import reactor

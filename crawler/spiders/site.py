@@ -39,29 +39,19 @@ Each part reads its settings in its ``from_crawler``; the spider keeps requests 
 from __future__ import annotations
 
 import json
-import re
-import weakref
 from collections.abc import AsyncIterator, Iterator
-from datetime import UTC, datetime
-from http import HTTPStatus
 from typing import Any
-from urllib.parse import urlsplit
 
 import scrapy
 from scrapy.crawler import Crawler
-from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Response
-from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.spidermiddlewares.httperror import HttpError
 from twisted.python.failure import Failure
 
 from crawler import incremental as inc
-from crawler.deadline import past_deadline
-from crawler.downloads import DOWNLOAD_SUFFIXES
 from crawler.extract import check_selector
-from crawler.items import PageItem
+from crawler.items import Exchanges, PageItem, exchange_of, page_item
 from crawler.meta import DEPTH, RENDER, START
-from crawler.origin import Origins
 from crawler.reading import Reading
 from crawler.render import (
     AUTO_RENDER,
@@ -72,66 +62,17 @@ from crawler.render import (
 from crawler.spiders.aliases import UrlAliases, canonical, digest, rules_store
 from crawler.spiders.caps import CrawlCaps
 from crawler.spiders.counts import ALIAS_MESSAGE, CrawlCounts
+from crawler.spiders.links import SiteLinks
 from crawler.spiders.listings import INC, SitemapsAndFeeds
 from crawler.spiders.page_reader import PageReader, part_of
-from matcher.archive import Exchange
-from matcher.crawl_runs import NOT_CRAWLED
+from crawler.spiders.rendering import RenderAgain
 from matcher.pages import GonePage, UnchangedPage, part_url
 from matcher.sites import SiteConfig, SiteConfigError
 
 __all__ = ["ALIAS_MESSAGE", "DEPTH", "SiteSpider", "canonical", "exchange_of", "site_config"]
 
-NEEDS_BROWSER = "needs_browser"
-"""Reason (``fptrack/not_crawled/needs_browser``): a page built by script, no browser to
-render it (:mod:`crawler.render`)."""
-RENDER_FAILED = "render_failed"
-"""Reason (``fptrack/not_crawled/render_failed``): a page built by script that the browser
-did not render in its time, or at all."""
-RENDER_FLAGGED = "fptrack/render/flagged"
-"""Stat: pages read as served whose text looks built by script
-(:func:`crawler.scripted.needs_browser`)."""
-RENDER_REQUESTED = "fptrack/render/requested"
-"""Stat: of them, pages requested again to be rendered (automatic render)."""
-RENDERED = "fptrack/render/rendered"
-"""Stat: pages requested again that the browser rendered."""
-RENDER_STILL_THIN = "fptrack/render/still_flagged"
-"""Stat: rendered pages that still look built by script: stored as read, not requested again."""
 NOT_MODIFIED = 304
 GONE_STATUSES = frozenset({404, 410})
-_SKIPPED_EXTENSIONS = [e for e in IGNORED_EXTENSIONS if e not in DOWNLOAD_SUFFIXES]
-_IGNORED_SUFFIX = re.compile(
-    r"\.(?:" + "|".join(map(re.escape, _SKIPPED_EXTENSIONS)) + r")$", re.IGNORECASE
-)
-
-
-def exchange_of(response: Response, fetched_at: datetime) -> Exchange:
-    """The response and its request as fetched, for the evidence archive. A page rendered
-    in Chromium (:mod:`crawler.render`) keeps its document's status and headers as fetched,
-    with the rendered DOM as its body, and is marked ``rendered``."""
-    request = response.request
-
-    def pairs(headers: Any) -> list[tuple[str, str]]:
-        return [
-            (name.decode("latin-1"), value.decode("latin-1"))
-            for name, values in headers.items()
-            for value in values
-        ]
-
-    try:
-        reason = HTTPStatus(response.status).phrase
-    except ValueError:
-        reason = ""
-    return Exchange(
-        url=response.url,
-        status=response.status,
-        reason=reason,
-        response_headers=pairs(response.headers),
-        body=response.body,
-        fetched_at=fetched_at,
-        method=request.method if request is not None else "GET",
-        request_headers=pairs(request.headers) if request is not None else [],
-        rendered="playwright" in response.flags,
-    )
 
 
 def site_config(site: SiteConfig | dict[str, Any] | str) -> SiteConfig:
@@ -148,7 +89,7 @@ def site_config(site: SiteConfig | dict[str, Any] | str) -> SiteConfig:
     return SiteConfig.from_dict(site)
 
 
-class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
+class SiteSpider(SitemapsAndFeeds, RenderAgain, scrapy.Spider):
     """Crawls one watched site; parses and yields only (see the module docstring)."""
 
     name = "site"
@@ -173,24 +114,21 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
         check_selector(config.content_selector)
         self.site = config
         self.allowed_domains = list(config.allowed_domains)
-        self._domains = [d.lower().lstrip(".") for d in self.allowed_domains]
         self.start_urls = list(config.start_urls)
         self.max_depth = config.max_depth if max_depth is None else max_depth
         self.min_text_chars = min_text_chars
         self.render_unavailable = render_unavailable if config.render else ""
         self.auto_render = auto_render
         self.browser_missing = browser_missing
-        self._include = [re.compile(p) for p in config.include]
-        self._exclude = [re.compile(p) for p in config.exclude]
-        self._origins = Origins(self.start_urls)
         self.incremental = incremental
         if incremental:
             self.max_depth = min(self.max_depth, recrawl_depth)
         self.ledger = ledger
         self._owned_store: Any = None
-        self._last_exchange: tuple[weakref.ref[Response], Exchange] | None = None
+        self._exchanges = Exchanges()  # a response's, for each of its pages
         # its parts, with their defaults until from_crawler reads the crawl's settings
         self.counts = CrawlCounts(logger=self.logger)
+        self.links = SiteLinks(config, self.counts)
         self.caps = CrawlCaps(self.counts, self.max_depth)
         self.urls = UrlAliases(config.name, self.counts, self.logger)
         self.reader = PageReader(config, self.counts, self.logger)
@@ -209,9 +147,10 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
         spider = super().from_crawler(crawler, *args, **kwargs)
         log = spider.logger
         spider.counts = counts = CrawlCounts.from_crawler(crawler, log)
+        spider.links = links = SiteLinks(spider.site, counts)
         spider.caps = CrawlCaps.from_crawler(crawler, counts, spider.max_depth)
         spider.reader = PageReader.from_crawler(
-            crawler, spider.site, counts, log, spider._origins, spider._on_site
+            crawler, spider.site, counts, log, links.origins, links.on_site
         )
         spider._owned_store = spider.listings_from_crawler(crawler)
         store, owned = rules_store(settings, spider._owned_store)
@@ -225,7 +164,7 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
         """Record the start URLs that got no page, and the requests left unfetched (by why
         the crawl stopped); sum up an incremental crawl; save the site's rules; stop the
         OCR workers; close the store its ledger opened."""
-        self.counts.closed(reason, self._on_site)
+        self.counts.closed(reason, self.links.on_site)
         self.sum_up()
         self.urls.save_rules()
         self.reader.close()
@@ -264,30 +203,18 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
         reading = await self.reader.read(response)
         if reading is None:
             return
-        store = True
-        if reading.needs_browser and _rendered(response):
-            self.counts.inc(RENDER_STILL_THIN)  # it still shows little text: stored as read
-        elif reading.needs_browser:
-            self.counts.inc(RENDER_FLAGGED)
-            if self.auto_render and not self.browser_missing:
-                self.counts.inc(RENDER_REQUESTED)
-                yield self._render_request(response, depth)
-                return
-            if self.auto_render:  # its links are followed, its shell is not stored
-                store = False
-                self.counts.inc(NOT_CRAWLED + NEEDS_BROWSER)
-                why = f"built by script, no browser to render it: {self.browser_missing}"
-                self.counts.name(NEEDS_BROWSER, response.url, why)
-        if response.meta.get(RENDER):
-            self.counts.inc(RENDERED)
+        store, render = self._built_by_script(response, reading, depth)
+        if render is not None:
+            yield render
+            return
         url = self.urls.canon(response.url)
-        page_url = self.urls.page_url(reading, url, self._admits_canonical)
+        page_url = self.urls.page_url(reading, url, self.links.canonical_taken)
         if self.urls.fetched(url, response.url, digest(reading), page_url):
             for item in self.urls.alias_items():  # the same page under another query
                 yield item
             return
-        next_url = self._neighbour(reading.next_url)
-        prev_url = self._neighbour(reading.prev_url)
+        next_url = self.links.neighbour(reading.next_url)
+        prev_url = self.links.neighbour(reading.prev_url)
         if self.incremental:
             if depth == 0:
                 for request in self._feeds(response):
@@ -336,46 +263,7 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
                 return iter([GonePage(self.urls.canon(response.url), response.status)])
         return iter(())
 
-    # pages built by script --------------------------------------------------------------
-
-    def _render_request(self, response: Response, depth: int) -> scrapy.Request:
-        """The page of ``response``, built by script, requested again to be rendered
-        (:data:`crawler.meta.RENDER`; :mod:`crawler.render`): once, at its own depth; its
-        slow render leaves the site's download delay alone."""
-        meta = {DEPTH: depth, RENDER: True, "autothrottle_dont_adjust_delay": True}
-        if response.meta.get(START):
-            meta[START] = response.meta[START]
-        return scrapy.Request(
-            response.url,
-            self.parse,
-            errback=self.on_render_error,
-            meta=meta,
-            dont_filter=True,
-            priority=1,
-        )
-
-    def on_render_error(self, failure: Failure) -> Iterator[Any]:
-        """A page built by script that the browser did not render (in time: a script that
-        never ends; or the browser failed): counted as ``not_crawled/render_failed`` and
-        named; an HTTP error, a dropped request or the deadline as any page's."""
-        if failure.check(HttpError, IgnoreRequest) or past_deadline(failure.request, failure):
-            return self.on_error(failure)
-        request = getattr(failure, "request", None)
-        url = getattr(request, "url", "")
-        value = failure.value
-        message = " ".join(str(value).split("\n", 1)[0].split())[:200]
-        self.counts.inc(NOT_CRAWLED + RENDER_FAILED)
-        self.counts.name(RENDER_FAILED, url, f"not rendered ({type(value).__name__}: {message})")
-        self.logger.info("page %s not rendered: %s", url or "?", message)
-        return iter(())
-
     # links ------------------------------------------------------------------------------
-
-    def _neighbour(self, url: str | None) -> str | None:
-        """A next or previous page link, unless ``exclude`` rules it out."""
-        if url is None or any(p.search(url) for p in self._exclude):
-            return None
-        return url
 
     def _follow(
         self,
@@ -389,7 +277,7 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
         canon = self.urls.canon
         same_level = {canon(u) for u in neighbours if u}
         for url in neighbours:
-            if url and self._followed(url):
+            if url and self.links.followed(url):
                 request = self._request(url, depth)
                 if request is not None:
                     yield request
@@ -401,11 +289,11 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
                 yield request
         if depth >= self.max_depth:
             self.caps.count_beyond(
-                reading.links[: self.caps.max_links], same_level, self.urls, self._beyond
+                reading.links[: self.caps.max_links], same_level, self.urls, self.links.beyond
             )
             return
         for url in self.caps.links(reading, page_url):
-            if canon(url) not in same_level and self._wanted(url):
+            if canon(url) not in same_level and self.links.wanted(url):
                 request = self._request(url, depth + 1)
                 if request is not None:
                     yield request
@@ -413,7 +301,9 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
     def _siblings(self, reading: Reading, taken: set[str]) -> list[str]:
         """The page's neighbouring chapters (:attr:`Reading.sequence`) to follow at its own
         depth: those ``include`` and ``exclude`` allow, not among the canonical ``taken``."""
-        return [u for u in reading.sequence if self.urls.canon(u) not in taken and self._wanted(u)]
+        return [
+            u for u in reading.sequence if self.urls.canon(u) not in taken and self.links.wanted(u)
+        ]
 
     def _request(
         self, url: str, depth: int, stored: inc.Stored | None = None
@@ -446,41 +336,6 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
             priority=priority,
         )
         return self.caps.made(request)
-
-    def _on_site(self, url: str) -> bool:
-        """Within ``allowed_domains`` (what Scrapy's offsite filter lets through: the host,
-        any port)."""
-        host = (urlsplit(url).hostname or "").lower()
-        return any(host == d or host.endswith("." + d) for d in self._domains)
-
-    def _same_origin(self, url: str) -> bool:
-        """Not another port of a start URL's host (:mod:`crawler.origin`)."""
-        return self._origins.admits(url)
-
-    def _admits_canonical(self, url: str) -> bool:
-        """A page's declared canonical URL is taken when on the site, of the same origin."""
-        return self._on_site(url) and self._same_origin(url)
-
-    def _followed(self, url: str) -> bool:
-        """A next or previous page link is followed: not a skipped file, same origin."""
-        return not _IGNORED_SUFFIX.search(url.split("?", 1)[0]) and self._same_origin(url)
-
-    def _beyond(self, url: str) -> bool:
-        """A link beyond ``max_depth`` is counted when wanted and on the site."""
-        return self._wanted(url, count=False) and self._on_site(url)
-
-    def _wanted(self, url: str, count: bool = True) -> bool:
-        path = url.split("?", 1)[0]
-        if _IGNORED_SUFFIX.search(path):
-            return False
-        if not self._same_origin(url):
-            if count:
-                self.counts.inc("fptrack/other_port")
-                self.counts.name("other_port", url, "on another port of the site's host")
-            return False
-        if self._include and not any(p.search(url) for p in self._include):
-            return False
-        return not any(p.search(url) for p in self._exclude)
 
     # items ------------------------------------------------------------------------------
 
@@ -515,35 +370,6 @@ class SiteSpider(SitemapsAndFeeds, scrapy.Spider):
 
     def _page_item(self, response: Response, page: Reading, url: str, **links: Any) -> PageItem:
         """The item of ``page`` read from ``response``, stored under ``url`` (``links``:
-        its ``next_url``, ``prev_url`` and ``aliases`` when it has them). The response's
-        exchange is made once however many pages it gives (a download in parts): every
-        part refers to the same archived exchange."""
-        last = self._last_exchange
-        if last is None or last[0]() is not response:  # not the response itself: its bytes go
-            exchange = exchange_of(response, datetime.now(UTC))
-            self._last_exchange = last = (weakref.ref(response), exchange)
-        exchange = last[1]
-        return PageItem(
-            url=url,
-            site=self.site.name,
-            title=page.title,
-            text=page.text,
-            status=response.status,
-            encoding=page.encoding,
-            fetched_at=exchange.fetched_at,
-            exchange=exchange,
-            etag=_header(response, b"ETag"),
-            last_modified=_header(response, b"Last-Modified"),
-            **links,
-        )
-
-
-def _rendered(response: Response) -> bool:
-    """Whether ``response`` is a page the browser rendered (:mod:`crawler.render`)."""
-    return bool(response.meta.get(RENDER)) or "playwright" in response.flags
-
-
-def _header(response: Response, name: bytes) -> str:
-    """A response header as text ("" if absent), at most 200 characters."""
-    value = response.headers.get(name) or b""
-    return value.decode("latin-1").strip()[:200]
+        its ``next_url``, ``prev_url`` and ``aliases`` when it has them)."""
+        exchange = self._exchanges.of(response)
+        return page_item(response, page, url, self.site.name, exchange, **links)
