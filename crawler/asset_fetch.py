@@ -2,9 +2,10 @@
 crawl, and its images read by OCR: the :class:`~crawler.reading.PageAssets` of its
 :class:`~crawler.reading.ReadJob` (issue 38, "What the reader sees").
 
-:meth:`AssetFetcher.assets` is awaited by the spider (:meth:`crawler.spiders.site.SiteSpider.
-_read`) before a page is read. A page whose bytes hold no marker of an asset
-(:func:`crawler.page_assets.may_need`) costs that one search and nothing else; another is
+:meth:`AssetFetcher.assets` is awaited by the spider's reading stage
+(:meth:`crawler.spiders.page_reader.PageReader.read`) before a page is read. A page whose
+bytes hold no marker of an asset (:func:`crawler.page_assets.may_need`) costs that one
+search and nothing else; another is
 decoded and looked at (:func:`crawler.page_assets.discover`) in a thread off the reactor,
 and what it names is fetched through the crawl's own downloader
 (``crawler.engine.download_async``, Scrapy 2.14 and later: its downloader middlewares,

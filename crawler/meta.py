@@ -4,7 +4,8 @@
 DEPTH = "fptrack_depth"
 """Meta key: how many links the request is from a start page."""
 NEW = "fptrack_new"
-"""Meta key of a new request until it reaches the scheduler (:meth:`SiteSpider._pending`)."""
+"""Meta key of a new request until it reaches the scheduler
+(:meth:`crawler.spiders.caps.CrawlCaps.pending`)."""
 START = "fptrack_start"
 """Meta key of a start URL's request (and of its redirects): the start URL."""
 RENDER = "fptrack_render"

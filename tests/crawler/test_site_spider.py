@@ -287,7 +287,7 @@ def test_a_page_asked_for_under_a_dropped_parameter_is_not_asked_for_again() -> 
     for ``/book/5.html``: a link to that URL found later is not requested again."""
     spider = make_spider()
     queued = spider._request(BASE + "/book/5.html?t=9", 1)
-    spider.dust.rules["/book/*.html"] = {"t"}  # learnt meanwhile
+    spider.urls.dust.rules["/book/*.html"] = {"t"}  # learnt meanwhile
     assert spider.skip_queued(queued) == ""  # the page's first request goes
     assert spider._request(BASE + "/book/5.html", 1) is None
     assert spider._request(BASE + "/book/5.html?t=10", 1) is None  # reduced by the rule
