@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from kombu import Connection
 
-from admin.commands.worker import ACK_LOGGERS, _one_line_lost_acks
+from admin.commands.worker import ACK_LOGGERS, LostAck, _one_line_lost_acks
 from tests.servers.outage import own_redis, redis_url
 
 
@@ -49,5 +49,5 @@ def test_an_ack_lost_with_the_broker_is_one_line_and_the_message_comes_back(
         server.stop()
         for name in ACK_LOGGERS:
             logger = logging.getLogger(name)
-            for f in [f for f in logger.filters if type(f).__name__ == "LostAck"]:
+            for f in [f for f in logger.filters if isinstance(f, LostAck)]:
                 logger.removeFilter(f)
