@@ -324,7 +324,8 @@ def test_without_a_tsa_verify_checks_what_it_can_and_says_no_trusted_timestamp(
     copy.write_bytes(flipped(copy.read_bytes(), 60))
     status, out = verify(nowhere, capsys, str(copy))
     assert status == 1 and f"FAIL   {copy}: the WARC file does not validate" in out
-    assert max(len(line) for line in out.splitlines()) < 300 and "\x00" not in out
+    said = out.replace(str(copy), "COPY")  # the temporary path's length is the machine's
+    assert max(len(line) for line in said.splitlines()) < 250 and "\x00" not in out
     assert main(["evidence", "verify", str(copy), "--trust-bundle-ca"], nowhere) == 2
     assert "--trust-bundle-ca is for an evidence bundle (.zip) only" in capsys.readouterr().err
     nowhere.close()
