@@ -24,6 +24,9 @@
 - Redis Sentinel: ``redis_sentinel`` is a primary, its replica and 3 sentinels of one test
   (:class:`tests.servers.local_sentinel.LocalSentinel`, on free ports), which the test may
   fail over.
+- Order: the costly tests (:data:`tests.support.costly.MAIN`, by their measured seconds) head
+  the workers' shares, dealt longest first (:func:`tests.support.ordering.spread`), so that
+  no long test runs alone at the end.
 
 - The product's objects on those servers, each defined here once: ``store`` (a
   :class:`~matcher.store.Store` of ``mongo_db``, its indexes made; its families ``store.pages``,
@@ -58,8 +61,9 @@ from tests.servers import session
 from tests.servers.local_cluster import LocalCluster
 from tests.servers.local_sentinel import LocalSentinel
 from tests.servers.session import ServerUnavailable
-from tests.support import command_audit
+from tests.support import command_audit, costly
 from tests.support.command_audit import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401
+from tests.support.ordering import spread
 
 collect_ignore = ["servers", "sites"]
 """The fixture servers and generated sites (shared with ``bench/``) hold no tests: their
@@ -90,6 +94,12 @@ def pytest_configure(config: pytest.Config) -> None:
         SERVERS.start()
     except ServerUnavailable as exc:
         raise pytest.UsageError(str(exc)) from None
+
+
+@pytest.hookimpl(trylast=True)  # after the markers' deselection: the tests that will run
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The costly tests (:data:`tests.support.costly.MAIN`) head the workers' shares."""
+    spread(config, items, costly.MAIN)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
