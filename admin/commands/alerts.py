@@ -11,7 +11,7 @@ from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
-    from matcher.alert_rules import AlertRule
+    from matcher.alerts.rules import AlertRule
     from matcher.store.alerts import AlertStore
 
 
@@ -99,8 +99,8 @@ def _rule(store: AlertStore, rule_id: str) -> AlertRule:
 
 
 def run_add(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher import alerts
-    from matcher.alert_rules import AlertRule, AlertRuleError
+    from matcher.alerts.rules import AlertRule, AlertRuleError
+    from matcher.worker import alert_delivery as alerts
 
     scope, target = "all", ""
     if args.work:
@@ -149,7 +149,7 @@ def run_remove(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_test(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher import alerts
+    from matcher.worker import alert_delivery as alerts
 
     store = _store(ctx)
     rule = _rule(store, args.id)

@@ -12,9 +12,9 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 
 from admin.web import deps
 from admin.web.security import requires
-from matcher import alerts
-from matcher.alert_rules import CHANNELS, MODES, SCOPES, AlertRule, AlertRuleError
+from matcher.alerts.rules import CHANNELS, MODES, SCOPES, AlertRule, AlertRuleError
 from matcher.store.alerts import AlertStore
+from matcher.worker import alert_delivery as alerts
 
 bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 FORM_FIELDS = ("name", "scope", "target", "mode", "channel", "url", "secret", "emails")

@@ -35,9 +35,8 @@ from typing import Any
 from pymongo import MongoClient
 from pymongo.database import Database
 
-from matcher.archive import Archive, open_archive
+from matcher.evidence.archive import Archive, open_archive
 from matcher.settings import Settings
-from matcher.statuses import STATUSES
 from matcher.store import tallies
 from matcher.store.accounts import ApiTokens, Users
 from matcher.store.archived_matches import ArchivedMatches
@@ -71,6 +70,7 @@ from matcher.store.sequences import Sequences
 from matcher.store.sites import Sites
 from matcher.store.stamps import Stamps
 from matcher.store.state import Dashboard, Reports, State
+from matcher.store.statuses import STATUSES
 from matcher.store.takedowns import Takedowns
 from matcher.store.twins import Twins
 from matcher.store.works import NEAR_CANDIDATES, TextWindow, Works
@@ -177,7 +177,8 @@ class Store:
 
     def evidence_archive(self, spec: str) -> Archive | None:
         """The evidence archive ``spec`` names (``FPTRACK_ARCHIVE``, see
-        :func:`matcher.archive.open_archive`): GridFS in this store's database, a folder, or
+        :func:`matcher.evidence.archive.open_archive`): GridFS in this store's database, a folder,
+        or
         None."""
         return open_archive(spec, self.db)
 

@@ -13,12 +13,13 @@ import pytest
 import redis
 
 from crawler.one_page import page_text
-from matcher import takedowns, tasks
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.evidence import takedowns
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import now
+from matcher.worker import tasks
+from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import enqueue, worker
 from tests.servers.takedown_site import ChangingSite
 from tests.support.e2e import app, sample

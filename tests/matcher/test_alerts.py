@@ -9,12 +9,12 @@ from dataclasses import replace
 
 import pytest
 
-from matcher import alerts
-from matcher.alert_rules import AlertRule, AlertRuleError
-from matcher.engine import Engine
+from matcher.alerts.rules import AlertRule, AlertRuleError
 from matcher.errors import SettingsError
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from matcher.store.alerts import AlertStore
+from matcher.worker import alert_delivery as alerts
 from tests.matcher.conftest import crawl, page_of, sample
 from tests.servers.alerts import closed_port_url, smtp_server, text_of, webhook_receiver
 
