@@ -4,32 +4,26 @@ A rule has a scope (every match, the matches of one work, or those of one site),
 (``immediate``: one message per new match, sent as soon as the page's matching job ends;
 ``daily``: one digest per day at ``FPTRACK_DIGEST_AT``), and a channel: a webhook (an
 http(s) URL and the secret its payloads are signed with) or email (a list of addresses).
-Rules are validated here, before anything is stored; the collections of the alerts and
+Rules are validated here (each channel's own fields by its class in
+:mod:`matcher.alerts.channels`), before anything is stored; the collections of the alerts and
 their indexes are declared here too, for :mod:`matcher.store`.
 """
 
 from __future__ import annotations
 
-import re
-import secrets
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 from bson import ObjectId
 from bson.errors import InvalidId
 from pymongo import ASCENDING, DESCENDING, IndexModel
 
-from matcher.errors import MatcherError
+from matcher.alerts.channels import CHANNELS, AlertRuleError, plain
 from matcher.sites.site_config import NAME
 
 SCOPES = ("all", "work", "site")
 MODES = ("immediate", "daily")
-CHANNELS = ("webhook", "email")
 MAX_NAME_CHARS = 100
-MAX_URL_CHARS = 2000
-MAX_EMAILS = 20
-EMAIL = re.compile(r"^[^@\s<>,;\"']{1,64}@[A-Za-z0-9.-]{1,253}\.[A-Za-z0-9-]{2,63}$")
 
 RULES = "alert_rules"
 OUTBOX = "alert_outbox"
@@ -50,10 +44,6 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
 }
 PENDING_MATCHES = IndexModel([("alert", ASCENDING)], name="alert_pending", sparse=True)
 """The new matches not yet handed to the rules (``matches.alert``)."""
-
-
-class AlertRuleError(MatcherError, ValueError):
-    """A rule that cannot be stored as given."""
 
 
 @dataclass(frozen=True)
@@ -79,13 +69,13 @@ class AlertRule:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AlertRule:
-        """A rule from a form, a command line or a stored document; a webhook rule with no
-        secret gets a random one."""
-        name = _plain(data.get("name", ""), "name").strip()
+        """A rule from a form, a command line or a stored document (its channel's fields
+        validated by the channel: :meth:`matcher.alerts.channels.Channel.fields`)."""
+        name = plain(data.get("name", ""), "name").strip()
         if not name or len(name) > MAX_NAME_CHARS:
             raise AlertRuleError(f"a rule's name has 1 to {MAX_NAME_CHARS} characters")
         scope = _choice(data.get("scope", "all"), SCOPES, "scope")
-        target = _plain(data.get("target", ""), "target").strip()
+        target = plain(data.get("target", ""), "target").strip()
         if scope == "work":
             try:
                 target = str(ObjectId(target))
@@ -97,18 +87,13 @@ class AlertRule:
         else:
             target = ""
         mode = _choice(data.get("mode", "immediate"), MODES, "mode")
-        channel = _choice(data.get("channel", "webhook"), CHANNELS, "channel")
-        url, secret, emails = "", "", ()
-        if channel == "webhook":
-            url = webhook_url(data.get("url", ""))
-            secret = _plain(data.get("secret", ""), "secret").strip() or secrets.token_hex(32)
-        else:
-            emails = email_list(data.get("emails", ()))
+        channel = _choice(data.get("channel", next(iter(CHANNELS))), tuple(CHANNELS), "channel")
+        fields = CHANNELS[channel].fields(data)
         enabled = data.get("enabled", True)
         if not isinstance(enabled, bool):
             raise AlertRuleError("enabled must be true or false")
         rule_id = data.get("_id", data.get("id", ""))
-        return cls(name, scope, target, mode, channel, url, secret, emails, enabled, str(rule_id))
+        return cls(name, scope, target, mode, channel, enabled=enabled, id=str(rule_id), **fields)
 
     def to_document(self) -> dict[str, Any]:
         """The stored fields (without the id)."""
@@ -135,44 +120,11 @@ class AlertRule:
     def describe(self) -> str:
         """One line: scope, mode, channel and where it sends."""
         scope = "every match" if self.scope == "all" else f"{self.scope} {self.target}"
-        where = self.url if self.channel == "webhook" else ", ".join(self.emails)
-        return f"{scope}, {self.mode}, {self.channel} {where}"
+        return f"{scope}, {self.mode}, {self.channel} {self.where()}"
 
-
-def webhook_url(value: Any) -> str:
-    """An http(s) URL with a host; anything else is an :class:`AlertRuleError`."""
-    url = _plain(value, "url").strip()
-    try:
-        parts = urlsplit(url)
-        hostname = parts.hostname
-    except ValueError as exc:  # an unclosed "[" ...: whether its host is one is the policy's
-        raise AlertRuleError(f"a webhook URL must be an http(s) URL, got {url!r}: {exc}") from None
-    if parts.scheme not in ("http", "https") or not hostname or len(url) > MAX_URL_CHARS:
-        raise AlertRuleError(f"a webhook URL must be http:// or https:// with a host, got {url!r}")
-    if any(ord(c) < 33 for c in url):
-        raise AlertRuleError("a webhook URL may not hold spaces or control characters")
-    return url
-
-
-def email_list(value: Any) -> tuple[str, ...]:
-    """Addresses from a list, or a string of them separated by commas, spaces or lines."""
-    if isinstance(value, str):
-        value = re.split(r"[\s,;]+", value)
-    if not isinstance(value, list | tuple):
-        raise AlertRuleError("emails must be a list of addresses")
-    emails = tuple(dict.fromkeys(_plain(e, "email").strip() for e in value if str(e).strip()))
-    if not emails or len(emails) > MAX_EMAILS:
-        raise AlertRuleError(f"an email rule needs 1 to {MAX_EMAILS} addresses")
-    for email in emails:
-        if not EMAIL.match(email):
-            raise AlertRuleError(f"not an email address: {email!r}")
-    return emails
-
-
-def _plain(value: Any, what: str) -> str:
-    if not isinstance(value, str):
-        raise AlertRuleError(f"{what} must be a string, got {type(value).__name__}")
-    return value
+    def where(self) -> str:
+        """Where the rule sends: its webhook's URL, its addresses."""
+        return CHANNELS[self.channel].target(self)
 
 
 def _choice(value: Any, allowed: tuple[str, ...], what: str) -> str:

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from matcher import outbound
 from matcher.alerts import notify
+from matcher.alerts.channels import CHANNELS
 from matcher.alerts.rules import AlertRule
 from matcher.settings import Settings
 from matcher.store import now
@@ -112,7 +112,7 @@ def deliver_one(
     attempt = int(entry.get("attempts", 1))
     alerts.log(
         outbox_id=entry["_id"], rule_id=entry["rule_id"], rule=rule.name, channel=rule.channel,
-        target=_target(rule), attempt=attempt, ok=outcome.ok, status=outcome.status,
+        target=rule.where(), attempt=attempt, ok=outcome.ok, status=outcome.status,
         error=outcome.error, matches=len(matches), mode=mode,
     )  # fmt: skip
     if outcome.ok:
@@ -134,22 +134,9 @@ def send(
     settings: Settings,
     clock: Callable[[], float] = time.time,
 ) -> notify.Outcome:
-    """Send one message of ``rule`` (``matches``: :func:`notify.describe_match` values)."""
-    if rule.channel == "webhook":
-        data = notify.payload(
-            delivery=delivery, mode=mode, rule={"id": rule.id, "name": rule.name},
-            matches=matches, sent_at=now(),
-        )  # fmt: skip
-        body = notify.json_body(data)
-        return notify.post_webhook(
-            rule.url, rule.secret, body, delivery, settings.alert_timeout, clock,
-            allow_private=settings.alert_allow_private,
-        )  # fmt: skip
-    smtp = settings.smtp
-    if smtp is None:
-        return notify.Outcome(False, None, notify.NO_SMTP, permanent=True)
-    message = notify.email_message(smtp, rule.emails, rule.name, matches)
-    return notify.send_email(smtp, rule.emails, message, settings.alert_timeout)
+    """Send one message of ``rule`` (``matches``: :func:`notify.describe_match` values)
+    through its channel."""
+    return CHANNELS[rule.channel].send(rule, delivery, mode, matches, settings, clock)
 
 
 def send_test(alerts: AlertStore, settings: Settings, rule: AlertRule) -> notify.Outcome:
@@ -175,25 +162,12 @@ def log_test(alerts: AlertStore, rule: AlertRule, outcome: notify.Outcome) -> No
     """Write a test message's outcome to the delivery log (attempt 0)."""
     alerts.log(
         outbox_id=None, rule_id=rule.id, rule=rule.name, channel=rule.channel,
-        target=_target(rule), attempt=0, ok=outcome.ok, status=outcome.status,
+        target=rule.where(), attempt=0, ok=outcome.ok, status=outcome.status,
         error=outcome.error, matches=0, mode="test",
     )  # fmt: skip
 
 
-def webhook_refusal(settings: Settings, rule: AlertRule) -> str:
-    """Why ``rule``'s webhook may not be saved (its host is or resolves to an internal
-    address and ``FPTRACK_ALERT_ALLOW_PRIVATE`` is off), or "". A name that does not
-    resolve yet passes: sending checks again (:mod:`matcher.outbound`), as a name may
-    resolve elsewhere later."""
-    if rule.channel != "webhook":
-        return ""
-    why = outbound.refusal(
-        rule.url, settings.alert_allow_private, settings.alert_timeout, unresolved_ok=True
-    )
-    if not why:
-        return ""
-    return f"webhook {rule.url} refused: {why} (FPTRACK_ALERT_ALLOW_PRIVATE=true allows it)"
-
-
-def _target(rule: AlertRule) -> str:
-    return rule.url if rule.channel == "webhook" else ", ".join(rule.emails)
+def refusal(settings: Settings, rule: AlertRule) -> str:
+    """Why ``rule`` may not be saved (:meth:`matcher.alerts.channels.Channel.refusal`: a
+    webhook whose host is internal), or ""."""
+    return CHANNELS[rule.channel].refusal(settings, rule)
