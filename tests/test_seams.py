@@ -395,3 +395,14 @@ def test_matcher_packages_import_downwards_only() -> None:
         if (a := layer_of(name)) is not None and (b := layer_of(target)) is not None and b > a
     )
     assert upward == []
+
+
+def test_the_backend_imports_neither_the_crawler_nor_the_admin() -> None:
+    """``matcher/`` stands below ``crawler/`` and ``admin/``: none of its modules imports
+    them, at any depth (the crawler's own tasks live in :mod:`crawler.tasks`, which the
+    Celery app names among its task modules)."""
+    found = {
+        name: sorted(m for m in imported(tree) if m.split(".")[0] in {"crawler", "admin"})
+        for name, tree in modules(("matcher",))
+    }
+    assert {name: found for name, found in found.items() if found} == {}

@@ -40,6 +40,7 @@ settings; tests and the embedded scan hand it a ready one.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -130,6 +131,11 @@ def celery_config(
     }
 
 
+TASK_MODULES = ("matcher.worker.tasks", "crawler.tasks")
+"""The modules that define the shared tasks, named for Celery's ``include`` (the crawler's
+tasks use the crawler, which the backend does not import)."""
+
+
 def make_app(
     settings: Settings,
     patience: redis_clients.Patience = redis_clients.SERVICE,
@@ -137,17 +143,18 @@ def make_app(
     tasks: bool = True,
 ) -> Celery:
     """A configured Celery app with its :class:`Runtime` as ``app.fptrack``; the tasks of
-    :mod:`matcher.worker.tasks` are shared (loaded by workers and beat through ``include``).
+    :data:`TASK_MODULES` are shared (loaded by workers and beat through ``include``).
     ``patience``: :data:`~matcher.index.redis_clients.SERVICE` for workers and beat, ``COMMAND``
     for a CLI command's app. ``tasks``: import them now (default), for an app that runs
     them in this process (eagerly, as the embedded scan does); ``False`` for an app that
     only sends tasks by name, pings workers and edits schedules (a CLI command's, the admin
     web's): it imports no matching code, and its workers and beat still load the tasks."""
     if tasks:
-        import matcher.worker.tasks  # noqa: F401 - defines the shared tasks every app gets
+        for module in TASK_MODULES:
+            importlib.import_module(module)
 
     broker_transport.install()
-    celery = Celery("fptrack", include=["matcher.worker.tasks"])
+    celery = Celery("fptrack", include=list(TASK_MODULES))
     celery.conf.update(celery_config(settings, patience))
     celery.steps["worker"].add(VisibilityHeartbeat)
     celery.fptrack = Runtime(settings)  # type: ignore[attr-defined]

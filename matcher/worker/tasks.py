@@ -25,10 +25,9 @@ from typing import Any
 from celery import Task, shared_task
 
 from matcher.errors import TRANSIENT_TYPES, transient
-from matcher.evidence import stamping, takedowns
+from matcher.evidence import stamping
 from matcher.index.redis_clients import connect_server
 from matcher.keys import Keys
-from matcher.sites import discovery
 from matcher.store import Store, now
 from matcher.store.alerts import AlertStore
 from matcher.worker import alert_delivery as alerts
@@ -366,35 +365,6 @@ def stamp_evidence(self: FptrackTask) -> dict[str, Any]:
         return {"stamped": 0, "batches": 0, "waiting": 0, "error": "no TSA (FPTRACK_TSA_URL)"}
     store = self.runtime.engine().store
     return asdict(stamping.stamp_waiting(store, settings.tsa_url, settings.tsa_batch))
-
-
-@shared_task(bind=True, base=FptrackTask, name="fptrack.recheck_takedowns")
-def recheck_takedowns(self: FptrackTask) -> dict[str, Any]:
-    """Recheck the URLs of the takedown notices whose recheck is due
-    (:func:`matcher.evidence.takedowns.recheck_due`)."""
-    from crawler.one_page import fetcher  # the crawler's decoding and extraction
-
-    engine = self.runtime.engine()
-    fetch = fetcher(self.runtime.settings)
-    done = takedowns.recheck_due(engine.store, fetch, engine.still_copies, now())
-    return {"checked": done.checked, "outcomes": done.outcomes}
-
-
-@shared_task(bind=True, base=FptrackTask, name="fptrack.discover_sites")
-def discover_sites(self: FptrackTask) -> dict[str, Any]:
-    """Find the pirate sites the watched ones lead to, sampled and ranked
-    (:func:`matcher.sites.discovery.run_discovery`)."""
-    from crawler.sample_crawl import sampler  # the crawler's fetching and extraction
-
-    settings = self.runtime.settings
-    engine = self.runtime.engine()
-    found = discovery.run_discovery(
-        engine.store, engine, sampler(settings), harvest=settings.discover_harvest,
-        sample_pages=settings.discover_sample, at=now(),
-    )  # fmt: skip
-    refused = sum(bool(c.refused) for c in found)
-    return {"candidates": len(found) - refused, "pirate": sum(c.pirate for c in found),
-            "refused": refused}  # fmt: skip
 
 
 @shared_task(bind=True, base=FptrackTask, name="fptrack.deliver_alerts")

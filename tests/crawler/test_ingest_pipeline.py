@@ -274,7 +274,7 @@ def test_the_sender_sends_the_pages_stored_together_as_one_task() -> None:
 def test_missing_celery_app_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "matcher.worker.celery_app", None)  # import fails
     pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION})
-    with pytest.raises(IngestUnavailable, match=r"matcher\.celery_app is not importable"):
+    with pytest.raises(IngestUnavailable, match=r"matcher\.worker\.celery_app is not importable"):
         pipeline.open_spider()
 
 
