@@ -4,7 +4,7 @@ until a deadline.
 A driver's call can wait on a server that accepted the connection and never answers (a
 process stopped with SIGSTOP, a host that drops packets, a store stuck on its disk) for as
 long as its socket timeout, and then retry: a Redis client of a command waited 20 s per
-command (:data:`matcher.redis_clients.COMMAND`), and ``fptrack check`` took 82 s against a
+command (:data:`matcher.index.redis_clients.COMMAND`), and ``fptrack check`` took 82 s against a
 Redis stopped with SIGSTOP. What must answer in seconds whatever hangs (``fptrack check``,
 ``fptrack schedules``) runs its calls through :func:`started` and waits for each only until
 its deadline; a call still running then is left to its thread, which the process does not

@@ -130,7 +130,7 @@ def _report(exc: BaseException, ctx: Context) -> int | None:
         SettingsError,
         StoreUnavailable,
     )
-    from matcher.sites import SiteConfigError
+    from matcher.sites.site_config import SiteConfigError
 
     if (
         isinstance(exc, StoreUnavailable | IndexUnavailable)

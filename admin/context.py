@@ -2,7 +2,7 @@
 schedules built from them on first use (so ``fptrack --help`` needs no server).
 
 The clients of a command give up quickly (:data:`CONNECT_TIMEOUT_S`; Redis clients with
-:data:`matcher.redis_clients.COMMAND`): an operator waiting on a server that is down learns
+:data:`matcher.index.redis_clients.COMMAND`): an operator waiting on a server that is down learns
 it in about a second, from one line naming the server (:mod:`admin.outage`), instead of
 after pymongo's default 30 s. The admin web's context rides out a Redis restart instead
 (``patience=SERVICE``).
@@ -25,12 +25,12 @@ if TYPE_CHECKING:
     import redis
     from celery import Celery
 
-    from matcher.archive import Archive
-    from matcher.engine import Engine
-    from matcher.index_view import IndexView
-    from matcher.redis_clients import IndexClient, Patience
-    from matcher.schedules import Schedules
+    from matcher.evidence.archive import Archive
+    from matcher.index.index_view import IndexView
+    from matcher.index.redis_clients import IndexClient, Patience
+    from matcher.matching.engine import Engine
     from matcher.store import Store
+    from matcher.worker.schedules import Schedules
 
 CONNECT_TIMEOUT_S = 1.0
 """How long a command waits for MongoDB, Redis or the broker before it reports them down."""
@@ -48,10 +48,10 @@ class Context:
     ) -> None:
         """``archive``: True (the default) opens the one ``settings.archive`` names when
         first needed; an archive, or None (no evidence archive), is used as given.
-        ``patience``: how long the Redis clients wait (:mod:`matcher.redis_clients`; default
-        :data:`~matcher.redis_clients.COMMAND`)."""
+        ``patience``: how long the Redis clients wait (:mod:`matcher.index.redis_clients`; default
+        :data:`~matcher.index.redis_clients.COMMAND`)."""
         if patience is None:
-            from matcher.redis_clients import COMMAND
+            from matcher.index.redis_clients import COMMAND
 
             patience = COMMAND
         self._settings = settings
@@ -96,7 +96,7 @@ class Context:
     def redis_client(self) -> IndexClient:
         """A client of the indexes' Redis (``settings.index_redis``: a server, a cluster or
         Sentinel), as patient as this context."""
-        from matcher.redis_clients import connect
+        from matcher.index.redis_clients import connect
 
         if "engine" in self.__dict__:
             return self.engine.redis
@@ -116,7 +116,7 @@ class Context:
 
     @cached_property
     def engine(self) -> Engine:
-        from matcher.engine import Engine
+        from matcher.matching.engine import Engine
 
         return Engine.open(self.settings, redis_client=self.redis_client, store=self.store)
 
@@ -124,8 +124,8 @@ class Context:
     def indexes(self) -> IndexView:
         """The Redis indexes without the matching engine (the engine, when there is one):
         what ``fptrack check`` reads, importing no fingerprint code
-        (:mod:`matcher.index_view`)."""
-        from matcher.index_view import IndexView
+        (:mod:`matcher.index.index_view`)."""
+        from matcher.index.index_view import IndexView
 
         if "engine" in self.__dict__:
             return self.engine
@@ -133,7 +133,7 @@ class Context:
 
     @cached_property
     def archive(self) -> Archive | None:
-        """The evidence archive ``settings.archive`` names (:mod:`matcher.archive`), in the
+        """The evidence archive ``settings.archive`` names (:mod:`matcher.evidence.archive`), in the
         store (no index server opened for it)."""
         return self.store.evidence_archive(self.settings.archive)
 
@@ -141,19 +141,19 @@ class Context:
     def app(self) -> Celery:
         """A Celery app of this context's settings (broker and redbeat), to send tasks by
         name, ping the workers and edit schedules, as patient as this context, importing no
-        task (:func:`matcher.celery_app.make_app`); ``fptrack worker`` and ``beat`` run it
+        task (:func:`matcher.worker.celery_app.make_app`); ``fptrack worker`` and ``beat`` run it
         (they load the tasks as they start, and wait out outages themselves, naming the
         server at once)."""
         from celery import current_app
 
-        from matcher.celery_app import make_app
+        from matcher.worker.celery_app import make_app
 
         self._previous_app = current_app._get_current_object()
         return make_app(self.settings, self.patience, tasks=False)  # Celery makes it current
 
     @cached_property
     def schedules(self) -> Schedules:
-        from matcher.schedules import Schedules
+        from matcher.worker.schedules import Schedules
 
         return Schedules(self.app)
 
@@ -192,8 +192,8 @@ class Context:
 
 def redis_client(url: str, variable: str) -> redis.Redis:
     """A Redis client of ``url`` (a server or Sentinel) quick to give up
-    (:data:`matcher.redis_clients.COMMAND`)."""
-    from matcher.redis_clients import COMMAND, connect_server
+    (:data:`matcher.index.redis_clients.COMMAND`)."""
+    from matcher.index.redis_clients import COMMAND, connect_server
 
     try:
         return connect_server(RedisTarget.parse(url), COMMAND)

@@ -12,7 +12,7 @@ those not crawled and why, the matches) and the outcome's exit status (:data:`EX
 ``finished``, 1 ``failed`` (with its reason), 3 ``interrupted`` or
 ``lost``, 4 when ``--timeout`` seconds passed first (:data:`DEFAULT_TIMEOUT`: 0, no limit),
 the crawl still running or not yet started (no worker took it); before that line, the pages
-not crawled, named (:func:`matcher.crawl_runs.named_lines`: the first
+not crawled, named (:func:`matcher.sites.crawl_runs.named_lines`: the first
 ``FPTRACK_NAMED_PER_REASON`` of each reason, with the URL and why). Ctrl-C stops the
 waiting only: the crawl goes on.
 
@@ -30,8 +30,8 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TextIO
 
 from admin.human import crawl_error
-from matcher.crawl_runs import named_lines, not_crawled, not_crawled_urls
 from matcher.errors import transient
+from matcher.sites.crawl_runs import named_lines, not_crawled, not_crawled_urls
 
 if TYPE_CHECKING:
     from matcher.store import Store

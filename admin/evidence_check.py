@@ -1,11 +1,12 @@
 """``fptrack evidence verify``: the checks of an archived WARC file and its trusted timestamp,
 offline (nothing is asked of the TSA).
 
-For each file: its SHA-256 and every record's digests (:func:`matcher.archive.verify`),
+For each file: its SHA-256 and every record's digests (:func:`matcher.evidence.archive.verify`),
 which need nothing but the file; then its trusted timestamp: that a batch list names it
-(:func:`matcher.timestamps.list_digests`) and that the batch's token verifies over that list
+(:func:`matcher.evidence.timestamps.list_digests`) and that the batch's token verifies over that
+list
 against CA certificates the verifier trusts: signature, chain, key usage
-(:func:`matcher.timestamps.check`). The file, list and token come from an evidence bundle
+(:func:`matcher.evidence.timestamps.check`). The file, list and token come from an evidence bundle
 (:func:`check_bundle`: everything inside the zip, the store not needed) or from the archive
 and the store (:func:`check_stored`: a WARC file given by path, or a match's exchange).
 
@@ -29,9 +30,9 @@ from typing import Any
 
 import cryptography.x509
 
-from matcher import timestamps
-from matcher.archive import ArchiveError, sha256_hex
-from matcher.archive import verify as verify_warc
+from matcher.evidence import timestamps
+from matcher.evidence.archive import ArchiveError, sha256_hex
+from matcher.evidence.archive import verify as verify_warc
 
 Roots = list[cryptography.x509.Certificate]
 BUNDLE_CA = "tsa-ca.pem"

@@ -1,6 +1,7 @@
 """The match list's filters: request arguments into typed values, then a MongoDB filter.
 
-Every value is parsed and checked (a site name against :data:`matcher.sites.NAME`, a work
+Every value is parsed and checked (a site name against :data:`matcher.sites.site_config.NAME`, a
+work
 id as an ObjectId, dates as ``YYYY-MM-DD``, a score as a number in [0, 1], a status from
 :data:`matcher.store.STATUSES`); the filter is then built by
 :meth:`matcher.store.matches.Matches.match_filter` from those values only, so nothing a

@@ -46,8 +46,8 @@ from admin.context import CONNECT_TIMEOUT_S, Context, redis_client
 from admin.errors import CommandError
 from admin.health_limits import DEFAULT_TIMEOUT_S, FAILED_CRAWL_WINDOW, PENDING_AFTER
 from admin.human import duration, size
-from matcher import crawl_runs
 from matcher.errors import MatcherError, Retryable, StoreUnavailable
+from matcher.sites import crawl_runs
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -275,7 +275,7 @@ def check_redis(ctx: Context) -> Check:
 
 def check_broker(ctx: Context) -> Check:
     """The tasks waiting in the broker's queues and taken by workers (once it answered)."""
-    from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
+    from matcher.worker.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 
     url = ctx.settings.celery_broker
     client = redis_client(url, "FPTRACK_BROKER_URL")
@@ -408,7 +408,7 @@ def starting(ctx: Context, service: str, host: str | None = None) -> str:
 
 
 def check_crawls(ctx: Context) -> Check:
-    """The crawl failures still to be seen to (:func:`matcher.crawl_runs.open_failures`:
+    """The crawl failures still to be seen to (:func:`matcher.sites.crawl_runs.open_failures`:
     failed within :data:`~admin.health_limits.FAILED_CRAWL_WINDOW`, their site still
     watched and not crawled successfully since, nobody acknowledged them), pages pending
     their match for more than :data:`~admin.health_limits.PENDING_AFTER`, and runs
@@ -476,14 +476,14 @@ def check_crawls(ctx: Context) -> Check:
 
 
 def check_indexes(ctx: Context) -> Check:
-    """Every tag group of the indexes holds its marker (:mod:`matcher.integrity`), or is
+    """Every tag group of the indexes holds its marker (:mod:`matcher.index.integrity`), or is
     being rebuilt; every owner the store says is indexed is in its Redis index, and only
     those; both sides' postings indexes hold the parameters of the settings (an index built
     by an earlier version, or with another ``FPTRACK_WINDOW_BUCKET_BITS``, needs a
     rebuild)."""
     from matcher.keys import TAG_GROUPS
-    from matcher.schedules import HEAL_SECONDS
     from matcher.store import now
+    from matcher.worker.schedules import HEAL_SECONDS
 
     indexes = ctx.indexes  # read without the matching engine
     try:
@@ -521,7 +521,7 @@ def check_indexes(ctx: Context) -> Check:
 
 def check_schedules(ctx: Context) -> Check:
     """The fixed jobs and one crawl entry per scheduled site are saved in redbeat."""
-    from matcher.schedules import (
+    from matcher.worker.schedules import (
         CRAWL_PREFIX,
         DAILY_DIGEST,
         DAILY_MATCH,
@@ -559,7 +559,7 @@ def check_schedules(ctx: Context) -> Check:
 
 
 def check_evidence(ctx: Context) -> Check:
-    """The trusted timestamps of the evidence (:mod:`matcher.stamping`), when a TSA is set:
+    """The trusted timestamps of the evidence (:mod:`matcher.evidence.stamping`), when a TSA is set:
     the last stamping run's failure, and files waiting longer than three runs' interval
     (is beat up?)."""
     from matcher.store import now
@@ -567,7 +567,7 @@ def check_evidence(ctx: Context) -> Check:
     settings = ctx.settings
     if not settings.tsa_url:
         return Check("evidence", True, "no trusted timestamps (FPTRACK_TSA_URL not set)")
-    from matcher.stamping import STATE_KEY
+    from matcher.evidence.stamping import STATE_KEY
 
     try:
         store = ctx.store
@@ -722,11 +722,11 @@ def _prepare(ctx: Context, names: Collection[str]) -> None:
 
 
 PREPARE = {
-    "broker": ("matcher.celery_app",),
+    "broker": ("matcher.worker.celery_app",),
     "beat": ("redbeat.schedulers",),
-    "indexes": ("matcher.index_view", "matcher.schedules"),
-    "schedules": ("matcher.schedules",),
-    "evidence": ("matcher.stamping",),
+    "indexes": ("matcher.index.index_view", "matcher.worker.schedules"),
+    "schedules": ("matcher.worker.schedules",),
+    "evidence": ("matcher.evidence.stamping",),
 }
 """What each check imports besides the store and the key layout (:func:`_prepare`)."""
 

@@ -87,7 +87,7 @@ STATUS_LABELS = {
     "authorised": "authorised",
     "takedown_sent": "takedown sent",
 }
-"""The review statuses (:data:`matcher.statuses.STATUSES`) as the admin names them: a ``new``
+"""The review statuses (:data:`matcher.store.statuses.STATUSES`) as the admin names them: a ``new``
 match is one no person has reviewed, not yet an infringement."""
 
 
@@ -122,10 +122,11 @@ SIMHASH_BITS = 64
 
 
 def score_lines(scores: Mapping[str, Any], *, k: float, mu: float) -> list[ScoreLine]:
-    """A match's stored scores (:func:`matcher.verify.verdict`) in words, each on a 0-1
+    """A match's stored scores (:func:`matcher.matching.verify.verdict`) in words, each on a 0-1
     scale: the containments as shares, the simhash distance ``H`` as ``1 - H / 64`` and the
     microblog paper's ``Sim = 1/(H+1) + K * Dup`` divided by its greatest value ``1 + K``
-    (``k``: :data:`matcher.verify.MICROBLOG_K`; ``mu``: :data:`matcher.verify.DOCUMENT_MU`,
+    (``k``: :data:`matcher.matching.verify.MICROBLOG_K`; ``mu``:
+    :data:`matcher.matching.verify.DOCUMENT_MU`,
     the document score's weight). A score this does not know is shown as stored.
 
     >>> [(line.name, line.value) for line in score_lines({"simhash_distance": 9.0}, k=4, mu=.85)]
@@ -195,12 +196,12 @@ SITE_FIELDS = {
     "authorised": "Authorised (licensed: its matches are classified authorised)",
     "render": "Render pages in headless Chromium",
 }
-"""The fields of a site's configuration (:class:`matcher.sites.SiteConfig`) as the admin
+"""The fields of a site's configuration (:class:`matcher.sites.site_config.SiteConfig`) as the admin
 names them."""
 
 
 def site_facts(config: Mapping[str, Any]) -> list[tuple[str, str, str]]:
-    """A site's configuration (:meth:`matcher.sites.SiteConfig.to_dict`) for people:
+    """A site's configuration (:meth:`matcher.sites.site_config.SiteConfig.to_dict`) for people:
     ``(label, value, field)`` per field, a limit of 0 as ``none``, flags as yes or no,
     empty lists as what they mean.
 
@@ -288,11 +289,11 @@ NOT_CRAWLED_WORDS = {
     "deadline": "still queued at the crawl's deadline",
     "stopped": "still queued when the crawl was stopped",
 }
-"""The reasons of :func:`matcher.crawl_runs.not_crawled`, in words."""
+"""The reasons of :func:`matcher.sites.crawl_runs.not_crawled`, in words."""
 
 
 def crawl_reason(reason: str) -> str:
-    """A reason of :func:`matcher.crawl_runs.not_crawled` in words: ``http_404`` ->
+    """A reason of :func:`matcher.sites.crawl_runs.not_crawled` in words: ``http_404`` ->
     ``answered 404 Not Found``, ``error_<ExceptionName>`` -> :func:`no_answer`.
 
     >>> crawl_reason("http_404"), crawl_reason("error_DownloadConnectionRefusedError")

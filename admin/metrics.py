@@ -39,16 +39,16 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import CollectorRegistry
 
 from admin.context import Context
-from matcher.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 from matcher.errors import INTERNAL_ERRORS, MatcherError, store_failing
+from matcher.index.integrity import read_markers
+from matcher.index.redis_clients import COMMAND, IndexClient, connect, connect_server
 from matcher.index.storage import RedisStorage
-from matcher.integrity import read_markers
 from matcher.keys import CELERY_UNACKED, TAG_GROUPS, Keys, celery_queue_keys
-from matcher.redis_clients import COMMAND, IndexClient, connect, connect_server
 from matcher.store import STATUSES
 from matcher.store.alerts import STATES as OUTBOX_STATES
 from matcher.store.alerts import AlertStore
 from matcher.store.index_state import IndexState
+from matcher.worker.celery_app import CRAWL_QUEUE, PAGE_QUEUE
 
 log = logging.getLogger(__name__)
 
@@ -258,8 +258,8 @@ class StoreMetrics:
         yield from (rematch, rebuilding, shortfall)
 
     def _indexes(self) -> Iterator[Metric]:
-        """The 32 tag groups' markers (:mod:`matcher.integrity`), the workers' task counts
-        and the failure records waiting for MongoDB (:mod:`matcher.kept_failures`), from the
+        """The 32 tag groups' markers (:mod:`matcher.index.integrity`), the workers' task counts
+        and the failure records waiting for MongoDB (:mod:`matcher.worker.kept_failures`), from the
         indexes' Redis."""
         engine = self.ctx.engine
         client = self._index_client()

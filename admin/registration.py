@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING, Protocol
 
 from admin.reading import DEFAULT_MAX_BYTES, iter_work_files
 from matcher.errors import MatcherError
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 
 if TYPE_CHECKING:
-    from matcher.engine import Engine
-    from matcher.schedules import Schedules
+    from matcher.matching.engine import Engine
     from matcher.store import Store
+    from matcher.worker.schedules import Schedules
 
 Registered = tuple[list[tuple[str, str]], list[str]]
 """``([(work id, title)], [problem])``."""

@@ -9,7 +9,7 @@ The same code paths as the deployed system run: the crawler's item pipeline stor
 and enqueues ``process_page``, which matches it and writes its match records. The pages
 are stored in batches of those waiting (:class:`crawler.ingest_lanes.ReactorBatches`), and
 a batch goes as one ``process_pages``, as a crawl's do in a deployment
-(:func:`matcher.jobs.process_pages`: one read of their pages, one write of their processed
+(:func:`matcher.worker.jobs.process_pages`: one read of their pages, one write of their processed
 marks).
 """
 
@@ -29,17 +29,17 @@ from urllib.parse import urlsplit
 
 from admin import scan_defaults
 from admin.reading import WorkFile, iter_work_files
-from matcher import crawl_runs
-from matcher.archive import Archive
-from matcher.engine import Engine
 from matcher.errors import MatcherError, Retryable
-from matcher.ingest import Ingest
+from matcher.evidence.archive import Archive
+from matcher.index.redis_clients import Patience, connect
+from matcher.matching.engine import Engine
 from matcher.pages import fetched_url, part_url
-from matcher.redis_clients import Patience, connect
 from matcher.settings import RedisTarget, Settings
-from matcher.sites import SiteConfig
+from matcher.sites import crawl_runs
+from matcher.sites.site_config import SiteConfig
 from matcher.store.client import MEMORY_URI, client_of
 from matcher.store.common import MAX_LIST
+from matcher.worker.ingest import Ingest
 
 T = TypeVar("T")
 DEFAULT_MAX_PAGES = scan_defaults.MAX_PAGES
@@ -71,10 +71,10 @@ class ScanResult:
     reported here as information."""
     not_crawled: dict[str, dict[str, int]] = field(default_factory=dict)
     """Per site URL, its pages not crawled (or not readable) by reason
-    (:func:`matcher.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
+    (:func:`matcher.sites.crawl_runs.not_crawled`: robots, too_large, not_html, depth, budget,
     deadline, http_404...); a site with none is left out."""
     not_crawled_urls: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
-    """Per site URL, the same reasons with the pages named (:func:`matcher.crawl_runs.
+    """Per site URL, the same reasons with the pages named (:func:`matcher.sites.crawl_runs.
     not_crawled_urls`): ``urls``, the first ``FPTRACK_NAMED_PER_REASON`` (20) with their
     ``url`` and ``why``, and ``more``, the count of the others."""
 
@@ -90,7 +90,7 @@ class ScanResult:
     distinct ``pages`` stored, ``aliases_fetched`` (responses that were a stored page under
     another URL), ``dead_fetched`` (404/410 answers) and ``skipped`` requests by reason
     (``alias``, ``dead_pattern``), ``rules_learnt``, and ``assets``: what was fetched with
-    the pages to read them as a browser shows them (:func:`matcher.crawl_runs.assets`:
+    the pages to read them as a browser shows them (:func:`matcher.sites.crawl_runs.assets`:
     stylesheets, fonts and content images fetched, cached and refused by reason, and the
     OCR outcomes of the images; empty when nothing was)."""
 
@@ -235,10 +235,10 @@ def run_scan(
 
     The engine (with its in-memory store) is returned so the caller can render reports or
     serve the admin over it; its Redis keys are the caller's to drop
-    (``matcher.maintenance.drop_indexes``). The pages are added to the pages' index only
+    (``matcher.index.maintenance.drop_indexes``). The pages are added to the pages' index only
     with ``index_pages`` (an admin served over the result registers works later, and those
     are matched against the pages crawled). With an ``archive`` the pages' HTTP exchanges
-    are kept there (:mod:`matcher.archive`) and the matches point at them. With ``render``
+    are kept there (:mod:`matcher.evidence.archive`) and the matches point at them. With ``render``
     every page is opened in headless Chromium (:mod:`crawler.render`; ``FPTRACK_CHROMIUM``
     in ``crawl_overrides`` names it). ``on_work`` hears each work file as it is read,
     ``on_page`` each page's id once it is matched.
@@ -253,8 +253,8 @@ def run_scan(
     ``errors``; the outage, when every page it met was matched, in ``warnings``.
     """
     from crawler.run import crawl_in_process
-    from matcher.celery_app import make_app
-    from matcher.maintenance import load_side
+    from matcher.index.maintenance import load_side
+    from matcher.worker.celery_app import make_app
 
     settings = settings or scan_settings()
     engine = scan_engine(settings, redis_url)
@@ -346,8 +346,8 @@ def _match_pending(engine: Engine, wait: float, on_wait: Callable[[str], None]) 
     goes once it is matched), waiting up to ``wait`` seconds in all for the servers; the
     warning that says so, if a page was. A failure record of a page matched meanwhile (by
     a later task) goes too."""
-    from matcher.jobs import process_page
-    from matcher.tasks import PROCESS_PAGE
+    from matcher.worker.jobs import process_page
+    from matcher.worker.tasks import PROCESS_PAGE
 
     store = engine.store
     records = store.failure_log.recent(limit=MAX_LIST)
@@ -411,10 +411,10 @@ def contract_matches(engine: Engine) -> list[dict[str, Any]]:
     works with the very text of the matched work (recorded under it; a near twin is an
     edition, indexed, named in ``siblings`` when it explains the page too);
     ``siblings`` the other editions of the matched work that explain the page too, the best
-    first, and ``tied`` those of them that explain it as well (:mod:`matcher.editions`);
+    first, and ``tied`` those of them that explain it as well (:mod:`matcher.matching.editions`);
     ``aliases`` the other URLs the page was reached under (one page, one entry). A download
     stored in parts (:func:`matcher.pages.part_url`) is one entry per work under its own URL,
-    its record's (:mod:`matcher.download_records`: the best-scored part's scores, the
+    its record's (:mod:`matcher.matching.download_records`: the best-scored part's scores, the
     share of the work all parts hold, evidence spans in the whole download's text), with
     ``parts``, the pages of the parts that copy the work."""
     store = engine.store

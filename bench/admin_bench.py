@@ -99,10 +99,10 @@ from admin.context import Context
 from admin.web.app import create_app
 from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
 from admin.web.users import Users
-from matcher.engine import Engine
-from matcher.redis_clients import COMMAND, connect_url
+from matcher.index.redis_clients import COMMAND, connect_url
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import STATUSES, Store, now, tallies
 from matcher.store.memory import memory_client
 from tests.servers.http_server import WSGIServer

@@ -2,13 +2,13 @@
 
 Issue 16, part 1. The pages of the pipeline benchmark's imitation pirate site
 (:mod:`bench.pipeline_site`, built from the real corpus, or any texts given) are each turned
-into the :class:`matcher.archive.Exchange` the crawler records (an nginx-like response with
+into the :class:`matcher.evidence.archive.Exchange` the crawler records (an nginx-like response with
 the page as body, UTF-8, or GBK for every third page as on many pirate sites, and the
 crawler's request), then:
 
-- ``warc``: :func:`matcher.archive.warc_bytes` (two gzipped WARC records through warcio,
+- ``warc``: :func:`matcher.evidence.archive.warc_bytes` (two gzipped WARC records through warcio,
   with their digests), its size and time per page;
-- ``verify``: :func:`matcher.archive.verify` of that file (SHA-256 and both digests);
+- ``verify``: :func:`matcher.evidence.archive.verify` of that file (SHA-256 and both digests);
 - ``store``: :meth:`DirectoryArchive.put` (temporary file, fsync, rename) and
   :meth:`GridFSArchive.put` into SecantusDB (in memory, a separate process; skipped with
   ``--no-gridfs``), per page.
@@ -21,8 +21,9 @@ Trusted timestamps (issue 26, part 1; skipped with ``--no-tsa`` or without ``ope
 a real TSA, OpenSSL's ``openssl ts -reply`` behind an HTTP server on 127.0.0.1
 (:mod:`tests.servers.local_tsa`), stamps the run's WARC files two ways: one token per file (``stamp
 per file``, what stamping each record alone costs) and one token over the batch list of all
-of them (:func:`matcher.timestamps.batch_list`, ``stamp per crawl``, per file). Verification
-per token: :func:`matcher.timestamps.check` (rfc3161-client) beside the peer, OpenSSL's own
+of them (:func:`matcher.evidence.timestamps.batch_list`, ``stamp per crawl``, per file).
+Verification
+per token: :func:`matcher.evidence.timestamps.check` (rfc3161-client) beside the peer, OpenSSL's own
 ``openssl ts -verify`` of the same token and list (a process each, as a recipient runs it);
 and per file, what ``fptrack evidence verify`` does: its WARC digests, that the list names it
 and the token (:func:`admin.evidence_check.check_file`). Bytes: the token, and the list's
@@ -51,7 +52,7 @@ from bench import synthetic
 from bench.pipeline_bench import spread
 from bench.pipeline_site import build_site
 from bench.pipeline_support import Child
-from matcher.archive import DirectoryArchive, Exchange, GridFSArchive, verify, warc_bytes
+from matcher.evidence.archive import DirectoryArchive, Exchange, GridFSArchive, verify, warc_bytes
 from tests.sites.corpus import load_texts
 
 DEFAULT_PAGES = 1000
@@ -140,8 +141,8 @@ def stamping(files: list[bytes], tsa_root: Path) -> dict[str, float]:
     import subprocess
 
     from admin.evidence_check import Batches, check_file
-    from matcher import timestamps
-    from matcher.archive import sha256_hex
+    from matcher.evidence import timestamps
+    from matcher.evidence.archive import sha256_hex
     from tests.servers.local_tsa import TsaServer, make_authority
 
     authority = make_authority(tsa_root / f"tsa-{time.time_ns()}")

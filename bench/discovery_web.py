@@ -14,7 +14,7 @@ such sites do: a 友情链接 list in every page's footer, a "new address" notic
   portal, a forum whose posts each quote one registered sentence, a site with the pirates'
   very template and unregistered text, a link directory listing the pirates.
 
-Discovery (:func:`matcher.discovery.discover`, as ``fptrack sites discover`` runs it) is
+Discovery (:func:`matcher.sites.discovery.discover`, as ``fptrack sites discover`` runs it) is
 scored on the candidates it finds: precision and recall of its ``pirate`` verdicts against
 the truth, and whether every truth host was found at all.
 """

@@ -61,8 +61,8 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
     The engine keeps its indexes under a unique Redis key prefix; every key under it is
     deleted at the end, never the whole database.
     """
-    from matcher.engine import Engine
-    from matcher.redis_clients import connect_url
+    from matcher.index.redis_clients import connect_url
+    from matcher.matching.engine import Engine
     from matcher.settings import Settings
     from matcher.store.memory import memory_client
 
@@ -84,11 +84,11 @@ def fptrack_pairs(works: Sequence[Work], pages: Sequence[Page], redis_url: str) 
 
 
 def fptrack_unavailable() -> str | None:
-    """Why the engine cannot be run (None when ``matcher.engine`` imports)."""
+    """Why the engine cannot be run (None when ``matcher.matching.engine`` imports)."""
     try:
-        importlib.import_module("matcher.engine")
+        importlib.import_module("matcher.matching.engine")
     except ImportError as exc:
-        return f"matcher.engine is not importable ({exc})"
+        return f"matcher.matching.engine is not importable ({exc})"
     return None
 
 

@@ -107,14 +107,14 @@ def engine_reverse(start_url: str, work_name: str, work_text: str, redis_url: st
     """
     from admin.scan import contract_matches
     from crawler.run import crawl_in_process
-    from matcher import jobs
-    from matcher.engine import Engine
-    from matcher.ingest import Ingest
-    from matcher.maintenance import drop_indexes
-    from matcher.redis_clients import connect_url
+    from matcher.index.maintenance import drop_indexes
+    from matcher.index.redis_clients import connect_url
+    from matcher.matching.engine import Engine
     from matcher.settings import Settings
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
     from matcher.store.memory import memory_client
+    from matcher.worker import jobs
+    from matcher.worker.ingest import Ingest
 
     client = connect_url(redis_url)
     settings = Settings(redis_url=redis_url, redis_prefix=f"fptrack-eval-sites-{uuid.uuid4().hex}")
@@ -445,7 +445,7 @@ def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
     from bench.discovery_web import build_web
     from bench.discovery_web import score as web_score
     from crawler.sample_crawl import sampler
-    from matcher.discovery import discover
+    from matcher.sites.discovery import discover
 
     web = build_web(texts, args.seed, quick=args.quick)
     try:

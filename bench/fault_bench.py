@@ -196,12 +196,12 @@ class Deployment:
         self.cluster = LocalCluster(masters=3)
 
     def start(self) -> None:
-        from matcher.celery_app import make_app
-        from matcher.engine import Engine
+        from matcher.index.redis_clients import COMMAND, connect_url
         from matcher.index.redis_io import connect
-        from matcher.redis_clients import COMMAND, connect_url
+        from matcher.matching.engine import Engine
         from matcher.settings import IndexRedis, Settings
         from matcher.store import Store, mongo_client
+        from matcher.worker.celery_app import make_app
 
         self.cluster.start()
         broker_port, mongo_port = free_port(), free_port()
@@ -406,7 +406,7 @@ def split_sites(site: BenchSite, count: int) -> list[BenchSite]:
 def fault_free(works_dir: Path, urls: list[str]) -> tuple[set[tuple[str, str]], float]:
     """The embedded scan's (url, work file) pairs, and its time."""
     from admin.scan import run_scan
-    from matcher.maintenance import drop_indexes
+    from matcher.index.maintenance import drop_indexes
 
     started = time.perf_counter()
     result, engine = run_scan(works_dir, urls)
@@ -426,7 +426,7 @@ def register(dep: Deployment, works_dir: Path, names: Sequence[str], reverse: bo
 
 
 def crawl(dep: Deployment, name: str, url: str) -> None:
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
 
     dep.store.sites.save_site(
         SiteConfig(name=name, start_urls=(url,), schedule="never", max_depth=4)

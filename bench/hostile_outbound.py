@@ -58,7 +58,7 @@ from admin.cli import main
 from admin.context import Context
 from admin.scan import scan_engine
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 watched, work = sys.argv[1], sys.argv[2]
 settings = Settings.from_env(redis_prefix="fptrack-bench-" + uuid.uuid4().hex[:12])
 engine = scan_engine(settings, None)
@@ -187,11 +187,11 @@ def stamped_bundle(tmp: Path, pages: int) -> tuple[bytes, Any, Any]:
     from admin.report.evidence import evidence_zip
     from admin.report.selection import Selection
     from admin.scan import scan_engine
-    from matcher.archive import DirectoryArchive, Exchange
-    from matcher.ingest import Ingest
+    from matcher.evidence.archive import DirectoryArchive, Exchange
+    from matcher.evidence.stamping import stamp_waiting
     from matcher.pages import CrawledPage
     from matcher.settings import Settings
-    from matcher.stamping import stamp_waiting
+    from matcher.worker.ingest import Ingest
     from tests.servers.local_tsa import TsaServer, make_authority
 
     authority = make_authority(tmp / "tsa")
@@ -224,7 +224,7 @@ def stamped_bundle(tmp: Path, pages: int) -> tuple[bytes, Any, Any]:
 def restamped(bundle: bytes, stranger: Any) -> bytes:
     """``bundle`` with every token replaced by the stranger TSA's over the same list, and
     the stranger's CA as its ``tsa-ca.pem``."""
-    from matcher import timestamps
+    from matcher.evidence import timestamps
     from tests.servers.local_tsa import TsaServer
 
     source = zipfile.ZipFile(io.BytesIO(bundle))

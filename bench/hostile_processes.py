@@ -133,7 +133,7 @@ def _row(ok: bool, status: int | None, started: float, peak: PeakMemory, reason:
 
 def worker_unrecoverable(args: Any, tmp: Path) -> dict[str, Any]:
     """See the module docstring."""
-    from matcher.redis_clients import COMMAND, connect_url
+    from matcher.index.redis_clients import COMMAND, connect_url
 
     started = time.monotonic()
     mongo_port = free_port()
@@ -231,13 +231,13 @@ class DiskFull:
 
     def _open(self) -> None:
         """Works registered and pages stored, their tasks not sent yet."""
-        from matcher.celery_app import make_app
-        from matcher.engine import Engine
-        from matcher.ingest import Ingest
-        from matcher.kept_failures import KeptFailures
+        from matcher.matching.engine import Engine
         from matcher.pages import CrawledPage
         from matcher.settings import Settings
         from matcher.store import mongo_client
+        from matcher.worker.celery_app import make_app
+        from matcher.worker.ingest import Ingest
+        from matcher.worker.kept_failures import KeptFailures
 
         self.settings = Settings.from_env(self.env)
         self.client = mongo_client(self.settings.mongo_uri, 3000)

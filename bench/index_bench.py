@@ -69,10 +69,10 @@ from fingerprint.hashing import fmix64
 from fingerprint.minhash import oph_signature
 from fingerprint.normalize import normalize
 from fingerprint.tokens import ngram_hash_array
+from matcher.index.redis_clients import connect_url
 from matcher.index.redis_io import IndexClient, connect
 from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.index.storage import RedisStorage
-from matcher.redis_clients import connect_url
 from matcher.settings import IndexRedis
 from tests.servers.net import wait_until
 

@@ -6,7 +6,7 @@ edited copies of ``--works`` registered works, the rest unrelated text, served o
 
 - **bare**: the production spider (:class:`crawler.spiders.site.SiteSpider`, extraction and
   下一页 joining included) with an ingest that only counts the pages: no store, no task;
-- **end to end**: the same crawl with the production ingest (:class:`matcher.ingest.Ingest`:
+- **end to end**: the same crawl with the production ingest (:class:`matcher.worker.ingest.Ingest`:
   upsert into the store, one ``fptrack.process_page`` Celery task per new page, through the
   real Redis broker ``--broker-url``) and ``--workers`` Celery worker processes (solo pool)
   that fingerprint, match and record each page, on the real Redis index ``--redis-url``.
@@ -68,8 +68,8 @@ from bench.pipeline_support import (
     wait_for,
 )
 from bench.proc_cpu import cpu_seconds
-from matcher.field_names import INDEX_KEYS
-from matcher.redis_clients import connect_url
+from matcher.index.redis_clients import connect_url
+from matcher.store.field_names import INDEX_KEYS
 
 DEFAULTS = {
     "pages": 5000,
@@ -141,7 +141,7 @@ def claim_db(url: str, owned: tuple[str, ...]) -> redis.Redis:
 
 
 def bench_site_config(url: str) -> Any:
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
 
     return SiteConfig(name="bench", start_urls=(url,), max_depth=10, schedule="never")
 
@@ -167,7 +167,7 @@ class Pipeline:
 
     def start(self, site_dir: Path) -> str:
         """Start the site server (and MongoDB unless given); returns the site's URL."""
-        from matcher.engine import Engine
+        from matcher.matching.engine import Engine
         from matcher.settings import Settings
         from matcher.store import Store
         from matcher.store.client import client_for

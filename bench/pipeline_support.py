@@ -128,9 +128,9 @@ def run_worker(profile: Path | None, queues: str = "fptrack") -> None:
     settings)."""
     from celery.signals import worker_ready
 
-    from matcher.celery_app import make_app
-    from matcher.redis_clients import connect_server
+    from matcher.index.redis_clients import connect_server
     from matcher.settings import Settings
+    from matcher.worker.celery_app import make_app
 
     settings = Settings.from_env()
     if os.environ.get(COMMAND_LOG_DIR):
@@ -277,8 +277,8 @@ def run_beat() -> None:
     """Run Celery beat (redbeat) on the ``FPTRACK_*`` settings until it is stopped."""
     from celery.signals import beat_init
 
-    from matcher.celery_app import BEAT_SCHEDULER, make_app
     from matcher.settings import Settings
+    from matcher.worker.celery_app import BEAT_SCHEDULER, make_app
 
     app = make_app(Settings.from_env())
 

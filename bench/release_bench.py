@@ -67,7 +67,7 @@ from bench.pipeline_support import (
     wait_for,
 )
 from bench.release_site import NovelSite
-from matcher.redis_clients import COMMAND, connect_url
+from matcher.index.redis_clients import COMMAND, connect_url
 from tests.servers.net import free_port
 
 DEFAULTS = {"chapters": 6, "window": 480.0, "existing": 60, "recrawl": "every 2m", "rounds": 2}
@@ -113,12 +113,12 @@ class Deployment:
         self.client: Any = None
 
     def start(self, recrawl: str) -> None:
-        from matcher.celery_app import make_app
-        from matcher.engine import Engine
-        from matcher.schedules import Schedules
+        from matcher.matching.engine import Engine
         from matcher.settings import Settings
         from matcher.store import Store
         from matcher.store.client import client_for
+        from matcher.worker.celery_app import make_app
+        from matcher.worker.schedules import Schedules
 
         port = free_port()
         self.redis_proc = subprocess.Popen(
@@ -185,8 +185,8 @@ class Deployment:
         it returned, its run recorded; a message taken whose subprocess has not yet started
         holds no lock), and no recrawl lock; twice, half a second apart (a message is
         popped from the queue a moment before it is noted as unacknowledged)."""
-        from matcher.celery_app import CRAWL_QUEUE
         from matcher.keys import Keys
+        from matcher.worker.celery_app import CRAWL_QUEUE
 
         lock = Keys(PREFIX).crawl(SITE).recrawl_lock
         broker = self._broker()
@@ -213,7 +213,7 @@ class Deployment:
 
 
 def site_config(site: NovelSite, recrawl: str) -> Any:
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
 
     return SiteConfig(
         name=SITE, start_urls=(site.url("/book/"),), max_depth=3, schedule="never", recrawl=recrawl
@@ -222,7 +222,7 @@ def site_config(site: NovelSite, recrawl: str) -> Any:
 
 def crawl_cost(dep: Deployment, site: NovelSite, incremental: bool) -> dict[str, Any]:
     """One crawl by the production job (subprocess), and what it cost the site."""
-    from matcher import jobs
+    from matcher.worker import jobs
 
     started, wall = time.time(), time.perf_counter()
     if incremental:
@@ -254,7 +254,7 @@ def matched_at(dep: Deployment, pairs: dict[tuple[str, str], Any]) -> dict[tuple
 
 
 def interval_seconds(spec: str) -> float:
-    from matcher.schedules import parse_schedule
+    from matcher.worker.schedules import parse_schedule
 
     sched = parse_schedule(spec, SITE)
     return sched.run_every.total_seconds() if hasattr(sched, "run_every") else 3600.0
@@ -389,7 +389,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
             setattr(args, name, value)
     if args.chapters < 1 or args.rounds < 1 or args.existing < 1 or args.window < 0:
         parser.error("--chapters, --rounds and --existing must be >= 1, --window >= 0")
-    from matcher.sites import SiteConfig, SiteConfigError
+    from matcher.sites.site_config import SiteConfig, SiteConfigError
 
     try:
         SiteConfig(name="x", start_urls=("http://127.0.0.1/",), recrawl=args.recrawl)

@@ -98,7 +98,7 @@ def crawl(
     url: str, render: bool, marks: dict[str, str], chromium: str, auto: bool = False
 ) -> dict[str, float]:
     from crawler.run import crawl_in_process
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
 
     site = SiteConfig(name="bench", start_urls=(url,), max_depth=10, schedule="never",
                       render=render)  # fmt: skip

@@ -11,14 +11,14 @@ server on disk in a temporary directory (or ``--mongo-uri``):
 
 1. ``bytes_per_char``: ``--works`` synthetic novels (:mod:`bench.scale_sim`'s 第N章 chapters
    of Chinese words) of ``--min-chars`` to ``--max-chars`` characters, lengths spaced
-   geometrically, registered with :meth:`matcher.engine.Engine.add_work`; Redis
+   geometrically, registered with :meth:`matcher.matching.engine.Engine.add_work`; Redis
    ``used_memory`` after, less before, over the characters registered: everything the
    index holds, all-in. Beside it, datasketch ``MinHashLSH`` (Redis storage, 128
    permutations, threshold 0.5) holding the same works' segments, one MinHash each.
 2. ``page_p50_ms``, ``page_p99_ms``, ``pages_per_s``: ``--novels`` novels of
    ``--novel-chars`` characters registered, then ``--pages`` chapter pages (3,000
    characters: half copy a chapter with an ad line added, half are unrelated chapters)
-   each matched by :meth:`Engine.find_works` after :func:`matcher.prepared.prepare`, as the
+   each matched by :meth:`Engine.find_works` after :func:`matcher.matching.prepared.prepare`, as the
    ``process_page`` task does before it writes; the pages go round ``--repeat`` times, the
    first round with an empty segment cache (``cold``), the others as a worker runs
    (``warm``). ``pages_per_s`` is the warm rounds' pages over their time, one core.
@@ -62,7 +62,7 @@ def start_redis() -> tuple[subprocess.Popen, str]:
     """A private redis-server on a free port, keeping nothing on disk."""
     import redis
 
-    from matcher.redis_clients import COMMAND, connect_url
+    from matcher.index.redis_clients import COMMAND, connect_url
     from tests.servers.net import free_port, wait_until
 
     binary = shutil.which("redis-server") or "/usr/bin/redis-server"
@@ -112,7 +112,7 @@ class Bench:
         self.tmp = tempfile.TemporaryDirectory(prefix="fptrack-scale-")
 
     def __enter__(self) -> Bench:
-        from matcher.redis_clients import connect_url
+        from matcher.index.redis_clients import connect_url
 
         url = self.args.redis_url
         if not url:
@@ -137,8 +137,8 @@ class Bench:
     def engine(self, name: str, chars: float) -> Any:
         import pymongo
 
-        from matcher.engine import Engine
         from matcher.index.window_index import bucket_bits_for
+        from matcher.matching.engine import Engine
         from matcher.settings import Settings
 
         self.redis.flushdb()
@@ -167,7 +167,7 @@ class Bench:
 
     def bytes_per_char(self) -> dict[str, Any]:
         from fingerprint.segments import segment
-        from matcher.registry import SEGMENT_PARAMS
+        from matcher.matching.registry import SEGMENT_PARAMS
 
         args = self.args
         sizes = lengths(args.works, args.min_chars, args.max_chars)
@@ -201,9 +201,9 @@ class Bench:
 
     def pages(self) -> dict[str, Any]:
         from fingerprint.segments import segment
-        from matcher.prepared import prepare
-        from matcher.registry import SEGMENT_PARAMS
-        from matcher.segment_cache import SegmentCache
+        from matcher.matching.prepared import prepare
+        from matcher.matching.registry import SEGMENT_PARAMS
+        from matcher.matching.segment_cache import SegmentCache
 
         args = self.args
         engine = self.engine("pages", args.novels * args.novel_chars)

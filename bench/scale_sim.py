@@ -14,8 +14,8 @@ What it does, in one process:
 2. registers ``--works`` synthetic novels of ``--work-chars`` characters each (第N章
    chapters of about 3,000 characters of Chinese words in random order), timing each;
 3. stores and matches ``--pages`` chapter pages as the crawler's pipeline and the
-   ``process_page`` task do (:class:`matcher.ingest.Ingest`,
-   :meth:`matcher.engine.Engine.process_stored_page`): ``--copy-share`` of them copy a
+   ``process_page`` task do (:class:`matcher.worker.ingest.Ingest`,
+   :meth:`matcher.matching.engine.Engine.process_stored_page`): ``--copy-share`` of them copy a
    chapter of a registered novel (with an ad line and a changed heading), the rest are
    unrelated chapters; each page's processing is timed;
 4. measures Redis memory (``used_memory`` summed over the masters, before and after each
@@ -133,10 +133,10 @@ def percentile(values: Sequence[float], q: float) -> float:
 def run(args: argparse.Namespace, say: Callable[[str], None]) -> dict[str, Any]:
     import pymongo
 
-    from matcher.engine import Engine
-    from matcher.ingest import Ingest
+    from matcher.matching.engine import Engine
     from matcher.pages import CrawledPage
     from matcher.settings import Settings
+    from matcher.worker.ingest import Ingest
     from tests.servers.local_cluster import LocalCluster
 
     cluster = LocalCluster(masters=args.masters)

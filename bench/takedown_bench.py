@@ -9,7 +9,7 @@ one), and how many of those it puts back later. Every match is confirmed (a noti
 only those) and every site gets a notice (marked sent,
 :func:`admin.report.takedown_send.send_notice`); then time runs on: before each recheck time
 (the notices' 1, 3, 7 and 14 days) the sites apply their policy, and the due rechecks run
-for real (:func:`matcher.takedowns.recheck_due`: each URL fetched over HTTP, the works
+for real (:func:`matcher.evidence.takedowns.recheck_due`: each URL fetched over HTTP, the works
 verified on the page). The engine is the embedded scan's (mongomock, fakeredis).
 
 Figures: per site, the removal rate measured against the truth (pages down on day 14 of
@@ -42,11 +42,11 @@ from admin.report.takedown import DETAILS_STATE_KEY
 from admin.report.takedown_send import send_notice
 from admin.scan import scan_engine, scan_settings
 from crawler.one_page import fetcher, page_text
-from matcher.ingest import Ingest
+from matcher.evidence.takedowns import figures, recheck_due
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
-from matcher.takedowns import figures, recheck_due
+from matcher.sites.site_config import SiteConfig
+from matcher.worker.ingest import Ingest
 from tests.servers.takedown_site import ChangingSite, chapter_html
 
 DAYS = (1.0, 3.0, 7.0, 14.0)

@@ -47,7 +47,7 @@ from typing import Any
 import redis
 
 from matcher.keys import CrawlKeys
-from matcher.sites import MAX_CRAWLERS
+from matcher.sites.site_config import MAX_CRAWLERS
 
 STAT = "fptrack/frontier/"
 RUN_OVER = -1

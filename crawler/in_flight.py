@@ -48,7 +48,7 @@ from twisted.internet.defer import TimeoutError as TwistedTimeout
 from crawler import defaults
 from crawler.deadline import deadline_of
 from crawler.dust import pattern_of
-from matcher.crawl_runs import IN_FLIGHT_MAX, IN_FLIGHT_WAITED
+from matcher.sites.crawl_runs import IN_FLIGHT_MAX, IN_FLIGHT_WAITED
 
 MAX_BYTES_IN_FLIGHT = defaults.MAX_BYTES_IN_FLIGHT
 """Bytes of response bodies a crawl holds before its next download waits (the default of

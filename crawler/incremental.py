@@ -13,7 +13,7 @@ pages announce (``<link rel="alternate" type="application/rss+xml|atom+xml">``),
 A stored page is asked for with a conditional request (``If-None-Match`` /
 ``If-Modified-Since`` from the ``ETag`` / ``Last-Modified`` stored with it), so a site that
 supports them answers 304 with no body; a page fetched again with the same text is not
-matched again (:class:`matcher.ingest.Ingest`). Stored pages with no newer date are not
+matched again (:class:`matcher.worker.ingest.Ingest`). Stored pages with no newer date are not
 requested at all.
 
 Sitemaps and feeds are hostile input: a body over ``FPTRACK_FEED_MAX_BYTES`` (5 MiB, after

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from scrapy.http import Response
 
-from matcher.archive import Exchange
+from matcher.evidence.archive import Exchange
 from matcher.pages import CrawledPage
 
 if TYPE_CHECKING:

@@ -24,10 +24,10 @@ import redis
 from redis.exceptions import LockError
 
 from crawler.frontier import STAT, Frontier
+from matcher.index.redis_clients import connect_server
+from matcher.index.renewal import Renewal
 from matcher.keys import Keys
-from matcher.redis_clients import connect_server
-from matcher.renewal import Renewal
-from matcher.sites import MAX_CRAWLERS, SiteConfig
+from matcher.sites.site_config import MAX_CRAWLERS, SiteConfig
 
 if TYPE_CHECKING:
     from matcher.settings import Settings
@@ -173,7 +173,8 @@ class RedisFrontiers:
     @classmethod
     def connect(cls, settings: Settings) -> RedisFrontiers:
         """The frontiers of a deployment: the Redis of ``FPTRACK_REDIS_URL`` (a server or the
-        primary Sentinel watches, never a cluster: :func:`matcher.redis_clients.connect_server`),
+        primary Sentinel watches, never a cluster:
+        :func:`matcher.index.redis_clients.connect_server`),
         under its ``redis_prefix``, with leases of ``crawl_lease`` seconds."""
         client = connect_server(settings.redis_target)
         return cls(client, settings.redis_prefix, settings.crawl_lease)

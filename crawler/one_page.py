@@ -1,5 +1,5 @@
 """One page fetched outside a crawl, and its main text: what a takedown's recheck reads
-(:mod:`matcher.takedowns`) and what a query by URL reads (:mod:`admin.fetch`).
+(:mod:`matcher.evidence.takedowns`) and what a query by URL reads (:mod:`admin.fetch`).
 
 :func:`fetch_page` is a GET under a :mod:`matcher.outbound` policy its caller gives (one
 deadline for the whole request, a size cap, redirects checked, internal addresses refused

@@ -2,7 +2,7 @@
 
 :class:`IngestPipeline` hands each :class:`~crawler.items.PageItem` to an *ingest*: any
 object with ``.page(item)`` returning something with a ``state`` (``new``, ``changed`` or
-``unchanged``), such as :class:`matcher.ingest.Ingest`.
+``unchanged``), such as :class:`matcher.worker.ingest.Ingest`.
 
 - In-process runs (tests, the embedded scan) put their ingest in the ``FPTRACK_INGEST``
   setting; the pipeline uses it as is and never closes it.
@@ -10,7 +10,7 @@ object with ``.page(item)`` returning something with a ``state`` (``new``, ``cha
   :class:`matcher.settings.Settings` that the crawl's entry point read and put in the
   ``FPTRACK_SETTINGS`` setting (:mod:`crawler.run`): a :class:`matcher.store.Store` on
   ``mongo_uri`` / ``mongo_db``, and an enqueue that sends the Celery tasks by name through
-  an app of :func:`matcher.celery_app.make_app` (the worker code is never imported), the
+  an app of :func:`matcher.worker.celery_app.make_app` (the worker code is never imported), the
   pages stored within :data:`SEND_LINGER` of each other as one ``fptrack.process_pages``
   (:class:`CelerySender`), and the evidence archive ``FPTRACK_ARCHIVE`` names
   (:meth:`matcher.store.Store.evidence_archive`). :meth:`IngestPipeline.close_spider` sends
@@ -37,7 +37,7 @@ run); ``fptrack/ingest_rejected`` when the backend refuses the page
 ``fptrack/enqueue_errors`` when a task could not be sent (the page stays stored as
 unprocessed and ``Ingest.requeue_pending`` sends it again). None of these stops the crawl.
 With ``FPTRACK_INGEST_LANES`` above 0 (default 4) and an ingest that says it is
-``thread_safe`` (:class:`matcher.ingest.Ingest` on a pymongo store: the production ingest,
+``thread_safe`` (:class:`matcher.worker.ingest.Ingest` on a pymongo store: the production ingest,
 not the embedded scan's mongomock one), the store calls run in that many threads, in order
 per page (:mod:`crawler.ingest_lanes`), the pages waiting in a lane stored in one batch (the
 ingest's ``pages``), and the crawl goes on meanwhile. An ingest that is not ``thread_safe``
@@ -292,10 +292,10 @@ def production_ingest(stats: Any, settings: Any) -> tuple[PageIngest, Any]:
 
 
 def celery_ingest(store: Any, stats: Any, settings: Any, archive: Any = None) -> Any:
-    """An :class:`matcher.ingest.Ingest` on ``store`` sending each page's task through
+    """An :class:`matcher.worker.ingest.Ingest` on ``store`` sending each page's task through
     :func:`celery_enqueue`, the store gathering its dashboard tallies
     (``settings.tally_seconds``, :meth:`matcher.store.tallies.Sender.gather`)."""
-    from matcher.ingest import Ingest
+    from matcher.worker.ingest import Ingest
 
     if settings.tally_seconds:
         store.tallies.gather(settings.tally_seconds)
@@ -308,7 +308,7 @@ SEND_BATCH = 32
 SEND_LINGER = 0.25
 """Seconds a page's task waits for others to be sent with: a crawl stores a few pages at a
 time, and the worker matches a batch's pages together (one read of them and their
-neighbours, one write of their processed marks; :func:`matcher.jobs.process_pages`)."""
+neighbours, one write of their processed marks; :func:`matcher.worker.jobs.process_pages`)."""
 
 
 class CelerySender:
@@ -317,7 +317,7 @@ class CelerySender:
     one ``fptrack.process_pages``, a page alone as ``fptrack.process_page``, from a thread
     of its own (:class:`crawler.ingest_lanes.IngestLanes`, one lane). A send that fails is
     logged and counted (``fptrack/enqueue_errors``, a page each); its pages stay pending
-    and beat's sweep sends them again (:func:`matcher.jobs.requeue_pending`), as for a
+    and beat's sweep sends them again (:func:`matcher.worker.jobs.requeue_pending`), as for a
     crawler killed while their tasks waited here."""
 
     def __init__(
@@ -351,9 +351,10 @@ class CelerySender:
 def celery_enqueue(stats: Any, settings: Any) -> CelerySender:
     """A :class:`CelerySender` on the app of ``settings``."""
     try:
-        from matcher.celery_app import make_app
+        from matcher.worker.celery_app import make_app
     except ImportError as exc:
         raise IngestUnavailable(
-            f"cannot send {PROCESS_PAGE_TASK} tasks: matcher.celery_app is not importable ({exc})"
+            f"cannot send {PROCESS_PAGE_TASK} tasks:"
+            f" matcher.worker.celery_app is not importable ({exc})"
         ) from exc
     return CelerySender(make_app(settings), stats)

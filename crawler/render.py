@@ -12,13 +12,13 @@ needs them: a crawl of plain pages never starts a browser, and pays nothing. Whe
 browser is not available (no scrapy-playwright, no Chromium at ``FPTRACK_CHROMIUM``),
 :func:`render_settings` puts why in :data:`AUTO_UNAVAILABLE_SETTING`: such a page is then
 counted under ``fptrack/not_crawled/needs_browser`` and named with the reason; its links are
-followed; :data:`matcher.crawl_runs.NEEDS_BROWSER_HINT` says, in one line, what to install.
+followed; :data:`matcher.sites.crawl_runs.NEEDS_BROWSER_HINT` says, in one line, what to install.
 
-**Every page** of a site with ``render`` on (:class:`matcher.sites.SiteConfig`) is
+**Every page** of a site with ``render`` on (:class:`matcher.sites.site_config.SiteConfig`) is
 rendered instead, as its crawl's pages were before automatic render: when rendering is not
 possible there, :func:`render_settings` says why in ``FPTRACK_RENDER_UNAVAILABLE``: the
 spider then requests nothing and records the reason, a problem of the crawl
-(:func:`matcher.crawl_runs.problems`), one line.
+(:func:`matcher.sites.crawl_runs.problems`), one line.
 
 Either way the crawl goes through scrapy-playwright (extra ``render``) with
 :class:`crawler.render_handler.RenderHandler` as the download handler for http and https,
@@ -50,7 +50,7 @@ from urllib.parse import urlsplit
 
 from crawler import defaults
 from crawler.meta import DEPTH, RENDER
-from matcher.crawl_runs import RENDER_UNAVAILABLE
+from matcher.sites.crawl_runs import RENDER_UNAVAILABLE
 
 if TYPE_CHECKING:  # the command line reads this module's defaults without loading Scrapy
     from scrapy import Request

@@ -8,7 +8,7 @@ failure at ERROR level with a traceback. :class:`RobotsMiddleware` (in its place
 the same, except for the log: one WARNING line naming the host, the error and what follows
 from it, and the stats ``fptrack/robots_unread`` (hosts whose robots.txt was not read) and
 ``fptrack/robots_problem`` (the last such line), which
-:func:`matcher.crawl_runs.problems` reports with the crawl's problems.
+:func:`matcher.sites.crawl_runs.problems` reports with the crawl's problems.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.httpobj import urlparse_cached
 from twisted.internet.defer import Deferred
 
-from matcher.crawl_runs import ROBOTS_PROBLEM, ROBOTS_UNREAD
+from matcher.sites.crawl_runs import ROBOTS_PROBLEM, ROBOTS_UNREAD
 
 log = logging.getLogger(__name__)
 

@@ -54,9 +54,9 @@ from crawler.lease import CrawlLease, FullCrawlRunning, LeaseCallback, RecrawlLe
 from crawler.scheduler import frontier_settings
 from crawler.settings import SETTINGS_SETTING, crawl_settings
 from crawler.spiders.site import SiteSpider, site_config
-from matcher.crawl_runs import RENDER_UNAVAILABLE, start_problem, state_lost
 from matcher.errors import MatcherError
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.crawl_runs import RENDER_UNAVAILABLE, start_problem, state_lost
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 
 Stats = dict[str, Any]
 BUSY = "crawlers_busy"
@@ -267,11 +267,11 @@ def _jsonable(value: Any) -> Any:
 
 def crawl_problem(stats: Stats) -> str | None:
     """A one-line reason when a finished crawl failed: its pages cannot be rendered, a start
-    URL gave no page (:func:`matcher.crawl_runs.start_problem`: not 2xx, robots.txt forbids
+    URL gave no page (:func:`matcher.sites.crawl_runs.start_problem`: not 2xx, robots.txt forbids
     it, redirected off the site, not a page), or nothing at all could be fetched; else None.
 
     Nothing fetched is no failure when the run's state in Redis went away first
-    (:func:`matcher.crawl_runs.state_lost`): Redis was emptied before the start request was
+    (:func:`matcher.sites.crawl_runs.state_lost`): Redis was emptied before the start request was
     fetched, or the lease was lost (the run is interrupted, and its job starts another), or
     another process ended the run (nothing was left to fetch)."""
     if stats.get(RENDER_UNAVAILABLE):

@@ -1,5 +1,5 @@
 """A small bounded crawl of one site, outside Scrapy: what pirate-site discovery reads
-(:mod:`matcher.discovery`), from the watched sites (their outbound links) and from each
+(:mod:`matcher.sites.discovery`), from the watched sites (their outbound links) and from each
 candidate (a sample of its pages to match).
 
 :func:`sample_site` walks a site breadth-first from its start URLs, same host only, at most
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 
 from crawler.one_page import Fetched, fetch_page
 from matcher import outbound
-from matcher.discovery import host_of
+from matcher.sites.discovery import host_of
 
 USER_AGENT = "fptrack/0.1 (discovery)"
 ROBOTS_MAX_BYTES = 512 * 1024
@@ -71,7 +71,7 @@ def sample_site(starts: Sequence[str], max_pages: int, policy: outbound.Policy) 
 
 @dataclass(frozen=True)
 class Sampler:
-    """Discovery's crawls (:class:`matcher.discovery.Crawler`) under ``policy``
+    """Discovery's crawls (:class:`matcher.sites.discovery.Crawler`) under ``policy``
     (:func:`matcher.outbound.fetching` of a deployment's settings)."""
 
     policy: outbound.Policy

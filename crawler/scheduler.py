@@ -21,7 +21,7 @@ from scrapy_redis.scheduler import Scheduler
 from crawler.frontier import REQUEST_CODEC, RUN_OVER, STAT
 from crawler.lease import CrawlLease
 from crawler.settings import FRONTIER_SETTING, ByReference
-from matcher.crawl_runs import LEASE_LOST, NOT_CRAWLED, RUN_GONE, stop_reason
+from matcher.sites.crawl_runs import LEASE_LOST, NOT_CRAWLED, RUN_GONE, stop_reason
 
 logger = logging.getLogger(__name__)
 

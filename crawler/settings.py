@@ -84,7 +84,7 @@ Defaults:
   bound). It bounds bytes, not concurrency: a site of usual pages keeps
   ``CONCURRENT_REQUESTS``, a site of 6 MB pages gets about five at once instead of 16.
 - ``FPTRACK_NAMED_PER_REASON``: 20 pages not crawled named per reason (robots, too_large,
-  download_refused, http_404 ...: :func:`matcher.crawl_runs.not_crawled_urls`), each with
+  download_refused, http_404 ...: :func:`matcher.sites.crawl_runs.not_crawled_urls`), each with
   its URL and why, in the stat ``fptrack/not_crawled_urls``; the others are counted.
 - ``FPTRACK_EXTRACT_WORKERS``: 2 reader processes per crawling process decode and extract
   pages off the reactor thread (:mod:`crawler.reader_pool`).
@@ -149,9 +149,9 @@ from typing import Any
 from scrapy.settings import Settings
 
 from crawler import defaults, render
-from matcher.crawl_runs import NAMED_PER_REASON
 from matcher.settings import Settings as FptrackSettings
-from matcher.sites import SiteConfig
+from matcher.sites.crawl_runs import NAMED_PER_REASON
+from matcher.sites.site_config import SiteConfig
 
 BOT_NAME = "fptrack"
 SPIDER_MODULES = ["crawler.spiders"]

@@ -238,7 +238,7 @@ class Keys:
         return window_keys(side)
 
     def segment(self, owner: int) -> str:
-        """A work segment's verification data (:func:`matcher.prepared.segment_blob`)."""
+        """A work segment's verification data (:func:`matcher.matching.prepared.segment_blob`)."""
         return f"{self.prefix}:works:anchors:{group_tags()[segment_group(owner)]}:{owner}"
 
     @property
@@ -254,7 +254,7 @@ class Keys:
     def marker(self, group: int) -> str:
         """Tag group ``group``'s marker: a token written when the group's part of every
         index was built or rebuilt, in the group's own hash slot, so it is lost with them
-        (:mod:`matcher.integrity`)."""
+        (:mod:`matcher.index.integrity`)."""
         return f"{self.prefix}:index:{group_tags()[group]}:marker"
 
     def group_heads(self, group: int, kinds: Iterable[str] = ("work", "page")) -> list[str]:
@@ -317,7 +317,7 @@ class Keys:
     @property
     def kept_failures(self) -> str:
         """A list of failure records MongoDB could not take, JSON, oldest first, until it
-        can (:mod:`matcher.kept_failures`)."""
+        can (:mod:`matcher.worker.kept_failures`)."""
         return f"{self.prefix}:failures:kept"
 
 

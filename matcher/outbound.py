@@ -1,8 +1,8 @@
 """Every HTTP request fptrack makes outside the Scrapy crawl, under one policy (issue 23).
 
-Query by URL (:mod:`admin.fetch`), alert webhooks (:mod:`matcher.notify`), pirate-site
+Query by URL (:mod:`admin.fetch`), alert webhooks (:mod:`matcher.alerts.notify`), pirate-site
 discovery (:mod:`crawler.sample_crawl`), takedown rechecks (:mod:`crawler.one_page`) and
-the Time-Stamp Authority (:mod:`matcher.timestamps`) go through :func:`request`, email
+the Time-Stamp Authority (:mod:`matcher.evidence.timestamps`) go through :func:`request`, email
 alerts' SMTP client through :func:`connect`; the crawl's own requests (pages, robots.txt,
 sitemaps and feeds of an incremental crawl) are Scrapy's, bounded by ``DOWNLOAD_TIMEOUT``
 and ``DOWNLOAD_MAXSIZE`` (:mod:`crawler.settings`). A :class:`Policy` gives:

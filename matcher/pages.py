@@ -1,16 +1,16 @@
 """A crawled page as the crawler hands it to the store: one dataclass for every layer.
 
 The spider yields it (``crawler.items.PageItem`` is this class), the item pipeline passes it
-to :class:`matcher.ingest.Ingest`, the store keeps its fields, and
-:meth:`matcher.engine.Engine.process_page` accepts it for pages that were never crawled
+to :class:`matcher.worker.ingest.Ingest`, the store keeps its fields, and
+:meth:`matcher.matching.engine.Engine.process_page` accepts it for pages that were never crawled
 (tests, the evaluation).
 
 ``next_url`` and ``prev_url`` are the canonical URLs of the page's "next page" and
 "previous page" links (下一页 / 上一页, as the site's configuration labels them), or "".
-They are recorded, not interpreted: :mod:`matcher.split` decides from them, the titles and
+They are recorded, not interpreted: :mod:`matcher.matching.split` decides from them, the titles and
 the URLs whether neighbouring pages are parts of one split chapter.
 
-``exchange`` is the HTTP exchange as fetched (:class:`matcher.archive.Exchange`), which the
+``exchange`` is the HTTP exchange as fetched (:class:`matcher.evidence.archive.Exchange`), which the
 ingest keeps as evidence when it has an archive; None for pages that were never fetched.
 ``etag`` and ``last_modified`` are the response's ``ETag`` and ``Last-Modified`` headers (""
 when absent), stored with the page so that an incremental crawl asks for it again with a
@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from matcher.archive import Exchange
+from matcher.evidence.archive import Exchange
 
 
 @dataclass

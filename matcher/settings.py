@@ -14,10 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
-from urllib.parse import unquote
+from urllib.parse import unquote, urlsplit
 
 from matcher.errors import SettingsError
-from matcher.notify import SmtpConfig
 
 CLUSTER_SCHEME = "redis+cluster://"
 SENTINEL_SCHEME = "redis+sentinel://"
@@ -28,11 +27,51 @@ SENTINEL_FORM = "redis+sentinel://[[user]:password@]host:port[,host:port...]/SER
 
 
 def spec_error(spec: str) -> str:
-    """Why ``spec`` (``FPTRACK_ARCHIVE``, opened by :func:`matcher.archive.open_archive`)
+    """Why ``spec`` (``FPTRACK_ARCHIVE``, opened by :func:`matcher.evidence.archive.open_archive`)
     names no archive (``gridfs``, ``none`` or an absolute folder), or ""."""
     if spec in ("gridfs", "none") or spec.startswith("/"):
         return ""
     return f"archive must be gridfs, none or an absolute folder, got {spec!r}"
+
+
+@dataclass(frozen=True)
+class SmtpConfig:
+    """Where email alerts go out: ``FPTRACK_SMTP_URL`` (``smtp://[user:password@]host[:port]``,
+    port 25 by default, or ``smtps://`` for TLS from the start, port 465), the sender
+    ``FPTRACK_SMTP_FROM``, and ``FPTRACK_SMTP_STARTTLS`` (upgrade a ``smtp://`` connection).
+
+    >>> SmtpConfig.parse("smtp://bot:s%40cret@mail.example:2525", "fptrack@example.com").port
+    2525
+    >>> SmtpConfig.parse("", "") is None
+    True
+    """
+
+    host: str
+    port: int
+    sender: str
+    tls: bool = False
+    starttls: bool = False
+    user: str = ""
+    password: str = field(default="", repr=False)
+
+    @classmethod
+    def parse(cls, url: str, sender: str, starttls: bool = False) -> SmtpConfig | None:
+        """The configuration, None when ``url`` is empty; :class:`SettingsError` when bad."""
+        if not url:
+            return None
+        parts = urlsplit(url)
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise SettingsError(f"FPTRACK_SMTP_URL must be smtp:// or smtps://host, got {url!r}")
+        try:
+            port = parts.port or (465 if parts.scheme == "smtps" else 25)
+        except ValueError:
+            raise SettingsError(f"FPTRACK_SMTP_URL has a bad port: {url!r}") from None
+        if "@" not in sender:
+            raise SettingsError("FPTRACK_SMTP_FROM must be an email address for email alerts")
+        return cls(
+            parts.hostname, port, sender, parts.scheme == "smtps", bool(starttls),
+            unquote(parts.username or ""), unquote(parts.password or ""),
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -52,7 +91,7 @@ class RedisTarget:
       ask again when it fails over. The user and password (percent-encoded) are the
       primary's and its replicas'; the sentinels are asked without a password.
 
-    :mod:`matcher.redis_clients` builds the clients of a target.
+    :mod:`matcher.index.redis_clients` builds the clients of a target.
 
     >>> RedisTarget.parse("redis+cluster://10.0.0.1:7000,10.0.0.2").nodes
     (('10.0.0.1', 7000), ('10.0.0.2', 6379))
@@ -169,9 +208,11 @@ class MatchPolicy:
     such as a forum post with its replies); either way the shared passages must total
     ``min_chars``. A passage lying mostly (over ``boilerplate_share``) in boilerplate, text
     that ``boilerplate_works`` registered works or more hold, does not count, nor one lying
-    mostly in text a better-matching work explains (``matcher.verify``). Works that each lie
+    mostly in text a better-matching work explains (``matcher.matching.verify``). Works that each
+    lie
     at least ``edition_share`` inside the other are editions of one work
-    (``matcher.editions``): they count as one work for boilerplate, and a page copying their
+    (``matcher.matching.editions``): they count as one work for boilerplate, and a page copying
+    their
     text is attributed to the edition that explains it best, the others named (0: no work
     is an edition of another). Candidates are works with a segment within ``simhash_k`` of
     the page or holding ``min_window_hits`` of its postings keys; every candidate is
@@ -222,13 +263,14 @@ class Settings:
     min_work_chars: int = 50
     near_twin_share: float = 0.95
     """A work whose text and an earlier indexed work's each lie at least this share inside
-    the other (content 8-grams, :mod:`matcher.near_twins`) is that work's near twin:
+    the other (content 8-grams, :mod:`matcher.matching.near_twins`) is that work's near twin:
     reported as such (``same_text_as``, ``near_twin``) and indexed as an edition of it
-    (:mod:`matcher.editions`). 0 turns near twins off."""
+    (:mod:`matcher.matching.editions`). 0 turns near twins off."""
     max_split_parts: int = 50
     candidate_batch: int = 64
     segment_cache_mb: int = 256
-    """Parsed work segments kept in each matching process (:mod:`matcher.segment_cache`)."""
+    """Parsed work segments kept in each matching process
+    (:mod:`matcher.matching.segment_cache`)."""
     query_allow_private: bool = False
     """Let a query by URL fetch private, loopback and link-local addresses (admin/fetch.py)."""
     query_deadline: float = 20.0
@@ -244,7 +286,7 @@ class Settings:
     """How long the admin keeps the metrics it computed before computing them again
     (:mod:`admin.metrics`; 0: at every scrape)."""
     archive: str = "gridfs"
-    """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.archive`):
+    """Where the evidence archive keeps pages' HTTP exchanges (:mod:`matcher.evidence.archive`):
     ``gridfs`` (the store's database), ``none``, or an absolute folder."""
     outbound_allow_private: bool = False
     """Let fptrack's own requests outside the crawl (discovery's candidate sites and where a
@@ -252,28 +294,28 @@ class Settings:
     loopback and link-local addresses (:mod:`matcher.outbound`)."""
     discover_every: int = 7 * 86400
     """Seconds between beat's pirate-site discoveries (``sites:discover``,
-    :mod:`matcher.discovery`); 0: never (``fptrack sites discover`` runs one)."""
+    :mod:`matcher.sites.discovery`); 0: never (``fptrack sites discover`` runs one)."""
     discover_sample: int = 10
     """Pages of each candidate site a discovery samples."""
     discover_harvest: int = 20
     """Pages of each watched site a discovery reads for the hosts it leads to."""
     takedown_rechecks: str = "1,3,7,14"
     """Days after a takedown notice when each URL it names is rechecked
-    (:mod:`matcher.takedowns`), comma-separated."""
+    (:mod:`matcher.evidence.takedowns`), comma-separated."""
     takedown_recheck_every: int = 600
     """Seconds between beat's runs of the due rechecks (``takedowns:recheck``)."""
     takedown_escalate_days: float = 7.0
     """A URL still up this many days after its notice is listed to escalate."""
     tsa_url: str = ""
     """The RFC 3161 Time-Stamp Authority the archived WARC files are stamped by
-    (:mod:`matcher.timestamps`; "": none, nothing is stamped)."""
+    (:mod:`matcher.evidence.timestamps`; "": none, nothing is stamped)."""
     tsa_ca: str = ""
     """A PEM file of the CA certificates a TSA's tokens must chain to (``fptrack evidence
     verify``, and the evidence bundle's copy of them)."""
     tsa_every: int = 600
     """Seconds between the beat's stamping runs (``evidence:stamp``), when ``tsa_url`` is set."""
     tsa_batch: int = 10_000
-    """At most this many WARC files under one token (:mod:`matcher.timestamps`)."""
+    """At most this many WARC files under one token (:mod:`matcher.evidence.timestamps`)."""
     tally_seconds: float = 1.0
     """A worker gathers the dashboard tallies of the match records it writes this long and
     sends them together (:class:`matcher.store.tallies.Sender`; 0: each at once)."""
@@ -283,10 +325,10 @@ class Settings:
     broker_url: str = ""
     visibility_timeout: int = 60
     """Seconds after a worker's last heartbeat before the broker hands its unacknowledged
-    tasks to another worker (:mod:`matcher.heartbeat`)."""
+    tasks to another worker (:mod:`matcher.worker.heartbeat`)."""
     pending_after: int = 60
     """Seconds after its last ``process_page`` was sent before a page still pending is sent
-    again by beat's sweep (:func:`matcher.jobs.requeue_pending`)."""
+    again by beat's sweep (:func:`matcher.worker.jobs.requeue_pending`)."""
     task_max_retries: int = 8
     crawl_timeout: int = 6000
     crawl_lease: int = 30
@@ -309,7 +351,7 @@ class Settings:
     admin_url: str = ""
     """The admin platform's public base URL, for links in alerts ("": no links)."""
     smtp_url: str = field(default="", repr=False)
-    """Where email alerts go out (:class:`matcher.notify.SmtpConfig`; "": no email)."""
+    """Where email alerts go out (:class:`SmtpConfig`; "": no email)."""
     smtp_from: str = ""
     smtp_starttls: bool = False
     digest_at: str = "08:00"

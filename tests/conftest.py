@@ -33,12 +33,12 @@
   ``store.matches``, ... hold the queries; a module sets ``STORE_BACKENDS = ("server",
   "memory")`` to run its tests that use no ``mongo_db`` of their own on the in-memory store
   too), ``engine`` (an
-  :class:`~matcher.engine.Engine` on ``mongo_db`` and ``redis_client``) and ``broker`` (a
+  :class:`~matcher.matching.engine.Engine` on ``mongo_db`` and ``redis_client``) and ``broker`` (a
   client of the Celery broker's database, flushed before and after the test). A suite may
   override one with a narrower meaning (``tests/matcher`` runs ``engine`` on
   ``index_client``; ``tests/e2e`` makes it the engine of the process's tasks).
 
-The ``FPTRACK_*`` variables of the product are set here, before :mod:`matcher.celery_app` is
+The ``FPTRACK_*`` variables of the product are set here, before :mod:`matcher.worker.celery_app` is
 first imported (it reads them once): the product's modules are imported inside the fixtures.
 """
 
@@ -71,7 +71,7 @@ docstring examples stay out of ``--doctest-modules``, as under ``bench/`` (those
 HTTP servers and ports run in ``tests/bench/test_fixture_servers.py``)."""
 
 if TYPE_CHECKING:
-    from matcher.engine import Engine
+    from matcher.matching.engine import Engine
     from matcher.store import Store
 
 try:  # planned once per session, even if this module is imported again under another name
@@ -184,7 +184,7 @@ def store(request: pytest.FixtureRequest) -> Store:
 def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
     """An engine on the test's fresh database and the test Redis database (prefix
     ``fptrack-test``)."""
-    from matcher.engine import Engine
+    from matcher.matching.engine import Engine
 
     settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     return Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)

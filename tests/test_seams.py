@@ -18,11 +18,11 @@ PACKAGES = ("admin", "crawler", "fingerprint", "matcher")
 STORE_PACKAGE = "matcher/store/"
 """The store: the only package whose modules hold a pymongo database or collection."""
 
-ENTRY_POINTS = {"admin/context.py", "crawler/run.py", "matcher/worker.py"}
+ENTRY_POINTS = {"admin/context.py", "crawler/run.py", "matcher/worker/celery.py"}
 """Where :meth:`Settings.from_env` may run: the command line's context, the crawl
-subprocess, and the app of ``celery -A matcher.worker``."""
+subprocess, and the app of ``celery -A matcher.worker.celery``."""
 
-ENVIRON_READERS = {"matcher/settings.py", "matcher/jobs.py"}
+ENVIRON_READERS = {"matcher/settings.py", "matcher/worker/jobs.py"}
 """``os.environ`` is read by the settings, and handed on whole to the crawl subprocess."""
 
 
@@ -122,7 +122,7 @@ def test_redis_key_names_are_built_in_keys_only() -> None:
 
 REDIS_CLIENTS = {"Redis", "StrictRedis", "RedisCluster", "Sentinel"}
 SERVER_HARNESSES = {
-    "matcher/redis_clients.py",
+    "matcher/index/redis_clients.py",
     "tests/servers/local_cluster.py",
     "tests/servers/local_sentinel.py",
 }
@@ -143,7 +143,7 @@ def is_redis_client_built(node: ast.AST) -> bool:
 
 def test_redis_clients_are_built_in_redis_clients_only() -> None:
     """Every Redis client of the product and the benchmarks comes from
-    :mod:`matcher.redis_clients` (one option set: timeouts, health checks, retries; servers,
+    :mod:`matcher.index.redis_clients` (one option set: timeouts, health checks, retries; servers,
     clusters and Sentinel alike)."""
     sample = "redis.Redis.from_url(u)\nRedisCluster(startup_nodes=n)\nredis.sentinel.Sentinel(s)\n"
     assert uses(ast.parse(sample), is_redis_client_built) == [1, 2, 3]
@@ -152,7 +152,7 @@ def test_redis_clients_are_built_in_redis_clients_only() -> None:
         for name, tree in modules((*PACKAGES, "bench"))
         if name not in SERVER_HARNESSES and (lines := uses(tree, is_redis_client_built))
     }
-    assert found == {}, f"Redis clients built outside matcher/redis_clients.py: {found}"
+    assert found == {}, f"Redis clients built outside matcher/index/redis_clients.py: {found}"
 
 
 MONGO_CLIENT_BUILDERS = {"matcher/store/client.py", "matcher/store/memory.py"}
@@ -182,30 +182,32 @@ def test_mongo_clients_are_built_by_the_store_factory_only() -> None:
     assert found == {}, f"MongoDB clients built outside {sorted(MONGO_CLIENT_BUILDERS)}: {found}"
 
 
-INDEX_BACKEND_MODULES = {
-    "matcher/index/storage.py",
-    "matcher/index/redis_io.py",
-    "matcher/index/packed.py",
-    "matcher/index/memory.py",
+INDEX_LOGIC_MODULES = {
+    "matcher/index/simhash_index.py",
+    "matcher/index/simhash_layout.py",
+    "matcher/index/window_index.py",
+    "matcher/index/indexes.py",
+    "matcher/index/segment_refs.py",
 }
-"""The storage of the indexes: the protocol and its Redis backend, the Redis IO and Lua
-scripts behind it, and the in-memory twin (which raises redis-py's ``LockError``)."""
+"""The index logic: simhash, windows, their layout, ``Side`` and segment references. The
+rest of ``matcher/index/`` is the storage under it (the protocol, its Redis backend and Lua
+scripts, the in-memory twin), the Redis clients, and the upkeep built on them."""
 
 
 def test_the_indexes_reach_redis_through_their_storage() -> None:
-    """The index logic of ``matcher/index/`` (simhash, windows, their layout, ``Side``)
-    imports neither redis-py nor the Redis IO: it talks to a
+    """The index logic imports neither redis-py nor the Redis IO: it talks to a
     :class:`matcher.index.storage.Storage`, so that it runs on the in-memory twin too."""
+    present = {name for name, _ in modules()}
+    assert present >= INDEX_LOGIC_MODULES
     found = {
         name: sorted(
             m for m in imported(tree)
             if m.split(".")[0] == "redis" or m.startswith("matcher.index.redis_io")
         )
         for name, tree in modules()
-        if name.startswith("matcher/index/") and name not in INDEX_BACKEND_MODULES
+        if name in INDEX_LOGIC_MODULES
     }  # fmt: skip
     assert {name: found for name, found in found.items() if found} == {}
-    assert "matcher/index/simhash_index.py" in dict(modules())
 
 
 APP_IMPORTERS = {"admin/web/app.py", "admin/web/serve.py"}
@@ -354,3 +356,53 @@ def test_no_import_circle_in_the_house() -> None:
     each other, however indirectly (a circle is found as a component of the import graph)."""
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles(import_graph()) == []
+
+
+MATCHER_LAYERS = (
+    ("matcher/errors.py", "matcher/keys.py", "matcher/settings.py", "matcher/outbound.py"),
+    ("matcher/sites/",),
+    ("matcher/alerts/",),
+    ("matcher/store/", "matcher/pages.py", "matcher/evidence/archive.py"),
+    ("matcher/index/",),
+    ("matcher/matching/",),
+    ("matcher/evidence/",),
+    ("matcher/worker/",),
+)
+"""``matcher/``'s packages from the bottom up (a path ending in ``/`` is a package; the
+first that matches counts): a module imports only modules of its own layer or the layers
+below. The evidence archive is the store's WARC backend, so it stands with the store."""
+
+
+def layer_of(name: str) -> int | None:
+    """The layer of module file ``name`` (None: outside the layers)."""
+    for layer, members in enumerate(MATCHER_LAYERS):
+        if any(name == m or (m.endswith("/") and name.startswith(m)) for m in members):
+            return layer
+    return None
+
+
+def test_matcher_packages_import_downwards_only() -> None:
+    """A package of ``matcher/`` never imports one above it: the leaves (settings, keys,
+    errors, outbound) import no package, the store no index or engine, the engine no worker."""
+    graph = import_graph(("matcher",))
+    assert layer_of("matcher/evidence/archive.py") == 3 and layer_of("matcher/evidence/x.py") == 6
+    unplaced = sorted(n for n in graph if n != "matcher/__init__.py" and layer_of(n) is None)
+    assert unplaced == []
+    upward = sorted(
+        (name, target)
+        for name, targets in graph.items()
+        for target in targets
+        if (a := layer_of(name)) is not None and (b := layer_of(target)) is not None and b > a
+    )
+    assert upward == []
+
+
+def test_the_backend_imports_neither_the_crawler_nor_the_admin() -> None:
+    """``matcher/`` stands below ``crawler/`` and ``admin/``: none of its modules imports
+    them, at any depth (the crawler's own tasks live in :mod:`crawler.tasks`, which the
+    Celery app names among its task modules)."""
+    found = {
+        name: sorted(m for m in imported(tree) if m.split(".")[0] in {"crawler", "admin"})
+        for name, tree in modules(("matcher",))
+    }
+    assert {name: found for name, found in found.items() if found} == {}

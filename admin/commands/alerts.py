@@ -11,7 +11,7 @@ from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
-    from matcher.alert_rules import AlertRule
+    from matcher.alerts.rules import AlertRule
     from matcher.store.alerts import AlertStore
 
 
@@ -99,8 +99,9 @@ def _rule(store: AlertStore, rule_id: str) -> AlertRule:
 
 
 def run_add(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher import alerts
-    from matcher.alert_rules import AlertRule, AlertRuleError
+    from matcher.alerts.channels import CHANNELS
+    from matcher.alerts.rules import AlertRule, AlertRuleError
+    from matcher.worker import alert_delivery as alerts
 
     scope, target = "all", ""
     if args.work:
@@ -116,15 +117,15 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
         rule = AlertRule.from_dict(data)
     except AlertRuleError as exc:
         raise CommandError(str(exc), 2) from exc
-    refused = alerts.webhook_refusal(ctx.settings, rule)
+    refused = alerts.refusal(ctx.settings, rule)
     if refused:
         raise CommandError(refused, 2)
     rule = _store(ctx).save_rule(rule)
     print(f"added alert rule {rule.id}: {rule.describe()}")
     if rule.channel == "webhook" and not args.secret:
         print(f"its webhook secret: {rule.secret}")
-    if rule.channel == "email" and ctx.settings.smtp is None:
-        print("warning: FPTRACK_SMTP_URL is not set; its messages will fail", file=sys.stderr)
+    if warning := CHANNELS[rule.channel].warning(ctx.settings):
+        print(f"warning: {warning}; its messages will fail", file=sys.stderr)
     return 0
 
 
@@ -149,7 +150,7 @@ def run_remove(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_test(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher import alerts
+    from matcher.worker import alert_delivery as alerts
 
     store = _store(ctx)
     rule = _rule(store, args.id)

@@ -25,7 +25,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_prune(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.jobs import prune_archive
+    from matcher.worker.jobs import prune_archive
 
     if ctx.archive is None:
         print("fptrack: no evidence archive (FPTRACK_ARCHIVE=none): nothing to prune")

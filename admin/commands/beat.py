@@ -29,7 +29,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from admin.health import mark_starting, require_stores
-    from matcher.celery_app import BEAT_SCHEDULER
+    from matcher.worker.celery_app import BEAT_SCHEDULER
 
     mark_starting(ctx, "beat")  # until it holds redbeat's lock, or the grace ends
     require_stores(ctx, args.wait)

@@ -102,7 +102,7 @@ def wait_option(p: argparse.ArgumentParser) -> None:
 
 def match_filter_options(p: argparse.ArgumentParser, until: bool = False) -> None:
     """The filters of ``matches list`` and ``report`` (read back by :func:`match_filters`)."""
-    from matcher.statuses import STATUSES
+    from matcher.store.statuses import STATUSES
 
     p.add_argument("--site", help="only this site, by name (default: every site)")
     p.add_argument("--work", help="only this work: id, title or source (default: every work)")

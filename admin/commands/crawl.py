@@ -12,7 +12,7 @@ from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -96,9 +96,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     from admin.crawl_wait import matches_line
     from admin.human import crawl_error
     from crawler.run import crawl_in_process, crawl_problem
-    from matcher import jobs
-    from matcher.ingest import Ingest
     from matcher.store import now
+    from matcher.worker import jobs
+    from matcher.worker.ingest import Ingest
 
     engine = ctx.engine
     authorised = ctx.store.sites.authorised_sites()
@@ -152,7 +152,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if args.inline:  # matched here: the site's matches are known now
         new = ctx.store.matches.count(site=site.name, since=began, active_only=True)
         matches = f"; matches: {matches_line(ctx.store, site.name, new)}"
-    from matcher.crawl_runs import hints
+    from matcher.sites.crawl_runs import hints
 
     for hint in hints(s):
         print(f"{site.name}: {hint}", file=sys.stderr)

@@ -75,7 +75,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_stamp(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.stamping import stamp_waiting
+    from matcher.evidence.stamping import stamp_waiting
 
     settings = ctx.settings
     if not settings.tsa_url:
@@ -90,8 +90,8 @@ def run_stamp(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_verify(args: argparse.Namespace, ctx: Context) -> int:
     from admin.evidence_check import BundleError, check_bundle, check_stored, check_unstamped
-    from matcher import timestamps
-    from matcher.archive import sha256_hex
+    from matcher.evidence import timestamps
+    from matcher.evidence.archive import sha256_hex
 
     settings = ctx.settings
     ca = None if args.trust_bundle_ca else args.ca or settings.tsa_ca

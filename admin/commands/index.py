@@ -35,8 +35,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_rebuild(args: argparse.Namespace, ctx: Context) -> int:
     from tqdm import tqdm
 
+    from matcher.index.maintenance import rebuild_indexes
     from matcher.keys import TAG_GROUPS
-    from matcher.maintenance import rebuild_indexes
 
     if args.if_incomplete:
         lost = ctx.engine.integrity.snapshot().lost

@@ -24,7 +24,7 @@ from admin.errors import CommandError
 if TYPE_CHECKING:
     import redis
 
-    from matcher.engine import Engine
+    from matcher.matching.engine import Engine
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -243,7 +243,7 @@ def _scan(
     from tqdm import tqdm
 
     from admin.scan import run_scan, serve_directory
-    from matcher.crawl_runs import hints, named_lines
+    from matcher.sites.crawl_runs import hints, named_lines
 
     urls = list(args.site)
     site_dirs: dict[str, Path] = {}
@@ -253,7 +253,7 @@ def _scan(
         urls.append(base + "index.html")
     archive = None
     if args.warc:
-        from matcher.archive import DirectoryArchive
+        from matcher.evidence.archive import DirectoryArchive
 
         archive = DirectoryArchive(Path(stack.enter_context(tempfile.TemporaryDirectory())))
     works_bar = tqdm(desc="works", unit="work", disable=None, file=sys.stderr)
@@ -326,7 +326,7 @@ def _scan(
 def write_warc(engine: Engine, archive: Any, path: Path) -> None:
     """The WARC files of the scan's matches (each exchange once, by page URL), one after the
     other: gzipped WARC files concatenate into one."""
-    from matcher.archive import bundle
+    from matcher.evidence.archive import bundle
 
     refs = {}
     for match in sorted(engine.store.matches.active_matches(), key=lambda m: m["url"]):

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def read_entries(ctx: Context) -> list[dict]:
-    """The schedules' entries (:meth:`matcher.schedules.Schedules.entries`), in seconds
+    """The schedules' entries (:meth:`matcher.worker.schedules.Schedules.entries`), in seconds
     whatever hangs: redbeat's Redis (that of ``FPTRACK_REDIS_URL``) must answer a ping
     within :data:`~admin.context.CONNECT_TIMEOUT_S` (sent before Celery and redbeat are
     imported, which goes on meanwhile) and the entries be read within

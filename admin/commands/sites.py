@@ -166,7 +166,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_discover(args: argparse.Namespace, ctx: Context) -> int:
     from crawler.sample_crawl import sampler
-    from matcher.discovery import candidate_doc, run_discovery
+    from matcher.sites.discovery import candidate_doc, run_discovery
     from matcher.store import now
 
     settings = ctx.settings
@@ -208,7 +208,7 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
 def run_add(args: argparse.Namespace, ctx: Context) -> int:
     from urllib.parse import urlsplit
 
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
 
     name = args.name or (urlsplit(args.url).hostname or "").replace(":", "-")
     try:
@@ -242,7 +242,7 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher import crawl_runs
+    from matcher.sites import crawl_runs
 
     sites = ctx.store.sites.list_sites()
     latest = ctx.store.crawls.latest_crawls()

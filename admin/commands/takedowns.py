@@ -104,8 +104,8 @@ def run_send(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_recheck(args: argparse.Namespace, ctx: Context) -> int:
     from crawler.one_page import fetcher
+    from matcher.evidence.takedowns import recheck_due
     from matcher.store import now
-    from matcher.takedowns import recheck_due
 
     engine = ctx.engine
     done = recheck_due(engine.store, fetcher(ctx.settings), engine.still_copies, now())
@@ -115,8 +115,8 @@ def run_recheck(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
+    from matcher.evidence.takedowns import stored_figures
     from matcher.store import now
-    from matcher.takedowns import stored_figures
 
     days = args.days if args.days is not None else ctx.settings.takedown_escalate_days
     found = stored_figures(ctx.engine.store, now(), days)

@@ -15,7 +15,7 @@ from admin.errors import CommandError
 if TYPE_CHECKING:
     from admin.context import Context
     from admin.reading import WorkFile
-    from matcher.registry import Registration
+    from matcher.matching.registry import Registration
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,7 +9,7 @@ passage in context, and beside it
 - :mod:`admin.report.html_report`: the self-contained HTML report (``fptrack scan --html``,
   ``fptrack report --format html``).
 
-The day's totals (:func:`matcher.jobs.daily_report`) are counted by the worker's daily job
+The day's totals (:func:`matcher.worker.jobs.daily_report`) are counted by the worker's daily job
 and stored in ``reports``; they stay in :mod:`matcher`, which never imports :mod:`admin`.
 
 Page text is hostile input: no cell of a CSV or XLSX export can be a formula (CSV cells are
@@ -70,7 +70,7 @@ def row(match: dict[str, Any]) -> dict[str, Any]:
 
 
 def _edition(sibling: dict[str, Any]) -> str:
-    """A sibling edition of a match's work (:mod:`matcher.editions`): its title, or its
+    """A sibling edition of a match's work (:mod:`matcher.matching.editions`): its title, or its
     source when it has none."""
     return str(sibling.get("work_title") or sibling.get("work_source") or "")
 

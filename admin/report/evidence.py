@@ -1,6 +1,6 @@
 """The evidence bundle of a selection: a zip of its matches' archived exchanges (WARC),
 with manifests that let a recipient check them, the trusted timestamps that cover them
-(:mod:`matcher.timestamps`: each batch list and token once, the TSA's CA certificates, and
+(:mod:`matcher.evidence.timestamps`: each batch list and token once, the TSA's CA certificates, and
 ``VERIFY.txt``, how to check it all with ``sha256sum`` and ``openssl ts -verify``, without
 fptrack), and for a takedown the notice. Used by the admin's reports pages."""
 
@@ -13,7 +13,7 @@ from typing import Any
 
 from admin.evidence_check import BUNDLE_CA
 from admin.report.selection import MAX_EXPORT_ROWS, Selection, SelectionTooLarge, find
-from matcher.archive import Archive, ArchiveError
+from matcher.evidence.archive import Archive, ArchiveError
 from matcher.store import Store
 
 MAX_EVIDENCE_FILES = 500

@@ -275,7 +275,8 @@ def _match_table(matches: list[Mapping[str, Any]], label: PageLabel, site_cell: 
 
 def _siblings(m: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The match's fact naming the other editions of its work that explain the page too
-    (:mod:`matcher.editions`), those that explain it as well marked as a tie; none without."""
+    (:mod:`matcher.matching.editions`), those that explain it as well marked as a tie; none
+    without."""
     siblings = m.get("siblings") or []
     if not siblings:
         return ()

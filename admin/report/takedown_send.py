@@ -1,7 +1,7 @@
 """Sending a takedown notice: the notice of a site's selected matches (:mod:`admin.report.
 takedown`), by email to the site's contact through the SMTP of the alerts
 (``FPTRACK_SMTP_URL``) or marked sent by hand, and the cases that follow it
-(:func:`matcher.takedowns.open_cases`): rechecks scheduled, the matches marked
+(:func:`matcher.evidence.takedowns.open_cases`): rechecks scheduled, the matches marked
 ``takedown_sent``. An email that does not go records nothing. Used by the admin, the API
 and ``fptrack takedowns send``.
 
@@ -24,8 +24,10 @@ from typing import Any
 
 from admin.report.selection import UNREVIEWED, Selection, find, left_out
 from admin.report.takedown import MAX_NOTICE_ITEMS, NoticeError, not_ready, notice
-from matcher import notify, providers, takedowns
+from matcher.alerts import notify
+from matcher.evidence import takedowns
 from matcher.settings import Settings
+from matcher.sites import providers
 from matcher.store import Store
 
 SENT_STATUSES = ("new", "confirmed")
@@ -61,7 +63,7 @@ class Sent:
 
 def site_provider(store: Store, site: str, url: str) -> str:
     """The site's provider: as kept (an operator's word, or resolved earlier), else guessed
-    from ``url``'s address now and kept (:func:`matcher.providers.provider_of`)."""
+    from ``url``'s address now and kept (:func:`matcher.sites.providers.provider_of`)."""
     kept = store.takedowns.contact(site)["provider"]
     if kept:
         return kept

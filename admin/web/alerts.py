@@ -12,9 +12,10 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, u
 
 from admin.web import deps
 from admin.web.security import requires
-from matcher import alerts
-from matcher.alert_rules import CHANNELS, MODES, SCOPES, AlertRule, AlertRuleError
+from matcher.alerts.channels import CHANNELS
+from matcher.alerts.rules import MODES, SCOPES, AlertRule, AlertRuleError
 from matcher.store.alerts import AlertStore
+from matcher.worker import alert_delivery as alerts
 
 bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 FORM_FIELDS = ("name", "scope", "target", "mode", "channel", "url", "secret", "emails")
@@ -49,7 +50,7 @@ def index() -> Any:
 @bp.route("/new", methods=["GET", "POST"])
 @requires("admin")
 def new() -> Any:
-    choices = {"scopes": SCOPES, "modes": MODES, "channels": CHANNELS}
+    choices = {"scopes": SCOPES, "modes": MODES, "channels": tuple(CHANNELS)}
     if request.method == "GET":
         return render_template("alert_form.html", form={}, error="", **choices)
     form = {name: request.form.get(name, "") for name in FORM_FIELDS}
@@ -59,13 +60,13 @@ def new() -> Any:
         return render_template("alert_form.html", form=form, error=str(exc), **choices), 400
     settings = deps.services().ctx.settings
     with deps.outside_lock():  # resolving the webhook's host is outbound IO
-        refused = alerts.webhook_refusal(settings, rule)
+        refused = alerts.refusal(settings, rule)
     if refused:
         return render_template("alert_form.html", form=form, error=refused, **choices), 400
     rule = _store().save_rule(rule)
     note = f"alert rule {rule.name} saved"
-    if rule.channel == "email" and deps.services().ctx.settings.smtp is None:
-        note += "; email is not configured (FPTRACK_SMTP_URL): its messages will fail"
+    if warning := CHANNELS[rule.channel].warning(settings):
+        note += f"; {warning}: its messages will fail"
     flash(note)
     return redirect(url_for("alerts.index"))
 

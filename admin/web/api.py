@@ -37,9 +37,9 @@ from admin.web.rate_limit import spend
 from admin.web.takedowns import escalate_days
 from admin.web.users import User
 from matcher.errors import redis_errors
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.evidence.takedowns import stored_figures
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 from matcher.store import STATUSES, now, object_id
-from matcher.takedowns import stored_figures
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT = 50

@@ -4,7 +4,8 @@ and the routes cannot drift apart. :mod:`admin.web.api` imports this module, nev
 reverse: the limits its schemas state (:data:`MAX_TITLE_CHARS`, :data:`MAX_NOTE_CHARS`) are
 defined here and enforced there.
 
-The site schema is derived from :class:`matcher.sites.SiteConfig`'s fields: a field added
+The site schema is derived from :class:`matcher.sites.site_config.SiteConfig`'s fields: a field
+added
 there is in the API at once. Every operation answers its declared success codes, and any
 other status with the ``Error`` schema (``default``); operations that need a token declare
 the bearer scheme.
@@ -17,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from matcher.sites import MAX_INT, SiteConfig
+from matcher.sites.site_config import MAX_INT, SiteConfig
 from matcher.store import STATUSES
 
 VERSION = "1.0.0"

@@ -21,10 +21,10 @@ from admin.metrics import StoreMetrics
 from admin.web.api_tokens import KeptTokens
 from admin.web.dispatch import Dispatch
 from admin.web.users import User, Users
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 
 if TYPE_CHECKING:
-    from matcher.engine import Engine
+    from matcher.matching.engine import Engine
     from matcher.store import Store
 
 EXTENSION = "fptrack"

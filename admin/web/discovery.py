@@ -1,4 +1,4 @@
-"""Pirate sites discovered (:mod:`matcher.discovery`): the candidates, ranked, with their
+"""Pirate sites discovered (:mod:`matcher.sites.discovery`): the candidates, ranked, with their
 evidence, and one action to watch one.
 
 Routes:
@@ -21,8 +21,8 @@ from flask import Blueprint, abort, flash, redirect, render_template, url_for
 from admin.registration import save_site
 from admin.web import deps
 from admin.web.security import requires
-from matcher.discovery import site_name_for
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.discovery import site_name_for
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 
 bp = Blueprint("discovery", __name__, url_prefix="/discovery")
 

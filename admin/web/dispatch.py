@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from admin.context import Context
 from matcher.pages import CrawledPage
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import now
 
 
@@ -106,7 +106,7 @@ class _LockedIngest:
         self.ctx, self.lock, self.authorised = ctx, lock, authorised
 
     def page(self, page: CrawledPage) -> Any:
-        from matcher.ingest import Ingest
+        from matcher.worker.ingest import Ingest
 
         queued: list[str] = []
         with self.lock:

@@ -1,6 +1,7 @@
 """Texts with their matching passages marked, escaped for HTML.
 
-Evidence spans (:mod:`matcher.evidence`) are ``[start, end)`` offsets into the original
+Evidence spans (:mod:`matcher.matching.match_records`) are ``[start, end)`` offsets into the
+original
 work and page texts; passage *i* of the work and passage *i* of the page are the same
 shared text, so both sides carry the number ``i`` and link to each other.
 """

@@ -21,9 +21,9 @@ from admin.human import score_lines
 from admin.web import deps
 from admin.web.highlight import excerpt, highlight
 from admin.web.security import requires
-from matcher.archive import ArchiveError
+from matcher.evidence.archive import ArchiveError
+from matcher.matching.verify import DOCUMENT_MU, MICROBLOG_K
 from matcher.store import STATUSES, object_id
-from matcher.verify import DOCUMENT_MU, MICROBLOG_K
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
 MAX_BULK = 10_000

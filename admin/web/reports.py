@@ -81,7 +81,7 @@ from admin.report.takedown import (
 from admin.web import deps
 from admin.web.highlight import excerpt
 from admin.web.security import requires
-from matcher.archive import Archive
+from matcher.evidence.archive import Archive
 from matcher.store import STATUSES
 
 bp = Blueprint("reports", __name__, url_prefix="/reports")

@@ -29,10 +29,11 @@ too, :mod:`admin.web.rate_limit`); the session and CSRF token (Flask's signed co
 request); the Jinja environment (its filters set once at start; the takedown template
 renders in a child process of its own); the metrics' cache and clients (under a lock,
 :mod:`admin.metrics`); the engine's caches and index directory (the segment and evidence
-caches under locks, :mod:`matcher.segment_cache`, :mod:`matcher.evidence`; the simhash
+caches under locks, :mod:`matcher.matching.segment_cache`, :mod:`matcher.matching.match_records`;
+the simhash
 index's split directory replaced whole and read once per operation,
 :mod:`matcher.index.simhash_index`; the index rebuild lease taken by one thread at a time,
-:mod:`matcher.integrity`); login throttling (counted by atomic updates in the store,
+:mod:`matcher.index.integrity`); login throttling (counted by atomic updates in the store,
 :mod:`admin.web.users`). The embedded admin's mongomock store is not shared with threads
 here (``fptrack scan --serve`` serves under its own lock).
 """
@@ -164,7 +165,7 @@ class AdminServer(BaseApplication):
         from admin.web.deps import EXTENSION
         from admin.web.front import BufferedFront
         from admin.web.security import body_limit
-        from matcher.redis_clients import SERVICE
+        from matcher.index.redis_clients import SERVICE
 
         wait = BOOT_RETRY_S
         while True:

@@ -14,8 +14,8 @@ from admin.human import site_facts
 from admin.registration import remove_site, save_site
 from admin.web import deps
 from admin.web.security import requires
-from matcher import crawl_runs
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites import crawl_runs
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 from matcher.store.common import StoreError, now
 
 bp = Blueprint("sites", __name__, url_prefix="/sites")
@@ -69,7 +69,7 @@ def _found_during(run: dict[str, Any]) -> int | None:
 
 def _unseen_failures(site: str, crawls: list[dict], saved: Any) -> set[str]:
     """The ids of the failed runs among ``crawls`` (a site's newest) that ``fptrack check``
-    reports until someone acknowledges them (:func:`matcher.crawl_runs.open_failures`,
+    reports until someone acknowledges them (:func:`matcher.sites.crawl_runs.open_failures`,
     whatever their age)."""
     ends = [
         c["finished_at"] for c in crawls if c.get("outcome") == "finished" and c.get("finished_at")

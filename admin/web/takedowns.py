@@ -1,4 +1,4 @@
-"""Takedowns followed to the end (:mod:`matcher.takedowns`): the figures per site and per
+"""Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): the figures per site and per
 hosting provider, the URLs to escalate, and sending a notice.
 
 Routes:
@@ -29,8 +29,8 @@ from admin.report.selection import Selection
 from admin.report.takedown_send import NoticeError, SendError, send_notice
 from admin.web import deps
 from admin.web.security import requires
+from matcher.evidence.takedowns import stored_figures
 from matcher.store import now
-from matcher.takedowns import stored_figures
 
 bp = Blueprint("takedowns", __name__, url_prefix="/takedowns")
 CASE_FIELDS = ("url", "site", "provider", "state", "first_sent_at", "removed_at", "rechecks")

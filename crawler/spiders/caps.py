@@ -32,7 +32,7 @@ from scrapy.crawler import Crawler
 from crawler.meta import NEW
 from crawler.reading import Reading
 from crawler.spiders.counts import CrawlCounts
-from matcher.crawl_runs import NOT_CRAWLED
+from matcher.sites.crawl_runs import NOT_CRAWLED
 
 PENDING_CAPPED = "fptrack/pending_capped"
 """Stat: new links not requested because ``max_pending`` requests were already queued."""

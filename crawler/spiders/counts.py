@@ -21,7 +21,7 @@ their reader overran its time or died; they still yield their item),
 ``fptrack/http_status/<code>`` (every final status the spider sees, errors included),
 ``fptrack/not_crawled/depth`` (links not followed because they lie beyond ``max_depth``,
 each counted once) and ``fptrack/not_crawled/<deadline|budget|stopped>`` (requests still
-queued when the crawl closed, by why it closed; :func:`matcher.crawl_runs.not_crawled` sums
+queued when the crawl closed, by why it closed; :func:`matcher.sites.crawl_runs.not_crawled` sums
 every reason). The first ``FPTRACK_NAMED_PER_REASON`` (20) pages of each of those reasons are
 named, with their URL and why, in ``fptrack/not_crawled_urls`` (:meth:`CrawlCounts.name`; the
 requests still queued at the close are counted only).
@@ -49,7 +49,7 @@ from twisted.python.failure import Failure
 
 from crawler.deadline import deadline_of, past_deadline
 from crawler.meta import START
-from matcher.crawl_runs import (
+from matcher.sites.crawl_runs import (
     NAMED_PER_REASON,
     NOT_CRAWLED,
     NOT_CRAWLED_URLS,
@@ -122,7 +122,7 @@ class CrawlCounts:
 
     def name(self, reason: str, url: str, why: str) -> None:
         """Name a page not crawled for ``reason`` (a reason of
-        :func:`matcher.crawl_runs.not_crawled`) in the stat ``fptrack/not_crawled_urls``,
+        :func:`matcher.sites.crawl_runs.not_crawled`) in the stat ``fptrack/not_crawled_urls``,
         while fewer than ``FPTRACK_NAMED_PER_REASON`` are (its count is kept apart)."""
         if self.stats is None or not url or not self._named.add(reason, url, why):
             return

@@ -18,7 +18,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from crawler.downloads import DOWNLOAD_SUFFIXES
 from crawler.origin import Origins
 from crawler.spiders.counts import CrawlCounts
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 
 _SKIPPED_EXTENSIONS = [e for e in IGNORED_EXTENSIONS if e not in DOWNLOAD_SUFFIXES]
 _IGNORED_SUFFIX = re.compile(

@@ -51,8 +51,8 @@ from crawler.reactor import deferred_from_future
 from crawler.reader_pool import DEADLINE, ReaderPool, shared_pool
 from crawler.reading import DEFAULT_REFERENCE, PageAssets, Reading, ReadJob, body_kind
 from crawler.spiders.counts import CrawlCounts
-from matcher.crawl_runs import NOT_CRAWLED
-from matcher.sites import SiteConfig
+from matcher.sites.crawl_runs import NOT_CRAWLED
+from matcher.sites.site_config import SiteConfig
 
 DOWNLOAD_PART_CHARS = 200_000
 """A download, or a plain-text body, longer than this is stored as several pages of at most

@@ -28,7 +28,7 @@ from crawler.deadline import past_deadline
 from crawler.meta import DEPTH, RENDER, START
 from crawler.reading import Reading
 from crawler.render import AUTO_RENDER
-from matcher.crawl_runs import NOT_CRAWLED
+from matcher.sites.crawl_runs import NOT_CRAWLED
 
 NEEDS_BROWSER = "needs_browser"
 """Reason (``fptrack/not_crawled/needs_browser``): a page built by script, no browser to

@@ -19,7 +19,7 @@ Every HTML page with main text yields its own item under its own canonical URL, 
 links it carries; nothing is held back or joined here. With ``join_next_pages`` the item
 records the page's "next page" and "previous page" links (``next_page_texts`` such as 下一页,
 and :data:`~crawler.extract.PREV_PAGE_TEXTS` such as 上一页), which the matcher uses to
-match a chapter split over several pages as a whole as well (:mod:`matcher.split`). Those
+match a chapter split over several pages as a whole as well (:mod:`matcher.matching.split`). Those
 two links are followed at the page's own depth and whatever ``include`` says (a chapter's
 second page rarely matches the chapter pattern; ``exclude`` still applies), so the parts of
 a chapter, and sections of a manual chained by 上一页/下一页, are reached however deep they
@@ -67,7 +67,7 @@ from crawler.spiders.listings import INC, SitemapsAndFeeds
 from crawler.spiders.page_reader import PageReader, part_of
 from crawler.spiders.rendering import RenderAgain
 from matcher.pages import GonePage, UnchangedPage, part_url
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 
 __all__ = ["ALIAS_MESSAGE", "DEPTH", "SiteSpider", "canonical", "exchange_of", "site_config"]
 

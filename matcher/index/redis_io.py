@@ -1,7 +1,8 @@
 """The IO the indexes do on their Redis client: one server, a Redis Cluster, or the primary
 that Redis Sentinel watches.
 
-The client comes from :func:`matcher.redis_clients.connect` (re-exported here): ``redis.Redis``
+The client comes from :func:`matcher.index.redis_clients.connect` (re-exported here):
+``redis.Redis``
 for a server URL or a ``redis+sentinel://`` URL, ``redis.cluster.RedisCluster`` with every
 startup node for ``redis+cluster://`` (:class:`matcher.settings.RedisTarget`). The Celery
 broker, redbeat and the crawl frontiers stay on ``FPTRACK_REDIS_URL``, a server or Sentinel:
@@ -33,9 +34,9 @@ from redis.cluster import RedisCluster
 from redis.commands.core import Script
 
 from matcher.errors import redis_errors
+from matcher.index.redis_clients import IndexClient as IndexClient
+from matcher.index.redis_clients import connect as connect
 from matcher.keys import key_slot
-from matcher.redis_clients import IndexClient as IndexClient
-from matcher.redis_clients import connect as connect
 
 Key: TypeAlias = bytes | str
 SET_CHUNK_KEYS = 1000

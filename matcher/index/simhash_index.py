@@ -200,7 +200,7 @@ class SimhashIndex:
 
         ``groups``: fill only the buckets of these tag groups, which must be empty (the
         others are left as they are: a rebuild of the groups Redis lost,
-        :mod:`matcher.integrity`); every pair is given, as for the whole index, so that each
+        :mod:`matcher.index.integrity`); every pair is given, as for the whole index, so that each
         group's split limit is the one of a whole load. Not atomic: the parameters and
         record counts are written first, so an interrupted load leaves an index that
         refuses another bulk load until it is cleared. Loading nothing (a new deployment's

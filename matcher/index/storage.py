@@ -6,7 +6,7 @@ batches: read many values in one round trip, write many, edit packed buckets ato
 tag group (the scripts of :mod:`matcher.index.packed`), claim parameter keys, rewrite a
 bucket if nobody touched it meanwhile, and count, list or delete what a pattern matches.
 The engine around them adds two: delete the keys of some tag groups (a rebuild of the
-groups Redis lost, :mod:`matcher.integrity`), and lock a page while it is matched.
+groups Redis lost, :mod:`matcher.index.integrity`), and lock a page while it is matched.
 :class:`Storage` names those operations, as datasketch's ``storage.py`` puts a small
 ``Storage`` in front of every backend; :class:`RedisStorage` does them on one server, a
 Redis Cluster or the primary Sentinel watches (:mod:`matcher.index.redis_io`), and

@@ -51,7 +51,7 @@ from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
 
 POSTINGS_PER_CHAR = 0.18
 """Postings keys per content character of a text (pinyin-window dnas and sampled anchors,
-:func:`matcher.prepared.window_keys`), measured on Chinese prose."""
+:func:`matcher.matching.prepared.window_keys`), measured on Chinese prose."""
 POSTINGS_PER_BUCKET = 70
 
 
@@ -144,7 +144,7 @@ class WindowIndex:
         """Fill an empty index from parallel arrays: buckets built with numpy, SET in chunks.
 
         ``groups``: fill only the buckets of these tag groups, which must be empty (the
-        others are left as they are, :mod:`matcher.integrity`). Not atomic: the parameters
+        others are left as they are, :mod:`matcher.index.integrity`). Not atomic: the parameters
         and posting count are written first, so an interrupted load leaves an index that
         refuses another bulk load until it is cleared. Loading nothing (a new deployment's
         empty store) writes nothing.

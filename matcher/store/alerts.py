@@ -26,7 +26,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from matcher.alert_rules import LOG, OUTBOX, RULES, AlertRule
+from matcher.alerts.rules import LOG, OUTBOX, RULES, AlertRule
 from matcher.store import Store, mongo_errors, now, object_id
 
 STATES = ("queued", "pending", "sending", "delivered", "failed", "dropped", "digested")

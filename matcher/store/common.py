@@ -1,7 +1,7 @@
 """What every family of the store shares: its error, its clock, the wrapper that turns
 connection failures into :class:`~matcher.errors.StoreUnavailable`, the checks that turn
 outside values into typed filter values (an id must be a valid ObjectId string, a URL a
-``str``, a site name :data:`matcher.sites.NAME`, so nothing from outside can become an
+``str``, a site name :data:`matcher.sites.site_config.NAME`, so nothing from outside can become an
 operator), and :class:`Forward`, by which the facades delegate to the families.
 """
 
@@ -17,7 +17,6 @@ from bson import ObjectId
 from bson.errors import InvalidId
 from pymongo.errors import PyMongoError
 
-from matcher import ids
 from matcher.errors import (
     INTERNAL_ERRORS,
     MatcherError,
@@ -26,8 +25,9 @@ from matcher.errors import (
     store_failing,
     transient,
 )
-from matcher.sites import NAME
-from matcher.statuses import STATUSES
+from matcher.sites.site_config import NAME
+from matcher.store import ids
+from matcher.store.statuses import STATUSES
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -86,7 +86,7 @@ def object_id(value: str | ObjectId, what: str = "id") -> ObjectId:
 
 
 def page_key(value: str | int | ObjectId) -> int | ObjectId:
-    """A page's ``_id`` from its string form (decimal digits, :mod:`matcher.ids`), or as
+    """A page's ``_id`` from its string form (decimal digits, :mod:`matcher.store.ids`), or as
     given; a page stored before ``fptrack migrate`` keeps its ObjectId. Anything else is a
     :class:`StoreError`."""
     if isinstance(value, ObjectId):
@@ -156,7 +156,7 @@ def site_name(value: Any) -> str:
 
 
 def status_name(value: Any) -> str:
-    """A review status of :data:`matcher.statuses.STATUSES`; anything else is a
+    """A review status of :data:`matcher.store.statuses.STATUSES`; anything else is a
     :class:`StoreError`."""
     if value not in STATUSES:
         raise StoreError(f"status must be one of {', '.join(STATUSES)}, got {value!r}")

@@ -1,5 +1,5 @@
 """Crawl runs (``crawls``): one record per run, one part per crawler process, and the
-summary written over them (:mod:`matcher.crawl_runs`)."""
+summary written over them (:mod:`matcher.sites.crawl_runs`)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.database import Database
 
-from matcher import crawl_runs
+from matcher.sites import crawl_runs
 from matcher.store.common import (
     MAX_LIST,
     TOKEN,
@@ -59,7 +59,7 @@ class CrawlRuns:
 
         The run's record is created by its first process (``started_at``: the run's start,
         given as ``run_started_at``). ``fields`` go under ``processes.<process>`` (see
-        :mod:`matcher.crawl_runs`); ``lost`` names processes this one found dead (their
+        :mod:`matcher.sites.crawl_runs`); ``lost`` names processes this one found dead (their
         requests put back), marked ``lost`` unless they recorded an end of their own.
         ``task``: the id of the task that runs the process, added to the run's ``tasks``
         (:meth:`crawl_of_task`).
@@ -132,7 +132,7 @@ class CrawlRuns:
     ) -> int:
         """Record that ``by`` saw to the failed runs of ``site`` (only run ``run_id``, when
         given) at ``at``, those nobody acknowledged yet; how many that was. ``fptrack
-        check`` reports a failure until then (:func:`matcher.crawl_runs.open_failures`)."""
+        check`` reports a failure until then (:func:`matcher.sites.crawl_runs.open_failures`)."""
         query: dict[str, Any] = {
             "site": site_name(site),
             "outcome": "failed",
@@ -176,7 +176,8 @@ class CrawlRuns:
             )
 
     def _summarize(self, run_id: str) -> dict:
-        """Write the run's summary (:func:`matcher.crawl_runs.summary`) with its pages counted
+        """Write the run's summary (:func:`matcher.sites.crawl_runs.summary`) with its pages
+        counted
         from the store: those of its site stored or fetched again since the run started, by
         any of its processes, dead ones included (a process's own count dies with it). The
         summary is written only over the version it was computed from, so processes ending
@@ -218,7 +219,7 @@ class CrawlRuns:
     @mongo_errors
     def crawl_outcomes(self) -> list[dict[str, Any]]:
         """Crawl runs per site and outcome, and the pages they stored or fetched again
-        (their stats' ``fptrack/pages``, :mod:`matcher.crawl_runs`), in one aggregation over
+        (their stats' ``fptrack/pages``, :mod:`matcher.sites.crawl_runs`), in one aggregation over
         ``crawls`` (one document per run): ``site``, ``outcome`` (``unknown`` for a run
         recorded without one), ``runs``, ``pages``."""
         pipeline = [

@@ -1,4 +1,4 @@
-"""Pirate sites discovered (:mod:`matcher.discovery`): ``candidates``, one document per host
+"""Pirate sites discovered (:mod:`matcher.sites.discovery`): ``candidates``, one document per host
 (``_id`` its ``host[:port]``) with its evidence (the leads to it from watched sites, the
 sample's matches), its score and its state (``new``, ``watched``, ``dismissed``)."""
 

@@ -32,7 +32,7 @@ class Failures:
     ) -> dict:
         """Keep a task that gave up (one record per task and object, updated on repeats);
         ``at``: when it failed (default now: a record kept while MongoDB was down is written
-        later, :mod:`matcher.kept_failures`)."""
+        later, :mod:`matcher.worker.kept_failures`)."""
         if not set(task) <= TASK_NAME_CHARS:
             raise StoreError(f"not a task name: {task!r}")
         stamp = now() if at is None else to_millis(checked_date(at))

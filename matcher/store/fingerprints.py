@@ -11,7 +11,6 @@ from bson import Binary, ObjectId
 from pymongo import ASCENDING, UpdateOne
 from pymongo.database import Database
 
-from matcher.field_names import INDEX_KEYS
 from matcher.store.common import (
     KINDS,
     StoreError,
@@ -19,6 +18,7 @@ from matcher.store.common import (
     mongo_errors,
     now,
 )
+from matcher.store.field_names import INDEX_KEYS
 
 
 def method_name(name: str) -> str:

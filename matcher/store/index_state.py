@@ -1,6 +1,6 @@
 """What MongoDB keeps of the Redis indexes' health: the rebuild lease and the heal record.
 
-Redis may lose any part of the indexes (:mod:`matcher.integrity`), so what must outlive
+Redis may lose any part of the indexes (:mod:`matcher.index.integrity`), so what must outlive
 such a loss is kept in the store:
 
 - the **rebuild lease** (``state`` document ``index.rebuild``): one process at a time
@@ -8,7 +8,7 @@ such a loss is kept in the store:
   works, so a rebuild whose process died is taken over when the lease runs out;
 - the **heal record** (``index.health``): when the indexes were last seen whole, and the
   rebuilds done since, with the time from which pages and works are matched again
-  (``rematch_since``), until the heal job has sent them (:func:`matcher.jobs.heal_indexes`).
+  (``rematch_since``), until the heal job has sent them (:func:`matcher.worker.jobs.heal_indexes`).
 
 Same rules as :mod:`matcher.store`: typed filters, connection failures raised as
 :class:`matcher.errors.StoreUnavailable`.
@@ -23,8 +23,8 @@ from typing import Any
 from pymongo import ReturnDocument
 from pymongo.errors import DuplicateKeyError
 
-from matcher.field_names import INDEX_KEYS
 from matcher.store import Store, mongo_errors, now
+from matcher.store.field_names import INDEX_KEYS
 from matcher.store.works import TWINS
 
 LEASE = "index.rebuild"

@@ -12,7 +12,8 @@ from typing import Any
 from pymongo import ASCENDING, DESCENDING, IndexModel
 from pymongo.database import Database
 
-from matcher import alert_rules, archive
+from matcher.alerts import rules as alert_rules
+from matcher.evidence import archive
 from matcher.store import tallies
 
 LIST_ORDER = (("first_seen", DESCENDING), ("_id", DESCENDING))
@@ -148,11 +149,11 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
 MongoDB enforces a unique index on a sharded collection only when the collection's shard
 key is ranged and a prefix of the index, so every unique index here starts with its
 collection's shard key, and those keys are ranged. A page's ``_id`` is derived from its URL
-(:mod:`matcher.ids`), uniform over 63 bits: ``pages`` and ``matches`` (by ``page_id``)
+(:mod:`matcher.store.ids`), uniform over 63 bits: ``pages`` and ``matches`` (by ``page_id``)
 spread evenly on ranged keys, and the URL needs no unique index of its own; ``seq`` is
 unique by construction (counter stripes). Collections without a unique index of their own
 use a hashed ``_id``; the evidence archive's GridFS bucket is sharded as MongoDB documents
-(:data:`matcher.archive.SHARD_KEYS`).
+(:data:`matcher.evidence.archive.SHARD_KEYS`).
 
 On a sharded collection MongoDB (7.0) refuses a single-document update, delete or
 findAndModify, and any upsert, whose filter does not name the whole shard key: every such

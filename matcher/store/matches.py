@@ -24,7 +24,6 @@ from pymongo import ASCENDING, DESCENDING, ReturnDocument
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
-from matcher.statuses import STATUSES
 from matcher.store import tallies
 from matcher.store.common import (
     MAX_LIST,
@@ -38,6 +37,7 @@ from matcher.store.common import (
     site_name,
     status_name,
 )
+from matcher.store.statuses import STATUSES
 
 WORK_REMOVED = "work removed"
 """Why a removed work's matches are archived."""
@@ -79,8 +79,8 @@ class Matches:
         The record's ``archive`` (the page's evidence when it was matched) is written when
         the match is created: the first exchange found to copy the work is kept when the
         page changes later. A new ``new`` match is created with ``alert: "pending"``, in the
-        same write, until the alert rules have taken it (:mod:`matcher.alerts`): an alert is
-        neither lost nor sent twice, whatever fails in between.
+        same write, until the alert rules have taken it (:mod:`matcher.worker.alert_delivery`):
+        an alert is neither lost nor sent twice, whatever fails in between.
 
         ``fresh``: the page was never matched, so the record is most likely new; it is
         inserted (one write, the pair's unique index refusing a record that exists after

@@ -2,7 +2,7 @@
 
 The earlier layout gave pages ObjectId ``_id`` s with unique ``url`` and ``seq`` indexes,
 took every ``seq`` from one counter document per kind, and kept one tally document per
-figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.ids`):
+figure. The shardable layout (:data:`matcher.store.SHARD_KEYS`, :mod:`matcher.store.ids`):
 
 1. indexes: the unique indexes that do not start with their collection's shard key are
    dropped and the current ones created (:meth:`Store.ensure_indexes`);
@@ -39,8 +39,7 @@ from pymongo import UpdateOne
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError, OperationFailure
 
-from matcher import ids
-from matcher.store import KINDS, Store, StoreError, mongo_errors, tallies
+from matcher.store import KINDS, Store, StoreError, ids, mongo_errors, tallies
 from matcher.store.fingerprints import PAGE_FIELD
 
 BATCH = 500

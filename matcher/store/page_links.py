@@ -1,8 +1,8 @@
 """The pages around a page (``pages``, by its links): those at its previous and next URLs
-and those whose next page it is, read together where the page's :data:`~matcher.store.
-pages.AROUND` field allows (:func:`matcher.split.chain` walks split chapters with them), and
-the migration of the earlier layout's pages to the fields :data:`~matcher.store.pages.AROUND`
-and :data:`~matcher.store.pages.NAMES`."""
+and those whose next page it is, read together where the page's
+:data:`~matcher.store.pages.AROUND` field allows (:func:`matcher.matching.split.chain` walks
+split chapters with them), and the migration of the earlier layout's pages to the fields
+:data:`~matcher.store.pages.AROUND` and :data:`~matcher.store.pages.NAMES`."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pymongo import UpdateOne
 from pymongo.database import Database
 
-from matcher import ids
+from matcher.store import ids
 from matcher.store.common import checked_str, mongo_errors, page_key
 from matcher.store.pages import (
     _LINKS,
@@ -43,7 +43,7 @@ class PageLinks:
     @mongo_errors
     def pages_around(self, doc: dict) -> Around | None:
         """What the first steps of a split chain from the page ``doc`` look at
-        (:func:`matcher.split.chain`): ``({url: page}`` of the pages stored at its previous
+        (:func:`matcher.matching.split.chain`): ``({url: page}`` of the pages stored at its previous
         and next URLs, ``[pages whose next page is its URL])``, in one read by id and one by
         ``next_url`` (not one ``$or``: a server may answer that with a collection scan);
         None when more pages link to it than :data:`LINKERS` (then each is looked up on its

@@ -1,5 +1,5 @@
 """Crawled pages (``pages``): stored under an id derived from their URL
-(:mod:`matcher.ids`), marked ``pending`` until their current text is matched, and the marks
+(:mod:`matcher.store.ids`), marked ``pending`` until their current text is matched, and the marks
 a crawl leaves on them (gone, unchanged, enqueued, archived: :mod:`matcher.store.page_marks`),
 and the pages around one (:mod:`matcher.store.page_links`).
 
@@ -20,9 +20,8 @@ from pymongo import InsertOne, UpdateOne
 from pymongo.database import Database
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 
-from matcher import ids
 from matcher.pages import CrawledPage, part_url
-from matcher.store import tallies
+from matcher.store import ids, tallies
 from matcher.store.common import (
     StoreError,
     checked_date,
@@ -47,14 +46,14 @@ Around = tuple[dict[str, dict], list[dict]]
 of the pages at a page's previous and next URLs, [pages whose next page it is])``."""
 AROUND = "around"
 """A page's field naming the pages it links with: its own ``_id`` and the first id
-candidates (:func:`matcher.ids.page_id`) of its next and previous pages' URLs, so that one
+candidates (:func:`matcher.store.ids.page_id`) of its next and previous pages' URLs, so that one
 read by this field finds a page together with the pages linking to it
 (:meth:`~matcher.store.page_links.PageLinks.page_and_around`)."""
 AROUND_READ = 2 * LINKERS + 4
 """At most this many documents are read by :data:`AROUND`; more, and the page and the pages
 around it are read as :meth:`~matcher.store.page_links.PageLinks.pages_around` does."""
 NAMES = "names"
-"""A page's field naming the first id candidates (:func:`matcher.ids.page_id`) of its URL
+"""A page's field naming the first id candidates (:func:`matcher.store.ids.page_id`) of its URL
 and of its aliases, so that one read by this field finds the stored pages of a batch's URLs
 whether they are a page's URL or one of its aliases (:meth:`Pages.page_slots`)."""
 LAYOUT_RECHECK_SECONDS = 600.0
@@ -217,7 +216,7 @@ class Pages:
     ) -> dict[str, tuple[dict | None, int | None]]:
         """Per URL, ``(its stored page or None, that page's _id or a free slot for it)`` (the
         page without its fingerprints when no ``projection`` is given): one
-        read of the URLs' candidate ids (:mod:`matcher.ids`), then, for the URLs none of them
+        read of the URLs' candidate ids (:mod:`matcher.store.ids`), then, for the URLs none of them
         holds, one of the pages having those URLs among their ``aliases`` (then that page
         and its own ``_id``); the slot None when every one holds another URL. Two reads, not
         one ``$or``: a server may answer that with a collection scan. Once every page carries
@@ -490,7 +489,7 @@ class Pages:
     def download_text(self, doc: dict) -> str:
         """The text a page's match records point into: its own, or for the first part of a
         download in parts (``parts``), the parts' texts joined by a newline, in order
-        (:mod:`matcher.download_records`); ``doc`` needs its ``url``, ``text`` and
+        (:mod:`matcher.matching.download_records`); ``doc`` needs its ``url``, ``text`` and
         ``parts``."""
         count = int(doc.get("parts") or 0)
         if count < 2:

@@ -1,5 +1,6 @@
 """Integer ids of works and pages: the ``counters`` collection, and the upsert that gives a
-new document its ``seq`` (from which the Redis indexes' owner ids are made, :mod:`matcher.ids`).
+new document its ``seq`` (from which the Redis indexes' owner ids are made,
+:mod:`matcher.store.ids`).
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ from pymongo import ReturnDocument
 from pymongo.database import Database
 from pymongo.errors import DuplicateKeyError
 
-from matcher import ids
 from matcher.errors import StoreUnavailable
 from matcher.keys import MAX_WORK_SEQ
+from matcher.store import ids
 from matcher.store.common import (
     StoreError,
     checked_kind,
@@ -41,7 +42,7 @@ class Sequences:
     @mongo_errors
     def next_seq(self, kind: str, stripe: int, block: int = 1) -> int:
         """A new integer id for a work or page, from counter stripe ``stripe``
-        (:mod:`matcher.ids`: an atomic ``$inc`` on one of the ``counters`` documents).
+        (:mod:`matcher.store.ids`: an atomic ``$inc`` on one of the ``counters`` documents).
 
         With ``block`` > 1, that many are taken at once and the rest handed out by later
         calls of this object: one command per ``block`` ids (those not handed out when the

@@ -1,4 +1,4 @@
-"""Sites' configurations (``sites``), as operators save them (:mod:`matcher.sites`)."""
+"""Sites' configurations (``sites``), as operators save them (:mod:`matcher.sites.site_config`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 from pymongo import ASCENDING, ReturnDocument
 from pymongo.database import Database
 
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 from matcher.store.common import (
     StoreError,
     mongo_errors,

@@ -1,4 +1,4 @@
-"""Trusted timestamps of the evidence archive (:mod:`matcher.timestamps`): ``stamps``, one
+"""Trusted timestamps of the evidence archive (:mod:`matcher.evidence.timestamps`): ``stamps``, one
 document per archived WARC file (``_id`` its SHA-256; ``batch``, the name of the batch whose
 token covers it, absent while it waits), and ``stamp_batches``, one per token (``_id`` the
 batch list's SHA-256; ``list``, the list itself; ``token``, the TSA's DER answer; ``tsa``,

@@ -1,4 +1,4 @@
-"""Takedowns followed to the end (:mod:`matcher.takedowns`): ``notices`` (one per notice
+"""Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): ``notices`` (one per notice
 sent: site, time, how and to whom, how many URLs, its matches by review status and whether
 the operator chose to name unreviewed ones), ``takedown_cases`` (one per URL a notice
 names: its works, the rechecks due and made, its state) and ``site_contacts`` (per site: the

@@ -268,7 +268,7 @@ def recount(db: Any, titles: Mapping[str, str] | None = None) -> int:
 
 def counts(doc: Mapping[str, Any] | None) -> dict[str, int]:
     """The ``active.<status>`` counts of a tally document, every status present."""
-    from matcher.statuses import STATUSES
+    from matcher.store.statuses import STATUSES
 
     active = (doc or {}).get("active", {})
     return {s: int(active.get(s, 0)) for s in STATUSES}

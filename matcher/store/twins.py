@@ -1,6 +1,6 @@
 """Works with the same text as an earlier one (``works``): twins (the very text: stored,
 never indexed, their copies recorded under the earlier work) and near twins (editions,
-indexed), found by content hash and by near-twin sketch (:mod:`matcher.near_twins`)."""
+indexed), found by content hash and by near-twin sketch (:mod:`matcher.matching.near_twins`)."""
 
 from __future__ import annotations
 
@@ -39,7 +39,7 @@ class Twins:
     def near_twin_candidates(self, work_id: ObjectId, keys: Sequence[int]) -> list[dict]:
         """The works registered before ``work_id``, indexed themselves (not twins of
         another; near twins are indexed), whose near-twin sketch starts with one of
-        ``keys`` (:mod:`matcher.near_twins`), earliest first, with their sketches; at most
+        ``keys`` (:mod:`matcher.matching.near_twins`), earliest first, with their sketches; at most
         :data:`NEAR_CANDIDATES`. Only earlier works: two editions are never each other's
         near twin."""
         query = {
@@ -69,7 +69,7 @@ class Twins:
     ) -> None:
         """Mark the work ``work_id`` (whose unique ``key`` is ``key``: the shard key) as
         having the same text as ``twin`` (None: as no other work), or nearly (``near``:
-        ``near_twin`` is set, :mod:`matcher.near_twins`)."""
+        ``near_twin`` is set, :mod:`matcher.matching.near_twins`)."""
         if twin is None:
             change: dict[str, Any] = {"$unset": {"same_text_as": "", "near_twin": ""}}
         elif near:
@@ -98,7 +98,7 @@ class Twins:
     @mongo_errors
     def twin_pairs(self) -> list[tuple[dict, dict]]:
         """Every work with the same (or, ``near_twin``, nearly the same) text as an earlier
-        one, with that work, earliest first (:meth:`matcher.registry.Registry.add`)."""
+        one, with that work, earliest first (:meth:`matcher.matching.registry.Registry.add`)."""
         fields = {"title": 1, "source": 1, "seq": 1, "same_text_as": 1, "near_twin": 1}
         found = self.db.works.find({"same_text_as": {"$ne": None}}, fields)
         twins = list(found.sort(list(REGISTRATION_ORDER)))

@@ -15,9 +15,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING, UpdateOne
 from pymongo.database import Database
 
-from matcher import ids
-from matcher.field_names import LOOKUP_KEYS
-from matcher.store import tallies
+from matcher.store import ids, tallies
 from matcher.store.archived_matches import ArchivedMatches
 from matcher.store.common import (
     MAX_LIST,
@@ -28,13 +26,14 @@ from matcher.store.common import (
     now,
     object_id,
 )
+from matcher.store.field_names import LOOKUP_KEYS
 from matcher.store.fingerprints import Fingerprints
 from matcher.store.layout import REGISTRATION_ORDER
 from matcher.store.sequences import Sequences
 
 TWINS: dict[str, Any] = {"same_text_as": {"$ne": None}, "near_twin": {"$ne": True}}
 """The works that are twins of another (its very text): stored, never indexed
-(:meth:`matcher.registry.Registry.register`)."""
+(:meth:`matcher.matching.registry.Registry.register`)."""
 INDEXED: dict[str, Any] = {"$or": [{"same_text_as": None}, {"near_twin": True}]}
 """The works that are indexed: not twins of another (near twins are, as editions)."""
 NEAR_CANDIDATES = 256
@@ -116,7 +115,7 @@ class Works:
 
         Its text is stored by segments (:meth:`save_work_segment`); ``length`` is its number
         of characters and ``segments`` how many there are; ``sketch`` is its near-twin
-        sketch (:mod:`matcher.near_twins`).
+        sketch (:mod:`matcher.matching.near_twins`).
         """
         stamp = now()
         fields = {

@@ -8,7 +8,7 @@ import redis
 from pymongo.database import Database
 
 from admin.context import Context
-from matcher.engine import Engine
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from tests.servers import session
 

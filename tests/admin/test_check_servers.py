@@ -24,7 +24,7 @@ from pymongo.database import Database
 
 from admin.context import Context
 from admin.health import BROKER, INDEX_REDIS, MONGODB, REDIS, ping_workers
-from matcher.redis_clients import SOCKET_TIMEOUT_S
+from matcher.index.redis_clients import SOCKET_TIMEOUT_S
 from tests.admin.test_cli_process import check_lines
 from tests.servers.local_cluster import LocalCluster
 from tests.servers.net import free_port

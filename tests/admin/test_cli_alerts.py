@@ -53,7 +53,7 @@ def test_a_new_webhook_rule_prints_its_random_secret(capsys, ctx: Context) -> No
 def test_email_without_smtp_warns(capsys, ctx: Context) -> None:
     status, _, err = run(capsys, ctx, "alerts", "add", "m", "--email", "a@example.com",
                          "--mode", "daily")  # fmt: skip
-    assert status == 0 and "FPTRACK_SMTP_URL is not set" in err
+    assert status == 0 and "email is not configured (FPTRACK_SMTP_URL)" in err
 
 
 def test_bad_input_is_one_line(capsys, ctx: Context, opted_in: Context) -> None:

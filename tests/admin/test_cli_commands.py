@@ -20,12 +20,12 @@ from admin.cli import main
 from admin.context import Context
 from admin.crawl_wait import wait_for_crawl
 from admin.report.html_report import SORT_SCRIPT
-from matcher import jobs
-from matcher.engine import Engine
+from matcher.index.maintenance import drop_indexes
 from matcher.keys import segment_owner
-from matcher.maintenance import drop_indexes
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from matcher.store import now
+from matcher.worker import jobs
 from tests.servers import session
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
@@ -351,7 +351,7 @@ class TestMatchingAndReports:
 
 
 def test_archive_prune(capsys, ctx, tmp_path):
-    from matcher.archive import DirectoryArchive
+    from matcher.evidence.archive import DirectoryArchive
 
     folder = DirectoryArchive(tmp_path / "archive")
     stale = folder.put(b"a WARC file no page or match refers to")

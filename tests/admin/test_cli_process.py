@@ -228,7 +228,7 @@ def test_check_as_json(mongo_db: Database, redis_client: redis.Redis) -> None:
 def test_crawl_wait_gives_up_after_its_timeout(mongo_db: Database) -> None:
     """No worker takes the crawl: ``--wait --timeout`` exits 4 with one line, and the
     crawl's message stays for a worker."""
-    from matcher.celery_app import CRAWL_QUEUE
+    from matcher.worker.celery_app import CRAWL_QUEUE
 
     broker = redis.Redis.from_url(os.environ["FPTRACK_BROKER_URL"])
     site = "http://127.0.0.1:9/"

@@ -10,10 +10,9 @@ from bson import ObjectId
 
 from admin.cli import main
 from admin.context import Context
-from matcher import ids
-from matcher.engine import Engine
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
-from matcher.store import SHARD_KEYS, page_key, tallies
+from matcher.store import SHARD_KEYS, ids, page_key, tallies
 from matcher.store.pages import AROUND, NAMES, around_ids
 
 WHEN = datetime(2026, 11, 2, 8, 0, tzinfo=UTC)

@@ -414,7 +414,7 @@ def test_pages_are_indexed_for_works_added_later_only_when_served(index_pages: b
     made later go at once."""
     from admin.reading import iter_work_files
     from admin.scan import run_scan, serve_directory
-    from matcher.maintenance import drop_indexes
+    from matcher.index.maintenance import drop_indexes
     from matcher.store import tallies
 
     def figures() -> dict:
@@ -450,7 +450,7 @@ def test_redis_losing_the_index_mid_scan_loses_no_match() -> None:
     """The scan's Redis restarts empty after the sixth page: the index is rebuilt from the
     scan's store at the next page, and every copy is still found."""
     from admin.scan import run_scan, scan_settings, serve_directory
-    from matcher.maintenance import drop_indexes
+    from matcher.index.maintenance import drop_indexes
 
     url = os.environ["FPTRACK_REDIS_URL"]
     client = redis.Redis.from_url(url)

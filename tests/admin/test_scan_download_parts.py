@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from admin.scan import contract_matches
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage, part_url
+from matcher.worker.ingest import Ingest
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 DOWNLOAD = "http://pirate.test/down/book.zip"
@@ -110,7 +110,7 @@ def test_a_scan_of_a_site_offering_a_long_download(tmp_path: Path) -> None:
     """A real crawl: a ZIP of four chapters, each a registered work, read in parts of about
     one chapter; one record per work on the download's URL, each naming its part."""
     from admin.scan import run_scan, serve_directory
-    from matcher.maintenance import drop_indexes
+    from matcher.index.maintenance import drop_indexes
     from tests.sites.downloads import book_site
 
     names = ["lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"]

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from admin.scan import run_scan, serve_directory
-from matcher.maintenance import drop_indexes
+from matcher.index.maintenance import drop_indexes
 from tests.servers.session import own_redis
 
 ROOT = Path(__file__).resolve().parents[2]

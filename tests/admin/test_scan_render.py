@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from matcher.archive import RENDERED_FIELD, verify
+from matcher.evidence.archive import RENDERED_FIELD, verify
 from tests.admin.test_scan import ROOT, WORKS, scan
 from tests.servers.fixture_site import FixtureSite
 from tests.sites.script_site import PARTS, WORK, chromium, halves, script_pages
@@ -75,7 +75,7 @@ def test_with_no_auto_render_the_copy_is_not_seen(
 def test_without_chromium_pages_built_by_script_are_counted_with_a_hint(
     capsys, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from matcher.crawl_runs import NEEDS_BROWSER_HINT
+    from matcher.sites.crawl_runs import NEEDS_BROWSER_HINT
 
     missing = tmp_path / "no-chromium"
     monkeypatch.setenv("FPTRACK_CHROMIUM", str(missing))

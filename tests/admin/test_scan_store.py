@@ -24,7 +24,7 @@ from pymongo.errors import BulkWriteError
 from admin import scan
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store, page_key, tallies
 from matcher.store.memory import memory_client
 from matcher.store.pages import Sending

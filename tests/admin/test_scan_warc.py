@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from matcher.archive import verify
+from matcher.evidence.archive import verify
 from tests.admin.test_scan import EXPECTED, SITE, WORKS
 from tests.servers.net import free_port
 from tests.support.cli import fptrack

@@ -103,7 +103,7 @@ def test_score_on_known_answers(small: Corpus) -> None:
 
 
 class _FakeEngine:
-    """Stands in for ``matcher.engine.Engine``: a work matches a page that contains it."""
+    """Stands in for ``matcher.matching.engine.Engine``: a work matches a page that contains it."""
 
     prefixes: ClassVar[list[str]] = []
 
@@ -129,9 +129,9 @@ class _FakeEngine:
 def test_fptrack_adapter_maps_ids_and_deletes_its_keys(
     small: Corpus, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    module = types.ModuleType("matcher.engine")
+    module = types.ModuleType("matcher.matching.engine")
     module.Engine = _FakeEngine  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "matcher.engine", module)
+    monkeypatch.setitem(sys.modules, "matcher.matching.engine", module)
     assert evaluation.fptrack_unavailable() is None
     pairs = evaluation.fptrack_pairs(small.works, small.pages, TEST_REDIS_URL)
     expected = {(p.id, w.id) for p in small.pages for w in small.works if w.text in p.text}

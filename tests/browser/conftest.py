@@ -32,7 +32,7 @@ from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
 from crawler import reactor
-from matcher.engine import Engine
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from tests.servers.fixture_site import FixtureSite
 from tests.servers.fixture_site import page as html_resource

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from matcher import alerts
 from matcher.store.alerts import AlertStore
+from matcher.worker import alert_delivery as alerts
 from tests.servers.alerts import webhook_receiver
 from tests.support.browser import PageLog, Server, log_in, log_out
 from tests.support.web import PASSWORDS, seed_match

@@ -11,9 +11,9 @@ import time
 from typing import Any
 
 from crawler.run import crawl_in_process, crawl_problem
-from matcher.archive import Exchange
-from matcher.crawl_runs import NEEDS_BROWSER_HINT, hints, not_crawled, not_crawled_urls
-from matcher.sites import SiteConfig
+from matcher.evidence.archive import Exchange
+from matcher.sites.crawl_runs import NEEDS_BROWSER_HINT, hints, not_crawled, not_crawled_urls
+from matcher.sites.site_config import SiteConfig
 from tests.servers.fixture_site import FixtureSite, page
 from tests.sites.hiding_site import mixed_pages
 from tests.sites.script_site import chromium, halves

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from crawler.run import crawl_in_process
-from matcher.ingest import Ingest
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store
+from matcher.worker.ingest import Ingest
 from tests.servers.fixture_site import FixtureSite, page
 
 LINES = [

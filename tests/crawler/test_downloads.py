@@ -26,7 +26,7 @@ from crawler.downloads import (
     read_book,
 )
 from crawler.run import crawl_in_process
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.servers.fixture_site import FixtureSite, Resource, page
 from tests.sites.refused_site import zip_of
 from tests.support.crawl import RecordingIngest

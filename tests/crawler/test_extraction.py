@@ -22,7 +22,7 @@ from crawler.extract import (
     parse_html,
     untracked,
 )
-from matcher.sites import DEFAULT_NEXT_PAGE_TEXTS
+from matcher.sites.site_config import DEFAULT_NEXT_PAGE_TEXTS
 
 PAGES = Path(__file__).parent / "pages"
 CHAPTER_LINES = [

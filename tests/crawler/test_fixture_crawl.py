@@ -10,9 +10,9 @@ from pymongo.database import Database
 
 from crawler.run import crawl_in_process
 from crawler.settings import USER_AGENT
-from matcher.ingest import Ingest
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store
+from matcher.worker.ingest import Ingest
 from tests.servers.fixture_site import FixtureSite, Resource, page
 from tests.servers.net import free_port
 from tests.support.crawl import RecordingIngest
@@ -314,7 +314,7 @@ def test_a_start_url_without_a_page_fails_the_crawl(
     failing: FixtureSite, test_overrides: dict[str, Any], path: str, reason: str
 ) -> None:
     from crawler.run import crawl_problem
-    from matcher import crawl_runs
+    from matcher.sites import crawl_runs
 
     site = SiteConfig.from_dict({"name": "typo", "start_urls": [failing.url(path)], "max_depth": 0})
     stats = crawl_in_process([site], {**test_overrides, "RETRY_TIMES": 0}, timeout=60)["typo"]
@@ -329,7 +329,7 @@ def test_pages_not_crawled_are_counted_by_reason(
     failing: FixtureSite, test_overrides: dict[str, Any], ingest: RecordingIngest
 ) -> None:
     from crawler.run import crawl_problem
-    from matcher import crawl_runs
+    from matcher.sites import crawl_runs
 
     site = SiteConfig.from_dict({"name": "ok", "start_urls": [failing.url("/")], "max_depth": 1})
     stats = crawl_in_process([site], test_overrides, timeout=60)["ok"]
@@ -351,7 +351,7 @@ def test_the_pages_not_crawled_are_named_up_to_a_number_per_reason(
 ) -> None:
     """Seven pages robots.txt forbids and three that answer 404, with
     ``FPTRACK_NAMED_PER_REASON`` 2: two of each named with the reason, the others counted."""
-    from matcher import crawl_runs
+    from matcher.sites import crawl_runs
 
     forbidden = [f"/private/{n}.html" for n in range(7)]
     missing = [f"/gone/{n}.html" for n in range(3)]
@@ -385,7 +385,7 @@ def test_the_pages_not_crawled_are_named_up_to_a_number_per_reason(
 def test_requests_left_at_max_pages_are_counted_as_budget(
     test_overrides: dict[str, Any],
 ) -> None:
-    from matcher import crawl_runs
+    from matcher.sites import crawl_runs
 
     text = "这是一段足够长的正文内容，用来让页面被存储下来。" * 3
     links = "".join(f'<a href="/p/{n}.html">{n}</a>' for n in range(30))

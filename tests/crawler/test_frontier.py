@@ -18,7 +18,7 @@ from crawler.lease import CrawlLease, RedisFrontiers
 from crawler.run import BUSY, crawl_in_process
 from crawler.spiders.site import DEPTH, SiteSpider
 from matcher.keys import Keys
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.servers.fixture_site import FixtureSite, Resource, page
 from tests.support.crawl import RecordingIngest
 

@@ -13,7 +13,7 @@ from crawler.encoding import decode_body, looks_like_html, sniff_html
 from crawler.extract import MAX_NESTING, extract, flatten_deep, parse_html
 from crawler.meta_refresh import HEAD_BYTES, HeadMetaRefreshMiddleware
 from crawler.run import crawl_in_process
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.servers.fixture_site import FixtureSite, page
 from tests.support.crawl import RecordingIngest
 from tests.support.waits import eventually
@@ -168,7 +168,7 @@ def test_a_slow_site_cannot_hold_a_crawl_past_its_deadline(
 ) -> None:
     """The crawl ends by its deadline (``closespider_timeout``, not the test's own stop,
     ``shutdown``), hanging up on the pages still trickling (120 s each)."""
-    from matcher.crawl_runs import problems
+    from matcher.sites.crawl_runs import problems
 
     slow = Trickle(120)
     links = "".join(f'<a href="/slow/{n}.html">{n}</a>' for n in range(4))
@@ -187,7 +187,7 @@ def test_a_slow_site_cannot_hold_a_crawl_past_its_deadline(
 
 
 def test_timeouts_and_deadlines_are_problems_of_the_crawl() -> None:
-    from matcher.crawl_runs import problems
+    from matcher.sites.crawl_runs import problems
 
     stats = {
         "response_received_count": 3,
@@ -223,7 +223,7 @@ def test_a_page_with_more_links_than_the_cap_gives_the_first_and_counts_the_othe
     ingest: RecordingIngest, test_overrides: dict[str, Any]
 ) -> None:
     """Issue 23: of a page with 2,000 new links, the first 100 are followed, 1,900 counted."""
-    from matcher.crawl_runs import not_crawled
+    from matcher.sites.crawl_runs import not_crawled
     from tests.servers.hostile_site import FLOOD_PREFIX, link_flood
 
     overrides = {**test_overrides, "FPTRACK_MAX_LINKS_PER_PAGE": 100}
@@ -244,7 +244,7 @@ def test_a_site_generating_links_forever_is_held_at_the_pending_cap(
 ) -> None:
     """Every page brings 50 new links; the queue never holds more than 20 requests, the
     links dropped for it are counted, and the crawl ends at its page budget."""
-    from matcher.crawl_runs import not_crawled
+    from matcher.sites.crawl_runs import not_crawled
     from tests.servers.hostile_site import FLOOD_PREFIX, link_flood
 
     overrides = {**test_overrides, "FPTRACK_MAX_PENDING": 20, "CONCURRENT_REQUESTS": 2}
@@ -269,7 +269,7 @@ def test_the_bytes_a_crawl_holds_in_responses_are_bounded(test_overrides: dict[s
     they are read: with ``FPTRACK_MAX_BYTES_IN_FLIGHT`` at 2.5 pages, the crawl never holds
     more than that in bodies (downloads wait, and all are fetched); without a bound it holds
     several times more, waiting for the readers."""
-    from matcher.crawl_runs import IN_FLIGHT_MAX, IN_FLIGHT_WAITED
+    from matcher.sites.crawl_runs import IN_FLIGHT_MAX, IN_FLIGHT_WAITED
 
     slow = "<div><p>·</p></div>" * 2000
     links = "".join(f'<a href="/p/{n}.html">{n}</a>' for n in range(1, 9))

@@ -13,7 +13,7 @@ import opencc
 import pytest
 
 from crawler.run import crawl_in_process
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.servers.fixture_site import FixtureSite
 from tests.servers.hostile_site import COPY, FLOOD_PREFIX, HostileSite, build
 from tests.support.crawl import RecordingIngest

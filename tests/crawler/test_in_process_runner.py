@@ -11,7 +11,7 @@ import pytest
 
 from crawler import reactor
 from crawler.run import CrawlFailed, crawl_in_process, crawl_problem
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 from tests.servers.fixture_site import FixtureSite, page
 from tests.support.crawl import RecordingIngest
 

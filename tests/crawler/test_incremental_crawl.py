@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 
 from crawler.run import crawl_in_process
-from matcher import crawl_runs
-from matcher.ingest import Ingest
-from matcher.sites import SiteConfig
+from matcher.sites import crawl_runs
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store
+from matcher.worker.ingest import Ingest
 from tests.servers.fixture_site import FixtureSite, page
 
 LINES = [

@@ -27,7 +27,7 @@ from crawler.spiders.site import SiteSpider
 from matcher.errors import StoreUnavailable, UnusableText
 from matcher.pages import PageAlias
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store, tallies
 from tests.support.crawl import RecordingIngest
 
@@ -147,7 +147,7 @@ def production(
     monkeypatch: pytest.MonkeyPatch, mongo_db: Database
 ) -> tuple[FakeCeleryApp, Store, list[Any]]:
     """The production wiring, with the test MongoDB server and a recording Celery app."""
-    import matcher.celery_app
+    import matcher.worker.celery_app
 
     app = FakeCeleryApp()
     apps: list[Settings] = []
@@ -156,7 +156,7 @@ def production(
         apps.append(settings)
         return app
 
-    monkeypatch.setattr(matcher.celery_app, "make_app", make_app)
+    monkeypatch.setattr(matcher.worker.celery_app, "make_app", make_app)
     # A client of its own: the pipeline closes the client of the store it opened.
     client = pymongo.MongoClient(os.environ["FPTRACK_MONGO_URI"], tz_aware=True)
     store = Store(client[mongo_db.name])
@@ -272,9 +272,9 @@ def test_the_sender_sends_the_pages_stored_together_as_one_task() -> None:
 
 
 def test_missing_celery_app_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "matcher.celery_app", None)  # import fails
+    monkeypatch.setitem(sys.modules, "matcher.worker.celery_app", None)  # import fails
     pipeline = pipeline_for({"FPTRACK_SETTINGS": PRODUCTION})
-    with pytest.raises(IngestUnavailable, match=r"matcher\.celery_app is not importable"):
+    with pytest.raises(IngestUnavailable, match=r"matcher\.worker\.celery_app is not importable"):
         pipeline.open_spider()
 
 

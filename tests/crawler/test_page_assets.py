@@ -14,7 +14,7 @@ from crawler.page_assets import css_needs, decode_data_url, discover, may_need
 from crawler.reading import PageAssets
 from crawler.run import crawl_in_process
 from crawler.settings import ASSETS_SEEN_SETTING, ByReference
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.servers.fixture_site import FixtureSite, Resource, page
 from tests.support.crawl import RecordingIngest
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from crawler.run import crawl_in_process
-from matcher.archive import RENDERED_FIELD, Exchange, warc_bytes
-from matcher.sites import SiteConfig
+from matcher.evidence.archive import RENDERED_FIELD, Exchange, warc_bytes
+from matcher.sites.site_config import SiteConfig
 from tests.servers.fixture_site import FixtureSite, page
 from tests.sites.script_site import ENDPOINTS, PARTS, chromium, halves, script_pages
 from tests.support.crawl import RecordingIngest
@@ -69,7 +69,7 @@ def test_with_render_every_part_is_stored_with_its_text_and_links(
 def test_a_render_site_without_its_browser_is_a_one_line_problem_of_the_crawl(
     ingest: RecordingIngest, test_overrides: dict[str, Any], tmp_path: Any
 ) -> None:
-    from matcher.crawl_runs import problems
+    from matcher.sites.crawl_runs import problems
 
     missing = str(tmp_path / "no-chromium")
     with FixtureSite(script_pages()) as site:

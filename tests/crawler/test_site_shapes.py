@@ -1,7 +1,7 @@
 """The link rules on saved pages of real site shapes (offline ``HtmlResponse`` objects).
 
 Each shape's pages are parsed by the spider: every page is an item of its own with its
-"next page" / "previous page" links, and :func:`matcher.split.continues` tells the parts of
+"next page" / "previous page" links, and :func:`matcher.matching.split.continues` tells the parts of
 a split chapter (or a paginated thread) from whole pages that merely link their neighbours
 (a DocBook or Sphinx manual, a novel whose chapters link with 上一页/下一页).
 """
@@ -18,8 +18,8 @@ from scrapy.utils.test import get_crawler
 from crawler.items import PageItem
 from crawler.settings import crawl_settings
 from crawler.spiders.site import DEPTH, SiteSpider
-from matcher.sites import SiteConfig
-from matcher.split import Part, continues
+from matcher.matching.split import Part, continues
+from matcher.sites.site_config import SiteConfig
 from tests.support.crawl import parsed
 
 SHAPES = Path(__file__).parent / "pages" / "shapes"

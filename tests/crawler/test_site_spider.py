@@ -19,7 +19,7 @@ from crawler.extract import SelectorError
 from crawler.items import PageItem
 from crawler.settings import crawl_settings
 from crawler.spiders.site import ALIAS_MESSAGE, DEPTH, SiteSpider
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 from tests.support.crawl import parsed
 
 PAGES = Path(__file__).parent / "pages"

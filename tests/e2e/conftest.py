@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from matcher.engine import Engine
+from matcher.matching.engine import Engine
 from tests.support.e2e import app
 
 TEST_BROKER_URL = os.environ["FPTRACK_BROKER_URL"]  # set by tests/conftest.py

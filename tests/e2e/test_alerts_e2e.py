@@ -10,10 +10,10 @@ import redis
 
 from admin.scan import serve_directory, site_config
 from crawler.run import crawl_in_process
-from matcher.alert_rules import AlertRule
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.alerts.rules import AlertRule
+from matcher.matching.engine import Engine
 from matcher.store.alerts import AlertStore
+from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import worker_processes
 from tests.servers.alerts import webhook_receiver
 from tests.support.e2e import ROOT, app

@@ -9,9 +9,9 @@ import time
 
 import redis
 
-from matcher.celery_app import CRAWL_QUEUE
-from matcher.schedules import Schedules
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
+from matcher.worker.celery_app import CRAWL_QUEUE
+from matcher.worker.schedules import Schedules
 from tests.support.e2e import ROOT, app
 from tests.support.waits import eventually
 
@@ -27,7 +27,7 @@ def test_schedule_changes_reach_the_running_beat(broker: redis.Redis) -> None:
             "-m",
             "celery",
             "-A",
-            "matcher.worker",
+            "matcher.worker.celery",
             "beat",
             "-S",
             "redbeat.RedBeatScheduler",

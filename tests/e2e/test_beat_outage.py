@@ -15,11 +15,11 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from matcher.celery_app import CRAWL_QUEUE, make_app
-from matcher.schedules import Schedules
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store
+from matcher.worker.celery_app import CRAWL_QUEUE, make_app
+from matcher.worker.schedules import Schedules
 from tests.servers.outage import Service, own_redis, redis_url
 from tests.support.waits import eventually
 

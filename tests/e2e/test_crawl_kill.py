@@ -27,11 +27,11 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from matcher import jobs
-from matcher.celery_app import CRAWL_QUEUE
 from matcher.keys import Keys
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store
+from matcher.worker import jobs
+from matcher.worker.celery_app import CRAWL_QUEUE
 from tests.servers.fixture_site import FixtureSite, Resource, page
 from tests.support.e2e import ROOT, app, queued_pages, sample
 from tests.support.waits import eventually

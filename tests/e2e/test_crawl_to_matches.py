@@ -12,8 +12,8 @@ from celery.contrib.testing.worker import start_worker
 from admin.scan import serve_directory, site_config
 from crawler.pipelines import PROCESS_PAGE_TASK, PROCESS_PAGES_TASK, CelerySender
 from crawler.run import crawl_in_process
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.matching.engine import Engine
+from matcher.worker.ingest import Ingest
 from tests.support.e2e import ROOT, app
 from tests.support.waits import eventually
 

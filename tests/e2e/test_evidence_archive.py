@@ -12,11 +12,11 @@ from admin.cli import main
 from admin.commands.evidence import NO_TRUSTED_TIMESTAMP
 from admin.context import Context
 from crawler.run import crawl_in_process
-from matcher.archive import GridFSArchive, verify
-from matcher.engine import Engine
-from matcher.ingest import Ingest
-from matcher.jobs import prune_archive
-from matcher.sites import SiteConfig
+from matcher.evidence.archive import GridFSArchive, verify
+from matcher.matching.engine import Engine
+from matcher.sites.site_config import SiteConfig
+from matcher.worker.ingest import Ingest
+from matcher.worker.jobs import prune_archive
 from tests.servers.fixture_site import FixtureSite, page
 from tests.support.e2e import sample
 
@@ -72,7 +72,7 @@ def test_a_match_keeps_the_exchange_it_was_found_in(engine: Engine, capsys: Any)
 
 
 def test_an_archive_that_fails_costs_no_page(engine: Engine, tmp_path: Any) -> None:
-    from matcher.archive import DirectoryArchive
+    from matcher.evidence.archive import DirectoryArchive
 
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the archive's folder should be")

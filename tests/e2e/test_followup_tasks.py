@@ -12,13 +12,14 @@ from datetime import timedelta
 import pytest
 import redis
 
+from crawler import tasks as crawl_tasks
 from crawler.one_page import page_text
-from matcher import takedowns, tasks
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.evidence import takedowns
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import now
+from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import enqueue, worker
 from tests.servers.takedown_site import ChangingSite
 from tests.support.e2e import app, sample
@@ -63,8 +64,8 @@ def test_the_worker_rechecks_takedowns_and_discovers_sites(
             provider="loopback", days=(1.0, 3.0),
         )  # fmt: skip
         watched.remove("/book/1.html", status=410)
-        tasks.recheck_takedowns.delay()
-        tasks.discover_sites.delay()
+        crawl_tasks.recheck_takedowns.delay()
+        crawl_tasks.discover_sites.delay()
 
         def removed() -> bool:
             return [c["state"] for c in engine.store.takedowns.cases()] == ["removed"]

@@ -7,7 +7,7 @@ as a deployment is.
   page once the timeout has passed (it was two hours when the timeout had to exceed the
   crawls).
 - A page task that runs four times longer than the timeout on a live worker runs once: the
-  worker's heartbeat (:mod:`matcher.heartbeat`) keeps its message from the other worker.
+  worker's heartbeat (:mod:`matcher.worker.heartbeat`) keeps its message from the other worker.
 - A page whose message was lost (the broker's queue deleted) is matched after beat's sweep
   (``pages:requeue-pending``) sends its task again; a page waiting behind a backlog is not
   sent twice (the sweep waits its turn in the same queue and expires).
@@ -28,9 +28,9 @@ from pathlib import Path
 import pytest
 import redis
 
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
+from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import enqueue, worker_processes
 from tests.e2e.test_worker_kills import LOCK_SECONDS, WORKS, register_and_ingest, stop
 from tests.support.e2e import CHROME, ROOT, app, sample

@@ -22,13 +22,13 @@ from celery import Celery
 from pymongo.database import Database
 from redbeat.schedulers import ensure_conf
 
-from matcher.celery_app import make_app
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.index.redis_clients import connect_server
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
-from matcher.redis_clients import connect_server
-from matcher.schedules import DAILY_MATCH, Schedules
 from matcher.settings import Settings
+from matcher.worker.celery_app import make_app
+from matcher.worker.ingest import Ingest
+from matcher.worker.schedules import DAILY_MATCH, Schedules
 from tests.servers.local_sentinel import LocalSentinel
 from tests.support.cli import fptrack
 from tests.support.e2e import CHROME, ROOT, sample

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from pymongo import MongoClient
 
-from matcher.celery_app import make_app
 from matcher.settings import Settings
+from matcher.worker.celery_app import make_app
 from tests.servers.fixture_site import FixtureSite, page
 from tests.servers.net import free_port
 from tests.servers.outage import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import redis
 from pymongo.database import Database
 
-from matcher.celery_app import PAGE_QUEUE
+from matcher.worker.celery_app import PAGE_QUEUE
 from tests.e2e.test_service_units import restarts
 from tests.servers.supervised import exits, one_program
 from tests.support.cli import fptrack

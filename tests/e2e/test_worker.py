@@ -25,15 +25,15 @@ from celery.result import EagerResult
 from celery.signals import task_success
 from pymongo.database import Database
 
-from matcher import tasks
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.index.redis_clients import COMMAND
 from matcher.keys import Keys
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
-from matcher.redis_clients import COMMAND
-from matcher.runtime import Runtime
 from matcher.settings import Settings
 from matcher.store import Store, now, tallies
+from matcher.worker import tasks
+from matcher.worker.ingest import Ingest
+from matcher.worker.runtime import Runtime
 from tests.servers.raw_servers import hanging_up_redis
 from tests.support.e2e import CHROME, ROOT, UNRELATED, app, sample
 from tests.support.waits import eventually

@@ -32,11 +32,11 @@ import redis
 from bson import ObjectId
 from pymongo.database import Database
 
-from matcher import tasks
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
+from matcher.worker import tasks
+from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import count_successes, enqueue, worker
 from tests.support.e2e import CHROME, ROOT, sample
 from tests.support.waits import eventually

@@ -4,7 +4,7 @@
 pages.
 
 Pages reach the engine as crawled pages do: :func:`crawl` stores them through
-:class:`matcher.ingest.Ingest` and runs the ``process_page`` task's work
+:class:`matcher.worker.ingest.Ingest` and runs the ``process_page`` task's work
 (:meth:`Engine.process_stored_page`) on each page it enqueues.
 """
 
@@ -18,14 +18,14 @@ import pymongo
 import pytest
 from pymongo.database import Database
 
-from matcher.engine import Engine
 from matcher.index.memory import MemoryStorage
 from matcher.index.redis_io import IndexClient
 from matcher.index.storage import RedisStorage, Storage
-from matcher.ingest import Ingest
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.store import Store
+from matcher.worker.ingest import Ingest
 from tests.support.commands import Commands
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"

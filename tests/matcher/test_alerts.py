@@ -9,12 +9,14 @@ from dataclasses import replace
 
 import pytest
 
-from matcher import alerts
-from matcher.alert_rules import AlertRule, AlertRuleError
-from matcher.engine import Engine
+from matcher.alerts import notify
+from matcher.alerts.channels import CHANNELS, Channel
+from matcher.alerts.rules import AlertRule, AlertRuleError
 from matcher.errors import SettingsError
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from matcher.store.alerts import AlertStore
+from matcher.worker import alert_delivery as alerts
 from tests.matcher.conftest import crawl, page_of, sample
 from tests.servers.alerts import closed_port_url, smtp_server, text_of, webhook_receiver
 
@@ -87,6 +89,50 @@ def test_a_new_match_is_posted_once_signed_and_never_again(engine, store, settin
         assert len(receiver.requests) == 1
         [log] = store.recent_log()
         assert (log["ok"], log["status"], log["attempt"]) == (True, 204, 1)
+
+
+class Pager(Channel):
+    """A channel the house does not have: a pager reached by a number (in ``url``)."""
+
+    name = "pager"
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, list[dict]]] = []
+
+    def fields(self, data: dict) -> dict:
+        number = str(data.get("url", ""))
+        if not number.isdigit():
+            raise AlertRuleError(f"a pager rule needs a number, got {number!r}")
+        return {"url": number}
+
+    def target(self, rule) -> str:
+        return f"pager {rule.url}"
+
+    def send(self, rule, delivery, mode, matches, settings, clock=time.time) -> notify.Outcome:
+        self.sent.append((rule.url, mode, matches))
+        return notify.Outcome(True, None)
+
+
+def test_a_new_channel_is_one_class(engine, store, settings, lighthouse, monkeypatch):
+    """Registered in CHANNELS, a channel's class alone validates, names and sends a rule's
+    messages: the rules, the delivery and its log take it from there."""
+    pager = Pager()
+    monkeypatch.setitem(CHANNELS, "pager", pager)
+    with pytest.raises(AlertRuleError, match="needs a number"):
+        AlertRule.from_dict({"name": "night", "channel": "pager", "url": "x"})
+    rule = store.save_rule(AlertRule.from_dict({"name": "night", "channel": "pager", "url": "7"}))
+    assert store.rule(rule.id).describe() == "every match, immediate, pager pager 7"
+    [match] = crawl(engine, "http://pirate.test/1", page_of(sample("lighthouse.txt")))
+    settle(store, settings)
+    [(number, mode, [sent])] = pager.sent
+    assert (number, mode, sent["id"], sent["work_id"]) == (
+        "7",
+        "immediate",
+        str(match["_id"]),
+        lighthouse,
+    )
+    [log] = store.recent_log()
+    assert (log["channel"], log["target"], log["ok"]) == ("pager", "pager 7", True)
 
 
 def test_a_tampered_body_fails_the_receivers_check(engine, store, settings, lighthouse):

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pymongo.database import Database
 
-from matcher.archive import (
+from matcher.evidence.archive import (
     ArchiveError,
     DirectoryArchive,
     Exchange,
@@ -136,9 +136,9 @@ class CountingArchive(DirectoryArchive):
 
 
 def test_the_parts_of_a_download_are_archived_once(mongo_db: Database, tmp_path: Path) -> None:
-    from matcher.ingest import Ingest
     from matcher.pages import CrawledPage
     from matcher.store import Store
+    from matcher.worker.ingest import Ingest
 
     store = Store(mongo_db)
     archive = CountingArchive(tmp_path)

@@ -16,13 +16,13 @@ import pytest
 import redis
 from redis.cluster import RedisCluster
 
-from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, SettingsError
+from matcher.index.maintenance import drop_indexes
 from matcher.index.redis_io import connect, is_cluster, mget
 from matcher.index.simhash_index import SimhashIndex, SimhashIndexParams
 from matcher.index.storage import RedisStorage
 from matcher.keys import TAG_GROUPS, group_tags, key_slot, simhash_keys
-from matcher.maintenance import drop_indexes
+from matcher.matching.engine import Engine
 from matcher.settings import IndexRedis, Settings
 from tests.matcher.conftest import crawl, matched, novel, page_of, sample
 from tests.servers.local_cluster import LocalCluster

@@ -13,12 +13,13 @@ import pytest
 import redis
 from pymongo.database import Database
 
-from matcher import crawl_runs, jobs
 from matcher.keys import Keys
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites import crawl_runs
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store, now
+from matcher.worker import jobs
 from tests.conftest import TEST_REDIS_URL
 from tests.servers.net import wait_until
 
@@ -139,7 +140,7 @@ def test_the_crawl_subprocess_stores_into_the_shared_store(
     ``process_page`` task per page to the broker (pages stored together in one
     ``process_pages``)."""
     from admin.scan import serve_directory
-    from matcher.celery_app import PAGE_QUEUE
+    from matcher.worker.celery_app import PAGE_QUEUE
     from tests.servers import session
     from tests.support.e2e import queued_pages
 

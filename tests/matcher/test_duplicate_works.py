@@ -4,7 +4,7 @@ identical works never cancel each other out as boilerplate. A text registered ne
 edition, so a page copying it goes to the edition that explains it best, or names a tie.
 Works that only share some text stay apart.
 
-Editions further apart (revised, abridged, another publisher's, ``matcher.editions``) are
+Editions further apart (revised, abridged, another publisher's, ``matcher.matching.editions``) are
 all indexed: the text they share is not boilerplate for that alone, a copy is attributed to
 the edition that explains it best, the others named as its siblings (ties marked), and
 volumes of a series sharing front matter keep their strict attribution."""
@@ -16,10 +16,10 @@ from dataclasses import replace
 
 import opencc
 
-from matcher import near_twins
-from matcher.engine import Engine
+from matcher.index.maintenance import rebuild_indexes
 from matcher.keys import segment_owner
-from matcher.maintenance import rebuild_indexes
+from matcher.matching import near_twins
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from tests.matcher.conftest import (
     UNRELATED,
@@ -332,7 +332,7 @@ def test_a_near_twin_is_released_when_the_first_edition_loses_a_chapter(engine: 
     assert first in matched(crawl(engine, "http://p/2", page_of(chapters[3])))
 
 
-# --- editions that differ by more than a line (matcher.editions) ---------------------------
+# --- editions that differ by more than a line (matcher.matching.editions) -------------------------
 def lines_swapped(text: str, which: range, other: str) -> str:
     """``text`` with its long lines ``which`` (40 characters or more, counted from 0)
     replaced by the long lines of ``other``, in order."""

@@ -20,11 +20,11 @@ import opencc
 import pytest
 
 from fingerprint.normalize import normalize
-from matcher.engine import Engine
 from matcher.errors import UnusableText
+from matcher.index.maintenance import drop_indexes, rebuild_indexes
 from matcher.keys import segment_owner
-from matcher.maintenance import drop_indexes, rebuild_indexes
-from matcher.prepared import prepare
+from matcher.matching.engine import Engine
+from matcher.matching.prepared import prepare
 from matcher.store import fingerprints as stored
 from tests.matcher.conftest import (
     UNRELATED,
@@ -328,9 +328,9 @@ def test_pages_matched_together_get_the_records_of_pages_matched_one_at_a_time(
     and their neighbours, their marks written as the block ends; the same records and
     marks as each page's task alone, a split chapter's parts included."""
     from matcher.index.memory import MemoryStorage
-    from matcher.ingest import Ingest
     from matcher.pages import CrawledPage
     from matcher.settings import Settings
+    from matcher.worker.ingest import Ingest
     from tests.matcher.conftest import prose
 
     text = sample("lighthouse.txt")

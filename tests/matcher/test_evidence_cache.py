@@ -3,8 +3,8 @@ segments fit where a few long ones do, the least recently used go first."""
 
 from __future__ import annotations
 
-from matcher.evidence import CHAR_BYTES, Evidence, WorkSegment
-from matcher.prepared import locate
+from matcher.matching.match_records import CHAR_BYTES, Evidence, WorkSegment
+from matcher.matching.prepared import locate
 
 
 def segment(chars: int) -> WorkSegment:

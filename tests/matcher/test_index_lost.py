@@ -13,12 +13,12 @@ from redis.cluster import RedisCluster
 
 from admin.context import Context
 from admin.health import check_indexes
-from matcher import jobs
-from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, StoreUnavailable
 from matcher.keys import TAG_GROUPS, group_slot
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from matcher.store.index_state import IndexState
+from matcher.worker import jobs
 from tests.conftest import all_keys
 from tests.matcher.conftest import crawl, matched, page_of, sample
 from tests.servers.local_cluster import LocalCluster

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from matcher import jobs
-from matcher.engine import Engine
-from matcher.ingest import REENQUEUE_AFTER, Ingest
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
-from matcher.sites import SiteConfig, SiteConfigError
+from matcher.sites.site_config import SiteConfig, SiteConfigError
 from matcher.store import Store, StoreError
+from matcher.worker import jobs
+from matcher.worker.ingest import REENQUEUE_AFTER, Ingest
 
 SAMPLES = Path(__file__).resolve().parents[2] / "samples" / "works"
 CHROME = "盗版小说网 首页 排行榜\n{}\n本站小说均来自网络"

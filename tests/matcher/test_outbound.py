@@ -18,7 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from admin.fetch import FetchError, fetch
-from matcher import notify, outbound
+from matcher import outbound
+from matcher.alerts import notify
+from matcher.settings import SmtpConfig
 from tests.servers.alerts import webhook_receiver
 from tests.servers.fixture_site import FixtureSite, page
 from tests.servers.outbound import (
@@ -118,7 +120,7 @@ def test_https_is_bounded_the_same_and_checks_the_certificate(tmp_path, monkeypa
 
 def test_an_email_ends_by_its_deadline_however_slow_the_smtp_server() -> None:
     with slow_server(speaks_first=True) as server:
-        smtp = notify.SmtpConfig.parse(f"smtp://127.0.0.1:{server.port}", "fp@example.com")
+        smtp = SmtpConfig.parse(f"smtp://127.0.0.1:{server.port}", "fp@example.com")
         message = notify.email_message(smtp, ["a@example.com"], "slow", [])
         outcome = notify.send_email(smtp, ["a@example.com"], message, DEADLINE)
         assert server.paths == ["greeting"]

@@ -5,10 +5,9 @@ the earlier layout (pages without the field) and crowded pages answered the long
 
 from __future__ import annotations
 
-from matcher import ids
+from matcher.matching.prepared import content_hash
 from matcher.pages import CrawledPage
-from matcher.prepared import content_hash
-from matcher.store import Store
+from matcher.store import Store, ids
 from matcher.store.pages import AROUND, AROUND_READ, LINKERS, around_ids
 from tests.support.commands import Commands
 

@@ -11,8 +11,8 @@ from typing import Any
 
 from pymongo.database import Database
 
+from matcher.matching.prepared import content_hash
 from matcher.pages import CrawledPage
-from matcher.prepared import content_hash
 from matcher.store import Store
 from matcher.store.pages import Sending
 from tests.support.commands import Commands

@@ -1,4 +1,4 @@
-"""A batch of pages matched by one task (:func:`matcher.jobs.process_pages`): the records of
+"""A batch of pages matched by one task (:func:`matcher.worker.jobs.process_pages`): the records of
 each page's own task, a page whose text changed while the batch ran matched again, a page
 that cannot be matched failing alone, an outage ending the batch with its done pages kept."""
 
@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from matcher import jobs
-from matcher.engine import Engine
 from matcher.errors import StoreUnavailable, UnusableText
-from matcher.ingest import Ingest
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
+from matcher.worker import jobs
+from matcher.worker.ingest import Ingest
 from tests.matcher.conftest import page_of, sample
 
 URLS = ["http://pirate.test/a.html", "http://pirate.test/b.html", "http://pirate.test/c.html"]

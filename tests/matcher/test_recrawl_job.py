@@ -15,11 +15,11 @@ import redis
 from pymongo.database import Database
 
 from crawler.lease import CrawlLease, FullCrawlRunning, RecrawlLease
-from matcher import jobs
 from matcher.keys import Keys
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import Store
+from matcher.worker import jobs
 from tests.conftest import SERVERS, TEST_BROKER_URL, TEST_REDIS_URL
 from tests.servers.fixture_site import FixtureSite, page
 

@@ -25,11 +25,11 @@ import redis
 from redis.cluster import ClusterPipeline, RedisCluster
 
 from admin.web import rate_limit
-from matcher import jobs
-from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, guarded
+from matcher.index.maintenance import rebuild_indexes
 from matcher.keys import Keys
-from matcher.maintenance import rebuild_indexes
+from matcher.matching.engine import Engine
+from matcher.worker import jobs
 from tests.matcher.conftest import crawl, novel, page_of, sample
 
 INDEX_BACKENDS = ("server", "cluster")
@@ -114,11 +114,11 @@ def test_every_redis_command_of_the_backend_is_sent_inside_the_guard(
     assert not unguarded, f"sent outside redis_errors: {unguarded}\nevery site:\n{listing}"
     # The paths reached the sites that matter (the audit saw what it is about).
     for expected in (
-        "matcher/engine.py:Engine._locked",
-        "matcher/engine.py:_release",
+        "matcher/matching/engine.py:Engine._locked",
+        "matcher/matching/engine.py:_release",
         "matcher/index/redis_io.py:pipelined",  # the markers (Integrity._mark)
         "matcher/index/redis_io.py:mget",
-        "matcher/jobs.py:resume_crawls",
+        "matcher/worker/jobs.py:resume_crawls",
         "admin/web/rate_limit.py:spend",
     ):
         assert any(site.startswith(expected) for site in sites), (expected, listing)
@@ -126,10 +126,10 @@ def test_every_redis_command_of_the_backend_is_sent_inside_the_guard(
 
 def test_the_audit_sees_an_unguarded_command(engine: Engine, sites: dict[str, list[bool]]) -> None:
     exec(  # a command sent from an audited module's code, outside the guard
-        compile("engine.redis.ping()", str(ROOT / "matcher" / "engine.py"), "exec"),
+        compile("engine.redis.ping()", str(ROOT / "matcher" / "matching" / "engine.py"), "exec"),
         {"engine": engine},
     )
-    assert sites == {"matcher/engine.py:<module>": [False]}
+    assert sites == {"matcher/matching/engine.py:<module>": [False]}
 
 
 def test_redis_outage_raises_and_writes_nothing(engine: Engine, works, dead_index_client) -> None:

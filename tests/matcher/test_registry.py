@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from matcher import registry
-from matcher.engine import Engine
 from matcher.errors import StoreUnavailable
 from matcher.keys import segment_owner
+from matcher.matching import registry
+from matcher.matching.engine import Engine
 from tests.matcher.conftest import crawl, matched, novel, page_of
 
 CHAPTERS = 3 * registry.BATCH_SEGMENTS + 5

@@ -9,10 +9,14 @@ import numpy as np
 from bson import ObjectId
 
 from fingerprint.anchors import AnchorParams, Anchors, Channel
-from matcher.engine import Engine
+from matcher.index.segment_refs import is_segment_ref, segment_ref
 from matcher.keys import segment_owner
-from matcher.prepared import SegmentHeader, is_segment_ref, segment_blob, segment_ref
-from matcher.segment_cache import SegmentCache
+from matcher.matching.engine import Engine
+from matcher.matching.prepared import (
+    SegmentHeader,
+    segment_blob,
+)
+from matcher.matching.segment_cache import SegmentCache
 from tests.matcher.conftest import crawl, matched, novel, page_of, sample
 
 

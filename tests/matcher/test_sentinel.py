@@ -10,11 +10,11 @@ import kombu
 import pytest
 from pymongo.database import Database
 
-from matcher.celery_app import celery_config
-from matcher.engine import Engine
 from matcher.errors import IndexUnavailable, SettingsError, redis_errors
-from matcher.redis_clients import COMMAND, connect
+from matcher.index.redis_clients import COMMAND, connect
+from matcher.matching.engine import Engine
 from matcher.settings import RedisTarget, Settings
+from matcher.worker.celery_app import celery_config
 from tests.matcher.conftest import crawl, matched, page_of, sample
 from tests.servers.local_sentinel import LocalSentinel
 from tests.servers.net import free_port

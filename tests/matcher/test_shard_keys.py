@@ -16,9 +16,8 @@ from pathlib import Path
 import pytest
 from pymongo.database import Database
 
-from matcher import ids
 from matcher.pages import CrawledPage
-from matcher.store import INDEXES, SHARD_KEYS, Store, shard_commands, tallies
+from matcher.store import INDEXES, SHARD_KEYS, Store, ids, shard_commands, tallies
 from matcher.store.pages import SEQ_BLOCK
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,8 +26,8 @@ import pytest
 from bson import ObjectId
 from pymongo import monitoring
 
-from matcher.alert_rules import AlertRule
-from matcher.archive import GridFSArchive
+from matcher.alerts.rules import AlertRule
+from matcher.evidence.archive import GridFSArchive
 from matcher.pages import CrawledPage
 from matcher.store import SHARD_KEYS, Store, now
 from matcher.store.alerts import AlertStore

@@ -6,10 +6,9 @@ import pymongo
 import pytest
 from bson import ObjectId
 
-from matcher import ids
 from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
-from matcher.store import INDEXES, Store, StoreError, tallies
+from matcher.store import INDEXES, Store, StoreError, ids, tallies
 
 STORE_BACKENDS = ("server", "memory")
 """The store's own tests run on the MongoDB-wire server and on the in-memory store."""

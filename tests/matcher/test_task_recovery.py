@@ -10,12 +10,12 @@ from datetime import timedelta
 
 import redis
 
-from matcher import jobs
-from matcher.engine import Engine
-from matcher.ingest import Ingest
 from matcher.keys import Keys
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.store import now
+from matcher.worker import jobs
+from matcher.worker.ingest import Ingest
 from tests.matcher.conftest import page_of, sample
 
 TASK = "fptrack.process_page"

@@ -36,7 +36,7 @@ from matcher.store import SHARD_KEYS
 ROOT = Path(__file__).resolve().parents[2]
 PRODUCT = tuple(ROOT / name for name in ("matcher", "admin", "crawler", "fingerprint"))
 """Where fptrack's own code is: a command whose sender is elsewhere is not audited."""
-KEY_REWRITES_ALLOWED = (ROOT / "matcher" / "migration.py",)
+KEY_REWRITES_ALLOWED = (ROOT / "matcher" / "store" / "migration.py",)
 """Code allowed to change shard-key values: ``fptrack migrate`` rewrites page ids only in
 collections that are not sharded (it refuses otherwise, ``tests/admin/test_migrate.py``)."""
 SYSTEM_DATABASES = frozenset({"admin", "config", "local"})

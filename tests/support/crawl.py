@@ -1,4 +1,4 @@
-"""Helpers of the crawler suite: a recording stand-in for ``matcher.ingest.Ingest``."""
+"""Helpers of the crawler suite: a recording stand-in for ``matcher.worker.ingest.Ingest``."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ class Recorded:
 
 @dataclass
 class RecordingIngest:
-    """A stand-in for ``matcher.ingest.Ingest``: records every page handed to it."""
+    """A stand-in for ``matcher.worker.ingest.Ingest``: records every page handed to it."""
 
     calls: list[dict[str, Any]] = field(default_factory=list)
     fail_urls: dict[str, Exception] = field(default_factory=dict)

@@ -26,12 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from matcher import jobs
-from matcher.engine import Engine
 from matcher.index.indexes import Side
+from matcher.matching.engine import Engine
 from matcher.store.matches import Matches
 from matcher.store.page_marks import PageMarks
-from matcher.worker import app
+from matcher.worker import jobs
+from matcher.worker.celery import app
 
 
 def stop_here() -> None:

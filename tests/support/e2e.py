@@ -9,8 +9,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from matcher.celery_app import make_app
 from matcher.settings import Settings
+from matcher.worker.celery_app import make_app
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples" / "works"

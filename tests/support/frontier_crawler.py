@@ -23,7 +23,7 @@ from crawler import reactor
 from crawler.lease import CrawlLease, RedisFrontiers
 from crawler.run import crawl_in_process
 from matcher.pages import CrawledPage
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.support.crawl import Recorded
 
 

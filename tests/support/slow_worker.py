@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from matcher import jobs
-from matcher.worker import app
+from matcher.worker import jobs
+from matcher.worker.celery import app
 
 
 def logging_starts(function: Callable[..., Any], log: Path, seconds: float) -> Callable[..., Any]:

@@ -17,7 +17,7 @@ from admin.web import users as users_module
 from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
-from matcher.engine import Engine
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from tests.support.web import PASSWORDS, login
 

@@ -20,7 +20,7 @@ from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import Users
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.servers.raw_servers import raw_server
 from tests.support.web import PASSWORDS, login, post, sample_text, seed_match
 

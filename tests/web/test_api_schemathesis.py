@@ -21,7 +21,7 @@ from schemathesis.checks import (
 from admin.context import Context
 from admin.web.app import create_app
 from admin.web.users import Users
-from matcher.engine import Engine
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from tests.servers import session
 from tests.support.web import PASSWORDS, seed_match

@@ -19,7 +19,7 @@ from flask.testing import FlaskClient
 
 from admin.cli import main
 from admin.context import Context
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from tests.servers.takedown_site import ChangingSite
 from tests.support.web import post, sample_text
 

@@ -33,14 +33,14 @@ from admin.cli import main
 from admin.commands.evidence import NO_TRUSTED_TIMESTAMP
 from admin.context import Context
 from admin.health import checks
-from matcher import timestamps
-from matcher.archive import Exchange
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.evidence import timestamps
+from matcher.evidence.archive import Exchange
+from matcher.evidence.stamping import STATE_KEY, stamp_waiting
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
-from matcher.schedules import DISCOVER_SITES, RECHECK_TAKEDOWNS, STAMP_EVIDENCE
 from matcher.settings import Settings
-from matcher.stamping import STATE_KEY, stamp_waiting
+from matcher.worker.ingest import Ingest
+from matcher.worker.schedules import DISCOVER_SITES, RECHECK_TAKEDOWNS, STAMP_EVIDENCE
 from tests.servers import session
 from tests.servers.local_tsa import Authority, TsaServer, make_authority
 from tests.support.web import sample_text

@@ -22,14 +22,14 @@ from admin.web.api_tokens import ApiTokens
 from admin.web.app import create_app
 from admin.web.dispatch import InlineDispatch
 from admin.web.users import User, Users
-from matcher.engine import Engine
-from matcher.integrity import Integrity
-from matcher.kept_failures import KeptFailures
+from matcher.index.integrity import Integrity
+from matcher.index.redis_clients import COMMAND, SERVICE, Patience
 from matcher.keys import TAG_GROUPS
-from matcher.redis_clients import COMMAND, SERVICE, Patience
+from matcher.matching.engine import Engine
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
+from matcher.sites.site_config import SiteConfig
 from matcher.store import now
+from matcher.worker.kept_failures import KeptFailures
 from tests.servers.raw_servers import hanging_up_redis
 from tests.support.web import PASSWORDS, login, sample_text, seed_match
 
@@ -113,7 +113,7 @@ def seed(ctx: Context, broker: redis.Redis) -> None:
     # what the workers count (tests/e2e/test_worker.py): three retries and a failure
     engine.redis.hincrby(engine.keys.task_events, "retry|fptrack.process_page", 3)
     engine.redis.hincrby(engine.keys.task_events, "failure|fptrack.process_page", 1)
-    # a failure record MongoDB could not take, waiting in Redis (matcher/kept_failures.py)
+    # a failure record MongoDB could not take, waiting in Redis (matcher/worker/kept_failures.py)
     kept = KeptFailures(engine.redis, engine.keys.kept_failures)
     kept.keep("fptrack.index_work", "1" * 24, "StoreFailing: disk full", 8, now())
 

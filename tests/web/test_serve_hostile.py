@@ -267,8 +267,8 @@ def test_a_stopped_redis_is_a_503_where_a_page_needs_it(tmp_path: Path, mongo_db
     from admin.context import Context
     from admin.web.app import create_app
     from admin.web.dispatch import InlineDispatch
-    from matcher.engine import Engine
-    from matcher.redis_clients import COMMAND, connect_url
+    from matcher.index.redis_clients import COMMAND, connect_url
+    from matcher.matching.engine import Engine
     from matcher.settings import Settings
     from tests.servers.outage import own_redis, redis_url
     from tests.support.web import login, post

@@ -23,12 +23,12 @@ from admin.cli import main
 from admin.context import Context
 from admin.report.takedown import DETAILS_STATE_KEY, PLACEHOLDERS
 from crawler.one_page import fetcher, page_text
-from matcher.engine import Engine
-from matcher.ingest import Ingest
+from matcher.evidence.takedowns import figures, recheck_due
+from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
-from matcher.sites import SiteConfig
-from matcher.takedowns import figures, recheck_due
+from matcher.sites.site_config import SiteConfig
+from matcher.worker.ingest import Ingest
 from tests.servers.alerts import closed_port_url, smtp_server
 from tests.servers.takedown_site import ChangingSite
 from tests.support.web import post, sample_text

@@ -8,8 +8,8 @@ import dataclasses
 import pytest
 from flask.testing import FlaskClient
 
-from matcher import alerts
 from matcher.store.alerts import AlertStore
+from matcher.worker import alert_delivery as alerts
 from tests.servers.alerts import webhook_receiver
 from tests.support.web import login, post, seed_match
 

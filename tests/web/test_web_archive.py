@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 from flask.testing import FlaskClient
 
 from admin.context import Context
-from matcher.archive import Exchange, verify
-from matcher.ingest import Ingest
+from matcher.evidence.archive import Exchange, verify
 from matcher.pages import CrawledPage
+from matcher.worker.ingest import Ingest
 from tests.support.web import sample_text, seed_match
 
 URL = "http://pirate.example/book/1.html"

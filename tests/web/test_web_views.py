@@ -657,7 +657,7 @@ def test_crawl_now_crawls_the_site_and_records_its_matches(
     from pathlib import Path
 
     from admin.scan import serve_directory
-    from matcher.sites import SiteConfig
+    from matcher.sites.site_config import SiteConfig
 
     text = sample_text()
     web_ctx.engine.add_work(text, title="茶史", source="t.txt")

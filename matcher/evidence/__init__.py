@@ -1,0 +1,1 @@
+"""Evidence kept for takedowns: the WARC archive, trusted timestamps, takedown cases."""

@@ -1,0 +1,1 @@
+"""Watched sites: their crawl configuration, sites discovered, and their hosting providers."""
