@@ -96,9 +96,9 @@ from mongomock.collection import Cursor
 from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
+from admin.services.accounts import Users
 from admin.web.app import create_app
 from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
-from admin.web.users import Users
 from matcher.index.redis_clients import COMMAND, connect_url
 from matcher.matching.engine import Engine
 from matcher.settings import Settings

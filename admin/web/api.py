@@ -1,7 +1,7 @@
 """The HTTP API, version 1: JSON under ``/api/v1``, described by its OpenAPI document.
 
 Every route but ``/api/v1/openapi.json`` needs ``Authorization: Bearer <token>``, a token
-made in the admin (:mod:`admin.web.api_tokens`); the session cookie is never read here, so
+made in the admin (:mod:`admin.services.api_tokens`); the session cookie is never read here, so
 the API needs no CSRF token and a browser's ambient login cannot drive it. Each route
 names the weakest role that may use it (``viewer`` reads, ``reviewer`` sets statuses,
 queries URLs and starts crawls, ``admin`` registers works and edits sites), and each user's
@@ -30,12 +30,12 @@ from admin.registration import register_text, register_uploads, remove_site, sav
 from admin.report.selection import Selection, left_out, summarise
 from admin.report.takedown import NoticeError, not_ready, notice, unusable
 from admin.report.takedown_send import SendError, send_notice
+from admin.services.accounts import User
+from admin.services.api_tokens import ApiTokens
 from admin.web import deps
 from admin.web.api_spec import MAX_NOTE_CHARS, MAX_TITLE_CHARS, Operation, document
-from admin.web.api_tokens import ApiTokens
 from admin.web.rate_limit import spend
 from admin.web.takedowns import escalate_days
-from admin.web.users import User
 from matcher.errors import redis_errors
 from matcher.evidence.takedowns import stored_figures
 from matcher.sites.site_config import SiteConfig, SiteConfigError

@@ -2,7 +2,7 @@
 
 :func:`create_app` wires the views (one blueprint per area, :data:`BLUEPRINTS`) to a
 :class:`admin.context.Context` (store, engine, schedules) and a
-:class:`admin.web.dispatch.Dispatch`. The session secret comes from the caller, else from
+:class:`admin.services.dispatch.Dispatch`. The session secret comes from the caller, else from
 ``FPTRACK_ADMIN_SECRET``, else one made at random on first start and kept in the store's
 ``state`` collection, so every gunicorn worker and restart shares it.
 
@@ -29,9 +29,9 @@ from werkzeug.exceptions import HTTPException
 
 from admin import human, outage
 from admin.context import Context
+from admin.services.dispatch import CeleryDispatch, Dispatch
 from admin.web import api, metrics, security
 from admin.web.deps import EXTENSION, Services, services
-from admin.web.dispatch import CeleryDispatch, Dispatch
 from matcher.errors import IndexUnavailable, MatcherError, StoreUnavailable, transient
 
 BLUEPRINTS = (

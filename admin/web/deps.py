@@ -18,9 +18,9 @@ from flask import abort, current_app, g
 
 from admin.context import Context
 from admin.metrics import StoreMetrics
-from admin.web.api_tokens import KeptTokens
-from admin.web.dispatch import Dispatch
-from admin.web.users import User, Users
+from admin.services.accounts import User, Users
+from admin.services.api_tokens import KeptTokens
+from admin.services.dispatch import Dispatch
 from matcher.sites.site_config import SiteConfig, SiteConfigError
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """API tokens in the admin: each user lists, makes and revokes their own (an admin: anyone's).
 
 A new token's secret is shown once and never again (only its hash is kept,
-:mod:`admin.web.api_tokens`): the form's answer redirects to the list (so reloading it
+:mod:`admin.services.api_tokens`): the form's answer redirects to the list (so reloading it
 makes no second token), which takes the secret out of the session as it shows it.
 """
 
@@ -11,9 +11,9 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
 
+from admin.services.accounts import ROLES, UserError
+from admin.services.api_tokens import ApiTokens
 from admin.web import deps
-from admin.web.api_tokens import ApiTokens
-from admin.web.users import ROLES, UserError
 
 bp = Blueprint("tokens", __name__, url_prefix="/tokens")
 ISSUED_KEY = "issued_token"

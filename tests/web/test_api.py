@@ -16,9 +16,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from admin.context import Context
+from admin.services.accounts import Users
+from admin.services.dispatch import InlineDispatch
 from admin.web.app import create_app
-from admin.web.dispatch import InlineDispatch
-from admin.web.users import Users
 from matcher.settings import Settings
 from matcher.sites.site_config import SiteConfig
 from tests.servers.raw_servers import raw_server
