@@ -24,22 +24,20 @@ from typing import Any
 
 from flask import Blueprint, Response, abort, g, jsonify, request
 
-from admin.fetch import FetchError, fetch_url
-from admin.filters import FilterError, MatchFilters, cursor_of, parse_cursor
-from admin.registration import register_text, register_uploads, remove_site, save_site
-from admin.report.selection import Selection, left_out, summarise
-from admin.report.takedown import NoticeError, not_ready, notice, unusable
-from admin.report.takedown_send import SendError, send_notice
+from admin.fetch import FetchError
+from admin.filters import FilterError, MatchFilters, parse_cursor
+from admin.report.selection import Selection
+from admin.report.takedown import NoticeError, not_ready, unusable
+from admin.report.takedown_send import SendError
 from admin.services.accounts import User
-from admin.services.api_tokens import ApiTokens
+from admin.services.matches import STATUSES
+from admin.services.query import fetchable
 from admin.web import deps
 from admin.web.api_spec import MAX_NOTE_CHARS, MAX_TITLE_CHARS, Operation, document
 from admin.web.rate_limit import spend
 from admin.web.takedowns import escalate_days
 from matcher.errors import redis_errors
-from matcher.evidence.takedowns import stored_figures
 from matcher.sites.site_config import SiteConfig, SiteConfigError
-from matcher.store import STATUSES, now, object_id
 
 bp = Blueprint("api", __name__, url_prefix="/api/v1")
 DEFAULT_LIMIT = 50
@@ -90,18 +88,16 @@ def guard() -> Response | None:
     if request.endpoint in PUBLIC:
         return None
     scheme, _, secret = request.headers.get("Authorization", "").partition(" ")
-    s = deps.services()
-    user = ApiTokens(s.ctx.engine.store).authenticate(secret.strip(), s.users)
+    user = deps.api_tokens().authenticate(secret.strip(), deps.users())
     if scheme.lower() != "bearer" or user is None:
         response = jsonify(error="a valid API token is needed: Authorization: Bearer <token>")
         response.status_code = 401
         response.headers["WWW-Authenticate"] = 'Bearer realm="fptrack"'
         return response
     g.user = user
+    engine, settings = deps.ctx().engine, deps.settings()
     with redis_errors("counting API requests"):
-        verdict = spend(
-            s.ctx.engine.redis, s.ctx.engine.keys, user.username, s.ctx.settings.api_rate_per_minute
-        )
+        verdict = spend(engine.redis, engine.keys, user.username, settings.api_rate_per_minute)
     if not verdict.allowed:
         response = jsonify(error="too many requests: slow down")
         response.status_code = 429
@@ -273,18 +269,14 @@ def list_works() -> Any:
     if len(q) > 100:
         abort(400, "q is longer than 100 characters")
     after = request.args.get("after") or None
-    limit = _limit()
-    rows = deps.store().works.search_works(text=q, limit=limit + 1, keyset=True, before=after)
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return jsonify(works=[_work(w) for w in rows], next=str(rows[-1]["_id"]) if more else None)
+    page = deps.works().page(q, after=after, limit=_limit())
+    return jsonify(works=[_work(w) for w in page.rows], next=page.next)
 
 
 @route("GET", "/works/{work_id}", "viewer", "One work", params=(WORK_ID,),
        responses=_ok("Work"))  # fmt: skip
 def get_work(work_id: str) -> Any:
-    object_id(work_id, "work id")
-    work = deps.store().works.get_work(work_id, {"text": 0})
+    work = deps.works().get(work_id)
     if work is None:
         abort(404, "no such work")
     return jsonify(_work(work))
@@ -301,24 +293,19 @@ def get_work(work_id: str) -> Any:
     responses={"201": "Registered", "422": "Registered"},
 )  # fmt: skip
 def register_works() -> Any:
-    s = deps.services()
+    works = deps.works()
     if request.mimetype == "multipart/form-data":
         files = request.files.getlist("files")
         if not files:
             abort(400, "send at least one file as `files`")
-        added, problems = register_uploads(
-            s.ctx.engine, s.ctx.store, files, added=s.dispatch.work_added
-        )
+        added, problems = works.register_uploads(files)
     else:
         body = _json_object()
         title = _string(body, "title", MAX_TITLE_CHARS, required=True).strip()
         text = _string(body, "text", MAX_TEXT_CHARS, required=True)
         author = _string(body, "author", MAX_TITLE_CHARS)
         source = _string(body, "source", MAX_TITLE_CHARS).strip() or title
-        added, problems = register_text(
-            s.ctx.engine, s.ctx.store, text, title=title, source=source, author=author,
-            added=s.dispatch.work_added,
-        )  # fmt: skip
+        added, problems = works.register_text(text, title=title, source=source, author=author)
     response = jsonify(added=[{"id": i, "title": t} for i, t in added], problems=problems)
     response.status_code = 201 if added else 422
     return response
@@ -328,8 +315,7 @@ def register_works() -> Any:
        "Remove a work and its index entries; its matches are archived with their reviews",
        params=(WORK_ID,), responses={"204": None})  # fmt: skip
 def remove_work(work_id: str) -> Any:
-    object_id(work_id, "work id")
-    if not deps.services().ctx.engine.remove_work(work_id):
+    if not deps.works().remove(work_id):
         abort(404, "no such work")
     return Response(status=204)
 
@@ -339,7 +325,7 @@ def remove_work(work_id: str) -> Any:
 
 @route("GET", "/sites", "viewer", "List the watched sites", responses=_ok("SiteList"))
 def list_sites() -> Any:
-    return jsonify(sites=[s.to_dict() for s in deps.store().sites.list_sites()])
+    return jsonify(sites=[s.to_dict() for s in deps.sites().all_sites()])
 
 
 @route("GET", "/sites/{name}", "viewer", "One site", params=(SITE_NAME,), responses=_ok("Site"))
@@ -348,8 +334,8 @@ def get_site(name: str) -> Any:
 
 
 def _save_site(config: SiteConfig) -> dict[str, Any]:
-    s = deps.services()  # as the admin's form does: schedules, authorised matches
-    save_site(s.ctx.store, s.schedules, config, by=deps.current_user().username)
+    # as the admin's form does: schedules, authorised matches
+    deps.sites().save(config, by=deps.current_user().username)
     return config.to_dict()
 
 
@@ -366,7 +352,7 @@ def _config(body: dict[str, Any]) -> SiteConfig:
        body={"application/json": "Site"}, responses={"201": "Site"})  # fmt: skip
 def create_site() -> Any:
     config = _config(_json_object())
-    if deps.store().sites.get_site(config.name) is not None:
+    if deps.sites().get(config.name) is not None:
         abort(409, f"a site named {config.name} exists")
     response = jsonify(_save_site(config))
     response.status_code = 201
@@ -387,15 +373,14 @@ def replace_site(name: str) -> Any:
 @route("DELETE", "/sites/{name}", "admin", "Remove a site (its pages and matches stay)",
        params=(SITE_NAME,), responses={"204": None})  # fmt: skip
 def delete_site(name: str) -> Any:
-    s = deps.services()
-    remove_site(s.ctx.store, s.schedules, deps.site_or_404(name).name)
+    deps.sites().remove(deps.site_or_404(name).name)
     return Response(status=204)
 
 
 @route("POST", "/sites/{name}/crawl", "reviewer", "Crawl the site now",
        params=(SITE_NAME,), responses={"202": "Message"})  # fmt: skip
 def crawl_site(name: str) -> Any:
-    message = deps.services().dispatch.crawl(deps.site_or_404(name))
+    message = deps.sites().crawl(deps.site_or_404(name))
     response = jsonify(message=message)
     response.status_code = 202
     return response
@@ -417,21 +402,14 @@ def list_matches() -> Any:
         after = parse_cursor(request.args.get("after"))
     except FilterError as exc:
         abort(400, str(exc))
-    limit = _limit()
-    rows = list(
-        deps.store().matches.find_matches(
-            limit=limit + 1, without=("evidence", "scores"), after=after, **filters.criteria()
-        )
-    )
-    more = len(rows) > limit
-    rows = rows[:limit]
-    return jsonify(matches=[_match(m) for m in rows], next=cursor_of(rows[-1]) if more else None)
+    page = deps.matches().page(filters, after=after, limit=_limit())
+    return jsonify(matches=[_match(m) for m in page.rows], next=page.next)
 
 
 @route("GET", "/matches/{match_id}", "viewer", "One match with its evidence spans",
        params=(MATCH_ID,), responses=_ok("MatchDetail"))  # fmt: skip
 def get_match(match_id: str) -> Any:
-    match = deps.store().matches.match(match_id=match_id)
+    match = deps.matches().get(match_id)
     if match is None:
         abort(404, "no such match")
     return jsonify(_match(match, evidence=True))
@@ -446,10 +424,10 @@ def set_status(match_id: str) -> Any:
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = _string(body, "note", MAX_NOTE_CHARS)
-    store = deps.store()
-    if not store.matches.set_status(match_id, status, note, g.user.username):
+    matches = deps.matches()
+    if not matches.review(match_id, status, note, g.user.username):
         abort(404, "no such match")
-    return jsonify(_match(store.matches.match(match_id=match_id)))
+    return jsonify(_match(matches.get(match_id)))
 
 
 # query and reports -------------------------------------------------------------------
@@ -461,28 +439,21 @@ def set_status(match_id: str) -> Any:
     body={"application/json": "QueryRequest"}, responses=_ok("QueryResult"),
 )  # fmt: skip
 def query() -> Any:
-    s = deps.services()
     body = _json_object()
     text = _string(body, "text", MAX_TEXT_CHARS)
     url = _string(body, "url", 2000).strip()
     if url:
         if not g.user.can("reviewer"):
             abort(403, "fetching a URL needs the reviewer role")
-        if not url.lower().startswith(("http://", "https://")):
+        if not fetchable(url):
             abort(400, "the URL must start with http:// or https://")
-        settings = s.ctx.settings
         try:
             with deps.outside_lock():  # no other request waits on this fetch
-                text = fetch_url(
-                    url, allow_private=settings.query_allow_private,
-                    deadline=settings.query_deadline, max_bytes=settings.query_max_bytes,
-                )  # fmt: skip
+                text = deps.query().fetch(url)
         except FetchError as exc:
             abort(422, exc.public)
     if not text.strip():
         abort(400, "give a text or a URL")
-    records = s.ctx.engine.match_text(text)
-    records.sort(key=lambda r: -r["score"])
     results = [
         {
             "work_id": str(r["work_id"]),
@@ -496,7 +467,7 @@ def query() -> Any:
                 for e in r.get("evidence", [])
             ],
         }
-        for r in records
+        for r in deps.query().match(text)
     ]
     return jsonify(results=results)
 
@@ -511,7 +482,7 @@ REPORT_FILTERS = (
 @route("GET", "/reports/summary", "viewer", "Counts of the selected matches by site and work",
        params=REPORT_FILTERS, responses=_ok("Summary"))  # fmt: skip
 def report_summary() -> Any:
-    summary = summarise(deps.store(), Selection.parse(request.args))
+    summary = deps.reports().summary(Selection.parse(request.args))
     return jsonify(
         total=summary.total,
         capped=summary.capped,
@@ -534,16 +505,17 @@ NOTICE_FILTERS = (
        "sent (not while the template's placeholders remain)",
        params=NOTICE_FILTERS, responses=_ok("Notice"))  # fmt: skip
 def takedown_notice(name: str) -> Any:
+    reports = deps.reports()
     selection = Selection.parse(request.args, site=name, notice=True)
     try:
-        done = notice(deps.store(), selection, html=False)
+        done = reports.notice(selection, html=False)
     except NoticeError as exc:
         abort(500, unusable(exc))
     why = not_ready(done)
     return jsonify(
         site=name, notice=done.text, matches=done.count, more=done.more, ready=why is None,
         not_ready=why, placeholders=list(done.placeholders), unreviewed=selection.unreviewed,
-        unreviewed_named=done.unreviewed, unreviewed_left_out=left_out(deps.store(), selection),
+        unreviewed_named=done.unreviewed, unreviewed_left_out=reports.left_out(selection),
     )  # fmt: skip
 
 
@@ -556,7 +528,7 @@ DAYS = {"type": "number", "minimum": 0, "exclusiveMinimum": True, "maximum": 365
        responses=_ok("Takedowns"))  # fmt: skip
 def takedown_figures() -> Any:
     days = escalate_days()
-    found = stored_figures(deps.engine().store, now(), days)
+    found = deps.takedowns().figures(days)
     out = {scope: [f.as_dict() for f in rows] for scope, rows in found.items()}
     for rows in out.values():
         for row in rows:
@@ -575,11 +547,9 @@ def send_takedown(name: str) -> Any:
     if not isinstance(email, bool):
         abort(400, "email must be true or false")
     try:
-        sent = send_notice(
-            deps.store(), deps.ctx().settings,
-            Selection.parse(request.args, site=name, notice=True),
-            email=email, by=g.user.username, at=now(),
-        )  # fmt: skip
+        sent = deps.takedowns().send(
+            Selection.parse(request.args, site=name, notice=True), email=email, by=g.user.username
+        )
     except SendError as exc:
         abort(409, str(exc))
     except NoticeError as exc:

@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from admin.services.matches import STATUSES
 from matcher.sites.site_config import MAX_INT, SiteConfig
-from matcher.store import STATUSES
 
 VERSION = "1.0.0"
 MAX_NOTE_CHARS = 2000
