@@ -2,7 +2,7 @@
 (:mod:`admin.fetch`).
 
 One fetch for the admin's query page (:mod:`admin.web.query`) and the API's query route
-(:mod:`admin.web.api.reports`): both check the URL with :func:`fetchable`, fetch it with
+(:mod:`admin.web.api.query`): both check the URL with :func:`fetchable`, fetch it with
 :meth:`QueryService.fetch` outside the embedded admin's lock, and match the text with
 :meth:`QueryService.match`.
 """

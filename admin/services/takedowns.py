@@ -3,7 +3,7 @@ per hosting provider with the URLs to escalate, every case, the sites' contacts 
 providers, and sending a notice (:mod:`admin.report.takedown_send`).
 
 Used by the admin's takedown pages (:mod:`admin.web.takedowns`) and the API's takedown
-routes (:mod:`admin.web.api.reports`).
+routes (:mod:`admin.web.api.takedowns`).
 """
 
 from __future__ import annotations
