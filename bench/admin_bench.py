@@ -47,9 +47,10 @@ Peer, in the same run: the dashboard's figures computed the naive way, by
 ``count_documents`` and aggregations over ``matches`` and ``pages`` (:func:`naive_summary`),
 called in process ``--peer-calls`` times per size in each of the first ``--peer-rounds``
 rounds (default 1: at 1M one call takes minutes), against the real
-``summary(store)`` called in process ``--calls`` times. Both are checked to give the same
-figures. mongomock copies a collection before each aggregation, so the naive figures
-overstate what a MongoDB server would spend; what they show is the growth with the data.
+``DashboardService(store).summary()`` called in process ``--calls`` times. Both are checked
+to give the same figures. mongomock copies a collection before each aggregation, so the
+naive figures overstate what a MongoDB server would spend; what they show is the growth
+with the data.
 
 Targets: the p95 at the large size within 20% of the p95 at the small size, and under
 300 ms, each PASS or MISS. mongomock reads no index: every query scans its whole collection,
@@ -96,9 +97,9 @@ from mongomock.collection import Cursor
 from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
+from admin.services.accounts import Users
+from admin.services.dashboard import SITE_TRENDS, TOP, TREND_DAYS, DashboardService
 from admin.web.app import create_app
-from admin.web.dashboard import SITE_TRENDS, TOP, TREND_DAYS, summary
-from admin.web.users import Users
 from matcher.index.redis_clients import COMMAND, connect_url
 from matcher.matching.engine import Engine
 from matcher.settings import Settings
@@ -476,7 +477,8 @@ def check_recount(db: Any) -> tuple[bool, int, float]:
 
 
 def naive_summary(store: Store) -> dict[str, Any]:
-    """:func:`admin.web.dashboard.summary`'s figures counted from the data every time."""
+    """:meth:`admin.services.dashboard.DashboardService.summary`'s figures counted from the
+    data every time."""
     db = store.db
     today = now().date()
     days = [(today - timedelta(days=TREND_DAYS - 1 - i)).isoformat() for i in range(TREND_DAYS)]
@@ -694,9 +696,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     [client.dashboard() for _ in range(args.requests)]
                 ).items():
                     row[name].append(value)
-                row["summary_ms"].append(
-                    statistics.median(calls(lambda b=b: summary(b.ctx.store), args.calls)) * 1e3
-                )
+                board = DashboardService(b.ctx.store)
+                row["summary_ms"].append(statistics.median(calls(board.summary, args.calls)) * 1e3)
                 if r >= args.peer_rounds:
                     continue
                 log(f"round {r + 1}/{args.rounds}: {b.label}: naive dashboard x {args.peer_calls}")
@@ -706,7 +707,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     figures = naive_summary(b.ctx.store)
                     naive.append(time.perf_counter() - start)
                 row["naive_ms"].append(statistics.median(naive) * 1e3)
-                agree[slot] = agree.get(slot, True) and same_figures(figures, summary(b.ctx.store))
+                agree[slot] = agree.get(slot, True) and same_figures(figures, board.summary())
     finally:
         for client in served.values():
             client.close()

@@ -188,8 +188,8 @@ class Served:
 
 def make_token(env: dict[str, str]) -> str:
     """A viewer's API token of alice, made in the store of ``env``."""
-    from admin.web.api_tokens import ApiTokens
-    from admin.web.users import User
+    from admin.services.accounts import User
+    from admin.services.api_tokens import ApiTokens
     from matcher.settings import Settings
     from matcher.store import Store, mongo_client
 

@@ -1,7 +1,7 @@
-"""The seams hold: MongoDB is reached only through the store modules, the ``FPTRACK_*``
-settings are read only at entry points, and Redis key names are built only in
-:mod:`matcher.keys`. Read from the source (its syntax tree), so that a new raw use anywhere
-fails here."""
+"""The seams hold: MongoDB is reached only through the store modules, and the admin's web
+only through the admin's services; the ``FPTRACK_*`` settings are read only at entry
+points, and Redis key names are built only in :mod:`matcher.keys`. Read from the source
+(its syntax tree), so that a new raw use anywhere fails here."""
 
 from __future__ import annotations
 
@@ -214,11 +214,17 @@ APP_IMPORTERS = {"admin/web/app.py", "admin/web/serve.py"}
 """The web modules that may import :mod:`admin.web.app`: the app itself and the server
 that builds it. Views get their services from :mod:`admin.web.deps`."""
 
+SERVICE_MODULES = tuple(
+    sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "admin/services").rglob("*.py"))
+)
+"""The admin's services (:mod:`admin.services`): what the views do with the store."""
+
 DOMAIN_MODULES = (
     "admin/filters.py",
     "admin/registration.py",
     "admin/fetch.py",
     *sorted(p.relative_to(ROOT).as_posix() for p in (ROOT / "admin/report").rglob("*.py")),
+    *SERVICE_MODULES,
 )
 """Domain logic used by the admin's pages, its API and the command line: no web framework."""
 
@@ -250,6 +256,7 @@ def test_no_view_imports_the_app() -> None:
 
 def test_domain_modules_import_no_web_framework() -> None:
     trees = dict(modules())
+    assert "admin/services/matches.py" in SERVICE_MODULES
     assert set(DOMAIN_MODULES) <= set(trees)
     web = ("flask", "werkzeug", "admin.web")
     found = {
@@ -258,6 +265,46 @@ def test_domain_modules_import_no_web_framework() -> None:
         for name in DOMAIN_MODULES
     }  # fmt: skip
     assert {k: v for k, v in found.items() if v} == {}, "domain modules import the web"
+
+
+def is_store_attribute(node: ast.AST) -> bool:
+    """``x.store``: ``deps.store()``, ``ctx.store``, ``engine.store``, ``self.store``..."""
+    return isinstance(node, ast.Attribute) and node.attr == "store"
+
+
+def store_imports(tree: ast.Module) -> list[str]:
+    """The store's modules ``tree`` imports (``matcher.store``, ``matcher.store.*``), and
+    any name ``store`` it imports (``from admin.web.deps import store``)."""
+    return sorted(
+        m
+        for m in imported(tree)
+        if m == "matcher.store" or m.startswith("matcher.store.") or m.rsplit(".", 1)[-1] == "store"
+    )
+
+
+def test_no_view_reaches_the_store() -> None:
+    """The web (``admin/web/``) calls the admin's services (:mod:`admin.services`, handed out
+    by :mod:`admin.web.deps`) and never the store: none of its modules imports the store's
+    modules or names a ``.store`` attribute. Constants the views show (``STATUSES``) come
+    from the services."""
+    sample = (
+        "from matcher.store import STATUSES\nimport matcher.store.tallies\n"
+        "from admin.web.deps import store\nrows = deps.store().matches.find_matches()\n"
+        "s.ctx.engine.store.works.get_work(w)\n"
+    )
+    tree = ast.parse(sample)
+    assert store_imports(tree) == [
+        "admin.web.deps.store", "matcher.store", "matcher.store.STATUSES", "matcher.store.tallies",
+    ]  # fmt: skip
+    assert uses(tree, is_store_attribute) == [4, 5]
+    web = [(name, tree) for name, tree in modules(("admin",)) if name.startswith("admin/web/")]
+    assert "admin/web/matches.py" in dict(web)
+    found = {
+        name: (store_imports(tree), uses(tree, is_store_attribute))
+        for name, tree in web
+        if store_imports(tree) or uses(tree, is_store_attribute)
+    }
+    assert found == {}, f"web modules reaching the store (imports, lines): {found}"
 
 
 def test_the_command_line_is_a_leaf() -> None:

@@ -139,7 +139,7 @@ def run_serve(args: argparse.Namespace, ctx: Context) -> int:
 def run_create_user(args: argparse.Namespace, ctx: Context) -> int:
     import getpass
 
-    from admin.web.users import UserError, Users
+    from admin.services.accounts import UserError, Users
 
     if args.password_stdin:
         password = sys.stdin.readline().rstrip("\n")

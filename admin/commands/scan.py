@@ -369,9 +369,9 @@ def serve_scan(
 
     from werkzeug.serving import make_server
 
+    from admin.services.accounts import Users
+    from admin.services.dispatch import InlineDispatch
     from admin.web.app import create_app
-    from admin.web.dispatch import InlineDispatch
-    from admin.web.users import Users
 
     host, _, port = bind.rpartition(":")
     ctx = Context(engine=engine, archive=archive)

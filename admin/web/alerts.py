@@ -14,19 +14,13 @@ from admin.web import deps
 from admin.web.security import requires
 from matcher.alerts.channels import CHANNELS
 from matcher.alerts.rules import MODES, SCOPES, AlertRule, AlertRuleError
-from matcher.store.alerts import AlertStore
-from matcher.worker import alert_delivery as alerts
 
 bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 FORM_FIELDS = ("name", "scope", "target", "mode", "channel", "url", "secret", "emails")
 
 
-def _store() -> AlertStore:
-    return AlertStore(deps.services().ctx.engine.store)
-
-
 def _rule(rule_id: str) -> AlertRule:
-    rule = _store().rule(rule_id)
+    rule = deps.alerts().rule(rule_id)
     if rule is None:
         abort(404, "no such alert rule")
     return rule
@@ -35,13 +29,12 @@ def _rule(rule_id: str) -> AlertRule:
 @bp.get("/")
 @requires("admin")
 def index() -> Any:
-    store = _store()
-    settings = deps.services().ctx.settings
+    alerts, settings = deps.alerts(), deps.settings()
     return render_template(
         "alerts.html",
-        rules=store.rules(),
-        log=store.recent_log(),
-        counts=store.outbox_counts(),
+        rules=alerts.rules(),
+        log=alerts.recent_log(),
+        counts=alerts.outbox_counts(),
         settings=settings,
         email_ready=settings.smtp is not None,
     )
@@ -58,14 +51,14 @@ def new() -> Any:
         rule = AlertRule.from_dict(form)
     except AlertRuleError as exc:
         return render_template("alert_form.html", form=form, error=str(exc), **choices), 400
-    settings = deps.services().ctx.settings
+    alerts = deps.alerts()
     with deps.outside_lock():  # resolving the webhook's host is outbound IO
-        refused = alerts.refusal(settings, rule)
+        refused = alerts.refusal(rule)
     if refused:
         return render_template("alert_form.html", form=form, error=refused, **choices), 400
-    rule = _store().save_rule(rule)
+    rule = alerts.save(rule)
     note = f"alert rule {rule.name} saved"
-    if warning := CHANNELS[rule.channel].warning(settings):
+    if warning := alerts.warning(rule):
         note += f"; {warning}: its messages will fail"
     flash(note)
     return redirect(url_for("alerts.index"))
@@ -75,7 +68,7 @@ def new() -> Any:
 @requires("admin")
 def enabled(rule_id: str) -> Any:
     rule = _rule(rule_id)
-    _store().set_enabled(rule.id, not rule.enabled)
+    deps.alerts().set_enabled(rule, not rule.enabled)
     flash(f"alert rule {rule.name} {'disabled' if rule.enabled else 'enabled'}")
     return redirect(url_for("alerts.index"))
 
@@ -84,7 +77,7 @@ def enabled(rule_id: str) -> Any:
 @requires("admin")
 def remove(rule_id: str) -> Any:
     rule = _rule(rule_id)
-    _store().remove_rule(rule.id)
+    deps.alerts().remove(rule)
     flash(f"alert rule {rule.name} removed (its unsent messages too)")
     return redirect(url_for("alerts.index"))
 
@@ -93,9 +86,10 @@ def remove(rule_id: str) -> Any:
 @requires("admin")
 def test(rule_id: str) -> Any:
     rule = _rule(rule_id)
+    alerts = deps.alerts()
     with deps.outside_lock():  # no other request waits on this one's receiver
-        outcome = alerts.send_sample(deps.services().ctx.settings, rule)
-    alerts.log_test(_store(), rule, outcome)
+        outcome = alerts.send_test(rule)
+    alerts.log_test(rule, outcome)
     if outcome.ok:
         flash(f"test message to {rule.name} delivered")
     else:

@@ -1,10 +1,11 @@
 """The Flask application of the admin platform (server-rendered Jinja2, no JS build step).
 
-:func:`create_app` wires the views (one blueprint per area, :data:`BLUEPRINTS`) to a
-:class:`admin.context.Context` (store, engine, schedules) and a
-:class:`admin.web.dispatch.Dispatch`. The session secret comes from the caller, else from
-``FPTRACK_ADMIN_SECRET``, else one made at random on first start and kept in the store's
-``state`` collection, so every gunicorn worker and restart shares it.
+:func:`create_app` wires the views (one blueprint per area, :data:`BLUEPRINTS`) to the
+admin's services (:mod:`admin.services`) over a :class:`admin.context.Context` (store,
+engine, schedules) and a :class:`admin.services.dispatch.Dispatch`. The session secret comes
+from the caller, else from ``FPTRACK_ADMIN_SECRET``, else one made at random on first start
+and kept in the store's ``state`` collection (:func:`admin.services.startup.session_secret`),
+so every gunicorn worker and restart shares it.
 
 A request's body is bounded first of all (:func:`admin.web.security.check_body`). An error
 that says MongoDB, Redis or the Celery broker does not answer (:func:`away`) is answered 503
@@ -16,7 +17,6 @@ driver's text, which goes to the log; a page asked with GET reloads itself after
 from __future__ import annotations
 
 import importlib
-import secrets
 import threading
 from datetime import timedelta
 from typing import Any
@@ -29,9 +29,10 @@ from werkzeug.exceptions import HTTPException
 
 from admin import human, outage
 from admin.context import Context
+from admin.services.dispatch import CeleryDispatch, Dispatch
+from admin.services.startup import ensure_store, session_secret
 from admin.web import api, metrics, security
 from admin.web.deps import EXTENSION, Services, services
-from admin.web.dispatch import CeleryDispatch, Dispatch
 from matcher.errors import IndexUnavailable, MatcherError, StoreUnavailable, transient
 
 BLUEPRINTS = (
@@ -41,7 +42,6 @@ BLUEPRINTS = (
 )  # fmt: skip
 """Modules of :mod:`admin.web` each holding a ``bp`` blueprint."""
 SESSION_HOURS = 8
-SECRET_STATE_KEY = "admin_session_secret"
 RETRY_AFTER_S = 5
 """How long a 503 for a server that does not answer asks to wait (``Retry-After``)."""
 SERVERS = {
@@ -95,17 +95,6 @@ def unavailable(server: str, exc: BaseException) -> Any:
     return render_template("error.html", code=503, message=message), 503, headers
 
 
-def session_secret(ctx: Context) -> str:
-    """``FPTRACK_ADMIN_SECRET`` (``Settings.admin_secret``), else the random one kept in the
-    store."""
-    if ctx.settings.admin_secret:
-        return ctx.settings.admin_secret
-    kept = ctx.store.state.get_state(SECRET_STATE_KEY)
-    if not kept:
-        kept = ctx.store.state.state_once(key=SECRET_STATE_KEY, value=secrets.token_hex(32))
-    return kept
-
-
 def create_app(
     ctx: Context,
     *,
@@ -124,7 +113,7 @@ def create_app(
     """
     app = Flask(__name__)
     app.request_class = security.BoundedRequest
-    ctx.engine.store.ensure_indexes()
+    ensure_store(ctx)
     app.config.update(
         SECRET_KEY=secret_key or session_secret(ctx),
         SESSION_COOKIE_NAME="fptrack_session",

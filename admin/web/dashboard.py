@@ -1,68 +1,25 @@
-"""The dashboard: totals, trends, top sites and works, crawl health.
+"""The dashboard: totals, trends, top sites and works, crawl health, drawn as charts.
 
-Everything comes from :mod:`matcher.store.tallies` (a few documents, read by index) and the
-small ``sites``, ``crawls`` and ``failures`` collections, never from counting matches, so
-the page costs the same with ten thousand or a million matches (``bench/admin_bench.py``).
+The figures are :meth:`admin.services.dashboard.DashboardService.summary`'s (from counters,
+never from counting matches); this module is their page.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
 from typing import Any
 
 from flask import Blueprint, render_template
 
+from admin.services.dashboard import TREND_DAYS
 from admin.web import deps
 from admin.web.charts import bar_chart, hbar_chart
-from matcher.store import now, tallies
 
 bp = Blueprint("dashboard", __name__)
-TREND_DAYS = 30
-TOP = 10
-SITE_TRENDS = 4
-
-
-def summary(store: Any) -> dict[str, Any]:
-    """The dashboard's figures (also what the benchmark times)."""
-    total = store.dashboard.tally_total()
-    today = now().date()
-    days = [(today - timedelta(days=TREND_DAYS - 1 - i)).isoformat() for i in range(TREND_DAYS)]
-    daily = store.dashboard.tally_days(first=days[0])
-    matches_by_day = tallies.each(daily, "matches")
-    pages_by_day = tallies.each(daily, "pages")
-    top_sites = store.dashboard.tally_top(scope="site", limit=TOP)
-    per_site = []
-    for doc in top_sites[:SITE_TRENDS]:
-        counts = doc.get("days", {})
-        per_site.append((doc["key"], [(d, int(counts.get(d, 0))) for d in days]))
-    health = []
-    last = store.crawls.latest_crawls()
-    for site in store.sites.list_sites():
-        crawl = last.get(site.name)
-        stats = (crawl or {}).get("stats") or {}
-        errors = sum(v for k, v in stats.items() if k.startswith("fptrack/errors/"))
-        health.append({"site": site.name, "crawl": crawl, "errors": errors})
-    return {
-        "works": int(total.get("works", 0)),
-        "pages": int(total.get("pages", 0)),
-        "by_status": tallies.counts(total),
-        "infringing": int(total.get("infringing", 0)),
-        "matches_by_day": [(d, matches_by_day.get(d, 0)) for d in days],
-        "pages_by_day": [(d, pages_by_day.get(d, 0)) for d in days],
-        "per_site": per_site,
-        "top_sites": [(d["key"], int(d.get("infringing", 0))) for d in top_sites],
-        "top_works": [
-            (d.get("label") or d["key"], int(d.get("infringing", 0)), d["key"])
-            for d in store.dashboard.tally_top(scope="work", limit=TOP)
-        ],
-        "health": health,
-        "failures": store.failure_log.failure_count(),
-    }
 
 
 @bp.get("/")
 def index() -> Any:
-    s = summary(deps.store())
+    s = deps.dashboard().summary()
     charts = {
         "matches": bar_chart(
             s["matches_by_day"], f"Matches first seen per day, last {TREND_DAYS} days"

@@ -1,8 +1,9 @@
 """Where every view gets what a request uses: the services built once per application
-(:class:`Services`: the context, the dispatch, the accounts, the lock, the metrics), and
-short lookups of their parts (:func:`ctx`, :func:`store`, :func:`engine`, :func:`current_user`),
-on the model of the FastAPI template's ``api/deps.py``.
+(:class:`Services`: the admin's services of :mod:`admin.services`, the lock, the metrics),
+and short lookups of them (:func:`matches`, :func:`works`, :func:`sites`, ...,
+:func:`current_user`), on the model of the FastAPI template's ``api/deps.py``.
 
+The views never reach the store: they call the services, which hold its queries.
 :mod:`admin.web.app` builds the :class:`Services` and imports the views; the views import
 this module, never the app, so no view module and the app import each other.
 """
@@ -12,44 +13,43 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
 
 from flask import abort, current_app, g
 
 from admin.context import Context
 from admin.metrics import StoreMetrics
-from admin.web.api_tokens import KeptTokens
-from admin.web.dispatch import Dispatch
-from admin.web.users import User, Users
+from admin.services.accounts import User, Users
+from admin.services.alerts import AlertService
+from admin.services.api_tokens import ApiTokens
+from admin.services.container import AdminServices
+from admin.services.dashboard import DashboardService
+from admin.services.discovery import DiscoveryService
+from admin.services.dispatch import Dispatch
+from admin.services.matches import MatchService
+from admin.services.query import QueryService
+from admin.services.reports import ReportService
+from admin.services.sites import SiteService
+from admin.services.takedowns import TakedownService
+from admin.services.works import WorkService
+from matcher.settings import Settings
 from matcher.sites.site_config import SiteConfig, SiteConfigError
-
-if TYPE_CHECKING:
-    from matcher.matching.engine import Engine
-    from matcher.store import Store
 
 EXTENSION = "fptrack"
 """The key of :class:`Services` in ``app.extensions``."""
 
 
-class Services:
-    """What the views use: the context, the dispatch, the accounts, an optional lock.
-
-    Every part of the context a request uses is built here, before the first request:
-    the context builds its clients and archive on first use (``functools.cached_property``,
-    with no lock from Python 3.12), which two request threads of a worker could otherwise
-    both do at once."""
+class Services(AdminServices):
+    """What the views use: the admin's services over the context (:class:`AdminServices`,
+    every part of the context a request uses built with them, before the first request),
+    an optional lock, and the figures of ``/metrics``."""
 
     def __init__(
         self, ctx: Context, dispatch: Dispatch, lock: threading.RLock | None, schedules: bool
     ) -> None:
-        self.ctx, self.dispatch, self.lock = ctx, dispatch, lock
-        _ = ctx.settings, ctx.engine, ctx.store, ctx.archive
-        self.users = Users(ctx.engine.store)
-        self.schedules = ctx.schedules if schedules else None
+        self.ctx, self.lock = ctx, lock
+        super().__init__(ctx, dispatch, ctx.schedules if schedules else None)
         self.metrics = StoreMetrics(ctx)
         self.metrics_registry = self.metrics.registry()
-        self.scrape_tokens = KeptTokens(ctx.engine.store, self.users, role="viewer")
-        """The tokens that may read ``/metrics`` (:mod:`admin.web.metrics`)."""
         self.scrape_tokens.load()
 
 
@@ -62,12 +62,52 @@ def ctx() -> Context:
     return services().ctx
 
 
-def store() -> Store:
-    return services().ctx.store
+def settings() -> Settings:
+    return services().ctx.settings
 
 
-def engine() -> Engine:
-    return services().ctx.engine
+def users() -> Users:
+    return services().users
+
+
+def api_tokens() -> ApiTokens:
+    return services().api_tokens
+
+
+def dashboard() -> DashboardService:
+    return services().dashboard
+
+
+def works() -> WorkService:
+    return services().works
+
+
+def sites() -> SiteService:
+    return services().sites
+
+
+def matches() -> MatchService:
+    return services().matches
+
+
+def query() -> QueryService:
+    return services().query
+
+
+def reports() -> ReportService:
+    return services().reports
+
+
+def takedowns() -> TakedownService:
+    return services().takedowns
+
+
+def discovery() -> DiscoveryService:
+    return services().discovery
+
+
+def alerts() -> AlertService:
+    return services().alerts
 
 
 def current_user() -> User:
@@ -78,7 +118,7 @@ def current_user() -> User:
 def site_or_404(name: str) -> SiteConfig:
     """The stored site ``name``; 404 when there is none."""
     try:
-        site = store().sites.get_site(name)
+        site = sites().get(name)
     except SiteConfigError:
         site = None
     if site is None:

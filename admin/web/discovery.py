@@ -18,25 +18,20 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, redirect, render_template, url_for
 
-from admin.registration import save_site
 from admin.web import deps
 from admin.web.security import requires
-from matcher.sites.discovery import site_name_for
-from matcher.sites.site_config import SiteConfig, SiteConfigError
+from matcher.sites.site_config import SiteConfigError
 
 bp = Blueprint("discovery", __name__, url_prefix="/discovery")
 
 
 @bp.get("/")
 def index() -> Any:
-    found = deps.engine().store.discovery.candidates()
-    order = {"new": 0, "watched": 1, "dismissed": 2}
-    found.sort(key=lambda c: (order.get(c.get("state", "new"), 3), -c.get("score", 0), c["_id"]))
-    return render_template("discovery.html", candidates=found)
+    return render_template("discovery.html", candidates=deps.discovery().candidates())
 
 
 def _candidate(host: str) -> dict:
-    found = deps.engine().store.discovery.candidate(host)
+    found = deps.discovery().candidate(host)
     if found is None:
         abort(404, f"no candidate {host}")
     return found
@@ -47,14 +42,11 @@ def _candidate(host: str) -> dict:
 def watch(host: str) -> Any:
     candidate = _candidate(host)
     try:
-        config = SiteConfig.from_dict(
-            {"name": site_name_for(host), "start_urls": [candidate["home"]]}
+        config, note = deps.discovery().watch(
+            host, candidate["home"], by=deps.current_user().username
         )
     except SiteConfigError as exc:
         abort(400, str(exc))
-    s = deps.services()
-    note = save_site(s.ctx.store, s.schedules, config, by=deps.current_user().username)
-    deps.engine().store.discovery.set_candidate_state(host, "watched")
     flash(f"{host} is watched as {config.name}: {note}.", "ok")
     return redirect(url_for("discovery.index"))
 
@@ -63,6 +55,6 @@ def watch(host: str) -> Any:
 @requires("admin")
 def dismiss(host: str) -> Any:
     _candidate(host)
-    deps.engine().store.discovery.set_candidate_state(host, "dismissed")
+    deps.discovery().dismiss(host)
     flash(f"{host} dismissed: it is not sampled again.", "ok")
     return redirect(url_for("discovery.index"))

@@ -16,17 +16,16 @@ from flask import (
     url_for,
 )
 
-from admin.filters import PAGE_SIZE, FilterError, MatchFilters, cursor_of, parse_cursor
+from admin.filters import PAGE_SIZE, FilterError, MatchFilters, parse_cursor
 from admin.human import score_lines
+from admin.services.matches import STATUSES, BulkTooLarge
 from admin.web import deps
 from admin.web.highlight import excerpt, highlight
 from admin.web.security import requires
 from matcher.evidence.archive import ArchiveError
 from matcher.matching.verify import DOCUMENT_MU, MICROBLOG_K
-from matcher.store import STATUSES, object_id
 
 bp = Blueprint("matches", __name__, url_prefix="/matches")
-MAX_BULK = 10_000
 
 
 def _filters() -> MatchFilters:
@@ -39,25 +38,18 @@ def _filters() -> MatchFilters:
 @bp.get("/")
 def index() -> Any:
     filters = _filters()
-    store = deps.store()
     try:
         after = parse_cursor(request.args.get("after"))
     except FilterError as exc:
         abort(400, str(exc))
-    rows = list(
-        store.matches.find_matches(
-            limit=PAGE_SIZE + 1, without=("evidence", "scores"), after=after, **filters.criteria()
-        )
-    )
-    more = len(rows) > PAGE_SIZE
-    rows = rows[:PAGE_SIZE]
-    next_args = {**filters.args(), "after": cursor_of(rows[-1])} if more and rows else None
+    page = deps.matches().page(filters, after=after, limit=PAGE_SIZE)
+    next_args = {**filters.args(), "after": page.next} if page.next else None
     return render_template(
         "matches.html",
-        rows=rows,
+        rows=page.rows,
         filters=filters,
         statuses=STATUSES,
-        sites=[s.name for s in store.sites.list_sites()],
+        sites=deps.sites().names(),
         next_args=next_args,
         first_page=not request.args.get("after"),
     )
@@ -65,22 +57,12 @@ def index() -> Any:
 
 @bp.get("/<match_id>")
 def detail(match_id: str) -> Any:
-    store = deps.store()
-    match = store.matches.match(match_id=match_id)
-    if match is None:
+    found = deps.matches().evidence(match_id)
+    if found is None:
         abort(404, "no such match")
-    work = store.works.get_work(str(match["work_id"]), {"title": 1, "source": 1})
-    page = store.pages.get_page(
-        str(match["page_id"]),
-        {
-            "text": 1, "url": 1, "fetched_at": 1, "title": 1, "considered": 1, "split": 1,
-            "archive": 1, "gone": 1, "parts": 1,
-        },
-    )  # fmt: skip
+    match, page, work_text, page_text = found.match, found.page, found.work_text, found.page_text
     evidence = match.get("evidence", [])
-    window = store.works.work_window(match["work_id"], [e["work_span"] for e in evidence])
-    work_text, shift = window.text, window.offset
-    page_text = store.pages.download_text(page) if page else ""
+    shift = work_text.offset
     work_spans = [
         (e["work_span"][0] - shift, e["work_span"][1] - shift, i) for i, e in enumerate(evidence, 1)
     ]
@@ -89,7 +71,7 @@ def detail(match_id: str) -> Any:
         {
             "number": i,
             "chars": e.get("chars", 0),
-            "work": excerpt(work_text, e["work_span"][0] - shift, e["work_span"][1] - shift),
+            "work": excerpt(work_text.text, e["work_span"][0] - shift, e["work_span"][1] - shift),
             "segment": (e.get("segment") or {}).get("title", ""),
             "page": excerpt(page_text, *e["page_span"]),
         }
@@ -102,10 +84,10 @@ def detail(match_id: str) -> Any:
         match=match,
         kept=kept,
         changed_since=bool(kept and latest and latest.get("sha256") != kept.get("sha256")),
-        work=work,
-        twins=[t for t in store.twins.twins(match["work_id"]) if not t.get("near_twin")],
+        work=found.work,
+        twins=found.twins,
         page=page,
-        work_html=highlight(work_text, work_spans, "work"),
+        work_html=highlight(work_text.text, work_spans, "work"),
         page_html=highlight(page_text, page_spans, "page"),
         passages=passages,
         statuses=STATUSES,
@@ -116,17 +98,16 @@ def detail(match_id: str) -> Any:
 @bp.get("/<match_id>/archive.warc.gz")
 def archived(match_id: str) -> Any:
     """The HTTP exchange the match was first found in, as a gzipped WARC file."""
-    match = deps.store().matches.match(match_id=match_id)
+    match = deps.matches().get(match_id)
     if match is None:
         abort(404, "no such match")
-    sha256 = (match.get("archive") or {}).get("sha256")
-    archive = deps.services().ctx.archive
-    if not sha256 or archive is None:
-        abort(404, "no archived exchange for this match")
     try:
-        data = archive.get(sha256)
+        data = deps.matches().archived_exchange(match)
     except ArchiveError:
         abort(404, "the archived exchange is missing")
+    if data is None:
+        abort(404, "no archived exchange for this match")
+    sha256 = match["archive"]["sha256"]
     name = f"fptrack-match-{match['_id']}-{sha256[:12]}.warc.gz"
     return Response(
         data,
@@ -142,7 +123,7 @@ def set_status(match_id: str) -> Any:
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = request.form.get("note", "")[:2000]
-    if not deps.store().matches.set_status(match_id, status, note, g.user.username):
+    if not deps.matches().review(match_id, status, note, g.user.username):
         abort(404, "no such match")
     flash(f"status set to {status}")
     return redirect(url_for("matches.detail", match_id=match_id))
@@ -157,19 +138,17 @@ def bulk() -> Any:
     if status not in STATUSES:
         abort(400, f"status must be one of {', '.join(STATUSES)}")
     note = request.form.get("note", "")[:2000]
-    store = deps.store()
     try:
         filters = MatchFilters.parse(request.args)
     except FilterError as exc:
         abort(400, str(exc))
+    matches, by = deps.matches(), g.user.username
     if request.form.get("scope") == "filtered":
-        ids = store.matches.match_ids(limit=MAX_BULK + 1, **filters.criteria())
-        if len(ids) > MAX_BULK:
-            abort(400, f"more than {MAX_BULK:,} matches: narrow the filters")
+        try:
+            changed = matches.review_selected(filters, status, note, by)
+        except BulkTooLarge as exc:
+            abort(400, str(exc))
     else:
-        ids = request.form.getlist("ids")
-        for match_id in ids:
-            object_id(match_id, "match id")
-    changed = sum(store.matches.set_status(i, status, note, g.user.username) for i in ids)
+        changed = matches.review_ticked(request.form.getlist("ids"), status, note, by)
     flash(f"{changed} match(es) set to {status}")
     return redirect(url_for("matches.index", **filters.args()))

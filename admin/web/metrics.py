@@ -2,12 +2,12 @@
 
 Who may read it: a request from an address of ``FPTRACK_METRICS_ALLOW`` (IPs or CIDR
 networks, comma-separated; default none), or one with ``Authorization: Bearer <token>``, an
-API token (:mod:`admin.web.api_tokens`) acting with the ``viewer`` role or a stronger one;
+API token (:mod:`admin.services.api_tokens`) acting with the ``viewer`` role or a stronger one;
 anyone else gets 401. Loopback is not let in by default: the admin is served behind a TLS
 proxy on the same host (``deploy/``), through which every visitor comes from 127.0.0.1.
 The session cookie is never read here (no CSRF, no login page). A token is checked against
 the store; while the store does not answer, against the tokens this process last saw pass
-(:class:`admin.web.api_tokens.KeptTokens`), so that Prometheus still reads the figures, and
+(:class:`admin.services.api_tokens.KeptTokens`), so that Prometheus still reads the figures, and
 ``fptrack_metrics_source_up{source="mongodb"} 0`` among them; a token not seen yet gets
 503 then.
 """

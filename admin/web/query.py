@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from flask import Blueprint, abort, g, render_template, request
 
-from admin.fetch import FetchError, fetch_url
+from admin.fetch import FetchError
+from admin.services.query import fetchable
 from admin.web import deps
 from admin.web.highlight import excerpt
 from matcher.errors import MatcherError, Retryable
@@ -28,15 +28,11 @@ def index() -> Any:
     if url:
         if not g.user.can("reviewer"):
             abort(403, "fetching a URL needs the reviewer role")
-        if not re.match(r"^https?://", url):
+        if not fetchable(url):
             abort(400, "the URL must start with http:// or https://")
-        settings = deps.services().ctx.settings
         try:
             with deps.outside_lock():  # no other request waits on this fetch
-                text = fetch_url(
-                    url, allow_private=settings.query_allow_private,
-                    deadline=settings.query_deadline, max_bytes=settings.query_max_bytes,
-                )  # fmt: skip
+                text = deps.query().fetch(url)
         except FetchError as exc:  # one message for every failure: no probing of the network
             return render_template("query.html", text="", url=url, results=None, error=exc.public)
     if not text.strip():
@@ -44,12 +40,11 @@ def index() -> Any:
     if len(text) > MAX_QUERY_CHARS:
         abort(400, f"the text is longer than {MAX_QUERY_CHARS:,} characters")
     try:
-        records = deps.services().ctx.engine.match_text(text)
+        records = deps.query().match(text)
     except Retryable:
         raise  # a server does not answer: the application's 503 (admin.web.app.away)
     except MatcherError as exc:
         return render_template("query.html", text=text, url=url, results=None, error=str(exc))
-    records.sort(key=lambda r: -r["score"])
     results = [
         {
             "work_id": str(r["work_id"]),

@@ -39,50 +39,39 @@ Routes (every role may read and export; only admins edit the takedown template):
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from flask import Blueprint, Response, abort, flash, redirect, render_template, request, url_for
 from markupsafe import Markup
 
 from admin.report import XLSX_MIMETYPE, to_csv, to_xlsx
-from admin.report.evidence import evidence_zip
 from admin.report.selection import (
     EVERY_STATUS,
     INFRINGING_STATUSES,
     MAX_EXPORT_ROWS,
     MAX_SUMMARY_MATCHES,
     Selection,
-    export_rows,
-    find,
-    left_out,
     periods,
-    summarise,
 )
 from admin.report.takedown import (
     DEFAULT_TAKEDOWN_TEMPLATE,
-    DETAILS_STATE_KEY,
     MAX_DETAIL_CHARS,
     MAX_NOTICE_ITEMS,
     MAX_TEMPLATE_CHARS,
     PLACEHOLDERS,
-    TEMPLATE_STATE_KEY,
     Notice,
     NoticeError,
     check_template,
     not_ready,
-    notice,
-    notice_details,
-    notice_template,
     render_notice,
     sample_context,
     unusable,
 )
+from admin.services.matches import STATUSES
+from admin.services.reports import NoArchive
 from admin.web import deps
 from admin.web.highlight import excerpt
 from admin.web.security import requires
-from matcher.evidence.archive import Archive
-from matcher.store import STATUSES
 
 bp = Blueprint("reports", __name__, url_prefix="/reports")
 
@@ -107,13 +96,11 @@ def _attachment(body: bytes, mimetype: str, filename: str) -> Response:
 
 @bp.get("/")
 def index() -> Any:
-    store = deps.store()
+    reports = deps.reports()
     selection = Selection.parse(request.args)
-    summary = summarise(store, selection)
-    sites = sorted(
-        {s.name for s in store.sites.list_sites()} | {s for s, _ in summary.by_site if s}
-    )
-    works = store.works.list_works(limit=MAX_WORK_CHOICES + 1)
+    summary = reports.summary(selection)
+    sites = reports.site_choices(summary)
+    works = reports.work_choices(MAX_WORK_CHOICES + 1)
     return render_template(
         "reports.html",
         selection=selection,
@@ -133,7 +120,7 @@ def index() -> Any:
 @bp.get("/export.csv")
 def export_csv() -> Response:
     selection = Selection.parse(request.args)
-    body = to_csv(export_rows(deps.store(), selection)).encode("utf-8-sig")
+    body = to_csv(deps.reports().export_rows(selection)).encode("utf-8-sig")
     name = f"fptrack-report-{selection.label()}.csv"
     return _attachment(body, "text/csv; charset=utf-8", name)
 
@@ -141,33 +128,27 @@ def export_csv() -> Response:
 @bp.get("/export.xlsx")
 def export_xlsx() -> Response:
     selection = Selection.parse(request.args)
-    body = to_xlsx(export_rows(deps.store(), selection))
+    body = to_xlsx(deps.reports().export_rows(selection))
     return _attachment(body, XLSX_MIMETYPE, f"fptrack-report-{selection.label()}.xlsx")
 
 
 @bp.get("/print")
 def printable() -> Any:
-    store = deps.store()
+    reports = deps.reports()
     selection = Selection.parse(request.args)
-    rows = list(find(store, selection, MAX_PRINT_MATCHES + 1))
-    more = len(rows) > MAX_PRINT_MATCHES
+    printed, more = reports.printed(selection, MAX_PRINT_MATCHES, PRINT_PASSAGES)
     entries = []
-    for match in rows[:MAX_PRINT_MATCHES]:
-        evidence = match.get("evidence", [])
-        spans = [e["work_span"] for e in evidence[:PRINT_PASSAGES]]
-        work_text = store.works.work_window(match["work_id"], spans)
-        fields = {"text": 1, "title": 1, "url": 1, "parts": 1}
-        page = store.pages.get_page(str(match.get("page_id")), fields) or {}
-        page_text = store.pages.download_text(page) if page else ""
+    for one in printed:
+        evidence = one.match.get("evidence", [])
         entries.append(
             {
-                "match": match,
-                "page_title": page.get("title", ""),
+                "match": one.match,
+                "page_title": one.page_title,
                 "passages": [
                     {
                         "chars": e.get("chars", 0),
-                        "work": _passage(work_text, *e["work_span"]),
-                        "page": _passage(page_text, *e["page_span"]),
+                        "work": _passage(one.work_text, *e["work_span"]),
+                        "page": _passage(one.page_text, *e["page_span"]),
                     }
                     for e in evidence[:PRINT_PASSAGES]
                 ],
@@ -179,7 +160,7 @@ def printable() -> Any:
         selection=selection,
         entries=entries,
         more=more,
-        summary=summarise(store, selection),
+        summary=reports.summary(selection),
         max_print=MAX_PRINT_MATCHES,
         generated=datetime.now(UTC),
     )
@@ -200,7 +181,7 @@ def _passage(text: str, start: int, end: int) -> Markup:
 def _notice(site: str, html: bool) -> tuple[Notice, Selection]:
     selection = Selection.parse(request.args, site=site, notice=True)
     try:
-        return notice(deps.store(), selection, html=html), selection
+        return deps.reports().notice(selection, html=html), selection
     except NoticeError as exc:
         abort(500, unusable(exc))
 
@@ -215,21 +196,12 @@ def _ready_notice(site: str) -> tuple[Notice, Selection]:
     return done, selection
 
 
-def _tsa_ca() -> bytes | None:
-    """The TSA's CA certificates (``FPTRACK_TSA_CA``) for a bundle, None when unset or
-    unreadable (the bundle's VERIFY.txt then says to use the TSA's published one)."""
-    path = deps.ctx().settings.tsa_ca
+def _evidence_zip(selection: Selection, notice: str = "") -> bytes:
+    """The selection's evidence bundle; a 404 when there is no evidence archive."""
     try:
-        return Path(path).read_bytes() if path else None
-    except OSError:
-        return None
-
-
-def _archive() -> Archive:
-    archive = deps.ctx().archive
-    if archive is None:
-        abort(404, "no evidence archive is configured")
-    return archive
+        return deps.reports().evidence_zip(selection, notice)
+    except NoArchive as exc:
+        abort(404, str(exc))
 
 
 @bp.get("/takedown/<site>")
@@ -246,7 +218,7 @@ def takedown(site: str) -> Any:
         not_ready=not_ready(done),
         placeholders=done.placeholders,
         unreviewed=done.unreviewed,
-        left_out=left_out(deps.store(), selection),
+        left_out=deps.reports().left_out(selection),
     )
 
 
@@ -260,26 +232,26 @@ def takedown_text(site: str) -> Response:
 @bp.get("/evidence.zip")
 def evidence() -> Response:
     selection = Selection.parse(request.args)
-    body = evidence_zip(deps.store(), _archive(), selection, ca_pem=_tsa_ca())
+    body = _evidence_zip(selection)
     return _attachment(body, "application/zip", f"fptrack-evidence-{selection.label()}.zip")
 
 
 @bp.get("/takedown/<site>/evidence.zip")
 def takedown_evidence(site: str) -> Response:
     done, selection = _ready_notice(site)
-    body = evidence_zip(deps.store(), _archive(), selection, notice=done.text, ca_pem=_tsa_ca())
+    body = _evidence_zip(selection, done.text)
     return _attachment(body, "application/zip", f"takedown-evidence-{selection.label()}.zip")
 
 
 @bp.route("/takedown-template", methods=["GET", "POST"])
 @requires("admin")
 def takedown_template() -> Any:
-    store = deps.store()
-    source, details = notice_template(store), notice_details(store)
+    reports = deps.reports()
+    source, details = reports.template()
     error = None
     if request.method == "POST":
         if request.form.get("reset"):
-            store.state.set_state(TEMPLATE_STATE_KEY, "")
+            reports.reset_template()
             flash("takedown template reset to the default")
             return redirect(url_for("reports.takedown_template"))
         source = request.form.get("template", "").replace("\r\n", "\n")
@@ -288,8 +260,7 @@ def takedown_template() -> Any:
         }
         error = check_template(source, details)
         if error is None:
-            store.state.set_state(TEMPLATE_STATE_KEY, source)
-            store.state.set_state(DETAILS_STATE_KEY, details)
+            reports.save_template(source, details)
             flash("takedown template saved")
             return redirect(url_for("reports.takedown_template"))
     preview = None

@@ -45,8 +45,8 @@ from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.formparser import FormDataParser
 from werkzeug.http import parse_cookie
 
-from admin.web.api_tokens import TOKEN
-from admin.web.users import User, Users
+from admin.services.accounts import User, Users
+from admin.services.api_tokens import TOKEN
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -34,7 +34,7 @@ the simhash
 index's split directory replaced whole and read once per operation,
 :mod:`matcher.index.simhash_index`; the index rebuild lease taken by one thread at a time,
 :mod:`matcher.index.integrity`); login throttling (counted by atomic updates in the store,
-:mod:`admin.web.users`). The embedded admin's mongomock store is not shared with threads
+:mod:`admin.services.accounts`). The embedded admin's mongomock store is not shared with threads
 here (``fptrack scan --serve`` serves under its own lock).
 """
 

@@ -26,11 +26,9 @@ from flask import Blueprint, Response, abort, flash, redirect, render_template, 
 from admin.filters import FilterError
 from admin.report import to_csv_rows
 from admin.report.selection import Selection
-from admin.report.takedown_send import NoticeError, SendError, send_notice
+from admin.report.takedown_send import NoticeError, SendError
 from admin.web import deps
 from admin.web.security import requires
-from matcher.evidence.takedowns import stored_figures
-from matcher.store import now
 
 bp = Blueprint("takedowns", __name__, url_prefix="/takedowns")
 CASE_FIELDS = ("url", "site", "provider", "state", "first_sent_at", "removed_at", "rechecks")
@@ -43,7 +41,7 @@ def escalate_days() -> float:
     a 400 when it is not such a number (the page and the API alike)."""
     raw = request.args.get("days", "")
     if not raw:
-        return deps.ctx().settings.takedown_escalate_days
+        return deps.settings().takedown_escalate_days
     try:
         days = float(raw)
     except ValueError:
@@ -56,12 +54,11 @@ def escalate_days() -> float:
 @bp.get("/")
 def index() -> Any:
     days = escalate_days()
-    found = stored_figures(deps.engine().store, now(), days)
-    contacts = deps.engine().store.takedowns.contacts()
-    names = sorted(
-        {s.name for s in deps.store().sites.list_sites()} | {f.name for f in found["sites"]}
-    )
-    recheck_days = ", ".join(f"{d:g}" for d in deps.ctx().settings.takedown_days)
+    takedowns = deps.takedowns()
+    found = takedowns.figures(days)
+    contacts = takedowns.contacts()
+    names = sorted(set(deps.sites().names()) | {f.name for f in found["sites"]})
+    recheck_days = ", ".join(f"{d:g}" for d in deps.settings().takedown_days)
     return render_template(
         "takedowns.html",
         found=found,
@@ -86,7 +83,7 @@ def cases_csv() -> Response:
                 f"{_iso(k.get('at'))} {k.get('kind')}" for k in c.get("checks", ())
             ),
         }
-        for c in deps.engine().store.takedowns.cases()
+        for c in deps.takedowns().cases()
     ]
     body = to_csv_rows(rows, CASE_FIELDS)
     response = Response(body.encode("utf-8-sig"), mimetype="text/csv")
@@ -101,13 +98,11 @@ def _iso(value: Any) -> str:
 @bp.post("/send/<site>")
 @requires("reviewer")
 def send(site: str) -> Any:
-    ctx = deps.ctx()
     try:
         selection = Selection.parse(request.form, site=site, notice=True)
-        sent = send_notice(
-            deps.store(), ctx.settings, selection, email=request.form.get("email") == "1",
-            by=deps.current_user().username, at=now(),
-        )  # fmt: skip
+        sent = deps.takedowns().send(
+            selection, email=request.form.get("email") == "1", by=deps.current_user().username
+        )
     except (FilterError, SendError, NoticeError) as exc:
         flash(f"Not sent: {exc}", "error")
         args = {k: v for k, v in request.form.to_dict().items() if k not in FORM_ONLY}
@@ -119,7 +114,7 @@ def send(site: str) -> Any:
 @bp.post("/contact/<site>")
 @requires("admin")
 def contact(site: str) -> Any:
-    if deps.store().sites.get_site(site) is None:
+    if deps.sites().get(site) is None:
         abort(404, f"no site {site}")
     email = request.form.get("contact", "").strip()[:200]
     provider = request.form.get("provider", "").strip()[:200]
@@ -129,6 +124,6 @@ def contact(site: str) -> Any:
     fields = {"contact": email}
     if provider:
         fields.update(provider=provider, provider_from="edited")
-    deps.engine().store.takedowns.set_contact(site, **fields)
+    deps.takedowns().set_contact(site, **fields)
     flash(f"{site}: contact and provider saved.", "ok")
     return redirect(url_for("takedowns.index"))

@@ -1,7 +1,7 @@
 """API tokens in the admin: each user lists, makes and revokes their own (an admin: anyone's).
 
 A new token's secret is shown once and never again (only its hash is kept,
-:mod:`admin.web.api_tokens`): the form's answer redirects to the list (so reloading it
+:mod:`admin.services.api_tokens`): the form's answer redirects to the list (so reloading it
 makes no second token), which takes the secret out of the session as it shows it.
 """
 
@@ -11,21 +11,16 @@ from typing import Any
 
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
 
+from admin.services.accounts import ROLES, UserError
 from admin.web import deps
-from admin.web.api_tokens import ApiTokens
-from admin.web.users import ROLES, UserError
 
 bp = Blueprint("tokens", __name__, url_prefix="/tokens")
 ISSUED_KEY = "issued_token"
 
 
-def _tokens() -> ApiTokens:
-    return ApiTokens(deps.services().ctx.engine.store)
-
-
 def _page(error: str = "", code: int = 200) -> Any:
     roles = [r for r in ROLES if g.user.can(r)]
-    tokens = _tokens().list(g.user)
+    tokens = deps.api_tokens().list(g.user)
     issued = session.pop(ISSUED_KEY, None)
     page = render_template("tokens.html", tokens=tokens, roles=roles, issued=issued, error=error)
     return page, code
@@ -39,7 +34,7 @@ def index() -> Any:
 @bp.post("/")
 def create() -> Any:
     try:
-        issued = _tokens().create(
+        issued = deps.api_tokens().create(
             g.user, request.form.get("name", ""), request.form.get("role", "viewer")
         )
     except UserError as exc:
@@ -51,7 +46,7 @@ def create() -> Any:
 
 @bp.post("/<token_id>/revoke")
 def revoke(token_id: str) -> Any:
-    if not _tokens().revoke(g.user, token_id):
+    if not deps.api_tokens().revoke(g.user, token_id):
         abort(404, "no such token")
     flash("token revoked")
     return redirect(url_for("tokens.index"))

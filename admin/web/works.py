@@ -15,43 +15,30 @@ from flask import (
     url_for,
 )
 
-from admin.registration import Registered, register_uploads
 from admin.web import deps
 from admin.web.security import requires
-from matcher.store import object_id
 
 bp = Blueprint("works", __name__, url_prefix="/works")
 LIST_LIMIT = 200
 MAX_SEARCH_CHARS = 100
 
 
-def upload_works(files: list[Any]) -> Registered:
-    """Register uploaded files (:func:`admin.registration.register_uploads`), each matched
-    against the pages already crawled through the dispatch."""
-    s = deps.services()
-    return register_uploads(s.ctx.engine, s.ctx.store, files, added=s.dispatch.work_added)
-
-
 @bp.get("/")
 def index() -> Any:
-    store = deps.store()
     q = request.args.get("q", "").strip()[:MAX_SEARCH_CHARS]
-    works = store.works.search_works(text=q, limit=LIST_LIMIT)
-    counts = store.dashboard.infringing_by_work(work_ids=[w["_id"] for w in works])
+    works, counts = deps.works().search(q, LIST_LIMIT)
     return render_template("works.html", works=works, q=q, counts=counts, limit=LIST_LIMIT)
 
 
 @bp.get("/<work_id>")
 def detail(work_id: str) -> Any:
-    store = deps.store()
-    work = store.works.get_work(work_id, {"text": 0})
-    if work is None:
+    found = deps.works().detail(work_id)
+    if found is None:
         abort(404, "no such work")
-    matches = store.matches.list_matches(limit=500, work_id=work_id)
-    first = work.get("same_text_as")
-    same_as = store.works.get_work(str(first), {"title": 1}) if first else None
-    twins = store.twins.twins(work["_id"])
-    return render_template("work.html", work=work, matches=matches, same_as=same_as, twins=twins)
+    return render_template(
+        "work.html", work=found.work, matches=found.matches, same_as=found.same_as,
+        twins=found.twins,
+    )  # fmt: skip
 
 
 @bp.post("/upload")
@@ -61,7 +48,7 @@ def upload() -> Any:
     files = request.files.getlist("files")
     if not files:
         abort(400, "choose at least one file")
-    added, problems = upload_works(files)
+    added, problems = deps.works().register_uploads(files)
     message = f"{len(added)} work(s) registered" + (
         f"; {len(problems)} skipped: " + "; ".join(problems) if problems else ""
     )
@@ -76,9 +63,7 @@ def upload() -> Any:
 @bp.post("/<work_id>/remove")
 @requires("admin")
 def remove(work_id: str) -> Any:
-    s = deps.services()
-    object_id(work_id, "work id")
-    if not s.ctx.engine.remove_work(work_id):
+    if not deps.works().remove(work_id):
         abort(404, "no such work")
     flash("work removed, with its index entries; its matches are archived with their reviews")
     return redirect(url_for("works.index"))

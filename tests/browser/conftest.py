@@ -2,7 +2,7 @@
 
 - ``server``: the Flask app served by werkzeug (``threaded=True``) on a free port of
   127.0.0.1, over an engine on the test MongoDB server and the test Redis database, with an
-  :class:`~admin.web.dispatch.InlineDispatch` whose lock serialises the requests with the
+  :class:`~admin.services.dispatch.InlineDispatch` whose lock serialises the requests with the
   crawl's page processing, as in ``fptrack scan --serve``; accounts of :data:`PASSWORDS`.
 - ``fixture_site``: the pages of :func:`tests.support.browser.site_pages` (and a robots.txt) on
   127.0.0.1.
@@ -28,9 +28,9 @@ from pymongo.database import Database
 from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
+from admin.services.accounts import Users
+from admin.services.dispatch import InlineDispatch
 from admin.web.app import create_app
-from admin.web.dispatch import InlineDispatch
-from admin.web.users import Users
 from crawler import reactor
 from matcher.matching.engine import Engine
 from matcher.settings import Settings

@@ -18,7 +18,7 @@ from typing import Any
 from playwright.sync_api import ConsoleMessage, Dialog, Locator, Page, expect
 
 from admin.context import Context
-from admin.web.dispatch import InlineDispatch
+from admin.services.dispatch import InlineDispatch
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKS = ROOT / "samples" / "works"

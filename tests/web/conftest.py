@@ -13,10 +13,10 @@ from flask.testing import FlaskClient
 from pymongo.database import Database
 
 from admin.context import Context
-from admin.web import users as users_module
+from admin.services import accounts as accounts_module
+from admin.services.accounts import Users
+from admin.services.dispatch import InlineDispatch
 from admin.web.app import create_app
-from admin.web.dispatch import InlineDispatch
-from admin.web.users import Users
 from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from tests.support.web import PASSWORDS, login
@@ -29,12 +29,12 @@ def product_hasher() -> Iterator[PasswordHasher]:
     """The product's password hasher, yielded; meanwhile the accounts of the web tests (each
     test makes three and logs in) are hashed with argon2id's cheapest parameters, as a
     test settings' hasher would: verifying reads the parameters from the hash itself."""
-    product = users_module._hasher
-    users_module._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
+    product = accounts_module._hasher
+    accounts_module._hasher = PasswordHasher.from_parameters(profiles.CHEAPEST)
     try:
         yield product
     finally:
-        users_module._hasher = product
+        accounts_module._hasher = product
 
 
 @pytest.fixture

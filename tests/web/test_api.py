@@ -16,9 +16,9 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from admin.context import Context
+from admin.services.accounts import Users
+from admin.services.dispatch import InlineDispatch
 from admin.web.app import create_app
-from admin.web.dispatch import InlineDispatch
-from admin.web.users import Users
 from matcher.settings import Settings
 from matcher.sites.site_config import SiteConfig
 from tests.servers.raw_servers import raw_server
@@ -129,6 +129,36 @@ def test_a_query_by_url_whose_page_is_cut_off_says_it_could_not_be_fetched(
     assert page.status_code == 200
     assert 'id="query-error"' in page.get_data(as_text=True)
     assert "that URL could not be fetched" in page.get_data(as_text=True)
+
+
+def test_the_query_page_and_the_api_take_the_same_urls(
+    app: Flask, client: FlaskClient, as_reviewer: FlaskClient, web_ctx: Context, tmp_path: Any
+) -> None:
+    """One check of the URL a query fetches, for the page and the API alike
+    (:func:`admin.services.query.fetchable`): any scheme but HTTP(S) is a 400 from both, and
+    an HTTP URL written in capitals (a scheme is case-insensitive, RFC 3986) is fetched by
+    both and finds the work its page copies."""
+    from admin.scan import serve_directory
+
+    text = sample_text()
+    web_ctx.engine.add_work(text, title="茶史", source="t.txt")
+    web_ctx.__dict__["settings"] = dataclasses.replace(web_ctx.settings, query_allow_private=True)
+    headers = bearer(make_token(app, "rita"))
+    body = "".join(f"<p>{line}</p>" for line in text.splitlines() if line.strip())
+    (tmp_path / "copy.html").write_text(
+        f"<html><head><meta charset='utf-8'><title>t</title></head><body>{body}</body></html>",
+        encoding="utf-8",
+    )
+    for url in ("ftp://127.0.0.1/copy.html", "file:///etc/passwd", "javascript:alert(1)"):
+        assert client.post("/api/v1/query", json={"url": url}, headers=headers).status_code == 400
+        assert post(as_reviewer, "/query/", {"url": url}).status_code == 400
+    with serve_directory(tmp_path) as base:
+        url = "HTTP://" + base.removeprefix("http://") + "copy.html"
+        answer = client.post("/api/v1/query", json={"url": url}, headers=headers)
+        page = post(as_reviewer, "/query/", {"url": url}).get_data(as_text=True)
+    assert answer.status_code == 200, answer.get_json()
+    assert [r["title"] for r in answer.get_json()["results"]] == ["茶史"]
+    assert 'id="query-summary">1 work(s) copied' in page
 
 
 def test_what_the_routes_answer(

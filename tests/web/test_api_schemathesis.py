@@ -19,8 +19,8 @@ from schemathesis.checks import (
 )
 
 from admin.context import Context
+from admin.services.accounts import Users
 from admin.web.app import create_app
-from admin.web.users import Users
 from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from tests.servers import session

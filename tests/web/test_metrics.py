@@ -18,10 +18,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from pymongo.database import Database
 
 from admin.context import Context
-from admin.web.api_tokens import ApiTokens
+from admin.services.accounts import User, Users
+from admin.services.api_tokens import ApiTokens
+from admin.services.dispatch import InlineDispatch
 from admin.web.app import create_app
-from admin.web.dispatch import InlineDispatch
-from admin.web.users import User, Users
 from matcher.index.integrity import Integrity
 from matcher.index.redis_clients import COMMAND, SERVICE, Patience
 from matcher.keys import TAG_GROUPS

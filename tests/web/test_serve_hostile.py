@@ -22,8 +22,8 @@ from pathlib import Path
 import redis
 from pymongo.database import Database
 
-from admin.web.api_tokens import ApiTokens
-from admin.web.users import User, Users
+from admin.services.accounts import User, Users
+from admin.services.api_tokens import ApiTokens
 from matcher.store import Store, mongo_client
 from tests.servers.hostile_clients import (
     DRIVER_WORDS,
@@ -265,8 +265,8 @@ def test_a_stopped_store_is_a_503_page_and_metrics_go_on(
 
 def test_a_stopped_redis_is_a_503_where_a_page_needs_it(tmp_path: Path, mongo_db: Database) -> None:
     from admin.context import Context
+    from admin.services.dispatch import InlineDispatch
     from admin.web.app import create_app
-    from admin.web.dispatch import InlineDispatch
     from matcher.index.redis_clients import COMMAND, connect_url
     from matcher.matching.engine import Engine
     from matcher.settings import Settings

@@ -12,7 +12,7 @@ from pathlib import Path
 import redis
 from pymongo.database import Database
 
-from admin.web.users import Users
+from admin.services.accounts import Users
 from matcher.store import Store
 from tests.servers.net import free_port
 from tests.servers.outage import Service, answers

@@ -9,8 +9,8 @@ import pytest
 from argon2 import PasswordHasher, Type, extract_parameters, profiles
 from flask.testing import FlaskClient
 
-from admin.web import users as users_module
-from admin.web.users import REFUSED, UserError, Users
+from admin.services import accounts as accounts_module
+from admin.services.accounts import REFUSED, UserError, Users
 from tests.support.web import PASSWORDS, csrf, login, post
 
 PAGES = ["/", "/matches/", "/works/", "/sites/", "/query/", "/reports/"]
@@ -46,7 +46,7 @@ def test_wrong_password_is_refused_without_saying_which_part(client: FlaskClient
 def test_repeated_failures_make_that_client_wait_not_the_account(app) -> None:
     attacker = app.test_client()
     attacker.environ_base["REMOTE_ADDR"] = "203.0.113.9"
-    for _ in range(users_module.MAX_FAILURES):
+    for _ in range(accounts_module.MAX_FAILURES):
         assert login(attacker, "rita", "bad-password").status_code == 401
     waiting = login(attacker, "rita")  # the right password, but this client must wait
     unknown = login(attacker, "nobody", "bad-password")
@@ -64,7 +64,7 @@ def test_guesses_sent_together_all_count(web_ctx) -> None:
     uncounted; every other one is counted."""
     users = Users(web_ctx.engine.store)
     users.create("rita", PASSWORDS["rita"][1], "reviewer")
-    guesses = 3 * users_module.MAX_FAILURES
+    guesses = 3 * accounts_module.MAX_FAILURES
     counted = []
     count_failure = users.store.users.count_login_failure
 
@@ -85,7 +85,7 @@ def test_guesses_sent_together_all_count(web_ctx) -> None:
     for thread in threads:
         thread.join(60)
     [mine] = web_ctx.store.users.user_record(username="rita")["throttle"].values()
-    assert mine["failures"] == len(counted) >= users_module.MAX_FAILURES
+    assert mine["failures"] == len(counted) >= accounts_module.MAX_FAILURES
     assert mine["until"] is not None
     assert users.authenticate("rita", PASSWORDS["rita"][1], "203.0.113.9") == (None, REFUSED)
     user, _ = users.authenticate("rita", PASSWORDS["rita"][1], "198.51.100.7")
@@ -171,7 +171,7 @@ def test_user_rules(app) -> None:
     assert stored["password_hash"].startswith("$argon2id$")
     assert PASSWORDS["alice"][1] not in str(stored)
     # operator-shaped usernames are refused before reaching MongoDB
-    assert users.authenticate({"$ne": ""}, "x") == (None, users_module.REFUSED)
+    assert users.authenticate({"$ne": ""}, "x") == (None, accounts_module.REFUSED)
 
 
 def test_the_product_hashes_with_owasp_s_first_argon2id_configuration(

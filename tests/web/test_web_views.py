@@ -11,7 +11,7 @@ from flask import Flask
 from flask.testing import FlaskClient
 
 from admin.context import Context
-from admin.web.dispatch import InlineDispatch
+from admin.services.dispatch import InlineDispatch
 from matcher.store import now, tallies
 from tests.support.web import post, sample_text, seed_match
 
@@ -571,8 +571,8 @@ def test_a_sites_url_rules_are_listed_escaped_added_deleted_and_forgotten(
 
 
 def test_site_changes_reach_the_beat_schedule(web_ctx: Context, redis_client) -> None:
+    from admin.services.accounts import Users
     from admin.web.app import create_app
-    from admin.web.users import Users
     from tests.support.web import PASSWORDS, login
 
     Users(web_ctx.engine.store).create("alice", PASSWORDS["alice"][1], "admin")

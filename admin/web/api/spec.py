@@ -1,6 +1,6 @@
 """The OpenAPI 3.0 document of the HTTP API, built from its routes (each declared with its
-:class:`Operation`, :data:`admin.web.api.OPERATIONS`) and the schemas below, so the document
-and the routes cannot drift apart. :mod:`admin.web.api` imports this module, never the
+:class:`Operation`, :data:`admin.web.api.blueprint.OPERATIONS`) and the schemas below, so the
+document and the routes cannot drift apart. The API's modules import this one, never the
 reverse: the limits its schemas state (:data:`MAX_TITLE_CHARS`, :data:`MAX_NOTE_CHARS`) are
 defined here and enforced there.
 
@@ -18,8 +18,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from admin.services.matches import STATUSES
 from matcher.sites.site_config import MAX_INT, SiteConfig
-from matcher.store import STATUSES
 
 VERSION = "1.0.0"
 MAX_NOTE_CHARS = 2000

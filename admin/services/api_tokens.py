@@ -26,7 +26,7 @@ from typing import Any
 import pymongo
 import pymongo.errors
 
-from admin.web.users import ROLES, User, UserError, Users, aware
+from admin.services.accounts import ROLES, User, UserError, Users, aware
 from matcher.errors import StoreUnavailable
 from matcher.store import Store, now
 

@@ -1,0 +1,51 @@
+"""Pirate sites discovered (:mod:`matcher.sites.discovery`): the candidates ranked, and the two
+decisions on one: watch it (it becomes a watched site) or dismiss it.
+
+Used by the admin's discovery pages (:mod:`admin.web.discovery`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from matcher.sites.discovery import site_name_for
+from matcher.sites.site_config import SiteConfig
+
+if TYPE_CHECKING:
+    from admin.services.sites import SiteService
+    from matcher.store import Store
+
+STATE_ORDER = {"new": 0, "watched": 1, "dismissed": 2}
+"""How the candidates are listed: new ones first, then by score."""
+
+
+class DiscoveryService:
+    """The candidates of ``store``; one watched becomes a site of ``sites``."""
+
+    def __init__(self, store: Store, sites: SiteService) -> None:
+        self.store, self.sites = store, sites
+
+    def candidates(self) -> list[dict[str, Any]]:
+        """Every candidate: new ones first, then watched, then dismissed; by score."""
+        found = self.store.discovery.candidates()
+        found.sort(
+            key=lambda c: (STATE_ORDER.get(c.get("state", "new"), 3), -c.get("score", 0), c["_id"])
+        )
+        return found
+
+    def candidate(self, host: str) -> dict[str, Any] | None:
+        return self.store.discovery.candidate(host)
+
+    def watch(self, host: str, home: str, *, by: str) -> tuple[SiteConfig, str]:
+        """Watch the candidate ``host``: a site named after it, its ``home`` page the start
+        URL, saved in the name of user ``by`` (an invalid one is a
+        :class:`~matcher.sites.site_config.SiteConfigError`, nothing saved); the site, and
+        what saving it did in a line."""
+        config = SiteConfig.from_dict({"name": site_name_for(host), "start_urls": [home]})
+        note = self.sites.save(config, by=by)
+        self.store.discovery.set_candidate_state(host, "watched")
+        return config, note
+
+    def dismiss(self, host: str) -> None:
+        """Not a pirate site: it is not sampled again."""
+        self.store.discovery.set_candidate_state(host, "dismissed")

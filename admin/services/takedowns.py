@@ -1,0 +1,49 @@
+"""Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): the figures per site and
+per hosting provider with the URLs to escalate, every case, the sites' contacts and
+providers, and sending a notice (:mod:`admin.report.takedown_send`).
+
+Used by the admin's takedown pages (:mod:`admin.web.takedowns`) and the API's takedown
+routes (:mod:`admin.web.api.takedowns`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from admin.report.selection import Selection
+from admin.report.takedown_send import Sent, send_notice
+from matcher.evidence.takedowns import Figures, stored_figures
+from matcher.store.common import now
+
+if TYPE_CHECKING:
+    from admin.context import Context
+
+
+class TakedownService:
+    """The takedown cases, notices and site contacts of the store of ``ctx``; notices
+    emailed through the SMTP of its settings as they are at each call."""
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx, self.store = ctx, ctx.store
+
+    def figures(self, escalate_days: float) -> dict[str, list[Figures]]:
+        """Per site and per provider, as of now, with the URLs still up ``escalate_days``
+        after their notice (:func:`matcher.evidence.takedowns.stored_figures`)."""
+        return stored_figures(self.store, now(), escalate_days)
+
+    def contacts(self) -> dict[str, dict[str, Any]]:
+        """Every site's contact and provider, by site name."""
+        return self.store.takedowns.contacts()
+
+    def cases(self) -> list[dict[str, Any]]:
+        """The cases, newest notice first."""
+        return self.store.takedowns.cases()
+
+    def send(self, selection: Selection, *, email: bool, by: str) -> Sent:
+        """Send the notice of a site's selection now, by email to its contact or marked sent
+        (:func:`admin.report.takedown_send.send_notice`), in the name of user ``by``."""
+        return send_notice(self.store, self.ctx.settings, selection, email=email, by=by, at=now())
+
+    def set_contact(self, site: str, **fields: str) -> None:
+        """Set a site's ``contact``, ``provider`` and ``provider_from``."""
+        self.store.takedowns.set_contact(site, **fields)
