@@ -185,13 +185,17 @@ def test_mongo_clients_are_built_by_the_store_factory_only() -> None:
 INDEX_LOGIC_MODULES = {
     "matcher/index/simhash_index.py",
     "matcher/index/simhash_layout.py",
+    "matcher/index/simhash_routing.py",
+    "matcher/index/simhash_splits.py",
+    "matcher/index/simhash_directory.py",
     "matcher/index/window_index.py",
     "matcher/index/indexes.py",
     "matcher/index/segment_refs.py",
 }
-"""The index logic: simhash, windows, their layout, ``Side`` and segment references. The
-rest of ``matcher/index/`` is the storage under it (the protocol, its Redis backend and Lua
-scripts, the in-memory twin), the Redis clients, and the upkeep built on them."""
+"""The index logic: simhash (its tables, routes, splits and cached directories), windows,
+their layout, ``Side`` and segment references. The rest of ``matcher/index/`` is the
+storage under it (the protocol, its Redis backend and Lua scripts, the in-memory twin), the
+Redis clients, and the upkeep built on them."""
 
 
 def test_the_indexes_reach_redis_through_their_storage() -> None:

@@ -15,9 +15,9 @@ server, one per group, pipelined, on a cluster):
 - before the index is read, the snapshot must be whole, or the missing groups are rebuilt
   first (:meth:`Integrity.ready`);
 - before anything found on it is written, the snapshot is read again and must be the same
-  (:meth:`Integrity.unchanged`): a group lost and rebuilt meanwhile has a new token, so
-  work done across a loss is never written (:class:`matcher.errors.IndexLost`; it is done
-  again).
+  (:meth:`Integrity.unchanged`, :meth:`Integrity.confirm`): a group lost and rebuilt
+  meanwhile has a new token, so work done across a loss is never written
+  (:class:`matcher.errors.IndexLost`; it is done again).
 
 Nothing partial is ever adopted: a group without its marker is always rebuilt before use,
 and a new deployment (no marker, no fingerprint in the store) starts whole.
@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from matcher.errors import IndexUnavailable, MatcherError, redis_errors
+from matcher.errors import IndexLost, IndexUnavailable, MatcherError, redis_errors
 from matcher.index import maintenance
 from matcher.index.storage import Storage
 from matcher.keys import TAG_GROUPS, Keys
@@ -156,6 +156,12 @@ class Integrity:
         """True if every group still holds the marker it had in ``snap`` (nothing was lost,
         nor rebuilt, since)."""
         return self.snapshot() == snap
+
+    def confirm(self, snap: Snapshot, what: str) -> None:
+        """Raise :class:`~matcher.errors.IndexLost` when a group was lost (or rebuilt) since
+        ``snap``: what was found on the index while ``what`` is not written."""
+        if not self.unchanged(snap):
+            raise IndexLost(f"the Redis indexes lost a part while {what}")
 
     def heal(self, groups: Collection[int], reason: str) -> bool:
         """Rebuild the groups of ``groups`` still without a marker; False when another

@@ -55,9 +55,17 @@ an add pushes a bucket over the limit, the client splits it in a watched transac
 (:meth:`matcher.index.storage.Storage.transact`: WATCH / MULTI on Redis) on the bucket, the
 group's token and record count (the numpy code of bulk loads); until then
 the bucket is merely large, and a crash in between leaves it for the next add to split. A
-:class:`SimhashIndex` object caches the directory as one snapshot (:class:`_Directory`),
-replaced whole; each query, edit or split reads it once and checks the stored tokens
-against that snapshot's, so the threads of a process may share the object.
+:class:`SimhashIndex` object caches the directory as one snapshot
+(:class:`matcher.index.simhash_directory.SplitDirectories`), replaced whole; each query, edit
+or split reads it once and checks the stored tokens against that snapshot's, so the threads
+of a process may share the object.
+
+The parts: :class:`SimhashIndex` here (the stored parameters, queries, edits and the
+transaction of a split), the routes of values to buckets and the buckets' names
+(:mod:`matcher.index.simhash_routing`), the planning of splits
+(:mod:`matcher.index.simhash_splits`), the cached directories
+(:mod:`matcher.index.simhash_directory`), the bit layout (:mod:`matcher.index.simhash_layout`)
+and the records (:mod:`matcher.index.packed`).
 """
 
 from __future__ import annotations
@@ -66,9 +74,7 @@ import functools
 import itertools
 import json
 import secrets
-import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Collection, Iterable, Sequence
 
 import numpy as np
 
@@ -85,51 +91,19 @@ from matcher.index.packed import (
     payload_buffer,
     script_args,
 )
-from matcher.index.simhash_layout import (
-    Layout,
-    Run,
-    SimhashIndexParams,
-    gather,
-    gather_int,
-)
+from matcher.index.simhash_directory import RETRIES, SplitDirectories
+from matcher.index.simhash_layout import Layout, Run, SimhashIndexParams, gather
+from matcher.index.simhash_routing import Directory, Plan, Routes
+from matcher.index.simhash_splits import SplitPlanner
 from matcher.index.storage import Command, Script, Storage
 from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, simhash_keys
 
 MAX_KEYS_PER_CALL = 1024
-RETRIES = 8
 REFUSED_GROWTH = 1.25
 """A bucket refused for splitting is reconsidered once it has grown by this factor."""
 _U64 = np.uint64
 _STALE = object()
 """A split found the group's directory changed: reload it, and try again."""
-
-
-@dataclass(frozen=True)
-class _Directory:
-    """What a :class:`SimhashIndex` knows of the split directories: each group's version
-    token and directory, and every group's split buckets merged (with the top-level ones as
-    sorted ``table << 32 | key`` numbers, for routing)."""
-
-    versions: tuple[bytes, ...]
-    splits: tuple[dict[bytes, int], ...]
-    split: dict[bytes, int]
-    split_top: np.ndarray
-
-
-@dataclass
-class _Plan:
-    """Where a batch of fingerprints lives: edges from (table, value) pairs to leaf buckets."""
-
-    names: list[bytes]
-    groups: np.ndarray  # the tag group of each leaf
-    flags: list[bool]  # a leaf's new records count toward the record counter
-    edge_pair: np.ndarray  # pair = table * n + value index
-    edge_leaf: np.ndarray  # index into names
-    residual: np.ndarray  # per pair
-
-    def __post_init__(self) -> None:
-        order = np.argsort(self.edge_leaf, kind="stable")
-        self.edge_pair, self.edge_leaf = self.edge_pair[order], self.edge_leaf[order]
 
 
 class SimhashIndex:
@@ -154,8 +128,8 @@ class SimhashIndex:
         self._layout = Layout(params)
         self._fmt = self._layout.fmt
         self._keys = simhash_keys(prefix)
-        self._head = self._keys.bucket_head_chars
-        self._group_buckets = self._layout.bucket_count / TAG_GROUPS
+        self._routes = Routes(self._layout, self._keys)
+        self._splits = SplitPlanner(params, self._routes)
         self._params_json = json.dumps(
             {
                 "layout": LAYOUT_VERSION,
@@ -171,8 +145,7 @@ class SimhashIndex:
         ]
         self._refused: dict[bytes, int] = {}
         self._claimed = False
-        self._directory_lock = threading.Lock()
-        self._dir = _Directory((b"",) * TAG_GROUPS, ({},) * TAG_GROUPS, {}, np.zeros(0, np.int64))
+        self._directories = SplitDirectories(storage, self._keys, self._routes, self._check_params)
 
     @property
     def params(self) -> SimhashIndexParams:
@@ -223,21 +196,21 @@ class SimhashIndex:
         meta += [(k.records(g), str(int(per_group[g]))) for g in chosen if per_group[g]]
         self._storage.set_many(meta, what)
         splits: dict[bytes, int] = {}
-        limits = [self._limit(int(n)) for n in per_group]
-        leaves = self._bulk_buckets(ids, values, limits, splits, set(chosen))
+        limits = [self._splits.limit(int(n)) for n in per_group]
+        leaves = self._splits.bulk_buckets(ids, values, limits, splits, set(chosen))
         self._storage.set_many(leaves, what)
         if not splits:
             return
         by_group: dict[int, dict[bytes, int]] = {}
         for name, s in splits.items():
-            by_group.setdefault(self._group_of(name), {})[name] = s
+            by_group.setdefault(self._routes.group_of(name), {})[name] = s
         tokens = {g: _token() for g in by_group}
         commands: list[Command] = []
         for g, mapping in by_group.items():  # the directory first, then its version
             commands.append(("HSET", k.split(g), *itertools.chain(*mapping.items())))
             commands.append(("SET", k.version(g), tokens[g]))
         self._storage.commands(commands, what)
-        self._set_directory({g: (tokens[g], mapping) for g, mapping in by_group.items()})
+        self._directories.set({g: (tokens[g], mapping) for g, mapping in by_group.items()})
 
     def query(self, value: int, k: int | None = None) -> list[tuple[int, int]]:
         """(id, distance) of the fingerprints within distance k, by distance then id."""
@@ -254,8 +227,8 @@ class SimhashIndex:
         if len(values) == 0:
             return []
         for _ in range(RETRIES):
-            d = self._dir
-            plan = self._route(values, d)
+            d = self._directories.current
+            plan = self._routes.plan(values, d)
             payloads, meta = self._storage.mget(
                 plan.names,
                 "querying the simhash index",
@@ -271,12 +244,12 @@ class SimhashIndex:
                 if (version or b"") != d.versions[g]:
                     stale.append(g)
             if empty:
-                self._set_directory({g: e for g, e in empty.items() if d.versions[g]})
+                self._directories.set({g: e for g, e in empty.items() if d.versions[g]})
                 gone = np.isin(plan.groups, list(empty))
                 payloads = [None if out else p for p, out in zip(payloads, gone, strict=True)]
             if not stale:
                 return self._answers(len(values), plan, payloads, k)
-            self._sync(stale)
+            self._directories.sync(stale)
         raise IndexUnavailable("the simhash index's split directory kept changing; retry")
 
     def clear(self) -> None:
@@ -290,7 +263,7 @@ class SimhashIndex:
 
     def forget(self, groups: Iterable[int]) -> None:
         """Drop what this object cached of ``groups`` (their keys were deleted or lost)."""
-        self._set_directory({g: (b"", {}) for g in groups})
+        self._directories.set({g: (b"", {}) for g in groups})
         self._refused.clear()
         self._claimed = False
 
@@ -318,7 +291,7 @@ class SimhashIndex:
             "split_buckets": split,
             "largest_bucket": int(counts.max()) if len(counts) else 0,
             "mean_bucket": total / self._layout.bucket_count,
-            "split_limit": self._limit(total / TAG_GROUPS),
+            "split_limit": self._splits.limit(total / TAG_GROUPS),
             "record_bytes": self._fmt.width,
             "bytes": int(counts.sum()) * self._fmt.width,
         }
@@ -335,102 +308,8 @@ class SimhashIndex:
             self._check_params(stored)
         return [int(c or 0) for c in counts], [meta[g][0] or b"" for g in range(TAG_GROUPS)]
 
-    # -- routing ---------------------------------------------------------------------------
-
-    def _route(self, values: np.ndarray, d: _Directory) -> _Plan:
-        """Where ``values`` live by the directory ``d``."""
-        n = len(values)
-        tables = self._layout.tables
-        keys = np.stack([gather(values, t.bucket) for t in tables]).astype(np.int64)
-        residual = np.stack([gather(values, t.residual) for t in tables]).ravel()
-        top = ((np.arange(len(tables), dtype=np.int64)[:, None] << 32) | keys).ravel()
-        uniq, inv = np.unique(top, return_inverse=True)
-        groups = (uniq & 0xFFFFFFFF) % TAG_GROUPS
-        names = self._top_names(uniq, groups)
-        flags = [True] * len(names)
-        pairs = np.arange(len(top), dtype=np.int64)
-        hot = np.zeros(len(uniq), dtype=bool)
-        if len(d.split_top):  # split_top is sorted: a binary search, not np.isin's sort
-            at = np.minimum(np.searchsorted(d.split_top, uniq), len(d.split_top) - 1)
-            hot = d.split_top[at] == uniq
-        hot = hot[inv]
-        if not hot.any():
-            return _Plan(names, groups, flags, pairs, inv, residual)
-        index: dict[bytes, int] = {}
-        extra_pair: list[int] = []
-        extra_leaf: list[int] = []
-        leaf_groups = groups.tolist()
-        for p in np.flatnonzero(hot).tolist():
-            root = tables[p // n].root
-            parent = inv[p]
-            for name, counted in self._expand(d.split, names[parent], root, int(residual[p])):
-                if name not in index:
-                    index[name] = len(names)
-                    names.append(name)
-                    flags.append(counted)
-                    leaf_groups.append(leaf_groups[parent])
-                extra_pair.append(p)
-                extra_leaf.append(index[name])
-        edge_leaf = np.concatenate([inv[~hot], np.array(extra_leaf, dtype=np.int64)])
-        used, leaf = np.unique(edge_leaf, return_inverse=True)
-        return _Plan(
-            [names[i] for i in used.tolist()],
-            np.array(leaf_groups, dtype=np.int64)[used],
-            [flags[i] for i in used.tolist()],
-            np.concatenate([pairs[~hot], np.array(extra_pair, dtype=np.int64)]),
-            leaf,
-            residual,
-        )
-
-    def _expand(
-        self,
-        split: dict[bytes, int],
-        name: bytes,
-        free: tuple[Run, ...],
-        residual: int,
-        counted: bool = True,
-    ) -> list[tuple[bytes, bool]]:
-        """The leaves under bucket ``name`` that may hold a match of ``residual``, by the
-        split buckets ``split``.
-
-        ``counted``: the leaf is the one copy of a record (sub-table 0 at every level) whose
-        additions and removals count toward the record counter.
-        """
-        s = split.get(name)
-        if s is None:
-            return [(name, counted)]
-        out = []
-        for j, (key, child_free) in enumerate(self._layout.children(free, s)):
-            child = name + b"/%d:%x" % (j, gather_int(residual, key))
-            out += self._expand(split, child, child_free, residual, counted and j == 0)
-        return out
-
-    def _top_names(self, tops: np.ndarray, groups: np.ndarray) -> list[bytes]:
-        """Names of top-level buckets (table << 32 | key, in tag ``groups``): fixed-width hex."""
-        t_digits, k_digits = self._layout.name_digits
-        keys = tops & 0xFFFFFFFF
-        return self._keys.buckets(groups, [(tops >> 32, t_digits), (keys, k_digits)])
-
-    def _group_of(self, name: bytes) -> int:
-        """The tag group of a bucket or leaf: its table key mod the number of groups."""
-        head = name[self._head :].split(b"/", 1)[0]
-        return int(head.split(b":")[1], 16) % TAG_GROUPS
-
-    def _locate(self, name: bytes, split: dict[bytes, int]) -> tuple[int, tuple[Run, ...]] | None:
-        """(depth, free bits) of a bucket, by the split buckets ``split``; None if unknown."""
-        head, *subs = name[self._head :].split(b"/")
-        free = self._layout.tables[int(head.split(b":")[0], 16)].root
-        parent = name[: self._head + len(head)]
-        for sub in subs:
-            s = split.get(parent)
-            if s is None:
-                return None
-            free = self._layout.children(free, s)[int(sub.split(b":")[0])][1]
-            parent += b"/" + sub
-        return len(subs), free
-
     def _answers(
-        self, n: int, plan: _Plan, payloads: list[bytes | None], k: int
+        self, n: int, plan: Plan, payloads: list[bytes | None], k: int
     ) -> list[list[tuple[int, int]]]:
         lengths, buffer = payload_buffer(payloads)
         residual, ids = self._fmt.unpack(buffer)
@@ -475,9 +354,9 @@ class SimhashIndex:
         for _ in range(RETRIES):
             if len(pending) == 0:
                 return over
-            d = self._dir
+            d = self._directories.current
             calls = self._calls(ids[pending], values[pending], d)
-            split = (self._params.split_floor, self._params.split_mu, self._group_buckets)
+            split = (self._params.split_floor, self._params.split_mu, self._splits.group_buckets)
             k = self._keys
             scripted = []
             for g, names, flags, payloads, _ in calls:
@@ -500,15 +379,15 @@ class SimhashIndex:
                     over[names[sizes[i] - 1]] = int(sizes[i + 1])
             pending = pending[np.unique(np.concatenate(stale))] if stale else pending[:0]
             if stale:
-                self._sync(sorted(stale_groups))
+                self._directories.sync(sorted(stale_groups))
         raise IndexUnavailable(f"the split directory kept changing while {what}; retry")
 
-    def _calls(self, ids: np.ndarray, values: np.ndarray, d: _Directory):
+    def _calls(self, ids: np.ndarray, values: np.ndarray, d: Directory):
         """Script calls by the directory ``d``: (group, leaf names, count flags, payloads,
         pair indices); each call holds leaves of one tag group and whole owners' records in
         it."""
         n = len(ids)
-        plan = self._route(values, d)
+        plan = self._routes.plan(values, d)
         q = plan.edge_pair % n
         edge_group = plan.groups[plan.edge_leaf]
         order = np.lexsort((q, edge_group))
@@ -535,31 +414,25 @@ class SimhashIndex:
 
     # -- splits ----------------------------------------------------------------------------
 
-    def _limit(self, records: float) -> float:
-        """Records a bucket may hold before it is split: max(floor, (1 + mu) x mean), the mean
-        over the buckets of a tag group holding ``records``."""
-        mean = records / self._group_buckets
-        return max(float(self._params.split_floor), (1.0 + self._params.split_mu) * mean)
-
     def _split_bucket(self, name: bytes, size: int) -> None:
         """Split an oversized leaf: its records are read with the group's version and record
         count, and the leaves, directory and new version written only if none of the three
         changed meanwhile (:meth:`Storage.transact`; a WATCH / MULTI transaction on Redis)."""
-        g = self._group_of(name)
+        g = self._routes.group_of(name)
         watched = (name, self._keys.version(g), self._keys.records(g))  # one slot
         for _ in range(RETRIES):
-            d = self._dir
-            place = self._locate(name, d.split)
+            d = self._directories.current
+            place = self._routes.locate(name, d.split)
             if place is None or size < self._refused.get(name, 0) * REFUSED_GROWTH:
                 return
             decide = functools.partial(self._split_writes, name, g, place, d)
             done = self._storage.transact(watched, decide, "splitting a simhash bucket")
             if done is _STALE:
-                self._sync([g])
+                self._directories.sync([g])
                 continue
             if done is not None:
                 token, splits = done
-                self._set_directory({g: (token, {**d.splits[g], **splits})})
+                self._directories.set({g: (token, {**d.splits[g], **splits})})
             return
 
     def _split_writes(
@@ -567,7 +440,7 @@ class SimhashIndex:
         name: bytes,
         g: int,
         place: tuple[int, tuple[Run, ...]],
-        d: _Directory,
+        d: Directory,
         watched: list[bytes | None],
     ) -> tuple[list[Command], object]:
         """The writes that split bucket ``name`` of group ``g`` (its records, version and
@@ -581,9 +454,8 @@ class SimhashIndex:
             return [], _STALE
         residual, ids = self._fmt.unpack(data)
         splits: dict[bytes, int] = {}
-        leaves = self._split_leaves(
-            name, *place, residual, ids, self._limit(int(total or 0)), splits
-        )
+        limit = self._splits.limit(int(total or 0))
+        leaves = self._splits.leaves(name, *place, residual, ids, limit, splits)
         if not splits:
             self._refused[name] = len(ids)
             return [], None
@@ -594,130 +466,7 @@ class SimhashIndex:
         commands.append(("SET", self._keys.version(g), token))
         return commands, (token, splits)
 
-    def _split_leaves(
-        self,
-        name: bytes,
-        depth: int,
-        free: tuple[Run, ...],
-        residual: np.ndarray,
-        ids: np.ndarray,
-        limit: float,
-        splits: dict[bytes, int],
-    ) -> list[tuple[bytes, bytes]]:
-        """Leaves (name, payload) of one bucket, split recursively; split names go to ``splits``.
-
-        A bucket is split only if that at least halves the expected scan of a query drawn like
-        its records: sum over sub-tables of the squared sub-bucket sizes <= n * n / 2.
-        """
-        n = len(ids)
-        whole = [(name, self._fmt.pack(residual, ids))]
-        if n <= limit or not self._layout.splittable(free, depth):
-            return whole
-        s = self._layout.key_bits(free, n, limit)
-        children = self._layout.children(free, s)
-        subkeys = [gather(residual, key) for key, _ in children]
-        cost = sum(float((np.unique(k, return_counts=True)[1] ** 2.0).sum()) for k in subkeys)
-        if cost > float(n) * n / 2:
-            return whole
-        splits[name] = s
-        leaves: list[tuple[bytes, bytes]] = []
-        for j, (sub, (_, child_free)) in enumerate(zip(subkeys, children, strict=True)):
-            order = np.argsort(sub, kind="stable")
-            sub = sub[order]
-            starts = np.flatnonzero(np.r_[True, sub[1:] != sub[:-1]])
-            ends = np.append(starts[1:], n).tolist()
-            for key, a, b in zip(sub[starts].tolist(), starts.tolist(), ends, strict=True):
-                child, idx = name + b"/%d:%x" % (j, key), order[a:b]
-                leaves += self._split_leaves(
-                    child, depth + 1, child_free, residual[idx], ids[idx], limit, splits
-                )
-        return leaves
-
-    def _bulk_buckets(
-        self,
-        ids: np.ndarray,
-        values: np.ndarray,
-        limits: list[float],
-        splits: dict[bytes, int],
-        chosen: set[int],
-    ) -> Iterator[tuple[bytes, bytes]]:
-        """(name, payload) of every leaf of a bulk load in the ``chosen`` tag groups
-        (``limits``: the split limit of each group); split buckets are added to ``splits``."""
-        width = self._fmt.width
-        for t, table in enumerate(self._layout.tables):
-            keys = gather(values, table.bucket)
-            residual = gather(values, table.residual)
-            narrow = np.uint16 if sum(w for _, w in table.bucket) <= 16 else np.uint32
-            order = np.argsort(keys.astype(narrow), kind="stable")
-            keys = keys[order]
-            blob = self._fmt.records(residual[order], ids[order]).tobytes()
-            if not len(keys):
-                return
-            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-            ends = np.append(starts[1:], len(keys)).tolist()
-            tops = keys[starts].astype(np.int64)
-            groups = tops % TAG_GROUPS
-            names = self._top_names(tops | (t << 32), groups)
-            groups = groups.tolist()
-            for name, g, a, b in zip(names, groups, starts.tolist(), ends, strict=True):
-                if g not in chosen:
-                    continue
-                limit = limits[g]
-                if b - a <= limit:
-                    yield name, blob[a * width : b * width]
-                else:
-                    idx = order[a:b]
-                    yield from self._split_leaves(
-                        name, 0, table.root, residual[idx], ids[idx], limit, splits
-                    )
-
     # -- directory and parameters ----------------------------------------------------------
-
-    def _sync(self, groups: Sequence[int]) -> None:
-        """Reload the split directories of ``groups`` (one round trip per node).
-
-        Each group's version is read before and after its directory: splits rewrite both in
-        one MULTI with a fresh token, so equal versions mean the directory read between them
-        is the one of that version; a group caught mid-change is read again.
-        """
-        k = self._keys
-        pending = list(groups)
-        what = "reading the simhash index's split directory"
-        for _ in range(RETRIES):
-            commands = []
-            for g in pending:
-                commands += [("GET", k.params(g)), ("GET", k.version(g))]
-                commands += [("HGETALL", k.split(g)), ("GET", k.version(g))]
-            replies = self._storage.commands(commands, what)
-            fresh, again = {}, []
-            for i, g in enumerate(pending):
-                stored, before, split, after = replies[4 * i : 4 * i + 4]
-                self._check_params(stored)
-                if before != after:
-                    again.append(g)
-                    continue
-                split = split if before else {}
-                fresh[g] = (before or b"", {name: int(s) for name, s in split.items()})
-            self._set_directory(fresh)
-            if not again:
-                return
-            pending = again
-        raise IndexUnavailable("the simhash index's split directory kept changing; retry")
-
-    def _set_directory(self, directories: dict[int, tuple[bytes, dict[bytes, int]]]) -> None:
-        """Cache the (version, split directory) of each of the given groups: a new snapshot
-        (writers one at a time, so none loses another's groups; readers keep the one they
-        took)."""
-        with self._directory_lock:
-            versions, splits = list(self._dir.versions), list(self._dir.splits)
-            for g, (version, split) in directories.items():
-                versions[g], splits[g] = version, split
-            merged = {name: s for split in splits for name, s in split.items()}
-            tops = [name[self._head :].split(b":") for name in merged if b"/" not in name]
-            top = sorted((int(t, 16) << 32) | int(key, 16) for t, key in tops)
-            self._dir = _Directory(
-                tuple(versions), tuple(splits), merged, np.array(top, dtype=np.int64)
-            )
 
     def _check_params(self, stored: bytes | None) -> None:
         if stored is not None and stored != self._params_bytes:

@@ -146,7 +146,7 @@ def test_a_novel_registered_after_its_chapters_finds_every_one(
     again at a time (both batches made small here: 16): 40 chapters crawled, then the novel
     registered, every chapter found."""
     engine.settings = replace(engine.settings, candidate_batch=16)
-    monkeypatch.setattr("matcher.matching.engine.PAGE_BATCH", 16)
+    monkeypatch.setattr("matcher.matching.pages_of_work.PAGE_BATCH", 16)
     text, chapters = novel(40, 1500, seed=5)
     for n, chapter in enumerate(chapters, 1):
         crawl(engine, f"http://p/{n}.html", page_of(chapter, UNRELATED))

@@ -93,7 +93,7 @@ def test_the_index_lost_while_a_page_is_matched_is_rebuilt_before_any_write(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     work_id = engine.add_work(sample(NAMES[2]), title="茶史")
-    considered = engine._considered
+    considered = engine.page_writes.considered
     lost = []
 
     def losing(*args, **kwargs):  # Redis restarts between the reads and the writes
@@ -102,7 +102,7 @@ def test_the_index_lost_while_a_page_is_matched_is_rebuilt_before_any_write(
             lose_the_index(engine)
         return considered(*args, **kwargs)
 
-    monkeypatch.setattr(engine, "_considered", losing)
+    monkeypatch.setattr(engine.page_writes, "considered", losing)
     assert matched(crawl(engine, "http://p/1", page_of(sample(NAMES[2])))) == {work_id}
     assert lost and engine.store.matches.count(active_only=True) == 1
 

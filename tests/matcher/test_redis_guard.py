@@ -114,8 +114,8 @@ def test_every_redis_command_of_the_backend_is_sent_inside_the_guard(
     assert not unguarded, f"sent outside redis_errors: {unguarded}\nevery site:\n{listing}"
     # The paths reached the sites that matter (the audit saw what it is about).
     for expected in (
-        "matcher/matching/engine.py:Engine._locked",
-        "matcher/matching/engine.py:_release",
+        "matcher/matching/page_locks.py:locked",
+        "matcher/matching/page_locks.py:_release",
         "matcher/index/redis_io.py:pipelined",  # the markers (Integrity._mark)
         "matcher/index/redis_io.py:mget",
         "matcher/worker/jobs.py:resume_crawls",
