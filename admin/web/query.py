@@ -17,6 +17,18 @@ MAX_QUERY_CHARS = 2_000_000
 PASSAGES_SHOWN = 10
 
 
+def fetched(url: str) -> str:
+    """The text at ``url`` for a query, by the page and the API alike: the reviewer role is
+    needed (403), the URL must be http(s) (400), and the fetch runs outside the embedded
+    admin's lock; :class:`~admin.fetch.FetchError` when it fails."""
+    if not g.user.can("reviewer"):
+        abort(403, "fetching a URL needs the reviewer role")
+    if not fetchable(url):
+        abort(400, "the URL must start with http:// or https://")
+    with deps.outside_lock():  # no other request waits on this fetch
+        return deps.query().fetch(url)
+
+
 @bp.route("/", methods=["GET", "POST"])
 def index() -> Any:
     """Anyone logged in may query a text; fetching a URL needs the reviewer role."""
@@ -26,13 +38,8 @@ def index() -> Any:
     url = request.form.get("url", "").strip()
     error = ""
     if url:
-        if not g.user.can("reviewer"):
-            abort(403, "fetching a URL needs the reviewer role")
-        if not fetchable(url):
-            abort(400, "the URL must start with http:// or https://")
         try:
-            with deps.outside_lock():  # no other request waits on this fetch
-                text = deps.query().fetch(url)
+            text = fetched(url)
         except FetchError as exc:  # one message for every failure: no probing of the network
             return render_template("query.html", text="", url=url, results=None, error=exc.public)
     if not text.strip():
