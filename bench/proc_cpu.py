@@ -8,18 +8,23 @@ when the parts share the machine's cores.
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from pathlib import Path
 
 _TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 
-def cpu_seconds(pid: int, reaped: bool = False) -> float:
+def cpu_seconds(pid: int, reaped: bool = False, skip: Collection[int] = ()) -> float:
     """User and system CPU seconds of ``pid`` and its live descendants so far; with
     ``reaped``, of its children that ended and were waited for too (``cutime``, ``cstime``:
-    a process pool's workers once joined). 0 once ``pid`` is gone or off Linux."""
+    a process pool's workers once joined). The descendants in ``skip`` (a benchmark's own
+    servers and workers, measured apart) are not counted, nor are theirs. 0 once ``pid`` is
+    gone or off Linux."""
     total, stack, first = 0.0, [pid], True
     while stack:
         current = stack.pop()
+        if current in skip:
+            continue
         try:
             fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
             for task in Path(f"/proc/{current}/task").iterdir():

@@ -15,6 +15,11 @@ Defaults:
   holds only with a download delay (AutoThrottle's, by default): with AutoThrottle off and
   ``DOWNLOAD_DELAY`` 0, Scrapy (2.14 on, asyncio reactor) starts requests before it counts
   them, and one host gets up to ``CONCURRENT_REQUESTS`` at once.
+- ``CONCURRENT_ITEMS``: 32 (Scrapy's 100), :data:`crawler.ingest_lanes.BATCH`: the outputs
+  of one response (its items and requests) taken through the spider middlewares and the
+  pipeline at once. Scrapy starts that many asyncio tasks for every response, whatever it
+  yields (0.9 ms of the reactor thread's CPU a response at 100, 0.4 ms at 32); 32 still
+  lets a download's parts fill one ingest lane's batch.
 - ``RETRY_TIMES``: 2 (Scrapy's retried errors and HTTP codes).
 - ``DOWNLOAD_TIMEOUT``: 30 s.
 - ``DOWNLOAD_MAXSIZE``: 10 MiB (10485760 bytes). A bigger response is cancelled by Scrapy;
@@ -168,6 +173,7 @@ DOWNLOAD_DELAY = 0
 
 CONCURRENT_REQUESTS = 16
 CONCURRENT_REQUESTS_PER_DOMAIN = 8
+CONCURRENT_ITEMS = 32
 RETRY_TIMES = 2
 DOWNLOAD_TIMEOUT = 30
 DOWNLOAD_MAXSIZE = 10 * 1024 * 1024

@@ -48,6 +48,7 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
             "scan_700_s",
             "commands_per_page",
             "scan_commands_per_page",
+            "crawl_cpu_ratio",
         }
     )
     # Every process's store commands were recorded: the crawl's ingest and the workers'.
@@ -67,6 +68,7 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     assert set(cpu) == {"crawl", "store", "workers", "site", "redis"}
     assert cpu["crawl"] > 0 and cpu["store"] > 0 and cpu["workers"] > 0
     assert data["bare_cpu_ms_per_page"] > 0
+    assert data["crawl_cpu_ratio"] == pytest.approx(cpu["crawl"] / data["bare_cpu_ms_per_page"])
 
     (one,) = data["rounds"]
     sizes = data["sizes"]
