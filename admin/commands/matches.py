@@ -44,11 +44,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report import row
     from admin.report.html_report import when
+    from admin.services.matches import MatchService
 
     filters = match_filters(args, ctx)
     if args.archived:
         filters["archived"] = True
-    matches = ctx.store.matches.list_matches(limit=args.limit, **filters)
+    matches = MatchService(ctx.store, None).listed(args.limit, **filters)  # no exchange read
     if args.json:
         dump_json([{**row(m), "id": str(m["_id"]), **_review(m)} for m in matches])
         return 0

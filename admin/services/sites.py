@@ -47,9 +47,12 @@ class SiteDetail:
 
 class SiteService:
     """The sites of ``store``, their beat ``schedules`` (None: kept in the store only), and
-    the ``dispatch`` that starts their crawls."""
+    the ``dispatch`` that starts their crawls (None: none started from here, as in the
+    command line's ``fptrack sites``)."""
 
-    def __init__(self, store: Store, schedules: Schedules | None, dispatch: Dispatch) -> None:
+    def __init__(
+        self, store: Store, schedules: Schedules | None, dispatch: Dispatch | None = None
+    ) -> None:
         self.store, self.schedules, self.dispatch = store, schedules, dispatch
 
     def all_sites(self) -> list[SiteConfig]:
@@ -125,6 +128,8 @@ class SiteService:
 
     def crawl(self, site: SiteConfig) -> str:
         """Start a crawl of ``site`` now; a line for the operator."""
+        if self.dispatch is None:
+            raise TypeError("this site service starts no crawl (no dispatch)")
         return self.dispatch.crawl(site)
 
 
