@@ -87,7 +87,7 @@ def _service(ctx: Context) -> AlertService:
 
 
 def _rule(alerts: AlertService, rule_id: str) -> AlertRule:
-    from matcher.store import StoreError
+    from matcher.store.common import StoreError
 
     try:
         rule = alerts.rule(rule_id)

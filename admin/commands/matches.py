@@ -13,6 +13,7 @@ from admin.commands.common import (
     json_option,
     match_filter_options,
     match_filters,
+    match_service,
 )
 
 if TYPE_CHECKING:
@@ -44,12 +45,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report import row
     from admin.report.html_report import when
-    from admin.services.matches import MatchService
 
     filters = match_filters(args, ctx)
     if args.archived:
         filters["archived"] = True
-    matches = MatchService(ctx.store, None).listed(args.limit, **filters)  # no exchange read
+    matches = match_service(ctx).listed(args.limit, **filters)
     if args.json:
         dump_json([{**row(m), "id": str(m["_id"]), **_review(m)} for m in matches])
         return 0

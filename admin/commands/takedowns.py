@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from admin.commands.common import actions, command, json_option
+from admin.commands.common import actions, command, json_option, site_service
 from admin.errors import CommandError
 
 if TYPE_CHECKING:
@@ -137,7 +137,6 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_contact(args: argparse.Namespace, ctx: Context) -> int:
-    from admin.services.sites import SiteService
     from admin.services.takedowns import TakedownService
 
     fields = {}
@@ -149,7 +148,7 @@ def run_contact(args: argparse.Namespace, ctx: Context) -> int:
         fields.update(provider=args.provider, provider_from="edited")
     if not fields:
         raise CommandError("give --email or --provider", 2)
-    if SiteService(ctx.store, None).get(args.site) is None:
+    if site_service(ctx).get(args.site) is None:
         raise CommandError(f"no site {args.site}")
     takedowns = TakedownService(ctx)
     takedowns.set_contact(args.site, **fields)
