@@ -311,6 +311,56 @@ def test_no_view_reaches_the_store() -> None:
     assert found == {}, f"web modules reaching the store (imports, lines): {found}"
 
 
+COMMANDS_REACHING_THE_STORE = {
+    "admin/commands/common.py": "builds the admin's services over a command's context",
+    "admin/commands/admin.py": "init ensures the store's indexes and asks for a first user; "
+    "recount rebuilds the dashboard's counters",
+    "admin/commands/migrate.py": "migrates the store's documents and sharding",
+    "admin/commands/scan.py": "the embedded scan: its own store, admin account and reports",
+    "admin/commands/crawl.py": "runs a crawl in this process (its job records and ingest)",
+    "admin/commands/evidence.py": "stamps and checks evidence against the stamps kept in the "
+    "store; no admin service holds them",
+}
+"""The command modules that may reach the store themselves: lifecycle and maintenance of the
+store and of in-process runs. The others call the admin's services (:mod:`admin.services`)."""
+
+COMMAND_STORE_CONSTANTS = {
+    "matcher.store.statuses", "matcher.store.statuses.STATUSES",
+    "matcher.store.common", "matcher.store.common.StoreError",
+}  # fmt: skip
+"""What any command may import of the store's package: the review statuses (the options of
+``--help``, a module of constants) and the error a bad id raises."""
+
+
+def test_no_command_reaches_the_store() -> None:
+    """The command line calls the admin's services for the domain's operations (matches,
+    reviews, reports, takedowns, works, sites, alerts), as the web does: a command module
+    but those of :data:`COMMANDS_REACHING_THE_STORE` imports none of the store's modules and
+    names no ``.store`` attribute."""
+    sample = (
+        "from matcher.store import now\nfrom matcher.store.statuses import STATUSES\n"
+        "def run(args, ctx):\n    from matcher.store.alerts import AlertStore\n"
+        "    return ctx.store.sites.list_sites(), ctx.engine.store\n"
+    )
+    tree = ast.parse(sample)
+    assert [m for m in store_imports(tree) if m not in COMMAND_STORE_CONSTANTS] == [
+        "matcher.store", "matcher.store.alerts", "matcher.store.alerts.AlertStore",
+        "matcher.store.now",
+    ]  # fmt: skip
+    assert uses(tree, is_store_attribute) == [5, 5]
+    commands = [(n, t) for n, t in modules(("admin",)) if n.startswith("admin/commands/")]
+    assert "admin/commands/matches.py" in dict(commands)
+    assert set(COMMANDS_REACHING_THE_STORE) <= dict(commands).keys()
+    found = {
+        name: (imports, uses(tree, is_store_attribute))
+        for name, tree in commands
+        if name not in COMMANDS_REACHING_THE_STORE
+        for imports in [[m for m in store_imports(tree) if m not in COMMAND_STORE_CONSTANTS]]
+        if imports or uses(tree, is_store_attribute)
+    }
+    assert found == {}, f"command modules reaching the store (imports, lines): {found}"
+
+
 def test_the_command_line_is_a_leaf() -> None:
     """The commands (:mod:`admin.commands`, one module each) are imported by the command
     line alone: the web, the workers and the crawler never reach into the CLI."""

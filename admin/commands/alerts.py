@@ -11,8 +11,8 @@ from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
+    from admin.services.alerts import AlertService
     from matcher.alerts.rules import AlertRule
-    from matcher.store.alerts import AlertStore
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -80,17 +80,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("id", help="the rule's id (see fptrack alerts list)")
 
 
-def _store(ctx: Context) -> AlertStore:
-    from matcher.store.alerts import AlertStore
+def _service(ctx: Context) -> AlertService:
+    from admin.services.alerts import AlertService
 
-    return AlertStore(ctx.engine.store)
+    return AlertService(ctx)
 
 
-def _rule(store: AlertStore, rule_id: str) -> AlertRule:
-    from matcher.store import StoreError
+def _rule(alerts: AlertService, rule_id: str) -> AlertRule:
+    from matcher.store.common import StoreError
 
     try:
-        rule = store.rule(rule_id)
+        rule = alerts.rule(rule_id)
     except StoreError as exc:
         raise CommandError(str(exc), 2) from exc
     if rule is None:
@@ -99,9 +99,7 @@ def _rule(store: AlertStore, rule_id: str) -> AlertRule:
 
 
 def run_add(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.alerts.channels import CHANNELS
     from matcher.alerts.rules import AlertRule, AlertRuleError
-    from matcher.worker import alert_delivery as alerts
 
     scope, target = "all", ""
     if args.work:
@@ -117,20 +115,21 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
         rule = AlertRule.from_dict(data)
     except AlertRuleError as exc:
         raise CommandError(str(exc), 2) from exc
-    refused = alerts.refusal(ctx.settings, rule)
+    alerts = _service(ctx)
+    refused = alerts.refusal(rule)
     if refused:
         raise CommandError(refused, 2)
-    rule = _store(ctx).save_rule(rule)
+    rule = alerts.save(rule)
     print(f"added alert rule {rule.id}: {rule.describe()}")
     if rule.channel == "webhook" and not args.secret:
         print(f"its webhook secret: {rule.secret}")
-    if warning := CHANNELS[rule.channel].warning(ctx.settings):
+    if warning := alerts.warning(rule):
         print(f"warning: {warning}; its messages will fail", file=sys.stderr)
     return 0
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
-    rules = _store(ctx).rules()
+    rules = _service(ctx).rules()
     if args.json:
         dump_json([{"id": r.id, **r.to_document(), "secret": None} for r in rules])
         return 0
@@ -142,19 +141,18 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_remove(args: argparse.Namespace, ctx: Context) -> int:
-    store = _store(ctx)
-    rule = _rule(store, args.id)
-    store.remove_rule(rule.id)
+    alerts = _service(ctx)
+    rule = _rule(alerts, args.id)
+    alerts.remove(rule)
     print(f"removed alert rule {rule.id} ({rule.name})")
     return 0
 
 
 def run_test(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.worker import alert_delivery as alerts
-
-    store = _store(ctx)
-    rule = _rule(store, args.id)
-    outcome = alerts.send_test(store, ctx.settings, rule)
+    alerts = _service(ctx)
+    rule = _rule(alerts, args.id)
+    outcome = alerts.send_test(rule)
+    alerts.log_test(rule, outcome)
     if not outcome.ok:
         raise CommandError(f"test message to {rule.name} failed: {outcome.error}")
     print(f"test message to {rule.name} delivered")

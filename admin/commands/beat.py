@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from admin.commands.common import leaf, wait_option
+from admin.commands.common import leaf, site_service, wait_option
 from admin.errors import CommandError
 
 if TYPE_CHECKING:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
     mark_starting(ctx, "beat")  # until it holds redbeat's lock, or the grace ends
     require_stores(ctx, args.wait)
-    ctx.schedules.save_all(ctx.settings, ctx.store.sites.list_sites())
+    ctx.schedules.save_all(ctx.settings, site_service(ctx).all_sites())
     try:
         ctx.app.start(["beat", "-S", BEAT_SCHEDULER, f"--loglevel={args.loglevel}"])
     except Exception as exc:  # Celery logged it with its traceback

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from admin.commands import suggestion
-from admin.commands.common import dump_json, json_option, leaf, seconds_type
+from admin.commands.common import dump_json, json_option, leaf, seconds_type, site_service
 from admin.context import CONNECT_TIMEOUT_S
 from admin.errors import CommandError
 from admin.health_limits import DEFAULT_TIMEOUT_S, FAILED_CRAWL_WINDOW, PENDING_AFTER
@@ -131,13 +131,11 @@ def acknowledge(ctx: Context, site: str, by: str) -> None:
     """Acknowledge the failed crawls of ``site`` not yet acknowledged, by ``by``, now; say
     how many on stderr. A name that is neither a watched site nor one with failed crawls
     is a bad argument (exit status 2)."""
-    from matcher.store import now
-
-    store = ctx.store
-    count = store.crawls.acknowledge_failures(site, by=by, at=now())
+    sites = site_service(ctx)
+    count = sites.acknowledge_all(site, by=by)
     if count:
         print(f"acknowledged {count} failed crawl(s) of {site} (by {by})", file=sys.stderr)
-    elif store.sites.get_site(site) is not None:
+    elif sites.get(site) is not None:
         print(f"no failed crawl of {site} left to acknowledge", file=sys.stderr)
     else:
         raise CommandError(f"--ack {site}: no site named {site} (see fptrack sites list)", 2)

@@ -1,6 +1,8 @@
 """What the command modules share: option types for people (sizes, durations), the options
 several commands take (``--json``, ``--max-bytes``, ``--wait``, the match filters), JSON
-output and dates. Light on purpose: every ``fptrack COMMAND --help`` imports it.
+output and dates, and the admin's services (:mod:`admin.services`) built over a command's
+context, one at a time, as the web's :mod:`admin.web.deps` hands them to the views. Light on
+purpose: every ``fptrack COMMAND --help`` imports it.
 
 Every option's help names its default; sizes and durations are written for people and read
 back from what people write (``--max-bytes 64MiB``, ``--wait 1m``).
@@ -21,6 +23,10 @@ from admin.human import parse_duration, parse_size, size
 
 if TYPE_CHECKING:
     from admin.context import Context
+    from admin.services.discovery import DiscoveryService
+    from admin.services.matches import MatchService
+    from admin.services.sites import SiteService
+    from admin.services.works import WorkService
 
 Run = Callable[[argparse.Namespace, "Context"], int]
 """A command's handler: the parsed arguments and a context in, the exit status out."""
@@ -121,12 +127,13 @@ def match_filter_options(p: argparse.ArgumentParser, until: bool = False) -> Non
 
 
 def match_filters(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
-    """The store's filters of the options :func:`match_filter_options` added."""
+    """The store's filters of the options :func:`match_filter_options` added (``--work``
+    looked up by id, title or source)."""
     filters: dict[str, Any] = {}
     if args.site:
         filters["site"] = args.site
     if args.work:
-        found = ctx.store.works.find_works(args.work)
+        found = work_service(ctx).find(args.work)
         if len(found) != 1:
             raise CommandError(f"{len(found)} works match {args.work!r}; give its id", 2)
         filters["work_id"] = str(found[0]["_id"])
@@ -137,6 +144,39 @@ def match_filters(args: argparse.Namespace, ctx: Context) -> dict[str, Any]:
     if args.status:
         filters["status"] = args.status
     return filters
+
+
+def work_service(ctx: Context) -> WorkService:
+    """The admin's works (:class:`admin.services.works.WorkService`) over ``ctx``, its
+    engine opened only when a command matches or removes a work. ``fptrack works add``
+    registers through the engine and matches each work itself: nothing is dispatched."""
+    from admin.services.works import WorkService
+
+    return WorkService(lambda: ctx.engine, ctx.store, added=lambda _work_id: None)
+
+
+def site_service(ctx: Context, *, scheduled: bool = False) -> SiteService:
+    """The admin's sites (:class:`admin.services.sites.SiteService`) over ``ctx``, with its
+    beat schedules when ``scheduled`` (a Celery app made for them); it starts no crawl."""
+    from admin.services.sites import SiteService
+
+    return SiteService(ctx.store, ctx.schedules if scheduled else None)
+
+
+def match_service(ctx: Context) -> MatchService:
+    """The admin's matches (:class:`admin.services.matches.MatchService`) over ``ctx``, with
+    no evidence archive: no command reads a match's archived exchange through it."""
+    from admin.services.matches import MatchService
+
+    return MatchService(ctx.store, None)
+
+
+def discovery_service(ctx: Context) -> DiscoveryService:
+    """The admin's discovered sites (:class:`admin.services.discovery.DiscoveryService`)
+    over ``ctx``."""
+    from admin.services.discovery import DiscoveryService
+
+    return DiscoveryService(ctx.store, site_service(ctx))
 
 
 def _json_default(value: Any) -> Any:

@@ -13,6 +13,7 @@ from admin.commands.common import (
     json_option,
     match_filter_options,
     match_filters,
+    match_service,
 )
 
 if TYPE_CHECKING:
@@ -48,7 +49,7 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
     filters = match_filters(args, ctx)
     if args.archived:
         filters["archived"] = True
-    matches = ctx.store.matches.list_matches(limit=args.limit, **filters)
+    matches = match_service(ctx).listed(args.limit, **filters)
     if args.json:
         dump_json([{**row(m), "id": str(m["_id"]), **_review(m)} for m in matches])
         return 0

@@ -37,10 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report import html_report as report_html
     from admin.report import row, to_csv, to_xlsx
+    from admin.services.reports import ReportService
 
     if args.format == "xlsx" and not args.out and sys.stdout.isatty():
         raise CommandError("an XLSX workbook is binary: give --out FILE.xlsx", 2)
-    matches = list(ctx.store.matches.iter_matches(**match_filters(args, ctx)))
+    reports = ReportService(ctx)
+    matches = list(reports.matches(**match_filters(args, ctx)))
     if args.format == "xlsx":
         workbook = to_xlsx(matches)
         if args.out:
@@ -55,10 +57,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     elif args.format == "json":
         output = json.dumps([row(m) for m in matches], ensure_ascii=False, indent=2) + "\n"
     else:
-        store = ctx.engine.store
-        output = report_html.render(
-            matches, lambda m: report_html.match_texts(store, m), title="fptrack report"
-        )
+        output = report_html.render(matches, reports.match_texts, title="fptrack report")
     if args.out:
         Path(args.out).write_text(output, encoding="utf-8")
         print(f"{len(matches)} match(es) written to {args.out}", file=sys.stderr)

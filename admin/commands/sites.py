@@ -7,7 +7,14 @@ import sys
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from admin.commands.common import actions, command, dump_json, json_option
+from admin.commands.common import (
+    actions,
+    command,
+    discovery_service,
+    dump_json,
+    json_option,
+    site_service,
+)
 from admin.errors import CommandError
 
 if TYPE_CHECKING:
@@ -166,8 +173,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_discover(args: argparse.Namespace, ctx: Context) -> int:
     from crawler.sample_crawl import sampler
-    from matcher.sites.discovery import candidate_doc, run_discovery
-    from matcher.store import now
+    from matcher.sites.discovery import candidate_doc
 
     settings = ctx.settings
     sample = settings.discover_sample if args.sample is None else args.sample
@@ -175,9 +181,8 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
     if not 1 <= sample <= 1000 or not 1 <= harvest <= 1000:
         raise CommandError("--sample and --harvest take 1 to 1000 pages", 2)
 
-    engine = ctx.engine
-    found = run_discovery(
-        engine.store, engine, sampler(settings), harvest=harvest, sample_pages=sample, at=now()
+    found = discovery_service(ctx).discover(
+        ctx.engine, sampler(settings), harvest=harvest, sample_pages=sample
     )
     if args.json:
         dump_json([candidate_doc(c) for c in found])
@@ -232,8 +237,7 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
         )
     except ValueError as exc:
         raise CommandError(str(exc), 2) from exc
-    _, created = ctx.store.sites.save_site(site)
-    scheduled = ctx.schedules.sync_site(site)
+    created, scheduled = site_service(ctx, scheduled=True).put(site)
     when = f"schedule {site.schedule}" if scheduled else "not scheduled"
     if site.recrawl != "never":
         when += f", incremental crawl {site.recrawl}"
@@ -242,15 +246,7 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.sites import crawl_runs
-
-    sites = ctx.store.sites.list_sites()
-    latest = ctx.store.crawls.latest_crawls()
-    last = {}
-    for s in sites:
-        run = latest.get(s.name)
-        matched = ctx.store.crawls.crawl_progress(run)["matched"] if run else None
-        last[s.name] = crawl_runs.outline(run, matched)
+    sites, last = site_service(ctx).listed()
     if args.json:
         dump_json([{**s.to_dict(), "last_crawl": last[s.name]} for s in sites])
         return 0
@@ -277,8 +273,7 @@ def last_crawl(outline: dict[str, Any] | None) -> str:
 
 
 def run_remove(args: argparse.Namespace, ctx: Context) -> int:
-    if not ctx.store.sites.delete_site(args.name):
+    if not site_service(ctx, scheduled=True).delete(args.name):
         raise CommandError(f"no site named {args.name!r}")
-    ctx.schedules.remove_site(args.name)
     print(f"removed site {args.name} and its schedule")
     return 0

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from admin.commands.common import actions, command, json_option
+from admin.commands.common import actions, command, json_option, site_service
 from admin.errors import CommandError
 
 if TYPE_CHECKING:
@@ -86,8 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run_send(args: argparse.Namespace, ctx: Context) -> int:
     from admin.filters import FilterError
     from admin.report.selection import Selection
-    from admin.report.takedown_send import NoticeError, SendError, send_notice
-    from matcher.store import now
+    from admin.report.takedown_send import NoticeError, SendError
+    from admin.services.takedowns import TakedownService
 
     chosen = {"since": args.since or "", "unreviewed": "1" if args.include_unreviewed else ""}
     try:
@@ -95,7 +95,7 @@ def run_send(args: argparse.Namespace, ctx: Context) -> int:
     except FilterError as exc:
         raise CommandError(str(exc), 2) from None
     try:
-        sent = send_notice(ctx.store, ctx.settings, selection, email=args.email, by="cli", at=now())
+        sent = TakedownService(ctx).send(selection, email=args.email, by="cli")
     except (SendError, NoticeError) as exc:
         raise CommandError(str(exc)) from None
     print(f"notice {sent.notice_id} {sent.line()}")
@@ -103,23 +103,19 @@ def run_send(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_recheck(args: argparse.Namespace, ctx: Context) -> int:
-    from crawler.one_page import fetcher
-    from matcher.evidence.takedowns import recheck_due
-    from matcher.store import now
+    from admin.services.takedowns import TakedownService
 
-    engine = ctx.engine
-    done = recheck_due(engine.store, fetcher(ctx.settings), engine.still_copies, now())
+    done = TakedownService(ctx).recheck()
     outcomes = ", ".join(f"{k} {v}" for k, v in sorted(done.outcomes.items())) or "none due"
     print(f"{done.checked} URL(s) rechecked: {outcomes}")
     return 0
 
 
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
-    from matcher.evidence.takedowns import stored_figures
-    from matcher.store import now
+    from admin.services.takedowns import TakedownService
 
     days = args.days if args.days is not None else ctx.settings.takedown_escalate_days
-    found = stored_figures(ctx.engine.store, now(), days)
+    found = TakedownService(ctx).figures(days)
     if args.json:
         out = {scope: [f.as_dict() for f in rows] for scope, rows in found.items()}
         print(json.dumps(out, ensure_ascii=False, indent=2, default=str))
@@ -141,6 +137,8 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_contact(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.services.takedowns import TakedownService
+
     fields = {}
     if args.email is not None:
         if args.email and "@" not in args.email:
@@ -150,9 +148,10 @@ def run_contact(args: argparse.Namespace, ctx: Context) -> int:
         fields.update(provider=args.provider, provider_from="edited")
     if not fields:
         raise CommandError("give --email or --provider", 2)
-    if ctx.store.sites.get_site(args.site) is None:
+    if site_service(ctx).get(args.site) is None:
         raise CommandError(f"no site {args.site}")
-    ctx.engine.store.takedowns.set_contact(args.site, **fields)
-    kept = ctx.engine.store.takedowns.contact(args.site)
+    takedowns = TakedownService(ctx)
+    takedowns.set_contact(args.site, **fields)
+    kept = takedowns.contact(args.site)
     print(f"{args.site}: contact {kept['contact'] or '-'}, provider {kept['provider'] or '-'}")
     return 0

@@ -9,12 +9,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from admin.commands.common import actions, command, dump_json, json_option, max_bytes_option
+from admin.commands.common import (
+    actions,
+    command,
+    dump_json,
+    json_option,
+    max_bytes_option,
+    work_service,
+)
 from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
     from admin.reading import WorkFile
+    from admin.services.works import WorkService
     from matcher.matching.registry import Registration
 
 
@@ -123,6 +131,7 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
         if len(files) != 1:
             raise CommandError("--title needs exactly one work file", 2)
     engine = ctx.engine
+    works = work_service(ctx)
     for work in tqdm(files, desc="works", unit="work", disable=None, file=sys.stderr):
         if work.error:
             print(f"fptrack: skipped {work.error}", file=sys.stderr)
@@ -139,13 +148,13 @@ def run_add(args: argparse.Namespace, ctx: Context) -> int:
             continue
         work_id = registered.work_id
         _say_registered(work, registered, done)
-        note = ctx.store.twins.same_text_note(work_id)
+        note = works.same_text_note(work_id)
         if note:
             print(f"fptrack: {work.shown}: {note}", file=sys.stderr)
         if not args.no_match:
-            found = engine.match_work_against_pages(work_id, ctx.store.sites.authorised_sites())
+            found = works.match_against_pages(work_id)
             done.matches += len(found)
-        _say_restored(ctx, work, registered, matched=not args.no_match)
+        _say_restored(works, work, registered, matched=not args.no_match)
         print(f"{work_id}\t{title}\t{work.source}")
     print(done.line(not args.no_match), file=sys.stderr)
     return 1 if done.skipped else 0
@@ -170,14 +179,16 @@ def _say_registered(work: WorkFile, registered: Registration, done: _Added) -> N
         )
 
 
-def _say_restored(ctx: Context, work: WorkFile, registered: Registration, matched: bool) -> None:
+def _say_restored(
+    works: WorkService, work: WorkFile, registered: Registration, matched: bool
+) -> None:
     """Say what became of the archived matches a work registered again took back, and
     (``matched``: once it was matched against the pages) which of its matches stay
     archived: those whose page its text does not explain."""
     kept = 0
     own = registered.holder == registered.work_id  # not recorded under a work it repeats
     if matched and (registered.restored or not registered.created):
-        kept = ctx.store.matches.count(work_id=registered.work_id, archived=True)
+        kept = works.archived_matches(registered.work_id)
     if registered.restored:
         line = (
             f"fptrack: {work.shown}: {registered.restored} match(es) of its earlier "
@@ -205,7 +216,7 @@ LIST_HEADER = ("id", "registered", "title", "author", "source", "twin of")
 def run_list(args: argparse.Namespace, ctx: Context) -> int:
     from admin.report.html_report import when
 
-    works = ctx.store.works.list_works()
+    works = work_service(ctx).all_works()
     if args.json:
         dump_json(
             [
@@ -234,9 +245,10 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_remove(args: argparse.Namespace, ctx: Context) -> int:
+    works = work_service(ctx)
     status = 0
     for ref in args.refs:
-        found = ctx.store.works.find_works(ref)
+        found = works.find(ref)
         if not found:
             print(f"fptrack: error: no work with id, title or source {ref!r}", file=sys.stderr)
             status = 1
@@ -245,9 +257,9 @@ def run_remove(args: argparse.Namespace, ctx: Context) -> int:
             raise CommandError(f"{len(found)} works match {ref!r}; give an id or --all")
         for work in found:
             work_id = str(work["_id"])
-            ctx.engine.remove_work(work_id)
+            works.remove(work_id)
             print(f"removed {work_id}\t{work.get('title', '')}")
-            archived = ctx.store.matches.count(work_id=work_id, archived=True)
+            archived = works.archived_matches(work_id)
             if archived:
                 print(
                     f"fptrack: {archived} match(es) of {work.get('title', '')!r} archived with "

@@ -1,8 +1,10 @@
 """The admin's services: what its pages, its API and its server do with the store, the
 engine and the settings, one small module per domain, on the model of the FastAPI template's
-``crud`` module. The web views (:mod:`admin.web`) call them and never reach the store; a
-service takes what it needs (the store, the engine, the settings, the archive) in its
-constructor, returns plain data, and imports no web framework (``tests/test_seams.py``).
+``crud`` module. The web views (:mod:`admin.web`) call them and never reach the store, and
+the commands (:mod:`admin.commands`) call the same ones for the same operations, but those
+about the store itself or an in-process run; a service takes what it needs (the store, the
+engine, the settings, the archive) in its constructor, returns plain data, and imports no web
+framework (``tests/test_seams.py``).
 
 - :mod:`~admin.services.matches`: the match list (filters, keyset pages), one match with its
   evidence, its archived exchange, reviews one by one and in bulk;

@@ -1,7 +1,8 @@
 """Alert rules (per work, per site or all; at once or as a daily digest; by signed webhook or
 email), their test messages, and the log of every delivery attempt.
 
-Used by the admin's alert pages (:mod:`admin.web.alerts`). :meth:`AlertService.refusal` and
+Used by the admin's alert pages (:mod:`admin.web.alerts`) and ``fptrack alerts``
+(:mod:`admin.commands.alerts`). :meth:`AlertService.refusal` and
 :meth:`AlertService.send_test` are outbound IO that touch no store: the embedded admin runs
 them outside its lock.
 """

@@ -47,7 +47,7 @@ class AdminServices:
         self.scrape_tokens = KeptTokens(store, self.users, role="viewer")
         """The tokens that may read ``/metrics`` (:mod:`admin.web.metrics`)."""
         self.dashboard = DashboardService(store)
-        self.works = WorkService(engine, store, dispatch.work_added)
+        self.works = WorkService(lambda: engine, store, dispatch.work_added)
         self.sites = SiteService(store, schedules, dispatch)
         self.matches = MatchService(store, archive)
         self.query = QueryService(ctx)

@@ -1,18 +1,21 @@
 """Pirate sites discovered (:mod:`matcher.sites.discovery`): the candidates ranked, and the two
 decisions on one: watch it (it becomes a watched site) or dismiss it.
 
-Used by the admin's discovery pages (:mod:`admin.web.discovery`).
+Used by the admin's discovery pages (:mod:`admin.web.discovery`) and ``fptrack sites
+discover`` (:mod:`admin.commands.sites`), which runs a discovery.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from matcher.sites.discovery import site_name_for
+from matcher.sites.discovery import Candidate, Crawler, run_discovery, site_name_for
 from matcher.sites.site_config import SiteConfig
+from matcher.store.common import now
 
 if TYPE_CHECKING:
     from admin.services.sites import SiteService
+    from matcher.matching.engine import Engine
     from matcher.store import Store
 
 STATE_ORDER = {"new": 0, "watched": 1, "dismissed": 2}
@@ -32,6 +35,16 @@ class DiscoveryService:
             key=lambda c: (STATE_ORDER.get(c.get("state", "new"), 3), -c.get("score", 0), c["_id"])
         )
         return found
+
+    def discover(
+        self, engine: Engine, crawl: Crawler, *, harvest: int, sample_pages: int
+    ) -> list[Candidate]:
+        """Discover pirate sites now from the watched sites' links, the pages ``crawl``
+        samples matched by ``engine``; the candidates, kept but for those refused
+        (:func:`matcher.sites.discovery.run_discovery`)."""
+        return run_discovery(
+            self.store, engine, crawl, harvest=harvest, sample_pages=sample_pages, at=now()
+        )
 
     def candidate(self, host: str) -> dict[str, Any] | None:
         return self.store.discovery.candidate(host)

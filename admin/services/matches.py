@@ -1,8 +1,8 @@
 """Matches: the list with its filters and keyset pages, one match with its evidence and the
 texts around it, the exchange it was found in, and reviews of one match or many.
 
-Used by the admin's match pages (:mod:`admin.web.matches`) and the API's match routes
-(:mod:`admin.web.api.matches`).
+Used by the admin's match pages (:mod:`admin.web.matches`), the API's match routes
+(:mod:`admin.web.api.matches`) and ``fptrack matches`` (:mod:`admin.commands.matches`).
 """
 
 from __future__ import annotations
@@ -66,6 +66,11 @@ class MatchService:
             limit=limit + 1, without=LISTED_WITHOUT, after=after, **filters.criteria()
         )
         return page_of(list(rows), limit, cursor_of)
+
+    def listed(self, limit: int, **criteria: Any) -> list[dict[str, Any]]:
+        """The newest ``limit`` matches the store's ``criteria`` select (``fptrack matches
+        list``: ``site``, ``work_id``, ``since``, ``status``, ``archived``), whole."""
+        return self.store.matches.list_matches(limit=limit, **criteria)
 
     def get(self, match_id: str) -> dict[str, Any] | None:
         return self.store.matches.match(match_id=match_id)

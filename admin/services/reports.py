@@ -3,17 +3,19 @@ matches of the printable report with the texts around their evidence, takedown n
 (:mod:`admin.report.takedown`) and their template, and evidence bundles
 (:mod:`admin.report.evidence`).
 
-Used by the admin's report pages (:mod:`admin.web.reports`) and the API's report routes
-(:mod:`admin.web.api.reports`).
+Used by the admin's report pages (:mod:`admin.web.reports`), the API's report routes
+(:mod:`admin.web.api.reports`) and ``fptrack report`` (:mod:`admin.commands.report`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from admin.report.evidence import evidence_zip
+from admin.report.html_report import match_texts
 from admin.report.selection import Selection, Summary, export_rows, find, left_out, summarise
 from admin.report.takedown import (
     DETAILS_STATE_KEY,
@@ -27,6 +29,7 @@ from matcher.errors import MatcherError
 
 if TYPE_CHECKING:
     from admin.context import Context
+    from matcher.evidence.archive import Archive
     from matcher.store import TextWindow
 
 PRINTED_PAGE_FIELDS = {"text": 1, "title": 1, "url": 1, "parts": 1}
@@ -54,7 +57,23 @@ class ReportService:
     call."""
 
     def __init__(self, ctx: Context) -> None:
-        self.ctx, self.store, self.archive = ctx, ctx.store, ctx.archive
+        self.ctx, self.store = ctx, ctx.store
+
+    @property
+    def archive(self) -> Archive | None:
+        """The evidence archive of the context, opened at its first use (``fptrack report``
+        reads none)."""
+        return self.ctx.archive
+
+    def matches(self, **criteria: Any) -> Iterator[dict[str, Any]]:
+        """Every match the store's ``criteria`` select (``fptrack report``: ``site``,
+        ``work_id``, ``since``, ``until``, ``status``), newest first."""
+        return self.store.matches.iter_matches(**criteria)
+
+    def match_texts(self, match: Mapping[str, Any]) -> tuple[Any, str]:
+        """The texts the HTML report quotes for ``match``
+        (:func:`admin.report.html_report.match_texts`)."""
+        return match_texts(self.store, dict(match))
 
     def summary(self, selection: Selection) -> Summary:
         return summarise(self.store, selection)

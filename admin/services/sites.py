@@ -3,7 +3,8 @@
 the URL rules their crawls learnt (:mod:`crawler.dust`), edited by hand.
 
 Used by the admin's site pages (:mod:`admin.web.sites`), its discovery and takedown pages,
-and the API's site routes (:mod:`admin.web.api.sites`).
+the API's site routes (:mod:`admin.web.api.sites`), and ``fptrack sites``, ``fptrack
+takedowns contact`` and ``fptrack check --ack`` (:mod:`admin.commands`).
 """
 
 from __future__ import annotations
@@ -47,9 +48,12 @@ class SiteDetail:
 
 class SiteService:
     """The sites of ``store``, their beat ``schedules`` (None: kept in the store only), and
-    the ``dispatch`` that starts their crawls."""
+    the ``dispatch`` that starts their crawls (None: none started from here, as in the
+    command line's ``fptrack sites``)."""
 
-    def __init__(self, store: Store, schedules: Schedules | None, dispatch: Dispatch) -> None:
+    def __init__(
+        self, store: Store, schedules: Schedules | None, dispatch: Dispatch | None = None
+    ) -> None:
         self.store, self.schedules, self.dispatch = store, schedules, dispatch
 
     def all_sites(self) -> list[SiteConfig]:
@@ -119,12 +123,48 @@ class SiteService:
         done, in a line."""
         return save_site(self.store, self.schedules, config, by=by)
 
+    def put(self, config: SiteConfig) -> tuple[bool, bool]:
+        """Save a site's configuration and sync its schedules, as ``fptrack sites add``
+        does (its unreviewed matches left as they are); whether it was new, and whether it
+        is scheduled."""
+        _, created = self.store.sites.save_site(config)
+        scheduled = self.schedules.sync_site(config) if self.schedules is not None else False
+        return created, scheduled
+
+    def delete(self, name: str) -> bool:
+        """Remove a site and its schedules (its pages and matches stay); False: no such
+        site (its schedules then left as they are)."""
+        if not self.store.sites.delete_site(name):
+            return False
+        if self.schedules is not None:
+            self.schedules.remove_site(name)
+        return True
+
+    def listed(self) -> tuple[list[SiteConfig], dict[str, Any]]:
+        """Every site, and the outline of each one's latest crawl run with the matches
+        it found so far (``fptrack sites list``)."""
+        sites = self.all_sites()
+        latest = self.store.crawls.latest_crawls()
+        last = {}
+        for s in sites:
+            run = latest.get(s.name)
+            matched = self.store.crawls.crawl_progress(run)["matched"] if run else None
+            last[s.name] = crawl_runs.outline(run, matched)
+        return sites, last
+
+    def acknowledge_all(self, name: str, *, by: str) -> int:
+        """Acknowledge every failed crawl run of the site ``name`` not yet acknowledged, in
+        the name of ``by``, now (``fptrack check --ack``); how many."""
+        return self.store.crawls.acknowledge_failures(name, by=by, at=now())
+
     def remove(self, name: str) -> None:
         """Remove a site and its schedules (its pages and matches stay)."""
         remove_site(self.store, self.schedules, name)
 
     def crawl(self, site: SiteConfig) -> str:
         """Start a crawl of ``site`` now; a line for the operator."""
+        if self.dispatch is None:
+            raise TypeError("this site service starts no crawl (no dispatch)")
         return self.dispatch.crawl(site)
 
 

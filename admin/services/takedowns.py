@@ -2,8 +2,9 @@
 per hosting provider with the URLs to escalate, every case, the sites' contacts and
 providers, and sending a notice (:mod:`admin.report.takedown_send`).
 
-Used by the admin's takedown pages (:mod:`admin.web.takedowns`) and the API's takedown
-routes (:mod:`admin.web.api.takedowns`).
+Used by the admin's takedown pages (:mod:`admin.web.takedowns`), the API's takedown
+routes (:mod:`admin.web.api.takedowns`) and ``fptrack takedowns``
+(:mod:`admin.commands.takedowns`), which also rechecks the URLs due.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from admin.report.selection import Selection
 from admin.report.takedown_send import Sent, send_notice
-from matcher.evidence.takedowns import Figures, stored_figures
+from matcher.evidence.takedowns import Figures, Rechecked, recheck_due, stored_figures
 from matcher.store.common import now
 
 if TYPE_CHECKING:
@@ -47,3 +48,16 @@ class TakedownService:
     def set_contact(self, site: str, **fields: str) -> None:
         """Set a site's ``contact``, ``provider`` and ``provider_from``."""
         self.store.takedowns.set_contact(site, **fields)
+
+    def contact(self, site: str) -> dict[str, Any]:
+        """A site's ``contact`` and ``provider`` as kept."""
+        return self.store.takedowns.contact(site)
+
+    def recheck(self) -> Rechecked:
+        """Fetch again, now, the noticed URLs whose recheck is due, and record whether each
+        still copies its work (:func:`matcher.evidence.takedowns.recheck_due`, with the
+        matching engine of the context)."""
+        from crawler.one_page import fetcher
+
+        engine = self.ctx.engine
+        return recheck_due(engine.store, fetcher(self.ctx.settings), engine.still_copies, now())

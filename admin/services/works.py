@@ -2,8 +2,9 @@
 its matches and twins, registration (files or a text, each matched against the pages already
 crawled) and removal.
 
-Used by the admin's work pages (:mod:`admin.web.works`) and the API's work routes
-(:mod:`admin.web.api.works`).
+Used by the admin's work pages (:mod:`admin.web.works`), the API's work routes
+(:mod:`admin.web.api.works`) and ``fptrack works`` (:mod:`admin.commands.works`), which
+registers through the engine itself and asks the service what became of each work.
 """
 
 from __future__ import annotations
@@ -36,11 +37,39 @@ class WorkDetail:
 
 
 class WorkService:
-    """The works of ``store`` and ``engine``'s index of them; ``added(work_id)`` after each
+    """The works of ``store`` and the index of them of the engine ``engine()`` gives, asked
+    for at its first use (listing works opens no index); ``added(work_id)`` after each
     registration (the dispatch's matching against the pages already crawled)."""
 
-    def __init__(self, engine: Engine, store: Store, added: Callable[[str], None]) -> None:
-        self.engine, self.store, self.added = engine, store, added
+    def __init__(
+        self, engine: Callable[[], Engine], store: Store, added: Callable[[str], None]
+    ) -> None:
+        self._engine, self.store, self.added = engine, store, added
+
+    @property
+    def engine(self) -> Engine:
+        return self._engine()
+
+    def all_works(self) -> list[dict[str, Any]]:
+        """Every work, newest first."""
+        return self.store.works.list_works()
+
+    def find(self, ref: str) -> list[dict[str, Any]]:
+        """The works whose id, title or source is ``ref``."""
+        return self.store.works.find_works(ref)
+
+    def archived_matches(self, work_id: str) -> int:
+        """How many matches of the work ``work_id`` are archived."""
+        return self.store.matches.count(work_id=work_id, archived=True)
+
+    def same_text_note(self, work_id: str) -> str:
+        """What the work ``work_id`` shares its text with, in a line ("" when nothing)."""
+        return self.store.twins.same_text_note(work_id)
+
+    def match_against_pages(self, work_id: str) -> list[Any]:
+        """Match the work ``work_id`` against the pages already crawled, those of authorised
+        sites classified as such; the matches found."""
+        return self.engine.match_work_against_pages(work_id, self.store.sites.authorised_sites())
 
     def search(self, text: str, limit: int) -> tuple[list[dict[str, Any]], dict[Any, int]]:
         """The works whose title or source holds ``text`` (all: empty), newest first, and the
