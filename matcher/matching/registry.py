@@ -2,13 +2,15 @@
 
 A work is cut into segments (:func:`fingerprint.segments.segment`); each is stored with its
 text (and its overlap with the next), fingerprinted with the same steps as a page
-(:func:`matcher.matching.prepared.prepare`), and indexed as an owner of the works' side
-(:class:`matcher.index.indexes.Side`); its verification blob
+(:func:`matcher.matching.prepared.prepare`; a batch of segments together,
+:func:`~matcher.matching.prepared.prepare_many`, the same values), and indexed as an owner
+of the works' side (:class:`matcher.index.indexes.Side`); its verification blob
 (:func:`matcher.matching.prepared.segment_blob`)
 is stored with its fingerprints and the index holds a reference to it
 (:mod:`matcher.matching.segment_cache`). Memory stays flat in the length of the work: a
 first pass counts each segment's content characters (the blobs place each segment in its
-work), a second prepares, writes and drops one segment at a time.
+work), a second prepares, writes and drops a batch of segments at a time (both passes take
+at most ``BATCH_SEGMENTS`` segments at a time).
 
 Every write is idempotent; registering a work again replaces its segments (those it no
 longer has are deleted) and its index entries. A work registered (again) takes back the
