@@ -4,6 +4,7 @@ catalogue of novels, and the time to register a novel; datasketch beside it.
     python -m bench.scale_bench [--works 100] [--min-chars 20000] [--max-chars 2000000]
         [--novels 100] [--novel-chars 2000000] [--pages 300] [--bucket-bits N]
         [--redis-url URL] [--mongo-uri URI] [--repeat 3] [--json OUT] [--quick]
+    python -m bench.scale_bench --register N [--novel-chars 2000000] [--json OUT]
 
 Three measurements, each on a private ``redis-server`` started on a free port (or
 ``--redis-url``: its database must be empty, as ``used_memory`` is read) and a SecantusDB
@@ -28,8 +29,16 @@ server on disk in a temporary directory (or ``--mongo-uri``):
    (``--novel-chars`` each), store writes and index included.
 
 Targets (issue 14): bytes_per_char <= 2, page p50 <= 10 ms, p99 <= 50 ms, >= 100 pages/s,
-register_2m_s <= 2. ``--bucket-bits`` is ``FPTRACK_WINDOW_BUCKET_BITS``; by default each
-step sizes it as docs/configuration.md tells a deployment to, for the characters it registers
+register_2m_s <= 2.
+
+``--register N`` runs a fourth measurement alone: ``N`` novels of ``--novel-chars`` registered
+(the buckets sized as step 2's), each timed by the wall clock and by CPU seconds, which load
+does not change: this process's (``time.process_time``) and, read from ``/proc``, that of
+each server started here; ``register_wall_s``, ``register_cpu_s`` and
+``register_server_cpu_s`` are the medians.
+
+``--bucket-bits`` is ``FPTRACK_WINDOW_BUCKET_BITS``; by default each step sizes it as
+docs/configuration.md tells a deployment to, for the characters it registers
 (:func:`matcher.index.window_index.bucket_bits_for`: buckets of about 70 postings; 17 for
 step 1's 43 million characters, 19 for step 2's 200 million). ``--quick`` is the smoke test's run.
 """
@@ -83,6 +92,14 @@ def start_redis() -> tuple[subprocess.Popen, str]:
     raise SystemExit("redis-server did not start")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of a process, all its threads (``/proc/PID/stat``)."""
+    import os
+
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def used_memory(client: Any) -> int:
     return int(client.info("memory")["used_memory"])
 
@@ -115,9 +132,11 @@ class Bench:
         from matcher.index.redis_clients import connect_url
 
         url = self.args.redis_url
+        self.servers: dict[str, int] = {}
         if not url:
             proc, url = start_redis()
             self.procs.append(proc)
+            self.servers["redis"] = proc.pid
         self.redis = connect_url(url)
         if self.redis.dbsize():
             raise SystemExit(f"{url} is not empty: give an empty Redis (used_memory is read)")
@@ -125,6 +144,7 @@ class Bench:
         if not uri:
             proc, uri = start_mongo(self.tmp.name)
             self.procs.append(proc)
+            self.servers["mongo"] = proc.pid
         self.mongo_uri = uri
         return self
 
@@ -268,6 +288,52 @@ class Bench:
             "peer_segments": peer_hashes,
         }
 
+    # 4 ---------------------------------------------------------------------------------
+
+    def register(self) -> dict[str, Any]:
+        args = self.args
+        engine = self.engine("register", args.novels * args.novel_chars)
+        rng, words = random.Random(args.seed + 1), vocabulary(args.seed)
+        self.say(f"4. {args.register} novels of {args.novel_chars:,} characters ...")
+        wall, cpu, server = [], [], []
+        for n in range(args.register):
+            text = "\n".join(novel(rng, words, args.novel_chars))
+            servers = {name: cpu_seconds(pid) for name, pid in self.servers.items()}
+            started, ticks = time.perf_counter(), time.process_time()
+            engine.add_work(text, title=f"长篇{n}", source=f"novel-{n}.txt")
+            wall.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - ticks)
+            server.append({k: cpu_seconds(pid) - servers[k] for k, pid in self.servers.items()})
+            used = ", ".join(f"{k} {v:.2f}" for k, v in server[-1].items())
+            self.say(f"   {wall[-1]:.2f} s wall, {cpu[-1]:.2f} s CPU (servers: {used or '-'})")
+        engine.store.client.drop_database(engine.settings.mongo_db)
+        self.redis.flushdb()
+        return {
+            "register_wall_s": statistics.median(wall),
+            "register_cpu_s": statistics.median(cpu),
+            "register_server_cpu_s": {
+                k: statistics.median(s[k] for s in server) for k in self.servers
+            },
+            "register_runs": [
+                {"wall_s": w, "cpu_s": c, "server_cpu_s": s}
+                for w, c, s in zip(wall, cpu, server, strict=True)
+            ],
+            "novel_chars": args.novel_chars,
+            "catalogue_bucket_bits": engine.settings.window_bucket_bits,
+        }
+
+
+def register_report(r: dict[str, Any]) -> str:
+    servers = ", ".join(f"{k} {v:.2f}" for k, v in r["register_server_cpu_s"].items())
+    return "\n".join(
+        [
+            f"register a novel of {r['novel_chars']:,} characters, medians of"
+            f" {len(r['register_runs'])}:",
+            f"  wall {r['register_wall_s']:.2f} s, CPU {r['register_cpu_s']:.2f} s"
+            f" (servers' CPU: {servers or 'not started here'})",
+        ]
+    )
+
 
 def report(r: dict[str, Any]) -> str:
     peer = r.get("peer_query_p50_ms")
@@ -305,6 +371,10 @@ def parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--peer-works", type=int, default=10, help="works datasketch holds " + d)
     p.add_argument("--peer-pages", type=int, default=100, help="pages datasketch queries " + d)
+    p.add_argument(
+        "--register", type=int, default=0, metavar="N",
+        help="only register N novels of --novel-chars: wall and CPU seconds",
+    )  # fmt: skip
     p.add_argument("--redis-url", default="", help="(default: a redis-server started here)")
     p.add_argument("--mongo-uri", default="", help="(default: a SecantusDB started here)")
     p.add_argument("--seed", type=int, default=0, help=d)
@@ -324,9 +394,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     previous = signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         with Bench(args, say) as bench:
-            result = bench.bytes_per_char() | bench.pages()
+            result = bench.register() if args.register else bench.bytes_per_char() | bench.pages()
     finally:
         signal.signal(signal.SIGTERM, previous)
+    if args.register:
+        print(register_report(result))
+        if args.json:
+            args.json.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        return result
     result["bytes_ratio_to_peer"] = result["bytes_per_char"] / result["peer_bytes_per_char"]
     print(report(result))
     if args.json:

@@ -60,7 +60,18 @@ def _as_set(x: set | np.ndarray) -> set:
 
 
 def mins(hashes: np.ndarray, s: int) -> np.ndarray:
-    """MIN_s: the s smallest distinct hashes, sorted."""
+    """MIN_s: the s smallest distinct hashes, sorted.
+
+    Only the values up to the k-th smallest are sorted (k = s, doubled while fewer than s of
+    them are distinct): the s smallest distinct hashes are among them, whatever the rest.
+    """
+    hashes = np.asarray(hashes)
+    k = s
+    while 0 < k < len(hashes):
+        smallest = np.unique(hashes[hashes <= np.partition(hashes, k - 1)[k - 1]])
+        if len(smallest) >= s:
+            return smallest[:s]
+        k *= 2
     return np.unique(hashes)[:s]
 
 

@@ -25,7 +25,7 @@ best, or names a tie (:meth:`matcher.matching.registry.Registry.register`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -56,6 +56,20 @@ def segment_sketch(located: Located) -> np.ndarray:
     codes = codepoints(located.normalized.text)[located.positions]
     hashes = (ngram_hashes(codes, GRAM) >> np.uint64(1)).astype(np.int64)
     return mins(hashes, SKETCH_SIZE)
+
+
+def sketch_many(located: Sequence[Located]) -> np.ndarray:
+    """``merge`` of the segments' :func:`segment_sketch`: their content characters end to
+    end hashed at once, the n-grams that cross from one segment into the next left out (a
+    hash depends on its own ``GRAM`` characters alone)."""
+    codes = [codepoints(s.normalized.text)[s.positions] for s in located]
+    if not codes:
+        return np.empty(0, dtype=np.int64)
+    ends = np.cumsum([len(c) for c in codes])
+    hashes = ngram_hashes(np.concatenate(codes), GRAM)
+    starts = np.arange(len(hashes))
+    inside = starts + GRAM <= ends[np.searchsorted(ends, starts, side="right")]
+    return mins((hashes[inside] >> np.uint64(1)).astype(np.int64), SKETCH_SIZE)
 
 
 def merge(sketches: Iterable[np.ndarray]) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -17,8 +18,10 @@ import numpy as np
 
 from fingerprint.anchors import AnchorParams, Anchors
 from fingerprint.base import CorruptFingerprint, array_to_hex, header
+from fingerprint.batch import normalize_joined
 from fingerprint.decode import decode
 from fingerprint.document import DocumentFingerprint, DocumentParams, fingerprint_and_anchors
+from fingerprint.kernels import use_compiled
 from fingerprint.normalize import Normalized, normalize
 from fingerprint.tokens import codepoints, content_mask
 from matcher.errors import UnusableText
@@ -194,6 +197,21 @@ def locate(text: str) -> Located:
     return Located(normalized, np.flatnonzero(content_mask(codepoints(normalized.text))))
 
 
+def locate_many(texts: Sequence[str]) -> list[Located]:
+    """``[locate(t) for t in texts]``, the texts normalised together
+    (:func:`fingerprint.batch.normalize_joined`, compiled when the kernels run): the same
+    values, the per-call cost paid once for the batch."""
+    if not texts:
+        return []
+    normalized, codes, cut = normalize_joined(texts, DOCUMENT_PARAMS.normalize)
+    mask = content_mask(codes)
+    bounds = cut.tolist()
+    return [
+        Located(n, np.flatnonzero(mask[bounds[d] : bounds[d + 1]]))
+        for d, n in enumerate(normalized)
+    ]
+
+
 def from_blob(data: bytes, params: AnchorParams = ANCHOR_PARAMS) -> tuple[int, Anchors]:
     """``(simhash, anchors)`` from :meth:`Prepared.blob`; raises ``CorruptFingerprint``."""
     if len(data) < _SIMHASH.size:
@@ -231,3 +249,26 @@ def prepare(text: str | bytes, max_chars: int = 4_000_000, what: str = "text") -
         anchors=done.anchors,
         content_hash=content_hash(text),
     )
+
+
+def prepare_many(texts: Sequence[str]) -> list[Prepared]:
+    """``[prepare(t) for t in texts]`` for decoded texts of any length, normalised and
+    fingerprinted together when the compiled kernels run
+    (:func:`fingerprint.batch.normalize_joined`, :func:`fingerprint.compiled.fingerprint_many`:
+    the same values, each kernel called once for the batch instead of once per text), else
+    one at a time."""
+    if not use_compiled():
+        return [prepare(t, len(t) + 1) for t in texts]
+    if not texts:
+        return []
+    from fingerprint.compiled import fingerprint_many
+
+    normalized, *joined = normalize_joined(texts, DOCUMENT_PARAMS.normalize, compiled=True)
+    fps, anchors, positions = fingerprint_many(
+        normalized, DOCUMENT_PARAMS, ANCHOR_PARAMS, tuple(joined)
+    )
+    assert anchors is not None and positions is not None  # anchor_params given
+    return [
+        Prepared(n, p, f, a, content_hash(t))
+        for n, p, f, a, t in zip(normalized, positions, fps, anchors, texts, strict=True)
+    ]

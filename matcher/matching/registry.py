@@ -2,13 +2,15 @@
 
 A work is cut into segments (:func:`fingerprint.segments.segment`); each is stored with its
 text (and its overlap with the next), fingerprinted with the same steps as a page
-(:func:`matcher.matching.prepared.prepare`), and indexed as an owner of the works' side
-(:class:`matcher.index.indexes.Side`); its verification blob
+(:func:`matcher.matching.prepared.prepare`; a batch of segments together,
+:func:`~matcher.matching.prepared.prepare_many`, the same values), and indexed as an owner
+of the works' side (:class:`matcher.index.indexes.Side`); its verification blob
 (:func:`matcher.matching.prepared.segment_blob`)
 is stored with its fingerprints and the index holds a reference to it
 (:mod:`matcher.matching.segment_cache`). Memory stays flat in the length of the work: a
 first pass counts each segment's content characters (the blobs place each segment in its
-work), a second prepares, writes and drops one segment at a time.
+work), a second prepares, writes and drops a batch of segments at a time (both passes take
+at most ``BATCH_SEGMENTS`` segments at a time).
 
 Every write is idempotent; registering a work again replaces its segments (those it no
 longer has are deleted) and its index entries. A work registered (again) takes back the
@@ -41,8 +43,8 @@ from matcher.matching.prepared import (
     SegmentHeader,
     as_text,
     content_hash,
-    locate,
-    prepare,
+    locate_many,
+    prepare_many,
     segment_blob,
 )
 from matcher.settings import Settings
@@ -326,30 +328,38 @@ class Registry:
         offsets: list[int],
     ) -> Iterator[_Batch]:
         """The segments prepared, in batches of at most ``BATCH_SEGMENTS`` segments or
-        ``BATCH_CHARS`` characters (the last may be empty)."""
-        work_seq = int(doc["seq"])
-        batch = _Batch()
-        for s, owner, offset, core in zip(segments, owners, offsets, cores, strict=True):
-            part = text[s.start : s.stop]
-            prepared = prepare(part, len(part) + 1, f"work {doc.get('title', '')!r}")
-            header = SegmentHeader(
-                work_seq, s.index, offset, core, sum(cores), s.start, prepared.simhash
-            )
-            blob = segment_blob(header, prepared.anchors)
-            stored = prepared.stored_fingerprints()
-            stored["anchors"]["value"] = blob
-            segment_doc = {"index": s.index, "start": s.start, "end": s.end, "title": s.title}
-            batch.segments.append({**segment_doc, "text": part})
-            batch.fingerprints.append((owner, s.index, stored))
-            batch.owners.append(owner)
-            batch.simhashes.append(prepared.simhash)
-            batch.keys.append(prepared.window_keys)
-            batch.refs.append((self.keys.segment(owner), segment_ref(blob, doc["_id"])))
-            batch.chars += len(part)
-            if len(batch.owners) >= BATCH_SEGMENTS or batch.chars >= BATCH_CHARS:
-                yield batch
-                batch = _Batch()
-        yield batch
+        ``BATCH_CHARS`` characters, each fingerprinted together
+        (:func:`matcher.matching.prepared.prepare_many`)."""
+        work_seq, work_length = int(doc["seq"]), sum(cores)
+        rows = list(zip(segments, owners, offsets, cores, strict=True))
+        start = 0
+        while start < len(rows):
+            end, chars = start, 0
+            while end < len(rows) and end - start < BATCH_SEGMENTS and chars < BATCH_CHARS:
+                s = rows[end][0]
+                chars += s.stop - s.start
+                end += 1
+            parts = [text[s.start : s.stop] for s, *_ in rows[start:end]]
+            batch = _Batch()
+            for (s, owner, offset, core), part, prepared in zip(
+                rows[start:end], parts, prepare_many(parts), strict=True
+            ):
+                header = SegmentHeader(
+                    work_seq, s.index, offset, core, work_length, s.start, prepared.simhash
+                )
+                blob = segment_blob(header, prepared.anchors)
+                stored = prepared.stored_fingerprints()
+                stored["anchors"]["value"] = blob
+                segment_doc = {"index": s.index, "start": s.start, "end": s.end, "title": s.title}
+                batch.segments.append({**segment_doc, "text": part})
+                batch.fingerprints.append((owner, s.index, stored))
+                batch.owners.append(owner)
+                batch.simhashes.append(prepared.simhash)
+                batch.keys.append(prepared.window_keys)
+                batch.refs.append((self.keys.segment(owner), segment_ref(blob, doc["_id"])))
+                batch.chars += len(part)
+            yield batch
+            start = end
 
     def _store_batch(self, work_id: ObjectId, batch: _Batch) -> None:
         """A batch of segments into the store: their text and fingerprints."""
@@ -393,10 +403,10 @@ def _exact(head: dict | None, digest: str) -> bool:
 def _survey(text: str, segments: list[Segment]) -> tuple[list[int], np.ndarray]:
     """Each segment's content characters after normalisation (its own length, its overlap
     with the next left out), and the work's near-twin sketch
-    (:mod:`matcher.matching.near_twins`)."""
+    (:mod:`matcher.matching.near_twins`); ``BATCH_SEGMENTS`` segments normalised together."""
     cores, sketches = [], []
-    for s in segments:
-        located = locate(text[s.start : s.end])
-        cores.append(len(located.positions))
-        sketches.append(near_twins.segment_sketch(located))
+    for at in range(0, len(segments), BATCH_SEGMENTS):
+        located = locate_many([text[s.start : s.end] for s in segments[at : at + BATCH_SEGMENTS]])
+        cores += [len(one.positions) for one in located]
+        sketches.append(near_twins.sketch_many(located))
     return cores, near_twins.merge(sketches)

@@ -1,6 +1,7 @@
 """``bench/scale_bench.py --quick`` on its own redis-server and the test MongoDB server:
 every planted copy is matched, the figures are positive and written as JSON with the keys
-issue 14 names."""
+issue 14 names; ``--register`` alone gives wall and CPU seconds, the bench's own servers'
+CPU beside them."""
 
 from __future__ import annotations
 
@@ -25,3 +26,18 @@ def test_quick_run_measures_bytes_latency_and_registration(tmp_path: Path) -> No
     assert data["page_p50_ms"] <= data["page_p99_ms"]
     assert data["peer_bytes_per_char"] > 0 and data["peer_segments"] > 0
     assert data["chars"] >= 4 * 20_000
+
+
+def test_register_only_reports_wall_and_cpu_seconds(tmp_path: Path) -> None:
+    data = run_benchmark(
+        "scale_bench",
+        *("--register", "2", "--novel-chars", "200000", "--novels", "2"),
+        *("--mongo-uri", os.environ["FPTRACK_MONGO_URI"]),
+        out=tmp_path / "register.json",
+    )
+    assert len(data["register_runs"]) == 2 and data["novel_chars"] == 200_000
+    assert data["register_wall_s"] > 0 and data["register_cpu_s"] > 0
+    # the redis-server is the bench's own; the store is the test session's, not read
+    assert list(data["register_server_cpu_s"]) == ["redis"]
+    assert all(run["server_cpu_s"]["redis"] > 0 for run in data["register_runs"])
+    assert "bytes_per_char" not in data

@@ -86,6 +86,12 @@ class TestSketches:
         assert got == sorted(set(hashes))[:s]
 
     @settings(max_examples=100, deadline=None)
+    @given(st.lists(st.integers(0, 40), max_size=300), st.integers(1, 45))
+    def test_mins_of_many_repeated_hashes(self, hashes, s):
+        got = mins(np.array(hashes, dtype=np.int64), s)
+        assert got.dtype == np.int64 and got.tolist() == sorted(set(hashes))[:s]
+
+    @settings(max_examples=100, deadline=None)
     @given(st.lists(st.integers(0, 10_000), max_size=60), st.integers(1, 7))
     def test_modm_keeps_multiples_of_m(self, hashes, m):
         got = modm(np.array(hashes, dtype=np.uint64), m).tolist()
