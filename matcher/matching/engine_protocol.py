@@ -18,30 +18,21 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from matcher.index.engine_protocol import IndexedEngine
+
 if TYPE_CHECKING:
-    from matcher.index.indexes import Side
     from matcher.index.integrity import Integrity
-    from matcher.index.storage import Storage
-    from matcher.keys import Keys
     from matcher.matching.editions import Sketches
     from matcher.matching.match_records import Evidence
     from matcher.matching.segment_cache import SegmentData
     from matcher.matching.work_names import WorkNames
-    from matcher.settings import Settings
-    from matcher.store import Store
 
 
-class MatchingEngine(Protocol):
-    """An engine's settings, store, index storage and key layout, both sides' indexes and
-    their integrity, its segment data, work names, editions' sketches and evidence."""
+class MatchingEngine(IndexedEngine, Protocol):
+    """What the index upkeep reads of an engine (:class:`IndexedEngine`: settings, store,
+    index storage and key layout, both sides' indexes), with the integrity and segment data
+    as the matching uses them, work names, editions' sketches and evidence."""
 
-    settings: Settings
-    store: Store
-    storage: Storage
-    keys: Keys
-    works: Side
-    pages: Side
-    index_pages: bool
     integrity: Integrity
     segments: SegmentData
     work_names: WorkNames
