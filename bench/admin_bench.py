@@ -29,11 +29,9 @@ every insert, so writing a million matches one at a time would take days):
   inserted with ``insert_many`` in chunks of ``--chunk``, then the indexes are built, then
   ``recount(db)`` computes the tallies.
 
-mongomock's cursors copy the rest of their results at every step, so reading a cursor of
-n documents costs n²/2 copies (hours for the recount of a million matches, and for every
-aggregation, which reads the whole collection through a cursor): while the benchmark runs,
-:func:`linear_cursors` replaces ``Cursor.__next__`` by one that returns the same documents in
-the same order by index, and puts the original back afterwards.
+The store's cursors step through their results by index
+(:class:`matcher.store.memory.LinearCursor`): mongomock's own copy the rest of their results
+at every step, which for the recount of a million matches would take hours.
 
 Timing: the real Flask app of each store (``create_app``) is served by werkzeug's
 ``make_server`` in a thread on 127.0.0.1 (HTTP/1.1, one keep-alive connection); a client on
@@ -84,7 +82,6 @@ import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -93,7 +90,6 @@ from urllib.parse import urlencode
 
 from bson import ObjectId
 from flask import Flask
-from mongomock.collection import Cursor
 from werkzeug.serving import WSGIRequestHandler
 
 from admin.context import Context
@@ -638,34 +634,7 @@ def calls(fn: Callable[[], object], count: int) -> list[float]:
 # -- the run --------------------------------------------------------------------------------
 
 
-@contextmanager
-def linear_cursors() -> Iterator[None]:
-    """mongomock cursors stepping by index instead of copying the rest at every step."""
-    original = Cursor.__next__
-
-    def step(self: Cursor) -> Any:
-        results = self._compute_results()
-        if self._limit and self._emitted >= abs(self._limit):
-            raise StopIteration
-        index = self._skip + self._emitted
-        if index >= len(results):
-            raise StopIteration
-        self._emitted += 1
-        return results[index]
-
-    Cursor.__next__ = Cursor.next = step
-    try:
-        yield
-    finally:
-        Cursor.__next__ = Cursor.next = original
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    with linear_cursors():
-        return measure(args)
-
-
-def measure(args: argparse.Namespace) -> dict[str, Any]:
     shape = Shape.make(args.sites, args.works, args.days, args.seed)
     end = now()
     built = {}

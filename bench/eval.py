@@ -35,7 +35,6 @@ import math
 import sys
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Sequence
 from functools import cache, partial
 from pathlib import Path
@@ -43,7 +42,7 @@ from typing import Any
 
 from bench import synthetic
 from fingerprint.normalize import to_simplified
-from tests.sites.eval_corpus import CLASSES, NEGATIVE_KINDS, Corpus, Page, Pair, Work, build_corpus
+from tests.sites.eval_corpus import CLASSES, Corpus, Page, Pair, Work, build_corpus
 
 DEFAULT_WORKS = 150
 QUICK = {"works": 11, "pages_per_work": 2, "negatives_per_kind": 4, "size_mb": 2.0}
@@ -174,35 +173,6 @@ PEER_FUNCTIONS: dict[str, Callable[[Sequence[Work], Sequence[Page]], set[Pair]]]
 
 
 # --- metrics -----------------------------------------------------------------------------
-def score(predicted: set[Pair], corpus: Corpus) -> dict[str, Any]:
-    """Precision, recall and F1 over pairs, recall per class, false positives per kind."""
-    truth = corpus.truth()
-    label = {p.id: p.label for p in corpus.pages}
-    positive = {p.id for p in corpus.pages if p.positive}
-    tp, fp, fn = len(predicted & truth), len(predicted - truth), len(truth - predicted)
-    precision = tp / (tp + fp) if tp + fp else 0.0
-    recall = tp / (tp + fn) if tp + fn else 0.0
-    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-    per_class = {}
-    for cls in CLASSES:
-        pairs = {pair for pair in truth if label[pair[0]] == cls}
-        per_class[cls] = len(pairs & predicted) / len(pairs) if pairs else None
-    wrong = Counter(
-        "wrong_work" if page in positive else label[page] for page, _ in predicted - truth
-    )
-    kinds = (*NEGATIVE_KINDS, "wrong_work")
-    return {
-        "precision": precision,
-        "recall": recall,
-        "f1": f1,
-        "per_class": per_class,
-        "false_positives": {kind: wrong[kind] for kind in kinds},
-        "tp": tp,
-        "fp": fp,
-        "fn": fn,
-    }
-
-
 def run_system(
     name: str, find: Callable[[], set[Pair]], corpus: Corpus, log: Callable[[str], None]
 ) -> dict[str, Any]:
@@ -211,7 +181,7 @@ def run_system(
     start = time.perf_counter()
     pairs = find()
     seconds = time.perf_counter() - start
-    return score(pairs, corpus) | {"seconds": round(seconds, 3)}
+    return corpus.score(pairs) | {"seconds": round(seconds, 3)}
 
 
 # --- report ------------------------------------------------------------------------------

@@ -12,7 +12,9 @@ picked in proportion to its length, then a window of its content-character 3-gra
 length drawn log-uniformly from 8 to 2000 3-grams, at a uniform offset. Each window's value
 is the 64-bit simhash of its 3-gram hashes weighted by term frequency, exactly
 ``fingerprint.simhash.simhash_of_hashes`` (the library's default char simhash), computed for
-millions of windows at once from per-text prefix sums of the hash bits. Overlapping windows
+millions of windows at once from per-text prefix sums of the hash bits; every run checks
+:data:`CHECKED_WINDOWS` of them against the library's function and stops on a difference
+(``checked_windows`` in the JSON). Overlapping windows
 make real near-duplicates and uneven buckets. The skewed set takes the same values and
 overwrites, in about half of them, one 16-bit block with one of 8 hot values (chosen by a
 hash of the value's top byte, so near-duplicates stay near-duplicates): each of the 4
@@ -65,9 +67,11 @@ from typing import Any
 import numpy as np
 import redis
 
+from bench import synthetic
 from fingerprint.hashing import fmix64
 from fingerprint.minhash import oph_signature
 from fingerprint.normalize import normalize
+from fingerprint.simhash import simhash_of_hashes
 from fingerprint.tokens import ngram_hash_array
 from matcher.index.redis_clients import connect_url
 from matcher.index.redis_io import IndexClient, connect
@@ -89,6 +93,8 @@ HOT_VALUES = 8
 TARGETS = {"bytes_per_fingerprint": 64.0, "queries_per_s": 20_000.0, "p99_ms": 2.0}
 TARGET_SKEW = 2.0
 NUM_PERM = 128
+CHECKED_WINDOWS = 64
+"""How many of a run's windows have their fast simhash checked against the library's."""
 LSH_THRESHOLD = 0.8
 
 
@@ -137,6 +143,22 @@ class Corpus:
         return self.hashes[text][start : start + length]
 
 
+def check_simhashes(corpus: Corpus, windows: np.ndarray, values: np.ndarray) -> int:
+    """Check the first :data:`CHECKED_WINDOWS` fast window simhashes against
+    ``simhash_of_hashes`` of the same 3-grams (term frequencies as weights); a difference
+    stops the run. Returns how many were checked."""
+    checked = min(CHECKED_WINDOWS, len(windows))
+    for window, value in zip(windows[:checked], values[:checked].tolist(), strict=True):
+        hashes, tf = np.unique(corpus.grams(window), return_counts=True)
+        expected = simhash_of_hashes(hashes, tf.astype(np.float64))
+        if value != expected:
+            raise SystemExit(
+                f"index_bench: the fast simhash of window {window.tolist()} is {value:#x}, "
+                f"the library's {expected:#x}"
+            )
+    return checked
+
+
 def skew(values: np.ndarray, seed: int) -> np.ndarray:
     """About half the values get one 16-bit block overwritten by one of 8 hot values.
 
@@ -177,6 +199,7 @@ class Workload:
     skewed_queries: np.ndarray
     stored_windows: np.ndarray
     query_windows: np.ndarray  # the window each query came from (for the MinHash peer)
+    checked_windows: int  # how many fast simhashes were checked against the library's
 
 
 def make_workload(corpus: Corpus, n: int, queries: int, seed: int) -> Workload:
@@ -184,6 +207,7 @@ def make_workload(corpus: Corpus, n: int, queries: int, seed: int) -> Workload:
     fresh = queries // 2
     windows = corpus.windows(n + fresh, rng)
     values = corpus.simhashes(windows)
+    checked = check_simhashes(corpus, windows, values)
     stored, new = values[:n], values[n:]
     picked = rng.integers(0, n, queries - fresh)
     skewed_all = skew(values, seed + 1)
@@ -195,6 +219,7 @@ def make_workload(corpus: Corpus, n: int, queries: int, seed: int) -> Workload:
         skewed_queries=np.concatenate([flip_bits(skewed_all[picked], rng), skewed_all[n:]])[mix],
         stored_windows=windows[:n],
         query_windows=np.concatenate([windows[picked], windows[n:]])[mix],
+        checked_windows=checked,
     )
 
 
@@ -625,6 +650,7 @@ def run(texts: Sequence[str] | None, args: argparse.Namespace, say) -> dict[str,
             f"log-uniform lengths, uniform offsets); skewed set: about half with one 16-bit "
             f"block set to one of {HOT_VALUES} hot values, picked by a hash of the top byte"
         ),
+        "checked_windows": work.checked_windows,
         "queries": args.queries,
         "latency_queries": args.latency_queries,
         "batch": args.batch,
@@ -692,13 +718,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--json", type=Path, default=None, metavar="OUT", help="write JSON here (default: none)"
     )
-    parser.add_argument(
-        "--texts",
-        type=Path,
-        default=None,
-        metavar="JSON",
-        help="a JSON list of texts replacing the Debian corpus (the smoke test's)",
-    )
+    synthetic.add_option(parser)
     args = parser.parse_args(argv)
     sizes = (args.n, args.peer_n, args.repeat, args.queries, args.latency_queries, args.batch)
     if min(sizes) < 1 or args.peer_queries < 1:
@@ -715,8 +735,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
     ``texts`` replaces the Debian corpus (the smoke test passes a small synthetic one).
     """
     args = parse_args(argv)
-    if texts is None and args.texts is not None:
-        texts = json.loads(args.texts.read_text(encoding="utf-8"))
+    texts = synthetic.texts(args, texts)
     quiet = texts is not None
     say = (lambda _msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
     result = run(texts, args, say)

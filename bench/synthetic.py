@@ -1,12 +1,15 @@
-"""``--synthetic COUNT[:SEED]``: a benchmark's run on synthetic text
-(:func:`tests.sites.eval_corpus.synthetic_texts`) instead of the downloaded corpus; its smoke
-test runs it so, as a command (``python -m bench.NAME --quick --synthetic 40:5 --json OUT``).
+"""``--synthetic COUNT[:SEED]`` or ``--texts JSON``: a benchmark's run on synthetic text
+(:func:`tests.sites.eval_corpus.synthetic_texts`), or on the texts of a JSON list, instead of
+the downloaded corpus; its smoke test runs it so, as a command (``python -m bench.NAME
+--quick --synthetic 40:5 --json OUT``).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Sequence
+from pathlib import Path
 
 
 def count_and_seed(value: str) -> tuple[int, int]:
@@ -19,7 +22,9 @@ def count_and_seed(value: str) -> tuple[int, int]:
 
 
 def add_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
+    """``--synthetic`` and ``--texts``, one or the other."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
         "--synthetic",
         type=count_and_seed,
         default=None,
@@ -27,13 +32,36 @@ def add_option(parser: argparse.ArgumentParser) -> None:
         help="COUNT synthetic texts (random words; SEED default 0) instead of the downloaded "
         "corpus (the smoke tests' runs)",
     )
+    group.add_argument(
+        "--texts",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="a JSON list of texts instead of the downloaded corpus (default: none)",
+    )
 
 
 def texts(args: argparse.Namespace, given: Sequence[str] | None) -> Sequence[str] | None:
-    """``given`` if any, else the synthetic texts ``--synthetic`` asks for, else ``None``."""
-    if given is not None or args.synthetic is None:
+    """``given`` if any, else the texts of ``--texts``, else the synthetic texts
+    ``--synthetic`` asks for, else ``None``."""
+    if given is not None:
         return given
+    if args.texts is not None:
+        return texts_file(args.texts)
+    if args.synthetic is None:
+        return None
     from tests.sites.eval_corpus import synthetic_texts
 
     count, seed = args.synthetic
     return synthetic_texts(count, seed=seed)
+
+
+def texts_file(path: Path) -> list[str]:
+    """The texts of a JSON list in ``path``; anything else stops the run with one line."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SystemExit(f"--texts {path}: {exc}") from None
+    if not isinstance(found, list) or not all(isinstance(t, str) for t in found):
+        raise SystemExit(f"--texts {path}: not a JSON list of strings")
+    return found

@@ -186,7 +186,7 @@ def engine(redis_client: redis.Redis, mongo_db: Database) -> Engine:
     ``fptrack-test``)."""
     from matcher.matching.engine import Engine
 
-    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     return Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
 
 

@@ -1,7 +1,8 @@
 """The embedded scan's in-memory MongoDB: a mongomock client whose collections find
-documents by ``_id`` without reading the whole collection, and take pymongo's bulk writes.
+documents by ``_id`` without reading the whole collection, read their cursors in linear
+time, and take pymongo's bulk writes.
 
-Two things of MongoDB's that the scan's store needs and mongomock lacks:
+Three things of MongoDB's that the scan's store needs and mongomock lacks:
 
 - mongomock answers every filter by testing every document of the collection, so a scan
   that looks pages up by id (:meth:`matcher.store.pages.Pages.get_page`, ``page_slot``, the
@@ -15,6 +16,11 @@ Two things of MongoDB's that the scan's store needs and mongomock lacks:
   with the collection's documents; this also makes mongomock's check of the unique indexes
   at every write (a filter on the index's fields) cheap. Any other filter goes the usual
   way.
+- mongomock's cursor copies the rest of its results at every step (a slice of what is
+  left), so reading a cursor of n documents costs n²/2 copies: minutes for the tallies'
+  recount of a large store, and for every aggregation, which reads its collection through
+  ``find``. A :class:`MemoryCollection`'s ``find`` gives a :class:`LinearCursor`, which
+  steps through the same results by index.
 - mongomock's ``bulk_write`` hands each request a builder whose ``add_update`` does not
   take the ``sort`` that current pymongo's ``UpdateOne`` passes (a ``TypeError``). A
   :class:`MemoryCollection` gives the requests a builder of its own that applies each one
@@ -24,7 +30,8 @@ Both are overrides in subclasses of mongomock's public classes (``MongoClient``,
 ``Database``, ``Collection``), made by :func:`memory_client`: no mongomock object or class is
 patched. The subclasses' objects are built on the stores mongomock made for its own
 (``_store``, ``_db_store``), so listing, dropping and counting work as in mongomock, and
-``_iter_documents``, ``_insert``, ``_update`` and ``_ensure_uniques`` are overridden, not
+``_iter_documents``, ``_insert``, ``_update``, ``_ensure_uniques`` and the cursor's step
+are overridden, not
 replaced; an upgrade of mongomock that changes those fails ``tests/admin/test_scan_store.py``,
 which compares the answers with plain mongomock's and the server's, or
 ``tests/admin/test_memory_index.py``, which compares them with plain mongomock's through
@@ -41,6 +48,7 @@ from typing import Any
 
 import mongomock
 from bson import ObjectId
+from mongomock.collection import Cursor
 from mongomock.filtering import filter_applies
 from pymongo.errors import BulkWriteError, DuplicateKeyError
 from pymongo.results import BulkWriteResult
@@ -195,6 +203,12 @@ class MemoryCollection(mongomock.Collection):
             index.rebuild(fields, self._store.documents)
         return index
 
+    def find(self, *args: Any, **kwargs: Any) -> LinearCursor:
+        """mongomock's ``find``, its cursor a :class:`LinearCursor`."""
+        cursor = super().find(*args, **kwargs)
+        cursor.__class__ = LinearCursor
+        return cursor
+
     def _iter_documents(self, spec: Any) -> Iterator[dict]:
         """mongomock's one way to the documents a filter selects (find, update, delete and
         count all go through it): those of a plain ``_id`` filter taken by their ids, those
@@ -246,6 +260,23 @@ class MemoryCollection(mongomock.Collection):
         if builder.details["writeErrors"]:
             raise BulkWriteError(builder.details)
         return BulkWriteResult(builder.details, acknowledged=True)
+
+
+class LinearCursor(Cursor):
+    """A mongomock cursor that steps through its results by index: the same documents in
+    the same order, without copying those left at every step."""
+
+    def __next__(self) -> Any:
+        results = self._compute_results()
+        if self._limit and self._emitted >= abs(self._limit):
+            raise StopIteration
+        index = self._skip + self._emitted
+        if index >= len(results):
+            raise StopIteration
+        self._emitted += 1
+        return results[index]
+
+    next = __next__
 
 
 class _Requests:

@@ -15,7 +15,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, IndexModel
 from pymongo.errors import DuplicateKeyError
 
-from matcher.store.memory import memory_client
+from matcher.store.memory import LinearCursor, memory_client
 
 INDEXES = [
     IndexModel([("a", ASCENDING), ("b", ASCENDING)], unique=True),
@@ -120,6 +120,27 @@ def test_indexed_lookups_answer_as_plain_mongomock(seed: int) -> None:
     fast.create_indexes(INDEXES)
     fast.insert_one({"a": 1, "b": 1, "tags": ["t1"]})
     assert [d["a"] for d in fast.find({"tags": "t1"})] == [1]
+
+
+def test_cursors_step_through_what_plain_mongomock_returns() -> None:
+    fast = memory_client()["t"]["docs"]
+    plain = mongomock.MongoClient(tz_aware=True)["t"]["docs"]
+    for coll in (fast, plain):
+        coll.insert_many([{"_id": i, "n": i % 7, "i": i} for i in range(60)])
+    queries = [
+        lambda c: c.find({}),
+        lambda c: c.find({"n": {"$gt": 2}}, {"i": 1}).sort("i", -1),
+        lambda c: c.find({}).sort([("n", 1), ("i", -1)]).skip(5).limit(12),
+        lambda c: c.find({}).skip(58).limit(10),
+        lambda c: c.find({}).limit(-3),
+        lambda c: c.aggregate([{"$group": {"_id": "$n", "c": {"$sum": 1}}}]),
+    ]
+    for query in queries:
+        assert list(query(fast)) == list(query(plain))
+    cursor = fast.find({}).sort("i", 1)
+    assert type(cursor) is LinearCursor
+    assert next(cursor)["i"] == 0 and cursor.next()["i"] == 1
+    assert type(plain.find({})) is not LinearCursor  # mongomock's own class is left as it is
 
 
 def test_a_page_is_looked_up_by_its_url_or_an_alias_in_one_read() -> None:

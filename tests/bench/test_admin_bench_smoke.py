@@ -12,11 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import mongomock
 import pytest
-from mongomock.collection import Cursor
 
-from bench import admin_bench  # linear_cursors, a unit of the benchmark (below)
 from tests.support.benchmarks import benchmark
 
 pytestmark = pytest.mark.bench
@@ -56,24 +53,3 @@ def test_quick_run_writes_every_key(tmp_path: Path) -> None:
     printed = done.stdout
     assert "PASS" in printed or "MISS" in printed
     assert "naive" in printed
-
-
-def test_linear_cursors_return_what_mongomock_returns() -> None:
-    collection = mongomock.MongoClient()["db"]["docs"]
-    collection.insert_many([{"n": i % 7, "i": i} for i in range(60)])
-    queries = [
-        lambda: collection.find({}),
-        lambda: collection.find({"n": {"$gt": 2}}, {"i": 1}).sort("i", -1),
-        lambda: collection.find({}).sort([("n", 1), ("i", -1)]).skip(5).limit(12),
-        lambda: collection.find({}).skip(58).limit(10),
-        lambda: collection.find({}).limit(-3),
-        lambda: collection.aggregate([{"$group": {"_id": "$n", "c": {"$sum": 1}}}]),
-    ]
-    expected = [list(q()) for q in queries]
-    original = Cursor.__next__
-    with admin_bench.linear_cursors():
-        assert Cursor.__next__ is not original
-        assert [list(q()) for q in queries] == expected
-        cursor = collection.find({}).sort("i", 1)
-        assert next(cursor)["i"] == 0 and cursor.next()["i"] == 1
-    assert Cursor.__next__ is original

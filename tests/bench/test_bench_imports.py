@@ -16,13 +16,6 @@ BENCH = ROOT / "bench"
 TESTS = ROOT / "tests"
 SHARED = ("tests.servers", "tests.sites")
 """What the benchmarks may import of the tests."""
-STILL_IMPORTING = {
-    "tests/bench/test_admin_bench_smoke.py",  # linear_cursors against mongomock's cursors
-    "tests/bench/test_eval_smoke.py",  # score, the fptrack adapter on a fake engine, the peer
-    "tests/bench/test_index_bench_smoke.py",  # the window simhashes against the library's
-}
-"""Tests of a benchmark's own units, which import them; every benchmark run, theirs included,
-is a command (``python -m bench.NAME ... --json OUT``, :mod:`tests.support.benchmarks`)."""
 
 
 def modules(folder: Path = BENCH) -> dict[str, ast.Module]:
@@ -74,9 +67,7 @@ def test_imports_go_one_way() -> None:
     }
     assert found == {}, f"bench/ imports the tests (move what it needs to {SHARED}): {found}"
     found = {
-        name: lines
-        for name, tree in modules(TESTS).items()
-        if (lines := imports_of(tree, "bench")) and name not in STILL_IMPORTING
+        name: lines for name, tree in modules(TESTS).items() if (lines := imports_of(tree, "bench"))
     }
     assert found == {}, f"tests/ imports bench (run the benchmark as a command): {found}"
 

@@ -1,8 +1,8 @@
 """Smoke test of ``python -m bench.index_bench`` with tiny sizes on synthetic text (no download).
 
 It checks that the benchmark runs end to end against the test Redis database and writes
-every JSON key; it never asserts a speed. It also checks that the benchmark's fast window
-simhashes are the library's simhashes of the same 3-grams.
+every JSON key, its fast window simhashes checked against the library's by the run itself;
+it never asserts a speed.
 """
 
 from __future__ import annotations
@@ -11,12 +11,9 @@ import json
 import random
 from pathlib import Path
 
-import numpy as np
 import pytest
 import redis
 
-from bench import index_bench
-from fingerprint.simhash import simhash_of_hashes
 from tests.support.benchmarks import benchmark
 
 pytestmark = pytest.mark.bench
@@ -28,15 +25,6 @@ ROW_KEYS = ("n", "load_s", "bytes_per_fingerprint", "single_queries_per_s", "p50
 def _texts(count: int, chars: int, seed: int = 0) -> list[str]:
     rng = random.Random(seed)
     return ["".join(rng.choice(HAN + "，。") for _ in range(chars)) for _ in range(count)]
-
-
-def test_window_simhashes_are_the_library_simhashes() -> None:
-    corpus = index_bench.Corpus.from_texts(_texts(5, 400))
-    windows = corpus.windows(50, np.random.default_rng(0))
-    fast = corpus.simhashes(windows)
-    for window, value in zip(windows, fast.tolist(), strict=True):
-        hashes, tf = np.unique(corpus.grams(window), return_counts=True)
-        assert value == simhash_of_hashes(hashes, tf.astype(np.float64))
 
 
 def test_tiny_run_writes_every_key(redis_client: redis.Redis, tmp_path: Path) -> None:
@@ -54,6 +42,7 @@ def test_tiny_run_writes_every_key(redis_client: redis.Redis, tmp_path: Path) ->
 
     result = json.loads(out.read_text(encoding="utf-8"))
     assert result["n"] == 1500 and result["peer_n"] == 300
+    assert result["checked_windows"] == 64  # each the library's simhash, or the run stops
     for key in ("queries_per_s", "p50_ms", "p99_ms", "skew_cost_ratio"):
         assert result[key] > 0, key
     assert isinstance(result["bytes_per_fingerprint"], float)  # a server-wide delta: any sign

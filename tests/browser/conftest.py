@@ -94,7 +94,7 @@ class QuietHandler(WSGIRequestHandler):
 
 @pytest.fixture
 def server(redis_client: redis.Redis, mongo_db: Database) -> Iterator[Server]:
-    settings = Settings(  # the alert receivers are on 127.0.0.1: the opt-in for them
+    settings = Settings.from_env(  # the alert receivers are on 127.0.0.1: the opt-in for them
         redis_prefix="fptrack-test-browser", mongo_db=mongo_db.name, alert_allow_private=True
     )
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)

@@ -69,7 +69,8 @@ def test_a_killed_process_is_started_again_within_seconds(
     with supervisord_start(tmp_path, **SECRET) as (env, supervisord):
         eventually(lambda: fptrack("check", env=env).status == 0, 120, "fptrack check to pass")
         assert healthz(env)
-        before = running(tmp_path, env)
+        eventually(lambda: running(tmp_path, env), 60, "supervisorctl status: all RUNNING")
+        before = running(tmp_path, env)  # RUNNING once up for startsecs (5 s)
         assert sorted(before) == sorted(PROGRAMS), status(tmp_path, env)
         for program, command in (("worker", "fptrack worker"), ("admin", "fptrack admin serve")):
             killed = before[program]
@@ -105,6 +106,7 @@ def test_a_redis_restart_is_waited_out_by_every_program(tmp_path: Path) -> None:
         own = {"FPTRACK_REDIS_URL": redis_url(server), "FPTRACK_BROKER_URL": redis_url(server)}
         with supervisord_start(tmp_path, **SECRET, **own) as (env, _):
             eventually(lambda: fptrack("check", env=env).status == 0, 120, "fptrack check")
+            eventually(lambda: running(tmp_path, env), 60, "supervisorctl status: all RUNNING")
             before = running(tmp_path, env)
             assert sorted(before) == sorted(PROGRAMS), status(tmp_path, env)
             server.stop()

@@ -280,7 +280,7 @@ def test_retries_and_failures_are_counted_in_redis_for_the_metrics(
     ``Keys.task_events``, which the admin's ``/metrics`` reads; the failure record, which the
     store cannot take (it is what is down), is kept in Redis and written, with the time the
     task failed, by the first task that finds MongoDB answering."""
-    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     dead = pymongo.MongoClient("mongodb://127.0.0.1:1", serverSelectionTimeoutMS=200)
     down = Engine(settings, Store(dead[mongo_db.name]), redis_client)
     monkeypatch.setattr(tasks.process_page, "max_retries", 2)
@@ -359,7 +359,7 @@ def test_outage_is_retried_then_recorded_and_nothing_is_half_written(
 ) -> None:
     """Redis down for good: the task retries (eagerly here), then leaves a failure record;
     the page stays pending with no match, fingerprint or index entry written."""
-    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     up = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     up.add_work(sample("lighthouse.txt"), title="lighthouse", source="l.txt")
     page = Ingest(up.store, lambda page_id: None).page(

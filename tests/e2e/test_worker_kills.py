@@ -104,7 +104,7 @@ def reference(
     (dropped after)."""
     name = f"{mongo_db.name}-ref-{uuid.uuid4().hex[:6]}"
     engine = Engine.open(
-        Settings(redis_prefix=f"fptrack-ref-{uuid.uuid4().hex[:8]}", mongo_db=name),
+        Settings.from_env(redis_prefix=f"fptrack-ref-{uuid.uuid4().hex[:8]}", mongo_db=name),
         mongo_client=mongo_db.client,
         redis_client=redis_client,
     )

@@ -89,7 +89,7 @@ def engine(index_backend: str, request: pytest.FixtureRequest, mongo_db: Databas
     """An engine on a fresh database of the MongoDB server and the test's index backend: the
     server, or the cluster, or the in-memory twin (``memory``) in a module's
     ``INDEX_BACKENDS``."""
-    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     if index_backend == "memory":
         return Engine.open(settings, mongo_client=mongo_db.client, storage=MemoryStorage())
     client: IndexClient = request.getfixturevalue("index_client")

@@ -24,7 +24,7 @@ from tests.conftest import TEST_REDIS_URL
 from tests.servers.net import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = Settings(
+SETTINGS = Settings.from_env(
     redis_prefix="fptrack-test", crawl_timeout=120, visibility_timeout=300, crawl_lease=10
 )
 KEYS = Keys("fptrack-test").crawl("pirate")
@@ -182,7 +182,7 @@ def crawl_while(
     pages |= {f"/c/{n}.html": (200, {"Content-Type": "text/html"}, slow) for n in range(60)}
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FPTRACK_REDIS_URL": TEST_REDIS_URL}
     env |= {"FPTRACK_REDIS_PREFIX": "fptrack-test", "FPTRACK_CRAWL_LEASE": "3"}
-    settings = Settings(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
+    settings = Settings.from_env(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
     with FixtureSite(pages) as site:
         store.sites.save_site(SiteConfig(name="pirate", start_urls=(site.url("/"),)))
         result: list[dict] = []
@@ -252,7 +252,7 @@ def crawl_emptied(
     client = redis.Redis.from_url(url)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "FPTRACK_REDIS_URL": url}
     env |= {"FPTRACK_REDIS_PREFIX": "fptrack-test", "FPTRACK_CRAWL_LEASE": "3"}
-    settings = Settings(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
+    settings = Settings.from_env(redis_prefix="fptrack-test", crawl_timeout=120, crawl_lease=3)
     pages = {"/": (200, {"Content-Type": "text/html"}, start_page)}
     pages["/c/1.html"] = page("<html><body><p>" + "盗版章节正文。" * 40 + "</p></body></html>")
     result: list[dict[str, Any]] = []

@@ -313,7 +313,9 @@ def test_a_work_registered_again_with_its_near_twin_text_becomes_its_twin(
 
 
 def test_near_twins_can_be_turned_off(index_client, mongo_db) -> None:
-    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name, near_twin_share=0)
+    settings = Settings.from_env(
+        redis_prefix="fptrack-test", mongo_db=mongo_db.name, near_twin_share=0
+    )
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
     ids = [engine.add_work(t, title=f"灯塔{n}", key=f"e{n}") for n, t in enumerate(editions(TEXT))]
     assert not any("same_text_as" in engine.store.works.get_work(i) for i in ids)
@@ -379,7 +381,7 @@ def test_three_editions_and_a_page_holding_one_of_them(engine: Engine) -> None:
 def test_without_editions_the_shared_text_of_three_is_boilerplate(index_client, mongo_db) -> None:
     """What the page above met before editions were grouped: the text three editions share
     taken for boilerplate, and the 300-odd characters of an edition's own too few alone."""
-    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     settings = replace(settings, policy=replace(settings.policy, edition_share=0))
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index_client)
     texts = three_editions()

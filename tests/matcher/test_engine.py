@@ -357,7 +357,7 @@ def test_pages_matched_together_get_the_records_of_pages_matched_one_at_a_time(
         )
 
     alone_db = mongo_db.client[mongo_db.name + "_alone"]
-    settings = Settings(redis_prefix="fptrack-test-alone", mongo_db=alone_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test-alone", mongo_db=alone_db.name)
     alone = Engine.open(settings, mongo_client=mongo_db.client, storage=MemoryStorage())
     for name in ("lighthouse.txt", "river-town.txt", "tea-history.txt", "star-voyage.txt"):
         alone.add_work(sample(name), title=name, source=f"samples/{name}")

@@ -136,7 +136,7 @@ def test_a_partial_index_never_retracts_a_match(engine: Engine) -> None:
 def test_a_master_restarted_empty_loses_only_its_groups_and_they_are_rebuilt(
     redis_cluster: LocalCluster, cluster_client: RedisCluster, mongo_db: Database
 ) -> None:
-    settings = Settings(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test", mongo_db=mongo_db.name)
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=cluster_client)
     cluster = redis_cluster
     ids = {n: engine.add_work(sample(n), title=n) for n in NAMES}

@@ -24,7 +24,7 @@ from tests.conftest import SERVERS, TEST_BROKER_URL, TEST_REDIS_URL
 from tests.servers.fixture_site import FixtureSite, page
 
 ROOT = Path(__file__).resolve().parents[2]
-SETTINGS = Settings(
+SETTINGS = Settings.from_env(
     redis_prefix="fptrack-test", crawl_timeout=120, visibility_timeout=300, crawl_lease=10
 )
 KEYS = Keys("fptrack-test").crawl("pirate")

@@ -404,6 +404,34 @@ class Corpus:
         """The (page id, work id) pairs that are copies."""
         return {(p.id, w) for p in self.pages for w in p.works}
 
+    def score(self, predicted: set[Pair]) -> dict[str, Any]:
+        """Precision, recall and F1 of the ``predicted`` pairs, recall per class, false
+        positives per kind (a copy attributed to another work: ``wrong_work``)."""
+        truth = self.truth()
+        label = {p.id: p.label for p in self.pages}
+        positive = {p.id for p in self.pages if p.positive}
+        tp, fp, fn = len(predicted & truth), len(predicted - truth), len(truth - predicted)
+        precision = tp / (tp + fp) if tp + fp else 0.0
+        recall = tp / (tp + fn) if tp + fn else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        per_class = {}
+        for cls in CLASSES:
+            pairs = {pair for pair in truth if label[pair[0]] == cls}
+            per_class[cls] = len(pairs & predicted) / len(pairs) if pairs else None
+        wrong = Counter(
+            "wrong_work" if page in positive else label[page] for page, _ in predicted - truth
+        )
+        return {
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "per_class": per_class,
+            "false_positives": {kind: wrong[kind] for kind in (*NEGATIVE_KINDS, "wrong_work")},
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+        }
+
     def sizes(self) -> dict[str, Any]:
         """Numbers for the report and the JSON output."""
         lengths = sorted(len(w.text) for w in self.works)

@@ -40,7 +40,7 @@ def product_hasher() -> Iterator[PasswordHasher]:
 @pytest.fixture
 def web_ctx(redis_client: redis.Redis, mongo_db: Database) -> Context:
     """A context over a fresh database of the test MongoDB server and the test Redis database."""
-    settings = Settings(redis_prefix="fptrack-test-web", mongo_db=mongo_db.name)
+    settings = Settings.from_env(redis_prefix="fptrack-test-web", mongo_db=mongo_db.name)
     engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=redis_client)
     return Context(settings=settings, engine=engine)
 

@@ -329,7 +329,7 @@ def test_the_session_cookie_does_not_open_the_api(as_admin: FlaskClient) -> None
 def test_requests_are_rate_limited_per_user(
     web_ctx: Context, dispatch: InlineDispatch, redis_client: Any
 ) -> None:
-    settings = Settings(
+    settings = Settings.from_env(
         redis_prefix=web_ctx.settings.redis_prefix,
         mongo_db=web_ctx.settings.mongo_db,
         api_rate_per_minute=3,

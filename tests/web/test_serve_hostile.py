@@ -277,7 +277,7 @@ def test_a_stopped_redis_is_a_503_where_a_page_needs_it(tmp_path: Path, mongo_db
     server.start()
     try:
         index = connect_url(redis_url(server), COMMAND)  # gives up within a second
-        settings = Settings(redis_prefix="fptrack-test-outage", mongo_db=mongo_db.name)
+        settings = Settings.from_env(redis_prefix="fptrack-test-outage", mongo_db=mongo_db.name)
         engine = Engine.open(settings, mongo_client=mongo_db.client, redis_client=index)
         ctx = Context(settings=settings, engine=engine)
         accounts(engine.store)

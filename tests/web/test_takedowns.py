@@ -47,7 +47,7 @@ def smtp() -> Iterator[tuple[str, list]]:
 @pytest.fixture
 def web_ctx(redis_client: redis.Redis, mongo_db: Database, smtp: tuple[str, list]) -> Context:
     """The web suite's context, with the SMTP server for notices."""
-    settings = Settings(
+    settings = Settings.from_env(
         redis_prefix="fptrack-test-web", mongo_db=mongo_db.name, smtp_url=smtp[0],
         smtp_from="fptrack@rights.example",
     )  # fmt: skip
