@@ -111,9 +111,10 @@ def test_a_benchmark_runs_as_a_module() -> None:
 
 
 def test_every_smoke_test_module_carries_the_bench_marker() -> None:
-    """`python -m pytest` leaves the smoke tests out by their marker (``-m 'not bench'`` in
-    the addopts) and CI runs them in a step of their own (``-m bench``): a smoke module
-    without ``pytestmark = pytest.mark.bench`` would run in both, or be dropped from the step."""
+    """The smoke tests are selected (``-m bench``) or left out (``-m 'not bench'``) by their
+    marker: a smoke module without ``pytestmark = pytest.mark.bench`` would run with
+    ``-m 'not bench'``, which promises the suite without the benchmarks, and be missing from
+    ``-m bench``."""
     unmarked = []
     for path in sorted((ROOT / "tests" / "bench").glob("test_*_smoke.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
