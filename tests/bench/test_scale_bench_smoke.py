@@ -39,5 +39,6 @@ def test_register_only_reports_wall_and_cpu_seconds(tmp_path: Path) -> None:
     assert data["register_wall_s"] > 0 and data["register_cpu_s"] > 0
     # the redis-server is the bench's own; the store is the test session's, not read
     assert list(data["register_server_cpu_s"]) == ["redis"]
-    assert all(run["server_cpu_s"]["redis"] > 0 for run in data["register_runs"])
+    used = [run["server_cpu_s"]["redis"] for run in data["register_runs"]]
+    assert min(used) >= 0 and sum(used) > 0  # /proc counts in ticks: one novel may read 0
     assert "bytes_per_char" not in data
