@@ -30,11 +30,14 @@ pages matched, task failures) are printed and written, never traded for speed. `
 writes ``pages_per_s``, ``bare_pages_per_s``, ``ratio``, ``scan_700_s`` (the median scan
 time, whatever ``--scan-pages`` is), ``crawl_cpu_ratio`` (the end-to-end crawl's CPU a page,
 its ingest's included, over the bare crawl's: target at most 1.2), the targets and the
-details. Defaults: 5,000 pages,
-1,000 works, 3 rounds, 2 workers, scan 700 pages x 150 works x 3 rounds, broker
-``redis://127.0.0.1:6379/13``, index ``redis://127.0.0.1:6379/12`` (flushed only when they
-hold nothing but the benchmark's keys), MongoDB started for the run, seed 0. ``--quick``:
-150 pages, 30 works, 1 round, scan 60 pages x 12 works x 1 round.
+details, and ``hiding_costs``: what reading copies that hide costs a page beside the bare
+crawl's CPU a page (:mod:`bench.hiding_costs`, ``--hiding-costs``; the CSS cascade, Chromium,
+OCR and web fonts, each measured by its own benchmark run quick, about 2 minutes in all).
+Defaults: 5,000 pages, 1,000 works, 3 rounds, 2 workers, scan 700 pages x 150 works x 3
+rounds, broker ``redis://127.0.0.1:6379/13``, index ``redis://127.0.0.1:6379/12`` (flushed
+only when they hold nothing but the benchmark's keys), MongoDB started for the run, seed 0,
+every hiding cost. ``--quick``: 150 pages, 30 works, 1 round, scan 60 pages x 12 works x 1
+round, no hiding cost.
 """
 
 from __future__ import annotations
@@ -58,7 +61,7 @@ from typing import Any
 
 import redis
 
-from bench import command_log, synthetic
+from bench import command_log, hiding_costs, synthetic
 from bench.pipeline_site import BenchSite, build_site
 from bench.pipeline_support import (
     COMMAND_LOG_DIR,
@@ -72,6 +75,8 @@ from bench.pipeline_support import (
 from bench.proc_cpu import cpu_seconds
 from matcher.index.redis_clients import connect_url
 from matcher.store.field_names import INDEX_KEYS
+
+CHROMIUM = "/usr/bin/chromium"
 
 DEFAULTS = {
     "pages": 5000,
@@ -421,10 +426,27 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="seconds to wait for the workers after a crawl (default %(default)s)",
     )
     p.add_argument("--quick", action="store_true", help="smoke sizes (see the module docstring)")
+    p.add_argument(
+        "--hiding-costs",
+        default=None,
+        metavar="PARTS",
+        help="the costs of copies that hide to measure after the rounds (bench.hiding_costs), "
+        f"comma-separated among {','.join(hiding_costs.PARTS)}, or none (default: all; "
+        "--quick: none)",
+    )
+    p.add_argument(
+        "--chromium", default=CHROMIUM, help="the browser of --hiding-costs render "
+        "(default %(default)s)"
+    )  # fmt: skip
     p.add_argument("--json", type=Path, default=None, help="write the figures here")
     p.add_argument("--keep", type=Path, default=None, help="build the sites here and keep them")
     synthetic.add_option(p)
     args = p.parse_args(argv)
+    chosen = args.hiding_costs or ("none" if args.quick else ",".join(hiding_costs.PARTS))
+    args.hiding_costs = [] if chosen == "none" else chosen.split(",")
+    unknown = sorted(set(args.hiding_costs) - set(hiding_costs.PARTS))
+    if unknown:
+        p.error(f"--hiding-costs: unknown part(s) {', '.join(unknown)}")
     sizes = QUICK if args.quick else DEFAULTS
     for name, value in sizes.items():
         if getattr(args, name) is None:
@@ -461,6 +483,7 @@ def main(argv: Sequence[str] | None = None, texts: Sequence[str] | None = None) 
             f"({site.files()} files, {site.copies} copies), {len(site.works)} works"
         )
         result = measure(args, site, scan_site, work)
+    result["hiding_costs"] = hiding_costs.measure(args.hiding_costs, args.chromium, log)
     print_report(result)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
@@ -627,6 +650,8 @@ def print_report(r: dict[str, Any]) -> None:
         f"  {'crawl CPU a page / bare crawl':<34} {r['crawl_cpu_ratio']:>9.2f}  target <= "
         f"{r['targets']['crawl_cpu_ratio']:g}: {verdict}"
     )
+    if r["hiding_costs"]:
+        print("\n".join(hiding_costs.report(r["hiding_costs"], r["bare_cpu_ms_per_page"])))
     commands = r["commands"]
     print(f"  by command and collection (last round, per page; {commands['seconds']:.1f} s):")
     for key, n in commands["by_kind"].items():

@@ -35,6 +35,7 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
         *("--scan-pages", str(SCAN_PAGES), "--scan-works", str(SCAN_WORKS)),
         *("--broker-url", BROKER_URL, "--redis-url", INDEX_URL, "--synthetic", "80"),
         *("--drain-timeout", "180"),
+        *("--hiding-costs", "css,render", "--chromium", str(tmp_path / "no-chromium")),
     ]
     data = run_benchmark("pipeline_bench", *argv, out=out)
     for key in ("pages_per_s", "bare_pages_per_s", "ratio", "scan_700_s"):
@@ -70,6 +71,14 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     assert data["bare_cpu_ms_per_page"] > 0
     assert data["crawl_cpu_ratio"] == pytest.approx(cpu["crawl"] / data["bare_cpu_ms_per_page"])
 
+    # the costs of copies that hide, each by its own benchmark; one that cannot run says why
+    costs = data["hiding_costs"]
+    assert set(costs) == {"css", "render"}
+    assert set(costs["css"]["ms_per_page"]) == {"plain", "styled", "hidden"}
+    assert all(ms > 0 for ms in costs["css"]["ms_per_page"].values())
+    assert costs["css"]["plain_ratio"] > 0 and isinstance(costs["css"]["plain_met"], bool)
+    assert costs["render"] == {"error": f"no browser at {tmp_path / 'no-chromium'} (--chromium)"}
+
     (one,) = data["rounds"]
     sizes = data["sizes"]
     assert PAGES <= sizes["pages"] < PAGES * 1.5  # split pages are two records
@@ -88,6 +97,11 @@ def test_quick_run_processes_every_page_and_writes_json(databases: None, tmp_pat
     # The benchmark cleans up after itself: no key left in either database.
     for url in (BROKER_URL, INDEX_URL):
         assert redis.Redis.from_url(url).dbsize() == 0
+
+
+def test_an_unknown_hiding_cost_is_refused() -> None:
+    done = benchmark("pipeline_bench", "--quick", "--hiding-costs", "css,tarot")
+    assert done.returncode == 2 and "unknown part(s) tarot" in done.stderr, done.stderr
 
 
 def test_a_database_holding_foreign_keys_is_refused(databases: None) -> None:
