@@ -299,6 +299,16 @@ class Settings:
     """Pages of each candidate site a discovery samples."""
     discover_harvest: int = 20
     """Pages of each watched site a discovery reads for the hosts it leads to."""
+    search_url: str = ""
+    """A SearXNG instance (``http(s)://HOST[:PORT]``, its JSON format enabled) that
+    ``fptrack sites search`` asks for sentences of the registered works
+    (:mod:`matcher.sites.search`); "": no search."""
+    search_results: int = 10
+    """Result URLs kept per search query."""
+    search_daily_queries: int = 100
+    """Search queries fptrack sends a day (UTC), whatever runs them."""
+    search_queries_per_work: int = 3
+    """Sentences of each newly registered work searched for."""
     takedown_rechecks: str = "1,3,7,14"
     """Days after a takedown notice when each URL it names is rechecked
     (:mod:`matcher.evidence.takedowns`), comma-separated."""
@@ -445,7 +455,8 @@ class Settings:
             "window_max_df", "max_text_chars", "max_work_chars", "min_work_chars",
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
             "api_rate_per_minute", "pending_after", "query_max_bytes", "tsa_every", "tsa_batch",
-            "takedown_recheck_every", "discover_sample", "discover_harvest",
+            "takedown_recheck_every", "discover_sample", "discover_harvest", "search_results",
+            "search_daily_queries", "search_queries_per_work",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -476,6 +487,8 @@ class Settings:
             raise SettingsError("discover_every must be >= 0, and sample and harvest 1 to 1000")
         if self.takedown_escalate_days <= 0:
             raise SettingsError("takedown_escalate_days must be > 0")
+        if self.search_url and not self.search_url.startswith(("http://", "https://")):
+            raise SettingsError(f"search_url must be an http(s) URL, got {self.search_url!r}")
         if self.tsa_url and not self.tsa_url.startswith(("http://", "https://")):
             raise SettingsError(f"tsa_url must be an http(s) URL, got {self.tsa_url!r}")
         if self.admin_url and not self.admin_url.startswith(("http://", "https://")):

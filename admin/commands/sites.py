@@ -1,4 +1,5 @@
-"""``fptrack sites``: the watched sites and their crawl schedules (add, list, remove)."""
+"""``fptrack sites``: the watched sites and their crawl schedules (add, list, remove), and the
+pirate sites found from them (discover) or through a search engine (search)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from admin.errors import CommandError
 
 if TYPE_CHECKING:
     from admin.context import Context
+    from matcher.sites.discovery import Candidate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -169,6 +171,88 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="pages read per watched site (default: FPTRACK_DISCOVER_HARVEST, 20)",
     )  # fmt: skip
     json_option(p)
+    p = command(
+        sites,
+        "search",
+        run_search,
+        "find pirate sites through a search engine, and rank them",
+        "Ask the SearXNG instance of FPTRACK_SEARCH_URL (its JSON format enabled) for "
+        "distinctive sentences of the works not searched for yet, newest first (--queries "
+        "per work, default FPTRACK_SEARCH_QUERIES_PER_WORK, 3: long sentences said once in "
+        "the work, spread over it, each an exact phrase), within FPTRACK_SEARCH_DAILY_QUERIES "
+        "queries a UTC day (default 100) and FPTRACK_SEARCH_RESULTS result URLs a query "
+        "(default 10). The hosts of the results that are not watched are sampled (--sample "
+        "pages, default FPTRACK_DISCOVER_SAMPLE, 10; robots.txt and the outbound policy "
+        "obeyed), matched and ranked as `sites discover` ranks its candidates, and kept for "
+        "the admin's Discovery page. A failure of the search engine (rate-limited, no "
+        "answer, not its JSON) ends the run with one line and exit status 1, what was found "
+        "until then kept.",
+    )
+    p.add_argument(
+        "--queries",
+        type=int,
+        help="sentences searched per work (default: FPTRACK_SEARCH_QUERIES_PER_WORK, 3)",
+    )
+    p.add_argument(
+        "--works", type=int, default=100,
+        help="works searched for at most, newest first (default 100)",
+    )  # fmt: skip
+    p.add_argument(
+        "--sample",
+        type=int,
+        help="pages sampled per candidate (default: FPTRACK_DISCOVER_SAMPLE, 10)",
+    )
+    json_option(p)
+
+
+def run_search(args: argparse.Namespace, ctx: Context) -> int:
+    from crawler.sample_crawl import sampler
+    from matcher.outbound import fetching
+    from matcher.sites.discovery import candidate_doc
+    from matcher.sites.search import SearchEngine, SearchError
+
+    settings = ctx.settings
+    if not settings.search_url:
+        raise CommandError(
+            "no search engine: set FPTRACK_SEARCH_URL to a SearXNG instance "
+            "(http(s)://HOST[:PORT], its JSON format enabled)",
+            2,
+        )
+    queries = settings.search_queries_per_work if args.queries is None else args.queries
+    sample = settings.discover_sample if args.sample is None else args.sample
+    if not 1 <= queries <= 100 or not 1 <= sample <= 1000 or not 1 <= args.works <= 10000:
+        raise CommandError("--queries takes 1 to 100, --sample 1 to 1000, --works 1 to 10000", 2)
+    try:
+        engine = SearchEngine(settings.search_url, fetching(settings), settings.search_results)
+    except SearchError as exc:
+        raise CommandError(f"FPTRACK_SEARCH_URL: {exc.detail}", 2) from None
+    run = discovery_service(ctx).search(
+        ctx.engine, sampler(settings), engine, budget=settings.search_daily_queries,
+        queries_per_work=queries, sample_pages=sample, works=args.works,
+    )  # fmt: skip
+    if args.json:
+        dump_json(
+            {
+                "works": run.works,
+                "queries": run.queries,
+                "results": run.results,
+                "budget_spent": run.budget_spent,
+                "error": run.error,
+                "candidates": [candidate_doc(c) for c in run.candidates],
+            }
+        )
+    else:
+        print_candidates(run.candidates)
+        print(f"{run.works} work(s) searched for: {run.queries} quer(ies), {run.results} result(s)")
+        if run.budget_spent:
+            print(
+                f"the day's {settings.search_daily_queries} queries are spent "
+                "(FPTRACK_SEARCH_DAILY_QUERIES): the other works wait for tomorrow"
+            )
+    if run.error:
+        print(f"fptrack sites search: {run.error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def run_discover(args: argparse.Namespace, ctx: Context) -> int:
@@ -187,6 +271,12 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
     if args.json:
         dump_json([candidate_doc(c) for c in found])
         return 0
+    print_candidates(found)
+    return 0
+
+
+def print_candidates(found: list[Candidate]) -> None:
+    """The candidates ranked, a line each, then how many (and how many were refused)."""
     for c in found:
         kinds = ", ".join(sorted({lead.kind for lead in c.leads}))
         if c.refused:
@@ -207,7 +297,6 @@ def run_discover(args: argparse.Namespace, ctx: Context) -> int:
             f"{refused} host(s) refused by the outbound policy, not kept"
             " (FPTRACK_OUTBOUND_ALLOW_PRIVATE=true allows internal addresses)"
         )
-    return 0
 
 
 def run_add(args: argparse.Namespace, ctx: Context) -> int:

@@ -1,8 +1,9 @@
 """Pirate sites discovered (:mod:`matcher.sites.discovery`): the candidates ranked, and the two
 decisions on one: watch it (it becomes a watched site) or dismiss it.
 
-Used by the admin's discovery pages (:mod:`admin.web.discovery`) and ``fptrack sites
-discover`` (:mod:`admin.commands.sites`), which runs a discovery.
+Used by the admin's discovery pages (:mod:`admin.web.discovery`), ``fptrack sites
+discover`` (:mod:`admin.commands.sites`), which runs a discovery, and ``fptrack sites
+search``, which runs one through a search engine.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from matcher.sites.discovery import Candidate, Crawler, run_discovery, site_name_for
+from matcher.sites.search import SearchEngine, SearchRun, run_search
 from matcher.sites.site_config import SiteConfig
 from matcher.store.common import now
 
@@ -45,6 +47,24 @@ class DiscoveryService:
         return run_discovery(
             self.store, engine, crawl, harvest=harvest, sample_pages=sample_pages, at=now()
         )
+
+    def search(
+        self,
+        engine: Engine,
+        crawl: Crawler,
+        search_engine: SearchEngine,
+        *,
+        budget: int,
+        queries_per_work: int,
+        sample_pages: int,
+        works: int,
+    ) -> SearchRun:
+        """Search the web for the works not searched for yet, the hosts of the results
+        sampled and ranked (:func:`matcher.sites.search.run_search`); what was done."""
+        return run_search(
+            self.store, engine.match_text, crawl, search_engine, budget=budget,
+            queries_per_work=queries_per_work, sample_pages=sample_pages, at=now(), works=works,
+        )  # fmt: skip
 
     def candidate(self, host: str) -> dict[str, Any] | None:
         return self.store.discovery.candidate(host)

@@ -247,6 +247,19 @@ def discover(
     for site, urls in sorted(watched.items()):
         for url in urls:
             leads += leads_of(site, crawl([url], harvest, watched=True), hosts)
+    return sampled_candidates(leads, crawl, match_text, sample_pages, skip)
+
+
+def sampled_candidates(
+    leads: Iterable[Lead],
+    crawl: Crawler,
+    match_text: Callable[[str], list[dict[str, Any]]],
+    sample_pages: int,
+    skip: set[str],
+) -> list[Candidate]:
+    """Steps 2-3 of the module docstring for the hosts of ``leads`` but those of ``skip``:
+    each sampled unless the outbound policy refuses it; the candidates ranked, then those
+    refused."""
     found = {h: c for h, c in candidates_of(leads).items() if h not in skip}
     for candidate in found.values():
         candidate.refused = crawl.refusal(candidate.home)

@@ -3,8 +3,9 @@ asked of a self-hosted metasearch engine, the hosts of its answers made discover
 
 Monitoring services find most pirate sites by searching the web for passages of each new
 chapter. fptrack asks SearXNG, the standard self-hosted metasearch engine, through its JSON
-API (``GET /search?q=...&format=json``; the instance must list ``json`` among its
-``search.formats``, else it answers 403):
+API (``/search`` with ``q`` and ``format=json``, sent as a form in a POST, which SearXNG
+takes as it takes a GET, so that the sentences stay out of URLs and logs; the instance must
+list ``json`` among its ``search.formats``, else it answers 403):
 
 1. **Queries** (:func:`query_sentences`): sentences of a work's text that a search engine
    can find and that few other texts hold: long enough to be distinctive, short enough to be
@@ -19,6 +20,12 @@ API (``GET /search?q=...&format=json``; the instance must list ``json`` among it
    of kind ``search`` (:class:`matcher.sites.discovery.Lead`: the query as its source, the
    result's title as its words), sampled and ranked as the hosts the watched sites lead to
    are (:mod:`matcher.sites.discovery`).
+
+:func:`run_search` does the three for the works never searched for yet, newest first,
+within a budget of queries a day (UTC) that every run shares
+(:meth:`matcher.store.discovery.Discovery.take_search_query`). A work is marked searched
+once all its queries were answered; a failure of the search engine ends the run (a
+rate-limited engine is not asked again at once), what was found so far sampled and kept.
 """
 
 from __future__ import annotations
@@ -26,13 +33,21 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from matcher.outbound import OutboundError, Policy, request
-from matcher.sites.discovery import Lead, host_of
+from matcher.sites.discovery import (
+    Candidate,
+    Crawler,
+    Lead,
+    candidate_doc,
+    host_of,
+    sampled_candidates,
+)
 
 RESULTS = 10
 """Result URLs kept per query (SearXNG's first page holds about 10)."""
@@ -143,12 +158,17 @@ class SearchEngine:
 
     def search(self, sentence: str) -> list[Result]:
         """The results of ``sentence`` asked as an exact phrase; :class:`SearchError`."""
-        query = urlencode({"q": f'"{sentence}"', "format": "json"})
-        url = f"{self.base}/search?{query}"
+        form = urlencode({"q": f'"{sentence}"', "format": "json"}).encode("ascii")
+        url = f"{self.base}/search"
+        headers = {
+            "Accept": "application/json",
+            "Content-Type": "application/x-www-form-urlencoded",
+        }
         try:
-            answer = request("GET", url, self.policy, headers={"Accept": "application/json"})
+            answer = request("POST", url, self.policy, body=form, headers=headers)
         except OutboundError as exc:
-            raise SearchError(f"the search engine at {self.base}: {exc.detail}") from None
+            reason = exc.detail.removeprefix(f"{url}: ")
+            raise SearchError(f"the search engine at {self.base}: {reason}") from None
         if answer.status == 429:
             raise SearchError(
                 f"the search engine at {self.base} is rate-limiting (429 Too Many Requests)"
@@ -181,3 +201,66 @@ def search_leads(found: Mapping[str, Iterable[Result]], watched: set[str]) -> li
                     Lead(host, result.url, "search", SEARCH_SITE, query, result.title[:100])
                 )
     return leads
+
+
+@dataclass
+class SearchRun:
+    """What one :func:`run_search` did."""
+
+    works: int = 0
+    """Works whose every query was answered (marked searched)."""
+    queries: int = 0
+    results: int = 0
+    budget_spent: bool = False
+    """The day's budget ran out before every work was searched for."""
+    error: str = ""
+    """The search engine's failure that ended the run ("" for none)."""
+    candidates: list[Candidate] = field(default_factory=list)
+
+
+def run_search(
+    store: Any,
+    match_text: Callable[[str], list[dict[str, Any]]],
+    crawl: Crawler,
+    engine: SearchEngine,
+    *,
+    budget: int,
+    queries_per_work: int,
+    sample_pages: int,
+    at: datetime,
+    works: int = 100,
+) -> SearchRun:
+    """Search for the works never searched for yet (at most ``works``, newest first),
+    ``queries_per_work`` sentences each within ``budget`` queries on ``at``'s day; sample
+    the hosts the results lead to, match their pages with ``match_text``, keep the
+    candidates (:meth:`matcher.store.discovery.Discovery.save_candidates`; those refused by
+    the outbound policy are not) and return what was done."""
+    run = SearchRun()
+    found: dict[str, list[Result]] = {}
+    day = at.strftime("%Y-%m-%d")
+    for work in store.works.works_to_search(works):
+        sentences = query_sentences(store.works.work_text(work["_id"]), queries_per_work)
+        asked = 0
+        for sentence in sentences:
+            if not store.discovery.take_search_query(day, budget):
+                run.budget_spent = True
+                break
+            try:
+                found[sentence] = engine.search(sentence)
+            except SearchError as exc:
+                run.error = exc.detail
+                break
+            asked += 1
+            run.queries += 1
+            run.results += len(found[sentence])
+        if asked < len(sentences):
+            break
+        store.works.mark_searched(work, at, asked)
+        run.works += 1
+    watched = {host_of(u) for site in store.sites.list_sites() for u in site.start_urls}
+    leads = search_leads(found, watched)
+    run.candidates = sampled_candidates(
+        leads, crawl, match_text, sample_pages, store.discovery.dismissed_hosts()
+    )
+    store.discovery.save_candidates([candidate_doc(c) for c in run.candidates if not c.refused], at)
+    return run

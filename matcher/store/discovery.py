@@ -1,6 +1,8 @@
 """Pirate sites discovered (:mod:`matcher.sites.discovery`): ``candidates``, one document per host
-(``_id`` its ``host[:port]``) with its evidence (the leads to it from watched sites, the
-sample's matches), its score and its state (``new``, ``watched``, ``dismissed``)."""
+(``_id`` its ``host[:port]``) with its evidence (the leads to it from watched sites or a
+search engine, the sample's matches), its score and its state (``new``, ``watched``,
+``dismissed``); and ``search_days``, the search queries sent each day (``_id`` the UTC day,
+``queries`` their count) against the daily budget (:mod:`matcher.sites.search`)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 
 from pymongo import DESCENDING, UpdateOne
 from pymongo.database import Database
+from pymongo.errors import DuplicateKeyError
 
 from matcher.store.common import checked_str, mongo_errors
 
@@ -57,6 +60,27 @@ class Discovery:
             {"_id": checked_str(host, "host")}, {"$set": {"state": _state(state)}}
         )
         return result.matched_count == 1
+
+    @mongo_errors
+    def take_search_query(self, day: str, budget: int) -> bool:
+        """Count one search query on ``day`` (``YYYY-MM-DD``), if fewer than ``budget``
+        were sent that day; whether it may be sent. Atomic: writers at once never send more
+        than the budget between them."""
+        try:
+            self.db.search_days.update_one(
+                {"_id": checked_str(day, "day"), "queries": {"$lt": int(budget)}},
+                {"$inc": {"queries": 1}},
+                upsert=True,
+            )
+        except DuplicateKeyError:  # the day's document exists and its budget is spent
+            return False
+        return True
+
+    @mongo_errors
+    def search_queries(self, day: str) -> int:
+        """Search queries sent on ``day``."""
+        found = self.db.search_days.find_one({"_id": checked_str(day, "day")})
+        return int(found["queries"]) if found else 0
 
     @mongo_errors
     def dismissed_hosts(self) -> set[str]:

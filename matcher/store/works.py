@@ -255,6 +255,24 @@ class Works:
         return [str(d["_id"]) for d in cursor]
 
     @mongo_errors
+    def works_to_search(self, limit: int) -> list[dict]:
+        """Works never searched for on the web yet (:mod:`matcher.sites.search`), newest
+        first: their id, key and title."""
+        query = {"searched_at": {"$exists": False}, "same_text_as": {"$in": [None, ""]}}
+        cursor = self.db.works.find(query, {"key": 1, "title": 1}).sort(
+            [(field, DESCENDING) for field, _ in REGISTRATION_ORDER]
+        )
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
+
+    @mongo_errors
+    def mark_searched(self, work: dict, at: datetime, queries: int) -> None:
+        """Record that ``work`` (as :meth:`works_to_search` gives it) was searched for."""
+        self.db.works.update_one(
+            {"key": work["key"], "_id": work["_id"]},
+            {"$set": {"searched_at": checked_date(at), "search_queries": int(queries)}},
+        )
+
+    @mongo_errors
     def search_works(
         self, *, text: str = "", limit: int, keyset: bool = False, before: str | None = None
     ) -> list[dict]:

@@ -41,6 +41,7 @@ DOWN: dict[str, tuple[str, ...]] = {
     "sites list": (),
     "sites remove": ("pirate",),
     "sites discover": (),
+    "sites search": (),
     "schedules": (),
     "alerts add": ("ops", "--webhook", "https://hooks.example/ops"),
     "alerts list": (),
@@ -71,8 +72,12 @@ DOWN: dict[str, tuple[str, ...]] = {
 check, before Celery installs its signal handlers and forks its pool or the web server
 starts; running ones have processes of their own (``tests/e2e``)."""
 NO_STORE = {"fingerprint"}
-SETTINGS: dict[str, dict[str, str]] = {"evidence stamp": {"FPTRACK_TSA_URL": "http://127.0.0.1:1/"}}
-"""Settings a command needs before it reaches a store (stamping needs a TSA)."""
+SETTINGS: dict[str, dict[str, str]] = {
+    "evidence stamp": {"FPTRACK_TSA_URL": "http://127.0.0.1:1/"},
+    "sites search": {"FPTRACK_SEARCH_URL": "http://127.0.0.1:1/"},
+}
+"""Settings a command needs before it reaches a store (stamping needs a TSA, a search a
+search engine)."""
 
 
 def test_every_command_is_in_the_set() -> None:

@@ -9,6 +9,7 @@ from bson import ObjectId
 from matcher.errors import StoreUnavailable
 from matcher.pages import CrawledPage
 from matcher.store import INDEXES, Store, StoreError, ids, tallies
+from matcher.store.common import now
 
 STORE_BACKENDS = ("server", "memory")
 """The store's own tests run on the MongoDB-wire server and on the in-memory store."""
@@ -342,3 +343,20 @@ def test_the_backend_is_chosen_by_the_uri() -> None:
     assert isinstance(server.client, pymongo.MongoClient) and server.thread_safe
     assert server.client.write_concern.document == {"w": 1}
     server.close()
+
+
+def test_the_search_budget_of_a_day_is_never_overspent(store: Store) -> None:
+    taken = [store.discovery.take_search_query("2026-12-07", 3) for _ in range(5)]
+    assert taken == [True, True, True, False, False]
+    assert store.discovery.search_queries("2026-12-07") == 3
+    assert store.discovery.take_search_query("2026-12-08", 3)  # a new day, a new budget
+    assert store.discovery.search_queries("2026-12-09") == 0
+
+
+def test_works_are_searched_for_once_newest_first(store: Store) -> None:
+    first, _ = add_work(store, "works/a.txt", "甲")
+    second, _ = add_work(store, "works/b.txt", "乙")
+    assert [w["_id"] for w in store.works.works_to_search(10)] == [second["_id"], first["_id"]]
+    [newest] = store.works.works_to_search(1)
+    store.works.mark_searched(newest, now(), 3)
+    assert [w["_id"] for w in store.works.works_to_search(10)] == [first["_id"]]

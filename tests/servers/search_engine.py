@@ -1,5 +1,6 @@
-"""A local search engine answering as SearXNG's JSON API does (``GET /search?q=...&format=json``
--> ``{"query": ..., "results": [{"url", "title", "content", "engine"}, ...]}``), its results
+"""A local search engine answering as SearXNG's JSON API does (``/search`` with ``q`` and
+``format=json``, in the query string of a GET or the form of a POST -> ``{"query": ...,
+"results": [{"url", "title", "content", "engine"}, ...]}``), its results
 given by the test, and the ways a real instance fails: rate-limited (429), the JSON format
 not enabled (403), an answer that is not JSON, or no answer in time.
 """
@@ -39,8 +40,16 @@ class SearchEngineServer(FixtureServer):
         class Search(QuietHandler):
             def do_GET(self) -> None:
                 parts = urlsplit(self.path)
-                params = parse_qs(parts.query)
+                self._search(parts.path, parse_qs(parts.query))
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                form = self.rfile.read(length).decode("utf-8", "replace")
+                self._search(urlsplit(self.path).path, parse_qs(form))
+
+            def _search(self, path: str, params: dict[str, list[str]]) -> None:
                 query = params.get("q", [""])[0]
+                parts = urlsplit(path)
                 if parts.path != "/search":
                     return self._send(404, b"not found", "text/plain")
                 engine.asked.append(query)
