@@ -1,5 +1,6 @@
 """The Celery tasks that run the crawler's own fetching in a worker: takedown rechecks and
-site discovery, which read pages with the crawler's decoding and extraction.
+site discovery (from the watched sites, or through a search engine), which read pages with
+the crawler's decoding and extraction.
 
 They live here, not in :mod:`matcher.worker.tasks`, so that the backend never imports the
 crawler; the app names this module among its task modules
@@ -15,7 +16,8 @@ from celery import shared_task
 from crawler.one_page import fetcher
 from crawler.sample_crawl import sampler
 from matcher.evidence import takedowns
-from matcher.sites import discovery
+from matcher.outbound import fetching
+from matcher.sites import discovery, search
 from matcher.store import now
 from matcher.worker.tasks import FptrackTask
 
@@ -43,3 +45,24 @@ def discover_sites(self: FptrackTask) -> dict[str, Any]:
     refused = sum(bool(c.refused) for c in found)
     return {"candidates": len(found) - refused, "pirate": sum(c.pirate for c in found),
             "refused": refused}  # fmt: skip
+
+
+@shared_task(bind=True, base=FptrackTask, name="fptrack.search_sites")
+def search_sites(self: FptrackTask) -> dict[str, Any]:
+    """Find pirate sites through the search engine of ``FPTRACK_SEARCH_URL``
+    (:func:`matcher.sites.search.run_search`). A failure of the search engine ends the run
+    and is returned, not retried: the works not answered wait for the next run."""
+    settings = self.runtime.settings
+    if not settings.search_url:
+        return {"error": "no search engine (FPTRACK_SEARCH_URL)"}
+    engine = self.runtime.engine()
+    searcher = search.SearchEngine(settings.search_url, fetching(settings), settings.search_results)
+    run = search.run_search(
+        engine.store, engine.match_text, sampler(settings), searcher,
+        budget=settings.search_daily_queries, queries_per_work=settings.search_queries_per_work,
+        sample_pages=settings.discover_sample, at=now(),
+    )  # fmt: skip
+    refused = sum(bool(c.refused) for c in run.candidates)
+    return {"works": run.works, "queries": run.queries, "error": run.error,
+            "candidates": len(run.candidates) - refused,
+            "pirate": sum(c.pirate for c in run.candidates)}  # fmt: skip

@@ -309,6 +309,9 @@ class Settings:
     """Search queries fptrack sends a day (UTC), whatever runs them."""
     search_queries_per_work: int = 3
     """Sentences of each newly registered work searched for."""
+    search_every: int = 0
+    """Seconds between beat's searches for pirate sites (``sites:search``, with a
+    ``search_url``); 0: never (``fptrack sites search`` runs one)."""
     takedown_rechecks: str = "1,3,7,14"
     """Days after a takedown notice when each URL it names is rechecked
     (:mod:`matcher.evidence.takedowns`), comma-separated."""
@@ -487,6 +490,8 @@ class Settings:
             raise SettingsError("discover_every must be >= 0, and sample and harvest 1 to 1000")
         if self.takedown_escalate_days <= 0:
             raise SettingsError("takedown_escalate_days must be > 0")
+        if self.search_every < 0:
+            raise SettingsError(f"search_every must be >= 0, got {self.search_every}")
         if self.search_url and not self.search_url.startswith(("http://", "https://")):
             raise SettingsError(f"search_url must be an http(s) URL, got {self.search_url!r}")
         if self.tsa_url and not self.tsa_url.startswith(("http://", "https://")):

@@ -23,7 +23,9 @@ files queued since under a trusted timestamp (:mod:`matcher.evidence.stamping`);
 ``FPTRACK_TAKEDOWN_RECHECK_EVERY`` seconds ``takedowns:recheck`` rechecks the URLs of takedown
 notices whose recheck is due (:mod:`matcher.evidence.takedowns`); every ``FPTRACK_DISCOVER_EVERY``
 seconds (a week; 0: never) ``sites:discover`` looks for the pirate sites the watched ones
-lead to (:mod:`matcher.sites.discovery`).
+lead to (:mod:`matcher.sites.discovery`); with a search engine (``FPTRACK_SEARCH_URL``), every
+``FPTRACK_SEARCH_EVERY`` seconds (0, the default: never) ``sites:search`` looks for them
+through it (:mod:`matcher.sites.search`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat. A new entry counts as
 last run when it is saved (Celery's ``ScheduleEntry``), so it first runs at its next time.
@@ -66,6 +68,7 @@ HEAL_INDEXES = "index:heal"
 STAMP_EVIDENCE = "evidence:stamp"
 RECHECK_TAKEDOWNS = "takedowns:recheck"
 DISCOVER_SITES = "sites:discover"
+SEARCH_SITES = "sites:search"
 HEAL_SECONDS = 30
 """How often the heal job looks for lost index groups (:func:`matcher.worker.jobs.heal_indexes`)."""
 REQUEUE_PENDING = "pages:requeue-pending"
@@ -218,6 +221,13 @@ class Schedules:
             self._entry(DISCOVER_SITES, "fptrack.discover_sites", discover, options=options)
         else:
             self._delete(DISCOVER_SITES)
+        if settings.search_every and settings.search_url:
+            every = settings.search_every
+            search = schedule(timedelta(seconds=every))
+            options = {"expires": float(every)}
+            self._entry(SEARCH_SITES, "fptrack.search_sites", search, options=options)
+        else:
+            self._delete(SEARCH_SITES)
         if settings.tsa_url:
             stamp = schedule(timedelta(seconds=settings.tsa_every))
             options = {"expires": float(settings.tsa_every)}

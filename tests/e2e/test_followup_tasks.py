@@ -1,7 +1,8 @@
 """The tasks beat sends for what follows a match, run by a real Celery worker on the test
 broker: ``fptrack.recheck_takedowns`` finds a page its site took down after the notice, and
-``fptrack.discover_sites`` finds the pirate site a watched one links to (on a loopback
-address: the worker's settings allow internal addresses, explicitly)."""
+``fptrack.discover_sites`` finds the pirate site a watched one links to, and
+``fptrack.search_sites`` the one a search engine answers with (on loopback addresses: the
+worker's settings allow internal addresses, explicitly)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from matcher.sites.site_config import SiteConfig
 from matcher.store import now
 from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import enqueue, worker
+from tests.servers.search_engine import SearchEngineServer
 from tests.servers.takedown_site import ChangingSite
 from tests.support.e2e import app, sample
 from tests.support.waits import eventually
@@ -77,3 +79,31 @@ def test_the_worker_rechecks_takedowns_and_discovers_sites(
     assert candidate["pirate"] and candidate["works"][0]["title"] == "灯塔"
     [case] = engine.store.takedowns.cases()
     assert case["checks"][0]["kind"] == "gone" and case["checks"][0]["status"] == 410
+
+
+def test_the_worker_searches_for_new_works(
+    engine: Engine,
+    broker: redis.Redis,
+    sites: tuple[ChangingSite, ChangingSite],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, pirate = sites
+    text = sample("lighthouse.txt")
+    engine.add_work(text, title="灯塔", source="lighthouse.txt")
+    pirate.put("/copy.html", "灯塔", text)
+    answer = [{"url": pirate.url("/copy.html"), "title": "灯塔 - 书友站"}]
+    with SearchEngineServer(lambda query: answer) as search_engine:
+        settings = replace(
+            app.fptrack.settings, outbound_allow_private=True, search_url=search_engine.url("/")
+        )
+        monkeypatch.setattr(app.fptrack, "settings", settings)
+        with worker():
+            crawl_tasks.search_sites.delay()
+            eventually(lambda: engine.store.discovery.candidates(), 60, "the search")
+        asked = list(search_engine.asked)
+    [candidate] = engine.store.discovery.candidates()
+    assert candidate["_id"] == pirate.url("/").removeprefix("http://").rstrip("/")
+    assert candidate["pirate"] and candidate["works"][0]["title"] == "灯塔"
+    assert {lead["kind"] for lead in candidate["leads"]} == {"search"}
+    assert len(asked) == settings.search_queries_per_work  # the work's sentences, once each
+    assert engine.store.works.works_to_search(10) == []

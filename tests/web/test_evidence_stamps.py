@@ -40,7 +40,12 @@ from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.settings import Settings
 from matcher.worker.ingest import Ingest
-from matcher.worker.schedules import DISCOVER_SITES, RECHECK_TAKEDOWNS, STAMP_EVIDENCE
+from matcher.worker.schedules import (
+    DISCOVER_SITES,
+    RECHECK_TAKEDOWNS,
+    SEARCH_SITES,
+    STAMP_EVIDENCE,
+)
 from tests.servers import session
 from tests.servers.local_tsa import Authority, TsaServer, make_authority
 from tests.support.web import sample_text
@@ -342,9 +347,15 @@ def test_the_beat_stamps_only_with_a_tsa_and_discovers_unless_told_not_to(
         [entry] = [e for e in ctx.schedules.entries() if e["name"] == STAMP_EVIDENCE]
         assert entry["task"] == "fptrack.stamp_evidence"
         assert entry["schedule"] == "<freq: 2.00 minutes>"
+        assert SEARCH_SITES not in names  # no search engine, and off by default
+        searching = replace(ctx.settings, search_url="http://127.0.0.1:9/", search_every=3600)
+        ctx.schedules.ensure_daily(searching)
+        [entry] = [e for e in ctx.schedules.entries() if e["name"] == SEARCH_SITES]
+        assert entry["task"] == "fptrack.search_sites" and entry["schedule"] == "<freq: 1.00 hour>"
         ctx.schedules.ensure_daily(replace(ctx.settings, tsa_url="", discover_every=0))
         names = {e["name"] for e in ctx.schedules.entries()}
         assert STAMP_EVIDENCE not in names and DISCOVER_SITES not in names
+        assert SEARCH_SITES not in names
     finally:
         ctx.close()
 
