@@ -83,6 +83,7 @@ def routes(ids: dict[str, str]) -> list[tuple[str, str, dict[str, Any], str | No
         ("POST", "/api/v1/query", {"json": {"url": "http://127.0.0.1:9/"}}, "reviewer", 422),
         ("GET", "/api/v1/reports/summary?status=all", {}, "viewer", 200),
         ("GET", "/api/v1/reports/takedown/pirate", {}, "viewer", 200),
+        ("GET", "/api/v1/candidates", {}, "viewer", 200),
         ("DELETE", "/api/v1/sites/pirate", {}, "admin", 204),
         ("DELETE", f"/api/v1/works/{work}", {}, "admin", 204),
     ]  # fmt: skip
@@ -362,7 +363,7 @@ def test_the_document_covers_every_route(client: FlaskClient, app: Flask) -> Non
         if rule.rule.startswith("/api/")
         for method in rule.methods - {"HEAD", "OPTIONS"}
     }
-    assert documented == served and len(served) == 19
+    assert documented == served and len(served) == 20
     site = doc["components"]["schemas"]["SiteCreate"]["properties"]
     assert set(site) == {f for f in SiteConfig.__dataclass_fields__ if f != "extra"}
 

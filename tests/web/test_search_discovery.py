@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
+from flask.testing import FlaskClient
 
 from admin.cli import main
 from admin.context import Context
@@ -19,6 +20,7 @@ from matcher.store.common import now
 from tests.servers.search_engine import SearchEngineServer
 from tests.servers.takedown_site import ChangingSite
 from tests.support.web import sample_text
+from tests.web.test_api import bearer, make_token
 from tests.web.test_discovery import NEWS, page
 
 
@@ -80,7 +82,10 @@ def answering(web: dict[str, ChangingSite], tea: str, river: str):
 
 
 def test_search_results_lead_to_pirate_sites_within_the_day_s_budget(
-    web_ctx: Context, web: dict[str, ChangingSite], capsys: pytest.CaptureFixture[str]
+    web_ctx: Context,
+    web: dict[str, ChangingSite],
+    as_admin: FlaskClient,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     tea, river = build(web_ctx, web)
     with SearchEngineServer(answering(web, tea, river)) as engine:
@@ -119,6 +124,17 @@ def test_search_results_lead_to_pirate_sites_within_the_day_s_budget(
     assert web_ctx.store.discovery.search_queries(day) == 4
     assert [w["title"] for w in web_ctx.store.works.works_to_search(10)] == ["茶史"]
     assert "0 work(s) searched for: 0 quer(ies), 0 result(s)" in again
+
+    listing = as_admin.get("/discovery/").get_data(as_text=True)  # the admin's Discovery page
+    assert listing.index(host(web["pirate"])) < listing.index(host(web["honest"]))
+    assert f"search for “{asked[0].strip(chr(34))}”" in listing and "河镇 - 书友小说网" in listing
+    assert now().strftime("%Y-%m-%d") in listing  # first seen
+
+    token = make_token(as_admin.application, "victor")  # a viewer reads them through the API
+    api = as_admin.application.test_client()
+    listed = api.get("/api/v1/candidates", headers=bearer(token)).get_json()["candidates"]
+    assert [c["host"] for c in listed] == [c["host"] for c in said["candidates"]]
+    assert listed[0]["leads"][0]["kind"] == "search" and listed[0]["first_seen"]
     assert "the day's 4 queries are spent (FPTRACK_SEARCH_DAILY_QUERIES)" in again
 
 

@@ -30,7 +30,7 @@ from admin.web.api.spec import document
 
 __all__ = ["bp", "error_response", "guard", "serves"]
 
-RESOURCES = ("works", "sites", "matches", "query", "reports", "takedowns")
+RESOURCES = ("works", "sites", "matches", "query", "reports", "takedowns", "discovery")
 """Modules of :mod:`admin.web.api` whose routes join :data:`bp` (in the document's order)."""
 
 for _name in RESOURCES:

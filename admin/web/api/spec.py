@@ -159,6 +159,39 @@ SCHEMAS: dict[str, Any] = {
     "SiteCreate": site_schema(),
     "SiteUpdate": site_schema(require_name=False),
     "SiteList": _obj({"sites": {"type": "array", "items": _ref("Site")}}),
+    "Candidate": _obj(
+        {
+            "host": STRING,
+            "home": STRING,
+            "state": {"type": "string", "enum": ["new", "watched", "dismissed"]},
+            "score": {"type": "number"},
+            "pirate": {"type": "boolean"},
+            "pages": {"type": "integer"},
+            "copying_pages": {"type": "integer"},
+            "works": {"type": "array", "items": _obj({"work_id": STRING, "title": STRING})},
+            "leads": {
+                "type": "array",
+                "items": _obj(
+                    {
+                        "kind": {
+                            "type": "string",
+                            "enum": ["link", "redirect", "announced", "search"],
+                        },
+                        "site": STRING,
+                        "url": STRING,
+                        "source": STRING,
+                        "words": STRING,
+                    }
+                ),
+                "description": "how it was found: a watched site's link, redirect or "
+                "announced address, or a search engine's answer to the sentence in source",
+            },
+            "lead_count": {"type": "integer"},
+            "first_seen": WHEN,
+            "checked_at": WHEN,
+        }
+    ),
+    "CandidateList": _obj({"candidates": {"type": "array", "items": _ref("Candidate")}}),
     "Match": _obj(MATCH),
     "MatchDetail": _obj(
         {
