@@ -17,6 +17,15 @@ such sites do: a 友情链接 list in every page's footer, a "new address" notic
 Discovery (:func:`matcher.sites.discovery.discover`, as ``fptrack sites discover`` runs it) is
 scored on the candidates it finds: precision and recall of its ``pirate`` verdicts against
 the truth, and whether every truth host was found at all.
+
+For search-engine discovery (``searched``: ``bench/eval_sites.py``'s ``search`` shape) the
+web has :data:`SEARCHED_PIRATES` pirate sites and :data:`SEARCHED_HONEST` honest ones more
+(20 sites in all) that no watched site leads to, its works are the chapters the sites
+publish (what a pirate site copies is the whole work), and :class:`LocalSearch` answers as
+a search engine would, from an index of every page's text that robots.txt lets it read:
+the pages holding the exact phrase asked (spaces and punctuation ignored, Traditional
+script read as Simplified, as the large engines do), then two unrelated pages, as real
+result lists hold some. An honest review site quotes one sentence of each registered work.
 """
 
 from __future__ import annotations
@@ -32,6 +41,8 @@ from tests.sites.eval_corpus import apply_homophones, homophone_table, insert_ad
 WATCHED = 2
 PIRATES = 8
 HONEST = 6
+SEARCHED_PIRATES = 2
+SEARCHED_HONEST = 2
 CHAPTER_CHARS = 2000
 QUICK_CHAPTER_CHARS = 800
 FIRST_ADDRESS = 20
@@ -78,16 +89,18 @@ def _home(site: ChangingSite, title: str, paths: Sequence[str], footer: str = ""
     site.raw("/", head + body)
 
 
-def build_web(texts: Sequence[str], seed: int, quick: bool = False) -> Web:
-    """The web (see the module docstring), started."""
+def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bool = False) -> Web:
+    """The web (see the module docstring), started; ``searched``: with the sites only a
+    search engine finds."""
     rng = random.Random(seed)
     size = QUICK_CHAPTER_CHARS if quick else CHAPTER_CHARS
     count = 2 if quick else 3
-    long = distinct([t for t in texts if len(t) >= count * size], 12)
-    if len(long) < 12:
-        raise ValueError(f"the discovery web needs 12 distinct texts of {count * size} characters")
+    long = distinct([t for t in texts if len(t) >= count * size], 13)
+    if len(long) < 13:
+        raise ValueError(f"the discovery web needs 13 distinct texts of {count * size} characters")
     registered, unregistered = long[:6], long[6:12]
-    web = Web(works=[(f"作品{n}", t) for n, t in enumerate(registered)])
+    published = [t[: count * size] for t in registered] if searched else registered
+    web = Web(works=[(f"作品{n}", t) for n, t in enumerate(published)])
     table = homophone_table(_counts(registered))
     address = iter(range(FIRST_ADDRESS, 255))
 
@@ -150,6 +163,31 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False) -> Web:
             footer += " <a href='/notice.html'>公告</a> <a href='/mirror'>备用站</a>"
         _home(site, f"被监控的盗版站{w}", paths, footer)
         web.watched[f"watched{w}"] = [site.url("/")]
+    if searched:
+        # linked from nowhere: a plain copy and one with ad lines, an unregistered novel
+        # and a review site quoting one sentence of each registered work
+        for n in range(SEARCHED_PIRATES):
+            site = new_site()
+            text = registered[(n + 2) % len(registered)]
+            paths = []
+            for c, chapter in enumerate(chapters(text, count, size), 1):
+                lines = insert_ads(chapter.split("。"), rng) if n == 1 else [chapter]
+                paths.append(f"/read/{c}.html")
+                site.put(paths[-1], f"第{c}章", "\n".join(lines))
+            _home(site, f"无弹窗小说{n}", paths)
+            web.pirates.add(host(site))
+        site = new_site()
+        _home(site, "原创文学2", _book(site, "n", long[12], count, size))
+        web.honest.add(host(site))
+        site = new_site()
+        reviews = []
+        for p, text in enumerate(registered):
+            quote = text[size // 2 : size // 2 + 30]
+            body = unregistered[5][p * 300 : (p + 1) * 300] + f"\n书中写道：“{quote}”\n"
+            site.put(f"/review/{p}.html", f"书评{p}", body)
+            reviews.append(f"/review/{p}.html")
+        _home(site, "书评网", reviews)
+        web.honest.add(host(site))
     return web
 
 
@@ -195,3 +233,41 @@ def score(web: Web, found: Sequence[Any]) -> dict[str, Any]:
         "false": sorted(flagged - web.pirates),
         "not_found": sorted((web.pirates | web.honest) - candidates),
     }
+
+
+class LocalSearch:
+    """A search engine over ``web``: every page robots.txt lets it read, indexed by its text
+    (see the module docstring); :meth:`answer` is a
+    :class:`tests.servers.search_engine.SearchEngineServer`'s answer."""
+
+    def __init__(self, web: Web) -> None:
+        from crawler.one_page import page_text
+        from fingerprint.normalize import to_simplified
+
+        self.pages: list[tuple[str, str]] = []
+        for site in web.sites:
+            robots = site.pages.get("/robots.txt")
+            hidden = "/private/" if robots is not None else None
+            for path, page in sorted(site.pages.items()):
+                if page.status != 200 or not path.endswith(".html"):
+                    continue
+                if hidden and path.startswith(hidden):
+                    continue
+                url = site.url(path)
+                text = page_text(page.body, "text/html; charset=gbk", url)
+                self.pages.append((url, _words(to_simplified(text))))
+        self.noise = [url for url, _ in self.pages if "/news/" in url][:1] + [
+            site.url("/") for site in web.sites if host(site) in web.honest
+        ][:1]
+
+    def answer(self, query: str) -> list[dict[str, str]]:
+        from fingerprint.normalize import to_simplified
+
+        phrase = _words(to_simplified(query))
+        found = [url for url, text in self.pages if phrase and phrase in text]
+        return [{"url": url, "title": ""} for url in [*found, *self.noise]]
+
+
+def _words(text: str) -> str:
+    """``text``'s letters, digits and Han characters only: what a search engine matches."""
+    return "".join(char for char in text if char.isalnum())

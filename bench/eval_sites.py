@@ -37,7 +37,13 @@ options. The sites (:mod:`tests.sites.site_shapes`) are built from the Debian co
   addresses of their own (:mod:`bench.discovery_web`: two watched pirate sites leading by
   links, an announced new address and a redirect to eight pirate sites and six honest
   ones), run through discovery as ``fptrack sites discover`` runs it; precision and recall
-  of its pirate verdicts among the candidates (target at least :data:`WEB_TARGET` each).
+  of its pirate verdicts among the candidates (target at least :data:`WEB_TARGET` each);
+- **search** (search-engine discovery, issue 41): the same web with four sites more that no
+  watched site leads to (20 in all), searched as ``fptrack sites search`` searches
+  (:func:`matcher.sites.search.run_search`, the watched sites registered) through a local
+  server answering as SearXNG does from an index of the web's pages
+  (:class:`bench.discovery_web.LocalSearch`); precision and recall of its pirate verdicts,
+  and the queries sent per registered chapter.
 
 Ground truth is the matching semantics being built: a positive pair is (page URL, work)
 for every page URL that carries copied text of that work, each part of a split chapter its
@@ -71,13 +77,16 @@ from tests.sites.site_shapes import QUICK_SIZES, Pair, Shape, SiteBuild, Sizes, 
 
 REPO = Path(__file__).resolve().parents[1]
 FORWARD_SHAPES = ("docs", "novel", "forum", "related")
-SHAPES = (*FORWARD_SHAPES, "reverse", "biquge", "editions", "hiding", "web")
+SHAPES = (*FORWARD_SHAPES, "reverse", "biquge", "editions", "hiding", "web", "search")
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/12"
 DEFAULT_SCAN_TIMEOUT = 3600
 QUICK_CORPUS_MB = 2.0
 TARGETS = {"precision": 0.98, "recall": 0.97}
 WEB_TARGET = 0.9
-"""Discovery's precision and recall of pirate sites among its candidates (the ``web`` shape)."""
+"""Discovery's precision and recall of pirate sites among its candidates (the ``web`` and
+``search`` shapes)."""
+SEARCH_QUERIES_PER_WORK = 3
+"""``FPTRACK_SEARCH_QUERIES_PER_WORK``'s default, as the search shape asks."""
 LISTED = 6
 """False positives and misses printed per shape (the JSON has them all)."""
 PAGES_MARGIN = 50
@@ -466,6 +475,53 @@ def web_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
     return {**web_score(web, found), "seconds": round(seconds, 1)}
 
 
+def search_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any]:
+    """Build the web with its sites only a search finds, search it, score the verdicts."""
+    from admin.scan import scan_engine, scan_settings
+    from bench.discovery_web import LocalSearch, build_web
+    from bench.discovery_web import score as web_score
+    from crawler.sample_crawl import sampler
+    from matcher.outbound import fetching
+    from matcher.sites.search import SearchEngine, run_search
+    from matcher.sites.site_config import SiteConfig
+    from matcher.store import now
+    from tests.servers.search_engine import SearchEngineServer
+
+    web = build_web(texts, args.seed, quick=args.quick, searched=True)
+    try:
+        # the web's sites are on 127.0.0.x: internal addresses allowed, explicitly
+        settings = replace(scan_settings(None), outbound_allow_private=True)
+        engine = scan_engine(settings, None)
+        for title, text in web.works:
+            engine.add_work(text, title=title)
+        for name, urls in web.watched.items():
+            engine.store.sites.save_site(SiteConfig.from_dict({"name": name, "start_urls": urls}))
+        chapters = sum(1 for site in web.sites for path in site.pages if path.endswith(".html"))
+        log(f"search discovery on a web of {len(web.sites)} sites ...")
+        started = time.perf_counter()
+        with SearchEngineServer(LocalSearch(web).answer) as server:
+            run = run_search(
+                engine.store, engine.match_text, sampler(settings),
+                SearchEngine(server.url("/"), fetching(settings)), budget=1000,
+                queries_per_work=SEARCH_QUERIES_PER_WORK, sample_pages=5, at=now(),
+            )  # fmt: skip
+        seconds = time.perf_counter() - started
+        registered_chapters = len(web.works) * (2 if args.quick else 3)
+    finally:
+        web.stop()
+    scored = web_score(web, run.candidates)
+    return {
+        **scored,
+        "sites": len(web.sites),
+        "pages": chapters,
+        "queries": run.queries,
+        "results": run.results,
+        "queries_per_chapter": round(run.queries / registered_chapters, 3),
+        "error": run.error,
+        "seconds": round(seconds, 1),
+    }
+
+
 def check_targets(result: dict[str, Any]) -> dict[str, bool]:
     """PASS/MISS of each target over the shapes and directions that ran."""
     rows = dict(result.get("forward", {}).get("shapes", {}))
@@ -498,10 +554,11 @@ def check_targets(result: dict[str, Any]) -> dict[str, bool]:
         for name, r in result["hiding"]["techniques"].items():
             out[f"hiding {name} recall>={TARGETS['recall']}"] = r["recall"] >= TARGETS["recall"]
             out[f"hiding {name} false pairs==0"] = r["false_pairs"] == 0
-    if "web" in result:
-        w = result["web"]
-        out[f"web discovery precision>={WEB_TARGET}"] = w["precision"] >= WEB_TARGET
-        out[f"web discovery recall>={WEB_TARGET}"] = w["recall"] >= WEB_TARGET
+    for name in ("web", "search"):
+        if name in result:
+            w = result[name]
+            out[f"{name} discovery precision>={WEB_TARGET}"] = w["precision"] >= WEB_TARGET
+            out[f"{name} discovery recall>={WEB_TARGET}"] = w["recall"] >= WEB_TARGET
     return out
 
 
@@ -628,6 +685,17 @@ def report(result: dict[str, Any]) -> str:
             f" {web['flagged']} pirate: precision {web['precision']:.3f}, recall"
             f" {web['recall']:.3f}; missed {web['missed'] or 'none'}, false"
             f" {web['false'] or 'none'}; {web['seconds']} s"
+        )
+    found = result.get("search")
+    if found:
+        lines.append(
+            f"search: {found['queries']} queries ({found['queries_per_chapter']:.2f} a registered"
+            f" chapter), {found['results']} results on a web of {found['sites']} sites:"
+            f" {found['candidates']} candidates ({found['pirates']} pirate, {found['honest']}"
+            f" honest; not found {len(found['not_found'])}), flagged {found['flagged']} pirate:"
+            f" precision {found['precision']:.3f}, recall {found['recall']:.3f}; missed"
+            f" {found['missed'] or 'none'}, false {found['false'] or 'none'};"
+            f" {found['seconds']} s{'; error: ' + found['error'] if found['error'] else ''}"
         )
     if details:
         lines += ["", f"false positives and misses (first {LISTED} of each per shape):", *details]
@@ -818,6 +886,8 @@ def main(
             result["hiding"] = hiding_direction(hiding[0], root, args, log)
         if "web" in args.shapes:
             result["web"] = web_direction(corpus, args, log)
+        if "search" in args.shapes:
+            result["search"] = search_direction(corpus, args, log)
         if args.keep:
             truth = {s.name: {site.name: sorted(site.truth()) for site in s.sites} for s in shapes}
             (root / "truth.json").write_text(json.dumps(truth, ensure_ascii=False, indent=1))

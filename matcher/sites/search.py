@@ -59,7 +59,8 @@ MIN_HAN_SHARE = 0.8
 SEARCH_SITE = "search"
 """The :attr:`~matcher.sites.discovery.Lead.site` of a lead a search gave."""
 
-_SENTENCE = re.compile(r"[^。！？!?…\n]+[。！？!?…]*")
+_ENDS = "。！？!?…"
+_SENTENCE = re.compile(rf"[^{_ENDS}\n]+[{_ENDS}]*")
 _HAN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 _SPACE = re.compile(r"\s+")
 
@@ -86,11 +87,12 @@ def query_sentences(text: str, count: int) -> list[str]:
     """At most ``count`` sentences of ``text`` to search for (step 1 of the module
     docstring): those of :data:`MIN_CHARS` to :data:`MAX_CHARS` Han characters, at least
     :data:`MIN_HAN_SHARE` of them Han, said once in the text; the longest of each of
-    ``count`` equal stretches of the text, in the text's order.
+    ``count`` equal stretches of the text, in the text's order, without their final
+    punctuation (search engines ignore it, and a copy may have lost it).
 
     >>> said = "雨夜里渡口的灯笼被风吹得左右摇晃船夫把缆绳又紧了一圈。"
     >>> query_sentences("第一章\\n" + "他推开门。" * 3 + said, 2)
-    ['雨夜里渡口的灯笼被风吹得左右摇晃船夫把缆绳又紧了一圈。']
+    ['雨夜里渡口的灯笼被风吹得左右摇晃船夫把缆绳又紧了一圈']
     """
     if count < 1:
         return []
@@ -99,7 +101,7 @@ def query_sentences(text: str, count: int) -> list[str]:
     usable = []
     for at, sentence in enumerate(found):
         han = len(_HAN.findall(sentence))
-        body = sentence.rstrip("。！？!?…")
+        body = sentence.rstrip(_ENDS)
         if said[sentence] == 1 and MIN_CHARS <= han <= MAX_CHARS:
             usable += [(at, han, sentence)] if han >= MIN_HAN_SHARE * len(body) else []
     if not usable:
@@ -110,7 +112,7 @@ def query_sentences(text: str, count: int) -> list[str]:
         part = min(int(at / stretch), count - 1)
         if part not in best or han > best[part][1]:
             best[part] = (at, han, sentence)
-    return [sentence for _, _, sentence in sorted(best.values())]
+    return [sentence.rstrip(_ENDS) for _, _, sentence in sorted(best.values())]
 
 
 def parse_results(body: bytes, limit: int = RESULTS) -> list[Result]:

@@ -34,9 +34,9 @@ POLICY = Policy(5.0)  # the outbound policy's defaults: no internal address but 
 def test_query_sentences_are_long_said_once_and_spread_over_the_text() -> None:
     chosen = query_sentences(CHAPTER, 3)
     assert chosen == [  # the longest of each third of the text's sentences
-        "那天夜里雨下得很大，渡口的灯笼被风吹得左右摇晃。",
-        "船夫把缆绳又紧了一圈，回头望着岸上那排黑沉沉的仓库和远处的钟楼。",
-        "雨声里忽然传来三下急促的敲门声，仿佛有人在黑暗中等了很久很久。",
+        "那天夜里雨下得很大，渡口的灯笼被风吹得左右摇晃",
+        "船夫把缆绳又紧了一圈，回头望着岸上那排黑沉沉的仓库和远处的钟楼",
+        "雨声里忽然传来三下急促的敲门声，仿佛有人在黑暗中等了很久很久",
     ]
     assert query_sentences(CHAPTER, 1) == [chosen[1]]  # the longest of the whole text
     assert query_sentences(CHAPTER, 0) == []
