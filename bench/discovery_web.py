@@ -59,14 +59,12 @@ class Web:
     watched: dict[str, list[str]] = field(default_factory=dict)
     pirates: set[str] = field(default_factory=set)
     honest: set[str] = field(default_factory=set)
+    chapters: int = 0
+    """Chapters each site publishes of a work."""
 
     def stop(self) -> None:
         for site in self.sites:
             site.stop()
-
-
-def host(site: ChangingSite) -> str:
-    return site.url("/").removeprefix("http://").rstrip("/")
 
 
 def chapters(text: str, count: int, size: int) -> list[str]:
@@ -100,7 +98,7 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bo
         raise ValueError(f"the discovery web needs 13 distinct texts of {count * size} characters")
     registered, unregistered = long[:6], long[6:12]
     published = [t[: count * size] for t in registered] if searched else registered
-    web = Web(works=[(f"作品{n}", t) for n, t in enumerate(published)])
+    web = Web(works=[(f"作品{n}", t) for n, t in enumerate(published)], chapters=count)
     table = homophone_table(_counts(registered))
     address = iter(range(FIRST_ADDRESS, 255))
 
@@ -125,7 +123,7 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bo
         if n == 7:
             site.raw("/robots.txt", "User-agent: *\nDisallow: /private/\n")
         _home(site, f"盗版小说网{n}", paths)
-        web.pirates.add(host(site))
+        web.pirates.add(site.netloc)
     # honest: unregistered novels (two), news, a forum quoting one sentence per post, the
     # pirates' own template with unregistered text, a directory listing the pirates
     for n, site in enumerate(honest[:2]):
@@ -143,7 +141,7 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bo
     _home(honest[4], "盗版小说网模板站", _book(honest[4], "book", unregistered[4], count, size))
     directory = "".join(f"<a href='{s.url('/')}'>站点{n}</a> " for n, s in enumerate(pirates))
     _home(honest[5], "网址导航", [], directory)
-    web.honest = {host(s) for s in honest}
+    web.honest = {s.netloc for s in honest}
 
     # the watched sites and how they lead: footers link pirates 0-3 and honest 0-5, a notice
     # announces pirate 4, a path redirects to pirate 5; pirates 6 and 7 are linked by the
@@ -157,7 +155,7 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bo
             f"<a href='{s.url('/')}'>书站{n}</a>" for n, s in enumerate(friends)
         )
         if w == 0:
-            notice = f"本站新地址：{host(pirates[4])} 请收藏。"
+            notice = f"本站新地址：{pirates[4].netloc} 请收藏。"
             site.put("/notice.html", "公告", notice)
             site.redirect("/mirror", pirates[5].url("/"))
             footer += " <a href='/notice.html'>公告</a> <a href='/mirror'>备用站</a>"
@@ -175,10 +173,10 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bo
                 paths.append(f"/read/{c}.html")
                 site.put(paths[-1], f"第{c}章", "\n".join(lines))
             _home(site, f"无弹窗小说{n}", paths)
-            web.pirates.add(host(site))
+            web.pirates.add(site.netloc)
         site = new_site()
         _home(site, "原创文学2", _book(site, "n", long[12], count, size))
-        web.honest.add(host(site))
+        web.honest.add(site.netloc)
         site = new_site()
         reviews = []
         for p, text in enumerate(registered):
@@ -187,7 +185,7 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bo
             site.put(f"/review/{p}.html", f"书评{p}", body)
             reviews.append(f"/review/{p}.html")
         _home(site, "书评网", reviews)
-        web.honest.add(host(site))
+        web.honest.add(site.netloc)
     return web
 
 
@@ -257,7 +255,7 @@ class LocalSearch:
                 text = page_text(page.body, "text/html; charset=gbk", url)
                 self.pages.append((url, _words(to_simplified(text))))
         self.noise = [url for url, _ in self.pages if "/news/" in url][:1] + [
-            site.url("/") for site in web.sites if host(site) in web.honest
+            site.url("/") for site in web.sites if site.netloc in web.honest
         ][:1]
 
     def answer(self, query: str) -> list[dict[str, str]]:

@@ -496,7 +496,7 @@ def search_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any
             engine.add_work(text, title=title)
         for name, urls in web.watched.items():
             engine.store.sites.save_site(SiteConfig.from_dict({"name": name, "start_urls": urls}))
-        chapters = sum(1 for site in web.sites for path in site.pages if path.endswith(".html"))
+        pages = sum(1 for site in web.sites for path in site.pages if path.endswith(".html"))
         log(f"search discovery on a web of {len(web.sites)} sites ...")
         started = time.perf_counter()
         with SearchEngineServer(LocalSearch(web).answer) as server:
@@ -506,17 +506,16 @@ def search_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any
                 queries_per_work=SEARCH_QUERIES_PER_WORK, sample_pages=5, at=now(),
             )  # fmt: skip
         seconds = time.perf_counter() - started
-        registered_chapters = len(web.works) * (2 if args.quick else 3)
     finally:
         web.stop()
     scored = web_score(web, run.candidates)
     return {
         **scored,
         "sites": len(web.sites),
-        "pages": chapters,
+        "pages": pages,
         "queries": run.queries,
         "results": run.results,
-        "queries_per_chapter": round(run.queries / registered_chapters, 3),
+        "queries_per_chapter": round(run.queries / (len(web.works) * web.chapters), 3),
         "error": run.error,
         "seconds": round(seconds, 1),
     }

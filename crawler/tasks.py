@@ -16,7 +16,6 @@ from celery import shared_task
 from crawler.one_page import fetcher
 from crawler.sample_crawl import sampler
 from matcher.evidence import takedowns
-from matcher.outbound import fetching
 from matcher.sites import discovery, search
 from matcher.store import now
 from matcher.worker.tasks import FptrackTask
@@ -56,9 +55,9 @@ def search_sites(self: FptrackTask) -> dict[str, Any]:
     if not settings.search_url:
         return {"error": "no search engine (FPTRACK_SEARCH_URL)"}
     engine = self.runtime.engine()
-    searcher = search.SearchEngine(settings.search_url, fetching(settings), settings.search_results)
     run = search.run_search(
-        engine.store, engine.match_text, sampler(settings), searcher,
+        engine.store, engine.match_text, sampler(settings),
+        search.SearchEngine.from_settings(settings),
         budget=settings.search_daily_queries, queries_per_work=settings.search_queries_per_work,
         sample_pages=settings.discover_sample, at=now(),
     )  # fmt: skip

@@ -207,7 +207,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run_search(args: argparse.Namespace, ctx: Context) -> int:
     from crawler.sample_crawl import sampler
-    from matcher.outbound import fetching
     from matcher.sites.discovery import candidate_doc
     from matcher.sites.search import SearchEngine, SearchError
 
@@ -223,7 +222,7 @@ def run_search(args: argparse.Namespace, ctx: Context) -> int:
     if not 1 <= queries <= 100 or not 1 <= sample <= 1000 or not 1 <= args.works <= 10000:
         raise CommandError("--queries takes 1 to 100, --sample 1 to 1000, --works 1 to 10000", 2)
     try:
-        engine = SearchEngine(settings.search_url, fetching(settings), settings.search_results)
+        engine = SearchEngine.from_settings(settings)
     except SearchError as exc:
         raise CommandError(f"FPTRACK_SEARCH_URL: {exc.detail}", 2) from None
     run = discovery_service(ctx).search(

@@ -39,7 +39,7 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
-from matcher.outbound import OutboundError, Policy, request
+from matcher.outbound import OutboundError, Policy, fetching, request
 from matcher.sites.discovery import (
     Candidate,
     Crawler,
@@ -135,9 +135,8 @@ def parse_results(body: bytes, limit: int = RESULTS) -> list[Result]:
         if len(out) >= limit:
             break
         url = item.get("url") if isinstance(item, dict) else None
-        if not isinstance(url, str) or urlsplit(url).scheme not in ("http", "https"):
-            continue
-        if not urlsplit(url).hostname:
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
             continue
         out.setdefault(url, Result(url, _text(item.get("title")), _text(item.get("content"))))
     return list(out.values())
@@ -152,11 +151,18 @@ class SearchEngine:
     instance's host and port its own: an operator may run it on an internal address)."""
 
     def __init__(self, url: str, policy: Policy, results: int = RESULTS) -> None:
-        if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+        parts = urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
             raise SearchError(f"the search engine's URL must be http(s)://HOST[:PORT]: {url!r}")
         self.base = url.rstrip("/")
         self.policy = policy.owning(url)
         self.results = results
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> SearchEngine:
+        """The instance of ``FPTRACK_SEARCH_URL``, asked under the policy of fptrack's own
+        fetches (:func:`matcher.outbound.fetching`), ``FPTRACK_SEARCH_RESULTS`` results kept."""
+        return cls(settings.search_url, fetching(settings), settings.search_results)
 
     def search(self, sentence: str) -> list[Result]:
         """The results of ``sentence`` asked as an exact phrase; :class:`SearchError`."""

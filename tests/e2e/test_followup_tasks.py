@@ -23,16 +23,15 @@ from matcher.store import now
 from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import enqueue, worker
 from tests.servers.search_engine import SearchEngineServer
-from tests.servers.takedown_site import ChangingSite
+from tests.servers.takedown_site import ChangingSite, loopback_sites
 from tests.support.e2e import app, sample
 from tests.support.waits import eventually
 
 
 @pytest.fixture
 def sites() -> Iterator[tuple[ChangingSite, ChangingSite]]:
-    watched, pirate = ChangingSite(host="127.0.0.2"), ChangingSite(host="127.0.0.3")
-    with watched, pirate:
-        yield watched, pirate
+    with loopback_sites("watched", "pirate") as web:
+        yield web["watched"], web["pirate"]
 
 
 def test_the_worker_rechecks_takedowns_and_discovers_sites(
@@ -75,7 +74,7 @@ def test_the_worker_rechecks_takedowns_and_discovers_sites(
         eventually(removed, 60, "the recheck")
         eventually(lambda: engine.store.discovery.candidates(), 60, "the discovery")
     [candidate] = engine.store.discovery.candidates()
-    assert candidate["_id"] == pirate.url("/").removeprefix("http://").rstrip("/")
+    assert candidate["_id"] == pirate.netloc
     assert candidate["pirate"] and candidate["works"][0]["title"] == "灯塔"
     [case] = engine.store.takedowns.cases()
     assert case["checks"][0]["kind"] == "gone" and case["checks"][0]["status"] == 410
@@ -102,7 +101,7 @@ def test_the_worker_searches_for_new_works(
             eventually(lambda: engine.store.discovery.candidates(), 60, "the search")
         asked = list(search_engine.asked)
     [candidate] = engine.store.discovery.candidates()
-    assert candidate["_id"] == pirate.url("/").removeprefix("http://").rstrip("/")
+    assert candidate["_id"] == pirate.netloc
     assert candidate["pirate"] and candidate["works"][0]["title"] == "灯塔"
     assert {lead["kind"] for lead in candidate["leads"]} == {"search"}
     assert len(asked) == settings.search_queries_per_work  # the work's sentences, once each

@@ -81,6 +81,11 @@ class FixtureServer:
         """The bound server (default: a :class:`QuietHTTPServer` of :meth:`make_handler`)."""
         return QuietHTTPServer(address, self.make_handler())
 
+    @property
+    def netloc(self) -> str:
+        """``host:port``, as :func:`matcher.sites.discovery.host_of` names a site."""
+        return f"{self.host}:{self.port}"
+
     def url(self, path: str = "/", host: str | None = None) -> str:
         """The absolute URL of ``path`` here (optionally under another host name)."""
         return f"{self.scheme}://{host or self.host}:{self.port}{path}"

@@ -10,8 +10,11 @@ and ``requests`` counts the requests per path.
 
 from __future__ import annotations
 
+import contextlib
 import html
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tests.servers.http_server import HOST, FixtureServer, QuietHandler
@@ -88,3 +91,14 @@ class ChangingSite(FixtureServer):
                 self.wfile.write(page.body)
 
         return Handler
+
+
+@contextmanager
+def loopback_sites(*names: str, first: int = 2) -> Iterator[dict[str, ChangingSite]]:
+    """A :class:`ChangingSite` per name, each on a loopback address of its own (127.0.0.2,
+    127.0.0.3 ... from ``first``), serving until the block ends."""
+    sites = {name: ChangingSite(host=f"127.0.0.{n}") for n, name in enumerate(names, first)}
+    with contextlib.ExitStack() as stack:
+        for site in sites.values():
+            stack.enter_context(site)
+        yield sites

@@ -20,7 +20,7 @@ from flask.testing import FlaskClient
 from admin.cli import main
 from admin.context import Context
 from matcher.sites.site_config import SiteConfig
-from tests.servers.takedown_site import ChangingSite
+from tests.servers.takedown_site import ChangingSite, loopback_sites
 from tests.support.web import post, sample_text
 
 NEWS = (
@@ -41,15 +41,8 @@ def page(title: str, body: str, links: str = "") -> str:
 
 @pytest.fixture
 def web() -> Iterator[dict[str, ChangingSite]]:
-    names = ("watched", "pirate", "honest", "mirror", "redirected", "far")
-    sites = {name: ChangingSite(host=f"127.0.0.{n}") for n, name in enumerate(names, 2)}
-    for site in sites.values():
-        site.start()
-    try:
+    with loopback_sites("watched", "pirate", "honest", "mirror", "redirected", "far") as sites:
         yield sites
-    finally:
-        for site in sites.values():
-            site.stop()
 
 
 def build(ctx: Context, web: dict[str, ChangingSite]) -> None:
@@ -59,7 +52,7 @@ def build(ctx: Context, web: dict[str, ChangingSite]) -> None:
     w, p, h, m, r, f = (
         web[k] for k in ("watched", "pirate", "honest", "mirror", "redirected", "far")
     )
-    mirror_address = m.url("/").removeprefix("http://").rstrip("/")
+    mirror_address = m.netloc
     w.raw("/", page(
         "盗版小说网", f"本站新地址：{mirror_address} 请收藏\n" + tea,
         f"<a href='/book/1.html'>第一章</a> 友情链接：<a href='{p.url('/')}'>书友小说网</a>"
@@ -98,7 +91,7 @@ def test_pirate_sites_are_found_ranked_and_watched_in_one_action(
     web_ctx.__dict__["settings"] = replace(web_ctx.settings, outbound_allow_private=True)
     assert main(["sites", "discover", "--sample", "5", "--json"], web_ctx) == 0
     found = {c["host"]: c for c in json.loads(capsys.readouterr().out)}
-    host = {name: site.url("/").removeprefix("http://").rstrip("/") for name, site in web.items()}
+    host = {name: site.netloc for name, site in web.items()}
     assert set(found) == {host["pirate"], host["honest"], host["mirror"], host["redirected"]}
     pirates = {h for h, c in found.items() if c["pirate"]}
     assert pirates == {host["pirate"], host["mirror"], host["redirected"]}
@@ -147,7 +140,7 @@ def test_without_the_setting_no_internal_host_is_requested_nor_kept(
     others = ("pirate", "honest", "mirror", "redirected", "far")
     assert {name: sum(web[name].requests.values()) for name in others} == dict.fromkeys(others, 0)
     assert web_ctx.engine.store.discovery.candidates() == []
-    host = {name: site.url("/").removeprefix("http://").rstrip("/") for name, site in web.items()}
+    host = {name: site.netloc for name, site in web.items()}
     for name in ("pirate", "honest", "mirror"):  # linked and announced; a redirect is no lead
         assert f"refused {host[name]}\tnot requested: {web[name].host} is a private," in out
     assert "0 candidate(s), 0 pirate" in out

@@ -18,7 +18,7 @@ from admin.context import Context
 from matcher.sites.site_config import SiteConfig
 from matcher.store.common import now
 from tests.servers.search_engine import SearchEngineServer
-from tests.servers.takedown_site import ChangingSite
+from tests.servers.takedown_site import ChangingSite, loopback_sites
 from tests.support.web import sample_text
 from tests.web.test_api import bearer, make_token
 from tests.web.test_discovery import NEWS, page
@@ -26,21 +26,8 @@ from tests.web.test_discovery import NEWS, page
 
 @pytest.fixture
 def web() -> Iterator[dict[str, ChangingSite]]:
-    sites = {
-        name: ChangingSite(host=f"127.0.0.{n}")
-        for n, name in enumerate(("pirate", "honest", "watched"), 2)
-    }
-    for site in sites.values():
-        site.start()
-    try:
+    with loopback_sites("pirate", "honest", "watched") as sites:
         yield sites
-    finally:
-        for site in sites.values():
-            site.stop()
-
-
-def host(site: ChangingSite) -> str:
-    return site.url("/").removeprefix("http://").rstrip("/")
 
 
 def build(ctx: Context, web: dict[str, ChangingSite]) -> tuple[str, str]:
@@ -108,16 +95,16 @@ def test_search_results_lead_to_pirate_sites_within_the_day_s_budget(
     assert said["results"] == 8
     found = {c["host"]: c for c in said["candidates"]}
     assert set(found) == {
-        host(web["pirate"]),
-        host(web["honest"]),
+        web["pirate"].netloc,
+        web["honest"].netloc,
     }  # the watched one is no candidate
-    pirate = found[host(web["pirate"])]
-    assert said["candidates"][0]["host"] == host(web["pirate"]) and pirate["pirate"]
+    pirate = found[web["pirate"].netloc]
+    assert said["candidates"][0]["host"] == web["pirate"].netloc and pirate["pirate"]
     assert {w["title"] for w in pirate["works"]} == {"茶史", "河镇"}
     assert {lead["kind"] for lead in pirate["leads"]} == {"search"}
     assert {lead["source"] for lead in pirate["leads"]} == {q.strip('"') for q in asked}
-    assert not found[host(web["honest"])]["pirate"]
-    kept = web_ctx.store.discovery.candidate(host(web["pirate"]))
+    assert not found[web["honest"].netloc]["pirate"]
+    kept = web_ctx.store.discovery.candidate(web["pirate"].netloc)
     assert kept["state"] == "new" and kept["first_seen"] and kept["score"] == pirate["score"]
 
     day = now().strftime("%Y-%m-%d")
@@ -126,7 +113,7 @@ def test_search_results_lead_to_pirate_sites_within_the_day_s_budget(
     assert "0 work(s) searched for: 0 quer(ies), 0 result(s)" in again
 
     listing = as_admin.get("/discovery/").get_data(as_text=True)  # the admin's Discovery page
-    assert listing.index(host(web["pirate"])) < listing.index(host(web["honest"]))
+    assert listing.index(web["pirate"].netloc) < listing.index(web["honest"].netloc)
     assert f"search for “{asked[0].strip(chr(34))}”" in listing and "河镇 - 书友小说网" in listing
     assert now().strftime("%Y-%m-%d") in listing  # first seen
 
