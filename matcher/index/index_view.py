@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from matcher.errors import IndexUnavailable, StoreUnavailable
-from matcher.index.indexes import Side
+from matcher.index.indexes import Side, segment_simhash_bits
 from matcher.index.integrity import Integrity
 from matcher.index.redis_io import IndexClient, connect
 from matcher.index.storage import RedisStorage, Storage
@@ -57,7 +57,12 @@ class IndexView:
                 raise ValueError("the indexes need an index client or a storage")
             self.storage = RedisStorage(self.redis)
         self.keys = Keys(self.settings.redis_prefix)
-        self.works = Side.open(self.storage, self.keys.works, self.settings)
+        segment_bits = (
+            0
+            if self.settings.simhash_permuted
+            else segment_simhash_bits(self.settings.window_bucket_bits)
+        )
+        self.works = Side.open(self.storage, self.keys.works, self.settings, segment_bits)
         self.pages = Side.open(self.storage, self.keys.pages, self.settings)
         self.integrity = Integrity(self)  # its rebuilds need an Engine (see the module docs)
 

@@ -15,6 +15,27 @@ from matcher.index.storage import Storage
 from matcher.index.window_index import WindowIndex
 from matcher.settings import Settings
 
+SEGMENT_BUCKET_SHIFT = 7
+"""How many bits fewer the work segments' simhash buckets have than the postings buckets."""
+
+
+def segment_simhash_bits(window_bucket_bits: int) -> int:
+    """Bucket bits of the work segments' simhash tables, sized with the postings buckets.
+
+    Each Redis key costs about 100 bytes, and a table of 16-bit buckets gives each of the
+    catalogue's segments (about 3,000 characters of a novel's chapter) a key of its own in
+    each of its 4 tables: 0.11 byte a registered character. Buckets named by fewer bits of
+    the block (:class:`~matcher.index.simhash_layout.Layout`, the rest kept in the records)
+    hold about 85 segments each: the postings buckets are sized to the catalogue
+    (``FPTRACK_WINDOW_BUCKET_BITS``) to hold about 200 postings, a posting every 10
+    characters, so 2**7 times fewer simhash buckets hold 256,000 characters each; 8 to 16
+    bits.
+
+    >>> segment_simhash_bits(20), segment_simhash_bits(12), segment_simhash_bits(28)
+    (13, 8, 16)
+    """
+    return min(16, max(8, window_bucket_bits - SEGMENT_BUCKET_SHIFT))
+
 
 @dataclass
 class Side:
@@ -24,9 +45,14 @@ class Side:
     windows: WindowIndex
 
     @classmethod
-    def open(cls, storage: Storage, prefix: str, settings: Settings) -> Side:
-        """Both indexes under ``prefix`` in ``storage``, with the settings' parameters."""
-        params = SimhashIndexParams(permuted=settings.simhash_permuted)
+    def open(
+        cls, storage: Storage, prefix: str, settings: Settings, simhash_bucket_bits: int = 0
+    ) -> Side:
+        """Both indexes under ``prefix`` in ``storage``, with the settings' parameters;
+        ``simhash_bucket_bits``: the simhash tables' (0: their default, 16 bits)."""
+        params = SimhashIndexParams(
+            permuted=settings.simhash_permuted, bucket_bits=simhash_bucket_bits
+        )
         return cls(
             SimhashIndex(storage, prefix, params),
             WindowIndex(storage, prefix, settings.window_bucket_bits, settings.window_max_df),

@@ -3,18 +3,18 @@
 A window key is any stable 64-bit hash of a window (a pinyin-window "dna", a shingle hash).
 Postings are packed like the simhash index's buckets (:mod:`matcher.index.packed`): the key is
 mixed with ``fmix64`` (MurmurHash3's finaliser, a bijection), the top ``bucket_bits`` bits of
-the mix name the bucket, and a record is the next 24 bits of the mix (the key's check) and
-the owner: 7 bytes. Containment is then counted from the index alone: :meth:`WindowIndex.hits`
+the mix name the bucket, and a record is the next 16 bits of the mix (the key's check) and
+the owner: 6 bytes. Containment is then counted from the index alone: :meth:`WindowIndex.hits`
 returns, per owner, how many distinct query keys it holds.
 
-False positives: a record answers a query key when bucket and check agree, i.e. on
-bucket_bits + 24 bits of a bijective mix (44 bits with the default 2**20 buckets). For D
-distinct keys stored, a query key meets a foreign key with probability about
-D / 2**(bucket_bits + 24): 4e-6 for 70 million keys in 2**20 buckets (a catalogue of 400
-million characters), and as little for a larger catalogue whose buckets are sized by the
-rule of docs/configuration.md (about 70 postings each). A candidate needs
-``min_window_hits`` keys, and every candidate is verified, so a false posting costs a little
-time, never a false match.
+False positives: a record answers a query key when bucket and check agree. Buckets sized by
+the rule of docs/configuration.md (:func:`bucket_bits_for`) hold about
+:data:`POSTINGS_PER_BUCKET` postings whatever the catalogue's size, so a query key meets a
+foreign posting with probability about POSTINGS_PER_BUCKET / 2**16 (0.3%): a chapter page's
+few hundred keys find a posting or two of random owners. A candidate needs
+``min_window_hits`` keys of one owner, and every candidate is verified, so a false posting
+costs a little time, never a false match; the check costs 2 bytes a posting where 3 did
+(24 bits, up to 2026-12): a seventh of the postings' bytes.
 
 Keys that more than ``max_df`` owners share (boilerplate windows: licences, "上一章 下一章")
 are stop keys: :meth:`WindowIndex.hits` ignores them, as a search engine ignores stop words.
@@ -49,10 +49,10 @@ from matcher.index.packed import (
 from matcher.index.storage import Script, Storage
 from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
 
-POSTINGS_PER_CHAR = 0.18
+POSTINGS_PER_CHAR = 0.1
 """Postings keys per content character of a text (pinyin-window dnas and sampled anchors,
 :func:`matcher.matching.prepared.window_keys`), measured on Chinese prose."""
-POSTINGS_PER_BUCKET = 70
+POSTINGS_PER_BUCKET = 200
 
 
 def bucket_bits_for(chars: float) -> int:
@@ -61,7 +61,7 @@ def bucket_bits_for(chars: float) -> int:
     more bytes; emptier ones cost Redis about 100 bytes of key overhead each.
 
     >>> bucket_bits_for(1e8), bucket_bits_for(2e10)
-    (18, 26)
+    (16, 23)
     """
     buckets = max(chars, 1.0) * POSTINGS_PER_CHAR / POSTINGS_PER_BUCKET
     return min(28, max(8, round(math.log2(buckets))))
@@ -84,8 +84,8 @@ class Postings:
 
 _U64 = np.uint64
 _GROUPS = _U64(TAG_GROUPS)
-CHECK_BITS = 24
-"""Bits of the mixed key a record keeps besides its bucket (3 bytes; with the owner, 7)."""
+CHECK_BITS = 16
+"""Bits of the mixed key a record keeps besides its bucket (2 bytes; with the owner, 6)."""
 _CHECK = _U64(CHECK_BITS)
 
 
@@ -306,7 +306,7 @@ class WindowIndex:
             self._claimed = True
 
     def _signature(self, keys: np.ndarray) -> np.ndarray:
-        """bucket << 24 | check: the top bucket_bits + 24 bits of fmix64(key)."""
+        """bucket << 16 | check: the top bucket_bits + 16 bits of fmix64(key)."""
         return fmix64(keys) >> _U64(64 - CHECK_BITS - self._bits)
 
     def _names(self, buckets: np.ndarray) -> list[bytes]:

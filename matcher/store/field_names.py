@@ -9,6 +9,8 @@ from __future__ import annotations
 
 INDEX_KEYS = "index_keys"
 """The fingerprint method holding an owner's index keys (its simhash and window keys)."""
-INDEX_KEYS_VERSION = 1
+INDEX_KEYS_VERSION = 3
+"""3: one anchored-window dna in two is a postings key, no fixed window's (2: every
+anchored one; 1: every dna)."""
 LOOKUP_KEYS = 16
 """The near-twin sketch's smallest hashes the store indexes to find candidates."""

@@ -28,7 +28,8 @@ INDEX_BACKENDS = ("memory",)
 DEFAULT = SimhashIndexParams()
 PERMUTED = SimhashIndexParams(permuted=True, bucket_bits=12)
 LOW_FLOOR = SimhashIndexParams(split_floor=16)
-PARAMS = {"default": DEFAULT, "permuted": PERMUTED, "low_floor": LOW_FLOOR}
+COARSE = SimhashIndexParams(bucket_bits=8)  # the work segments' tables (segment_simhash_bits)
+PARAMS = {"default": DEFAULT, "permuted": PERMUTED, "low_floor": LOW_FLOOR, "coarse": COARSE}
 TOP16 = np.uint64(0xFFFF << 48)
 
 
