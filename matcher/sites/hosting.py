@@ -84,11 +84,9 @@ class Looked:
     hosting: dict[str, Any]
     requests: int = 0
     bootstrap_requests: int = 0
-
-    @property
-    def failed(self) -> bool:
-        """Nothing found: no network owner or abuse contact, no registrar."""
-        return not found_anything(self.hosting)
+    failed: bool = False
+    """The lookup found nothing: no network owner or abuse contact, no registrar (what is
+    kept may still be an earlier lookup's, :func:`merged`)."""
 
 
 @dataclass
@@ -215,7 +213,8 @@ class Lookups:
             "registrar": registrar.as_doc(),
             "errors": budget.errors,
         }
-        return Looked(site, hosting, budget.spent, self.bootstrap_requests - before)
+        spent = self.bootstrap_requests - before
+        return Looked(site, hosting, budget.spent, spent, not found_anything(hosting))
 
     def _addresses(self, host: str, errors: list[str]) -> list[ipaddress._BaseAddress]:
         if not host:

@@ -122,9 +122,11 @@ class RdapServices:
             files = {"dns.json", "ipv4.json", "ipv6.json"}
             name = path.removeprefix("/rdap/")
             if path.startswith("/rdap/") and name in files:
-                return 200, self._fill(sample(f"bootstrap_{name}")), {
-                    "Content-Type": "application/json"
-                }
+                return (
+                    200,
+                    self._fill(sample(f"bootstrap_{name}")),
+                    {"Content-Type": "application/json"},
+                )
             return 404, "not found", {"Content-Type": "text/plain"}
         service, _, rest = path.strip("/").partition("/")
         kind, _, key = rest.rpartition("/")
