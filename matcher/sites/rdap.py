@@ -36,7 +36,7 @@ import ipaddress
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 MAX_CHARS = 200
@@ -114,6 +114,12 @@ class Registrar:
         answer over its registry's)."""
         mine, theirs = asdict(self), asdict(other)
         return Registrar(**{k: mine[k] or theirs[k] for k in mine})
+
+
+NETWORK_FIELDS = tuple(f.name for f in fields(Network))
+"""The fields of a network as kept (``hosting.networks``), each a string ("" when unknown)."""
+REGISTRAR_FIELDS = tuple(f.name for f in fields(Registrar))
+"""The fields of a registrar as kept (``hosting.registrar``), each a string."""
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING
 from pymongo.database import Database
 
+from matcher.sites.rdap import NETWORK_FIELDS, REGISTRAR_FIELDS
 from matcher.store.common import (
     checked_date,
     checked_str,
@@ -28,9 +29,6 @@ CASE_STATES = ("pending", "removed", "up", "reopened")
 its works); still up (or changed and still copying); up again after a removal."""
 MAX_CASES = 100_000
 """At most this many cases are read for the figures at once (the newest)."""
-NETWORK_FIELDS = ("address", "handle", "name", "cidr", "country", "abuse_name", "abuse_email",
-                  "source")  # fmt: skip
-REGISTRAR_FIELDS = ("name", "iana_id", "abuse_email", "abuse_phone", "source")
 MAX_LIST = 50
 """A hosting document keeps at most this many addresses, networks and errors."""
 BOOTSTRAP_NAMES = frozenset({"dns.json", "ipv4.json", "ipv6.json"})

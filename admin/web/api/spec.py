@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admin.services.matches import STATUSES
+from matcher.sites.rdap import NETWORK_FIELDS, REGISTRAR_FIELDS
 from matcher.sites.site_config import MAX_INT, SiteConfig
-from matcher.store.takedowns import NETWORK_FIELDS, REGISTRAR_FIELDS
 
 VERSION = "1.0.0"
 MAX_NOTE_CHARS = 2000
