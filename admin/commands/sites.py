@@ -220,7 +220,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "RDAP requests (default 6). An RDAP server on an internal address is refused unless "
         "FPTRACK_OUTBOUND_ALLOW_PRIVATE=true (default false). A lookup that finds nothing "
         "keeps the contacts found earlier; each failure is a line of its errors. A network "
-        "owner found becomes the site's provider unless one was edited. Exit status 1 when "
+        "owner found becomes the site's provider unless one was edited. Beat's sites:hosting "
+        "does the same every FPTRACK_HOSTING_EVERY s (default a week). Exit status 1 when "
         "every lookup failed.",
     )
     p.add_argument(
