@@ -272,7 +272,7 @@ def run_hosting(args: argparse.Namespace, ctx: Context) -> int:
         fetched = sum(d.bootstrap_requests for d in done)
         print(
             f"{len(done)} site(s) looked up: {requests} RDAP request(s), "
-            f"{fetched} bootstrap file(s) fetched, {sum(d.failed for d in done)} found nothing",
+            f"{fetched} bootstrap file(s) fetched, {sum(d.failed for d in done)} failed",
             file=sys.stderr,
         )
     return 1 if done and all(d.failed for d in done) else 0

@@ -85,8 +85,9 @@ class Looked:
     requests: int = 0
     bootstrap_requests: int = 0
     failed: bool = False
-    """The lookup found nothing: no network owner or abuse contact, no registrar (what is
-    kept may still be an earlier lookup's, :func:`merged`)."""
+    """The lookup found nothing (no network owner or abuse contact, no registrar) and
+    something failed; a site on internal addresses only, with no domain, has nothing to
+    find and did not fail. What is kept may still be an earlier lookup's (:func:`merged`)."""
 
 
 @dataclass
@@ -94,6 +95,8 @@ class _Budget:
     left: int
     spent: int = 0
     errors: list[str] = field(default_factory=list)
+    notes: int = 0
+    """Lines of ``errors`` that say what was not asked, not what failed."""
 
 
 class Lookups:
@@ -214,7 +217,8 @@ class Lookups:
             "errors": budget.errors,
         }
         spent = self.bootstrap_requests - before
-        return Looked(site, hosting, budget.spent, spent, not found_anything(hosting))
+        failed = not found_anything(hosting) and len(budget.errors) > budget.notes
+        return Looked(site, hosting, budget.spent, spent, failed)
 
     def _addresses(self, host: str, errors: list[str]) -> list[ipaddress._BaseAddress]:
         if not host:
@@ -242,6 +246,7 @@ class Lookups:
         for address in addresses:
             if outbound.internal(address):
                 budget.errors.append(f"ip rdap {address}: {_internal_kind(address)}, not looked up")
+                budget.notes += 1
                 continue
             known = next((n for n in networks if n.holds(address)), None)
             if known is not None:

@@ -80,7 +80,7 @@ def test_the_command_looks_up_the_sites_with_matches_and_the_admin_shows_them(
             r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", table["cdn-pirate"][6]
         )
         assert ran.err.strip() == (
-            "3 site(s) looked up: 4 RDAP request(s), 2 bootstrap file(s) fetched, 0 found nothing"
+            "3 site(s) looked up: 4 RDAP request(s), 2 bootstrap file(s) fetched, 0 failed"
         )
         # within the week nothing is due; --refresh looks all up again, the bootstrap kept
         assert fptrack("sites", "hosting", env=env(services)).err.startswith("0 site(s)")
@@ -95,7 +95,7 @@ def test_the_command_looks_up_the_sites_with_matches_and_the_admin_shows_them(
         quiet = fptrack("sites", "hosting", "quiet", env=env(services))
         assert quiet.status == 0 and "names no abuse contact" in quiet.out
         gone = fptrack("sites", "hosting", "gone", env=env(services))
-        assert gone.status == 1 and "1 found nothing" in gone.err
+        assert gone.status == 1 and "1 failed" in gone.err
         assert "domain gone-pirate-fixture.org: not found (404)" in gone.out
         missing = fptrack("sites", "hosting", "nosuch", env=env(services))
         assert missing.status == 1 and missing.one_line_error()
