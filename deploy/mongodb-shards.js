@@ -33,6 +33,8 @@ db.getSiblingDB("fptrack").getCollection("candidates").createIndex({"_id": "hash
 sh.shardCollection("fptrack.candidates", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("site_contacts").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.site_contacts", {"_id": "hashed"});
+db.getSiblingDB("fptrack").getCollection("rdap_bootstrap").createIndex({"_id": "hashed"});
+sh.shardCollection("fptrack.rdap_bootstrap", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("stamp_batches").createIndex({"_id": "hashed"});
 sh.shardCollection("fptrack.stamp_batches", {"_id": "hashed"});
 db.getSiblingDB("fptrack").getCollection("alert_rules").createIndex({"_id": "hashed"});

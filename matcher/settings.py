@@ -312,6 +312,18 @@ class Settings:
     search_every: int = 0
     """Seconds between beat's searches for pirate sites (``sites:search``, with a
     ``search_url``); 0: never (``fptrack sites search`` runs one)."""
+    rdap_bootstrap_url: str = "https://data.iana.org/rdap/"
+    """Where the RDAP bootstrap files (RFC 9224: ``dns.json``, ``ipv4.json``, ``ipv6.json``)
+    are fetched for ``fptrack sites hosting`` (:mod:`matcher.sites.hosting`), kept a week
+    in the store; a host the operator named (reached even on an internal address)."""
+    rdap_deadline: float = 10.0
+    """Seconds each RDAP request (and bootstrap file) may take in all."""
+    rdap_max_requests: int = 6
+    """RDAP requests one site's hosting lookup makes at most (bootstrap files apart)."""
+    hosting_every: int = 7 * 86400
+    """Seconds between beat's hosting lookups (``sites:hosting``: the sites with matches
+    whose hosting was last tried a week ago or never); 0: never (``fptrack sites hosting``
+    runs one)."""
     takedown_rechecks: str = "1,3,7,14"
     """Days after a takedown notice when each URL it names is rechecked
     (:mod:`matcher.evidence.takedowns`), comma-separated."""
@@ -459,7 +471,7 @@ class Settings:
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
             "api_rate_per_minute", "pending_after", "query_max_bytes", "tsa_every", "tsa_batch",
             "takedown_recheck_every", "discover_sample", "discover_harvest", "search_results",
-            "search_daily_queries", "search_queries_per_work",
+            "search_daily_queries", "search_queries_per_work", "rdap_max_requests",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -490,6 +502,14 @@ class Settings:
             raise SettingsError("discover_every must be >= 0, and sample and harvest 1 to 1000")
         if self.takedown_escalate_days <= 0:
             raise SettingsError("takedown_escalate_days must be > 0")
+        if self.rdap_deadline <= 0 or self.hosting_every < 0 or self.rdap_max_requests > 100:
+            raise SettingsError(
+                "rdap_deadline must be > 0, hosting_every >= 0 and rdap_max_requests at most 100"
+            )
+        if not self.rdap_bootstrap_url.startswith(("http://", "https://")):
+            raise SettingsError(
+                f"rdap_bootstrap_url must be an http(s) URL, got {self.rdap_bootstrap_url!r}"
+            )
         if self.search_every < 0:
             raise SettingsError(f"search_every must be >= 0, got {self.search_every}")
         if self.search_url and not self.search_url.startswith(("http://", "https://")):

@@ -1,5 +1,6 @@
-"""``fptrack sites``: the watched sites and their crawl schedules (add, list, remove), and the
-pirate sites found from them (discover) or through a search engine (search)."""
+"""``fptrack sites``: the watched sites and their crawl schedules (add, list, remove), the
+pirate sites found from them (discover) or through a search engine (search), and who hosts
+the sites with matches (hosting: RDAP)."""
 
 from __future__ import annotations
 
@@ -203,6 +204,98 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="pages sampled per candidate (default: FPTRACK_DISCOVER_SAMPLE, 10)",
     )
     json_option(p)
+    p = command(
+        sites,
+        "hosting",
+        run_hosting,
+        "look up who hosts the sites with matches (RDAP)",
+        "Look up who hosts each watched site with matches whose hosting was last looked up "
+        "7 days ago or never (all of them with --refresh; the named SITEs now, matches or "
+        "not): its addresses, the owner and abuse contact of each address's network (the "
+        "RIR's RDAP server), and its domain's registrar and abuse contact (the registry's "
+        "RDAP server, and the registrar's when the registry refers to it). The servers come "
+        "from the RDAP bootstrap files of FPTRACK_RDAP_BOOTSTRAP_URL (default "
+        "https://data.iana.org/rdap/), kept a week in the store. Each request takes at most "
+        "FPTRACK_RDAP_DEADLINE s (default 10), a site at most FPTRACK_RDAP_MAX_REQUESTS "
+        "RDAP requests (default 6). An RDAP server on an internal address is refused unless "
+        "FPTRACK_OUTBOUND_ALLOW_PRIVATE=true (default false). A lookup that finds nothing "
+        "keeps the contacts found earlier; each failure is a line of its errors. A network "
+        "owner found becomes the site's provider unless one was edited. Beat's sites:hosting "
+        "does the same every FPTRACK_HOSTING_EVERY s (default a week). Exit status 1 when "
+        "every lookup failed.",
+    )
+    p.add_argument(
+        "sites", nargs="*", metavar="SITE", help="look up these sites now (default: due ones)"
+    )
+    p.add_argument(
+        "--refresh",
+        action="store_true",
+        help="look up every site with matches now, however recent its lookup (default: "
+        "those last looked up 7 days ago or never)",
+    )
+    p.add_argument(
+        "--limit", type=int, default=500,
+        help="sites looked up at most (default 500)",
+    )  # fmt: skip
+    json_option(p)
+
+
+HOSTING_COLUMNS = (
+    "site", "addresses", "network owner", "abuse email", "registrar", "registrar abuse email",
+    "looked up", "errors",
+)  # fmt: skip
+
+
+def run_hosting(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.services.takedowns import TakedownService
+    from matcher.sites.site_config import SiteConfigError
+    from matcher.store.common import StoreError
+
+    if not 1 <= args.limit <= 100_000:
+        raise CommandError("--limit takes 1 to 100000", 2)
+    try:
+        done = TakedownService(ctx).look_up_hosting(
+            args.sites, refresh=args.refresh, limit=args.limit
+        )
+    except KeyError as exc:
+        raise CommandError(f"no site {exc.args[0]} (see fptrack sites list)") from None
+    except (StoreError, SiteConfigError) as exc:
+        raise CommandError(str(exc), 2) from None
+    if args.json:
+        keys = ("site", "requests", "bootstrap_requests", "hosting")
+        dump_json([{k: getattr(d, k) for k in keys} for d in done])
+    else:
+        print("\t".join(HOSTING_COLUMNS))
+        for d in done:
+            print("\t".join(hosting_row(d.site, d.hosting)))
+        requests = sum(d.requests for d in done)
+        fetched = sum(d.bootstrap_requests for d in done)
+        print(
+            f"{len(done)} site(s) looked up: {requests} RDAP request(s), "
+            f"{fetched} bootstrap file(s) fetched, {sum(d.failed for d in done)} failed",
+            file=sys.stderr,
+        )
+    return 1 if done and all(d.failed for d in done) else 0
+
+
+def hosting_row(site: str, hosting: dict[str, Any]) -> list[str]:
+    """A site's hosting as the cells of :data:`HOSTING_COLUMNS` ("-" for unknown)."""
+    networks = hosting.get("networks") or []
+    registrar = hosting.get("registrar") or {}
+    owners = sorted({n["name"] for n in networks if n.get("name")})
+    abuse = sorted({n["abuse_email"] for n in networks if n.get("abuse_email")})
+    looked = hosting.get("looked_up_at")
+    cells = [
+        site,
+        " ".join(hosting.get("addresses") or []),
+        ", ".join(owners),
+        ", ".join(abuse),
+        registrar.get("name", ""),
+        registrar.get("abuse_email", ""),
+        looked.strftime("%Y-%m-%d %H:%M UTC") if isinstance(looked, datetime) else "",
+        "; ".join(hosting.get("errors") or []),
+    ]
+    return [" ".join(c.split()) or "-" for c in cells]
 
 
 def run_search(args: argparse.Namespace, ctx: Context) -> int:

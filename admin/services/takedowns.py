@@ -1,10 +1,12 @@
 """Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): the figures per site and
 per hosting provider with the URLs to escalate, every case, the sites' contacts and
-providers, and sending a notice (:mod:`admin.report.takedown_send`).
+providers, who hosts each site (RDAP lookups, :mod:`matcher.sites.hosting`), and sending a
+notice (:mod:`admin.report.takedown_send`).
 
 Used by the admin's takedown pages (:mod:`admin.web.takedowns`), the API's takedown
 routes (:mod:`admin.web.api.takedowns`) and ``fptrack takedowns``
-(:mod:`admin.commands.takedowns`), which also rechecks the URLs due.
+(:mod:`admin.commands.takedowns`), which also rechecks the URLs due; the hosting by the
+admin's site pages and reports, the API's site resource and ``fptrack sites hosting``.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from matcher.store.common import now
 
 if TYPE_CHECKING:
     from admin.context import Context
+    from matcher.sites.hosting import Looked
 
 
 class TakedownService:
@@ -52,6 +55,31 @@ class TakedownService:
     def contact(self, site: str) -> dict[str, Any]:
         """A site's ``contact`` and ``provider`` as kept."""
         return self.store.takedowns.contact(site)
+
+    def hosting(self, site: str) -> dict[str, Any] | None:
+        """Who hosts the site, as last looked up (None: never)."""
+        return self.store.takedowns.hosting(site)
+
+    def look_up_hosting(self, sites: list[str], *, refresh: bool, limit: int) -> list[Looked]:
+        """Look up who hosts ``sites`` now (names of watched sites), or, none named, the
+        sites with matches whose hosting was last tried a week ago or never (all of them
+        with ``refresh``), at most ``limit``; :class:`KeyError` naming a site not watched."""
+        from matcher.sites import hosting
+
+        at = now()
+        if sites:
+            urls = {}
+            for name in sites:
+                config = self.store.sites.get_site(name)
+                if config is None or not config.start_urls:
+                    raise KeyError(name)
+                urls[name] = config.start_urls[0]
+        elif refresh:
+            urls = dict(list(hosting.sites_with_matches(self.store).items())[:limit])
+        else:
+            urls = hosting.due_sites(self.store, at, limit)
+        lookups = hosting.Lookups.from_settings(self.store, self.ctx.settings)
+        return hosting.look_up_sites(self.store, lookups, urls, at)
 
     def recheck(self) -> Rechecked:
         """Fetch again, now, the noticed URLs whose recheck is due, and record whether each

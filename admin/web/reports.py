@@ -161,6 +161,7 @@ def printable() -> Any:
         entries=entries,
         more=more,
         summary=reports.summary(selection),
+        hosting=deps.takedowns().hosting(site) if (site := selection.filters.site) else None,
         max_print=MAX_PRINT_MATCHES,
         generated=datetime.now(UTC),
     )
@@ -219,6 +220,7 @@ def takedown(site: str) -> Any:
         placeholders=done.placeholders,
         unreviewed=done.unreviewed,
         left_out=deps.reports().left_out(selection),
+        hosting=deps.takedowns().hosting(selection.filters.site),
     )
 
 

@@ -39,6 +39,7 @@ def detail(name: str) -> Any:
         rules=found.rules,
         matches=found.matches,
         unseen=found.unseen,
+        hosting=deps.takedowns().hosting(site.name),
     )
 
 

@@ -5,8 +5,9 @@ deadline), then names the provider by the reverse-DNS name of its first address,
 the registered domain (``ec2-1-2-3-4.compute.amazonaws.com`` -> ``amazonaws.com``,
 ``x.bj.aliyun.com.cn`` -> ``aliyun.com.cn``); an address without one is named by its
 network (``203.0.113.0/24``); loopback and private addresses say so. A guess: the team
-edits it (``fptrack takedowns provider SITE NAME``, the admin), and an edited provider is
-never replaced.
+edits it (``fptrack takedowns contact SITE --provider NAME``, the admin), and an edited
+provider is never replaced. Once an RDAP lookup (:mod:`matcher.sites.hosting`) names the
+owner of the site's network, that owner replaces the guess.
 """
 
 from __future__ import annotations

@@ -114,6 +114,7 @@ INDEXES: dict[str, list[IndexModel]] = {
     "counters": [],
     "stamp_batches": [],
     "site_contacts": [],
+    "rdap_bootstrap": [],
     **alert_rules.INDEXES,
     **archive.INDEXES,
 }
@@ -140,6 +141,7 @@ SHARD_KEYS: dict[str, dict[str, Any]] = {
     "notices": {"_id": "hashed"},
     "candidates": {"_id": "hashed"},
     "site_contacts": {"_id": "hashed"},
+    "rdap_bootstrap": {"_id": "hashed"},
     "stamp_batches": {"_id": "hashed"},
     **alert_rules.SHARD_KEYS,
     **archive.SHARD_KEYS,

@@ -14,17 +14,29 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING
 from pymongo.database import Database
 
-from matcher.store.common import checked_str, mongo_errors, object_id, site_name, status_name
+from matcher.sites.rdap import NETWORK_FIELDS, REGISTRAR_FIELDS
+from matcher.store.common import (
+    checked_date,
+    checked_str,
+    mongo_errors,
+    object_id,
+    site_name,
+    status_name,
+)
 
 CASE_STATES = ("pending", "removed", "up", "reopened")
 """A case's state: no recheck decided yet; removed (404/410, or the page no longer copies
 its works); still up (or changed and still copying); up again after a removal."""
 MAX_CASES = 100_000
 """At most this many cases are read for the figures at once (the newest)."""
+MAX_LIST = 50
+"""A hosting document keeps at most this many addresses, networks and errors."""
+BOOTSTRAP_NAMES = frozenset({"dns.json", "ipv4.json", "ipv6.json"})
 
 
 class Takedowns:
-    """The ``notices``, ``takedown_cases`` and ``site_contacts`` collections."""
+    """The ``notices``, ``takedown_cases``, ``site_contacts`` and ``rdap_bootstrap``
+    collections."""
 
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -150,3 +162,79 @@ class Takedowns:
         allowed = {"contact", "provider", "provider_from"}
         change = {k: checked_str(v, k) for k, v in fields.items() if k in allowed}
         self.db.site_contacts.update_one({"_id": site_name(site)}, {"$set": change}, upsert=True)
+
+    @mongo_errors
+    def set_resolved_provider(self, site: str, provider: str) -> bool:
+        """Make ``provider`` the site's provider, resolved, unless an operator edited it
+        (``provider_from`` ``edited``); whether it was set."""
+        result = self.db.site_contacts.update_one(
+            {"_id": site_name(site), "provider_from": {"$ne": "edited"}},
+            {"$set": {"provider": checked_str(provider, "provider"), "provider_from": "resolved"}},
+        )
+        return result.matched_count == 1
+
+    @mongo_errors
+    def set_hosting(self, site: str, hosting: Mapping[str, Any]) -> None:
+        """Keep who hosts the site (:mod:`matcher.sites.hosting`) on its contacts document:
+        ``looked_up_at``, ``attempted_at``, ``host``, ``addresses``, ``networks`` (each of
+        :data:`NETWORK_FIELDS`), ``domain``, ``registrar`` (:data:`REGISTRAR_FIELDS`) and
+        ``errors``, every value a string (or a date)."""
+        doc = {
+            "looked_up_at": checked_date(hosting["looked_up_at"]),
+            "attempted_at": checked_date(hosting.get("attempted_at", hosting["looked_up_at"])),
+            "host": checked_str(hosting.get("host", ""), "host"),
+            "addresses": [checked_str(a, "address") for a in hosting.get("addresses", ())],
+            "networks": [
+                {k: checked_str(n.get(k, ""), k) for k in NETWORK_FIELDS}
+                for n in hosting.get("networks", ())
+            ],
+            "domain": checked_str(hosting.get("domain", ""), "domain"),
+            "registrar": {
+                k: checked_str((hosting.get("registrar") or {}).get(k, ""), k)
+                for k in REGISTRAR_FIELDS
+            },
+            "errors": [checked_str(e, "error") for e in hosting.get("errors", ())],
+        }
+        for name in ("addresses", "networks", "errors"):
+            doc[name] = doc[name][:MAX_LIST]
+        self.db.site_contacts.update_one(
+            {"_id": site_name(site)}, {"$set": {"hosting": doc}}, upsert=True
+        )
+
+    @mongo_errors
+    def hosting(self, site: str) -> dict[str, Any] | None:
+        """Who hosts the site, as kept by :meth:`set_hosting` (None: never looked up)."""
+        doc = self.db.site_contacts.find_one({"_id": site_name(site)}, {"hosting": 1}) or {}
+        return doc.get("hosting")
+
+    @mongo_errors
+    def hosting_due(self, sites: Iterable[str], before: datetime, limit: int) -> list[str]:
+        """Those of ``sites`` whose hosting was never looked up or last tried before
+        ``before``: the never looked up first, then the longest waiting; at most ``limit``."""
+        names = [site_name(s) for s in sites]
+        fields = {"hosting.attempted_at": 1}
+        tried = {
+            d["_id"]: (d.get("hosting") or {}).get("attempted_at")
+            for d in self.db.site_contacts.find({"_id": {"$in": names}}, fields)
+        }
+        due = [n for n in names if tried.get(n) is None or tried[n] < before]
+        due.sort(key=lambda n: (tried.get(n) is not None, tried.get(n) or before, n))
+        return due[: int(limit)]
+
+    @mongo_errors
+    def bootstrap_file(self, name: str) -> dict[str, Any] | None:
+        """A kept RDAP bootstrap file (``body``, ``fetched_at``), None when none is kept."""
+        if name not in BOOTSTRAP_NAMES:
+            raise ValueError(f"not an RDAP bootstrap file: {name!r}")
+        return self.db.rdap_bootstrap.find_one({"_id": name})
+
+    @mongo_errors
+    def save_bootstrap_file(self, name: str, body: str, fetched_at: datetime) -> None:
+        """Keep the RDAP bootstrap file ``name`` as fetched at ``fetched_at``."""
+        if name not in BOOTSTRAP_NAMES:
+            raise ValueError(f"not an RDAP bootstrap file: {name!r}")
+        self.db.rdap_bootstrap.update_one(
+            {"_id": name},
+            {"$set": {"body": checked_str(body, "body"), "fetched_at": checked_date(fetched_at)}},
+            upsert=True,
+        )

@@ -25,7 +25,9 @@ notices whose recheck is due (:mod:`matcher.evidence.takedowns`); every ``FPTRAC
 seconds (a week; 0: never) ``sites:discover`` looks for the pirate sites the watched ones
 lead to (:mod:`matcher.sites.discovery`); with a search engine (``FPTRACK_SEARCH_URL``), every
 ``FPTRACK_SEARCH_EVERY`` seconds (0, the default: never) ``sites:search`` looks for them
-through it (:mod:`matcher.sites.search`).
+through it (:mod:`matcher.sites.search`); every ``FPTRACK_HOSTING_EVERY`` seconds (a week; 0:
+never) ``sites:hosting`` looks up who hosts the sites with matches through RDAP
+(:mod:`matcher.sites.hosting`).
 redbeat reads its entries from Redis on every tick, so an entry saved
 here (from the CLI or the admin) takes effect without restarting beat. A new entry counts as
 last run when it is saved (Celery's ``ScheduleEntry``), so it first runs at its next time.
@@ -69,6 +71,7 @@ STAMP_EVIDENCE = "evidence:stamp"
 RECHECK_TAKEDOWNS = "takedowns:recheck"
 DISCOVER_SITES = "sites:discover"
 SEARCH_SITES = "sites:search"
+HOSTING_SITES = "sites:hosting"
 HEAL_SECONDS = 30
 """How often the heal job looks for lost index groups (:func:`matcher.worker.jobs.heal_indexes`)."""
 REQUEUE_PENDING = "pages:requeue-pending"
@@ -191,7 +194,8 @@ class Schedules:
         alerts' delivery sweep every minute, the sweep for lost page tasks every
         :func:`requeue_interval` s, and the stamping of the evidence every
         ``settings.tsa_every`` s when a TSA is set (removed when none is), and the takedowns'
-        rechecks every ``settings.takedown_recheck_every`` s."""
+        rechecks every ``settings.takedown_recheck_every`` s, and the sites' hosting lookups
+        every ``settings.hosting_every`` s (removed when 0)."""
         hour, minute = (int(x) for x in settings.daily_at.split(":"))
         self._entry(DAILY_MATCH, "fptrack.match_new_works", crontab(minute=minute, hour=hour))
         report = crontab(minute=minute, hour=(hour + 1) % 24)
@@ -228,6 +232,13 @@ class Schedules:
             self._entry(SEARCH_SITES, "fptrack.search_sites", search, options=options)
         else:
             self._delete(SEARCH_SITES)
+        if settings.hosting_every:
+            every = settings.hosting_every
+            options = {"expires": float(every)}
+            hosting = schedule(timedelta(seconds=every))
+            self._entry(HOSTING_SITES, "fptrack.look_up_hosting", hosting, options=options)
+        else:
+            self._delete(HOSTING_SITES)
         if settings.tsa_url:
             stamp = schedule(timedelta(seconds=settings.tsa_every))
             options = {"expires": float(settings.tsa_every)}

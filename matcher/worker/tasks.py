@@ -355,6 +355,29 @@ def prune_archive(self: FptrackTask) -> dict[str, Any]:
     return jobs.prune_archive(engine, engine.store.evidence_archive(self.runtime.settings.archive))
 
 
+@shared_task(bind=True, base=FptrackTask, name="fptrack.look_up_hosting")
+def look_up_hosting(self: FptrackTask, limit: int = 500) -> dict[str, Any]:
+    """Look up who hosts the sites with matches whose hosting is due, through RDAP
+    (:func:`matcher.sites.hosting.due_sites`, :func:`matcher.sites.hosting.look_up_sites`).
+    A lookup that fails is kept as such (its errors), not retried: the next run tries again
+    a week later."""
+    from matcher.sites import hosting
+
+    settings = self.runtime.settings
+    store = self.runtime.engine().store
+    at = now()
+    every = settings.hosting_every
+    # due a little before a whole interval, so that a weekly run finds last week's lookups due
+    age = timedelta(seconds=every * 0.9) if every else hosting.MAX_AGE
+    due = hosting.due_sites(store, at, limit, age)
+    done = hosting.look_up_sites(store, hosting.Lookups.from_settings(store, settings), due, at)
+    return {
+        "sites": len(done),
+        "failed": sum(d.failed for d in done),
+        "requests": sum(d.requests + d.bootstrap_requests for d in done),
+    }
+
+
 @shared_task(bind=True, base=FptrackTask, name="fptrack.stamp_evidence")
 def stamp_evidence(self: FptrackTask) -> dict[str, Any]:
     """Put the queued archive files under TSA tokens

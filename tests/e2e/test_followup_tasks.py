@@ -1,7 +1,8 @@
 """The tasks beat sends for what follows a match, run by a real Celery worker on the test
 broker: ``fptrack.recheck_takedowns`` finds a page its site took down after the notice, and
 ``fptrack.discover_sites`` finds the pirate site a watched one links to, and
-``fptrack.search_sites`` the one a search engine answers with (on loopback addresses: the
+``fptrack.search_sites`` the one a search engine answers with, and ``fptrack.look_up_hosting``
+who hosts the sites with matches through local RDAP services (on loopback addresses: the
 worker's settings allow internal addresses, explicitly)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import timedelta
 
 import pytest
 import redis
+from bson import ObjectId
 
 from crawler import tasks as crawl_tasks
 from crawler.one_page import page_text
@@ -20,8 +22,10 @@ from matcher.matching.engine import Engine
 from matcher.pages import CrawledPage
 from matcher.sites.site_config import SiteConfig
 from matcher.store import now
+from matcher.worker import tasks as worker_tasks
 from matcher.worker.ingest import Ingest
 from tests.e2e.test_worker import enqueue, worker
+from tests.servers.rdap import RdapServices
 from tests.servers.search_engine import SearchEngineServer
 from tests.servers.takedown_site import ChangingSite, loopback_sites
 from tests.support.e2e import app, sample
@@ -106,3 +110,29 @@ def test_the_worker_searches_for_new_works(
     assert {lead["kind"] for lead in candidate["leads"]} == {"search"}
     assert len(asked) == settings.search_queries_per_work  # the work's sentences, once each
     assert engine.store.works.works_to_search(10) == []
+
+
+def test_the_worker_looks_up_who_hosts_the_sites_with_matches(
+    engine: Engine, broker: redis.Redis, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for n, (name, url) in enumerate(
+        {"cdn-pirate": "http://104.16.132.229/", "quiet": "http://220.181.38.148/"}.items(), 1
+    ):
+        engine.store.sites.save_site(SiteConfig.from_dict({"name": name, "start_urls": [url]}))
+        if name == "cdn-pirate":  # the quiet site has no match: not looked up
+            engine.store.matches.upsert_match(
+                {"page_id": n, "work_id": ObjectId(), "site": name, "url": url}
+            )
+    with RdapServices() as services:
+        settings = replace(
+            app.fptrack.settings, outbound_allow_private=True, rdap_deadline=2.0,
+            rdap_bootstrap_url=services.bootstrap_url,
+        )  # fmt: skip
+        monkeypatch.setattr(app.fptrack, "settings", settings)
+        with worker():
+            worker_tasks.look_up_hosting.delay()
+            eventually(lambda: engine.store.takedowns.hosting("cdn-pirate"), 60, "the lookup")
+    assert engine.store.takedowns.hosting("quiet") is None
+    [network] = engine.store.takedowns.hosting("cdn-pirate")["networks"]
+    assert network["abuse_email"] == "abuse@cloudflare.com"
+    assert services.requests() == ["/rdap/ipv4.json", "/arin/registry/ip/104.16.132.229"]

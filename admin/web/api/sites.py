@@ -1,4 +1,5 @@
-"""The API's sites: list them, read one, add, replace or remove one, crawl one now."""
+"""The API's sites: list them, read one (with who hosts it, as its RDAP lookup found:
+:mod:`matcher.sites.hosting`), add, replace or remove one, crawl one now."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from flask import Response, abort, jsonify
 
 from admin.web import deps
-from admin.web.api.blueprint import SITE_NAME, json_object, ok, route
+from admin.web.api.blueprint import SITE_NAME, json_object, ok, route, when
 from matcher.sites.site_config import SiteConfig, SiteConfigError
 
 
@@ -16,9 +17,23 @@ def list_sites() -> Any:
     return jsonify(sites=[s.to_dict() for s in deps.sites().all_sites()])
 
 
-@route("GET", "/sites/{name}", "viewer", "One site", params=(SITE_NAME,), responses=ok("Site"))
+@route("GET", "/sites/{name}", "viewer",
+       "One site, with who hosts it (null: never looked up)", params=(SITE_NAME,),
+       responses=ok("SiteDetail"))  # fmt: skip
 def get_site(name: str) -> Any:
-    return jsonify(deps.site_or_404(name).to_dict())
+    site = deps.site_or_404(name)
+    return jsonify({**site.to_dict(), "hosting": hosting_json(deps.takedowns().hosting(site.name))})
+
+
+def hosting_json(hosting: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A site's kept hosting (:meth:`matcher.store.takedowns.Takedowns.set_hosting`) as the
+    API's ``Hosting``: its times in ISO 8601."""
+    if hosting is None:
+        return None
+    out = {k: v for k, v in hosting.items() if k not in ("looked_up_at", "attempted_at")}
+    out["looked_up_at"] = when(hosting.get("looked_up_at"))
+    out["attempted_at"] = when(hosting.get("attempted_at") or hosting.get("looked_up_at"))
+    return out
 
 
 def _save_site(config: SiteConfig) -> dict[str, Any]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admin.services.matches import STATUSES
+from matcher.sites.rdap import NETWORK_FIELDS, REGISTRAR_FIELDS
 from matcher.sites.site_config import MAX_INT, SiteConfig
 
 VERSION = "1.0.0"
@@ -125,6 +126,20 @@ WORK = {
     "same_text_as": _nullable(STRING),
     "near_twin": {"type": "boolean"},
 }
+HOSTING = _obj(
+    {
+        "looked_up_at": WHEN,
+        "attempted_at": WHEN,
+        "host": STRING,
+        "addresses": STRINGS,
+        "networks": {"type": "array", "items": _obj({k: STRING for k in NETWORK_FIELDS})},
+        "domain": STRING,
+        "registrar": _obj({k: STRING for k in REGISTRAR_FIELDS}),
+        "errors": STRINGS,
+    }
+)
+"""Who hosts a site, as its RDAP lookup found (:mod:`matcher.sites.hosting`): "" for a value
+unknown or redacted."""
 
 SCHEMAS: dict[str, Any] = {
     "Error": _obj({"error": STRING}),
@@ -159,6 +174,7 @@ SCHEMAS: dict[str, Any] = {
     "SiteCreate": site_schema(),
     "SiteUpdate": site_schema(require_name=False),
     "SiteList": _obj({"sites": {"type": "array", "items": _ref("Site")}}),
+    "SiteDetail": _obj({**site_schema(output=True)["properties"], "hosting": _nullable(HOSTING)}),
     "Candidate": _obj(
         {
             "host": STRING,
