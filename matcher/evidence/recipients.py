@@ -1,11 +1,12 @@
 """Who a takedown notice is addressed to: the site's operator, its hosting provider's abuse
 desk, its domain's registrar, or the search engines' delisting channel (issue 41, part 3).
 
-- **Kinds** (:data:`RECIPIENTS`, in the order a URL still up is escalated: :func:`next_recipient`):
-  ``operator`` (the site's own contact, ``site_contacts.contact``), ``host`` (the abuse
-  address of the network its address belongs to), ``registrar`` (the abuse address of its
-  domain's registrar) and ``search`` (no email: an export for the search engines' bulk
-  delisting forms, :mod:`admin.report.delisting`).
+- **Kinds** (:data:`~matcher.store.recipient_kinds.RECIPIENTS`, in the order a URL still
+  up is escalated: :func:`next_recipient`): ``operator`` (the site's own contact,
+  ``site_contacts.contact``), ``host`` (the abuse address of the network its address
+  belongs to), ``registrar`` (the abuse address of its domain's registrar) and ``search``
+  (no email: an export for the search engines' bulk delisting forms,
+  :mod:`admin.report.delisting`).
 - **Addresses** (:func:`address`): an operator's edit (``host_email``/``host_name``,
   ``registrar_email``/``registrar_name`` on the site's ``site_contacts`` document, set by
   ``fptrack takedowns contact`` or the admin) comes first and is never replaced by a
@@ -22,8 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-RECIPIENTS = ("operator", "host", "registrar", "search")
-"""Every recipient kind, in the order a URL still up is escalated."""
+from matcher.store.recipient_kinds import RECIPIENTS
+
 EMAILED = ("operator", "host", "registrar")
 """The kinds a notice is emailed to (``search`` is exported)."""
 ROLES = {

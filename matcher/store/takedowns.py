@@ -17,7 +17,6 @@ from bson import ObjectId
 from pymongo import ASCENDING, DESCENDING
 from pymongo.database import Database
 
-from matcher.evidence.recipients import RECIPIENTS
 from matcher.store.common import (
     StoreError,
     checked_str,
@@ -26,6 +25,7 @@ from matcher.store.common import (
     site_name,
     status_name,
 )
+from matcher.store.recipient_kinds import RECIPIENTS
 
 CASE_STATES = ("pending", "removed", "up", "reopened")
 """A case's state: no recheck decided yet; removed (404/410, or the page no longer copies
