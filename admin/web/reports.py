@@ -27,8 +27,9 @@ Routes (every role may read and export; only admins edit the takedown template):
   out, and why it cannot be sent yet) or a plain-text download; the path's site replaces
   any ``site`` argument; ``recipient=host`` or ``registrar``: the notice to that abuse desk
   instead (:mod:`admin.report.abuse_notice`, every site with the same abuse address, a
-  section each). The download, and the notice's evidence bundle, are a 409 with the
-  reason while the notice is not ready (placeholders left, no match to name);
+  section each; its evidence bundle is each site's, from its operator notice). The
+  download, and the notice's evidence bundle, are a 409 with the reason while the notice
+  is not ready (placeholders left, no match to name);
 - ``GET/POST /reports/takedown-template``: the notice's template (at most
   :data:`MAX_TEMPLATE_CHARS`, 20,000 characters), the rights holder and the contact (at most
   :data:`MAX_DETAIL_CHARS`, 500 characters each), kept in the ``state`` collection under
@@ -230,6 +231,7 @@ def takedown(site: str) -> Any:
     to = planned.to if planned else deps.takedowns().addresses().get(site, {}).get("operator")
     return render_template(
         "takedown.html",
+        site=selection.filters.site,
         recipient=recipient,
         recipients=EMAILED,
         to=to,
@@ -262,6 +264,8 @@ def evidence() -> Response:
 
 @bp.get("/takedown/<site>/evidence.zip")
 def takedown_evidence(site: str) -> Response:
+    if _recipient() != "operator":
+        abort(400, "the evidence bundle is a site's: take it from each site's operator notice")
     done, selection = _ready_notice(site)
     body = _evidence_zip(selection, done.text)
     return _attachment(body, "application/zip", f"takedown-evidence-{selection.label()}.zip")

@@ -361,3 +361,41 @@ def test_every_path_sends_to_each_recipient(
         as_reviewer, "/takedowns/delisting.csv", {"site": "pirate-a"}, follow_redirects=True
     )
     assert "Not exported: no confirmed match still up on pirate-a" in flashed.get_data(as_text=True)
+
+
+def test_what_a_lookup_says_is_shown_escaped(
+    web_ctx: Context,
+    as_admin: FlaskClient,
+    sites: dict[str, ChangingSite],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The RDAP answer is remote data: a network or registrar name that is markup is shown as
+    text on the Takedowns page and in the host's and registrar's notice previews."""
+    copies(web_ctx, sites, capsys)
+    hostile = hosting(
+        HOSTONE, REGISTRAR, name="<script>alert('net')</script>", ip=sites["pirate-a"].host
+    )
+    hostile["registrar"]["name"] = "<img src=x onerror=alert('reg')>"
+    web_ctx.engine.store.takedowns.set_hosting("pirate-a", hostile)
+    pages = [
+        as_admin.get("/takedowns/").get_data(as_text=True),
+        as_admin.get("/reports/takedown/pirate-a?recipient=host").get_data(as_text=True),
+        as_admin.get("/reports/takedown/pirate-a?recipient=registrar").get_data(as_text=True),
+    ]
+    for page in pages:
+        assert "<script>alert" not in page and "<img src=x" not in page
+    assert "&lt;script&gt;alert(" in pages[0] and "&lt;img src=x" in pages[0]
+    assert "&lt;script&gt;alert(" in pages[1] and "&lt;img src=x" in pages[2]
+    bundle = as_admin.get("/reports/takedown/pirate-a/evidence.zip?recipient=host")
+    assert bundle.status_code == 400
+
+    # an admin's edit of the host's address is kept over the lookup, and can be undone
+    form = {"contact": "ops@pirate-a.example", "host_email": "noc@hostone.example"}
+    assert post(as_admin, "/takedowns/contact/pirate-a", form).status_code == 302
+    page = as_admin.get("/reports/takedown/pirate-a?recipient=host").get_data(as_text=True)
+    assert "noc@hostone.example" in page and "edited" in page
+    web_ctx.engine.store.takedowns.set_hosting("pirate-a", hostile)  # looked up again
+    assert "noc@hostone.example" in as_admin.get("/takedowns/").get_data(as_text=True)
+    post(as_admin, "/takedowns/contact/pirate-a", {**form, "host_email": ""})
+    page = as_admin.get("/reports/takedown/pirate-a?recipient=host").get_data(as_text=True)
+    assert f"{HOSTONE} (" in page and "noc@hostone.example" not in page
