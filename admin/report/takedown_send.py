@@ -46,7 +46,7 @@ from admin.report.takedown import (
 )
 from matcher.alerts import notify
 from matcher.evidence import takedowns
-from matcher.evidence.recipients import EMAILED, RECIPIENTS, Address, address, domain_of
+from matcher.evidence.recipients import EMAILED, Address, address, domain_of
 from matcher.settings import Settings
 from matcher.sites import providers
 from matcher.store import Store
@@ -226,9 +226,10 @@ def send_notice(
     site = str(selection.filters.site or "")
     planned = plan(store, settings, selection, recipient, html=False)
     if site not in planned.matches:
-        raise SendError(
-            f"{_nothing(store, replace(selection, notice=True), site)}: nothing to notify"
-        )
+        chosen = replace(selection, notice=True)
+        if recipient != "operator" and next(find(store, chosen, 1, ("url",)), None):
+            raise SendError(f"every URL of {site} is removed already: nothing to escalate")
+        raise SendError(f"{_nothing(store, chosen, site)}: nothing to notify")
     why = not_ready(planned.notice)
     if why:
         raise SendError(f"not ready: {why}")
@@ -371,7 +372,6 @@ def _email(settings: Settings, site: str, planned: Planned, recipient: str) -> s
 
 
 __all__ = [
-    "RECIPIENTS",
     "Exported",
     "NoticeError",
     "Planned",

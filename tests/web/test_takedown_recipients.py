@@ -355,6 +355,10 @@ def test_every_path_sends_to_each_recipient(
     for x in a.pages:
         a.remove(x)
     recheck(web_ctx, now() + timedelta(days=1, minutes=1))
+    assert main(["takedowns", "send", "pirate-a", "--to", "host"], web_ctx) == 1
+    assert "every URL of pirate-a is removed already: nothing to escalate" in (
+        capsys.readouterr().err
+    )
     refused = api.post("/api/v1/delisting?site=pirate-a", headers=token)
     assert refused.status_code == 409 and "nothing to export" in refused.get_json()["error"]
     flashed = post(
