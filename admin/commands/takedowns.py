@@ -1,13 +1,17 @@
-"""``fptrack takedowns``: notices sent and followed to the end (send, recheck, list, contact)."""
+"""``fptrack takedowns``: notices sent to their recipients and followed to the end (send,
+export-delisting, recheck, list, contact)."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from admin.commands.common import actions, command, json_option, site_service
 from admin.errors import CommandError
+from matcher.evidence.recipients import EMAILED, RECIPIENTS
 
 if TYPE_CHECKING:
     from admin.context import Context
@@ -26,15 +30,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         takedowns,
         "send",
         run_send,
-        "send a site's notice (or mark it sent) and schedule its rechecks",
+        "send a site's notice to its operator, host or registrar, and schedule its rechecks",
         "Send the takedown notice of a site's matches that a person confirmed (confirmed "
         "and takedown_sent; unreviewed new ones only with --include-unreviewed, a choice "
-        "the notice keeps) by email to the site's contact (--email; FPTRACK_SMTP_URL), or "
-        "mark it sent by other means (default). Refused while the notice still has the "
-        "template's placeholders (set the rights holder and contact in the admin's takedown "
+        "the notice keeps) to its recipient (--to): the site's operator (its contact), its "
+        "hosting provider's abuse desk or its registrar's. A notice to a host or registrar "
+        "names every site with the same abuse address (a section per site) and leaves out "
+        "the URLs already removed. By email (--email; FPTRACK_SMTP_URL), or marked sent by "
+        "other means (default). Refused while the notice still has the template's "
+        "placeholders (set the rights holder and contact in the admin's takedown "
         "template). Its matches become takedown_sent and every URL it names is rechecked.",
     )
     p.add_argument("site", metavar="SITE", help="the site, by name")
+    p.add_argument(
+        "--to",
+        choices=EMAILED,
+        default="operator",
+        help="the recipient: operator, host or registrar (default: operator); a host's or "
+        "registrar's address is the one set (fptrack takedowns contact SITE --to "
+        "host=ADDR) or looked up",
+    )
     p.add_argument("--since", help="matches first seen since (YYYY-MM-DD; default: all)")
     p.add_argument(
         "--include-unreviewed",
@@ -45,8 +60,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--email",
         action="store_true",
-        help="email it to the site's contact (default: mark it sent)",
+        help="email it to the recipient's address (default: mark it sent)",
     )
+    p = command(
+        takedowns,
+        "export-delisting",
+        run_export_delisting,
+        "export the URLs for the search engines' bulk delisting forms (CSV), and follow them",
+        "Write the confirmed matches' URLs (of every site, or --site) as CSV for the search "
+        "engines' bulk delisting forms: url, site, work_title, rights_holder (the work's "
+        "owner, else the template's rights holder), work_reference (the work's source when "
+        "a web address or an ISBN), first_seen, match_id, evidence_link (with "
+        "FPTRACK_ADMIN_URL). The export is kept as a notice to the search engines: its "
+        "matches become takedown_sent and every URL is rechecked; URLs already removed are "
+        "left out. At most 1,000 matches: narrow with --site and --since.",
+    )
+    p.add_argument("--site", help="one site, by name (default: every site)")
+    p.add_argument("--since", help="matches first seen since (YYYY-MM-DD; default: all)")
+    p.add_argument(
+        "--include-unreviewed",
+        action="store_true",
+        help="name the unreviewed (new) matches too, without review; the notice records "
+        "this choice (default: confirmed matches only)",
+    )
+    p.add_argument("--out", help="write the CSV to this file (default: standard output)")
     command(
         takedowns,
         "recheck",
@@ -61,10 +98,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         takedowns,
         "list",
         run_list,
-        "figures per site and provider, and the URLs to escalate",
-        "Per site and per hosting provider: notices sent, URLs named and rechecked, removed, "
-        "the removal rate and the median days to removal, and the URLs still up (or up "
-        "again) --days after their notice (default FPTRACK_TAKEDOWN_ESCALATE_DAYS, 7).",
+        "figures per site, provider and recipient, and the URLs to escalate",
+        "Per site, per hosting provider and per recipient (operator, host, registrar, "
+        "search): notices sent, URLs named and rechecked, removed, the removal rate and the "
+        "median days to removal (per recipient, a removal counts for the recipient of the "
+        "URL's latest notice), and the URLs still up (or up again) --days after their "
+        "latest notice (default FPTRACK_TAKEDOWN_ESCALATE_DAYS, 7), each with the next "
+        "recipient to tell (operator, then host, registrar, search).",
     )
     p.add_argument("--days", type=float, help="escalate after this many days (default: 7)")
     json_option(p)
@@ -72,12 +112,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         takedowns,
         "contact",
         run_contact,
-        "set a site's notice address or hosting provider",
-        "Set the address a site's notices are emailed to, and its hosting provider (guessed "
-        "from its address when a first notice is sent, unless set here).",
+        "set a site's notice addresses or hosting provider",
+        "Set the address a site's notices are emailed to, its host's and registrar's abuse "
+        "addresses (an address set here is never replaced by a lookup; empty: the lookup's "
+        "again), and its hosting provider (guessed from its address when a first notice is "
+        "sent, unless set here). Shows each recipient's address and where it came from.",
     )
     p.add_argument("site", metavar="SITE", help="the site, by name")
     p.add_argument("--email", help="the site's contact address for notices (default: unchanged)")
+    p.add_argument(
+        "--to",
+        action="append",
+        metavar="KIND=EMAIL",
+        default=[],
+        help="a recipient's address: operator=, host= or registrar= an email, or nothing to "
+        "unset it (repeat for several; default: unchanged)",
+    )
     p.add_argument(
         "--provider", help="the site's hosting provider (default: unchanged, else guessed)"
     )
@@ -95,10 +145,44 @@ def run_send(args: argparse.Namespace, ctx: Context) -> int:
     except FilterError as exc:
         raise CommandError(str(exc), 2) from None
     try:
-        sent = TakedownService(ctx).send(selection, email=args.email, by="cli")
+        sent = TakedownService(ctx).send(selection, email=args.email, by="cli", recipient=args.to)
     except (SendError, NoticeError) as exc:
         raise CommandError(str(exc)) from None
     print(f"notice {sent.notice_id} {sent.line()}")
+    return 0
+
+
+def run_export_delisting(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.filters import FilterError
+    from admin.report.selection import Selection
+    from admin.report.takedown_send import NoticeError, SendError
+    from admin.services.takedowns import TakedownService
+
+    chosen = {"since": args.since or "", "unreviewed": "1" if args.include_unreviewed else ""}
+    try:
+        selection = Selection.parse(chosen, site=args.site, notice=True)
+    except FilterError as exc:
+        raise CommandError(str(exc), 2) from None
+    out = Path(args.out) if args.out else None
+    if out is not None and not out.parent.is_dir():
+        raise CommandError(f"--out {args.out}: no such directory", 2)
+    try:
+        done = TakedownService(ctx).export_delisting(selection, by="cli")
+    except (SendError, NoticeError) as exc:
+        raise CommandError(str(exc)) from None
+    said = f"notice {done.sent.notice_id} {done.sent.line()}"
+    if out is None:
+        sys.stdout.write(done.csv)
+        print(said, file=sys.stderr)
+        return 0
+    try:
+        out.write_text(done.csv, encoding="utf-8-sig")
+    except OSError as exc:
+        raise CommandError(
+            f"--out {args.out}: {exc.strerror}; the export was kept as notice "
+            f"{done.sent.notice_id}: export again to another file"
+        ) from None
+    print(f"{said}; {done.rows} row(s) written to {args.out}")
     return 0
 
 
@@ -122,6 +206,8 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     for scope, rows in found.items():
         print(f"{scope}: notices, URLs, rechecked, removed, removal rate, median days, still up")
+        if scope == "recipients":
+            rows = sorted(rows, key=lambda f: RECIPIENTS.index(f.name))
         for f in rows:
             rate = "-" if f.removal_rate is None else f"{f.removal_rate:.0%}"
             median = "-" if f.median_days is None else f"{f.median_days:.1f}"
@@ -130,9 +216,13 @@ def run_list(args: argparse.Namespace, ctx: Context) -> int:
                 f"\t{len(f.escalate)}"
             )
     late = [e for f in found["sites"] for e in f.escalate]
-    print(f"to escalate ({len(late)}: still up {days:g} days after their notice)")
+    print(f"to escalate ({len(late)}: still up {days:g} days after their latest notice)")
     for e in late:
-        print(f"  {e['site']}\t{e['state']}\t{e['sent_at']:%Y-%m-%d}\t{e['url']}")
+        told = "+".join(e["recipients"])
+        then = f"next: {e['next_recipient']}" if e["next_recipient"] else "every recipient told"
+        print(
+            f"  {e['site']}\t{e['state']}\t{e['sent_at']:%Y-%m-%d}\t{e['url']}\ttold {told}; {then}"
+        )
     return 0
 
 
@@ -140,18 +230,34 @@ def run_contact(args: argparse.Namespace, ctx: Context) -> int:
     from admin.services.takedowns import TakedownService
 
     fields = {}
-    if args.email is not None:
-        if args.email and "@" not in args.email:
-            raise CommandError(f"not an email address: {args.email!r}", 2)
-        fields["contact"] = args.email
+    given = [("operator", args.email)] if args.email is not None else []
+    for value in args.to:
+        kind, equals, email = value.partition("=")
+        if not equals or kind not in EMAILED:
+            raise CommandError(
+                f"--to {value}: give KIND=EMAIL, KIND one of {', '.join(EMAILED)}", 2
+            )
+        given.append((kind, email.strip()))
+    for kind, email in given:
+        if email and ("@" not in email or len(email) > 200):
+            raise CommandError(f"not an email address: {email!r}", 2)
+        fields["contact" if kind == "operator" else f"{kind}_email"] = email
     if args.provider is not None:
         fields.update(provider=args.provider, provider_from="edited")
     if not fields:
-        raise CommandError("give --email or --provider", 2)
+        raise CommandError("give --email, --to KIND=EMAIL or --provider", 2)
     if site_service(ctx).get(args.site) is None:
         raise CommandError(f"no site {args.site}")
     takedowns = TakedownService(ctx)
     takedowns.set_contact(args.site, **fields)
     kept = takedowns.contact(args.site)
     print(f"{args.site}: contact {kept['contact'] or '-'}, provider {kept['provider'] or '-'}")
+    found = takedowns.addresses().get(args.site, {})
+    for kind in EMAILED:
+        to = found.get(kind)
+        if to is None or not to.email:
+            print(f"  {kind}: -")
+            continue
+        name = f" ({to.name})" if to.name else ""
+        print(f"  {kind}: {to.email}{name}, {to.source}")
     return 0

@@ -152,6 +152,7 @@ def notice_items(store: Store, selection: Selection) -> tuple[list[dict[str, str
         seen = match.get("first_seen")
         items.append(
             {
+                "match_id": str(match.get("_id", "")),
                 "url": url,
                 "work": str(match.get("work_title", "")),
                 "work_source": str(match.get("work_source", "")),
@@ -173,7 +174,7 @@ def notice_context(
 ) -> dict[str, Any]:
     """The template's variables: ``site``, ``date``, ``rights_holder``, ``contact``,
     ``period``, ``count``, ``works`` (titles) and ``items`` (``url``, ``work``,
-    ``work_source``, ``excerpt``, ``first_seen``, ``status``)."""
+    ``work_source``, ``excerpt``, ``first_seen``, ``status``, ``match_id``)."""
     return {
         "site": site,
         "date": (today or _today()).isoformat(),
@@ -194,6 +195,7 @@ SAMPLE_ITEMS = [
         "excerpt": "示例摘录 <sample excerpt>",
         "first_seen": "2024-01-31",
         "status": "confirmed",
+        "match_id": "0123456789abcdef01234567",
     },
     {
         "url": "http://pirate.example/book/2.html",
@@ -202,6 +204,7 @@ SAMPLE_ITEMS = [
         "excerpt": "另一段摘录 & more",
         "first_seen": "2024-02-01",
         "status": "takedown_sent",
+        "match_id": "0123456789abcdef01234568",
     },
 ]
 

@@ -1,7 +1,8 @@
-"""Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): the figures per site and
-per hosting provider with the URLs to escalate, every case, the sites' contacts and
-providers, who hosts each site (RDAP lookups, :mod:`matcher.sites.hosting`), and sending a
-notice (:mod:`admin.report.takedown_send`).
+"""Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): the figures per site,
+per hosting provider and per recipient kind with the URLs to escalate, every case, the
+sites' contacts, providers and recipients' addresses, who hosts each site (RDAP lookups,
+:mod:`matcher.sites.hosting`), sending a notice to its recipient and the search engines'
+delisting export (:mod:`admin.report.takedown_send`).
 
 Used by the admin's takedown pages (:mod:`admin.web.takedowns`), the API's takedown
 routes (:mod:`admin.web.api.takedowns`) and ``fptrack takedowns``
@@ -14,7 +15,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from admin.report.selection import Selection
-from admin.report.takedown_send import Sent, send_notice
+from admin.report.takedown_send import (
+    Exported,
+    Planned,
+    Sent,
+    export_delisting,
+    plan,
+    send_notice,
+)
+from matcher.evidence.recipients import RECIPIENTS, Address, address
 from matcher.evidence.takedowns import Figures, Rechecked, recheck_due, stored_figures
 from matcher.store.common import now
 
@@ -31,8 +40,9 @@ class TakedownService:
         self.ctx, self.store = ctx, ctx.store
 
     def figures(self, escalate_days: float) -> dict[str, list[Figures]]:
-        """Per site and per provider, as of now, with the URLs still up ``escalate_days``
-        after their notice (:func:`matcher.evidence.takedowns.stored_figures`)."""
+        """Per site, per provider and per recipient kind, as of now, with the URLs still up
+        ``escalate_days`` after their latest notice
+        (:func:`matcher.evidence.takedowns.stored_figures`)."""
         return stored_figures(self.store, now(), escalate_days)
 
     def contacts(self) -> dict[str, dict[str, Any]]:
@@ -43,17 +53,43 @@ class TakedownService:
         """The cases, newest notice first."""
         return self.store.takedowns.cases()
 
-    def send(self, selection: Selection, *, email: bool, by: str) -> Sent:
-        """Send the notice of a site's selection now, by email to its contact or marked sent
+    def addresses(self) -> dict[str, dict[str, Address]]:
+        """Every site's recipients' addresses (:func:`matcher.evidence.recipients.address`),
+        by site name and recipient kind."""
+        return {
+            site: {kind: address(doc, kind) for kind in RECIPIENTS}
+            for site, doc in self.store.takedowns.contacts().items()
+        }
+
+    def preview(self, selection: Selection, recipient: str, *, html: bool) -> Planned:
+        """The notice of a site's selection to ``recipient``, not sent
+        (:func:`admin.report.takedown_send.plan`)."""
+        return plan(self.store, self.ctx.settings, selection, recipient, html=html)
+
+    def send(
+        self, selection: Selection, *, email: bool, by: str, recipient: str = "operator"
+    ) -> Sent:
+        """Send the notice of a site's selection now to ``recipient`` (``operator``,
+        ``host`` or ``registrar``), by email or marked sent
         (:func:`admin.report.takedown_send.send_notice`), in the name of user ``by``."""
-        return send_notice(self.store, self.ctx.settings, selection, email=email, by=by, at=now())
+        return send_notice(
+            self.store, self.ctx.settings, selection, email=email, by=by, at=now(),
+            recipient=recipient,
+        )  # fmt: skip
+
+    def export_delisting(self, selection: Selection, *, by: str) -> Exported:
+        """The search engines' delisting export of the selection (every site, or its one),
+        kept as a notice to ``search`` (:func:`admin.report.takedown_send.export_delisting`)."""
+        return export_delisting(self.store, self.ctx.settings, selection, by=by, at=now())
 
     def set_contact(self, site: str, **fields: str) -> None:
-        """Set a site's ``contact``, ``provider`` and ``provider_from``."""
+        """Set a site's ``contact``, ``provider``, ``provider_from`` and its host's and
+        registrar's abuse addresses and names
+        (:data:`matcher.store.takedowns.CONTACT_FIELDS`)."""
         self.store.takedowns.set_contact(site, **fields)
 
     def contact(self, site: str) -> dict[str, Any]:
-        """A site's ``contact`` and ``provider`` as kept."""
+        """A site's contact fields as kept, and the lookup's ``hosting``."""
         return self.store.takedowns.contact(site)
 
     def hosting(self, site: str) -> dict[str, Any] | None:

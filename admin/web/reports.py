@@ -25,8 +25,11 @@ Routes (every role may read and export; only admins edit the takedown template):
   work, first :data:`EXCERPT_CHARS` (200) characters of the first evidence passage,
   first-seen date), as a printable page (which says how many unreviewed matches it leaves
   out, and why it cannot be sent yet) or a plain-text download; the path's site replaces
-  any ``site`` argument. The download, and the notice's evidence bundle, are a 409 with the
-  reason while the notice is not ready (placeholders left, no match to name);
+  any ``site`` argument; ``recipient=host`` or ``registrar``: the notice to that abuse desk
+  instead (:mod:`admin.report.abuse_notice`, every site with the same abuse address, a
+  section each; its evidence bundle is each site's, from its operator notice). The
+  download, and the notice's evidence bundle, are a 409 with the reason while the notice
+  is not ready (placeholders left, no match to name);
 - ``GET/POST /reports/takedown-template``: the notice's template (at most
   :data:`MAX_TEMPLATE_CHARS`, 20,000 characters), the rights holder and the contact (at most
   :data:`MAX_DETAIL_CHARS`, 500 characters each), kept in the ``state`` collection under
@@ -67,11 +70,13 @@ from admin.report.takedown import (
     sample_context,
     unusable,
 )
+from admin.report.takedown_send import Planned
 from admin.services.matches import STATUSES
 from admin.services.reports import NoArchive
 from admin.web import deps
 from admin.web.highlight import excerpt
 from admin.web.security import requires
+from matcher.evidence.recipients import EMAILED
 
 bp = Blueprint("reports", __name__, url_prefix="/reports")
 
@@ -179,18 +184,33 @@ def _passage(text: str, start: int, end: int) -> Markup:
 # takedown notices ----------------------------------------------------------------------
 
 
-def _notice(site: str, html: bool) -> tuple[Notice, Selection]:
+def _recipient() -> str:
+    """The request's ``recipient`` (default ``operator``); a 400 when it is not one a
+    notice is emailed to."""
+    kind = request.args.get("recipient", "") or "operator"
+    if kind not in EMAILED:
+        abort(400, f"recipient must be one of {', '.join(EMAILED)}")
+    return kind
+
+
+def _notice(site: str, html: bool) -> tuple[Notice, Selection, Planned | None]:
+    """The notice of the request's selection to its ``recipient``: the operator's from the
+    template, else a host's or registrar's (with the sites and address it names)."""
     selection = Selection.parse(request.args, site=site, notice=True)
+    kind = _recipient()
     try:
-        return deps.reports().notice(selection, html=html), selection
+        if kind == "operator":
+            return deps.reports().notice(selection, html=html), selection, None
+        planned = deps.takedowns().preview(selection, kind, html=html)
     except NoticeError as exc:
         abort(500, unusable(exc))
+    return planned.notice, selection, planned
 
 
 def _ready_notice(site: str) -> tuple[Notice, Selection]:
     """The text notice for an export; a 409 with the reason when it is not ready
     (:func:`admin.report.takedown.not_ready`)."""
-    done, selection = _notice(site, html=False)
+    done, selection, _ = _notice(site, html=False)
     why = not_ready(done)
     if why:
         abort(409, f"not exported: {why}")
@@ -207,10 +227,16 @@ def _evidence_zip(selection: Selection, notice: str = "") -> bytes:
 
 @bp.get("/takedown/<site>")
 def takedown(site: str) -> Any:
-    done, selection = _notice(site, html=True)
+    done, selection, planned = _notice(site, html=True)
+    recipient = planned.recipient if planned else "operator"
+    to = planned.to if planned else deps.takedowns().addresses().get(site, {}).get("operator")
     return render_template(
         "takedown.html",
         site=selection.filters.site,
+        recipient=recipient,
+        recipients=EMAILED,
+        to=to,
+        named_sites=planned.sites if planned else (site,),
         notice=Markup(done.text),
         selection=selection,
         more=done.more,
@@ -227,7 +253,7 @@ def takedown(site: str) -> Any:
 @bp.get("/takedown/<site>/notice.txt")
 def takedown_text(site: str) -> Response:
     done, selection = _ready_notice(site)
-    name = f"takedown-{selection.label()}.txt"
+    name = f"takedown-{_recipient()}-{selection.label()}.txt"
     return _attachment(done.text.encode("utf-8"), "text/plain; charset=utf-8", name)
 
 
@@ -240,6 +266,8 @@ def evidence() -> Response:
 
 @bp.get("/takedown/<site>/evidence.zip")
 def takedown_evidence(site: str) -> Response:
+    if _recipient() != "operator":
+        abort(400, "the evidence bundle is a site's: take it from each site's operator notice")
     done, selection = _ready_notice(site)
     body = _evidence_zip(selection, done.text)
     return _attachment(body, "application/zip", f"takedown-evidence-{selection.label()}.zip")

@@ -1,19 +1,27 @@
-"""Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): the figures per site and per
-hosting provider, the URLs to escalate, and sending a notice.
+"""Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): the figures per site, per
+hosting provider and per recipient, the URLs to escalate, sending a notice to its recipient
+and the search engines' delisting export.
 
 Routes:
 
-- ``GET /takedowns/``: per site and per provider, notices sent, URLs named and rechecked,
-  removed, the removal rate and the median days to removal, URLs still up ``days`` after
-  their notice (default ``FPTRACK_TAKEDOWN_ESCALATE_DAYS``, 7) and that list; each site's
-  contact and provider, editable by admins;
+- ``GET /takedowns/``: per site, per provider and per recipient kind (operator, host,
+  registrar, search), notices sent, URLs named and rechecked, removed, the removal rate
+  and the median days to removal, URLs still up ``days`` after their latest notice
+  (default ``FPTRACK_TAKEDOWN_ESCALATE_DAYS``, 7) and that list with the next recipient
+  to tell; each site's contact, provider and host's and registrar's abuse addresses (set by
+  admins, else looked up);
 - ``GET /takedowns/cases.csv``: every case (URL, site, provider, state, sent, removed,
-  rechecks), for the reports;
-- ``POST /takedowns/send/<site>`` (reviewers): send the notice of the report selection
-  (by email to the site's contact when asked, else marked sent) and schedule its rechecks:
-  matches a person confirmed, unreviewed ones too when ``unreviewed`` was chosen; refused,
-  with the reason, while the notice still has placeholders;
-- ``POST /takedowns/contact/<site>`` (admins): the site's contact address and provider.
+  recipients told, rechecks), for the reports;
+- ``POST /takedowns/send/<site>`` (reviewers): send the notice of the report selection to
+  its ``recipient`` (``operator``, ``host`` or ``registrar``: by email to its address when
+  asked, else marked sent) and schedule its rechecks: matches a person confirmed,
+  unreviewed ones too when ``unreviewed`` was chosen; refused, with the reason, while the
+  notice still has placeholders;
+- ``POST /takedowns/delisting.csv`` (reviewers): the search engines' delisting export of
+  the confirmed matches (of every site, or ``site``; ``since``, ``unreviewed``), kept as a
+  notice to ``search`` whose URLs are rechecked (a POST: each export is a notice);
+- ``POST /takedowns/contact/<site>`` (admins): the site's contact address, provider, and
+  host's and registrar's abuse addresses (empty: the lookup's).
 """
 
 from __future__ import annotations
@@ -29,10 +37,13 @@ from admin.report.selection import Selection
 from admin.report.takedown_send import NoticeError, SendError
 from admin.web import deps
 from admin.web.security import requires
+from matcher.evidence.recipients import EMAILED, RECIPIENTS, sent_to
 
 bp = Blueprint("takedowns", __name__, url_prefix="/takedowns")
-CASE_FIELDS = ("url", "site", "provider", "state", "first_sent_at", "removed_at", "rechecks")
-FORM_ONLY = frozenset({"csrf_token", "email"})
+CASE_FIELDS = (
+    "url", "site", "provider", "state", "first_sent_at", "removed_at", "recipients", "rechecks",
+)  # fmt: skip
+FORM_ONLY = frozenset({"csrf_token", "email", "recipient"})
 """Fields of the send form that are not the notice's selection."""
 
 
@@ -59,11 +70,15 @@ def index() -> Any:
     contacts = takedowns.contacts()
     names = sorted(set(deps.sites().names()) | {f.name for f in found["sites"]})
     recheck_days = ", ".join(f"{d:g}" for d in deps.settings().takedown_days)
+    order = {kind: n for n, kind in enumerate(RECIPIENTS)}
+    by_recipient = sorted(found["recipients"], key=lambda f: order.get(f.name, len(order)))
     return render_template(
         "takedowns.html",
         found=found,
+        by_recipient=by_recipient,
         days=days,
         contacts=contacts,
+        addresses=takedowns.addresses(),
         recheck_days=recheck_days,
         site_names=names,
     )
@@ -79,6 +94,7 @@ def cases_csv() -> Response:
             "state": c.get("state", ""),
             "first_sent_at": _iso(c.get("first_sent_at")),
             "removed_at": _iso(c.get("removed_at")),
+            "recipients": "; ".join(sorted(sent_to(c), key=RECIPIENTS.index)),
             "rechecks": "; ".join(
                 f"{_iso(k.get('at'))} {k.get('kind')}" for k in c.get("checks", ())
             ),
@@ -98,17 +114,37 @@ def _iso(value: Any) -> str:
 @bp.post("/send/<site>")
 @requires("reviewer")
 def send(site: str) -> Any:
+    recipient = request.form.get("recipient", "") or "operator"
     try:
         selection = Selection.parse(request.form, site=site, notice=True)
         sent = deps.takedowns().send(
-            selection, email=request.form.get("email") == "1", by=deps.current_user().username
-        )
+            selection, email=request.form.get("email") == "1", by=deps.current_user().username,
+            recipient=recipient,
+        )  # fmt: skip
     except (FilterError, SendError, NoticeError) as exc:
         flash(f"Not sent: {exc}", "error")
         args = {k: v for k, v in request.form.to_dict().items() if k not in FORM_ONLY}
+        if recipient in EMAILED and recipient != "operator":
+            args["recipient"] = recipient
         return redirect(url_for("reports.takedown", site=site, **args))
     flash(f"Notice {sent.line()}; every URL is rechecked.", "ok")
     return redirect(url_for("takedowns.index"))
+
+
+@bp.post("/delisting.csv")
+@requires("reviewer")
+def delisting() -> Any:
+    site = request.form.get("site", "").strip() or None
+    try:
+        selection = Selection.parse(request.form, site=site, notice=True)
+        done = deps.takedowns().export_delisting(selection, by=deps.current_user().username)
+    except (FilterError, SendError, NoticeError) as exc:
+        flash(f"Not exported: {exc}", "error")
+        return redirect(url_for("takedowns.index"))
+    response = Response(done.csv.encode("utf-8-sig"), mimetype="text/csv")
+    name = f"fptrack-delisting-{site or 'all'}-{done.sent.notice_id}.csv"
+    response.headers["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 @bp.post("/contact/<site>")
@@ -116,14 +152,16 @@ def send(site: str) -> Any:
 def contact(site: str) -> Any:
     if deps.sites().get(site) is None:
         abort(404, f"no site {site}")
-    email = request.form.get("contact", "").strip()[:200]
+    fields = {}
+    for name in ("contact", "host_email", "registrar_email"):
+        email = request.form.get(name, "").strip()[:200]
+        if email and "@" not in email:
+            flash(f"Not an email address: {email}", "error")
+            return redirect(url_for("takedowns.index"))
+        fields[name] = email
     provider = request.form.get("provider", "").strip()[:200]
-    if email and "@" not in email:
-        flash(f"Not an email address: {email}", "error")
-        return redirect(url_for("takedowns.index"))
-    fields = {"contact": email}
     if provider:
         fields.update(provider=provider, provider_from="edited")
     deps.takedowns().set_contact(site, **fields)
-    flash(f"{site}: contact and provider saved.", "ok")
+    flash(f"{site}: addresses and provider saved.", "ok")
     return redirect(url_for("takedowns.index"))

@@ -18,21 +18,26 @@ what to escalate.
   and its match view says "removed since" until a recheck finds it back); ``copies`` and
   ``changed`` make it ``up``, or ``reopened`` when it was removed before: a copy that comes
   back reopens the case, and is rechecked at the times still due.
-- **Figures** (:func:`figures`), per site and per provider: notices sent, URLs named, URLs
-  rechecked, removed, the removal rate (removed / rechecked), the median days from notice
-  to removal, and the URLs still up (or up again) ``escalate_days`` after their notice: the
-  list to escalate.
+- **Recipients.** A notice goes to one recipient (:mod:`matcher.evidence.recipients`: the
+  site's operator, its host's or registrar's abuse desk, or the search engines' delisting
+  forms); a URL keeps one case whatever the recipients told of it, which records each of
+  them (``recipients``) and when each was first told (``sent_to``).
+- **Figures** (:func:`figures`), per site, per provider and per recipient kind: notices
+  sent, URLs named, URLs rechecked, removed, the removal rate (removed / rechecked), the
+  median days from notice to removal, and the URLs still up (or up again) ``escalate_days``
+  after their latest notice, with the next recipient to tell: the list to escalate.
 """
 
 from __future__ import annotations
 
 import logging
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from matcher.evidence.recipients import RECIPIENTS, next_recipient, recipient_of, sent_to
 from matcher.store import Store
 
 log = logging.getLogger(__name__)
@@ -41,6 +46,10 @@ RECHECK_BATCH = 500
 """At most this many due rechecks are made per run (the rest wait for the next)."""
 REMOVED_KINDS = frozenset({"gone", "no_copy"})
 UP_KINDS = frozenset({"copies", "changed"})
+DECIDED_KINDS = REMOVED_KINDS | UP_KINDS
+"""The recheck outcomes that decide a case's state (``unreachable`` keeps it)."""
+UP_KINDS_STATES = frozenset({"up", "reopened"})
+"""The case states of a copy still up: listed to escalate once late."""
 
 
 class Fetched(Protocol):
@@ -65,16 +74,28 @@ def open_cases(
     days: Iterable[float],
     statuses: Mapping[str, int] | None = None,
     unreviewed_chosen: bool = False,
+    recipient: str = "operator",
+    providers: Mapping[str, str] | None = None,
 ) -> tuple[Any, int]:
-    """Keep a notice naming the URLs of ``matches`` (match records) and open their cases;
-    ``(the notice's id, how many URLs)``. ``statuses`` (the matches named, by review status)
+    """Keep a notice to ``recipient`` naming the URLs of ``matches`` (match records) and open
+    their cases; ``(the notice's id, how many URLs)``. A notice to a host or registrar names
+    the URLs of several sites: each match's own ``site``, with its provider in
+    ``providers`` (else ``provider``). ``statuses`` (the matches named, by review status)
     and ``unreviewed_chosen`` (the operator chose to name unreviewed matches) are kept with
     the notice."""
-    by_url: dict[str, dict[str, Any]] = {}
+    by_url: dict[tuple[str, str], dict[str, Any]] = {}
     for m in matches:
+        where = str(m.get("site") or site)
         case = by_url.setdefault(
-            str(m["url"]),
-            {"url": str(m["url"]), "page_id": m.get("page_id"), "work_ids": [], "match_ids": []},
+            (where, str(m["url"])),
+            {
+                "url": str(m["url"]),
+                "site": where,
+                "provider": (providers or {}).get(where, provider),
+                "page_id": m.get("page_id"),
+                "work_ids": [],
+                "match_ids": [],
+            },
         )
         case["work_ids"].append(m["work_id"])
         case["match_ids"].append(m["_id"])
@@ -87,6 +108,7 @@ def open_cases(
     notice = store.takedowns.record_notice(
         site, list(by_url.values()), sent_at=sent_at, via=via, to=to, provider=provider,
         due=due_times(sent_at, days), statuses=statuses, unreviewed_chosen=unreviewed_chosen,
+        recipient=recipient,
     )  # fmt: skip
     return notice, len(by_url)
 
@@ -158,13 +180,19 @@ def recheck_due(
     return done
 
 
-def _scopes(doc: dict[str, Any]) -> tuple[tuple[str, str], ...]:
-    return (("sites", doc["site"]), ("providers", doc.get("provider") or "unknown"))
+def _notice_scopes(notice: dict[str, Any]) -> Iterator[tuple[str, str]]:
+    """Where a notice counts: each site and provider it names (one notice to a host may name
+    several), and its recipient kind."""
+    for name in notice.get("sites") or [notice["site"]]:
+        yield "sites", name
+    for name in notice.get("providers") or [notice.get("provider") or "unknown"]:
+        yield "providers", name
+    yield "recipients", recipient_of(notice)
 
 
 @dataclass
 class Figures:
-    """One site's or provider's takedown figures."""
+    """One site's, provider's or recipient kind's takedown figures."""
 
     name: str
     notices: int = 0
@@ -198,43 +226,87 @@ class Figures:
         }
 
 
+def _escalation(case: dict[str, Any], state: str) -> dict[str, Any]:
+    told = sorted(sent_to(case), key=RECIPIENTS.index)
+    return {
+        "url": case["url"],
+        "site": case["site"],
+        "state": state,
+        "sent_at": case.get("sent_at") or case["first_sent_at"],
+        "notices": case.get("notices", 1),
+        "recipients": told,
+        "next_recipient": next_recipient(told),
+    }
+
+
+def _count_case(f: Figures, case: dict[str, Any], since: datetime | None, credited: bool) -> None:
+    """Count ``case`` in ``f``: named; rechecked when a recheck decided its state since
+    ``since`` (``None``: its state says so); removed, reopened and days to removal only when
+    ``credited``."""
+    f.urls += 1
+    state = case.get("state", "pending")
+    if since is None:
+        decided = state != "pending"
+    else:
+        decided = any(
+            c.get("kind") in DECIDED_KINDS and c.get("at") and c["at"] >= since
+            for c in case.get("checks", ())
+        )
+    if decided:
+        f.rechecked += 1
+    if not credited:
+        return
+    if state == "removed":
+        f.removed += 1
+        if case.get("removed_at"):
+            start = since or case["first_sent_at"]
+            f.days_to_removal.append((case["removed_at"] - start).total_seconds() / 86400)
+    if state == "reopened":
+        f.reopened += 1
+
+
 def figures(
     cases: Iterable[dict[str, Any]],
     notices: Iterable[dict[str, Any]],
     at: datetime,
     escalate_days: float,
 ) -> dict[str, list[Figures]]:
-    """``{"sites": [...], "providers": [...]}`` of ``cases`` and the ``notices`` sent, each
-    sorted by URLs still up, then URLs."""
-    groups: dict[str, dict[str, Figures]] = {"sites": {}, "providers": {}}
+    """``{"sites": [...], "providers": [...], "recipients": [...]}`` of ``cases`` and the
+    ``notices`` sent, each sorted by URLs still up, then URLs.
+
+    Per recipient kind, a URL counts as named (and rechecked, when a recheck decided its
+    state after that recipient's first notice of it) for every recipient told of it; its
+    removal (and a reopening) is credited to the recipient of its latest notice before the
+    removal only (a new notice makes a case pending again, so that is its latest notice's),
+    with the days counted from that recipient's first notice of it: a URL the operator
+    ignored and the host took down counts as removed for the host, not the operator. A
+    URL still up ``escalate_days`` after its latest notice is listed to escalate, under its
+    site, provider and latest recipient, with the next recipient to tell
+    (:func:`matcher.evidence.recipients.next_recipient`)."""
+    groups: dict[str, dict[str, Figures]] = {"sites": {}, "providers": {}, "recipients": {}}
     late = at - timedelta(days=escalate_days)
     for notice in notices:
-        for scope, key in _scopes(notice):
+        for scope, key in _notice_scopes(notice):
             groups[scope].setdefault(key, Figures(key)).notices += 1
     for case in cases:
-        for scope, key in _scopes(case):
+        state = case.get("state", "pending")
+        escalate = None
+        if state in UP_KINDS_STATES and (case.get("sent_at") or case["first_sent_at"]) <= late:
+            escalate = _escalation(case, state)
+        for scope, key in (
+            ("sites", case["site"]),
+            ("providers", case.get("provider") or "unknown"),
+        ):
             f = groups[scope].setdefault(key, Figures(key))
-            f.urls += 1
-            state = case.get("state", "pending")
-            if state != "pending":
-                f.rechecked += 1
-            if state == "removed":
-                f.removed += 1
-                if case.get("removed_at"):
-                    seconds = (case["removed_at"] - case["first_sent_at"]).total_seconds()
-                    f.days_to_removal.append(seconds / 86400)
-            if state == "reopened":
-                f.reopened += 1
-            if state in ("up", "reopened") and case["first_sent_at"] <= late:
-                f.escalate.append(
-                    {
-                        "url": case["url"],
-                        "site": case["site"],
-                        "state": state,
-                        "sent_at": case["first_sent_at"],
-                        "notices": case.get("notices", 1),
-                    }
-                )
+            _count_case(f, case, None, True)
+            if escalate:
+                f.escalate.append(escalate)
+        latest = recipient_of(case)
+        for kind, first in sent_to(case).items():
+            f = groups["recipients"].setdefault(kind, Figures(kind))
+            _count_case(f, case, first or case["first_sent_at"], kind == latest)
+            if escalate and kind == latest:
+                f.escalate.append(escalate)
     return {
         scope: sorted(found.values(), key=lambda f: (-len(f.escalate), -f.urls, f.name))
         for scope, found in groups.items()

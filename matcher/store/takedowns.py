@@ -1,8 +1,11 @@
 """Takedowns followed to the end (:mod:`matcher.evidence.takedowns`): ``notices`` (one per notice
-sent: site, time, how and to whom, how many URLs, its matches by review status and whether
-the operator chose to name unreviewed ones), ``takedown_cases`` (one per URL a notice
-names: its works, the rechecks due and made, its state) and ``site_contacts`` (per site: the
-address notices are emailed to, and its hosting provider, resolved or edited)."""
+sent: its recipient kind (:mod:`matcher.evidence.recipients`), the sites it names, time,
+how and to whom, how many URLs, its matches by review status and whether the operator chose
+to name unreviewed ones), ``takedown_cases`` (one per URL a notice names: its works, the
+recipients told of it and when each was first, the rechecks due and made, its state) and
+``site_contacts`` (per site: the address notices are emailed to, its hosting provider,
+resolved or edited, the host's and registrar's abuse addresses an operator set, and the
+RDAP lookup's ``hosting``)."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ from pymongo.database import Database
 
 from matcher.sites.rdap import NETWORK_FIELDS, REGISTRAR_FIELDS
 from matcher.store.common import (
+    StoreError,
     checked_date,
     checked_str,
     mongo_errors,
@@ -23,10 +27,17 @@ from matcher.store.common import (
     site_name,
     status_name,
 )
+from matcher.store.recipient_kinds import RECIPIENTS
 
 CASE_STATES = ("pending", "removed", "up", "reopened")
 """A case's state: no recheck decided yet; removed (404/410, or the page no longer copies
 its works); still up (or changed and still copying); up again after a removal."""
+CONTACT_FIELDS = (
+    "contact", "provider", "provider_from", "host_email", "host_name", "registrar_email",
+    "registrar_name",
+)  # fmt: skip
+"""The fields of a site's ``site_contacts`` document an operator (or the provider guess)
+sets; the lookup's ``hosting`` is set apart (:meth:`Takedowns.set_hosting`)."""
 MAX_CASES = 100_000
 """At most this many cases are read for the figures at once (the newest)."""
 MAX_LIST = 50
@@ -54,33 +65,47 @@ class Takedowns:
         due: list[datetime],
         statuses: Mapping[str, int] | None = None,
         unreviewed_chosen: bool = False,
+        recipient: str = "operator",
     ) -> ObjectId:
         """Keep a sent notice and open a case for each of ``cases`` (``url``, ``page_id``,
-        ``work_ids``, ``match_ids``, ``content_hash``) with rechecks ``due``; the notice's id.
-        A URL of the site with a case still open is given the new notice's rechecks. The
-        notice keeps ``statuses`` (its matches by review status) and ``unreviewed_chosen``
-        (whether the operator chose to name unreviewed matches)."""
+        ``work_ids``, ``match_ids``, ``content_hash``; ``site`` and ``provider`` when a
+        notice to a host or registrar names several sites, else ``site`` and ``provider``)
+        with rechecks ``due``; the notice's id. A URL of the site with a case still open is
+        given the new notice's rechecks, and the ``recipient`` kind is added to those told
+        of it (``recipients``; ``sent_to``: when each was first). The notice keeps its
+        ``recipient``, its ``sites`` and ``providers``, ``statuses`` (its matches by review
+        status) and ``unreviewed_chosen`` (whether the operator chose to name unreviewed
+        matches)."""
+        if recipient not in RECIPIENTS:
+            raise StoreError(f"recipient must be one of {', '.join(RECIPIENTS)}")
+        site, provider = site_name(site), checked_str(provider, "provider")
+        of_site = [site_name(c.get("site", site)) for c in cases]
+        of_provider = [checked_str(c.get("provider", provider), "provider") for c in cases]
         notice = {
-            "site": site_name(site),
+            "site": site,
+            "sites": sorted(set(of_site)) or [site],
+            "recipient": recipient,
             "sent_at": sent_at,
             "via": checked_str(via, "via"),
             "to": checked_str(to, "to"),
             "urls": len(cases),
-            "provider": checked_str(provider, "provider"),
+            "provider": provider,
+            "providers": sorted(set(of_provider)) or [provider],
             "statuses": {status_name(k): int(n) for k, n in (statuses or {}).items()},
             "unreviewed_chosen": bool(unreviewed_chosen),
         }
         notice_id = self.db.notices.insert_one(notice).inserted_id
-        for case in cases:
+        for case, case_site, case_provider in zip(cases, of_site, of_provider, strict=True):
             url = checked_str(case["url"], "url")
             works = [object_id(str(w), "work id") for w in case["work_ids"]]
             self.db.takedown_cases.update_one(
-                {"site": notice["site"], "url": url},
+                {"site": case_site, "url": url},
                 {
                     "$set": {
                         "notice_id": notice_id,
                         "sent_at": sent_at,
-                        "provider": notice["provider"],
+                        "provider": case_provider,
+                        "recipient": recipient,
                         "due": list(due),
                         "next_at": due[0] if due else None,
                         "page_id": case.get("page_id"),
@@ -91,7 +116,9 @@ class Takedowns:
                     "$addToSet": {
                         "work_ids": {"$each": works},
                         "match_ids": {"$each": list(case.get("match_ids", ()))},
+                        "recipients": recipient,
                     },
+                    "$min": {f"sent_to.{recipient}": sent_at},
                     "$setOnInsert": {"first_sent_at": sent_at, "checks": []},
                     "$inc": {"notices": 1},
                 },
@@ -146,9 +173,13 @@ class Takedowns:
 
     @mongo_errors
     def contact(self, site: str) -> dict[str, Any]:
-        """A site's ``contact`` (email) and ``provider`` ("" when unset)."""
+        """A site's ``contact`` (email), ``provider``, the host's and registrar's abuse
+        address and name an operator set (``host_email``, ``host_name``,
+        ``registrar_email``, ``registrar_name``; "" when unset) and the lookup's
+        ``hosting`` ({} when not looked up)."""
         doc = self.db.site_contacts.find_one({"_id": site_name(site)}) or {}
-        return {"contact": doc.get("contact", ""), "provider": doc.get("provider", "")}
+        kept = {k: doc.get(k, "") for k in CONTACT_FIELDS if k != "provider_from"}
+        return {**kept, "hosting": doc.get("hosting") or {}}
 
     @mongo_errors
     def contacts(self, sites: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
@@ -157,10 +188,12 @@ class Takedowns:
 
     @mongo_errors
     def set_contact(self, site: str, **fields: str) -> None:
-        """Set a site's ``contact``, ``provider`` and ``provider_from`` (``resolved`` from
-        its address, or ``edited`` by an operator: never replaced by a resolved one)."""
-        allowed = {"contact", "provider", "provider_from"}
-        change = {k: checked_str(v, k) for k, v in fields.items() if k in allowed}
+        """Set a site's fields of :data:`CONTACT_FIELDS`: ``contact``, ``provider`` and
+        ``provider_from`` (``resolved`` from its address, or ``edited`` by an operator:
+        never replaced by a resolved one), and the abuse addresses and names an operator
+        set for its host and registrar (never replaced by a lookup, which writes
+        ``hosting`` only)."""
+        change = {k: checked_str(v, k) for k, v in fields.items() if k in CONTACT_FIELDS}
         self.db.site_contacts.update_one({"_id": site_name(site)}, {"$set": change}, upsert=True)
 
     @mongo_errors

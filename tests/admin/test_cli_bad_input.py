@@ -57,6 +57,7 @@ DOWN: dict[str, tuple[str, ...]] = {
     "evidence stamp": (),
     "evidence verify": ("0123456789abcdef01234567",),
     "takedowns send": ("pirate",),
+    "takedowns export-delisting": (),
     "takedowns recheck": (),
     "takedowns list": (),
     "takedowns contact": ("pirate", "--email", "abuse@pirate.example"),

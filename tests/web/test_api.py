@@ -363,7 +363,7 @@ def test_the_document_covers_every_route(client: FlaskClient, app: Flask) -> Non
         if rule.rule.startswith("/api/")
         for method in rule.methods - {"HEAD", "OPTIONS"}
     }
-    assert documented == served and len(served) == 20
+    assert documented == served and len(served) == 21
     site = doc["components"]["schemas"]["SiteCreate"]["properties"]
     assert set(site) == {f for f in SiteConfig.__dataclass_fields__ if f != "extra"}
 

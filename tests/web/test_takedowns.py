@@ -169,8 +169,9 @@ def test_a_notice_is_followed_until_its_copies_are_gone(
     )  # not yet 7 days
 
     # eight days on: the notices as sent a week and a day ago (the rechecks as made)
+    eight_days_ago = sent_at - timedelta(days=8)
     store.db.takedown_cases.update_many(
-        {}, {"$set": {"first_sent_at": sent_at - timedelta(days=8)}}
+        {}, {"$set": {"first_sent_at": eight_days_ago, "sent_at": eight_days_ago}}
     )
     page = as_viewer.get("/takedowns/").get_data(as_text=True)
     assert 'id="takedowns-sites"' in page and "50%" in page and site.url(PATHS[3]) in page

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from admin.services.matches import STATUSES
+from matcher.evidence.recipients import EMAILED, RECIPIENTS
 from matcher.sites.rdap import NETWORK_FIELDS, REGISTRAR_FIELDS
 from matcher.sites.site_config import MAX_INT, SiteConfig
 
@@ -48,6 +49,9 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 STRING = {"type": "string"}
 WHEN = _nullable({"type": "string", "format": "date-time"})
 STRINGS = {"type": "array", "items": STRING}
+RECIPIENT = {"type": "string", "enum": list(RECIPIENTS)}
+CSV = "text/csv"
+"""A response schema name that stands for a CSV body (a string) instead of JSON."""
 SPAN = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2}
 
 
@@ -282,6 +286,7 @@ SCHEMAS: dict[str, Any] = {
             "days": {"type": "number"},
             "sites": {"type": "array", "items": _ref("TakedownFigures")},
             "providers": {"type": "array", "items": _ref("TakedownFigures")},
+            "recipients": {"type": "array", "items": _ref("TakedownFigures")},
         }
     ),
     "TakedownFigures": _obj(
@@ -304,12 +309,20 @@ SCHEMAS: dict[str, Any] = {
                         "state": STRING,
                         "sent_at": WHEN,
                         "notices": {"type": "integer"},
+                        "recipients": {"type": "array", "items": RECIPIENT},
+                        "next_recipient": _nullable(RECIPIENT),
                     }
                 ),
             },
         }
     ),
-    "SendNotice": {**_obj({"email": {"type": "boolean"}}, ()), "additionalProperties": False},
+    "SendNotice": {
+        **_obj(
+            {"email": {"type": "boolean"}, "recipient": {"type": "string", "enum": list(EMAILED)}},
+            (),
+        ),
+        "additionalProperties": False,
+    },
     "Sent": _obj(
         {
             "notice_id": STRING,
@@ -319,6 +332,8 @@ SCHEMAS: dict[str, Any] = {
             "to": STRING,
             "provider": STRING,
             "unreviewed_named": {"type": "integer"},
+            "recipient": RECIPIENT,
+            "sites": STRINGS,
         }
     ),
     "Notice": _obj(
@@ -343,6 +358,8 @@ BODY_SCHEMAS = {"Site": "SiteCreate"}
 def _response(schema: str | None, description: str) -> dict[str, Any]:
     if schema is None:
         return {"description": description}
+    if schema == CSV:
+        return {"description": description, "content": {CSV: {"schema": STRING}}}
     return {"description": description, "content": {"application/json": {"schema": _ref(schema)}}}
 
 
