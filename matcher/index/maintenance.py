@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from fingerprint.base import array_from_hex
 from matcher.errors import redis_errors
 from matcher.index.indexes import Side
 from matcher.index.segment_refs import segment_ref
+from matcher.index.window_index import stored_postings
 from matcher.keys import TAG_GROUPS, group_slot, segment_group
 from matcher.store.field_names import INDEX_KEYS
 
@@ -118,7 +118,7 @@ def _load(
             continue
         owner = int(fp["seq"])
         value = fp["value"]
-        window_keys = array_from_hex(value["windows"], "<u8", np.uint64)
+        window_keys = stored_postings(value, int(fp.get("version", 1)))
         owners.append(owner)
         simhashes.append(int(value["simhash"], 16))
         posting_owners.append(np.full(len(window_keys), owner, dtype=np.uint32))

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fingerprint.base import array_from_hex
 from fingerprint.hashing import fmix64
 from matcher.index.packed import (
     MISMATCH,
@@ -48,11 +49,38 @@ from matcher.index.packed import (
 )
 from matcher.index.storage import Script, Storage
 from matcher.keys import LAYOUT_VERSION, TAG_GROUPS, window_keys
+from matcher.store.field_names import INDEX_KEYS_VERSION
 
 POSTINGS_PER_CHAR = 0.1
 """Postings keys per content character of a text (pinyin-window dnas and sampled anchors,
 :func:`matcher.matching.prepared.window_keys`), measured on Chinese prose."""
 POSTINGS_PER_BUCKET = 200
+DNA_SAMPLE_M = 2
+"""One in this many pinyin-window dnas is a postings key
+(:func:`matcher.matching.prepared.window_keys`)."""
+DNA_BELOW = np.uint64(1 << 62)
+"""Dnas are below this; sampled anchors, the other postings keys, are tagged above it."""
+
+
+def sampled_dnas(dnas: np.ndarray) -> np.ndarray:
+    """The dnas that are postings keys: those whose mixed value is 0 mod
+    :data:`DNA_SAMPLE_M` (Broder's MOD_m sample), so a dna two texts share is a key of both
+    or of neither."""
+    return dnas[fmix64(dnas) % np.uint64(DNA_SAMPLE_M) == 0]
+
+
+def stored_postings(value: dict, version: int) -> np.ndarray:
+    """The postings keys of a stored ``index_keys`` value
+    (:meth:`matcher.matching.prepared.Prepared.stored_fingerprints`) of ``version``, reduced to
+    what the current version posts: an earlier version's dnas (fixed and anchored windows',
+    not told apart) sampled by :func:`sampled_dnas`, so that an index rebuilt after an
+    upgrade holds the keys a lookup asks for, and about half the postings it held.
+    """
+    keys = array_from_hex(value["windows"], "<u8", np.uint64)
+    if version >= INDEX_KEYS_VERSION:
+        return keys
+    dna = keys < DNA_BELOW
+    return np.concatenate([sampled_dnas(keys[dna]), keys[~dna]])
 
 
 def bucket_bits_for(chars: float) -> int:

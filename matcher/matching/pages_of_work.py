@@ -14,12 +14,12 @@ from collections.abc import Callable, Iterable
 from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from bson import ObjectId
 
 from fingerprint.align import align
-from fingerprint.base import FingerprintError, array_from_hex
+from fingerprint.base import FingerprintError
 from matcher.errors import UnusableText, redis_errors
+from matcher.index.window_index import stored_postings
 from matcher.matching.page_matching import PageMatcher
 from matcher.matching.prepared import INDEX_KEYS, from_blob, prepare
 from matcher.matching.registry import is_twin
@@ -117,7 +117,7 @@ class PagesOfWork:
                 if int(fp["seq"]) not in loaded:
                     continue
                 _, anchors = loaded[int(fp["seq"])]
-                keys = array_from_hex(fp["value"]["windows"], "<u8", np.uint64)
+                keys = stored_postings(fp["value"], int(fp.get("version", 1)))
                 with redis_errors("looking up candidate pages"):
                     found = engine.pages.windows.lookup(keys)
                 candidates = {

@@ -21,11 +21,11 @@ from fingerprint.base import CorruptFingerprint, array_to_hex, header
 from fingerprint.batch import normalize_joined
 from fingerprint.decode import decode
 from fingerprint.document import DocumentFingerprint, DocumentParams, fingerprint_and_anchors
-from fingerprint.hashing import fmix64
 from fingerprint.kernels import use_compiled
 from fingerprint.normalize import Normalized, normalize
 from fingerprint.tokens import codepoints, content_mask
 from matcher.errors import UnusableText
+from matcher.index.window_index import DNA_SAMPLE_M, sampled_dnas
 from matcher.store.field_names import INDEX_KEYS, INDEX_KEYS_VERSION
 
 DOCUMENT_PARAMS = DocumentParams()
@@ -34,8 +34,6 @@ _SIMHASH = struct.Struct("<Q")
 _SEGMENT = struct.Struct("<4sIIIIIIQ")  # tag, then the SegmentHeader fields in order
 _SEGMENT_TAG = b"FPS1"
 SAMPLE_M = 8
-DNA_SAMPLE_M = 2
-"""One in this many anchored-window dnas is a postings key (:func:`window_keys`)."""
 _CHAR_TAG = np.uint64(1 << 63)
 _PINYIN_TAG = np.uint64(3 << 62)
 
@@ -139,17 +137,17 @@ def window_keys(fp: DocumentFingerprint, anchors: Anchors, m: int = SAMPLE_M) ->
     and survive insertions and deletions, which move fixed windows; windows do not survive
     paragraphs shuffled in short lines, so the sampled anchors (:func:`sampled`, the same
     anchors in every copy, in any order) are keys too. The dnas are sampled as Broder's
-    MOD_m samples a document's shingles: those whose mixed value is 0 mod
-    :data:`DNA_SAMPLE_M`, so a dna two texts share is a key of both or of neither. Every
-    dna stays in the stored fingerprint, for scoring; the fixed windows' dnas are not keys.
+    MOD_m samples a document's shingles
+    (:func:`~matcher.index.window_index.sampled_dnas`), so a dna two texts share is a key of
+    both or of neither. Every dna stays in the stored fingerprint, for scoring; the fixed
+    windows' dnas are not keys.
 
     Measured on the evaluation corpus (``bench/eval.py``, seeds 0 and 1): the copy sharing
     the fewest keys with its work, of any class, still shares 19 (a candidate needs
     ``min_window_hits``, 2), and the postings are 0.1 a character where they were 0.18
     (version 3 of the index keys; 1 posted every dna of both kinds, 2 the anchored ones).
     """
-    dnas = fp.pinyin_anchored.keys.astype(np.uint64)
-    dnas = dnas[fmix64(dnas) % np.uint64(DNA_SAMPLE_M) == 0]
+    dnas = sampled_dnas(fp.pinyin_anchored.keys.astype(np.uint64))
     return np.unique(np.concatenate([dnas, sampled(anchors, m).keys]))
 
 

@@ -14,7 +14,7 @@ from redis.retry import Retry
 from fingerprint.base import IncompatibleFingerprints
 from matcher.errors import IndexUnavailable
 from matcher.index.storage import RedisStorage, Storage
-from matcher.index.window_index import WindowIndex
+from matcher.index.window_index import DNA_BELOW, WindowIndex, stored_postings
 
 INDEX_BACKENDS = ("memory",)
 MAX_DF = 25
@@ -173,3 +173,28 @@ def test_bulk_load_of_nothing_writes_nothing(storage: Storage) -> None:
     assert as_dict(index.hits(np.array([1, 2], np.uint64))) == {}
     index.add(5, np.array([1, 2], np.uint64))
     assert as_dict(index.hits(np.array([1, 2, 3], np.uint64))) == {5: 2}
+
+
+def test_keys_stored_by_an_earlier_version_are_sampled_as_a_lookup_asks() -> None:
+    """An index rebuilt from keys stored before the dnas were sampled (version 1 kept every
+    fixed and anchored window's dna) holds every key a text's lookup now asks for, and about
+    half the dnas it held."""
+    from fingerprint.base import array_to_hex
+    from matcher.matching.prepared import prepare, sampled
+    from matcher.store.field_names import INDEX_KEYS_VERSION
+
+    text = "".join(
+        f"第{i}章 江湖夜雨十年灯，桃李春风一杯酒。少年听雨歌楼上，红烛昏罗帐。\n" for i in range(60)
+    )
+    page = prepare(text)
+    fp = page.fingerprint
+    dnas = np.concatenate([fp.pinyin.keys, fp.pinyin_anchored.keys]).astype(np.uint64)
+    old = np.unique(np.concatenate([dnas, sampled(page.anchors).keys]))
+    stored = {"windows": array_to_hex(old, "<u8")}
+    kept = stored_postings(stored, 1)
+    assert set(page.window_keys.tolist()) <= set(kept.tolist())
+    old_dnas, kept_dnas = old[old < DNA_BELOW], kept[kept < DNA_BELOW]
+    assert 0.3 < len(kept_dnas) / len(old_dnas) < 0.7
+    assert set(kept[kept >= DNA_BELOW].tolist()) == set(old[old >= DNA_BELOW].tolist())
+    current = {"windows": array_to_hex(page.window_keys, "<u8")}
+    assert np.array_equal(stored_postings(current, INDEX_KEYS_VERSION), page.window_keys)
