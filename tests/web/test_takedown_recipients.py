@@ -9,14 +9,20 @@ The worked example: pirate-a (3 pages) and pirate-b (2) sit on one host (HOSTONE
 abuse address the lookup found), pirate-c (2) on another (its address edited by hand, then
 looked up again: the edit stays); one registrar for the three. 7 notices: 3 to the operators,
 2 to the hosts (one email for pirate-a and pirate-b together), 1 to the registrar (pirate-a
-and pirate-c: pirate-b has nothing left up), 1 delisting export; 6 emails."""
+and pirate-c: pirate-b has nothing left up), 1 delisting export; 6 emails.
+
+Those tests set each site's hosting by hand; the last joins the two parts as a deployment
+runs them, each command a process of its own: ``fptrack sites hosting`` asks the local RDAP
+services (:mod:`tests.servers.rdap`) who hosts two sites, and ``fptrack takedowns send SITE
+--to host`` emails the abuse address the lookup found; an address set by hand outlives a new
+lookup."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from datetime import timedelta
 from email.message import EmailMessage
 from pathlib import Path
@@ -41,7 +47,9 @@ from matcher.store.common import now
 from matcher.worker.ingest import Ingest
 from tests.matcher.test_takedown_recipients import hosting
 from tests.servers.alerts import smtp_server
+from tests.servers.rdap import RdapServices
 from tests.servers.takedown_site import ChangingSite, loopback_sites
+from tests.support.cli import fptrack
 from tests.support.web import post, sample_text
 from tests.web.test_api import bearer, make_token
 from tests.web.test_takedowns import recheck, set_details
@@ -80,18 +88,18 @@ def path(n: int) -> str:
     return f"/book/{n}.html"
 
 
-def copies(ctx: Context, served: dict[str, ChangingSite], capsys: pytest.CaptureFixture) -> None:
-    """A work, copied on every page of :data:`PAGES`, crawled, matched and confirmed; each
-    site's operator contact, and the lookups of their hosts and registrar (pirate-c's host
-    address edited by hand before a new lookup, which does not replace it)."""
+def matched(
+    ctx: Context, served: dict[str, ChangingSite], starts: Mapping[str, str] | None = None
+) -> None:
+    """A work, copied on ``PAGES[name]`` pages of each served site, crawled, matched and
+    confirmed; each site watched from its own address (or its URL in ``starts``)."""
     text = sample_text()
     ctx.engine.add_work(text, title="茶史", source="tea-history.txt")
     queued: list[str] = []
     ingest = Ingest(ctx.engine.store, queued.append)
     for name, site in served.items():
-        ctx.store.sites.save_site(
-            SiteConfig.from_dict({"name": name, "start_urls": [site.url("/")]})
-        )
+        start = (starts or {}).get(name) or site.url("/")
+        ctx.store.sites.save_site(SiteConfig.from_dict({"name": name, "start_urls": [start]}))
         for n in range(1, PAGES[name] + 1):
             url = site.put(path(n), f"第{n}章", text)
             read = page_text(site.pages[path(n)].body, "text/html; charset=gbk", url)
@@ -100,6 +108,13 @@ def copies(ctx: Context, served: dict[str, ChangingSite], capsys: pytest.Capture
         ctx.engine.process_stored_page(page_id)
     for m in ctx.store.matches.find_matches(limit=100, fields=("url",)):
         assert ctx.store.matches.set_status(str(m["_id"]), "confirmed", "", "rita")
+
+
+def copies(ctx: Context, served: dict[str, ChangingSite], capsys: pytest.CaptureFixture) -> None:
+    """:func:`matched` on every site of :data:`PAGES`; each site's operator contact, and the
+    lookups of their hosts and registrar set by hand (pirate-c's host address edited before
+    a new lookup, which does not replace it)."""
+    matched(ctx, served)
     takedowns = ctx.engine.store.takedowns
     for name, site in served.items():
         assert main(["takedowns", "contact", name, "--email", f"ops@{name}.example"], ctx) == 0
@@ -403,3 +418,92 @@ def test_what_a_lookup_says_is_shown_escaped(
     post(as_admin, "/takedowns/contact/pirate-a", {**form, "host_email": ""})
     page = as_admin.get("/reports/takedown/pirate-a?recipient=host").get_data(as_text=True)
     assert f"{HOSTONE} (" in page and "noc@hostone.example" not in page
+
+
+PUBLIC = {"pirate-a": "104.16.132.229", "pirate-b": "104.16.132.230"}
+"""The public addresses two of the sites are watched at: in the ARIN network of the local
+RDAP services (:mod:`tests.servers.rdap`), Cloudflare's, whose abuse contact is
+:data:`CLOUDFLARE`. A loopback address is never looked up, so, as in the hosting tests, the
+start URL names the public address; the pages crawled and matched are the loopback sites'."""
+CLOUDFLARE, EDITED = "abuse@cloudflare.com", "legal@cdn-desk.example"
+
+
+def test_the_host_notice_goes_where_the_lookup_found_the_abuse_desk_unless_one_was_set(
+    web_ctx: Context, smtp: tuple[str, list]
+) -> None:
+    """Who hosts a site (part 2) and the notice to its host (part 3) as a deployment runs
+    them, each command a process of its own: ``fptrack sites hosting`` asks the RDAP
+    services, ``fptrack takedowns send SITE --to host`` emails the abuse address found, one
+    email for the two sites that share it; an address set by hand outlives a new lookup."""
+    store, mail = web_ctx.engine.store, smtp[1]
+    with loopback_sites(*PUBLIC, first=5) as served, RdapServices() as services:
+        matched(web_ctx, served, {name: f"http://{ip}/" for name, ip in PUBLIC.items()})
+        set_details(web_ctx)
+        env = {
+            "FPTRACK_RDAP_BOOTSTRAP_URL": services.bootstrap_url,
+            "FPTRACK_OUTBOUND_ALLOW_PRIVATE": "true",  # the RDAP servers are on 127.0.0.2
+            "FPTRACK_RDAP_DEADLINE": "2",
+            "FPTRACK_SMTP_URL": smtp[0],
+            "FPTRACK_SMTP_FROM": "fptrack@rights.example",
+            "FPTRACK_ADMIN_URL": ADMIN_URL,
+            "FPTRACK_REDIS_PREFIX": web_ctx.settings.redis_prefix,
+        }
+
+        # who hosts them: the ARIN network of each address, the same abuse desk
+        looked = fptrack("sites", "hosting", env=env)
+        assert looked.status == 0, looked.err
+        rows = {r[0]: r[1:4] for r in (line.split("\t") for line in looked.out.splitlines()[1:])}
+        assert rows == {name: [ip, "Cloudflare, Inc.", CLOUDFLARE] for name, ip in PUBLIC.items()}
+        assert services.requests("rdap") == [f"/arin/registry/ip/{ip}" for ip in PUBLIC.values()]
+        contacts = store.takedowns.contacts()
+        assert not any(contacts[name].get("host_email") for name in PUBLIC)  # nothing by hand
+
+        # the host's notice: one email to the abuse address found, a section per site
+        sent = fptrack("takedowns", "send", "pirate-b", "--to", "host", "--email", env=env)
+        assert sent.status == 0, sent.err
+        assert (
+            f"to the host of pirate-b, pirate-a emailed to {CLOUDFLARE}: 5 URL(s) on 2 sites"
+            in sent.out
+        )
+        [(to, message)] = mail
+        assert to == [CLOUDFLARE] and message["To"] == CLOUDFLARE
+        assert message["Subject"].endswith(": pirate-b, pirate-a")
+        text = body(message)
+        assert "To: Cloudflare, Inc." in text and "You host the following site(s)" in text
+        grouped = sections(text)
+        assert list(grouped) == ["pirate-b", "pirate-a"]
+        for name, ip in PUBLIC.items():
+            assert f"IP addresses: {ip}" in grouped[name]
+            for n in range(1, PAGES[name] + 1):
+                assert served[name].url(path(n)) in grouped[name]
+        [notice] = store.takedowns.notices()
+        assert (notice["recipient"], notice["via"], notice["to"], notice["sites"]) == (
+            "host", "email", CLOUDFLARE, ["pirate-a", "pirate-b"],
+        )  # fmt: skip
+        cases = store.takedowns.cases()
+        assert len(cases) == 5 and {c["recipient"] for c in cases} == {"host"}
+
+        # an address set by hand for pirate-a's host; a new lookup does not replace it
+        edited = fptrack("takedowns", "contact", "pirate-a", "--to", f"host={EDITED}", env=env)
+        assert edited.status == 0, edited.err
+        assert f"host: {EDITED} (Cloudflare, Inc.), edited" in edited.out
+        first = store.takedowns.hosting("pirate-a")["attempted_at"]
+        again = fptrack("sites", "hosting", "--refresh", env=env)
+        assert again.status == 0, again.err
+        assert again.err.strip() == (
+            "2 site(s) looked up: 2 RDAP request(s), 0 bootstrap file(s) fetched, 0 failed"
+        )
+        assert len(services.requests("rdap")) == 4
+        kept = store.takedowns.contacts()["pirate-a"]
+        assert kept["host_email"] == EDITED and kept["hosting"]["attempted_at"] > first
+        assert kept["hosting"]["networks"][0]["abuse_email"] == CLOUDFLARE  # the lookup's, kept
+
+        nxt = fptrack("takedowns", "send", "pirate-a", "--to", "host", "--email", env=env)
+        assert nxt.status == 0, nxt.err
+        assert f"to the host of pirate-a emailed to {EDITED}: 3 URL(s)" in nxt.out
+        assert [to for to, _ in mail] == [[CLOUDFLARE], [EDITED]]
+        assert list(sections(body(mail[1][1]))) == ["pirate-a"]  # pirate-b's desk is another
+        later = store.takedowns.notices()
+        assert sorted((n["recipient"], n["to"], tuple(n["sites"])) for n in later) == [
+            ("host", CLOUDFLARE, ("pirate-a", "pirate-b")), ("host", EDITED, ("pirate-a",)),
+        ]  # fmt: skip
