@@ -306,7 +306,7 @@ class Registry:
         ):
             pending: deque[Future] = deque()
             for batch in self._batches(doc, text, segments, cores, owners, offsets):
-                stored = stores.submit(self._store_batch, doc["_id"], batch)
+                stored = stores.submit(self._store_batch, doc["_id"], batch, fresh)
                 if indexed:
                     pending.append(indexes.submit(self._index_batch, stored, batch, fresh))
                 else:
@@ -361,10 +361,13 @@ class Registry:
             yield batch
             start = end
 
-    def _store_batch(self, work_id: ObjectId, batch: _Batch) -> None:
-        """A batch of segments into the store: their text and fingerprints."""
-        self.store.works.save_work_segments(work_id, batch.segments)
-        self.store.fingerprints.save_fingerprints_many("work", work_id, batch.fingerprints)
+    def _store_batch(self, work_id: ObjectId, batch: _Batch, fresh: bool) -> None:
+        """A batch of segments into the store: their text and fingerprints (inserted when
+        ``fresh``: the work was just created)."""
+        self.store.works.save_work_segments(work_id, batch.segments, fresh=fresh)
+        self.store.fingerprints.save_fingerprints_many(
+            "work", work_id, batch.fingerprints, fresh=fresh
+        )
 
     def _index_batch(self, stored: Future, batch: _Batch, fresh: bool) -> None:
         """A batch of segments into the index (``index_now``), once ``stored`` is done."""

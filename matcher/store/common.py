@@ -15,7 +15,9 @@ from typing import Any, ParamSpec, TypeVar
 
 from bson import ObjectId
 from bson.errors import InvalidId
-from pymongo.errors import PyMongoError
+from pymongo import UpdateOne
+from pymongo.collection import Collection
+from pymongo.errors import BulkWriteError, PyMongoError
 
 from matcher.errors import (
     INTERNAL_ERRORS,
@@ -161,3 +163,27 @@ def status_name(value: Any) -> str:
     if value not in STATUSES:
         raise StoreError(f"status must be one of {', '.join(STATUSES)}, got {value!r}")
     return value
+
+
+DUPLICATE_KEY = 11000
+
+
+def write_fresh(collection: Collection, keyed: list[tuple[dict[str, Any], dict[str, Any]]]) -> None:
+    """Write documents of ``(key, fields)`` that should not exist yet (a newly created
+    work's segments): one unordered ``insert_many`` of ``key | fields``, which costs the
+    server less than an upsert (no lookup of a matching document first); those a unique
+    index refuses as already there are then upserted (``$set`` of their fields), so the
+    write stays idempotent if one was there after all."""
+    if not keyed:
+        return
+    try:
+        collection.insert_many([{**key, **fields} for key, fields in keyed], ordered=False)
+    except BulkWriteError as exc:
+        errors = exc.details.get("writeErrors", [])
+        if any(e.get("code") != DUPLICATE_KEY for e in errors):
+            raise
+        redo = [keyed[e["index"]] for e in errors]
+        collection.bulk_write(
+            [UpdateOne(key, {"$set": fields}, upsert=True) for key, fields in redo],
+            ordered=False,
+        )

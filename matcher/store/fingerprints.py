@@ -17,6 +17,7 @@ from matcher.store.common import (
     checked_kind,
     mongo_errors,
     now,
+    write_fresh,
 )
 from matcher.store.field_names import INDEX_KEYS
 
@@ -143,9 +144,12 @@ class Fingerprints:
         kind: str,
         owner_id: ObjectId,
         items: Iterable[tuple[int, int, dict[str, dict[str, Any]]]],
+        *,
+        fresh: bool = False,
     ) -> None:
         """Store an owner's fingerprints, ``(seq, segment, {method: {"version", "params",
-        "value"}})`` per page or work segment, in one unordered bulk write.
+        "value"}})`` per page or work segment, in one unordered bulk write (inserts when
+        ``fresh``: the owner was just created, :func:`~matcher.store.common.write_fresh`).
 
         One document per work segment holds every method (``methods.<method>``), replaced
         as a whole, so a re-fingerprinted owner never mixes old and new values; ``bytes``
@@ -155,12 +159,15 @@ class Fingerprints:
         """
         if checked_kind(kind) == "page":
             raise StoreError("a page's fingerprints are stored with its processed mark")
-        ops = []
+        keyed = []
         for seq, segment, fingerprints in items:
             key = {"owner_kind": kind, "owner_id": owner_id, "segment": int(segment)}
             fields = {"seq": int(seq), "methods": _methods(fingerprints), "updated_at": now()}
-            ops.append(UpdateOne(key, {"$set": fields}, upsert=True))
-        if ops:
+            keyed.append((key, fields))
+        if fresh:
+            write_fresh(self.db.fingerprints, keyed)
+        elif keyed:
+            ops = [UpdateOne(key, {"$set": fields}, upsert=True) for key, fields in keyed]
             self.db.fingerprints.bulk_write(ops, ordered=False)
 
     @staticmethod

@@ -25,6 +25,7 @@ from matcher.store.common import (
     mongo_errors,
     now,
     object_id,
+    write_fresh,
 )
 from matcher.store.field_names import LOOKUP_KEYS
 from matcher.store.fingerprints import Fingerprints
@@ -156,11 +157,14 @@ class Works:
         self.save_work_segments(work_id, [segment])
 
     @mongo_errors
-    def save_work_segments(self, work_id: ObjectId, segments: Iterable[dict[str, Any]]) -> None:
+    def save_work_segments(
+        self, work_id: ObjectId, segments: Iterable[dict[str, Any]], *, fresh: bool = False
+    ) -> None:
         """Store segments of a work, one unordered bulk write: each with ``index``,
         ``start``, ``end`` (its place in the work's text), ``title`` and ``text`` (the
-        segment and its overlap with the next); idempotent upserts."""
-        ops = []
+        segment and its overlap with the next); idempotent upserts, or inserts when
+        ``fresh`` (the work was just created, :func:`~matcher.store.common.write_fresh`)."""
+        keyed = []
         for segment in segments:
             fields = {
                 "start": int(segment["start"]),
@@ -168,9 +172,11 @@ class Works:
                 "title": checked_str(segment["title"], "segment title"),
                 "text": checked_str(segment["text"], "segment text"),
             }
-            key = {"work_id": work_id, "index": int(segment["index"])}
-            ops.append(UpdateOne(key, {"$set": fields}, upsert=True))
-        if ops:
+            keyed.append(({"work_id": work_id, "index": int(segment["index"])}, fields))
+        if fresh:
+            write_fresh(self.db.work_segments, keyed)
+        elif keyed:
+            ops = [UpdateOne(key, {"$set": fields}, upsert=True) for key, fields in keyed]
             self.db.work_segments.bulk_write(ops, ordered=False)
 
     @mongo_errors

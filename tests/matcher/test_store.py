@@ -135,6 +135,29 @@ def test_a_fresh_match_is_inserted_and_one_that_exists_after_all_is_updated(
     assert counted["active"].get("confirmed") == 1 and not counted["active"].get("new")
 
 
+def test_a_new_work_s_segments_are_inserted_and_those_there_after_all_updated(
+    store: Store,
+) -> None:
+    work, _ = store.works.upsert_work("w.txt", title="t", content_hash="h", length=4, segments=2)
+    segments = [
+        {"index": i, "start": 2 * i, "end": 2 * i + 2, "title": f"第{i}章", "text": "正文"}
+        for i in range(2)
+    ]
+    prints = [(10 + i, i, {"simhash": {"version": 1, "value": f"{i:016x}"}}) for i in range(2)]
+    store.works.save_work_segments(work["_id"], segments[:1], fresh=True)
+    store.fingerprints.save_fingerprints_many("work", work["_id"], prints[:1], fresh=True)
+    # a registration that died half-way and ran again: the first segment is there already
+    segments[0] = {**segments[0], "text": "新正文"}
+    prints[0] = (10, 0, {"simhash": {"version": 1, "value": "f" * 16}})
+    store.works.save_work_segments(work["_id"], segments, fresh=True)
+    store.fingerprints.save_fingerprints_many("work", work["_id"], prints, fresh=True)
+    kept = store.works.work_segments(work["_id"])
+    assert [(s["index"], s["text"]) for s in kept] == [(0, "新正文"), (1, "正文")]
+    assert store.count("work_segments") == 2 and store.count("fingerprints") == 2
+    stored = store.fingerprints.owner_fingerprints("work", work["_id"], "simhash")
+    assert sorted((fp["seq"], fp["value"]) for fp in stored) == [(10, "f" * 16), (11, f"{1:016x}")]
+
+
 def test_deactivate_matches_that_no_longer_hold(store: Store) -> None:
     w1, _ = add_work(store, key="1")
     w2, _ = add_work(store, key="2")
