@@ -21,7 +21,8 @@ the truth, and whether every truth host was found at all.
 For search-engine discovery (``searched``: ``bench/eval_sites.py``'s ``search`` shape) the
 web has :data:`SEARCHED_PIRATES` pirate sites and :data:`SEARCHED_HONEST` honest ones more
 (20 sites in all) that no watched site leads to, its works are the chapters the sites
-publish (what a pirate site copies is the whole work), and :class:`LocalSearch` answers as
+publish, registered under their headings (第1章 ...: what a pirate site copies is the whole
+work), and :class:`LocalSearch` answers as
 a search engine would, from an index of every page's text that robots.txt lets it read:
 the pages holding the exact phrase asked (spaces and punctuation ignored, Traditional
 script read as Simplified, as the large engines do), then two unrelated pages, as real
@@ -71,6 +72,11 @@ def chapters(text: str, count: int, size: int) -> list[str]:
     return [text[i * size : (i + 1) * size] for i in range(count)]
 
 
+def _chaptered(parts: Sequence[str]) -> str:
+    """A work's chapters under their headings (第1章 ...), as a rights holder registers them."""
+    return "\n".join(f"第{c}章\n{part}" for c, part in enumerate(parts, 1))
+
+
 def _book(site: ChangingSite, folder: str, text: str, count: int, size: int) -> list[str]:
     """``count`` chapters of ``size`` characters of ``text`` under ``/folder/``; their paths."""
     paths = []
@@ -97,7 +103,9 @@ def build_web(texts: Sequence[str], seed: int, quick: bool = False, searched: bo
     if len(long) < 13:
         raise ValueError(f"the discovery web needs 13 distinct texts of {count * size} characters")
     registered, unregistered = long[:6], long[6:12]
-    published = [t[: count * size] for t in registered] if searched else registered
+    published = registered
+    if searched:  # registered as the sites publish them: chapter by chapter, under headings
+        published = [_chaptered(chapters(t, count, size)) for t in registered]
     web = Web(works=[(f"作品{n}", t) for n, t in enumerate(published)], chapters=count)
     table = homophone_table(_counts(registered))
     address = iter(range(FIRST_ADDRESS, 255))

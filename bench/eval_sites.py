@@ -85,8 +85,8 @@ TARGETS = {"precision": 0.98, "recall": 0.97}
 WEB_TARGET = 0.9
 """Discovery's precision and recall of pirate sites among its candidates (the ``web`` and
 ``search`` shapes)."""
-SEARCH_QUERIES_PER_WORK = 3
-"""``FPTRACK_SEARCH_QUERIES_PER_WORK``'s default, as the search shape asks."""
+SEARCH_QUERIES_PER_CHAPTER = 1
+"""``FPTRACK_SEARCH_QUERIES_PER_CHAPTER``'s default, as the search shape asks."""
 LISTED = 6
 """False positives and misses printed per shape (the JSON has them all)."""
 PAGES_MARGIN = 50
@@ -503,7 +503,8 @@ def search_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any
             run = run_search(
                 engine.store, engine.match_text, sampler(settings),
                 SearchEngine(server.url("/"), fetching(settings)), budget=1000,
-                queries_per_work=SEARCH_QUERIES_PER_WORK, sample_pages=5, at=now(),
+                queries_per_chapter=SEARCH_QUERIES_PER_CHAPTER, sample_pages=5, at=now(),
+                frequency=engine.work_frequency,
             )  # fmt: skip
         seconds = time.perf_counter() - started
     finally:
@@ -517,6 +518,7 @@ def search_direction(texts: Sequence[str], args: Any, log: Log) -> dict[str, Any
         "results": run.results,
         "queries_per_chapter": round(run.queries / (len(web.works) * web.chapters), 3),
         "error": run.error,
+        "index": run.index,
         "seconds": round(seconds, 1),
     }
 

@@ -58,10 +58,12 @@ def search_sites(self: FptrackTask) -> dict[str, Any]:
     run = search.run_search(
         engine.store, engine.match_text, sampler(settings),
         search.SearchEngine.from_settings(settings),
-        budget=settings.search_daily_queries, queries_per_work=settings.search_queries_per_work,
-        sample_pages=settings.discover_sample, at=now(),
+        budget=settings.search_daily_queries,
+        queries_per_chapter=settings.search_queries_per_chapter,
+        sample_pages=settings.discover_sample, at=now(), frequency=engine.work_frequency,
     )  # fmt: skip
     refused = sum(bool(c.refused) for c in run.candidates)
-    return {"works": run.works, "queries": run.queries, "error": run.error,
+    return {"works": run.works, "chapters": run.chapters, "queries": run.queries,
+            "error": run.error, "index": run.index,
             "candidates": len(run.candidates) - refused,
             "pirate": sum(c.pirate for c in run.candidates)}  # fmt: skip

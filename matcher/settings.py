@@ -307,8 +307,9 @@ class Settings:
     """Result URLs kept per search query."""
     search_daily_queries: int = 100
     """Search queries fptrack sends a day (UTC), whatever runs them."""
-    search_queries_per_work: int = 3
-    """Sentences of each newly registered work searched for."""
+    search_queries_per_chapter: int = 1
+    """Sentences searched for of each newly registered chapter (a segment of a work:
+    :mod:`fingerprint.segments`), the rarest in the works' index."""
     search_every: int = 0
     """Seconds between beat's searches for pirate sites (``sites:search``, with a
     ``search_url``); 0: never (``fptrack sites search`` runs one)."""
@@ -471,7 +472,7 @@ class Settings:
             "max_split_parts", "candidate_batch", "segment_cache_mb", "page_lock_seconds",
             "api_rate_per_minute", "pending_after", "query_max_bytes", "tsa_every", "tsa_batch",
             "takedown_recheck_every", "discover_sample", "discover_harvest", "search_results",
-            "search_daily_queries", "search_queries_per_work", "rdap_max_requests",
+            "search_daily_queries", "search_queries_per_chapter", "rdap_max_requests",
         ):  # fmt: skip
             if getattr(self, name) < 1:
                 raise SettingsError(f"{name} must be >= 1, got {getattr(self, name)}")

@@ -178,21 +178,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         run_search,
         "find pirate sites through a search engine, and rank them",
         "Ask the SearXNG instance of FPTRACK_SEARCH_URL (its JSON format enabled) for "
-        "distinctive sentences of the works not searched for yet, newest first (--queries "
-        "per work, default FPTRACK_SEARCH_QUERIES_PER_WORK, 3: long sentences said once in "
-        "the work, spread over it, each an exact phrase), within FPTRACK_SEARCH_DAILY_QUERIES "
-        "queries a UTC day (default 100) and FPTRACK_SEARCH_RESULTS result URLs a query "
-        "(default 10). The hosts of the results that are not watched are sampled (--sample "
-        "pages, default FPTRACK_DISCOVER_SAMPLE, 10; robots.txt and the outbound policy "
-        "obeyed), matched and ranked as `sites discover` ranks its candidates, and kept for "
-        "the admin's Discovery page. A failure of the search engine (rate-limited, no "
-        "answer, not its JSON) ends the run with one line and exit status 1, what was found "
-        "until then kept.",
+        "distinctive sentences of the chapters not searched for yet (a work's chapters, or "
+        "pieces of a work without headings; of a work registered again with more chapters, "
+        "the new ones): --queries per chapter (default FPTRACK_SEARCH_QUERIES_PER_CHAPTER, "
+        "1), long sentences said once, none that another registered work holds (the works' "
+        "index; by the text alone when it cannot be read, said in the summary), the longest "
+        "first, each an exact phrase. Round-robin over the works, newest first, one chapter "
+        "of each in turn, within FPTRACK_SEARCH_DAILY_QUERIES queries a UTC day (default 100)"
+        " and FPTRACK_SEARCH_RESULTS result URLs a query (default 10). The hosts of the "
+        "results that are not watched are sampled (--sample pages, default "
+        "FPTRACK_DISCOVER_SAMPLE, 10; robots.txt and the outbound policy obeyed), matched and"
+        " ranked as `sites discover` ranks its candidates, and kept for the admin's Discovery"
+        " page. A failure of the search engine (rate-limited, no answer, not its JSON) ends "
+        "the run with one line and exit status 1, what was found until then kept.",
     )
     p.add_argument(
         "--queries",
         type=int,
-        help="sentences searched per work (default: FPTRACK_SEARCH_QUERIES_PER_WORK, 3)",
+        help="sentences searched per chapter (default: FPTRACK_SEARCH_QUERIES_PER_CHAPTER, 1)",
     )
     p.add_argument(
         "--works", type=int, default=100,
@@ -310,7 +313,7 @@ def run_search(args: argparse.Namespace, ctx: Context) -> int:
             "(http(s)://HOST[:PORT], its JSON format enabled)",
             2,
         )
-    queries = settings.search_queries_per_work if args.queries is None else args.queries
+    queries = settings.search_queries_per_chapter if args.queries is None else args.queries
     sample = settings.discover_sample if args.sample is None else args.sample
     if not 1 <= queries <= 100 or not 1 <= sample <= 1000 or not 1 <= args.works <= 10000:
         raise CommandError("--queries takes 1 to 100, --sample 1 to 1000, --works 1 to 10000", 2)
@@ -320,26 +323,33 @@ def run_search(args: argparse.Namespace, ctx: Context) -> int:
         raise CommandError(f"FPTRACK_SEARCH_URL: {exc.detail}", 2) from None
     run = discovery_service(ctx).search(
         ctx.engine, sampler(settings), engine, budget=settings.search_daily_queries,
-        queries_per_work=queries, sample_pages=sample, works=args.works,
+        queries_per_chapter=queries, sample_pages=sample, works=args.works,
     )  # fmt: skip
     if args.json:
         dump_json(
             {
                 "works": run.works,
+                "chapters": run.chapters,
                 "queries": run.queries,
                 "results": run.results,
                 "budget_spent": run.budget_spent,
                 "error": run.error,
+                "index": run.index,
                 "candidates": [candidate_doc(c) for c in run.candidates],
             }
         )
     else:
         print_candidates(run.candidates)
-        print(f"{run.works} work(s) searched for: {run.queries} quer(ies), {run.results} result(s)")
+        print(
+            f"{run.chapters} chapter(s) searched for, {run.works} work(s) done: "
+            f"{run.queries} quer(ies), {run.results} result(s)"
+        )
+        if run.index:
+            print(f"the sentences were not chosen by the works' index: {run.index}")
         if run.budget_spent:
             print(
                 f"the day's {settings.search_daily_queries} queries are spent "
-                "(FPTRACK_SEARCH_DAILY_QUERIES): the other works wait for tomorrow"
+                "(FPTRACK_SEARCH_DAILY_QUERIES): the other chapters wait for tomorrow"
             )
     if run.error:
         print(f"fptrack sites search: {run.error}", file=sys.stderr)

@@ -55,15 +55,17 @@ class DiscoveryService:
         search_engine: SearchEngine,
         *,
         budget: int,
-        queries_per_work: int,
+        queries_per_chapter: int,
         sample_pages: int,
         works: int,
     ) -> SearchRun:
-        """Search the web for the works not searched for yet, the hosts of the results
-        sampled and ranked (:func:`matcher.sites.search.run_search`); what was done."""
+        """Search the web for the chapters of the works not searched for yet, the sentences
+        chosen with ``engine``'s works' index, the hosts of the results sampled and ranked
+        (:func:`matcher.sites.search.run_search`); what was done."""
         return run_search(
             self.store, engine.match_text, crawl, search_engine, budget=budget,
-            queries_per_work=queries_per_work, sample_pages=sample_pages, at=now(), works=works,
+            queries_per_chapter=queries_per_chapter, sample_pages=sample_pages, at=now(),
+            works=works, frequency=engine.work_frequency,
         )  # fmt: skip
 
     def candidate(self, host: str) -> dict[str, Any] | None:

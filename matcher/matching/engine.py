@@ -32,6 +32,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from matcher.index.index_view import IndexView
 from matcher.index.integrity import Snapshot
 from matcher.matching import editions
@@ -151,6 +153,12 @@ class Engine(IndexView):
         """What ``text`` copies, with evidence; stores nothing (the CLI's and admin's query;
         :meth:`WorksOfText.match_text <matcher.matching.works_of_text.WorksOfText.match_text>`)."""
         return self.works_of_text.match_text(text)
+
+    def work_frequency(self, keys: np.ndarray) -> np.ndarray:
+        """How many registered works hold each of the postings ``keys`` (the search
+        queries' choice, :mod:`matcher.sites.query_choice`; :meth:`WorksOfText.frequency
+        <matcher.matching.works_of_text.WorksOfText.frequency>`)."""
+        return self.works_of_text.frequency(keys)
 
     def still_copies(self, text: str | bytes, work_ids: Collection[Any]) -> set[str]:
         """Which of the works ``work_ids`` ``text`` still copies, each verified on all its

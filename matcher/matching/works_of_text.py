@@ -103,6 +103,16 @@ class WorksOfText:
             if v.matched and v.work in seqs and v.work in names
         }
 
+    def frequency(self, keys: np.ndarray) -> np.ndarray:
+        """The document frequency in works (how many registered works hold it, however
+        many of their segments do) of each of ``keys``, postings keys of
+        :func:`matcher.matching.prepared.window_keys`: one lookup of the works' index; an
+        :class:`~matcher.errors.IndexUnavailable` when it cannot be read."""
+        self.engine.integrity.ready()
+        with redis_errors("looking up how many works hold a text"):
+            found = self.engine.works.windows.lookup(keys, group_shift=SEGMENT_BITS)
+        return found.df_of(keys)
+
     def _candidates(self, page: Prepared) -> tuple[list[tuple[int, int]], np.ndarray]:
         """Candidate segments as ``(owner, postings hits)``, most hits first, and the
         corpus document frequency (in works) of the page's sampled anchors."""

@@ -47,6 +47,29 @@ def _sketch_fields(sketch: Sequence[int]) -> dict[str, list[int]]:
     return {"near_sketch": values, "near_keys": values[:LOOKUP_KEYS]}
 
 
+_NEVER_SEARCHED: dict[str, Any] = {
+    "search_pending": {"$exists": False},
+    "searched_at": {"$exists": False},
+}
+"""Works registered before the search marks were kept by offset, never searched for."""
+
+
+def _search_fields(before: dict[str, Any] | None, length: int) -> dict[str, Any]:
+    """The search marks of a work registered with ``length`` characters, ``before`` its
+    document stored before (None: new): to search for (``search_pending``) when its text is
+    longer than the part searched (``searched_to``; a work searched for whole before the
+    offset was kept, up to its length then)."""
+    fields: dict[str, Any] = {}
+    searched = 0
+    if before is not None:
+        searched = int(before.get("searched_to") or 0)
+        if "searched_at" in before and "searched_to" not in before:
+            searched = int(before.get("length") or 0)
+            fields["searched_to"] = searched
+    fields["search_pending"] = length > searched
+    return fields
+
+
 @dataclass(frozen=True)
 class TextWindow:
     """Part of a long text, sliced with offsets into the whole text (``len`` is the whole
@@ -134,6 +157,7 @@ class Works:
         }
         key = checked_str(key, "key")
         before = self.db.works.find_one({"key": key})
+        fields.update(_search_fields(before, int(length)))
         doc, created = self.sequences.upsert(
             "works",
             "work",
@@ -262,21 +286,49 @@ class Works:
 
     @mongo_errors
     def works_to_search(self, limit: int) -> list[dict]:
-        """Works never searched for on the web yet (:mod:`matcher.sites.search`), newest
-        first: their id, key and title."""
-        query = {"searched_at": {"$exists": False}, "same_text_as": {"$in": [None, ""]}}
-        cursor = self.db.works.find(query, {"key": 1, "title": 1}).sort(
-            [(field, DESCENDING) for field, _ in REGISTRATION_ORDER]
+        """Works with text not searched for on the web yet (:mod:`matcher.sites.search`;
+        twins, whose text is another work's, left out), newest first (last registered or
+        registered again): their id, key, title, length and ``searched_to``, the end of the
+        text searched (0: none)."""
+        query = {
+            "$and": [
+                {"same_text_as": {"$in": [None, ""]}},
+                {"$or": [{"search_pending": True}, _NEVER_SEARCHED]},
+            ]
+        }
+        projection = {"key": 1, "title": 1, "length": 1, "searched_to": 1}
+        cursor = self.db.works.find(query, projection).sort(
+            [("updated_at", DESCENDING), ("_id", DESCENDING)]
         )
         return list(cursor.limit(min(int(limit), MAX_LIST)))
 
     @mongo_errors
-    def mark_searched(self, work: dict, at: datetime, queries: int) -> None:
-        """Record that ``work`` (as :meth:`works_to_search` gives it) was searched for."""
+    def mark_searched(self, work: dict, at: datetime, to: int, queries: int) -> bool:
+        """Record that the text of ``work`` (as :meth:`works_to_search` gives it) up to the
+        offset ``to`` was searched for with ``queries`` queries; whether all of it was (it
+        is then no longer to search, until registered again with more text). Idempotent:
+        the end searched only grows."""
+        key = {"key": work["key"], "_id": work["_id"]}
         self.db.works.update_one(
-            {"key": work["key"], "_id": work["_id"]},
-            {"$set": {"searched_at": checked_date(at), "search_queries": int(queries)}},
+            key,
+            {
+                "$set": {"searched_at": checked_date(at)},
+                "$max": {"searched_to": int(to)},
+                "$inc": {"search_queries": int(queries)},
+            },
         )
+        done = self.db.works.update_one(
+            {**key, "length": {"$lte": int(to)}}, {"$set": {"search_pending": False}}
+        )
+        return bool(done.matched_count)
+
+    @mongo_errors
+    def segments_after(self, work_id: ObjectId, offset: int, limit: int) -> list[dict]:
+        """At most ``limit`` segments of a work, in order, that end after ``offset`` in its
+        text (the text not searched for yet, :mod:`matcher.sites.search`)."""
+        query = {"work_id": work_id, "end": {"$gt": int(offset)}}
+        cursor = self.db.work_segments.find(query).sort("index", ASCENDING)
+        return list(cursor.limit(min(int(limit), MAX_LIST)))
 
     @mongo_errors
     def search_works(

@@ -85,7 +85,9 @@ def test_quick_run_meets_the_targets_with_a_consistent_truth(run, texts) -> None
     assert (found["sites"], found["pirates"], found["honest"]) == (20, 10, 8)
     assert found["precision"] == 1.0 and found["recall"] >= 0.8 and found["error"] == ""
     assert all(host in found["not_found"] for host in found["missed"])  # never sampled
-    assert 0 < found["queries"] <= 3 * 6 and found["queries_per_chapter"] > 0
+    # one a chapter (a line of the synthetic text that reads as a heading makes one more)
+    assert 0 < found["queries"] <= 1.5 * 2 * 6 and found["queries_per_chapter"] > 0
+    assert found["index"] == ""  # chosen by the works' index
     assert set(forward["shapes"]) == set(FORWARD_SHAPES)
     for row in forward["shapes"].values():
         check_shape(row)
@@ -119,8 +121,8 @@ def test_quick_run_meets_the_targets_with_a_consistent_truth(run, texts) -> None
     assert editions["all"]["unrelated_pages"] == QUICK_SIZES.edition_fillers
     assert editions["exit_status"] == 0 and editions["errors"] == []
     failed = [name for name, ok in run["targets"].items() if not ok]
-    # the quick web's two pirates that swap homophones into every short chapter are found by
-    # no exact phrase (recall 0.8 here, 1.0 on the full-size chapters): checked above
+    # the quick web's two pirates that swap homophones into every short chapter are found
+    # only by a sentence asked that escaped their swaps (recall at least 0.8): checked above
     assert failed in ([], ["search discovery recall>=0.9"]), f"targets missed: {failed}"
 
     keep: Path = run["keep"]

@@ -108,7 +108,7 @@ def test_the_worker_searches_for_new_works(
     assert candidate["_id"] == pirate.netloc
     assert candidate["pirate"] and candidate["works"][0]["title"] == "灯塔"
     assert {lead["kind"] for lead in candidate["leads"]} == {"search"}
-    assert len(asked) == settings.search_queries_per_work  # the work's sentences, once each
+    assert len(asked) == settings.search_queries_per_chapter  # its one chapter's, once each
     assert engine.store.works.works_to_search(10) == []
 
 

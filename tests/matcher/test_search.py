@@ -6,14 +6,13 @@ from __future__ import annotations
 import pytest
 
 from matcher.outbound import Policy
+from matcher.sites.query_choice import MAX_CHARS, query_sentences
 from matcher.sites.search import (
-    MAX_CHARS,
     SEARCH_SITE,
     Result,
     SearchEngine,
     SearchError,
     parse_results,
-    query_sentences,
     search_leads,
 )
 from tests.servers.search_engine import SearchEngineServer

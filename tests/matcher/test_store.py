@@ -381,5 +381,35 @@ def test_works_are_searched_for_once_newest_first(store: Store) -> None:
     second, _ = add_work(store, "works/b.txt", "乙")
     assert [w["_id"] for w in store.works.works_to_search(10)] == [second["_id"], first["_id"]]
     [newest] = store.works.works_to_search(1)
-    store.works.mark_searched(newest, now(), 3)
+    assert store.works.mark_searched(newest, now(), 1, 3)  # the whole text: done
     assert [w["_id"] for w in store.works.works_to_search(10)] == [first["_id"]]
+    assert store.works.get_work(str(second["_id"]))["search_queries"] == 3
+
+
+def test_only_text_never_searched_is_to_search_again(store: Store) -> None:
+    work, _ = add_work(store, "works/a.txt", "甲乙丙丁")
+    [found] = store.works.works_to_search(10)
+    assert not store.works.mark_searched(found, now(), 2, 1)  # half of it: still to search
+    assert store.works.mark_searched(found, now(), 1, 0) is False  # the end only grows
+    [found] = store.works.works_to_search(10)
+    assert found["searched_to"] == 2 and found["length"] == 4
+    assert store.works.mark_searched(found, now(), 4, 1)
+    assert store.works.works_to_search(10) == []
+    add_work(store, "works/a.txt", "甲乙丙丁")  # registered again, the same text: nothing new
+    assert store.works.works_to_search(10) == []
+    add_work(store, "works/a.txt", "甲乙丙丁戊己")  # more chapters: the text after them
+    [found] = store.works.works_to_search(10)
+    assert (found["searched_to"], found["length"]) == (4, 6)
+    segments = store.works.segments_after(work["_id"], 4, 10)
+    assert [(s["start"], s["end"]) for s in segments] == [(0, 6)]
+    assert store.works.segments_after(work["_id"], 6, 10) == []
+    # a work searched for whole before the searched text was kept by its end
+    old, _ = add_work(store, "works/old.txt", "子丑寅")
+    store.db.works.update_one(
+        {"_id": old["_id"]},
+        {"$set": {"searched_at": now()}, "$unset": {"searched_to": "", "search_pending": ""}},
+    )
+    assert [w["_id"] for w in store.works.works_to_search(10)] == [work["_id"]]
+    add_work(store, "works/old.txt", "子丑寅卯")
+    [again] = [w for w in store.works.works_to_search(10) if w["_id"] == old["_id"]]
+    assert again["searched_to"] == 3

@@ -78,7 +78,7 @@ def test_search_results_lead_to_pirate_sites_within_the_day_s_budget(
     with SearchEngineServer(answering(web, tea, river)) as engine:
         web_ctx.__dict__["settings"] = replace(
             web_ctx.settings, outbound_allow_private=True, search_url=engine.url("/"),
-            search_daily_queries=4, search_queries_per_work=3,
+            search_daily_queries=4, search_queries_per_chapter=3,
         )  # fmt: skip
         assert main(["sites", "search", "--sample", "5", "--json"], web_ctx) == 0
         said = json.loads(capsys.readouterr().out)
@@ -88,10 +88,12 @@ def test_search_results_lead_to_pirate_sites_within_the_day_s_budget(
         again = capsys.readouterr().out
         assert engine.asked == asked
 
-    # the newest work first: its 3 sentences, then the budget's last query for the other
+    # the newest work first: its one chapter's 3 sentences, then the budget's last query
+    # for the other's
     assert len(asked) == 4 and all(q.startswith('"') and q.endswith('"') for q in asked)
     assert all(q.strip('"') in river for q in asked[:3]) and asked[3].strip('"') in tea
     assert (said["works"], said["queries"], said["budget_spent"], said["error"]) == (1, 4, True, "")
+    assert (said["chapters"], said["index"]) == (1, "")  # chosen by the works' index
     assert said["results"] == 8
     found = {c["host"]: c for c in said["candidates"]}
     assert set(found) == {
@@ -110,7 +112,7 @@ def test_search_results_lead_to_pirate_sites_within_the_day_s_budget(
     day = now().strftime("%Y-%m-%d")
     assert web_ctx.store.discovery.search_queries(day) == 4
     assert [w["title"] for w in web_ctx.store.works.works_to_search(10)] == ["茶史"]
-    assert "0 work(s) searched for: 0 quer(ies), 0 result(s)" in again
+    assert "0 chapter(s) searched for, 0 work(s) done: 0 quer(ies), 0 result(s)" in again
 
     listing = as_admin.get("/discovery/").get_data(as_text=True)  # the admin's Discovery page
     assert listing.index(web["pirate"].netloc) < listing.index(web["honest"].netloc)
@@ -151,7 +153,7 @@ def test_a_failing_search_engine_ends_the_run_with_one_line(
     [line] = err.strip().splitlines()
     assert line.startswith(f"fptrack sites search: the search engine at {engine.url('')}")
     assert said in line and "Traceback" not in err
-    assert "0 work(s) searched for: 0 quer(ies)" in out
+    assert "0 chapter(s) searched for, 0 work(s) done: 0 quer(ies)" in out
     titles = [w["title"] for w in web_ctx.store.works.works_to_search(10)]
     assert titles == ["河镇", "茶史"]  # neither was answered: both wait for the next run
 
