@@ -154,11 +154,11 @@ class Engine(IndexView):
         :meth:`WorksOfText.match_text <matcher.matching.works_of_text.WorksOfText.match_text>`)."""
         return self.works_of_text.match_text(text)
 
-    def work_frequency(self, keys: np.ndarray) -> np.ndarray:
-        """How many registered works hold each of the postings ``keys`` (the search
-        queries' choice, :mod:`matcher.sites.query_choice`; :meth:`WorksOfText.frequency
-        <matcher.matching.works_of_text.WorksOfText.frequency>`)."""
-        return self.works_of_text.frequency(keys)
+    def work_frequency(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """For each of ``texts``, how many registered works hold each of its postings keys
+        (the search queries' choice, :mod:`matcher.sites.query_choice`;
+        :meth:`WorksOfText.frequency <matcher.matching.works_of_text.WorksOfText.frequency>`)."""
+        return self.works_of_text.frequency(texts)
 
     def still_copies(self, text: str | bytes, work_ids: Collection[Any]) -> set[str]:
         """Which of the works ``work_ids`` ``text`` still copies, each verified on all its

@@ -24,7 +24,7 @@ from fingerprint.align import align
 from matcher.errors import redis_errors
 from matcher.keys import SEGMENT_BITS, owner_work
 from matcher.matching import editions
-from matcher.matching.prepared import Prepared, prepare
+from matcher.matching.prepared import Prepared, prepare, prepare_many
 from matcher.matching.verify import ALIGN_PARAMS, SegmentHit, Verdict, judge
 
 if TYPE_CHECKING:
@@ -103,15 +103,20 @@ class WorksOfText:
             if v.matched and v.work in seqs and v.work in names
         }
 
-    def frequency(self, keys: np.ndarray) -> np.ndarray:
-        """The document frequency in works (how many registered works hold it, however
-        many of their segments do) of each of ``keys``, postings keys of
-        :func:`matcher.matching.prepared.window_keys`: one lookup of the works' index; an
-        :class:`~matcher.errors.IndexUnavailable` when it cannot be read."""
+    def frequency(self, texts: Sequence[str]) -> list[np.ndarray]:
+        """For each of ``texts``, the document frequency in works (how many registered
+        works hold it, however many of their segments do) of each of its postings keys
+        (:func:`matcher.matching.prepared.window_keys`): one lookup of the works' index for
+        them all; an :class:`~matcher.errors.IndexUnavailable` when it cannot be read."""
+        keys = [p.window_keys for p in prepare_many(list(texts))]
+        every = np.unique(np.concatenate(keys)) if keys else np.empty(0, np.uint64)
+        if not len(every):
+            return [np.empty(0, np.int64) for _ in keys]
         self.engine.integrity.ready()
         with redis_errors("looking up how many works hold a text"):
-            found = self.engine.works.windows.lookup(keys, group_shift=SEGMENT_BITS)
-        return found.df_of(keys)
+            found = self.engine.works.windows.lookup(every, group_shift=SEGMENT_BITS)
+        df = found.df_of(every)
+        return [df[np.searchsorted(every, held)] for held in keys]
 
     def _candidates(self, page: Prepared) -> tuple[list[tuple[int, int]], np.ndarray]:
         """Candidate segments as ``(owner, postings hits)``, most hits first, and the

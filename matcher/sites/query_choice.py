@@ -42,8 +42,6 @@ from typing import Any
 
 import numpy as np
 
-from matcher.matching.prepared import prepare_many
-
 MIN_CHARS, MAX_CHARS = 14, 40
 """A query sentence's length in Han characters: shorter ones are common phrases, longer
 ones are cut by search engines (and a copy edited anywhere in them is missed)."""
@@ -52,9 +50,10 @@ TARGET_CHARS = (MIN_CHARS + MAX_CHARS) // 2
 MIN_HAN_SHARE = 0.8
 """The least share of a query sentence's characters that are Han characters."""
 
-Frequency = Callable[[np.ndarray], np.ndarray]
-"""The document frequency in works (how many registered works hold it) of each postings key
-given, from the works' index (:meth:`matcher.matching.engine.Engine.work_frequency`)."""
+Frequency = Callable[[Sequence[str]], list[np.ndarray]]
+"""For each text given, the document frequency in works (how many registered works hold it)
+of each of its postings keys, from the works' index, in one lookup
+(:meth:`matcher.matching.engine.Engine.work_frequency`)."""
 
 _ENDS = "。！？!?…"
 _SENTENCE = re.compile(rf"[^{_ENDS}\n]+[{_ENDS}]*")
@@ -133,12 +132,8 @@ def rarity(found: Sequence[Candidate], frequency: Frequency, own: int = 1) -> di
     :class:`matcher.errors.IndexUnavailable`."""
     if not found:
         return {}
-    keys = [p.window_keys for p in prepare_many([c.text for c in found])]
-    every = np.unique(np.concatenate(keys)) if any(len(k) for k in keys) else np.empty(0, np.uint64)
-    df = np.asarray(frequency(every), dtype=np.int64) if len(every) else np.empty(0, np.int64)
     out = {}
-    for candidate, held in zip(found, keys, strict=True):
-        counts = df[np.searchsorted(every, held)]
+    for candidate, counts in zip(found, frequency([c.text for c in found]), strict=True):
         if not (counts > own).any():
             out[candidate.at] = bool((counts > 0).any())
     return out
