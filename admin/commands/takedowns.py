@@ -15,6 +15,7 @@ from matcher.evidence.recipients import EMAILED, RECIPIENTS
 
 if TYPE_CHECKING:
     from admin.context import Context
+    from admin.report.selection import Selection
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -133,17 +134,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def run_send(args: argparse.Namespace, ctx: Context) -> int:
+def _selection(args: argparse.Namespace) -> Selection:
+    """The matches a notice or an export names: ``--site``, ``--since`` and
+    ``--include-unreviewed``; a bad one is a usage error."""
     from admin.filters import FilterError
     from admin.report.selection import Selection
-    from admin.report.takedown_send import NoticeError, SendError
-    from admin.services.takedowns import TakedownService
 
     chosen = {"since": args.since or "", "unreviewed": "1" if args.include_unreviewed else ""}
     try:
-        selection = Selection.parse(chosen, site=args.site, notice=True)
+        return Selection.parse(chosen, site=args.site, notice=True)
     except FilterError as exc:
         raise CommandError(str(exc), 2) from None
+
+
+def run_send(args: argparse.Namespace, ctx: Context) -> int:
+    from admin.report.takedown_send import NoticeError, SendError
+    from admin.services.takedowns import TakedownService
+
+    selection = _selection(args)
     try:
         sent = TakedownService(ctx).send(selection, email=args.email, by="cli", recipient=args.to)
     except (SendError, NoticeError) as exc:
@@ -153,16 +161,10 @@ def run_send(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def run_export_delisting(args: argparse.Namespace, ctx: Context) -> int:
-    from admin.filters import FilterError
-    from admin.report.selection import Selection
     from admin.report.takedown_send import NoticeError, SendError
     from admin.services.takedowns import TakedownService
 
-    chosen = {"since": args.since or "", "unreviewed": "1" if args.include_unreviewed else ""}
-    try:
-        selection = Selection.parse(chosen, site=args.site, notice=True)
-    except FilterError as exc:
-        raise CommandError(str(exc), 2) from None
+    selection = _selection(args)
     out = Path(args.out) if args.out else None
     if out is not None and not out.parent.is_dir():
         raise CommandError(f"--out {args.out}: no such directory", 2)

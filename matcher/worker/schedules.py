@@ -143,6 +143,15 @@ class Schedules:
     def __init__(self, app: Celery) -> None:
         self.app = app
 
+    def _every(self, name: str, task: str, seconds: float) -> None:
+        """Entry ``name`` running ``task`` every ``seconds``, each run expiring when the next
+        is due; none (an earlier one deleted) when ``seconds`` is 0."""
+        if not seconds:
+            self._delete(name)
+            return
+        every = schedule(timedelta(seconds=seconds))
+        self._entry(name, task, every, options={"expires": float(seconds)})
+
     def _entry(
         self,
         name: str,
@@ -218,27 +227,10 @@ class Schedules:
         recheck = schedule(timedelta(seconds=every))
         options = {"expires": float(every)}
         self._entry(RECHECK_TAKEDOWNS, "fptrack.recheck_takedowns", recheck, options=options)
-        if settings.discover_every:
-            every = settings.discover_every
-            options = {"expires": float(every)}
-            discover = schedule(timedelta(seconds=every))
-            self._entry(DISCOVER_SITES, "fptrack.discover_sites", discover, options=options)
-        else:
-            self._delete(DISCOVER_SITES)
-        if settings.search_every and settings.search_url:
-            every = settings.search_every
-            search = schedule(timedelta(seconds=every))
-            options = {"expires": float(every)}
-            self._entry(SEARCH_SITES, "fptrack.search_sites", search, options=options)
-        else:
-            self._delete(SEARCH_SITES)
-        if settings.hosting_every:
-            every = settings.hosting_every
-            options = {"expires": float(every)}
-            hosting = schedule(timedelta(seconds=every))
-            self._entry(HOSTING_SITES, "fptrack.look_up_hosting", hosting, options=options)
-        else:
-            self._delete(HOSTING_SITES)
+        self._every(DISCOVER_SITES, "fptrack.discover_sites", settings.discover_every)
+        search_every = settings.search_every if settings.search_url else 0
+        self._every(SEARCH_SITES, "fptrack.search_sites", search_every)
+        self._every(HOSTING_SITES, "fptrack.look_up_hosting", settings.hosting_every)
         if settings.tsa_url:
             stamp = schedule(timedelta(seconds=settings.tsa_every))
             options = {"expires": float(settings.tsa_every)}
