@@ -117,6 +117,28 @@ CHECK_BITS = 16
 _CHECK = _U64(CHECK_BITS)
 
 
+def _matching(
+    sig_sorted: np.ndarray, buckets: np.ndarray, counts: np.ndarray, checks: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The signatures of the records read (``counts[i]`` records of ``buckets[i]``, their
+    ``checks`` in order) and which of them are among the query's ``sig_sorted``.
+
+    A bucket asked for holds one query key but rarely (buckets outnumber a page's keys
+    thousands of times), so each record is compared with its bucket's key alone; the
+    records of a bucket holding several are looked up among the query's keys.
+    """
+    found = (np.repeat(buckets, counts) << _CHECK) | checks
+    first = np.searchsorted(sig_sorted >> _CHECK, buckets)
+    last = np.searchsorted(sig_sorted >> _CHECK, buckets, side="right")
+    match = found == np.repeat(sig_sorted[first], counts)
+    shared = np.repeat(last - first > 1, counts)
+    if shared.any():
+        some = found[shared]
+        at = np.minimum(np.searchsorted(sig_sorted, some), len(sig_sorted) - 1)
+        match[shared] = sig_sorted[at] == some
+    return found, match
+
+
 class WindowIndex:
     """Postings of window keys: which owners hold each key; atomic and idempotent per owner.
 
@@ -260,9 +282,7 @@ class WindowIndex:
         if not len(buffer):
             return empty
         checks, owners = self._fmt.unpack(buffer)
-        found = (np.repeat(buckets, lengths // self._fmt.width) << _CHECK) | checks
-        at = np.minimum(np.searchsorted(sig_sorted, found), len(sig_sorted) - 1)
-        match = sig_sorted[at] == found
+        found, match = _matching(sig_sorted, buckets, lengths // self._fmt.width, checks)
         found, owners = found[match], owners[match]
         if not len(found):
             return empty
