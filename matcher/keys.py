@@ -37,6 +37,14 @@ from fingerprint.hashing import fmix64
 
 LAYOUT_VERSION = 2
 """Layout 2: every index key carries a group's hash tag (layout 1: no tags)."""
+INDEX_FORMAT = 3
+"""What the indexes hold for an owner: bumped whenever their records, keys or parameters
+change. A tag group's marker names it (:meth:`Keys.marker`), so that the markers of another
+format are not this code's: after an upgrade every group reads as lost, and the first
+process to need the indexes (a worker, the heal job) rebuilds them from the store, with no
+command (:mod:`matcher.index.integrity`). 3: 6-byte postings, one anchored-window dna in
+two, the work segments' simhash tables keyed by fewer bits (2026-12-08); before, no format
+in the marker's name."""
 TAG_GROUPS = 32
 HASH_SLOTS = 16384
 SMALL_BATCH = 16
@@ -255,11 +263,12 @@ class Keys:
         """Tag group ``group``'s marker: a token written when the group's part of every
         index was built or rebuilt, in the group's own hash slot, so it is lost with them
         (:mod:`matcher.index.integrity`)."""
-        return f"{self.prefix}:index:{group_tags()[group]}:marker"
+        return f"{self.prefix}:index:{group_tags()[group]}:f{INDEX_FORMAT}:marker"
 
     def group_heads(self, group: int, kinds: Iterable[str] = ("work", "page")) -> list[str]:
         """What every index key of tag group ``group`` starts with, for the sides ``kinds``
-        (``work``: with the segments' verification data), and the group's marker."""
+        (``work``: with the segments' verification data), and the group's markers, of this
+        format or another."""
         tag = group_tags()[group]
         heads = []
         for kind in kinds:
@@ -270,7 +279,7 @@ class Keys:
             ]
             if kind == "work":
                 heads.append(f"{self.prefix}:works:anchors:{tag}:")
-        return [*heads, self.marker(group)]
+        return [*heads, f"{self.prefix}:index:{tag}:"]
 
     @property
     def index_pattern(self) -> str:

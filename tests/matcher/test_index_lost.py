@@ -5,6 +5,7 @@ ever let go because the index came back short."""
 
 from __future__ import annotations
 
+import json
 import threading
 
 import pytest
@@ -14,7 +15,7 @@ from redis.cluster import RedisCluster
 from admin.context import Context
 from admin.health import check_indexes
 from matcher.errors import IndexUnavailable, StoreUnavailable
-from matcher.keys import TAG_GROUPS, group_slot
+from matcher.keys import INDEX_FORMAT, TAG_GROUPS, group_slot
 from matcher.matching.engine import Engine
 from matcher.settings import Settings
 from matcher.store.index_state import IndexState
@@ -66,6 +67,38 @@ def test_a_page_after_the_index_was_lost_is_still_matched(engine: Engine) -> Non
     assert any(p.startswith(rebuilt) and "Redis had lost them" in p for p in engine.problems)
     # The pages matched before the loss are back in the pages' index too.
     assert whole_and_counted(engine) and engine.pages.simhash.entries() == len(NAMES) + 1
+
+
+def test_an_index_of_an_earlier_format_is_rebuilt_on_its_own_after_an_upgrade(
+    engine: Engine,
+) -> None:
+    """What the code before format 3 left in Redis: markers without a format in their name,
+    and postings parameters of 7-byte records (a 24-bit check). The upgraded process takes
+    no command: every group reads as lost, is cleared and rebuilt from the store, and the
+    copies are matched."""
+    ids = {n: engine.add_work(sample(n), title=n) for n in NAMES}
+    assert matched(crawl(engine, "http://p/1", page_of(sample(NAMES[0])))) == {ids[NAMES[0]]}
+    keys, client = engine.keys, engine.redis
+    old_params = json.dumps(
+        {
+            "layout": 2,
+            "tag_groups": TAG_GROUPS,
+            "window_index": {"bucket_bits": 20, "check_bits": 24},
+        },
+        sort_keys=True,
+        separators=(",", ":"),
+    )
+    for g in range(TAG_GROUPS):
+        client.rename(keys.marker(g), keys.marker(g).replace(f":f{INDEX_FORMAT}:", ":"))
+        client.set(keys.windows(keys.works).params(g), old_params)
+    upgraded = Engine.open(engine.settings, store=engine.store, redis_client=engine.redis)
+    assert upgraded.integrity.snapshot().lost == list(range(TAG_GROUPS))
+    for n, name in enumerate(NAMES, 2):
+        assert matched(crawl(upgraded, f"http://p/{n}", page_of(sample(name)))) == {ids[name]}
+    assert whole_and_counted(upgraded) and upgraded.pages.simhash.entries() == len(NAMES) + 1
+    left = {k.decode() for k in all_keys(client, f"{engine.settings.redis_prefix}:index:*")}
+    assert left == {keys.marker(g) for g in range(TAG_GROUPS)}  # the old markers cleared
+    assert old_params.encode() not in {client.get(keys.windows(keys.works).params(0))}
 
 
 def test_a_process_started_on_an_emptied_index_rebuilds_the_pages_alone(engine: Engine) -> None:
