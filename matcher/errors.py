@@ -19,6 +19,19 @@ from contextvars import ContextVar
 from functools import cache
 from typing import Any
 
+ONE_LINE_CHARS = 300
+"""The most a :class:`OneLineError`'s detail keeps."""
+
+
+class OneLineError(Exception):
+    """A failure told in one line: ``detail``, its whitespace folded, at most
+    :data:`ONE_LINE_CHARS` characters (a remote answer may be long and hostile)."""
+
+    def __init__(self, detail: str) -> None:
+        detail = " ".join(detail.split())[:ONE_LINE_CHARS]
+        super().__init__(detail)
+        self.detail = detail
+
 
 class MatcherError(Exception):
     """Base class of every error raised by :mod:`matcher`."""

@@ -51,10 +51,11 @@ from functools import cache
 from typing import Any
 from urllib.parse import quote, unquote, urljoin, urlsplit
 
+from matcher.errors import OneLineError
+
 MAX_BYTES = 10 * 1024 * 1024
 CHUNK = 64 * 1024
 REDIRECTS = (301, 302, 303, 307, 308)
-MAX_DETAIL_CHARS = 300
 FETCH_REDIRECTS = 5
 """Redirects a fetch of a page outside the crawl follows (query by URL, discovery, rechecks)."""
 PATH_SAFE = "/?&=%:@!$'()*+,;~[]"
@@ -63,13 +64,8 @@ percent-encoded as UTF-8)."""
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class OutboundError(Exception):
+class OutboundError(OneLineError):
     """A request that failed under the policy; ``detail`` says why, in one line."""
-
-    def __init__(self, detail: str) -> None:
-        detail = " ".join(detail.split())[:MAX_DETAIL_CHARS]
-        super().__init__(detail)
-        self.detail = detail
 
 
 class Unresolved(OutboundError):

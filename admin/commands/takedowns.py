@@ -51,13 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "registrar's address is the one set (fptrack takedowns contact SITE --to "
         "host=ADDR) or looked up",
     )
-    p.add_argument("--since", help="matches first seen since (YYYY-MM-DD; default: all)")
-    p.add_argument(
-        "--include-unreviewed",
-        action="store_true",
-        help="name the unreviewed (new) matches too, without review; the notice records "
-        "this choice (default: confirmed matches only)",
-    )
+    selection_options(p)
     p.add_argument(
         "--email",
         action="store_true",
@@ -77,13 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "left out. At most 1,000 matches: narrow with --site and --since.",
     )
     p.add_argument("--site", help="one site, by name (default: every site)")
-    p.add_argument("--since", help="matches first seen since (YYYY-MM-DD; default: all)")
-    p.add_argument(
-        "--include-unreviewed",
-        action="store_true",
-        help="name the unreviewed (new) matches too, without review; the notice records "
-        "this choice (default: confirmed matches only)",
-    )
+    selection_options(p)
     p.add_argument("--out", help="write the CSV to this file (default: standard output)")
     command(
         takedowns,
@@ -131,6 +119,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--provider", help="the site's hosting provider (default: unchanged, else guessed)"
+    )
+
+
+def selection_options(p: argparse.ArgumentParser) -> None:
+    """``--since`` and ``--include-unreviewed``: which matches a notice or an export names
+    (read by :func:`_selection`)."""
+    p.add_argument("--since", help="matches first seen since (YYYY-MM-DD; default: all)")
+    p.add_argument(
+        "--include-unreviewed",
+        action="store_true",
+        help="name the unreviewed (new) matches too, without review; the notice records "
+        "this choice (default: confirmed matches only)",
     )
 
 

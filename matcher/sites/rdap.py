@@ -39,6 +39,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
+from matcher.errors import OneLineError
+
 MAX_CHARS = 200
 """The longest value kept of any field."""
 MAX_DEPTH = 4
@@ -55,13 +57,8 @@ BOOTSTRAP_FILES = {"dns": "dns.json", 4: "ipv4.json", 6: "ipv6.json"}
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 
-class RdapError(Exception):
+class RdapError(OneLineError):
     """An answer or a bootstrap file that cannot be read; ``detail`` says why, in one line."""
-
-    def __init__(self, detail: str) -> None:
-        detail = " ".join(detail.split())[:300]
-        super().__init__(detail)
-        self.detail = detail
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ from typing import Any
 from urllib.parse import urlencode, urlsplit
 
 from fingerprint.segments import HEADING
-from matcher.errors import IndexUnavailable
+from matcher.errors import IndexUnavailable, OneLineError
 from matcher.outbound import OutboundError, Policy, fetching, request
 from matcher.sites.discovery import (
     Candidate,
@@ -63,13 +63,8 @@ READ_SEGMENTS = 8
 """Segments of a work read from the store at a time (their sentences counted together)."""
 
 
-class SearchError(Exception):
+class SearchError(OneLineError):
     """A search that failed; ``detail`` says why, in one line."""
-
-    def __init__(self, detail: str) -> None:
-        detail = " ".join(detail.split())
-        super().__init__(detail)
-        self.detail = detail
 
 
 @dataclass(frozen=True)
